@@ -1,0 +1,3 @@
+from commprof.cli.app import main
+
+main()

@@ -1,0 +1,48 @@
+"""The `commprof` command: registers one module per subcommand and maps errors to exit codes."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+from typer.exceptions import Abort, Exit, TyperException
+
+from commprof.cli import analyze, console, report, run
+
+app = typer.Typer(
+    name="commprof",
+    help="Communication profiler for PyTorch DistributedDataParallel: where does the step time go?",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.command()(run.run)
+app.command()(analyze.analyze)
+app.command()(report.report)
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: one line on stderr and exit code 1 (run failed) or 2 (bad input) on errors."""
+    from commprof.errors import CommprofError
+
+    try:
+        code = app(args=argv, prog_name="commprof", standalone_mode=False)
+    except Exit as exc:
+        code = exc.exit_code
+    except TyperException as exc:  # unknown options, bad values: the parser's own message, one line
+        message = exc.format_message().strip()
+        if message:  # empty when the parser already printed help (no arguments)
+            console.error(message.replace("\n", " "))
+        code = EXIT_USAGE
+    except Abort:
+        console.error("interrupted")
+        code = 130
+    except CommprofError as exc:
+        console.error(str(exc))
+        code = exc.exit_code
+    except KeyboardInterrupt:
+        console.error("interrupted")
+        code = 130
+    sys.exit(code if isinstance(code, int) else EXIT_OK)

@@ -1,0 +1,17 @@
+"""All command output goes through here: results on stdout, progress and errors on stderr."""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+out = Console(highlight=False)
+err = Console(stderr=True, highlight=False)
+
+
+def error(message: str) -> None:
+    err.print(f"[bold red]error:[/] {message}", markup=True, soft_wrap=True)
+
+
+def info(message: str, quiet: bool = False) -> None:
+    if not quiet:
+        err.print(message, soft_wrap=True)

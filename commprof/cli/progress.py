@@ -1,0 +1,42 @@
+"""Live progress of a run: poll the progress file that local rank 0 rewrites each step."""
+
+from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from commprof.cli.console import err
+from commprof.launch.progress import read_progress
+
+POLL_SECONDS = 0.2
+
+
+@contextmanager
+def run_progress(path: Path, steps: int, enabled: bool) -> Iterator[None]:
+    if not enabled:
+        yield
+        return
+    progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TextColumn("{task.fields[detail]}"), TimeElapsedColumn(), console=err, transient=False)
+    task = progress.add_task("starting ranks", total=steps, detail="")
+    done = threading.Event()
+
+    def poll() -> None:
+        while not done.wait(POLL_SECONDS):
+            state = read_progress(path)
+            if state is not None:
+                progress.update(task, completed=state.step, description=f"rank 0 {state.phase}",
+                                detail=f"step {state.step_ms:.1f} ms")
+
+    thread = threading.Thread(target=poll, daemon=True)
+    with progress:
+        thread.start()
+        try:
+            yield
+        finally:
+            done.set()
+            thread.join()

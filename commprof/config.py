@@ -1,0 +1,141 @@
+"""Run configuration: frozen, validated dataclasses passed from the CLI to the workers."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from commprof.errors import UsageError
+
+DEVICES = ("cpu", "cuda")
+BACKENDS = ("gloo", "nccl", "mpi")
+PRECISIONS = ("fp32", "bf16", "fp16")
+COMM_HOOKS = ("none", "fp16", "bf16")
+BUILTIN_MODELS = ("mlp", "transformer", "convnet", "mlstm")
+MODEL_SIZES = ("small", "medium", "large")
+_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+def _require(condition: bool, message: str) -> None:
+    if not condition:
+        raise UsageError(message)
+
+
+@dataclass(frozen=True)
+class ProfileSchedule:
+    """torch.profiler schedule: skip `wait` steps, warm up `warmup`, record `active`."""
+
+    wait: int = 10
+    warmup: int = 5
+    active: int = 10
+
+    def __post_init__(self) -> None:
+        _require(self.wait >= 0 and self.warmup >= 0, "--wait and --warmup must be >= 0")
+        _require(self.active >= 1, "--active must be >= 1")
+
+    @property
+    def total(self) -> int:
+        return self.wait + self.warmup + self.active
+
+    @classmethod
+    def parse(cls, text: str) -> ProfileSchedule:
+        """Parse 'WAIT,WARMUP,ACTIVE', e.g. '10,5,10'."""
+        parts = text.split(",")
+        try:
+            wait, warmup, active = (int(p) for p in parts)
+        except ValueError:
+            raise UsageError(f"--schedule must be WAIT,WARMUP,ACTIVE (three integers), got {text!r}") from None
+        return cls(wait, warmup, active)
+
+
+@dataclass(frozen=True)
+class DDPOptions:
+    """Options forwarded to DistributedDataParallel and the training loop."""
+
+    bucket_cap_mb: float = 25.0
+    comm_hook: str = "none"
+    grad_accum: int = 1
+    static_graph: bool = False
+    gradient_as_bucket_view: bool = False
+    find_unused_parameters: bool = False
+
+    def __post_init__(self) -> None:
+        _require(self.bucket_cap_mb > 0, f"--bucket-cap-mb must be > 0, got {self.bucket_cap_mb:g}")
+        _require(self.comm_hook in COMM_HOOKS, f"--comm-hook must be one of {', '.join(COMM_HOOKS)}")
+        _require(self.grad_accum >= 1, f"--grad-accum must be >= 1, got {self.grad_accum}")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything a run needs, with every 'auto' already resolved."""
+
+    run_id: str
+    device: str = "cpu"
+    backend: str = "gloo"
+    nodes: int = 1
+    procs_per_node: int = 2
+    model: str = "mlp"
+    model_size: str = "small"
+    batch_size: int = 32
+    steps: int = 30
+    seed: int = 0
+    precision: str = "fp32"
+    schedule: ProfileSchedule = field(default_factory=ProfileSchedule)
+    ddp: DDPOptions = field(default_factory=DDPOptions)
+    traces_dir: Path = Path("traces")
+    reports_dir: Path = Path("reports")
+    rdzv_endpoint: str | None = None
+    timeout_s: float = 300.0
+
+    def __post_init__(self) -> None:
+        _require(bool(_RUN_ID.match(self.run_id)),
+                 f"--run-id {self.run_id!r} must be letters, digits, '.', '_' or '-' (at most 128)")
+        _require(self.device in DEVICES, f"--device must be one of auto, {', '.join(DEVICES)}")
+        _require(self.backend in BACKENDS, f"--backend must be one of auto, {', '.join(BACKENDS)}")
+        _require(self.nodes >= 1, f"--nodes must be >= 1, got {self.nodes}")
+        _require(self.procs_per_node >= 1, f"ranks per node must be >= 1, got {self.procs_per_node}")
+        _require(self.model_size in MODEL_SIZES, f"--model-size must be one of {', '.join(MODEL_SIZES)}")
+        _require(self.batch_size >= 1, f"--batch-size must be >= 1, got {self.batch_size}")
+        _require(self.precision in PRECISIONS, f"--precision must be one of {', '.join(PRECISIONS)}")
+        _require(self.timeout_s > 0, "--timeout must be > 0")
+        _require(self.steps >= self.schedule.total,
+                 f"--steps {self.steps} is smaller than the profiler schedule "
+                 f"(wait {self.schedule.wait} + warmup {self.schedule.warmup} + active {self.schedule.active}"
+                 f" = {self.schedule.total})")
+        _require(self.nodes == 1 or self.rdzv_endpoint is not None,
+                 "--nodes > 1 needs --rdzv-endpoint HOST:PORT (the same on every node)")
+        if self.rdzv_endpoint is not None:
+            host, _, port = self.rdzv_endpoint.rpartition(":")
+            _require(bool(host) and port.isdigit() and 0 < int(port) < 65536,
+                     f"--rdzv-endpoint must be HOST:PORT, got {self.rdzv_endpoint!r}")
+        _require(self.backend != "nccl" or self.device == "cuda", "--backend nccl needs --device cuda (NCCL runs on GPUs only)")
+
+    @property
+    def world_size(self) -> int:
+        return self.nodes * self.procs_per_node
+
+    @property
+    def run_dir(self) -> Path:
+        return self.traces_dir / self.run_id
+
+    @property
+    def report_dir(self) -> Path:
+        return self.reports_dir / self.run_id
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["traces_dir"] = str(self.traces_dir)
+        data["reports_dir"] = str(self.reports_dir)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunConfig:
+        data = dict(data)
+        data["schedule"] = ProfileSchedule(**data["schedule"])
+        data["ddp"] = DDPOptions(**data["ddp"])
+        data["traces_dir"] = Path(data["traces_dir"])
+        data["reports_dir"] = Path(data["reports_dir"])
+        return cls(**data)

@@ -1,0 +1,42 @@
+"""torch.profiler set-up: the wait/warmup/active schedule and an atomic trace writer."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import torch
+from torch.profiler import ProfilerActivity, profile, schedule
+
+from commprof.config import ProfileSchedule
+
+# Both torch-tb-profiler (worker name before '.pt.trace.json') and HTA (rank from
+# distributedInfo, any *.json) load this name; one file per rank.
+TRACE_FILE = "rank{rank}.pt.trace.json"
+
+
+def trace_path(run_dir: Path, rank: int) -> Path:
+    return run_dir / TRACE_FILE.format(rank=rank)
+
+
+def make_profiler(sched: ProfileSchedule, use_cuda: bool, run_dir: Path, rank: int) -> profile:
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if use_cuda else [])
+    target = trace_path(run_dir, rank)
+
+    def write_trace(prof: profile) -> None:
+        # Written under a temporary name and renamed, so a crash never leaves half a trace.
+        tmp = target.with_name(f".{target.name}.tmp")
+        prof.export_chrome_trace(str(tmp))
+        os.replace(tmp, target)
+
+    return profile(
+        activities=activities,
+        schedule=schedule(wait=sched.wait, warmup=sched.warmup, active=sched.active, repeat=1),
+        on_trace_ready=write_trace,
+        record_shapes=True,  # gives collective sizes (Input Dims) on the CPU-side ops
+    )
+
+
+def cuda_synchronize(use_cuda: bool) -> None:
+    if use_cuda:
+        torch.cuda.synchronize()

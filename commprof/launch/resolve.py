@@ -1,0 +1,135 @@
+"""Turn what the user asked for (with 'auto's) into a concrete RunConfig for this machine."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from commprof.config import BACKENDS, DEVICES, DDPOptions, ProfileSchedule, RunConfig
+from commprof.errors import UsageError
+
+DEFAULT_CPU_RANKS = 2
+
+
+@dataclass(frozen=True)
+class MachineProbe:
+    """What this installation and machine can do; `detect()` asks torch."""
+
+    cuda_available: bool
+    gpu_count: int
+    nccl_available: bool
+    mpi_available: bool
+
+    @classmethod
+    def detect(cls) -> MachineProbe:
+        import torch
+        import torch.distributed as dist
+
+        cuda = torch.cuda.is_available()
+        return cls(cuda, torch.cuda.device_count() if cuda else 0, dist.is_nccl_available(), dist.is_mpi_available())
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """The `commprof run` options as typed, before resolution. None means 'not given'."""
+
+    nodes: int = 1
+    gpus: int | None = None
+    procs: int | None = None
+    device: str = "auto"
+    backend: str = "auto"
+    model: str = "mlp"
+    model_size: str = "small"
+    batch_size: int = 32
+    steps: int = 30
+    schedule: ProfileSchedule = field(default_factory=ProfileSchedule)
+    ddp: DDPOptions = field(default_factory=DDPOptions)
+    precision: str = "fp32"
+    run_id: str | None = None
+    traces_dir: Path = Path("traces")
+    reports_dir: Path = Path("reports")
+    seed: int = 0
+    rdzv_endpoint: str | None = None
+    timeout_s: float = 300.0
+
+
+def new_run_id() -> str:
+    """Time-stamped and random, so two runs started in the same second still differ."""
+    return f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
+
+
+def resolve(request: RunRequest, probe: MachineProbe) -> RunConfig:
+    device = _resolve_device(request, probe)
+    backend = _resolve_backend(request.backend, device, probe)
+    ranks = _resolve_ranks(request, device, probe)
+    if request.nodes > 1 and request.run_id is None:
+        raise UsageError("--nodes > 1: pass the same --run-id NAME on every node, so all nodes write one run folder")
+    run_id = request.run_id or new_run_id()
+    _check_output_dirs(request.traces_dir, request.reports_dir)
+    config = RunConfig(
+        run_id=run_id, device=device, backend=backend, nodes=request.nodes, procs_per_node=ranks,
+        model=request.model, model_size=request.model_size, batch_size=request.batch_size,
+        steps=request.steps, seed=request.seed, precision=request.precision, schedule=request.schedule,
+        ddp=request.ddp, traces_dir=request.traces_dir, reports_dir=request.reports_dir,
+        rdzv_endpoint=request.rdzv_endpoint, timeout_s=request.timeout_s,
+    )
+    if request.nodes == 1 and (config.run_dir.exists() or config.report_dir.exists()):
+        raise UsageError(f"run id {run_id!r} already exists in {config.traces_dir} or {config.reports_dir}; "
+                         "choose another --run-id (commprof never overwrites a run)")
+    return config
+
+
+def _resolve_device(request: RunRequest, probe: MachineProbe) -> str:
+    if request.device not in ("auto", *DEVICES):
+        raise UsageError(f"--device must be one of auto, {', '.join(DEVICES)}, got {request.device!r}")
+    if request.gpus is not None:
+        if request.gpus < 1:
+            raise UsageError(f"--gpus must be >= 1, got {request.gpus}")
+        if request.device == "cpu":
+            raise UsageError("--gpus and --device cpu contradict each other; use --procs N for CPU ranks")
+        if not probe.cuda_available:
+            raise UsageError(f"--gpus {request.gpus}: CUDA is not available on this machine; use --procs N for CPU ranks")
+        if request.gpus > probe.gpu_count:
+            raise UsageError(f"--gpus {request.gpus}: only {probe.gpu_count} GPU(s) visible on this node")
+    if request.device == "cuda" and not probe.cuda_available:
+        raise UsageError("--device cuda: CUDA is not available on this machine")
+    if request.device == "auto":
+        return "cuda" if probe.cuda_available else "cpu"
+    return request.device
+
+
+def _resolve_backend(backend: str, device: str, probe: MachineProbe) -> str:
+    if backend not in ("auto", *BACKENDS):
+        raise UsageError(f"--backend must be one of auto, {', '.join(BACKENDS)}, got {backend!r}")
+    if backend == "auto":
+        return "nccl" if device == "cuda" and probe.nccl_available else "gloo"
+    if backend == "nccl" and device != "cuda":
+        raise UsageError("--backend nccl needs CUDA GPUs; on CPU use --backend gloo")
+    if backend == "nccl" and not probe.nccl_available:
+        raise UsageError("--backend nccl: this torch build has no NCCL support")
+    if backend == "mpi" and not probe.mpi_available:
+        raise UsageError("--backend mpi: this torch build has no MPI backend "
+                         "(torch.distributed.is_mpi_available() is False); use --backend gloo")
+    return backend
+
+
+def _resolve_ranks(request: RunRequest, device: str, probe: MachineProbe) -> int:
+    if request.procs is not None and request.procs < 1:
+        raise UsageError(f"--procs must be >= 1, got {request.procs}")
+    if device == "cuda":
+        if request.procs is not None:
+            raise UsageError("--procs is for CPU ranks; on CUDA use --gpus N (one rank per GPU)")
+        return request.gpus or probe.gpu_count
+    return request.procs or DEFAULT_CPU_RANKS
+
+
+def _check_output_dirs(*dirs: Path) -> None:
+    for path in dirs:
+        if path.exists() and not path.is_dir():
+            raise UsageError(f"{path} exists and is not a folder")
+        parent = path if path.exists() else next((p for p in path.parents if p.exists()), Path("."))
+        if not os.access(parent, os.W_OK):
+            raise UsageError(f"{path}: cannot write there (permission denied)")

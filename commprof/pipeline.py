@@ -1,0 +1,70 @@
+"""load -> analyze -> write, shared by every command that produces a report."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from commprof.analysis.analyze import analyze
+from commprof.analysis.report import Report, save_report
+from commprof.errors import UsageError
+from commprof.render.markdown import render_markdown
+from commprof.trace.load import load_run
+
+
+@dataclass(frozen=True)
+class WrittenReport:
+    report: Report
+    folder: Path
+
+    @property
+    def json_path(self) -> Path:
+        return self.folder / "report.json"
+
+    @property
+    def markdown_path(self) -> Path:
+        return self.folder / "report.md"
+
+
+def run_summary(run_dir: Path) -> dict[str, Any]:
+    """The parts of run.json a report shows; empty when the traces were not made by commprof."""
+    path = run_dir / "run.json"
+    if not path.is_file():
+        return {}
+    meta = json.loads(path.read_text())
+    config = meta.get("config", {})
+    return {
+        "run_id": meta.get("run_id"), "model": meta.get("model"), "parameters": meta.get("parameters"),
+        "world_size": meta.get("world_size"), "backend": config.get("backend"), "device": config.get("device"),
+        "hosts": meta.get("hosts", []), "versions": meta.get("versions", {}), "config": config,
+        "start_time": meta.get("start_time"), "end_time": meta.get("end_time"),
+        "ddp": {str(r["rank"]): r.get("ddp", {}) for r in meta.get("ranks", [])},
+    }
+
+
+def report_from_traces(paths: list[Path], name: str, kind: str, workers: int | None = None) -> Report:
+    run = run_summary(paths[0]) if len(paths) == 1 and paths[0].is_dir() else {}
+    return analyze(load_run(paths, workers), name=name, kind=kind, run=run)
+
+
+def prepare_report_dir(reports_dir: Path, name: str) -> Path:
+    """A new folder for this report; never overwrites an existing one."""
+    if reports_dir.exists() and not reports_dir.is_dir():
+        raise UsageError(f"{reports_dir} exists and is not a folder")
+    folder = reports_dir / name
+    try:
+        folder.mkdir(parents=True, exist_ok=False)
+    except FileExistsError:
+        raise UsageError(f"{folder} already exists; choose another --name (commprof never overwrites a report)") from None
+    except OSError as exc:
+        raise UsageError(f"cannot create {folder}: {exc.strerror}") from None
+    return folder
+
+
+def write_report(report: Report, folder: Path) -> WrittenReport:
+    written = WrittenReport(report, folder)
+    save_report(report, written.json_path)
+    written.markdown_path.write_text(render_markdown(report))
+    return written

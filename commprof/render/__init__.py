@@ -1,0 +1,1 @@
+"""Renderers: each takes only a Report."""

@@ -1,0 +1,49 @@
+"""Rows shared by every renderer: the same columns in the terminal, Markdown and HTML."""
+
+from __future__ import annotations
+
+from commprof.analysis.report import CollectiveStats, RankSummary, Report
+
+BREAKDOWN_HEADERS = ("rank", "step ms", "p95", "compute", "comm", "overlap", "exposed", "idle", "ratio")
+COLLECTIVE_HEADERS = ("op", "backend", "dtype", "ranks", "calls/step", "bytes/call", "ms", "algbw", "busbw")
+
+
+def _ms_pct(value: float, step: float) -> str:
+    return f"{value:.1f} {100 * value / step:.0f}%" if step > 0 else f"{value:.1f}"
+
+
+def breakdown_row(r: RankSummary) -> tuple[str, ...]:
+    step = r.step_time_ms.mean
+    ratio = f"{r.comm_compute_ratio:.2f}" if r.comm_compute_ratio is not None else "-"
+    return (str(r.rank), f"{r.step_time_ms.median:.1f}", f"{r.step_time_ms.p95:.1f}",
+            _ms_pct(r.compute_ms, step), _ms_pct(r.comm_ms, step), _ms_pct(r.overlap_ms, step),
+            _ms_pct(r.exposed_comm_ms, step), _ms_pct(r.idle_ms, step), ratio)
+
+
+def human_bytes(n: int | None) -> str:
+    if n is None:
+        return "unknown"
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.2f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def _num(value: float | None, fmt: str = ".2f") -> str:
+    return "-" if value is None else format(value, fmt)
+
+
+def collective_row(c: CollectiveStats) -> tuple[str, ...]:
+    return (c.op, c.backend, c.dtype or "unknown", str(c.group_size or "unknown"), f"{c.calls_per_step:.2f}",
+            human_bytes(c.bytes), f"{c.mean_ms:.3f}", _num(c.algbw_gbps), _num(c.busbw_gbps))
+
+
+def headline(report: Report) -> str:
+    """One sentence about the rank with the most exposed communication."""
+    worst = max(report.ranks, key=lambda r: r.exposed_fraction)
+    step = worst.step_time_ms.mean or 1.0
+    hidden = 100 * worst.overlap_ms / worst.comm_ms if worst.comm_ms else 0.0
+    return (f"{100 * worst.exposed_fraction:.0f}% of the step is exposed communication on rank {worst.rank}; "
+            f"communication takes {100 * worst.comm_ms / step:.0f}% of the step, {hidden:.0f}% of it hidden "
+            "behind computation")

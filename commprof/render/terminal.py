@@ -1,0 +1,42 @@
+"""Rich rendering of a Report for the terminal."""
+
+from __future__ import annotations
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from commprof.analysis.report import Report
+from commprof.render.tables import (BREAKDOWN_HEADERS, COLLECTIVE_HEADERS, breakdown_row, collective_row,
+                                    headline)
+
+
+def render_terminal(report: Report, console: Console) -> None:
+    run = report.run
+    if run:
+        console.print(f"[bold]{report.name}[/]: {run.get('model')} ({run.get('parameters', 0):,} parameters), "
+                      f"{run.get('world_size')} ranks, {run.get('backend')} on {run.get('device')}")
+    else:
+        console.print(f"[bold]{report.name}[/]: {len(report.ranks)} rank(s) from {len(report.sources)} trace file(s)")
+    table = Table(title="Where the step goes, per rank (ms per step and % of the step)", title_justify="left",
+                  box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0), pad_edge=False)
+    for header in BREAKDOWN_HEADERS:
+        table.add_column(header, justify="right" if header != "rank" else "left", no_wrap=True)
+    for rank in report.ranks:
+        table.add_row(*breakdown_row(rank))
+    console.print(table)
+    if report.collectives:
+        coll = Table(title="Collectives in the profiled steps (algbw, busbw in GB/s)", title_justify="left",
+                     box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0), pad_edge=False)
+        for header in COLLECTIVE_HEADERS:
+            coll.add_column(header, justify="left" if header in ("op", "backend", "dtype") else "right", no_wrap=True)
+        for c in report.collectives:
+            coll.add_row(*collective_row(c))
+        console.print(coll)
+    else:
+        console.print("No collective ran in the profiled steps.")
+    console.print(headline(report) if any(r.comm_ms for r in report.ranks) else "No communication in the profiled steps.")
+    for skipped in report.skipped:
+        console.print(f"[yellow]skipped[/] {skipped.path}: {skipped.reason}")
+    for warning in report.warnings:
+        console.print(f"[yellow]warning[/] {warning}")

@@ -1,0 +1,189 @@
+"""Classify one parsed trace into a RankTrace: steps, compute, communication, memory, collectives."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from commprof.analysis.intervals import merge, subtract
+from commprof.errors import TraceError
+from commprof.trace import rules
+from commprof.trace.meta import CollectiveMeta, meta_from_args
+from commprof.trace.model import Collective, Interval, RankTrace, Step
+from commprof.trace.parse import Event, TraceFile, decode_args
+
+_RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
+
+
+def classify(path: Path, trace: TraceFile, fallback_rank: int) -> RankTrace:
+    events = [e for e in trace.traceEvents or () if e.ph == "X"]
+    for event in events:
+        if event.ts is None:
+            raise TraceError(str(path), f"event {event.name!r} has no 'ts'")
+        if event.dur is None:
+            event.dur = 0.0
+        elif event.dur < 0:
+            raise TraceError(str(path), f"event {event.name!r} at ts={event.ts} has a negative duration")
+    info = trace.distributedInfo or {}
+    rank, warnings = _rank(path, info, fallback_rank)
+    steps = _steps(events)
+    kernels = [e for e in events if e.cat in rules.KERNEL_CATS]
+    if kernels:
+        compute, comm, memory, collectives = _gpu(events, kernels, info)
+        steps = _device_steps(events, kernels, steps)
+    else:
+        compute, comm, collectives = _cpu(events, steps, info)
+        memory = []
+    return RankTrace(
+        path=str(path), rank=rank, world_size=info.get("world_size"), backend=info.get("backend"),
+        kind="gpu" if kernels else "cpu",
+        base_us=(trace.baseTimeNanoseconds or 0) / 1000.0,
+        steps=tuple(steps), compute=tuple(compute), communication=tuple(comm), memory=tuple(memory),
+        collectives=tuple(sorted(collectives, key=lambda c: c.start)),
+        host=trace.host_name, warnings=tuple(warnings),
+    )
+
+
+def _rank(path: Path, info: dict[str, Any], fallback: int) -> tuple[int, list[str]]:
+    if isinstance(info.get("rank"), int):
+        return info["rank"], []
+    match = _RANK_IN_NAME.search(path.name)
+    if match:
+        return int(match.group(1)), [f"{path.name}: no distributedInfo.rank; rank {match.group(1)} taken from the file name"]
+    return fallback, [f"{path.name}: no distributedInfo.rank and none in the file name; assumed rank {fallback} from file order"]
+
+
+def _steps(events: list[Event]) -> list[Step]:
+    steps = [Step(e.name, e.ts, e.ts + e.dur) for e in events
+             if e.cat in rules.CPU_OP_CATS and rules.STEP_NAME.match(e.name)]
+    return sorted(steps, key=lambda s: s.start)
+
+
+def _span(intervals: list[Interval]) -> Interval:
+    return min(s for s, _ in intervals), max(e for _, e in intervals)
+
+
+def _gpu(events: list[Event], kernels: list[Event], info: dict[str, Any]):
+    launch_meta = _launch_op_meta(events)
+    comm_kernels = [k for k in kernels if rules.COMM_KERNEL.match(k.name)]
+    compute = merge([(k.ts, k.ts + k.dur) for k in kernels if not rules.COMM_KERNEL.match(k.name)])
+    comm = merge([(k.ts, k.ts + k.dur) for k in comm_kernels])
+    memory = merge([(e.ts, e.ts + e.dur) for e in events if e.cat in rules.MEMORY_CATS])
+    correlation_to_external = _runtime_external_ids(events) if comm_kernels else {}
+    collectives = []
+    for kernel in comm_kernels:
+        args = decode_args(kernel)
+        meta = meta_from_args(args)
+        if not meta.complete:
+            external = args.get("External id") or correlation_to_external.get(args.get("correlation"))
+            meta = meta.filled_from(launch_meta.get(external, CollectiveMeta()))
+        collectives.append(_collective(meta, rules.op_from_kernel(kernel.name), "nccl", kernel,
+                                       f"stream {args.get('stream', '?')}", info))
+    return compute, comm, memory, collectives
+
+
+def _cpu(events: list[Event], steps: list[Step], info: dict[str, Any]):
+    comm_events = [e for e in events if rules.CPU_COMM_RANGE.match(e.name)]
+    comm = merge([(e.ts, e.ts + e.dur) for e in comm_events])
+    ops = [e for e in events if e.cat in rules.CPU_OP_CATS and not rules.STEP_NAME.match(e.name)]
+    training = _training_threads(ops, steps, events)
+    ops = [e for e in ops if (e.pid, e.tid) in training]
+    launches = merge([(e.ts, e.ts + e.dur) for e in ops if rules.COLLECTIVE_LAUNCH.match(e.name)])
+    compute = subtract(merge([(e.ts, e.ts + e.dur) for e in ops if not rules.COLLECTIVE_LAUNCH.match(e.name)]), launches)
+    collectives = [
+        _collective(meta_from_args(decode_args(e)), rules.normalize_op(e.name), e.name.split(":")[0], e,
+                    f"thread {e.tid}", info)
+        for e in comm_events
+    ]
+    return compute, comm, collectives
+
+
+def _training_threads(ops: list[Event], steps: list[Step], events: list[Event]) -> set:
+    """Threads that ran ProfilerStep ranges; without steps, every thread that ran a non-comm op."""
+    with_steps = {(e.pid, e.tid) for e in events if e.cat in rules.CPU_OP_CATS and rules.STEP_NAME.match(e.name)}
+    if with_steps:
+        return with_steps
+    return {(e.pid, e.tid) for e in ops if not rules.COLLECTIVE_LAUNCH.match(e.name)}
+
+
+def _collective(meta: CollectiveMeta, op_hint: str | None, backend: str, event: Event, lane: str,
+                info: dict[str, Any]) -> Collective:
+    group_size = meta.group_size or _default_group_size(info)
+    return Collective(
+        op=meta.op or op_hint or "unknown", backend=backend, start=event.ts, end=event.ts + event.dur,
+        nbytes=meta.nbytes, dtype=meta.dtype, group_size=group_size, process_group=meta.process_group, lane=lane,
+    )
+
+
+def _default_group_size(info: dict[str, Any]) -> int | None:
+    """When every process group has one size (or there is only the world), that size."""
+    sizes = {pg.get("pg_size") for pg in info.get("pg_config") or () if isinstance(pg, dict)}
+    if len(sizes) == 1 and None not in sizes:
+        return sizes.pop()
+    return info.get("world_size") if not sizes else None
+
+
+def _launch_op_meta(events: list[Event]) -> dict[Any, CollectiveMeta]:
+    """External id -> what the CPU-side collective op says (record_param_comms, c10d::*, nccl:*)."""
+    found: dict[Any, CollectiveMeta] = {}
+    for event in events:
+        if event.cat in rules.CPU_OP_CATS and rules.COLLECTIVE_LAUNCH.match(event.name):
+            args = decode_args(event)
+            external = args.get("External id")
+            if external is None:
+                continue
+            meta = meta_from_args(args)
+            if meta.op is None:
+                meta = meta.filled_from(CollectiveMeta(op=rules.normalize_op(event.name.rstrip("_"))))
+            previous = found.get(external)
+            found[external] = previous.filled_from(meta) if previous else meta
+    return found
+
+
+def _runtime_external_ids(events: list[Event]) -> dict[Any, Any]:
+    mapping = {}
+    for event in events:
+        if event.cat in rules.RUNTIME_CATS:
+            args = decode_args(event)
+            if "correlation" in args and "External id" in args:
+                mapping[args["correlation"]] = args["External id"]
+    return mapping
+
+
+def _device_steps(events: list[Event], kernels: list[Event], cpu_steps: list[Step]) -> list[Step]:
+    """GPU step window: from the first to the last kernel launched during the CPU step."""
+    if not cpu_steps:
+        return cpu_steps
+    launch_ts = {}
+    for event in events:
+        if event.cat in rules.RUNTIME_CATS:
+            correlation = decode_args(event).get("correlation")
+            if correlation is not None:
+                launch_ts[correlation] = event.ts
+    by_step: dict[int, list[Interval]] = defaultdict(list)
+    starts = [s.start for s in cpu_steps]
+    for kernel in kernels:
+        launched = launch_ts.get(decode_args(kernel).get("correlation"))
+        if launched is None:
+            continue
+        index = _step_index(starts, cpu_steps, launched)
+        if index is not None:
+            by_step[index].append((kernel.ts, kernel.ts + kernel.dur))
+    result = []
+    for i, step in enumerate(cpu_steps):
+        if by_step.get(i):
+            start, end = _span(by_step[i])
+            result.append(Step(step.name, start, end))
+        else:
+            result.append(step)
+    return result
+
+
+def _step_index(starts: list[float], steps: list[Step], ts: float) -> int | None:
+    from bisect import bisect_right
+    i = bisect_right(starts, ts) - 1
+    if i >= 0 and ts <= steps[i].end:
+        return i
+    return None

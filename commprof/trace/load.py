@@ -1,0 +1,51 @@
+"""Load trace files into a RunTrace: parse and classify each rank in its own process."""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+from commprof.errors import TraceError, UsageError
+from commprof.trace.classify import classify
+from commprof.trace.files import find_trace_files
+from commprof.trace.model import RankTrace, RunTrace, SkippedFile
+from commprof.trace.parse import parse_trace
+
+
+def load_rank(path: Path, fallback_rank: int) -> RankTrace | SkippedFile:
+    try:
+        return classify(path, parse_trace(path), fallback_rank)
+    except TraceError as exc:
+        return SkippedFile(str(path), exc.problem)
+
+
+def load_run(paths: list[Path], workers: int | None = None) -> RunTrace:
+    files = find_trace_files(paths)
+    workers = min(len(files), workers or os.cpu_count() or 1)
+    if workers > 1:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            loaded = list(pool.map(load_rank, files, range(len(files))))
+    else:
+        loaded = [load_rank(f, i) for i, f in enumerate(files)]
+    ranks = [r for r in loaded if isinstance(r, RankTrace)]
+    skipped = [s for s in loaded if isinstance(s, SkippedFile)]
+    if not ranks:
+        if len(skipped) == 1:
+            raise TraceError(skipped[0].path, skipped[0].reason)
+        raise UsageError("no usable trace: " + "; ".join(f"{s.path}: {s.reason}" for s in skipped))
+    _check_one_run(ranks)
+    return RunTrace(ranks=tuple(sorted(ranks, key=lambda r: r.rank)), skipped=tuple(skipped))
+
+
+def _check_one_run(ranks: list[RankTrace]) -> None:
+    sizes = {r.world_size for r in ranks if r.world_size is not None}
+    if len(sizes) > 1:
+        detail = ", ".join(f"{Path(r.path).name} (world size {r.world_size})" for r in ranks)
+        raise UsageError(f"traces from different runs mixed together: {detail}; analyse one run at a time")
+    seen: dict[int, str] = {}
+    for rank in ranks:
+        if rank.rank in seen:
+            raise UsageError(f"rank {rank.rank} appears twice ({seen[rank.rank]} and {rank.path}): "
+                             "traces from different runs mixed together; analyse one run at a time")
+        seen[rank.rank] = rank.path

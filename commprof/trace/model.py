@@ -1,0 +1,59 @@
+"""Plain records produced by the trace loader: one RankTrace per file, a RunTrace per set."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+Interval = tuple[float, float]  # (start, end) in microseconds, in the file's own time base
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    start: float
+    end: float
+
+
+@dataclass(frozen=True)
+class Collective:
+    """One execution of a collective on one rank (a GPU kernel or a gloo:/mpi: range)."""
+
+    op: str
+    backend: str
+    start: float
+    end: float
+    nbytes: int | None = None
+    dtype: str | None = None
+    group_size: int | None = None
+    process_group: str | None = None
+    lane: str = ""  # stream or thread it ran on
+
+
+@dataclass(frozen=True)
+class RankTrace:
+    path: str
+    rank: int
+    world_size: int | None
+    backend: str | None
+    kind: str  # "gpu" (kernels) or "cpu" (operator ranges)
+    base_us: float  # add to every time to get epoch microseconds
+    steps: tuple[Step, ...]
+    compute: tuple[Interval, ...]
+    communication: tuple[Interval, ...]
+    memory: tuple[Interval, ...]
+    collectives: tuple[Collective, ...]
+    host: str | None = None
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SkippedFile:
+    path: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class RunTrace:
+    ranks: tuple[RankTrace, ...]
+    skipped: tuple[SkippedFile, ...] = ()
+    warnings: tuple[str, ...] = field(default=())

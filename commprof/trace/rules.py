@@ -1,0 +1,77 @@
+"""Classification rules as data: what counts as communication, launch ops, memory; op names; dtypes."""
+
+from __future__ import annotations
+
+import re
+
+# GPU kernels that execute a collective. Every naming NCCL and RCCL have used starts with "nccl":
+# ncclKernel_AllReduce_RING_LL_Sum_float, ncclDevKernel_AllGather_RING_LL, ncclDevKernel_Generic,
+# and the pre-2.4 ncclAllReduceRingLLKernel_sum_f32.
+COMM_KERNEL = re.compile(r"^nccl", re.IGNORECASE)
+KERNEL_CATS = frozenset({"kernel"})
+MEMORY_CATS = frozenset({"gpu_memcpy", "gpu_memset"})
+# CPU-side ranges during which a CPU backend is moving data (Gloo worker threads, MPI).
+CPU_COMM_RANGE = re.compile(r"^(gloo|mpi):")
+# CPU-side ops that launch, describe or wait for a collective: not transfer time, not computation.
+COLLECTIVE_LAUNCH = re.compile(
+    r"^(record_param_comms|c10d::|c10d_functional::|_c10d_functional::|nccl:|gloo:|mpi:|ProcessGroup)")
+CPU_OP_CATS = frozenset({"cpu_op", "user_annotation"})
+RUNTIME_CATS = frozenset({"cuda_runtime", "cuda_driver"})
+STEP_NAME = re.compile(r"^ProfilerStep#(\d+)$")
+
+# Names seen for each collective -> nccl-tests op name.
+_OP_ALIASES = {
+    "allreduce": "all_reduce", "allgather": "all_gather", "allgatherbase": "all_gather",
+    "allgatherintocoalesced": "all_gather", "allgatherintotensorcoalesced": "all_gather",
+    "reducescatter": "reduce_scatter", "reducescatterbase": "reduce_scatter",
+    "reducescattertensorcoalesced": "reduce_scatter", "alltoall": "all_to_all", "alltoallbase": "all_to_all",
+    "alltoallv": "all_to_all", "broadcast": "broadcast", "reduce": "reduce", "sendrecv": "send_recv",
+    "send": "send_recv", "recv": "send_recv", "gather": "gather", "scatter": "scatter", "barrier": "barrier",
+    "allreducecoalesced": "all_reduce",
+}
+_KERNEL_OP = re.compile(r"^nccl(?:Dev)?Kernel_([A-Za-z]+)|^nccl([A-Z][A-Za-z]+?)(?:Ring|Tree|Kernel)")
+
+# nccl-tests bus bandwidth factors for a group of n ranks.
+BUSBW_FACTORS = {
+    "all_reduce": lambda n: 2 * (n - 1) / n,
+    "all_gather": lambda n: (n - 1) / n,
+    "reduce_scatter": lambda n: (n - 1) / n,
+    "all_to_all": lambda n: (n - 1) / n,
+    "broadcast": lambda n: 1.0,
+    "reduce": lambda n: 1.0,
+    "send_recv": lambda n: 1.0,
+}
+
+_DTYPE_BYTES = {
+    "float": 4, "float32": 4, "double": 8, "float64": 8, "half": 2, "float16": 2, "bfloat16": 2,
+    "int": 4, "int32": 4, "long": 8, "long int": 8, "int64": 8, "short": 2, "short int": 2, "int16": 2,
+    "char": 1, "signed char": 1, "unsigned char": 1, "byte": 1, "uint8": 1, "int8": 1, "int8_t": 1,
+    "bool": 1, "float8_e4m3fn": 1, "float8_e5m2": 1, "complexfloat": 8, "complexdouble": 16,
+}
+
+
+def normalize_op(name: str) -> str | None:
+    """'allreduce', 'AllReduce', 'all_reduce', 'nccl:all_reduce', 'c10d::allreduce_' -> 'all_reduce'."""
+    key = name.split(":")[-1].lower().replace("_", "").strip()
+    return _OP_ALIASES.get(key)
+
+
+def op_from_kernel(name: str) -> str | None:
+    match = _KERNEL_OP.match(name)
+    if not match:
+        return None
+    return normalize_op(match.group(1) or match.group(2))
+
+
+def dtype_size(dtype: str | None) -> int | None:
+    if not dtype:
+        return None
+    key = dtype.lower().removeprefix("c10::").removeprefix("at::").removeprefix("torch.")
+    return _DTYPE_BYTES.get(key)
+
+
+def busbw_factor(op: str, group_size: int | None) -> float | None:
+    factor = BUSBW_FACTORS.get(op)
+    if factor is None or not group_size:
+        return None
+    return factor(group_size)
