@@ -17,7 +17,11 @@ from commprof.trace.parse import Event, TraceFile, decode_args
 _RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
 
 
-def classify(path: Path, trace: TraceFile, fallback_rank: int) -> RankTrace:
+UNKNOWN_RANK = -1
+
+
+def classify(path: Path, trace: TraceFile) -> RankTrace:
+    """A RankTrace; its rank is UNKNOWN_RANK when neither distributedInfo nor the file name tells."""
     events = [e for e in trace.traceEvents or () if e.ph == "X"]
     for event in events:
         if event.ts is None:
@@ -27,7 +31,7 @@ def classify(path: Path, trace: TraceFile, fallback_rank: int) -> RankTrace:
         elif event.dur < 0:
             raise TraceError(str(path), f"event {event.name!r} at ts={event.ts} has a negative duration")
     info = trace.distributedInfo or {}
-    rank, warnings = _rank(path, info, fallback_rank)
+    rank, warnings = _rank(path, info)
     steps = _steps(events)
     kernels = [e for e in events if e.cat in rules.KERNEL_CATS]
     if kernels:
@@ -46,13 +50,13 @@ def classify(path: Path, trace: TraceFile, fallback_rank: int) -> RankTrace:
     )
 
 
-def _rank(path: Path, info: dict[str, Any], fallback: int) -> tuple[int, list[str]]:
+def _rank(path: Path, info: dict[str, Any]) -> tuple[int, list[str]]:
     if isinstance(info.get("rank"), int):
         return info["rank"], []
     match = _RANK_IN_NAME.search(path.name)
     if match:
         return int(match.group(1)), [f"{path.name}: no distributedInfo.rank; rank {match.group(1)} taken from the file name"]
-    return fallback, [f"{path.name}: no distributedInfo.rank and none in the file name; assumed rank {fallback} from file order"]
+    return UNKNOWN_RANK, []
 
 
 def _steps(events: list[Event]) -> list[Step]:

@@ -2,20 +2,21 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from commprof.errors import TraceError, UsageError
-from commprof.trace.classify import classify
+from commprof.trace.classify import UNKNOWN_RANK, classify
 from commprof.trace.files import find_trace_files
 from commprof.trace.model import RankTrace, RunTrace, SkippedFile
 from commprof.trace.parse import parse_trace
 
 
-def load_rank(path: Path, fallback_rank: int) -> RankTrace | SkippedFile:
+def load_rank(path: Path) -> RankTrace | SkippedFile:
     try:
-        return classify(path, parse_trace(path), fallback_rank)
+        return classify(path, parse_trace(path))
     except TraceError as exc:
         return SkippedFile(str(path), exc.problem)
 
@@ -25,10 +26,10 @@ def load_run(paths: list[Path], workers: int | None = None) -> RunTrace:
     workers = min(len(files), workers or os.cpu_count() or 1)
     if workers > 1:
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            loaded = list(pool.map(load_rank, files, range(len(files))))
+            loaded = list(pool.map(load_rank, files))
     else:
-        loaded = [load_rank(f, i) for i, f in enumerate(files)]
-    ranks = [r for r in loaded if isinstance(r, RankTrace)]
+        loaded = [load_rank(f) for f in files]
+    ranks = _number_unranked([r for r in loaded if isinstance(r, RankTrace)])
     skipped = [s for s in loaded if isinstance(s, SkippedFile)]
     if not ranks:
         if len(skipped) == 1:
@@ -36,6 +37,20 @@ def load_run(paths: list[Path], workers: int | None = None) -> RunTrace:
         raise UsageError("no usable trace: " + "; ".join(f"{s.path}: {s.reason}" for s in skipped))
     _check_one_run(ranks)
     return RunTrace(ranks=tuple(sorted(ranks, key=lambda r: r.rank)), skipped=tuple(skipped))
+
+
+def _number_unranked(ranks: list[RankTrace]) -> list[RankTrace]:
+    """Files that name no rank get the smallest ranks no other file claims, in file order."""
+    taken = {r.rank for r in ranks}
+    free = (n for n in range(len(ranks) + len(taken)) if n not in taken)
+    numbered = []
+    for rank in ranks:
+        if rank.rank == UNKNOWN_RANK:
+            n = next(free)
+            note = f"{Path(rank.path).name}: no distributedInfo.rank and none in the file name; assumed rank {n} from file order"
+            rank = dataclasses.replace(rank, rank=n, warnings=rank.warnings + (note,))
+        numbered.append(rank)
+    return numbered
 
 
 def _check_one_run(ranks: list[RankTrace]) -> None:

@@ -1,0 +1,47 @@
+import gzip
+
+import pytest
+
+from commprof.errors import TraceError, UsageError
+from commprof.trace.load import load_run
+from tests.tracebuilder import TraceBuilder
+
+GOOD = TraceBuilder(rank=0).step(1, 0, 10).x("aten::mm", 0, 5)
+
+
+@pytest.mark.parametrize("content, problem", [
+    (b'{"traceEvents": [{"ph": "X", "name": "a", "ts": 1', "truncated JSON"),
+    (b"", "the file is empty"),
+    (b"hello, not json", "not valid JSON"),
+    (b'{"schemaVersion": 1}', "without 'traceEvents'"),
+    (b"\x1f\x8b\x08\x00broken", "broken gzip"),
+    (b'{"traceEvents": [{"ph": "X", "name": "a", "ts": 5, "dur": -3}]}', "negative duration"),
+    (b'{"traceEvents": [{"ph": "X", "name": "a", "dur": 3}]}', "has no 'ts'"),
+    (b'{"traceEvents": [{"ph": "X", "name": 17, "ts": 1}]}', "not a profiler trace"),
+])
+def test_one_bad_file_is_one_clear_error(tmp_path, content, problem):
+    path = tmp_path / "rank0.json"
+    path.write_bytes(content)
+    with pytest.raises(TraceError, match=problem) as info:
+        load_run([path])
+    assert str(path) in str(info.value) and "\n" not in str(info.value)
+
+
+def test_good_ranks_are_analysed_and_bad_ones_listed(tmp_path):
+    GOOD.write(tmp_path / "rank0.json")
+    (tmp_path / "rank1.json").write_bytes(gzip.compress(b'{"traceEvents": [')[:-4])
+    run = load_run([tmp_path])
+    assert [r.rank for r in run.ranks] == [0]
+    assert len(run.skipped) == 1 and run.skipped[0].path.endswith("rank1.json")
+
+
+def test_folder_without_traces(tmp_path):
+    with pytest.raises(UsageError, match="no trace files"):
+        load_run([tmp_path])
+
+
+def test_two_runs_mixed(tmp_path):
+    TraceBuilder(rank=0, world_size=2).x("a", 0, 1).write(tmp_path / "a.json")
+    TraceBuilder(rank=1, world_size=8).x("a", 0, 1).write(tmp_path / "b.json")
+    with pytest.raises(UsageError, match="different runs mixed"):
+        load_run([tmp_path])

@@ -1,0 +1,89 @@
+"""Real multi-process DDP over Gloo through the CLI, as a user runs it."""
+
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from commprof.analysis.report import load_report
+from tests.conftest import FAST_RUN, commprof, load_json
+
+pytestmark = pytest.mark.slow
+
+
+def test_run_writes_traces_run_json_and_report(cpu_run):
+    cwd, result = cpu_run
+    run_dir = cwd / "traces" / "e2e"
+    traces = sorted(p.name for p in run_dir.glob("*.pt.trace.json"))
+    assert traces == ["rank0.pt.trace.json", "rank1.pt.trace.json"]
+    for name in traces:
+        info = load_json(run_dir / name)["distributedInfo"]
+        assert info["backend"] == "gloo" and info["world_size"] == 2
+    meta = load_json(run_dir / "run.json")
+    assert meta["world_size"] == 2 and meta["config"]["backend"] == "gloo" and meta["parameters"] > 0
+    assert meta["versions"]["torch"] and meta["hosts"] and meta["start_time"] < meta["end_time"]
+    assert [len(r["step_ms"]) for r in meta["ranks"]] == [8, 8]
+    assert "Where the step goes" in result.stdout and "all_reduce" in result.stdout
+
+
+def test_report_numbers_are_consistent(cpu_run):
+    cwd, _ = cpu_run
+    report = load_report(cwd / "reports" / "e2e" / "report.json")
+    assert report.schema_version == 1 and [r.rank for r in report.ranks] == [0, 1]
+    for rank in report.ranks:
+        assert rank.steps == 4  # the active window
+        window = rank.step_time_ms.mean
+        assert abs(rank.compute_ms + rank.exposed_comm_ms + rank.idle_ms - window) <= 0.01 * window
+        assert 0 <= rank.overlap_ms <= min(rank.compute_ms, rank.comm_ms) + 1e-9
+        assert rank.comm_ms > 0 and rank.compute_ms > 0
+    all_reduces = [c for c in report.collectives if c.op == "all_reduce"]
+    ddp_buckets = load_json(cwd / "traces" / "e2e" / "run.json")["ranks"][0]["ddp"]["rebuilt_bucket_sizes"]
+    # the sizes found in the traces are exactly the buckets DDP reports it built, one call each per step
+    assert sorted(c.bytes for c in all_reduces) == sorted(int(b) for b in ddp_buckets.split(","))
+    assert all(c.calls_per_step == 1 for c in all_reduces)
+    assert (cwd / "reports" / "e2e" / "report.md").read_text().startswith("# commprof report: e2e")
+
+
+def test_report_rerenders_without_traces(cpu_run):
+    cwd, _ = cpu_run
+    result = commprof("report", "reports/e2e/report.json", "--format", "md", cwd=cwd)
+    assert result.returncode == 0 and "| rank |" in result.stdout
+
+
+def test_python_m_commprof(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "commprof", "--help"], capture_output=True, text=True)
+    assert result.returncode == 0 and "run" in result.stdout and "analyze" in result.stdout
+
+
+def test_two_emulated_nodes_form_one_job(tmp_path):
+    with socket.socket() as s:  # the test needs a port to tell both "nodes"; commprof itself never picks one
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    args = [sys.executable, "-m", "commprof", "run", "--nodes", "2", "--procs", "2", "--rdzv-endpoint",
+            f"127.0.0.1:{port}", "--run-id", "two-nodes", "--quiet", *FAST_RUN]
+    nodes = [subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    outputs = [node.communicate(timeout=300) for node in nodes]
+    assert [n.returncode for n in nodes] == [0, 0], outputs
+    traces = sorted(p.name for p in (tmp_path / "traces" / "two-nodes").glob("*.pt.trace.json"))
+    assert traces == [f"rank{r}.pt.trace.json" for r in range(4)]
+    report = load_report(tmp_path / "reports" / "two-nodes" / "report.json")
+    assert [r.rank for r in report.ranks] == [0, 1, 2, 3]
+    assert {c.group_size for c in report.collectives} == {4}
+
+
+def test_run_failure_names_the_rank(tmp_path):
+    bad = tmp_path / "bad_model.py"
+    bad.write_text(
+        "import os, torch\n"
+        "class M(torch.nn.Linear):\n"
+        "    def forward(self, x):\n"
+        "        if self.training and os.environ.get('RANK') == '1':\n"
+        "            raise RuntimeError('rank one exploded')\n"
+        "        return super().forward(x)\n"
+        "def build():\n    return M(4, 2)\n")
+    result = commprof("run", "--model", f"{bad}:build", *FAST_RUN, "--quiet", cwd=tmp_path)
+    assert result.returncode == 1
+    last = result.stderr.strip().splitlines()[-1]
+    assert "rank 1" in last and "rank one exploded" in last and "Traceback" not in result.stderr

@@ -1,0 +1,66 @@
+import textwrap
+
+import pytest
+import torch
+
+from commprof.errors import WorkloadError
+from commprof.workloads import check_workload, load_workload
+from commprof.workloads.workload import call_model
+
+
+@pytest.mark.parametrize("name", ["mlp", "transformer", "convnet", "mlstm"])
+def test_builtin_models_train_one_step(name):
+    workload = load_workload(name, "small")
+    check_workload(workload, batch_size=2, seed=0)
+    inputs, target = workload.make_batch(2, torch.Generator().manual_seed(0))
+    workload.loss(call_model(workload.model, inputs), target).backward()
+    assert workload.parameter_count > 100_000
+    assert all(p.grad is not None for p in workload.model.parameters())
+
+
+def test_model_sizes_grow():
+    counts = [load_workload("transformer", s).parameter_count for s in ("small", "medium")]
+    assert counts[0] < counts[1]
+
+
+def write(tmp_path, body):
+    path = tmp_path / "user_model.py"
+    path.write_text(textwrap.dedent(body))
+    return path
+
+
+def test_user_file_with_batch_maker_and_loss(tmp_path):
+    path = write(tmp_path, """
+        import torch
+        def build():
+            model = torch.nn.Linear(7, 3)
+            return model, lambda n, g: (torch.randn(n, 7, generator=g), torch.zeros(n, 3)), torch.nn.functional.mse_loss
+    """)
+    workload = load_workload(f"{path}:build", "small")
+    check_workload(workload, 4, 0)
+    assert workload.parameter_count == 7 * 3 + 3
+
+
+def test_user_module_spec_with_inferred_batch(tmp_path, monkeypatch):
+    write(tmp_path, "import torch\ndef build():\n    return torch.nn.Sequential(torch.nn.Linear(5, 2))\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    workload = load_workload("user_model:build", "small")
+    check_workload(workload, 4, 0)
+
+
+@pytest.mark.parametrize("spec, body, message", [
+    ("nope.py:build", None, "file nope.py not found"),
+    ("no_such_pkg.models:build", None, "module 'no_such_pkg' not found"),
+    ("{path}:missing", "def build(): pass\n", "has no attribute 'missing'"),
+    ("{path}:build", "def build():\n    raise ValueError('bad width')\n", "raised ValueError: bad width"),
+    ("{path}:build", "def build():\n    return 42\n", "expected an nn.Module"),
+    ("{path}:build", "import torch\ndef build():\n    return torch.nn.Linear(4, 2), lambda n, g: (torch.randn(n, 9), None)\n",
+     "forward on a batch failed"),
+    ("{path}:build", "syntax error here\n", "SyntaxError"),
+    ("resnet", None, "unknown model 'resnet'"),
+])
+def test_user_model_errors(tmp_path, spec, body, message):
+    if body is not None:
+        spec = spec.format(path=write(tmp_path, body))
+    with pytest.raises(WorkloadError, match=message):
+        check_workload(load_workload(spec, "small"), 2, 0)
