@@ -91,8 +91,8 @@ def _gpu(events: list[Event], kernels: list[Event], info: dict[str, Any]):
 def _cpu(events: list[Event], steps: list[Step], info: dict[str, Any]):
     comm_events = [e for e in events if rules.CPU_COMM_RANGE.match(e.name)]
     comm = merge([(e.ts, e.ts + e.dur) for e in comm_events])
-    ops = [e for e in events if e.cat in rules.CPU_OP_CATS and not rules.STEP_NAME.match(e.name)]
-    training = _training_threads(ops, steps, events)
+    ops = [e for e in events if e.cat in rules.CPU_COMPUTE_CATS and not rules.STEP_NAME.match(e.name)]
+    training = _training_threads(ops, events)
     ops = [e for e in ops if (e.pid, e.tid) in training]
     launches = merge([(e.ts, e.ts + e.dur) for e in ops if rules.COLLECTIVE_LAUNCH.match(e.name)])
     compute = subtract(merge([(e.ts, e.ts + e.dur) for e in ops if not rules.COLLECTIVE_LAUNCH.match(e.name)]), launches)
@@ -104,7 +104,7 @@ def _cpu(events: list[Event], steps: list[Step], info: dict[str, Any]):
     return compute, comm, collectives
 
 
-def _training_threads(ops: list[Event], steps: list[Step], events: list[Event]) -> set:
+def _training_threads(ops: list[Event], events: list[Event]) -> set:
     """Threads that ran ProfilerStep ranges; without steps, every thread that ran a non-comm op."""
     with_steps = {(e.pid, e.tid) for e in events if e.cat in rules.CPU_OP_CATS and rules.STEP_NAME.match(e.name)}
     if with_steps:

@@ -16,6 +16,9 @@ CPU_COMM_RANGE = re.compile(r"^(gloo|mpi):")
 COLLECTIVE_LAUNCH = re.compile(
     r"^(record_param_comms|c10d::|c10d_functional::|_c10d_functional::|nccl:|gloo:|mpi:|ProcessGroup)")
 CPU_OP_CATS = frozenset({"cpu_op", "user_annotation"})
+# CPU computation: operator ranges only. Annotations (DistributedDataParallel.forward,
+# Optimizer.step#...) wrap operators and Python glue; torch-tb-profiler leaves them out too.
+CPU_COMPUTE_CATS = frozenset({"cpu_op"})
 RUNTIME_CATS = frozenset({"cuda_runtime", "cuda_driver"})
 STEP_NAME = re.compile(r"^ProfilerStep#(\d+)$")
 
