@@ -7,6 +7,7 @@ from typing import Any
 
 from commprof.analysis.breakdown import breakdown_step, step_windows, summarize_rank
 from commprof.analysis.collectives import collective_stats
+from commprof.analysis.crossrank import cross_rank
 from commprof.analysis.report import Report, SkippedFileInfo
 from commprof.errors import UsageError
 from commprof.trace.model import RunTrace
@@ -32,5 +33,5 @@ def analyze(trace: RunTrace, name: str, kind: str, run: dict[str, Any] | None = 
         name=name, kind=kind, created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         sources=[r.path for r in trace.ranks], ranks=summaries, collectives=collective_stats(per_rank),
         steps=steps, run=run or {}, skipped=[SkippedFileInfo(s.path, s.reason) for s in trace.skipped],
-        warnings=warnings,
+        warnings=warnings, cross_rank=cross_rank(per_rank, {s.rank: s.step_time_ms.median for s in summaries}),
     )

@@ -72,6 +72,29 @@ class CollectiveStats:
 
 
 @dataclass(frozen=True)
+class RankSkew:
+    """One rank's side of the matched collectives: waiting for others vs moving data."""
+
+    rank: int
+    clock_offset_us: float  # added to this rank's times to put them on rank 0's clock
+    wait_ms: float  # per step: arrived early and waited for the last rank
+    transfer_ms: float  # per step: from the last rank's arrival to the end
+    last_arrivals: int  # matched collectives where this rank arrived last
+    median_step_ms: float
+
+
+@dataclass(frozen=True)
+class CrossRank:
+    ranks: list[RankSkew]
+    matched_collectives: int
+    alignment: str  # how clocks were aligned, in words
+    straggler: int | None  # the rank the others wait for most often
+    straggler_late_ms: float  # mean, over matched collectives, of its arrival after the median of the others
+    step_spread_ms: float  # slowest minus fastest median step time
+    slowest_rank: int
+
+
+@dataclass(frozen=True)
 class SkippedFileInfo:
     path: str
     reason: str
@@ -89,6 +112,7 @@ class Report:
     run: dict[str, Any] = field(default_factory=dict)  # run.json summary when commprof made the traces
     skipped: list[SkippedFileInfo] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    cross_rank: CrossRank | None = None
     schema_version: int = SCHEMA_VERSION
 
     def to_dict(self) -> dict[str, Any]:
@@ -140,6 +164,9 @@ def _build(cls: type, data: Any) -> Any:
 def _convert(hint: Any, value: Any) -> Any:
     origin = getattr(hint, "__origin__", None)
     args = getattr(hint, "__args__", ())
+    if origin is not list and args and type(None) in args:  # Optional[X]
+        inner = next(a for a in args if a is not type(None))
+        return None if value is None else _convert(inner, value)
     if dataclasses.is_dataclass(hint) and isinstance(value, dict):
         return _build(hint, value)
     if origin is list and args and dataclasses.is_dataclass(args[0]):

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from commprof.analysis.report import Report
-from commprof.render.tables import (BREAKDOWN_HEADERS, COLLECTIVE_HEADERS, breakdown_row, collective_row,
-                                    headline)
+from commprof.render.tables import (BREAKDOWN_HEADERS, COLLECTIVE_HEADERS, SKEW_HEADERS, breakdown_row,
+                                    collective_row, headline, skew_row, skew_summary)
 
 
 def _table(headers: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
@@ -33,6 +33,10 @@ def render_markdown(report: Report) -> str:
         lines += _table(COLLECTIVE_HEADERS, [collective_row(c) for c in report.collectives]) + [""]
     else:
         lines += ["No collective ran in the profiled steps.", ""]
+    if report.cross_rank is not None:
+        lines += ["## Across ranks", "", "Wait: arrived early and waited for the last rank. Transfer: from the last "
+                  "rank's arrival to the end. Per step.", ""]
+        lines += _table(SKEW_HEADERS, [skew_row(r) for r in report.cross_rank.ranks]) + ["", skew_summary(report.cross_rank), ""]
     if report.skipped or report.warnings:
         lines += ["## Notes", ""]
         lines += [f"- skipped {s.path}: {s.reason}" for s in report.skipped]

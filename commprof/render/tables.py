@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from commprof.analysis.report import CollectiveStats, RankSummary, Report
+from commprof.analysis.report import CollectiveStats, CrossRank, RankSkew, RankSummary, Report
 
 BREAKDOWN_HEADERS = ("rank", "step ms", "p95", "compute", "comm", "overlap", "exposed", "idle", "ratio")
+SKEW_HEADERS = ("rank", "step ms", "wait ms", "transfer ms", "arrived last", "clock offset us")
 COLLECTIVE_HEADERS = ("op", "backend", "dtype", "ranks", "calls/step", "bytes/call", "ms", "algbw", "busbw")
 
 
@@ -47,3 +48,17 @@ def headline(report: Report) -> str:
     return (f"{100 * worst.exposed_fraction:.0f}% of the step is exposed communication on rank {worst.rank}; "
             f"communication takes {100 * worst.comm_ms / step:.0f}% of the step, {hidden:.0f}% of it hidden "
             "behind computation")
+
+
+def skew_row(r: RankSkew) -> tuple[str, ...]:
+    return (str(r.rank), f"{r.median_step_ms:.1f}", f"{r.wait_ms:.2f}", f"{r.transfer_ms:.2f}", str(r.last_arrivals),
+            f"{r.clock_offset_us:.0f}")
+
+
+def skew_summary(skew: CrossRank) -> str:
+    parts = [f"{skew.matched_collectives} collectives matched across ranks; clocks: {skew.alignment}."]
+    if skew.straggler is not None:
+        parts.append(f"Straggler: rank {skew.straggler}, which the others wait for most often "
+                     f"(arrives {skew.straggler_late_ms:.2f} ms after the median of the others when last).")
+    parts.append(f"Step time spread: {skew.step_spread_ms:.1f} ms (slowest rank {skew.slowest_rank}).")
+    return " ".join(parts)

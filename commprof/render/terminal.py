@@ -7,8 +7,8 @@ from rich.console import Console
 from rich.table import Table
 
 from commprof.analysis.report import Report
-from commprof.render.tables import (BREAKDOWN_HEADERS, COLLECTIVE_HEADERS, breakdown_row, collective_row,
-                                    headline)
+from commprof.render.tables import (BREAKDOWN_HEADERS, COLLECTIVE_HEADERS, SKEW_HEADERS, breakdown_row,
+                                    collective_row, headline, skew_row, skew_summary)
 
 
 def render_terminal(report: Report, console: Console) -> None:
@@ -35,6 +35,15 @@ def render_terminal(report: Report, console: Console) -> None:
         console.print(coll)
     else:
         console.print("No collective ran in the profiled steps.")
+    if report.cross_rank is not None:
+        skew = Table(title="Across ranks (per step)", title_justify="left", box=box.SIMPLE_HEAD,
+                     padding=(0, 1, 0, 0), pad_edge=False)
+        for header in SKEW_HEADERS:
+            skew.add_column(header, justify="right", no_wrap=True)
+        for rank in report.cross_rank.ranks:
+            skew.add_row(*skew_row(rank))
+        console.print(skew)
+        console.print(skew_summary(report.cross_rank))
     console.print(headline(report) if any(r.comm_ms for r in report.ranks) else "No communication in the profiled steps.")
     for skipped in report.skipped:
         console.print(f"[yellow]skipped[/] {skipped.path}: {skipped.reason}")

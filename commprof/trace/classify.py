@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -34,9 +35,11 @@ def classify(path: Path, trace: TraceFile) -> RankTrace:
     rank, warnings = _rank(path, info)
     steps = _steps(events)
     kernels = [e for e in events if e.cat in rules.KERNEL_CATS]
+    hta_window = None
     if kernels:
-        compute, comm, memory, collectives = _gpu(events, kernels, info)
-        steps = _device_steps(events, kernels, steps)
+        device = _DeviceWork(events, kernels)
+        compute, comm, memory, collectives = _gpu(events, device, info)
+        steps, hta_window = _device_steps(device, steps)
     else:
         compute, comm, collectives = _cpu(events, steps, info)
         memory = []
@@ -46,7 +49,7 @@ def classify(path: Path, trace: TraceFile) -> RankTrace:
         base_us=(trace.baseTimeNanoseconds or 0) / 1000.0,
         steps=tuple(steps), compute=tuple(compute), communication=tuple(comm), memory=tuple(memory),
         collectives=tuple(sorted(collectives, key=lambda c: c.start)),
-        host=trace.host_name, warnings=tuple(warnings),
+        host=trace.host_name, warnings=tuple(warnings), launched_before_last_step=hta_window,
     )
 
 
@@ -69,19 +72,35 @@ def _span(intervals: list[Interval]) -> Interval:
     return min(s for s, _ in intervals), max(e for _, e in intervals)
 
 
-def _gpu(events: list[Event], kernels: list[Event], info: dict[str, Any]):
+class _DeviceWork:
+    """GPU kernels and memory operations with their args decoded once, and launch times."""
+
+    def __init__(self, events: list[Event], kernels: list[Event]):
+        self.kernels = [(k, decode_args(k)) for k in kernels]
+        self.memory = [(e, decode_args(e)) for e in events if e.cat in rules.MEMORY_CATS]
+        self.launch_ts: dict[Any, float] = {}
+        self.launch_external: dict[Any, Any] = {}
+        for event in events:
+            if event.cat in rules.RUNTIME_CATS:
+                args = decode_args(event)
+                correlation = args.get("correlation")
+                if correlation is not None:
+                    self.launch_ts[correlation] = event.ts
+                    if "External id" in args:
+                        self.launch_external[correlation] = args["External id"]
+
+
+def _gpu(events: list[Event], device: _DeviceWork, info: dict[str, Any]):
     launch_meta = _launch_op_meta(events)
-    comm_kernels = [k for k in kernels if rules.COMM_KERNEL.match(k.name)]
-    compute = merge([(k.ts, k.ts + k.dur) for k in kernels if not rules.COMM_KERNEL.match(k.name)])
-    comm = merge([(k.ts, k.ts + k.dur) for k in comm_kernels])
-    memory = merge([(e.ts, e.ts + e.dur) for e in events if e.cat in rules.MEMORY_CATS])
-    correlation_to_external = _runtime_external_ids(events) if comm_kernels else {}
+    comm_kernels = [(k, a) for k, a in device.kernels if rules.COMM_KERNEL.match(k.name)]
+    compute = merge([(k.ts, k.ts + k.dur) for k, _ in device.kernels if not rules.COMM_KERNEL.match(k.name)])
+    comm = merge([(k.ts, k.ts + k.dur) for k, _ in comm_kernels])
+    memory = merge([(e.ts, e.ts + e.dur) for e, _ in device.memory])
     collectives = []
-    for kernel in comm_kernels:
-        args = decode_args(kernel)
+    for kernel, args in comm_kernels:
         meta = meta_from_args(args)
         if not meta.complete:
-            external = args.get("External id") or correlation_to_external.get(args.get("correlation"))
+            external = args.get("External id") or device.launch_external.get(args.get("correlation"))
             meta = meta.filled_from(launch_meta.get(external, CollectiveMeta()))
         collectives.append(_collective(meta, rules.op_from_kernel(kernel.name), "nccl", kernel,
                                        f"stream {args.get('stream', '?')}", info))
@@ -146,47 +165,28 @@ def _launch_op_meta(events: list[Event]) -> dict[Any, CollectiveMeta]:
     return found
 
 
-def _runtime_external_ids(events: list[Event]) -> dict[Any, Any]:
-    mapping = {}
-    for event in events:
-        if event.cat in rules.RUNTIME_CATS:
-            args = decode_args(event)
-            if "correlation" in args and "External id" in args:
-                mapping[args["correlation"]] = args["External id"]
-    return mapping
-
-
-def _device_steps(events: list[Event], kernels: list[Event], cpu_steps: list[Step]) -> list[Step]:
-    """GPU step window: from the first to the last kernel launched during the CPU step."""
+def _device_steps(device: _DeviceWork, cpu_steps: list[Step]) -> tuple[list[Step], Interval | None]:
+    """GPU step windows: from the first to the last kernel launched during each CPU step.
+    Also the span of device work launched before the last step began (HTA's window)."""
     if not cpu_steps:
-        return cpu_steps
-    launch_ts = {}
-    for event in events:
-        if event.cat in rules.RUNTIME_CATS:
-            correlation = decode_args(event).get("correlation")
-            if correlation is not None:
-                launch_ts[correlation] = event.ts
+        return cpu_steps, None
     by_step: dict[int, list[Interval]] = defaultdict(list)
+    before_last: list[Interval] = []
     starts = [s.start for s in cpu_steps]
-    for kernel in kernels:
-        launched = launch_ts.get(decode_args(kernel).get("correlation"))
+    for event, args in device.kernels + device.memory:
+        launched = device.launch_ts.get(args.get("correlation"))
         if launched is None:
             continue
+        if launched < cpu_steps[-1].start:
+            before_last.append((event.ts, event.ts + event.dur))
         index = _step_index(starts, cpu_steps, launched)
-        if index is not None:
-            by_step[index].append((kernel.ts, kernel.ts + kernel.dur))
-    result = []
-    for i, step in enumerate(cpu_steps):
-        if by_step.get(i):
-            start, end = _span(by_step[i])
-            result.append(Step(step.name, start, end))
-        else:
-            result.append(step)
-    return result
+        if index is not None and event.cat in rules.KERNEL_CATS:
+            by_step[index].append((event.ts, event.ts + event.dur))
+    steps = [Step(step.name, *_span(by_step[i])) if by_step.get(i) else step for i, step in enumerate(cpu_steps)]
+    return steps, (_span(before_last) if before_last and len(cpu_steps) > 1 else None)
 
 
 def _step_index(starts: list[float], steps: list[Step], ts: float) -> int | None:
-    from bisect import bisect_right
     i = bisect_right(starts, ts) - 1
     if i >= 0 and ts <= steps[i].end:
         return i

@@ -44,6 +44,8 @@ class RankTrace:
     collectives: tuple[Collective, ...]
     host: str | None = None
     warnings: tuple[str, ...] = ()
+    # GPU only: span of the device work launched before the last ProfilerStep began (HTA's window)
+    launched_before_last_step: Interval | None = None
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,104 @@
+"""Across ranks: match collectives, align clocks, split each rank's time into wait and transfer.
+
+Matching: within a profiler step, the k-th collective of a process group on every rank is the
+same collective (programs issue collectives in the same order on every rank).
+
+Clock alignment: ranks on one host share a clock. Across hosts, synchronising collectives
+(all_reduce, all_gather, reduce_scatter, all_to_all, barrier) finish together on every rank, so
+a host's offset is the median, over matched collectives, of (reference end - this rank's end).
+The median ignores the few collectives that end unevenly. See docs/semantics.md.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass
+
+from commprof.analysis.collectives import in_windows
+from commprof.analysis.report import CrossRank, RankSkew
+from commprof.trace.model import RankTrace, Step
+
+ALIGN_OPS = frozenset({"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "barrier"})
+Key = tuple[str, str, int]  # (step name, process group, index within that step and group)
+
+
+@dataclass(frozen=True)
+class _Call:
+    op: str
+    start: float  # epoch microseconds on the rank's own clock
+    end: float
+
+
+def _keyed_calls(rank: RankTrace, windows: list[Step]) -> dict[Key, _Call]:
+    calls: dict[Key, _Call] = {}
+    counters: dict[tuple[str, str], int] = defaultdict(int)
+    for window in windows:
+        for c in sorted(in_windows(rank.collectives, [window]), key=lambda c: c.start):
+            if c.op == "send_recv":  # point-to-point pairs do not line up rank by rank
+                continue
+            group = c.process_group or "default"
+            index = counters[(window.name, group)]
+            counters[(window.name, group)] += 1
+            calls[(window.name, group, index)] = _Call(c.op, c.start + rank.base_us, c.end + rank.base_us)
+    return calls
+
+
+def _clock_offsets(ranks: list[RankTrace], calls: dict[int, dict[Key, _Call]]) -> tuple[dict[int, float], str]:
+    reference = ranks[0]
+    hosts = {r.rank: r.host or f"unknown-host-of-rank-{r.rank}" for r in ranks}
+    if len(set(hosts.values())) == 1:
+        return {r.rank: 0.0 for r in ranks}, "none needed: all ranks on one host share a clock"
+    per_rank = {}
+    for rank in ranks:
+        deltas = [calls[reference.rank][k].end - call.end for k, call in calls[rank.rank].items()
+                  if call.op in ALIGN_OPS and k in calls[reference.rank] and calls[reference.rank][k].op == call.op]
+        per_rank[rank.rank] = statistics.median(deltas) if deltas else 0.0
+    by_host: dict[str, list[float]] = defaultdict(list)
+    for rank in ranks:
+        by_host[hosts[rank.rank]].append(per_rank[rank.rank])
+    host_offset = {host: statistics.median(values) for host, values in by_host.items()}
+    host_offset[hosts[reference.rank]] = 0.0
+    method = (f"aligned {len(by_host)} hosts on the ends of matched synchronising collectives "
+              f"(reference: rank {reference.rank})")
+    return {r.rank: host_offset[hosts[r.rank]] for r in ranks}, method
+
+
+def cross_rank(per_rank: list[tuple[RankTrace, list[Step]]], median_step_ms: dict[int, float]) -> CrossRank | None:
+    if len(per_rank) < 2:
+        return None
+    ranks = [r for r, _ in per_rank]
+    steps = {r.rank: len(w) for r, w in per_rank}
+    calls = {r.rank: _keyed_calls(r, w) for r, w in per_rank}
+    offsets, method = _clock_offsets(ranks, calls)
+    wait: dict[int, float] = defaultdict(float)
+    transfer: dict[int, float] = defaultdict(float)
+    last_count: dict[int, int] = defaultdict(int)
+    lateness: dict[int, list[float]] = defaultdict(list)
+    keys = set().union(*(c.keys() for c in calls.values()))
+    matched = 0
+    for key in keys:
+        present = {r: calls[r][key] for r in calls if key in calls[r]}
+        if len(present) < 2 or len({c.op for c in present.values()}) != 1:
+            continue
+        matched += 1
+        starts = {r: c.start + offsets[r] for r, c in present.items()}
+        last_rank = max(starts, key=starts.get)
+        last_start = starts[last_rank]
+        last_count[last_rank] += 1
+        others = [s for r, s in starts.items() if r != last_rank]
+        lateness[last_rank].append(last_start - statistics.median(others))
+        for r, c in present.items():
+            wait[r] += last_start - starts[r]
+            transfer[r] += max(0.0, c.end + offsets[r] - last_start)
+    skews = [RankSkew(rank=r.rank, clock_offset_us=offsets[r.rank], wait_ms=wait[r.rank] / steps[r.rank] / 1000,
+                      transfer_ms=transfer[r.rank] / steps[r.rank] / 1000, last_arrivals=last_count[r.rank],
+                      median_step_ms=median_step_ms[r.rank]) for r in ranks]
+    straggler = max(last_count, key=lambda r: (last_count[r], sum(lateness[r]))) if last_count else None
+    slowest = max(median_step_ms, key=median_step_ms.get)
+    return CrossRank(
+        ranks=skews, matched_collectives=matched, alignment=method, straggler=straggler,
+        straggler_late_ms=statistics.fmean(lateness[straggler]) / 1000 if straggler is not None else 0.0,
+        step_spread_ms=median_step_ms[slowest] - min(median_step_ms.values()), slowest_rank=slowest,
+    )
+
