@@ -94,7 +94,8 @@ def cross_rank(per_rank: list[tuple[RankTrace, list[Step]]], median_step_ms: dic
     skews = [RankSkew(rank=r.rank, clock_offset_us=offsets[r.rank], wait_ms=wait[r.rank] / steps[r.rank] / 1000,
                       transfer_ms=transfer[r.rank] / steps[r.rank] / 1000, last_arrivals=last_count[r.rank],
                       median_step_ms=median_step_ms[r.rank]) for r in ranks]
-    straggler = max(last_count, key=lambda r: (last_count[r], sum(lateness[r]))) if last_count else None
+    late_ranks = [r for r, count in last_count.items() if count > 0]
+    straggler = max(late_ranks, key=lambda r: (last_count[r], sum(lateness[r]))) if late_ranks else None
     slowest = max(median_step_ms, key=median_step_ms.get)
     return CrossRank(
         ranks=skews, matched_collectives=matched, alignment=method, straggler=straggler,
