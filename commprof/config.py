@@ -66,6 +66,9 @@ class DDPOptions:
         _require(self.bucket_cap_mb > 0, f"--bucket-cap-mb must be > 0, got {self.bucket_cap_mb:g}")
         _require(self.comm_hook in COMM_HOOKS, f"--comm-hook must be one of {', '.join(COMM_HOOKS)}")
         _require(self.grad_accum >= 1, f"--grad-accum must be >= 1, got {self.grad_accum}")
+        _require(not (self.static_graph and self.grad_accum > 1),
+                 "--static-graph with --grad-accum > 1 hits a known DDP bug (pytorch/pytorch#143580: "
+                 "the first backward under no_sync() fails an internal assert); use one or the other")
 
 
 @dataclass(frozen=True)

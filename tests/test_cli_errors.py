@@ -52,3 +52,9 @@ def test_reports_dir_is_a_file(tmp_path, monkeypatch, capsys):
 def test_help_explains_every_option(capsys):
     code, _ = run_main(["run", "--help"], capsys)
     assert code == 0
+
+
+def test_static_graph_with_accumulation_is_refused(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    code, err = run_main(["run", "--static-graph", "--grad-accum", "2"], capsys)
+    assert code == 2 and "pytorch/pytorch#143580" in err

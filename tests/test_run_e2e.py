@@ -87,3 +87,15 @@ def test_run_failure_names_the_rank(tmp_path):
     assert result.returncode == 1
     last = result.stderr.strip().splitlines()[-1]
     assert "rank 1" in last and "rank one exploded" in last and "Traceback" not in result.stderr
+
+
+def test_ddp_options_reach_the_traces(tmp_path):
+    """fp16 compression halves every all-reduce; accumulation keeps one all-reduce per bucket per step."""
+    result = commprof("run", "--model", "transformer", "--precision", "bf16", "--comm-hook", "fp16", "--grad-accum", "2",
+                      "--gradient-as-bucket-view", "--run-id", "opts", "--quiet", *FAST_RUN, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    report = load_report(tmp_path / "reports" / "opts" / "report.json")
+    buckets = [int(b) for b in report.run["ddp"]["0"]["rebuilt_bucket_sizes"].split(",")]
+    assert report.run["config"]["ddp"]["comm_hook"] == "fp16"
+    assert all(c.dtype == "c10::Half" and c.calls_per_step == 1 for c in report.collectives)
+    assert sorted(c.bytes for c in report.collectives) == sorted(b // 2 for b in buckets)

@@ -29,7 +29,7 @@ def analyze(
     written = write_report(report, prepare_report_dir(reports_dir, report_name))
     if not quiet:
         render_terminal(report, console.out)
-    console.out.print(f"report: {written.json_path}  {written.markdown_path}")
+    console.out.print(f"report: {written.json_path}  {written.markdown_path}", markup=False)
 
 
 def _default_name(path: Path) -> str:

@@ -82,4 +82,4 @@ def _launch_and_report(config, quiet: bool) -> None:
     written = write_report(report, prepare_report_dir(config.reports_dir, result.run_id))
     if not quiet:
         render_terminal(report, console.out)
-    console.out.print(f"traces: {result.run_dir}/  report: {written.json_path}  {written.markdown_path}")
+    console.out.print(f"traces: {result.run_dir}/  report: {written.json_path}  {written.markdown_path}", markup=False)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import shutil
 import socket
 import tempfile
@@ -10,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs, Std
-from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+from torch.distributed.elastic.multiprocessing.errors import ChildFailedError, ProcessFailure
 from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
 from commprof.config import RunConfig
@@ -18,6 +19,9 @@ from commprof.errors import RunFailed
 from commprof.launch.worker import worker_main
 
 # 'localhost:0' is torchrun --standalone: the c10d store binds a free port itself.
+# Errors a rank sees because another rank died first: never the root cause.
+_PEER_GONE = re.compile(r"Connection (closed|reset) by peer|Broken pipe|remote worker|communicator was aborted|"
+                        r"ProcessGroup.*(aborted|terminated)", re.IGNORECASE)
 STANDALONE_ENDPOINT = "localhost:0"
 
 
@@ -54,7 +58,8 @@ def launch(config: RunConfig, progress_path: Path) -> LaunchResult:
     try:
         results = elastic_launch(launch_config(config, log_dir), worker_main)(config.to_dict(), str(progress_path))
     except ChildFailedError as exc:
-        raise RunFailed(f"{_failure_summary(exc, config)} (worker logs: {_keep_logs(log_dir, config, False)})") from None
+        summary = _failure_summary(exc, log_dir)
+        raise RunFailed(f"{summary} (worker logs: {_keep_logs(log_dir, config, False)})") from None
     except Exception as exc:  # rendezvous timeouts and agent errors surface as various types
         raise RunFailed(f"launch failed: {type(exc).__name__}: {_last_line(str(exc))}") from None
     _keep_logs(log_dir, config, True)
@@ -62,15 +67,30 @@ def launch(config: RunConfig, progress_path: Path) -> LaunchResult:
     return LaunchResult(first["run_id"], Path(first["run_dir"]), tuple(sorted(r["rank"] for r in results.values())))
 
 
-def _failure_summary(exc: ChildFailedError, config: RunConfig) -> str:
-    rank, failure = exc.get_first_failure()
+def _message(failure) -> str:
     message = failure.message
-    if isinstance(message, dict):
-        message = message.get("message", "")
-    cause = _last_line(str(message)) or f"exit code {failure.exitcode}"
+    return _last_line(str(message.get("message", "") if isinstance(message, dict) else message))
+
+
+def _failure_summary(exc: ChildFailedError, log_dir: Path) -> str:
+    """The root cause: the earliest failure that is not a consequence of a peer dying.
+
+    torch reports one failed process per node (the first it finds), so every rank's
+    error.json in the log folder is read too."""
+    reported_rank, reported = exc.get_first_failure()
+    first_global = reported_rank - reported.local_rank
+    failures = {reported_rank: reported}
+    for path in log_dir.glob("*/attempt_*/*/error.json"):
+        local_rank = int(path.parent.name)
+        failures.setdefault(first_global + local_rank,
+                            ProcessFailure(local_rank=local_rank, pid=0, exitcode=1, error_file=str(path)))
+    rank, failure = min(failures.items(),
+                        key=lambda item: (bool(_PEER_GONE.search(_message(item[1]))), item[1].timestamp, item[0]))
+    cause = _message(failure)
     if failure.exitcode < 0:
-        cause = f"killed by signal {-failure.exitcode}"
-    return f"rank {rank} on {socket.gethostname()} failed: {cause}"
+        signal_text = f"killed by signal {-failure.exitcode}"
+        cause = f"{cause} ({signal_text})" if cause and "Signal" not in cause else signal_text
+    return f"rank {rank} on {socket.gethostname()} failed: {cause or f'exit code {failure.exitcode}'}"
 
 
 def _last_line(text: str) -> str:

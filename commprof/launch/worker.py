@@ -7,6 +7,7 @@ import json
 import os
 import platform
 import socket
+import sys
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -14,7 +15,7 @@ from typing import Any
 
 import torch
 import torch.distributed as dist
-from torch.distributed.elastic.multiprocessing.errors import record
+from torch.distributed.elastic.multiprocessing.errors import get_error_handler
 
 import commprof
 from commprof.config import RunConfig
@@ -28,9 +29,21 @@ DISTINCT_BATCHES = 4
 _DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 
-@record
 def worker_main(config_dict: dict[str, Any], progress_path: str) -> dict[str, Any]:
-    config = RunConfig.from_dict(config_dict)
+    """Entry point: on any error, record it for the launcher and leave at once.
+
+    Leaving with os._exit skips the C++ teardown of a process group whose peers are gone,
+    which otherwise aborts noisily after the real error has been recorded."""
+    try:
+        return _worker(RunConfig.from_dict(config_dict), progress_path)
+    except BaseException as exc:
+        get_error_handler().record_exception(exc)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(1)
+
+
+def _worker(config: RunConfig, progress_path: str) -> dict[str, Any]:
     rank, local_rank = int(os.environ["RANK"]), int(os.environ["LOCAL_RANK"])
     device = torch.device("cuda", local_rank) if config.device == "cuda" else torch.device("cpu")
     if device.type == "cuda":

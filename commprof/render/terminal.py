@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from commprof.analysis.report import Report
@@ -14,10 +15,10 @@ from commprof.render.tables import (BREAKDOWN_HEADERS, COLLECTIVE_HEADERS, SKEW_
 def render_terminal(report: Report, console: Console) -> None:
     run = report.run
     if run:
-        console.print(f"[bold]{report.name}[/]: {run.get('model')} ({run.get('parameters', 0):,} parameters), "
+        console.print(f"[bold]{escape(report.name)}[/]: {escape(str(run.get('model')))} ({run.get('parameters', 0):,} parameters), "
                       f"{run.get('world_size')} ranks, {run.get('backend')} on {run.get('device')}")
     else:
-        console.print(f"[bold]{report.name}[/]: {len(report.ranks)} rank(s) from {len(report.sources)} trace file(s)")
+        console.print(f"[bold]{escape(report.name)}[/]: {len(report.ranks)} rank(s) from {len(report.sources)} trace file(s)")
     table = Table(title="Where the step goes, per rank (ms per step and % of the step)", title_justify="left",
                   box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0), pad_edge=False)
     for header in BREAKDOWN_HEADERS:
@@ -46,6 +47,6 @@ def render_terminal(report: Report, console: Console) -> None:
         console.print(skew_summary(report.cross_rank))
     console.print(headline(report) if any(r.comm_ms for r in report.ranks) else "No communication in the profiled steps.")
     for skipped in report.skipped:
-        console.print(f"[yellow]skipped[/] {skipped.path}: {skipped.reason}")
+        console.print(f"[yellow]skipped[/] {escape(skipped.path)}: {escape(skipped.reason)}")
     for warning in report.warnings:
-        console.print(f"[yellow]warning[/] {warning}")
+        console.print(f"[yellow]warning[/] {escape(warning)}")
