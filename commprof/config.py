@@ -71,6 +71,20 @@ class DDPOptions:
                  "the first backward under no_sync() fails an internal assert); use one or the other")
 
 
+def setting_label(options: DDPOptions) -> str:
+    """A folder-safe name for one DDP setting, e.g. 'bucket-25mb' or 'bucket-5mb_hook-fp16'."""
+    parts = [f"bucket-{options.bucket_cap_mb:g}mb"]
+    if options.comm_hook != "none":
+        parts.append(f"hook-{options.comm_hook}")
+    if options.grad_accum > 1:
+        parts.append(f"accum-{options.grad_accum}")
+    for flag, name in ((options.static_graph, "static-graph"), (options.gradient_as_bucket_view, "bucket-view"),
+                       (options.find_unused_parameters, "find-unused")):
+        if flag:
+            parts.append(name)
+    return "_".join(parts)
+
+
 @dataclass(frozen=True)
 class RunConfig:
     """Everything a run needs, with every 'auto' already resolved."""
@@ -142,3 +156,40 @@ class RunConfig:
         data["traces_dir"] = Path(data["traces_dir"])
         data["reports_dir"] = Path(data["reports_dir"])
         return cls(**data)
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    """Several DDP settings measured in one launch: warmup each, then interleaved repeats.
+
+    With `tune`, rank 0 chooses further bucket sizes after the first round (analysis.tune)."""
+
+    run: RunConfig
+    settings: tuple[DDPOptions, ...]
+    baseline: DDPOptions
+    warmup_steps: int = 3
+    repeats: int = 5
+    steps_per_repeat: int = 4
+    profile_steps: int = 3
+    tune: bool = False
+
+    def __post_init__(self) -> None:
+        _require(len(self.settings) >= 1, "give at least one setting to sweep")
+        labels = [setting_label(s) for s in self.settings]
+        _require(len(set(labels)) == len(labels), f"settings repeat: {', '.join(labels)}")
+        _require(self.baseline in self.settings, "the baseline must be one of the settings")
+        _require(self.warmup_steps >= 1, "--warmup-steps must be >= 1 (DDP rebuilds its buckets after the first step)")
+        _require(self.repeats >= 2, "--repeats must be >= 2 (a confidence interval needs repeats)")
+        _require(self.steps_per_repeat >= 1, "--steps-per-repeat must be >= 1")
+        _require(self.profile_steps >= 1, "--profile-steps must be >= 1")
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["run"] = self.run.to_dict()
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SweepPlan:
+        return cls(run=RunConfig.from_dict(data["run"]), settings=tuple(DDPOptions(**s) for s in data["settings"]),
+                   baseline=DDPOptions(**data["baseline"]), warmup_steps=data["warmup_steps"], repeats=data["repeats"],
+                   steps_per_repeat=data["steps_per_repeat"], profile_steps=data["profile_steps"], tune=data["tune"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -9,6 +10,7 @@ from typing import Any
 
 from commprof.analysis.analyze import analyze
 from commprof.analysis.report import Report, save_report
+from commprof.analysis.sweep import sweep_result
 from commprof.errors import UsageError
 from commprof.render.markdown import render_markdown
 from commprof.trace.load import load_run
@@ -49,6 +51,21 @@ def report_from_traces(paths: list[Path], name: str, kind: str, workers: int | N
     return analyze(load_run(paths, workers), name=name, kind=kind, run=run)
 
 
+def sweep_report(run_dir: Path, name: str, kind: str) -> Report:
+    """A sweep's report: the best setting's breakdown, and every setting in `sweep`."""
+    raw = json.loads((run_dir / "sweep.json").read_text())
+    analysed = {}
+    for label in raw["settings"]:
+        trace = load_run([run_dir / label])
+        analysed[label] = (analyze(trace, name=label, kind="run"), trace.ranks[0] if trace.ranks[0].rank == 0 else None)
+    result = sweep_result(raw, analysed, kind)
+    config = raw["plan"]["run"]
+    run = {"run_id": config["run_id"], "model": raw["model"], "parameters": raw["parameters"],
+           "world_size": raw["world_size"], "backend": config["backend"], "device": config["device"],
+           "versions": raw["versions"], "config": config}
+    return dataclasses.replace(analysed[result.best][0], name=name, kind=kind, run=run, sweep=result)
+
+
 def prepare_report_dir(reports_dir: Path, name: str) -> Path:
     """A new folder for this report; never overwrites an existing one."""
     if reports_dir.exists() and not reports_dir.is_dir():
@@ -66,5 +83,12 @@ def prepare_report_dir(reports_dir: Path, name: str) -> Path:
 def write_report(report: Report, folder: Path) -> WrittenReport:
     written = WrittenReport(report, folder)
     save_report(report, written.json_path)
+    if report.sweep is not None:
+        from commprof.render.plots import bucket_timeline_plot, sweep_plot
+
+        sweep_plot(report.sweep, folder / "sweep.png")
+        best = next(s for s in report.sweep.settings if s.best)
+        if best.timeline:
+            bucket_timeline_plot(best, folder / "buckets.png")
     written.markdown_path.write_text(render_markdown(report))
     return written

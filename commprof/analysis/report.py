@@ -95,6 +95,71 @@ class CrossRank:
 
 
 @dataclass(frozen=True)
+class BucketEvent:
+    """One gradient bucket in one backward pass; times in ms from the start of the backward pass."""
+
+    index: int
+    bytes: int | None
+    ready_ms: float
+    start_ms: float
+    end_ms: float
+
+
+@dataclass(frozen=True)
+class Interval95:
+    value: float
+    low: float
+    high: float
+
+
+@dataclass(frozen=True)
+class DDPCrossCheck:
+    """DDP's own averages (_get_ddp_logging_data) next to the same figures taken from the trace."""
+
+    ddp_backward_compute_ms: float | None
+    ddp_backward_comm_ms: float | None
+    ddp_overlap_ms: float | None
+    trace_backward_compute_ms: float | None
+    trace_backward_comm_ms: float | None
+    trace_overlap_ms: float | None
+
+
+@dataclass(frozen=True)
+class SettingResult:
+    label: str
+    bucket_cap_mb: float
+    comm_hook: str
+    grad_accum: int
+    static_graph: bool
+    gradient_as_bucket_view: bool
+    buckets: int
+    bucket_sizes: list[int]  # bytes, as DDP built them after its first iteration
+    step_ms: Interval95  # median of the job's step time (slowest rank per step) and its 95% CI
+    samples: int
+    speedup: Interval95  # median(baseline) / median(this), with a 95% CI; > 1 is faster
+    significant: bool  # the speedup's CI excludes 1
+    exposed_comm_ms: float
+    overlap_pct: float  # share of communication hidden behind computation
+    allreduce_calls_per_step: float
+    traces: str
+    timeline: list[BucketEvent] = field(default_factory=list)
+    ddp_check: DDPCrossCheck | None = None
+    best: bool = False
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    kind: str  # "sweep" or "tune"
+    baseline: str
+    best: str
+    settings: list[SettingResult]
+    recommendation: str
+    paste: str | None  # e.g. "DDP(model, bucket_cap_mb=10)"; None when the default is as good
+    rounds: int = 1
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class SkippedFileInfo:
     path: str
     reason: str
@@ -113,6 +178,7 @@ class Report:
     skipped: list[SkippedFileInfo] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     cross_rank: CrossRank | None = None
+    sweep: SweepResult | None = None
     schema_version: int = SCHEMA_VERSION
 
     def to_dict(self) -> dict[str, Any]:

@@ -7,7 +7,7 @@ import sys
 import typer
 from typer.exceptions import Abort, Exit, TyperException
 
-from commprof.cli import analyze, console, report, run
+from commprof.cli import analyze, console, report, run, sweep, tune
 
 app = typer.Typer(
     name="commprof",
@@ -17,6 +17,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.command()(run.run)
+app.command()(sweep.sweep)
+app.command()(tune.tune)
 app.command()(analyze.analyze)
 app.command()(report.report)
 

@@ -9,6 +9,7 @@ import socket
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Callable
 
 from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs, Std
 from torch.distributed.elastic.multiprocessing.errors import ChildFailedError, ProcessFailure
@@ -51,12 +52,14 @@ def launch_config(config: RunConfig, log_dir: Path) -> LaunchConfig:
     )
 
 
-def launch(config: RunConfig, progress_path: Path) -> LaunchResult:
-    """Run the job on this node; worker output goes to <run dir>/logs/<host>/."""
+def launch(config: RunConfig, progress_path: Path, entrypoint: Callable[..., Any] = worker_main,
+           payload: dict[str, Any] | None = None) -> LaunchResult:
+    """Run `entrypoint(payload, progress_path)` on every rank of this node (payload: the config
+    as a dict by default); worker output goes to <run dir>/logs/<host>/."""
     logging.getLogger("torch.distributed.elastic").setLevel(logging.CRITICAL)
     log_dir = Path(tempfile.mkdtemp(prefix="commprof-logs-"))
     try:
-        results = elastic_launch(launch_config(config, log_dir), worker_main)(config.to_dict(), str(progress_path))
+        results = elastic_launch(launch_config(config, log_dir), entrypoint)(payload or config.to_dict(), str(progress_path))
     except ChildFailedError as exc:
         summary = _failure_summary(exc, log_dir)
         raise RunFailed(f"{summary} (worker logs: {_keep_logs(log_dir, config, False)})") from None

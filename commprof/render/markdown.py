@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from commprof.analysis.report import Report
-from commprof.render.tables import (BREAKDOWN_HEADERS, COLLECTIVE_HEADERS, SKEW_HEADERS, breakdown_row,
-                                    collective_row, headline, skew_row, skew_summary)
+from commprof.render.tables import (BREAKDOWN_HEADERS, COLLECTIVE_HEADERS, DDP_CHECK_HEADERS, SKEW_HEADERS,
+                                    SWEEP_HEADERS, TIMELINE_HEADERS, breakdown_row, collective_row, ddp_check_row,
+                                    headline, skew_row, skew_summary, sweep_row, timeline_row)
 
 
 def _table(headers: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
@@ -24,6 +25,8 @@ def render_markdown(report: Report) -> str:
     lines += [f"Sources: {len(report.sources)} trace file(s). Created {report.created}.", ""]
     if any(r.comm_ms for r in report.ranks):
         lines += [f"**{headline(report)}.**", ""]
+    if report.sweep is not None:
+        lines += _sweep_section(report)
     lines += ["## Step time breakdown", "",
               "Milliseconds per profiled step (mean over steps; step time also as median and p95), "
               "and percent of the mean step. compute + exposed comm + idle = step.", ""]
@@ -42,3 +45,27 @@ def render_markdown(report: Report) -> str:
         lines += [f"- skipped {s.path}: {s.reason}" for s in report.skipped]
         lines += [f"- {w}" for w in report.warnings] + [""]
     return "\n".join(lines)
+
+
+def _sweep_section(report: Report) -> list[str]:
+    sweep = report.sweep
+    lines = [f"## {sweep.kind.capitalize()}", "", f"**{sweep.recommendation}**", ""]
+    if sweep.paste:
+        lines += ["```python", sweep.paste, "```", ""]
+    lines += [f"Median step time of the job (slowest rank per step) over interleaved rounds, 95% bootstrap CI; "
+              f"speedup against {sweep.baseline} (~: its CI contains 1, inside the noise); * marks the best. "
+              f"The breakdown below is the best setting's.", ""]
+    lines += _table(SWEEP_HEADERS, [sweep_row(s) for s in sweep.settings]) + ["", "![sweep](sweep.png)", ""]
+    lines += ["### Buckets DDP built", "", "| setting | bucket sizes (bytes) |", "|---|---|"]
+    lines += [f"| {s.label} | {', '.join(map(str, s.bucket_sizes))} |" for s in sweep.settings] + [""]
+    best = next(s for s in sweep.settings if s.best)
+    if best.timeline:
+        lines += [f"### One backward pass of {best.label}", "",
+                  "Times in ms from the start of the backward pass on rank 0 (a typical profiled step).", ""]
+        lines += _table(TIMELINE_HEADERS, [timeline_row(b) for b in best.timeline])
+        lines += ["", "![bucket timeline](buckets.png)", ""]
+    lines += ["### DDP's own measurements next to the trace's", "",
+              "DDP's averages from `_get_ddp_logging_data()` over all steps, and the same figures taken from the "
+              "profiled steps (median).", ""]
+    lines += _table(DDP_CHECK_HEADERS, [ddp_check_row(s) for s in sweep.settings]) + [""]
+    return lines

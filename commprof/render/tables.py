@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from commprof.analysis.report import CollectiveStats, CrossRank, RankSkew, RankSummary, Report
+from commprof.analysis.report import (BucketEvent, CollectiveStats, CrossRank, RankSkew, RankSummary, Report,
+                                      SettingResult)
 
 BREAKDOWN_HEADERS = ("rank", "step ms", "p95", "compute", "comm", "overlap", "exposed", "idle", "ratio")
 SKEW_HEADERS = ("rank", "step ms", "wait ms", "transfer ms", "arrived last", "clock offset us")
@@ -62,3 +63,29 @@ def skew_summary(skew: CrossRank) -> str:
                      f"(arrives {skew.straggler_late_ms:.2f} ms after the median of the others when last).")
     parts.append(f"Step time spread: {skew.step_spread_ms:.1f} ms (slowest rank {skew.slowest_rank}).")
     return " ".join(parts)
+
+
+SWEEP_HEADERS = ("setting", "buckets", "step ms", "95% CI", "speedup", "exposed", "overlap", "AR/step")
+TIMELINE_HEADERS = ("bucket", "size", "ready ms", "all-reduce start", "end", "took ms")
+DDP_CHECK_HEADERS = ("setting", "backward compute ms (DDP / trace)", "backward comm ms", "overlap ms")
+
+
+def sweep_row(s: SettingResult) -> tuple[str, ...]:
+    mark = " *" if s.best else ""
+    return (s.label + mark, str(s.buckets), f"{s.step_ms.value:.1f}", f"{s.step_ms.low:.0f}-{s.step_ms.high:.0f}",
+            f"{s.speedup.value:.2f}x" + ("" if s.significant else "~"), f"{s.exposed_comm_ms:.1f}",
+            f"{s.overlap_pct:.0f}%", f"{s.allreduce_calls_per_step:.1f}")
+
+
+def timeline_row(b: BucketEvent) -> tuple[str, ...]:
+    return (str(b.index), human_bytes(b.bytes), f"{b.ready_ms:.2f}", f"{b.start_ms:.2f}", f"{b.end_ms:.2f}",
+            f"{b.end_ms - b.start_ms:.2f}")
+
+
+def ddp_check_row(s: SettingResult) -> tuple[str, ...]:
+    c = s.ddp_check
+    if c is None:
+        return (s.label, "-", "-", "-")
+    return (s.label, f"{_num(c.ddp_backward_compute_ms, '.1f')} / {_num(c.trace_backward_compute_ms, '.1f')}",
+            f"{_num(c.ddp_backward_comm_ms, '.1f')} / {_num(c.trace_backward_comm_ms, '.1f')}",
+            f"{_num(c.ddp_overlap_ms, '.1f')} / {_num(c.trace_overlap_ms, '.1f')}")

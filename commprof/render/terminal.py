@@ -8,8 +8,27 @@ from rich.markup import escape
 from rich.table import Table
 
 from commprof.analysis.report import Report
-from commprof.render.tables import (BREAKDOWN_HEADERS, COLLECTIVE_HEADERS, SKEW_HEADERS, breakdown_row,
-                                    collective_row, headline, skew_row, skew_summary)
+from commprof.render.tables import (BREAKDOWN_HEADERS, COLLECTIVE_HEADERS, SKEW_HEADERS, SWEEP_HEADERS,
+                                    breakdown_row, collective_row, headline, skew_row, skew_summary, sweep_row)
+
+
+def _table(title: str, headers: tuple[str, ...], rows, left: tuple[str, ...] = ("rank",)) -> Table:
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0), pad_edge=False)
+    for header in headers:
+        table.add_column(header, justify="left" if header in left else "right", no_wrap=True)
+    for row in rows:
+        table.add_row(*(escape(cell) for cell in row))
+    return table
+
+
+def render_sweep(report: Report, console: Console) -> None:
+    sweep = report.sweep
+    console.print(_table(f"{sweep.kind}: job step time, median of interleaved rounds (ms); speedup vs "
+                         f"{sweep.baseline}; * best, ~ inside the noise; exposed comm ms; AR = all-reduces",
+                         SWEEP_HEADERS, [sweep_row(s) for s in sweep.settings], left=("setting",)))
+    console.print(f"[bold]{escape(sweep.recommendation)}[/]")
+    if sweep.paste:
+        console.print(f"  {escape(sweep.paste)}")
 
 
 def render_terminal(report: Report, console: Console) -> None:
@@ -19,6 +38,9 @@ def render_terminal(report: Report, console: Console) -> None:
                       f"{run.get('world_size')} ranks, {run.get('backend')} on {run.get('device')}")
     else:
         console.print(f"[bold]{escape(report.name)}[/]: {len(report.ranks)} rank(s) from {len(report.sources)} trace file(s)")
+    if report.sweep is not None:
+        render_sweep(report, console)
+        console.print(f"Breakdown of the best setting, {escape(report.sweep.best)}:")
     table = Table(title="Where the step goes, per rank (ms per step and % of the step)", title_justify="left",
                   box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0), pad_edge=False)
     for header in BREAKDOWN_HEADERS:

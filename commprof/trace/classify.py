@@ -44,7 +44,7 @@ def classify(path: Path, trace: TraceFile) -> RankTrace:
         compute, comm, collectives = _cpu(events, steps, info)
         memory = []
     return RankTrace(
-        path=str(path), rank=rank, world_size=info.get("world_size"), backend=info.get("backend"),
+        backward_starts=_backward_starts(events, steps), path=str(path), rank=rank, world_size=info.get("world_size"), backend=info.get("backend"),
         kind="gpu" if kernels else "cpu",
         base_us=(trace.baseTimeNanoseconds or 0) / 1000.0,
         steps=tuple(steps), compute=tuple(compute), communication=tuple(comm), memory=tuple(memory),
@@ -103,7 +103,8 @@ def _gpu(events: list[Event], device: _DeviceWork, info: dict[str, Any]):
             external = args.get("External id") or device.launch_external.get(args.get("correlation"))
             meta = meta.filled_from(launch_meta.get(external, CollectiveMeta()))
         collectives.append(_collective(meta, rules.op_from_kernel(kernel.name), "nccl", kernel,
-                                       f"stream {args.get('stream', '?')}", info))
+                                       f"stream {args.get('stream', '?')}", info,
+                                       device.launch_ts.get(args.get("correlation"))))
     return compute, comm, memory, collectives
 
 
@@ -115,12 +116,34 @@ def _cpu(events: list[Event], steps: list[Step], info: dict[str, Any]):
     ops = [e for e in ops if (e.pid, e.tid) in training]
     launches = merge([(e.ts, e.ts + e.dur) for e in ops if rules.COLLECTIVE_LAUNCH.match(e.name)])
     compute = subtract(merge([(e.ts, e.ts + e.dur) for e in ops if not rules.COLLECTIVE_LAUNCH.match(e.name)]), launches)
+    launch_times = _launch_times(comm_events, [e for e in ops if rules.LAUNCH_OP.match(e.name)], steps)
     collectives = [
         _collective(meta_from_args(decode_args(e)), rules.normalize_op(e.name), e.name.split(":")[0], e,
-                    f"thread {e.tid}", info)
+                    f"thread {e.tid}", info, launch_times.get(id(e)))
         for e in comm_events
     ]
     return compute, comm, collectives
+
+
+def _launch_times(comm_events: list[Event], launches: list[Event], steps: list[Step]) -> dict[int, float]:
+    """CPU backends: the k-th launch op in a step started the k-th collective of that step."""
+    result: dict[int, float] = {}
+    windows = steps or [Step("all", float("-inf"), float("inf"))]
+    for window in windows:
+        ranges = sorted((e for e in comm_events if window.start <= e.ts < window.end), key=lambda e: e.ts)
+        starts = sorted(e.ts for e in launches if window.start <= e.ts < window.end)
+        if len(ranges) == len(starts):
+            result.update({id(e): ts for e, ts in zip(ranges, starts)})
+    return result
+
+
+def _backward_starts(events: list[Event], steps: list[Step]) -> tuple[float | None, ...]:
+    starts = sorted(e.ts for e in events if e.cat in rules.CPU_OP_CATS and rules.BACKWARD_OP.match(e.name))
+    result = []
+    for step in steps:
+        i = bisect_right(starts, step.start - 1e-9)
+        result.append(starts[i] if i < len(starts) and starts[i] < step.end else None)
+    return tuple(result)
 
 
 def _training_threads(ops: list[Event], events: list[Event]) -> set:
@@ -132,11 +155,12 @@ def _training_threads(ops: list[Event], events: list[Event]) -> set:
 
 
 def _collective(meta: CollectiveMeta, op_hint: str | None, backend: str, event: Event, lane: str,
-                info: dict[str, Any]) -> Collective:
+                info: dict[str, Any], launched: float | None = None) -> Collective:
     group_size = meta.group_size or _default_group_size(info)
     return Collective(
         op=meta.op or op_hint or "unknown", backend=backend, start=event.ts, end=event.ts + event.dur,
         nbytes=meta.nbytes, dtype=meta.dtype, group_size=group_size, process_group=meta.process_group, lane=lane,
+        launched=launched,
     )
 
 

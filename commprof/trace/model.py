@@ -27,6 +27,7 @@ class Collective:
     group_size: int | None = None
     process_group: str | None = None
     lane: str = ""  # stream or thread it ran on
+    launched: float | None = None  # when the CPU launched it (for DDP: the bucket became ready)
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,8 @@ class RankTrace:
     warnings: tuple[str, ...] = ()
     # GPU only: span of the device work launched before the last ProfilerStep began (HTA's window)
     launched_before_last_step: Interval | None = None
+    # per step (same order as steps): start of the first autograd op in it, or None
+    backward_starts: tuple[float | None, ...] = ()
 
 
 @dataclass(frozen=True)

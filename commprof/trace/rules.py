@@ -21,6 +21,9 @@ CPU_OP_CATS = frozenset({"cpu_op", "user_annotation"})
 CPU_COMPUTE_CATS = frozenset({"cpu_op"})
 RUNTIME_CATS = frozenset({"cuda_runtime", "cuda_driver"})
 STEP_NAME = re.compile(r"^ProfilerStep#(\d+)$")
+BACKWARD_OP = re.compile(r"^autograd::engine::evaluate_function")
+# The CPU op whose start marks a collective's launch (the outermost one DDP calls).
+LAUNCH_OP = re.compile(r"^c10d::")
 
 # Names seen for each collective -> nccl-tests op name.
 _OP_ALIASES = {

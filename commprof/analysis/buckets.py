@@ -1,0 +1,57 @@
+"""DDP's gradient buckets seen in a trace: when each became ready, when its all-reduce ran.
+
+`ready` is when DDP launched the bucket's all-reduce (the CPU-side c10d op or kernel launch),
+which DDP does as soon as the bucket's last gradient is computed. From the same timeline come
+the figures DDP measures itself (`_get_ddp_logging_data`): backward compute time (backward
+start to the last bucket ready), backward communication time (first bucket ready to the last
+all-reduce end) and their overlap (first to last bucket ready).
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+from commprof.analysis.report import BucketEvent
+from commprof.trace.model import RankTrace
+
+GRADIENT_OPS = frozenset({"all_reduce"})
+
+
+@dataclass(frozen=True)
+class BackwardTimes:
+    compute_ms: float
+    comm_ms: float
+    overlap_ms: float
+
+
+def bucket_timelines(rank: RankTrace) -> list[list[BucketEvent]]:
+    """Per profiled step with a backward pass: its buckets, times relative to the backward start."""
+    timelines = []
+    for step, backward in zip(rank.steps, rank.backward_starts):
+        if backward is None:
+            continue
+        calls = sorted((c for c in rank.collectives if c.op in GRADIENT_OPS and step.start <= c.start < step.end
+                        and c.launched is not None), key=lambda c: c.launched)
+        if calls:
+            timelines.append([BucketEvent(i, c.nbytes, (c.launched - backward) / 1000, (c.start - backward) / 1000,
+                                          (c.end - backward) / 1000) for i, c in enumerate(calls)])
+    return timelines
+
+
+def backward_times(timelines: list[list[BucketEvent]]) -> BackwardTimes | None:
+    """Medians over steps of DDP's own three backward figures, from the trace."""
+    if not timelines:
+        return None
+    compute = [max(b.ready_ms for b in t) for t in timelines]
+    comm = [max(b.end_ms for b in t) - min(b.ready_ms for b in t) for t in timelines]
+    overlap = [max(b.ready_ms for b in t) - min(b.ready_ms for b in t) for t in timelines]
+    return BackwardTimes(statistics.median(compute), statistics.median(comm), statistics.median(overlap))
+
+
+def median_timeline(timelines: list[list[BucketEvent]]) -> list[BucketEvent]:
+    """The step whose last all-reduce ends at the median time: a typical backward pass."""
+    if not timelines:
+        return []
+    ordered = sorted(timelines, key=lambda t: max(b.end_ms for b in t))
+    return ordered[len(ordered) // 2]

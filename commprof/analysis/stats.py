@@ -1,0 +1,42 @@
+"""Statistics for comparing settings on noisy machines: medians with bootstrap confidence intervals."""
+
+from __future__ import annotations
+
+import random
+import statistics
+from dataclasses import dataclass
+
+RESAMPLES = 2000
+CONFIDENCE = 0.95
+
+
+@dataclass(frozen=True)
+class Estimate:
+    value: float
+    low: float
+    high: float
+
+    def excludes(self, x: float) -> bool:
+        return not self.low <= x <= self.high
+
+
+def _bounds(samples: list[float]) -> tuple[float, float]:
+    ordered = sorted(samples)
+    tail = (1 - CONFIDENCE) / 2
+    return ordered[int(tail * len(ordered))], ordered[min(len(ordered) - 1, int((1 - tail) * len(ordered)))]
+
+
+def median_ci(values: list[float], seed: int = 0) -> Estimate:
+    """Median and a 95% percentile-bootstrap interval (deterministic for a given seed)."""
+    rng = random.Random(seed)
+    n = len(values)
+    boots = [statistics.median(rng.choices(values, k=n)) for _ in range(RESAMPLES)]
+    return Estimate(statistics.median(values), *_bounds(boots))
+
+
+def speedup_ci(baseline: list[float], candidate: list[float], seed: int = 0) -> Estimate:
+    """median(baseline) / median(candidate), with a bootstrap interval: > 1 means candidate is faster."""
+    rng = random.Random(seed)
+    boots = [statistics.median(rng.choices(baseline, k=len(baseline))) /
+             statistics.median(rng.choices(candidate, k=len(candidate))) for _ in range(RESAMPLES)]
+    return Estimate(statistics.median(baseline) / statistics.median(candidate), *_bounds(boots))

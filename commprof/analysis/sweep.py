@@ -1,0 +1,95 @@
+"""sweep.json (timed steps per setting) + each setting's traces -> SweepResult with a recommendation."""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+from typing import Any
+
+from commprof.analysis.buckets import backward_times, bucket_timelines, median_timeline
+from commprof.analysis.report import DDPCrossCheck, Interval95, Report, SettingResult, SweepResult
+from commprof.analysis.stats import median_ci, speedup_ci
+from commprof.config import DDPOptions, setting_label
+from commprof.trace.model import RankTrace
+
+NS_PER_MS = 1e6
+
+
+def _bucket_sizes(ddp: dict[str, Any]) -> list[int]:
+    text = ddp.get("rebuilt_bucket_sizes") or ddp.get("bucket_sizes") or ""
+    return [int(part) for part in str(text).split(",") if part.strip()]
+
+
+def _ms(ddp: dict[str, Any], key: str) -> float | None:
+    value = ddp.get(key)
+    return value / NS_PER_MS if isinstance(value, (int, float)) and value > 0 else None
+
+
+def paste_line(options: DDPOptions) -> str:
+    """What to write in the training script for this setting."""
+    args = [f"bucket_cap_mb={options.bucket_cap_mb:g}"]
+    if options.gradient_as_bucket_view:
+        args.append("gradient_as_bucket_view=True")
+    if options.static_graph:
+        args.append("static_graph=True")
+    line = f"DDP(model, {', '.join(args)})"
+    if options.comm_hook != "none":
+        line += f"; ddp.register_comm_hook(None, default_hooks.{options.comm_hook}_compress_hook)"
+    if options.grad_accum > 1:
+        line += f"  # and all-reduce every {options.grad_accum} micro-batches (no_sync for the others)"
+    return line
+
+
+def setting_result(label: str, raw: dict[str, Any], baseline_steps: list[float], report: Report,
+                   rank0: RankTrace | None) -> SettingResult:
+    options = DDPOptions(**raw["options"])
+    estimate, gain = median_ci(raw["step_ms"]), speedup_ci(baseline_steps, raw["step_ms"])
+    comm = statistics.fmean(r.comm_ms for r in report.ranks)
+    overlap = statistics.fmean(r.overlap_ms for r in report.ranks)
+    ddp0 = raw["ddp"].get("0", {})
+    timelines = bucket_timelines(rank0) if rank0 is not None else []
+    from_trace = backward_times(timelines)
+    sizes = _bucket_sizes(ddp0)
+    return SettingResult(
+        label=label, bucket_cap_mb=options.bucket_cap_mb, comm_hook=options.comm_hook, grad_accum=options.grad_accum,
+        static_graph=options.static_graph, gradient_as_bucket_view=options.gradient_as_bucket_view,
+        buckets=len(sizes), bucket_sizes=sizes,
+        step_ms=Interval95(estimate.value, estimate.low, estimate.high), samples=len(raw["step_ms"]),
+        speedup=Interval95(gain.value, gain.low, gain.high), significant=gain.excludes(1.0),
+        exposed_comm_ms=statistics.fmean(r.exposed_comm_ms for r in report.ranks),
+        overlap_pct=100 * overlap / comm if comm > 0 else 0.0,
+        allreduce_calls_per_step=sum(c.calls_per_step for c in report.collectives if c.op == "all_reduce"),
+        traces=label, timeline=median_timeline(timelines),
+        ddp_check=DDPCrossCheck(
+            _ms(ddp0, "avg_backward_compute_time"), _ms(ddp0, "avg_backward_comm_time"),
+            _ms(ddp0, "avg_backward_compute_comm_overlap_time"),
+            from_trace.compute_ms if from_trace else None, from_trace.comm_ms if from_trace else None,
+            from_trace.overlap_ms if from_trace else None),
+    )
+
+
+def recommend(settings: list[SettingResult], baseline: SettingResult, options: dict[str, DDPOptions]) -> tuple[str, str | None]:
+    best = min(settings, key=lambda s: s.step_ms.value)
+    gain = best.speedup
+    if best.label == baseline.label or not best.significant or gain.value <= 1:
+        return (f"No setting is significantly better than the default ({baseline.label}, "
+                f"{baseline.step_ms.value:.1f} ms per step): the fastest, {best.label}, is {gain.value:.2f}x "
+                f"(95% CI {gain.low:.2f}-{gain.high:.2f}), inside the noise. Keep the default."), None
+    return (f"{best.label} is best: {best.step_ms.value:.1f} ms per step vs {baseline.step_ms.value:.1f} ms for "
+            f"{baseline.label}, {gain.value:.2f}x faster (95% CI {gain.low:.2f}-{gain.high:.2f}), "
+            f"{100 * (1 - 1 / gain.value):.0f}% less step time."), paste_line(options[best.label])
+
+
+def sweep_result(raw: dict[str, Any], analysed: dict[str, tuple[Report, RankTrace | None]], kind: str) -> SweepResult:
+    baseline_label = setting_label(DDPOptions(**raw["plan"]["baseline"]))
+    baseline_steps = raw["settings"][baseline_label]["step_ms"]
+    results = [setting_result(label, setting, baseline_steps, *analysed[label])
+               for label, setting in raw["settings"].items()]
+    results.sort(key=lambda s: (s.bucket_cap_mb, s.label))
+    baseline = next(s for s in results if s.label == baseline_label)
+    options = {label: DDPOptions(**setting["options"]) for label, setting in raw["settings"].items()}
+    text, paste = recommend(results, baseline, options)
+    best = min(results, key=lambda s: s.step_ms.value).label
+    results = [dataclasses.replace(s, best=s.label == best) for s in results]
+    return SweepResult(kind=kind, baseline=baseline_label, best=best, settings=results, recommendation=text,
+                       paste=paste, rounds=raw.get("rounds", 1), timings=raw.get("timings", {}))

@@ -1,0 +1,43 @@
+"""Which bucket sizes `commprof tune` tries: a coarse log grid, then refinement around the best.
+
+Stops after the coarse round when every setting is within the noise of the best one.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+from commprof.analysis.stats import speedup_ci
+
+COARSE_GRID_MB = (1.0, 5.0, 25.0, 100.0)
+MAX_ROUNDS = 2
+
+
+def round_mb(value: float) -> float:
+    """Two significant figures: 11.18 -> 11.0, 2.236 -> 2.2."""
+    digits = 1 - int(math.floor(math.log10(value)))
+    return round(value, digits)
+
+
+def within_noise(step_ms: dict[float, list[float]]) -> bool:
+    """True when no tried setting is significantly slower or faster than the best one."""
+    best = min(step_ms, key=lambda mb: statistics.median(step_ms[mb]))
+    return all(not speedup_ci(step_ms[mb], step_ms[best]).excludes(1.0) for mb in step_ms if mb != best)
+
+
+def refine_around(best_mb: float, tried: list[float]) -> list[float]:
+    """Geometric midpoints between the best size and its tried neighbours (or one step beyond an edge)."""
+    ordered = sorted(tried)
+    i = ordered.index(best_mb)
+    lower = math.sqrt(ordered[i - 1] * best_mb) if i > 0 else best_mb / 2
+    upper = math.sqrt(best_mb * ordered[i + 1]) if i + 1 < len(ordered) else best_mb * 2
+    return [mb for mb in (round_mb(lower), round_mb(upper)) if mb not in tried]
+
+
+def next_bucket_sizes(step_ms: dict[float, list[float]], round_index: int) -> list[float]:
+    """Bucket sizes for the next round; empty when tuning is done."""
+    if round_index + 1 >= MAX_ROUNDS or within_noise(step_ms):
+        return []
+    best = min(step_ms, key=lambda mb: statistics.median(step_ms[mb]))
+    return refine_around(best, list(step_ms))

@@ -1,0 +1,96 @@
+"""What every worker process needs: its identity, the process group, the run folder, errors."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import platform
+import sys
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import torch
+import torch.distributed as dist
+from torch.distributed.elastic.multiprocessing.errors import get_error_handler
+
+import commprof
+from commprof.config import RunConfig
+
+
+@dataclass(frozen=True)
+class RankContext:
+    rank: int
+    local_rank: int
+    world_size: int
+    device: torch.device
+
+
+def exit_on_error(entry: Callable[..., Any]) -> Callable[..., Any]:
+    """On any error, record it for the launcher (error.json) and leave at once.
+
+    os._exit skips the C++ teardown of a process group whose peers are gone, which otherwise
+    aborts noisily after the real error has been recorded."""
+
+    @functools.wraps(entry)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return entry(*args, **kwargs)
+        except BaseException as exc:
+            get_error_handler().record_exception(exc)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(1)
+
+    return wrapper
+
+
+@contextmanager
+def distributed(config: RunConfig) -> Iterator[RankContext]:
+    """Join the process group (rank and world from the launcher's environment)."""
+    rank, local_rank = int(os.environ["RANK"]), int(os.environ["LOCAL_RANK"])
+    device = torch.device("cuda", local_rank) if config.device == "cuda" else torch.device("cpu")
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    dist.init_process_group(config.backend, timeout=timedelta(seconds=config.timeout_s))
+    try:
+        yield RankContext(rank, local_rank, dist.get_world_size(), device)
+    finally:
+        dist.destroy_process_group()
+
+
+def claim_run_dir(config: RunConfig, rank: int) -> Path:
+    """Rank 0 creates the run folder exclusively; everyone learns whether that worked."""
+    status = [""]
+    if rank == 0:
+        try:
+            config.run_dir.mkdir(parents=True, exist_ok=False)
+        except FileExistsError:
+            status[0] = f"run folder {config.run_dir} already exists; commprof never overwrites a run"
+        except OSError as exc:
+            status[0] = f"cannot create run folder {config.run_dir}: {exc.strerror}"
+    dist.broadcast_object_list(status, src=0)
+    if status[0]:
+        raise RuntimeError(status[0])
+    return config.run_dir
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=2))
+    os.replace(tmp, path)
+
+
+def device_name(device: torch.device) -> str:
+    return torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or platform.machine()
+
+
+def versions() -> dict[str, Any]:
+    nccl = None
+    if torch.cuda.is_available() and dist.is_nccl_available():
+        nccl = ".".join(str(v) for v in torch.cuda.nccl.version())
+    return {"commprof": commprof.__version__, "torch": torch.__version__, "cuda": torch.version.cuda,
+            "nccl": nccl, "python": platform.python_version()}

@@ -1,0 +1,124 @@
+"""Per-rank entry point of `commprof sweep` / `tune`: many DDP settings in one launch.
+
+Every setting gets a fresh copy of the same initial model wrapped in its own DDP, a warmup (DDP
+rebuilds its buckets after the first step), then the settings take turns for `repeats` rounds
+(A B C A B C ...) so that machine drift does not favour one of them. Each setting is profiled in
+a separate block afterwards, so profiling never slows the timed steps.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from commprof.analysis.tune import next_bucket_sizes
+from commprof.config import DDPOptions, ProfileSchedule, SweepPlan, setting_label
+from commprof.instrument.ddp import ddp_logging_data
+from commprof.instrument.profiler import make_profiler
+from commprof.launch.progress import Progress, write_progress
+from commprof.launch.rank import (RankContext, claim_run_dir, distributed, exit_on_error, versions,
+                                  write_json_atomic)
+from commprof.launch.training import Trainer, make_batches
+from commprof.workloads import load_workload
+
+
+@exit_on_error
+def sweep_main(plan_dict: dict[str, Any], progress_path: str) -> dict[str, Any]:
+    plan = SweepPlan.from_dict(plan_dict)
+    config = plan.run
+    with distributed(config) as ctx:
+        started = time.perf_counter()
+        run_dir = claim_run_dir(config, ctx.rank)
+        torch.manual_seed(config.seed)  # one initial model, copied for every setting
+        workload = load_workload(config.model, config.model_size)
+        batches = make_batches(workload, config.batch_size, config.seed, ctx.rank, ctx.device)
+        progress = _ProgressWriter(Path(progress_path), ctx, plan)
+        results: dict[str, dict[str, Any]] = {}
+        pending, round_index, phases = list(plan.settings), 0, {"measured_s": 0.0, "overhead_s": 0.0}
+        setup_s = time.perf_counter() - started
+        while pending:
+            measured = _measure_round(plan, ctx, workload, batches, pending, run_dir, progress, phases)
+            results.update(measured)
+            pending = _next_round(plan, ctx, results, round_index) if plan.tune else []
+            round_index += 1
+        if ctx.rank == 0:
+            phases.update(setup_s=setup_s, worker_s=time.perf_counter() - started)
+            write_json_atomic(run_dir / "sweep.json", {
+                "plan": plan.to_dict(), "versions": versions(), "model": workload.name,
+                "parameters": workload.parameter_count, "world_size": ctx.world_size, "rounds": round_index,
+                "end_time": datetime.now(timezone.utc).isoformat(), "timings": phases, "settings": results,
+            })
+        dist.barrier()
+        return {"rank": ctx.rank, "run_id": config.run_id, "run_dir": str(run_dir)}
+
+
+class _ProgressWriter:
+    def __init__(self, path: Path, ctx: RankContext, plan: SweepPlan):
+        self.path, self.enabled = path, ctx.local_rank == 0
+        self.per_setting = plan.warmup_steps + plan.repeats * plan.steps_per_repeat + plan.profile_steps + 1
+        self.total = self.per_setting * len(plan.settings)
+        self.done = 0
+
+    def add_settings(self, count: int) -> None:
+        self.total = max(self.total, self.done + count * self.per_setting)
+
+    def step(self, ms: float, phase: str) -> None:
+        self.done += 1
+        if self.enabled:
+            write_progress(self.path, Progress(self.done, self.total, ms, phase))
+
+
+def _measure_round(plan: SweepPlan, ctx: RankContext, workload, batches, settings: list[DDPOptions], run_dir: Path,
+                   progress: _ProgressWriter, phases: dict[str, float]) -> dict[str, dict[str, Any]]:
+    progress.add_settings(len(settings))
+    trainers = {setting_label(s): Trainer(copy.deepcopy(workload.model), workload, batches, s, ctx.device,
+                                          plan.run.precision) for s in settings}
+    for trainer in trainers.values():
+        trainer.ddp._set_ddp_runtime_logging_sample_rate(1)  # DDP's averages then cover every step
+    overhead_start = time.perf_counter()
+    for label, trainer in trainers.items():
+        for _ in range(plan.warmup_steps):
+            progress.step(trainer.step(), f"warmup {label}")
+    phases["overhead_s"] += time.perf_counter() - overhead_start
+    step_ms: dict[str, list[float]] = {label: [] for label in trainers}
+    for repeat in range(plan.repeats):
+        for label, trainer in trainers.items():
+            for _ in range(plan.steps_per_repeat):
+                step_ms[label].append(trainer.step())
+                phases["measured_s"] += step_ms[label][-1] / 1000
+                progress.step(step_ms[label][-1], f"repeat {repeat + 1}/{plan.repeats} {label}")
+    overhead_start = time.perf_counter()
+    for label, trainer in trainers.items():
+        folder = run_dir / label
+        folder.mkdir(exist_ok=True)
+        with make_profiler(ProfileSchedule(0, 1, plan.profile_steps), ctx.device.type == "cuda", folder, ctx.rank) as prof:
+            for _ in range(plan.profile_steps + 1):
+                progress.step(trainer.step(), f"profiling {label}")
+                prof.step()
+    phases["overhead_s"] += time.perf_counter() - overhead_start
+    local = {label: {"step_ms": step_ms[label], "ddp": ddp_logging_data(t.ddp)} for label, t in trainers.items()}
+    gathered: list[Any] = [None] * ctx.world_size
+    dist.all_gather_object(gathered, local)
+    return {setting_label(s): {
+        "options": dataclasses.asdict(s),
+        # the job's step time is the slowest rank's: DDP synchronises every step
+        "step_ms": [max(per_rank) for per_rank in zip(*(g[setting_label(s)]["step_ms"] for g in gathered))],
+        "ddp": {str(rank): g[setting_label(s)]["ddp"] for rank, g in enumerate(gathered)},
+    } for s in settings}
+
+
+def _next_round(plan: SweepPlan, ctx: RankContext, results: dict[str, dict[str, Any]], round_index: int) -> list[DDPOptions]:
+    """Rank 0 decides the next bucket sizes from everyone's measurements; all ranks follow."""
+    decision: list[Any] = [None]
+    if ctx.rank == 0:
+        by_size = {r["options"]["bucket_cap_mb"]: r["step_ms"] for r in results.values()}
+        decision[0] = next_bucket_sizes(by_size, round_index)
+    dist.broadcast_object_list(decision, src=0)
+    return [dataclasses.replace(plan.baseline, bucket_cap_mb=mb) for mb in decision[0]]

@@ -1,0 +1,60 @@
+"""One DDP training setup and its step: shared by `run` and the sweep workers."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from typing import Any
+
+import torch
+from torch import nn
+
+from commprof.config import DDPOptions
+from commprof.instrument.ddp import wrap_ddp
+from commprof.instrument.profiler import cuda_synchronize
+from commprof.workloads.workload import Workload, call_model, to_device
+
+DISTINCT_BATCHES = 4
+_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def make_batches(workload: Workload, batch_size: int, seed: int, rank: int, device: torch.device) -> list[Any]:
+    """A few synthetic batches made up front, so data creation is never part of a step."""
+    gen = torch.Generator().manual_seed(seed * 1_000_003 + rank)
+    return [to_device(workload.make_batch(batch_size, gen), device) for _ in range(DISTINCT_BATCHES)]
+
+
+class Trainer:
+    """A model wrapped in DDP with its optimizer; `step()` runs one optimizer step and times it."""
+
+    def __init__(self, model: nn.Module, workload: Workload, batches: list[Any], options: DDPOptions,
+                 device: torch.device, precision: str):
+        self.ddp = wrap_ddp(model.to(device), options, device)
+        self.optimizer = torch.optim.SGD(self.ddp.parameters(), lr=1e-3, momentum=0.9)
+        self.loss = workload.loss
+        self.batches = batches
+        self.accum = options.grad_accum
+        self.device = device
+        self.use_cuda = device.type == "cuda"
+        self.amp_dtype = _DTYPES.get(precision)
+        self.scaler = torch.amp.GradScaler(device.type, enabled=precision == "fp16")
+        self.steps_done = 0
+
+    def step(self) -> float:
+        """One optimizer step over `accum` micro-batches (all but the last under no_sync); milliseconds."""
+        cuda_synchronize(self.use_cuda)
+        start = time.perf_counter()
+        for micro in range(self.accum):
+            inputs, target = self.batches[(self.steps_done * self.accum + micro) % len(self.batches)]
+            sync = self.ddp.no_sync() if micro < self.accum - 1 else contextlib.nullcontext()
+            with sync:
+                with torch.autocast(self.device.type, dtype=self.amp_dtype or torch.float32,
+                                    enabled=self.amp_dtype is not None):
+                    loss = self.loss(call_model(self.ddp, inputs), target) / self.accum
+                self.scaler.scale(loss).backward()
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
+        self.optimizer.zero_grad(set_to_none=True)
+        cuda_synchronize(self.use_cuda)
+        self.steps_done += 1
+        return (time.perf_counter() - start) * 1e3
