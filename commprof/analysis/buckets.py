@@ -3,8 +3,9 @@
 `ready` is when DDP launched the bucket's all-reduce (the CPU-side c10d op or kernel launch),
 which DDP does as soon as the bucket's last gradient is computed. From the same timeline come
 the figures DDP measures itself (`_get_ddp_logging_data`): backward compute time (backward
-start to the last bucket ready), backward communication time (first bucket ready to the last
-all-reduce end) and their overlap (first to last bucket ready).
+start to the last bucket ready), backward communication time (first bucket ready to the end
+of finalize_backward, which copies the reduced buckets back into the gradients) and their
+overlap (first to last bucket ready).
 """
 
 from __future__ import annotations
@@ -27,26 +28,37 @@ class BackwardTimes:
 
 def bucket_timelines(rank: RankTrace) -> list[list[BucketEvent]]:
     """Per profiled step with a backward pass: its buckets, times relative to the backward start."""
+    return [timeline for timeline, _ in _timelines_with_finalize(rank)]
+
+
+def _timelines_with_finalize(rank: RankTrace) -> list[tuple[list[BucketEvent], float | None]]:
+    """Each step's buckets, and when DDP finished copying them back (ms from the backward start)."""
     timelines = []
-    for step, backward in zip(rank.steps, rank.backward_starts):
+    ends = rank.backward_ends or (None,) * len(rank.steps)
+    for step, backward, finalized in zip(rank.steps, rank.backward_starts, ends):
         if backward is None:
             continue
         calls = sorted((c for c in rank.collectives if c.op in GRADIENT_OPS and step.start <= c.start < step.end
                         and c.launched is not None), key=lambda c: c.launched)
         if calls:
-            timelines.append([BucketEvent(i, c.nbytes, (c.launched - backward) / 1000, (c.start - backward) / 1000,
-                                          (c.end - backward) / 1000) for i, c in enumerate(calls)])
+            timelines.append(([BucketEvent(i, c.nbytes, (c.launched - backward) / 1000, (c.start - backward) / 1000,
+                                           (c.end - backward) / 1000) for i, c in enumerate(calls)],
+                              (finalized - backward) / 1000 if finalized is not None else None))
     return timelines
 
 
-def backward_times(timelines: list[list[BucketEvent]]) -> BackwardTimes | None:
-    """Medians over steps of DDP's own three backward figures, from the trace."""
+def backward_times(rank: RankTrace) -> BackwardTimes | None:
+    """Means over steps (DDP reports means) of DDP's own three backward figures, from the trace.
+
+    Communication ends where DDP's finalize_backward ends it: after the last reduced bucket is
+    copied back into the gradients (the last all-reduce's end when the trace has no such op)."""
+    timelines = _timelines_with_finalize(rank)
     if not timelines:
         return None
-    compute = [max(b.ready_ms for b in t) for t in timelines]
-    comm = [max(b.end_ms for b in t) - min(b.ready_ms for b in t) for t in timelines]
-    overlap = [max(b.ready_ms for b in t) - min(b.ready_ms for b in t) for t in timelines]
-    return BackwardTimes(statistics.median(compute), statistics.median(comm), statistics.median(overlap))
+    compute = [max(b.ready_ms for b in t) for t, _ in timelines]
+    comm = [max(max(b.end_ms for b in t), done or 0.0) - min(b.ready_ms for b in t) for t, done in timelines]
+    overlap = [max(b.ready_ms for b in t) - min(b.ready_ms for b in t) for t, _ in timelines]
+    return BackwardTimes(statistics.fmean(compute), statistics.fmean(comm), statistics.fmean(overlap))
 
 
 def median_timeline(timelines: list[list[BucketEvent]]) -> list[BucketEvent]:

@@ -48,7 +48,7 @@ def setting_result(label: str, raw: dict[str, Any], baseline_steps: list[float],
     overlap = statistics.fmean(r.overlap_ms for r in report.ranks)
     ddp0 = raw["ddp"].get("0", {})
     timelines = bucket_timelines(rank0) if rank0 is not None else []
-    from_trace = backward_times(timelines)
+    from_trace = backward_times(rank0) if rank0 is not None else None
     sizes = _bucket_sizes(ddp0)
     return SettingResult(
         label=label, bucket_cap_mb=options.bucket_cap_mb, comm_hook=options.comm_hook, grad_accum=options.grad_accum,

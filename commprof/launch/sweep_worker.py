@@ -42,9 +42,10 @@ def sweep_main(plan_dict: dict[str, Any], progress_path: str) -> dict[str, Any]:
         progress = _ProgressWriter(Path(progress_path), ctx, plan)
         results: dict[str, dict[str, Any]] = {}
         pending, round_index, phases = list(plan.settings), 0, {"measured_s": 0.0, "overhead_s": 0.0}
+        order: list[str] = []  # the timed blocks in the order they ran
         setup_s = time.perf_counter() - started
         while pending:
-            measured = _measure_round(plan, ctx, workload, batches, pending, run_dir, progress, phases)
+            measured = _measure_round(plan, ctx, workload, batches, pending, run_dir, progress, phases, order)
             results.update(measured)
             pending = _next_round(plan, ctx, results, round_index) if plan.tune else []
             round_index += 1
@@ -53,7 +54,8 @@ def sweep_main(plan_dict: dict[str, Any], progress_path: str) -> dict[str, Any]:
             write_json_atomic(run_dir / "sweep.json", {
                 "plan": plan.to_dict(), "versions": versions(), "model": workload.name,
                 "parameters": workload.parameter_count, "world_size": ctx.world_size, "rounds": round_index,
-                "end_time": datetime.now(timezone.utc).isoformat(), "timings": phases, "settings": results,
+                "end_time": datetime.now(timezone.utc).isoformat(), "timings": phases, "order": order,
+                "settings": results,
             })
         dist.barrier()
         return {"rank": ctx.rank, "run_id": config.run_id, "run_dir": str(run_dir)}
@@ -76,12 +78,10 @@ class _ProgressWriter:
 
 
 def _measure_round(plan: SweepPlan, ctx: RankContext, workload, batches, settings: list[DDPOptions], run_dir: Path,
-                   progress: _ProgressWriter, phases: dict[str, float]) -> dict[str, dict[str, Any]]:
+                   progress: _ProgressWriter, phases: dict[str, float], order: list[str]) -> dict[str, dict[str, Any]]:
     progress.add_settings(len(settings))
     trainers = {setting_label(s): Trainer(copy.deepcopy(workload.model), workload, batches, s, ctx.device,
                                           plan.run.precision) for s in settings}
-    for trainer in trainers.values():
-        trainer.ddp._set_ddp_runtime_logging_sample_rate(1)  # DDP's averages then cover every step
     overhead_start = time.perf_counter()
     for label, trainer in trainers.items():
         for _ in range(plan.warmup_steps):
@@ -90,6 +90,7 @@ def _measure_round(plan: SweepPlan, ctx: RankContext, workload, batches, setting
     step_ms: dict[str, list[float]] = {label: [] for label in trainers}
     for repeat in range(plan.repeats):
         for label, trainer in trainers.items():
+            order.append(label)
             for _ in range(plan.steps_per_repeat):
                 step_ms[label].append(trainer.step())
                 phases["measured_s"] += step_ms[label][-1] / 1000

@@ -30,6 +30,7 @@ class Trainer:
     def __init__(self, model: nn.Module, workload: Workload, batches: list[Any], options: DDPOptions,
                  device: torch.device, precision: str):
         self.ddp = wrap_ddp(model.to(device), options, device)
+        self.ddp._set_ddp_runtime_logging_sample_rate(1)  # DDP's own averages then cover every step
         self.optimizer = torch.optim.SGD(self.ddp.parameters(), lr=1e-3, momentum=0.9)
         self.loss = workload.loss
         self.batches = batches

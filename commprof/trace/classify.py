@@ -44,7 +44,8 @@ def classify(path: Path, trace: TraceFile) -> RankTrace:
         compute, comm, collectives = _cpu(events, steps, info)
         memory = []
     return RankTrace(
-        backward_starts=_backward_starts(events, steps), path=str(path), rank=rank, world_size=info.get("world_size"), backend=info.get("backend"),
+        backward_starts=_backward_starts(events, steps), backward_ends=_backward_ends(events, steps),
+        path=str(path), rank=rank, world_size=info.get("world_size"), backend=info.get("backend"),
         kind="gpu" if kernels else "cpu",
         base_us=(trace.baseTimeNanoseconds or 0) / 1000.0,
         steps=tuple(steps), compute=tuple(compute), communication=tuple(comm), memory=tuple(memory),
@@ -135,6 +136,11 @@ def _launch_times(comm_events: list[Event], launches: list[Event], steps: list[S
         if len(ranges) == len(starts):
             result.update({id(e): ts for e, ts in zip(ranges, starts)})
     return result
+
+
+def _backward_ends(events: list[Event], steps: list[Step]) -> tuple[float | None, ...]:
+    ends = [e.ts + e.dur for e in events if e.cat in rules.CPU_OP_CATS and rules.BUCKET_COPY_BACK.match(e.name)]
+    return tuple(max((t for t in ends if step.start <= t <= step.end), default=None) for step in steps)
 
 
 def _backward_starts(events: list[Event], steps: list[Step]) -> tuple[float | None, ...]:

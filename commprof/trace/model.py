@@ -49,6 +49,8 @@ class RankTrace:
     launched_before_last_step: Interval | None = None
     # per step (same order as steps): start of the first autograd op in it, or None
     backward_starts: tuple[float | None, ...] = ()
+    # per step: end of DDP's last copy of a reduced bucket into the gradients, or None
+    backward_ends: tuple[float | None, ...] = ()
 
 
 @dataclass(frozen=True)

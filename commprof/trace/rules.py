@@ -22,6 +22,9 @@ CPU_COMPUTE_CATS = frozenset({"cpu_op"})
 RUNTIME_CATS = frozenset({"cuda_runtime", "cuda_driver"})
 STEP_NAME = re.compile(r"^ProfilerStep#(\d+)$")
 BACKWARD_OP = re.compile(r"^autograd::engine::evaluate_function")
+# DDP's finalize_backward copies each reduced bucket back into the gradients: the last copy ends
+# DDP's own "backward communication" interval.
+BUCKET_COPY_BACK = re.compile(r"^torch\.distributed\.ddp\.reducer::copy_bucket_to_grad")
 # The CPU op whose start marks a collective's launch (the outermost one DDP calls).
 LAUNCH_OP = re.compile(r"^c10d::")
 

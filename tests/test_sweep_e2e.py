@@ -1,0 +1,83 @@
+"""commprof sweep / tune for real: 2 Gloo ranks, several DDP settings in one launch."""
+
+import json
+
+import pytest
+
+from commprof.analysis.buckets import backward_times
+from commprof.analysis.report import load_report
+from commprof.trace.load import load_run
+from tests.conftest import commprof, load_json
+
+pytestmark = pytest.mark.slow
+SMALL_SWEEP = ["--repeats", "2", "--steps-per-repeat", "1", "--warmup-steps", "1", "--profile-steps", "2",
+               "--batch-size", "8", "--quiet"]
+MIB = 2**20
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory):
+    cwd = tmp_path_factory.mktemp("sweep")
+    result = commprof("sweep", "--bucket-cap-mb", "1,25", "--run-id", "sw", *SMALL_SWEEP, cwd=cwd)
+    assert result.returncode == 0, result.stderr
+    return cwd
+
+
+def test_one_launch_interleaved_with_a_trace_set_per_setting(swept):
+    raw = load_json(swept / "traces" / "sw" / "sweep.json")
+    assert raw["order"] == ["bucket-1mb", "bucket-25mb", "bucket-1mb", "bucket-25mb"]  # A B A B
+    for label in ("bucket-1mb", "bucket-25mb"):
+        assert len(raw["settings"][label]["step_ms"]) == 2
+        assert sorted(p.name for p in (swept / "traces" / "sw" / label).glob("*.pt.trace.json")) == \
+            ["rank0.pt.trace.json", "rank1.pt.trace.json"]
+
+
+def test_report_shows_the_buckets_ddp_really_built(swept):
+    report = load_report(swept / "reports" / "sw" / "report.json")
+    small, default = (next(s for s in report.sweep.settings if s.label == label) for label in ("bucket-1mb", "bucket-25mb"))
+    # mlp-small: 8 weight matrices of 4 MiB. A 1 MB cap cannot split a parameter, so each gets its own bucket.
+    assert small.buckets > default.buckets >= 2
+    assert max(small.bucket_sizes) > 1 * MIB and sum(small.bucket_sizes) == sum(default.bucket_sizes)
+    for setting in (small, default):
+        assert setting.allreduce_calls_per_step == setting.buckets  # one all-reduce per bucket per step
+        assert [b.bytes for b in setting.timeline] and len(setting.timeline) == setting.buckets
+        assert all(b.ready_ms <= b.start_ms < b.end_ms for b in setting.timeline)
+    assert report.sweep.baseline == "bucket-25mb" and default.speedup.value == 1.0
+    assert sum(s.best for s in report.sweep.settings) == 1
+    for name in ("sweep.png", "buckets.png", "report.md"):
+        assert (swept / "reports" / "sw" / name).stat().st_size > 1000
+
+
+def test_ddp_own_measurements_match_the_trace(tmp_path):
+    """Every step profiled, DDP logging every step: its three backward figures and the trace's agree."""
+    result = commprof("run", "--steps", "12", "--schedule", "0,1,11", "--batch-size", "8", "--run-id", "ddp", "--quiet",
+                      cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    run = load_run([tmp_path / "traces" / "ddp"], workers=1)
+    meta = json.loads((tmp_path / "traces" / "ddp" / "run.json").read_text())
+    for rank in run.ranks:
+        ours, ddp = backward_times(rank), meta["ranks"][rank.rank]["ddp"]
+        pairs = [(ddp["avg_backward_compute_time"], ours.compute_ms), (ddp["avg_backward_comm_time"], ours.comm_ms),
+                 (ddp["avg_backward_compute_comm_overlap_time"], ours.overlap_ms)]
+        for ddp_ns, trace_ms in pairs:
+            # DDP also averages its first iteration, which the trace (warm-up step) leaves out
+            assert abs(ddp_ns / 1e6 - trace_ms) <= max(0.15 * trace_ms, 2.0), pairs
+
+
+def test_tune_recommends_or_says_the_default_is_as_good(tmp_path):
+    result = commprof("tune", "--run-id", "tu", *SMALL_SWEEP, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    sweep = load_report(tmp_path / "reports" / "tu" / "report.json").sweep
+    tried = sorted(s.bucket_cap_mb for s in sweep.settings)
+    assert sweep.kind == "tune" and {1.0, 5.0, 25.0, 100.0} <= set(tried) and len(tried) <= 6
+    if sweep.paste:
+        assert sweep.paste.startswith("DDP(model, bucket_cap_mb=") and "faster" in sweep.recommendation
+    else:
+        assert sweep.recommendation.startswith("No setting is significantly better than the default")
+
+
+def test_bad_sweep_lists(tmp_path):
+    result = commprof("sweep", "--bucket-cap-mb", "1,abc", cwd=tmp_path)
+    assert result.returncode == 2 and "comma-separated" in result.stderr
+    result = commprof("sweep", "--bucket-cap-mb", "0,5", cwd=tmp_path)
+    assert result.returncode == 2 and "--bucket-cap-mb must be > 0" in result.stderr
