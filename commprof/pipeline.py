@@ -8,9 +8,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from commprof.analysis.analyze import analyze
+from commprof.analysis.analyze import analyze, per_rank_windows
+from commprof.analysis.crossrank import match_collectives
 from commprof.analysis.report import Report, save_report
 from commprof.analysis.sweep import sweep_result
+from commprof.analysis.timeline import job_timeline
 from commprof.errors import UsageError
 from commprof.render.markdown import render_markdown
 from commprof.trace.load import load_run
@@ -29,6 +31,10 @@ class WrittenReport:
     def markdown_path(self) -> Path:
         return self.folder / "report.md"
 
+    @property
+    def html_path(self) -> Path:
+        return self.folder / "report.html"
+
 
 def run_summary(run_dir: Path) -> dict[str, Any]:
     """The parts of run.json a report shows; empty when the traces were not made by commprof."""
@@ -46,9 +52,13 @@ def run_summary(run_dir: Path) -> dict[str, Any]:
     }
 
 
-def report_from_traces(paths: list[Path], name: str, kind: str, workers: int | None = None) -> Report:
+def report_from_traces(paths: list[Path], name: str, kind: str, workers: int | None = None) -> tuple[Report, dict]:
+    """The report, and the job's aligned Chrome-trace timeline (timeline.json)."""
     run = run_summary(paths[0]) if len(paths) == 1 and paths[0].is_dir() else {}
-    return analyze(load_run(paths, workers), name=name, kind=kind, run=run)
+    trace = load_run(paths, workers)
+    per_rank = per_rank_windows(trace)
+    matching = match_collectives(per_rank) if len(per_rank) > 1 else None
+    return analyze(trace, name=name, kind=kind, run=run), job_timeline(per_rank, matching)
 
 
 def sweep_report(run_dir: Path, name: str, kind: str) -> Report:
@@ -80,15 +90,19 @@ def prepare_report_dir(reports_dir: Path, name: str) -> Path:
     return folder
 
 
-def write_report(report: Report, folder: Path) -> WrittenReport:
+def write_report(report: Report, folder: Path, timeline: dict | None = None) -> WrittenReport:
+    """report.json, the PNG plots, report.md (which shows them), the self-contained report.html,
+    and timeline.json when given."""
+    from commprof.render.html import render_html
+    from commprof.render.plots import figures
+
     written = WrittenReport(report, folder)
     save_report(report, written.json_path)
-    if report.sweep is not None:
-        from commprof.render.plots import bucket_timeline_plot, sweep_plot
-
-        sweep_plot(report.sweep, folder / "sweep.png")
-        best = next(s for s in report.sweep.settings if s.best)
-        if best.timeline:
-            bucket_timeline_plot(best, folder / "buckets.png")
+    images = figures(report)
+    for name, png in images.items():
+        (folder / name).write_bytes(png)
     written.markdown_path.write_text(render_markdown(report))
+    written.html_path.write_text(render_html(report, images))
+    if timeline is not None:
+        (folder / "timeline.json").write_text(json.dumps(timeline))
     return written

@@ -8,9 +8,14 @@ from typing import Any
 from commprof.analysis.breakdown import breakdown_step, step_windows, summarize_rank
 from commprof.analysis.collectives import collective_stats
 from commprof.analysis.crossrank import cross_rank
-from commprof.analysis.report import Report, SkippedFileInfo
+from commprof.analysis.intervals import clip
+from commprof.analysis.report import Report, SkippedFileInfo, StepBreakdown, StepTimeline
 from commprof.errors import UsageError
-from commprof.trace.model import RunTrace
+from commprof.trace.model import RankTrace, RunTrace, Step
+
+
+def per_rank_windows(trace: RunTrace) -> list[tuple[RankTrace, list[Step]]]:
+    return [(rank, windows) for rank in sorted(trace.ranks, key=lambda r: r.rank) if (windows := step_windows(rank))]
 
 
 def analyze(trace: RunTrace, name: str, kind: str, run: dict[str, Any] | None = None) -> Report:
@@ -34,4 +39,25 @@ def analyze(trace: RunTrace, name: str, kind: str, run: dict[str, Any] | None = 
         sources=[r.path for r in trace.ranks], ranks=summaries, collectives=collective_stats(per_rank),
         steps=steps, run=run or {}, skipped=[SkippedFileInfo(s.path, s.reason) for s in trace.skipped],
         warnings=warnings, cross_rank=cross_rank(per_rank, {s.rank: s.step_time_ms.median for s in summaries}),
+        timeline=_typical_step(per_rank, steps),
     )
+
+
+MAX_TIMELINE_INTERVALS = 2000
+
+
+def _typical_step(per_rank, steps: list[StepBreakdown]) -> StepTimeline | None:
+    """Rank 0's (or the first rank's) step with the median duration: what a typical step looks like."""
+    if not per_rank:
+        return None
+    rank, windows = per_rank[0]
+    mine = sorted((s for s in steps if s.rank == rank.rank), key=lambda s: s.window_ms)
+    name = mine[len(mine) // 2].step
+    window = next(w for w in windows if w.name == name)
+
+    def relative(intervals):
+        return [[(a - window.start) / 1000, (b - window.start) / 1000]
+                for a, b in clip(intervals, window.start, window.end)[:MAX_TIMELINE_INTERVALS]]
+
+    return StepTimeline(rank.rank, name, (window.end - window.start) / 1000, relative(rank.compute),
+                        relative(rank.communication))

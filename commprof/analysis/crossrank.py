@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from commprof.analysis.collectives import in_windows
 from commprof.analysis.report import CrossRank, RankSkew
-from commprof.trace.model import RankTrace, Step
+from commprof.trace.model import Collective, RankTrace, Step
 
 ALIGN_OPS = frozenset({"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "barrier"})
 Key = tuple[str, str, int]  # (step name, process group, index within that step and group)
@@ -26,11 +26,12 @@ Key = tuple[str, str, int]  # (step name, process group, index within that step 
 @dataclass(frozen=True)
 class _Call:
     op: str
-    start: float  # epoch microseconds on the rank's own clock
+    start: float  # microseconds on the rank's own clock, from the reference rank's time base
     end: float
+    source: Collective
 
 
-def _keyed_calls(rank: RankTrace, windows: list[Step]) -> dict[Key, _Call]:
+def _keyed_calls(rank: RankTrace, windows: list[Step], reference_base: float) -> dict[Key, _Call]:
     calls: dict[Key, _Call] = {}
     counters: dict[tuple[str, str], int] = defaultdict(int)
     for window in windows:
@@ -40,7 +41,9 @@ def _keyed_calls(rank: RankTrace, windows: list[Step]) -> dict[Key, _Call]:
             group = c.process_group or "default"
             index = counters[(window.name, group)]
             counters[(window.name, group)] += 1
-            calls[(window.name, group, index)] = _Call(c.op, c.start + rank.base_us, c.end + rank.base_us)
+            # relative to one base: epoch microseconds (~1.8e15) would cost sub-microsecond precision
+            base = rank.base_us - reference_base
+            calls[(window.name, group, index)] = _Call(c.op, c.start + base, c.end + base, c)
     return calls
 
 
@@ -64,33 +67,63 @@ def _clock_offsets(ranks: list[RankTrace], calls: dict[int, dict[Key, _Call]]) -
     return {r.rank: host_offset[hosts[r.rank]] for r in ranks}, method
 
 
+@dataclass(frozen=True)
+class MatchedCollective:
+    """One collective on every rank that ran it, in aligned epoch microseconds."""
+
+    op: str
+    spans: dict[int, tuple[float, float]]  # rank -> (start, end), aligned, from the first rank's time base
+    sources: dict[int, Collective]
+
+    @property
+    def last_start(self) -> float:
+        return max(start for start, _ in self.spans.values())
+
+
+@dataclass(frozen=True)
+class Matching:
+    offsets: dict[int, float]  # microseconds added to a rank's epoch times
+    alignment: str
+    collectives: list[MatchedCollective]
+
+
+def match_collectives(per_rank: list[tuple[RankTrace, list[Step]]]) -> Matching:
+    ranks = [r for r, _ in per_rank]
+    calls = {r.rank: _keyed_calls(r, w, ranks[0].base_us) for r, w in per_rank}
+    offsets, method = _clock_offsets(ranks, calls)
+    matched = []
+    for key in sorted(set().union(*(c.keys() for c in calls.values()))):
+        present = {r: calls[r][key] for r in calls if key in calls[r]}
+        if len(present) < 2 or len({c.op for c in present.values()}) != 1:
+            continue
+        spans = {r: (c.start + offsets[r], c.end + offsets[r]) for r, c in present.items()}
+        matched.append(MatchedCollective(next(iter(present.values())).op, spans,
+                                         {r: c.source for r, c in present.items()}))
+    return Matching(offsets, method, matched)
+
+
 def cross_rank(per_rank: list[tuple[RankTrace, list[Step]]], median_step_ms: dict[int, float]) -> CrossRank | None:
     if len(per_rank) < 2:
         return None
     ranks = [r for r, _ in per_rank]
     steps = {r.rank: len(w) for r, w in per_rank}
-    calls = {r.rank: _keyed_calls(r, w) for r, w in per_rank}
-    offsets, method = _clock_offsets(ranks, calls)
+    matching = match_collectives(per_rank)
+    offsets, method = matching.offsets, matching.alignment
     wait: dict[int, float] = defaultdict(float)
     transfer: dict[int, float] = defaultdict(float)
     last_count: dict[int, int] = defaultdict(int)
     lateness: dict[int, list[float]] = defaultdict(list)
-    keys = set().union(*(c.keys() for c in calls.values()))
-    matched = 0
-    for key in keys:
-        present = {r: calls[r][key] for r in calls if key in calls[r]}
-        if len(present) < 2 or len({c.op for c in present.values()}) != 1:
-            continue
-        matched += 1
-        starts = {r: c.start + offsets[r] for r, c in present.items()}
+    matched = len(matching.collectives)
+    for collective in matching.collectives:
+        starts = {r: start for r, (start, _) in collective.spans.items()}
         last_rank = max(starts, key=starts.get)
         last_start = starts[last_rank]
         last_count[last_rank] += 1
         others = [s for r, s in starts.items() if r != last_rank]
         lateness[last_rank].append(last_start - statistics.median(others))
-        for r, c in present.items():
-            wait[r] += last_start - starts[r]
-            transfer[r] += max(0.0, c.end + offsets[r] - last_start)
+        for r, (start, end) in collective.spans.items():
+            wait[r] += last_start - start
+            transfer[r] += max(0.0, end - last_start)
     skews = [RankSkew(rank=r.rank, clock_offset_us=offsets[r.rank], wait_ms=wait[r.rank] / steps[r.rank] / 1000,
                       transfer_ms=transfer[r.rank] / steps[r.rank] / 1000, last_arrivals=last_count[r.rank],
                       median_step_ms=median_step_ms[r.rank]) for r in ranks]

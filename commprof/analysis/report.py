@@ -160,6 +160,17 @@ class SweepResult:
 
 
 @dataclass(frozen=True)
+class StepTimeline:
+    """One step of one rank, for drawing: merged intervals in ms from the step's start."""
+
+    rank: int
+    step: str
+    window_ms: float
+    compute: list[list[float]]
+    communication: list[list[float]]
+
+
+@dataclass(frozen=True)
 class SkippedFileInfo:
     path: str
     reason: str
@@ -179,6 +190,7 @@ class Report:
     warnings: list[str] = field(default_factory=list)
     cross_rank: CrossRank | None = None
     sweep: SweepResult | None = None
+    timeline: StepTimeline | None = None
     schema_version: int = SCHEMA_VERSION
 
     def to_dict(self) -> dict[str, Any]:

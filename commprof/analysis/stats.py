@@ -40,3 +40,11 @@ def speedup_ci(baseline: list[float], candidate: list[float], seed: int = 0) -> 
     boots = [statistics.median(rng.choices(baseline, k=len(baseline))) /
              statistics.median(rng.choices(candidate, k=len(candidate))) for _ in range(RESAMPLES)]
     return Estimate(statistics.median(baseline) / statistics.median(candidate), *_bounds(boots))
+
+
+def difference_ci(before: list[float], after: list[float], seed: int = 0) -> Estimate:
+    """median(after) - median(before), with a bootstrap interval: excludes 0 when the change is real."""
+    rng = random.Random(seed)
+    boots = [statistics.median(rng.choices(after, k=len(after))) -
+             statistics.median(rng.choices(before, k=len(before))) for _ in range(RESAMPLES)]
+    return Estimate(statistics.median(after) - statistics.median(before), *_bounds(boots))

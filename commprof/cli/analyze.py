@@ -7,7 +7,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from commprof.cli import console
 
 
 def analyze(
@@ -16,20 +15,20 @@ def analyze(
     reports_dir: Annotated[Path, typer.Option(help="Where reports/<name>/ is written.")] = Path("reports"),
     workers: Annotated[Optional[int], typer.Option(help="Parallel processes for parsing [default: all cores].")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the report paths.")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the report as JSON on stdout and nothing else there.")] = False,
 ) -> None:
     """Analyse existing PyTorch profiler traces: compute vs communication, overlap, collectives."""
+    from commprof.cli.common import write_and_show
+    from commprof.cli.console import set_json_mode
     from commprof.errors import UsageError
-    from commprof.pipeline import prepare_report_dir, report_from_traces, write_report
-    from commprof.render.terminal import render_terminal
+    from commprof.pipeline import report_from_traces
 
     if workers is not None and workers < 1:
         raise UsageError(f"--workers must be >= 1, got {workers}")
+    set_json_mode(json_out)
     report_name = name or _default_name(paths[0])
-    report = report_from_traces(paths, name=report_name, kind="analysis", workers=workers)
-    written = write_report(report, prepare_report_dir(reports_dir, report_name))
-    if not quiet:
-        render_terminal(report, console.out)
-    console.out.print(f"report: {written.json_path}  {written.markdown_path}", markup=False)
+    report, timeline = report_from_traces(paths, name=report_name, kind="analysis", workers=workers)
+    write_and_show(report, reports_dir, quiet, timeline=timeline)
 
 
 def _default_name(path: Path) -> str:

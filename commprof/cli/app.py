@@ -7,7 +7,7 @@ import sys
 import typer
 from typer.exceptions import Abort, Exit, TyperException
 
-from commprof.cli import analyze, console, report, run, sweep, tune
+from commprof.cli import analyze, console, diff, report, run, sweep, tune, view
 
 app = typer.Typer(
     name="commprof",
@@ -21,6 +21,8 @@ app.command()(sweep.sweep)
 app.command()(tune.tune)
 app.command()(analyze.analyze)
 app.command()(report.report)
+app.command()(view.view)
+app.command()(diff.diff)
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 

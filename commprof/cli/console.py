@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.markup import escape
 
-out = Console(highlight=False)
+out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False)
 
 
@@ -16,3 +16,16 @@ def error(message: str) -> None:
 def info(message: str, quiet: bool = False) -> None:
     if not quiet:
         err.print(escape(message), soft_wrap=True)
+
+
+_json_mode = False
+
+
+def set_json_mode(enabled: bool) -> None:
+    """--json: stdout carries only the JSON document; everything else goes to stderr or nowhere."""
+    global _json_mode
+    _json_mode = enabled
+
+
+def json_mode() -> bool:
+    return _json_mode

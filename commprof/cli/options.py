@@ -43,6 +43,7 @@ def _run_options(
     rdzv_endpoint: Annotated[Optional[str], Opt(help="HOST:PORT of the c10d rendezvous, the same on every node.")] = None,
     timeout: Annotated[float, Opt(help="Seconds to wait for rendezvous and for any collective.")] = 300.0,
     quiet: Annotated[bool, Opt("--quiet", "-q", help="No progress display and no tables; only the output paths.")] = False,
+    json_out: Annotated[bool, Opt("--json", help="Print the report as JSON on stdout and nothing else there.")] = False,
 ) -> None:
     """Only its signature is used."""
 
@@ -58,6 +59,7 @@ def build_request(values: dict[str, Any]):
     from commprof.launch.resolve import RunRequest
 
     v = {**DEFAULTS, **values}
+    v.pop("json_out", None)
     sched = ProfileSchedule.parse(v.pop("schedule")) if v["schedule"] else ProfileSchedule(v["wait"], v["warmup"], v["active"])
     ddp = DDPOptions(v["bucket_cap_mb"], v["comm_hook"], v["grad_accum"], v["static_graph"], v["gradient_as_bucket_view"],
                      v["find_unused_parameters"])
@@ -81,9 +83,12 @@ def with_run_options(*, exclude: frozenset[str] = frozenset()) -> Callable[[Call
 
         @functools.wraps(command)
         def wrapper(**kwargs: Any) -> None:
+            from commprof.cli.console import set_json_mode
+
             shared = {p.name: kwargs.pop(p.name) for p in shared_params}
-            quiet = shared.pop("quiet")
-            return command(request=build_request(shared), quiet=quiet, **kwargs)
+            quiet, json_out = shared.pop("quiet"), shared.pop("json_out")
+            set_json_mode(json_out)
+            return command(request=build_request(shared), quiet=quiet or json_out, **kwargs)
 
         wrapper.__signature__ = inspect.Signature(own + shared_params)  # type: ignore[attr-defined]
         return wrapper

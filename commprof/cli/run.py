@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
-
 from commprof.cli import console
+from commprof.cli.common import check_model, launch_with_progress, write_and_show
 from commprof.cli.options import with_run_options
 
 
@@ -26,35 +24,5 @@ def run(request, quiet: bool) -> None:
         return
     from commprof.pipeline import report_from_traces
 
-    report = report_from_traces([result.run_dir], name=result.run_id, kind="run")
-    write_and_show(report, config.reports_dir, quiet, traces=result.run_dir)
-
-
-def check_model(config):
-    """Build the model once before launching, so a broken model fails with one clear line."""
-    from commprof.workloads import check_workload, load_workload
-
-    workload = load_workload(config.model, config.model_size)
-    check_workload(workload, config.batch_size, config.seed)
-    return workload
-
-
-def launch_with_progress(config, total_steps: int, quiet: bool, **launch_args):
-    from commprof.cli.progress import run_progress
-    from commprof.launch.launcher import launch
-
-    with tempfile.TemporaryDirectory(prefix="commprof-progress-") as tmp:
-        progress_file = Path(tmp) / "progress.json"
-        with run_progress(progress_file, total_steps, enabled=not quiet):
-            return launch(config, progress_file, **launch_args)
-
-
-def write_and_show(report, reports_dir: Path, quiet: bool, traces: Path | None = None) -> None:
-    from commprof.pipeline import prepare_report_dir, write_report
-    from commprof.render.terminal import render_terminal
-
-    written = write_report(report, prepare_report_dir(reports_dir, report.name))
-    if not quiet:
-        render_terminal(report, console.out)
-    where = f"traces: {traces}/  " if traces else ""
-    console.out.print(f"{where}report: {written.json_path}  {written.markdown_path}", markup=False)
+    report, timeline = report_from_traces([result.run_dir], name=result.run_id, kind="run")
+    write_and_show(report, config.reports_dir, quiet, traces=result.run_dir, timeline=timeline)

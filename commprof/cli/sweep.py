@@ -63,7 +63,7 @@ def sweep(
 def run_plan(request, quiet: bool, settings, baseline, kind: str, repeats: int, steps_per_repeat: int,
              warmup_steps: int, profile_steps: int, tune: bool = False) -> None:
     """Resolve, check the model, launch the sweep worker once, analyse every setting, report."""
-    from commprof.cli.run import check_model, launch_with_progress, write_and_show
+    from commprof.cli.common import check_model, launch_with_progress, write_and_show
     from commprof.config import SweepPlan, setting_label
     from commprof.launch.resolve import MachineProbe, resolve
     from commprof.launch.sweep_worker import sweep_main

@@ -30,7 +30,10 @@ def render_markdown(report: Report) -> str:
     lines += ["## Step time breakdown", "",
               "Milliseconds per profiled step (mean over steps; step time also as median and p95), "
               "and percent of the mean step. compute + exposed comm + idle = step.", ""]
-    lines += _table(BREAKDOWN_HEADERS, [breakdown_row(r) for r in report.ranks]) + [""]
+    lines += _table(BREAKDOWN_HEADERS, [breakdown_row(r) for r in report.ranks]) + ["", "![breakdown](breakdown.png)", ""]
+    if report.timeline is not None:
+        lines += [f"One step of rank {report.timeline.rank} ({report.timeline.step}, a step of median length):", "",
+                  "![timeline](timeline.png)", ""]
     lines += ["## Collectives", ""]
     if report.collectives:
         lines += _table(COLLECTIVE_HEADERS, [collective_row(c) for c in report.collectives]) + [""]

@@ -1,27 +1,74 @@
-"""PNG plots (matplotlib, no display needed): each takes parts of a Report."""
+"""PNG plots (matplotlib, Agg, no display): `figures(report)` gives every plot the report supports."""
 
 from __future__ import annotations
 
-from pathlib import Path
+import io
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
 
-from commprof.analysis.report import SettingResult, SweepResult  # noqa: E402
+from commprof.analysis.report import Report, SettingResult, StepTimeline, SweepResult  # noqa: E402
+
+COLORS = {"compute": "#4C72B0", "overlap": "#8172B2", "exposed": "#DD8452", "idle": "#C8C8C8", "comm": "#DD8452"}
 
 
-def sweep_plot(sweep: SweepResult, path: Path) -> Path:
-    """Step time (median, 95% CI) and exposed communication against bucket size, log axis."""
+def _png(fig: Figure) -> bytes:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")
+    plt.close(fig)
+    return buffer.getvalue()
+
+
+def breakdown_plot(report: Report) -> bytes:
+    """Stacked bars per rank: computation only, overlapped, exposed communication, idle (ms per step)."""
+    ranks = report.ranks
+    fig, ax = plt.subplots(figsize=(7, 0.35 * len(ranks) + 1.8), dpi=110)
+    labels = [f"rank {r.rank}" for r in ranks]
+    parts = [("computation only", [r.compute_ms - r.overlap_ms for r in ranks], COLORS["compute"]),
+             ("computation + communication", [r.overlap_ms for r in ranks], COLORS["overlap"]),
+             ("exposed communication", [r.exposed_comm_ms for r in ranks], COLORS["exposed"]),
+             ("idle / other", [r.idle_ms for r in ranks], COLORS["idle"])]
+    left = [0.0] * len(ranks)
+    for name, values, color in parts:
+        ax.barh(labels, values, left=left, color=color, label=name)
+        left = [a + b for a, b in zip(left, values)]
+    ax.invert_yaxis()
+    ax.set_xlabel("ms per step (mean over profiled steps)")
+    ax.legend(fontsize=8, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.35 if len(ranks) < 4 else -0.12))
+    ax.set_title("Where the step goes, per rank")
+    fig.tight_layout()
+    return _png(fig)
+
+
+def step_timeline_plot(timeline: StepTimeline) -> bytes:
+    """One step of one rank: computation and communication as two lanes."""
+    fig, ax = plt.subplots(figsize=(8, 2.2), dpi=110)
+    for lane, (name, intervals, color) in enumerate((("computation", timeline.compute, COLORS["compute"]),
+                                                     ("communication", timeline.communication, COLORS["comm"]))):
+        ax.broken_barh([(a, b - a) for a, b in intervals], (lane - 0.35, 0.7), color=color)
+    ax.set_yticks([0, 1], ["computation", "communication"])
+    ax.set_xlim(0, timeline.window_ms)
+    ax.invert_yaxis()
+    ax.set_xlabel("ms from the start of the step")
+    ax.set_title(f"rank {timeline.rank}, {timeline.step} (a step of median length)")
+    fig.tight_layout()
+    return _png(fig)
+
+
+def sweep_plot(sweep: SweepResult) -> bytes:
+    """Step time (median, 95% CI) and exposed communication against the setting, log axis for sizes."""
     settings = sorted(sweep.settings, key=lambda s: s.bucket_cap_mb)
     by_size = len({s.bucket_cap_mb for s in settings}) == len(settings)
     fig, ax = plt.subplots(figsize=(7, 4), dpi=110)
     x = [s.bucket_cap_mb for s in settings] if by_size else list(range(len(settings)))
-    step = [s.step_ms.value for s in settings]
     errors = [[s.step_ms.value - s.step_ms.low for s in settings], [s.step_ms.high - s.step_ms.value for s in settings]]
-    ax.errorbar(x, step, yerr=errors, marker="o", capsize=4, label="step time (median, 95% CI)")
-    ax.plot(x, [s.exposed_comm_ms for s in settings], marker="s", linestyle="--", label="exposed communication")
+    ax.errorbar(x, [s.step_ms.value for s in settings], yerr=errors, marker="o", capsize=4,
+                label="step time (median, 95% CI)")
+    ax.plot(x, [s.exposed_comm_ms for s in settings], marker="s", linestyle="--", color=COLORS["exposed"],
+            label="exposed communication")
     best = next(s for s in settings if s.best)
     ax.scatter([x[settings.index(best)]], [best.step_ms.value], s=160, facecolors="none", edgecolors="red",
                zorder=5, label=f"best: {best.label}")
@@ -37,16 +84,14 @@ def sweep_plot(sweep: SweepResult, path: Path) -> Path:
     ax.legend(fontsize=8)
     ax.set_title(f"{sweep.kind}: step time against DDP setting")
     fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return _png(fig)
 
 
-def bucket_timeline_plot(setting: SettingResult, path: Path) -> Path:
+def bucket_timeline_plot(setting: SettingResult) -> bytes:
     """One backward pass: when each bucket became ready and when its all-reduce ran."""
     fig, ax = plt.subplots(figsize=(7, 0.4 * len(setting.timeline) + 1.6), dpi=110)
     for bucket in setting.timeline:
-        ax.barh(bucket.index, bucket.end_ms - bucket.start_ms, left=bucket.start_ms, color="tab:orange", height=0.6)
+        ax.barh(bucket.index, bucket.end_ms - bucket.start_ms, left=bucket.start_ms, color=COLORS["comm"], height=0.6)
         ax.plot([bucket.ready_ms], [bucket.index], marker="|", color="black", markersize=14)
         size = f"{bucket.bytes / 2**20:.1f} MiB" if bucket.bytes else "?"
         ax.text(bucket.end_ms, bucket.index, f"  {size}", va="center", fontsize=8)
@@ -56,6 +101,17 @@ def bucket_timeline_plot(setting: SettingResult, path: Path) -> Path:
     ax.set_title(f"{setting.label}: gradient buckets in one backward pass")
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return _png(fig)
+
+
+def figures(report: Report) -> dict[str, bytes]:
+    """File name -> PNG bytes, for every plot this report has data for."""
+    images = {"breakdown.png": breakdown_plot(report)}
+    if report.timeline is not None:
+        images["timeline.png"] = step_timeline_plot(report.timeline)
+    if report.sweep is not None:
+        images["sweep.png"] = sweep_plot(report.sweep)
+        best = next(s for s in report.sweep.settings if s.best)
+        if best.timeline:
+            images["buckets.png"] = bucket_timeline_plot(best)
+    return images

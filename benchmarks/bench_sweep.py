@@ -1,0 +1,80 @@
+"""Sweep efficiency and tune quality (issue 4), as whole `commprof` processes.
+
+    python benchmarks/bench_sweep.py --workdir /tmp/bench-sweep
+
+Efficiency: one sweep of K bucket sizes against (one startup + the sum of its measured steps),
+where a startup is the wall time of a minimal `commprof run`; and against K separate runs.
+Quality: an exhaustive sweep of a workload where bucket size matters (tests/data/deep_mlp.py)
+against `commprof tune`; tune's pick must be within 3% of the exhaustive best, judged on the
+exhaustive sweep's own medians. Exits 1 when a goal is missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+DEEP_MLP = str(REPO / "tests" / "data" / "deep_mlp.py") + ":build"
+EFFICIENCY_SIZES = ["1", "5", "25", "100"]
+EXHAUSTIVE_SIZES = ["0.05", "0.1", "0.25", "0.5", "1", "2", "4", "8", "16", "25"]
+
+
+def commprof(cwd: Path, *args: str) -> float:
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "commprof", *args, "--quiet"], cwd=cwd, check=True, capture_output=True)
+    return time.perf_counter() - start
+
+
+def report(cwd: Path, run_id: str) -> dict:
+    return json.loads((cwd / "reports" / run_id / "report.json").read_text())
+
+
+def efficiency(cwd: Path, repeats: int, steps_per_repeat: int) -> dict:
+    startup = commprof(cwd, "run", "--steps", "1", "--schedule", "0,0,1", "--run-id", "startup")
+    wall = commprof(cwd, "sweep", "--bucket-cap-mb", ",".join(EFFICIENCY_SIZES), "--repeats", str(repeats),
+                    "--steps-per-repeat", str(steps_per_repeat), "--run-id", "eff-sweep")
+    measured = report(cwd, "eff-sweep")["sweep"]["timings"]["measured_s"]
+    steps = repeats * steps_per_repeat
+    separate = sum(commprof(cwd, "run", "--bucket-cap-mb", mb, "--steps", str(steps + 4), "--schedule", "1,1,2",
+                            "--run-id", f"eff-run-{mb}") for mb in EFFICIENCY_SIZES)
+    return {"settings": len(EFFICIENCY_SIZES), "startup_s": startup, "measured_s": measured, "sweep_wall_s": wall,
+            "ratio": wall / (startup + measured), "separate_runs_wall_s": separate}
+
+
+def quality(cwd: Path, repeats: int, steps_per_repeat: int) -> dict:
+    common = ["--model", DEEP_MLP, "--batch-size", "16", "--repeats", str(repeats), "--steps-per-repeat",
+              str(steps_per_repeat)]
+    commprof(cwd, "sweep", "--bucket-cap-mb", ",".join(EXHAUSTIVE_SIZES), *common, "--run-id", "exhaustive")
+    commprof(cwd, "tune", *common, "--run-id", "tuned")
+    exhaustive = {s["bucket_cap_mb"]: s["step_ms"]["value"] for s in report(cwd, "exhaustive")["sweep"]["settings"]}
+    tuned = report(cwd, "tuned")["sweep"]
+    pick = next(s["bucket_cap_mb"] for s in tuned["settings"] if s["best"])
+    best = min(exhaustive, key=exhaustive.get)
+    nearest = min(exhaustive, key=lambda mb: abs(mb - pick) / mb)  # tune may pick a size the grid lacks
+    return {"exhaustive_ms": exhaustive, "exhaustive_best_mb": best, "tune_pick_mb": pick,
+            "tune_trials": len(tuned["settings"]), "exhaustive_trials": len(exhaustive),
+            "pick_vs_best": exhaustive[nearest] / exhaustive[best], "judged_at_mb": nearest,
+            "recommendation": tuned["recommendation"]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--workdir", type=Path, required=True)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--steps-per-repeat", type=int, default=4)
+    args = parser.parse_args()
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    result = {"efficiency": efficiency(args.workdir, args.repeats, args.steps_per_repeat),
+              "quality": quality(args.workdir, args.repeats, args.steps_per_repeat)}
+    print(json.dumps(result, indent=1))
+    ok = result["efficiency"]["ratio"] <= 1.3 and result["quality"]["pick_vs_best"] <= 1.03
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,89 @@
+"""report.html: one self-contained file (inline CSS, images as data URIs, no script, nothing fetched)."""
+
+from __future__ import annotations
+
+import base64
+from html import escape
+
+from commprof.analysis.report import Report
+from commprof.render.tables import (BREAKDOWN_HEADERS, COLLECTIVE_HEADERS, DDP_CHECK_HEADERS, SKEW_HEADERS,
+                                    SWEEP_HEADERS, TIMELINE_HEADERS, breakdown_row, collective_row, ddp_check_row,
+                                    headline, skew_row, skew_summary, sweep_row, timeline_row)
+
+STYLE = """
+body { font-family: system-ui, -apple-system, 'Segoe UI', sans-serif; margin: 2em auto; max-width: 1100px;
+       color: #222; padding: 0 1em; }
+h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 1px solid #ddd; }
+.headline { font-size: 1.1em; background: #fff4e6; border-left: 4px solid #DD8452; padding: .6em 1em; }
+table { border-collapse: collapse; margin: .6em 0; font-size: .9em; }
+th, td { border: 1px solid #ddd; padding: .25em .6em; text-align: right; }
+th { background: #f4f4f4; } td:first-child, th:first-child { text-align: left; }
+img { max-width: 100%; border: 1px solid #eee; margin: .5em 0; }
+code, pre { background: #f6f6f6; padding: .2em .4em; }
+.meta { color: #666; font-size: .9em; } .note { color: #8a5a00; }
+"""
+
+
+def _table(headers: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
+    head = "".join(f"<th>{escape(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{escape(cell)}</td>" for cell in row) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _image(images: dict[str, bytes], name: str, alt: str) -> str:
+    if name not in images:
+        return ""
+    data = base64.b64encode(images[name]).decode("ascii")
+    return f'<img alt="{escape(alt)}" src="data:image/png;base64,{data}">'
+
+
+def render_html(report: Report, images: dict[str, bytes]) -> str:
+    parts = [f"<h1>commprof report: {escape(report.name)}</h1>"]
+    run = report.run
+    if run:
+        parts.append(f'<p class="meta">{escape(str(run.get("model")))} ({run.get("parameters") or 0:,} parameters), '
+                     f'{run.get("world_size")} ranks, {escape(str(run.get("backend")))} on {escape(str(run.get("device")))}'
+                     f' &middot; torch {escape(str(run.get("versions", {}).get("torch")))} &middot; created {escape(report.created)}</p>')
+    else:
+        parts.append(f'<p class="meta">{len(report.sources)} trace file(s) &middot; created {escape(report.created)}</p>')
+    if any(r.comm_ms for r in report.ranks):
+        parts.append(f'<p class="headline">{escape(headline(report))}.</p>')
+    if report.sweep is not None:
+        parts.append(_sweep(report, images))
+    parts += ["<h2>Where the step goes</h2>", _image(images, "breakdown.png", "breakdown per rank"),
+              "<p>Milliseconds per profiled step (mean) and percent of the step; compute + exposed communication + "
+              "idle = step.</p>", _table(BREAKDOWN_HEADERS, [breakdown_row(r) for r in report.ranks])]
+    if report.timeline is not None:
+        parts += ["<h2>One step on the timeline</h2>", _image(images, "timeline.png", "step timeline")]
+    parts.append("<h2>Collectives</h2>")
+    parts.append(_table(COLLECTIVE_HEADERS, [collective_row(c) for c in report.collectives]) if report.collectives
+                 else "<p>No collective ran in the profiled steps.</p>")
+    if report.cross_rank is not None:
+        parts += ["<h2>Across ranks</h2>", _table(SKEW_HEADERS, [skew_row(r) for r in report.cross_rank.ranks]),
+                  f"<p>{escape(skew_summary(report.cross_rank))}</p>"]
+    notes = [f"skipped {s.path}: {s.reason}" for s in report.skipped] + list(report.warnings)
+    if notes:
+        parts += ["<h2>Notes</h2>", "<ul>" + "".join(f'<li class="note">{escape(n)}</li>' for n in notes) + "</ul>"]
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<title>commprof: {escape(report.name)}</title><style>{STYLE}</style></head>"
+            f"<body>{''.join(parts)}</body></html>\n")
+
+
+def _sweep(report: Report, images: dict[str, bytes]) -> str:
+    sweep = report.sweep
+    parts = [f"<h2>{escape(sweep.kind.capitalize())}</h2>", f'<p class="headline">{escape(sweep.recommendation)}</p>']
+    if sweep.paste:
+        parts.append(f"<pre>{escape(sweep.paste)}</pre>")
+    parts += [_image(images, "sweep.png", "step time against setting"),
+              f"<p>Median step time of the job over interleaved rounds with 95% CI; speedup against "
+              f"{escape(sweep.baseline)} (~: inside the noise); * best. The sections below are the best setting's.</p>",
+              _table(SWEEP_HEADERS, [sweep_row(s) for s in sweep.settings]),
+              "<h3>Buckets DDP built (bytes)</h3>",
+              _table(("setting", "bucket sizes"), [(s.label, ", ".join(map(str, s.bucket_sizes))) for s in sweep.settings])]
+    best = next(s for s in sweep.settings if s.best)
+    if best.timeline:
+        parts += [f"<h3>One backward pass of {escape(best.label)}</h3>", _image(images, "buckets.png", "bucket timeline"),
+                  _table(TIMELINE_HEADERS, [timeline_row(b) for b in best.timeline])]
+    parts += ["<h3>DDP's own measurements next to the trace's</h3>",
+              _table(DDP_CHECK_HEADERS, [ddp_check_row(s) for s in sweep.settings])]
+    return "".join(parts)

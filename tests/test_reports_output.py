@@ -1,0 +1,93 @@
+"""What a run leaves for people: self-contained HTML, the job timeline, --json, and diff.
+
+timeline.json is checked with jsonschema (an independent validator) against the Trace Event
+Format as its specification describes it (tests/data/chrome_trace_schema.json), plus the
+format's rule that complete events on one thread nest. Perfetto's own trace processor would
+download a binary at run time, which cannot work here."""
+
+import json
+import re
+from collections import defaultdict
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from commprof.analysis.analyze import analyze
+from commprof.analysis.diff import diff_reports
+from commprof.trace.load import load_run
+from tests.conftest import commprof
+from tests.tracebuilder import GLOO, TraceBuilder
+
+SCHEMA = json.loads((Path(__file__).parent / "data" / "chrome_trace_schema.json").read_text())
+
+
+@pytest.mark.slow
+def test_html_report_is_self_contained(cpu_run):
+    cwd, _ = cpu_run
+    html = (cwd / "reports" / "e2e" / "report.html").read_text()
+    assert "<script" not in html.lower()
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//|url\(\s*["']?(https?:)?//|@import""", html, re.I)
+    assert html.count("data:image/png;base64,") >= 2  # breakdown bars and the step timeline
+    assert "all_reduce" in html and "Where the step goes" in html and "Across ranks" in html
+    markdown = (cwd / "reports" / "e2e" / "report.md").read_text()
+    for image in ("breakdown.png", "timeline.png"):
+        assert f"]({image})" in markdown and (cwd / "reports" / "e2e" / image).stat().st_size > 5000
+
+
+@pytest.mark.slow
+def test_job_timeline_is_a_valid_chrome_trace(cpu_run):
+    cwd, _ = cpu_run
+    timeline = json.loads((cwd / "reports" / "e2e" / "timeline.json").read_text())
+    jsonschema.validate(timeline, SCHEMA)
+    events = timeline["traceEvents"]
+    names = sorted(e["args"]["name"] for e in events if e["name"] == "process_name")
+    assert len(names) == 2 and all(n.startswith(f"rank {i}") for i, n in enumerate(names))
+    lanes = defaultdict(list)
+    for event in events:
+        if event["ph"] == "X":
+            lanes[(event["pid"], event["tid"])].append((event["ts"], event["ts"] + event["dur"]))
+    for spans in lanes.values():  # complete events on one thread must nest, never cross
+        stack = []
+        for start, end in sorted(spans, key=lambda s: (s[0], -s[1])):
+            while stack and start >= stack[-1] - 1e-3:
+                stack.pop()
+            assert not stack or end <= stack[-1] + 1e-3
+            stack.append(end)
+    collectives = [e for e in events if e.get("cat") == "collective"]
+    parts = [e for e in events if e.get("cat") in ("wait", "transfer")]
+    assert collectives and len(parts) == 2 * len(collectives)  # every collective matched across the 2 ranks
+    assert sum(e["dur"] for e in parts) == pytest.approx(sum(e["dur"] for e in collectives), rel=1e-6)
+
+
+@pytest.mark.slow
+def test_json_output_is_only_json(cpu_run):
+    cwd, _ = cpu_run
+    result = commprof("analyze", "traces/e2e", "--name", "as-json", "--json", cwd=cwd)
+    assert result.returncode == 0
+    assert json.loads(result.stdout)["name"] == "as-json"
+
+
+def _run(tmp_path: Path, name: str, compute_us: float):
+    folder = tmp_path / name
+    folder.mkdir()
+    for rank in (0, 1):
+        trace = TraceBuilder(rank=rank)
+        for step in range(12):
+            start = step * 1000.0
+            jitter = 7.0 * ((step * 5 + rank) % 4)  # a little step-to-step noise
+            trace.step(step, start, compute_us + 300 + jitter)
+            trace.x("aten::mm", start, compute_us + jitter)
+            trace.x("gloo:all_reduce", start + compute_us + jitter, 250, cat="user_annotation", thread=GLOO)
+        trace.write(folder / f"rank{rank}.json")
+    return analyze(load_run([folder], workers=1), name, "analysis")
+
+
+def test_diff_separates_real_changes_from_noise(tmp_path):
+    before, after = _run(tmp_path, "a", 400.0), _run(tmp_path, "b", 600.0)
+    rows = {r.metric: r for r in diff_reports(before, after).rows}
+    assert rows["compute"].delta == pytest.approx(0.2, abs=0.01) and rows["compute"].significant
+    assert rows["step time"].significant and rows["step time"].delta_pct > 0
+    assert rows["communication"].delta == pytest.approx(0.0) and not rows["communication"].significant
+    same = diff_reports(before, before)
+    assert not any(r.significant for r in same.rows)
