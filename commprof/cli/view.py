@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -41,7 +42,7 @@ def view(
             raise RunFailed(f"TensorBoard did not start (exit code {process.wait()})")
         page = f"{url}/#pytorch_profiler"
         if json_out:
-            console.out.print_json(data={"url": page, "logdir": str(logdir)})
+            console.out.print(json.dumps({"url": page, "logdir": str(logdir)}), markup=False)
         elif quiet:
             console.out.print(page, markup=False)
         else:

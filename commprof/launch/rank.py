@@ -55,11 +55,19 @@ def distributed(config: RunConfig) -> Iterator[RankContext]:
     device = torch.device("cuda", local_rank) if config.device == "cuda" else torch.device("cpu")
     if device.type == "cuda":
         torch.cuda.set_device(device)
+    elif "OMP_NUM_THREADS" not in os.environ:
+        # torchrun sets OMP_NUM_THREADS=1 for several ranks per node; elastic_launch does not. Without a
+        # share each, CPU ranks oversubscribe the cores and stall for seconds in OpenMP spin-waits.
+        torch.set_num_threads(cpu_threads_per_rank(int(os.environ.get("LOCAL_WORLD_SIZE", "1"))))
     dist.init_process_group(config.backend, timeout=timedelta(seconds=config.timeout_s))
     try:
         yield RankContext(rank, local_rank, dist.get_world_size(), device)
     finally:
         dist.destroy_process_group()
+
+
+def cpu_threads_per_rank(local_ranks: int) -> int:
+    return max(1, len(os.sched_getaffinity(0)) // max(1, local_ranks))
 
 
 def claim_run_dir(config: RunConfig, rank: int) -> Path:

@@ -1,0 +1,48 @@
+"""`commprof view` serves the traces; a real headless Chromium (Debian's, never downloaded) drives the
+PyTorch profiler plugin: the run is listed with its workers and the Distributed view can be chosen."""
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+ARTIFACTS = Path(__file__).parent / "artifacts"
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed")]
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture
+def served(cpu_run):
+    cwd, _ = cpu_run
+    process = subprocess.Popen([sys.executable, "-m", "commprof", "view", "--traces-dir", str(cwd / "traces"), "--json"],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        line = process.stdout.readline()  # commprof prints once TensorBoard serves
+        assert line, "commprof view printed nothing"
+        yield json.loads(line)["url"].split("/#")[0]
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def test_plugin_lists_run_workers_and_distributed_view(served):
+    from playwright.sync_api import expect, sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        page.goto(f"{served}/data/plugin/pytorch_profiler/index.html")
+        expect(page.get_by_role("button", name="e2e")).to_be_visible(timeout=60_000)  # the run
+        expect(page.get_by_role("button", name="rank0")).to_be_visible()  # a worker of the default view
+        page.get_by_role("button", name="Overview").click()  # the Views select
+        page.get_by_role("option", name="Distributed").click()
+        expect(page.get_by_text("Distributed View")).to_be_visible(timeout=30_000)
+        expect(page.get_by_role("button", name="All")).to_be_visible()  # the Distributed view's worker
+        page.screenshot(path=str(ARTIFACTS / "tensorboard-distributed.png"))
+        browser.close()
