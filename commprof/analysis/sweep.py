@@ -71,7 +71,10 @@ def setting_result(label: str, raw: dict[str, Any], baseline_steps: list[float],
 def recommend(settings: list[SettingResult], baseline: SettingResult, options: dict[str, DDPOptions]) -> tuple[str, str | None]:
     best = min(settings, key=lambda s: s.step_ms.value)
     gain = best.speedup
-    if best.label == baseline.label or not best.significant or gain.value <= 1:
+    if best.label == baseline.label:
+        return (f"The default ({baseline.label}, {baseline.step_ms.value:.1f} ms per step) is the fastest setting "
+                "measured. Keep it."), None
+    if not best.significant or gain.value <= 1:
         return (f"No setting is significantly better than the default ({baseline.label}, "
                 f"{baseline.step_ms.value:.1f} ms per step): the fastest, {best.label}, is {gain.value:.2f}x "
                 f"(95% CI {gain.low:.2f}-{gain.high:.2f}), inside the noise. Keep the default."), None

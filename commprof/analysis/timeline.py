@@ -18,7 +18,8 @@ LANES = {STEPS: "steps", COMPUTE: "computation"}
 
 
 def _x(name: str, pid: int, tid: int, start: float, end: float, cat: str, args: dict[str, Any] | None = None) -> dict:
-    event = {"ph": "X", "name": name, "cat": cat, "pid": pid, "tid": tid, "ts": round(start, 3),
+    start, end = round(start, 3), round(end, 3)  # round the ends, so nested events keep nesting
+    event = {"ph": "X", "name": name, "cat": cat, "pid": pid, "tid": tid, "ts": start,
              "dur": round(max(end - start, 0.0), 3)}
     if args:
         event["args"] = args

@@ -25,7 +25,7 @@ def _png(fig: Figure) -> bytes:
 def breakdown_plot(report: Report) -> bytes:
     """Stacked bars per rank: computation only, overlapped, exposed communication, idle (ms per step)."""
     ranks = report.ranks
-    fig, ax = plt.subplots(figsize=(7, 0.35 * len(ranks) + 1.8), dpi=110)
+    fig, ax = plt.subplots(figsize=(9, 0.35 * len(ranks) + 1.6), dpi=110)
     labels = [f"rank {r.rank}" for r in ranks]
     parts = [("computation only", [r.compute_ms - r.overlap_ms for r in ranks], COLORS["compute"]),
              ("computation + communication", [r.overlap_ms for r in ranks], COLORS["overlap"]),
@@ -37,7 +37,7 @@ def breakdown_plot(report: Report) -> bytes:
         left = [a + b for a, b in zip(left, values)]
     ax.invert_yaxis()
     ax.set_xlabel("ms per step (mean over profiled steps)")
-    ax.legend(fontsize=8, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.35 if len(ranks) < 4 else -0.12))
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
     ax.set_title("Where the step goes, per rank")
     fig.tight_layout()
     return _png(fig)
