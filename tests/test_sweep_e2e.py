@@ -81,3 +81,17 @@ def test_bad_sweep_lists(tmp_path):
     assert result.returncode == 2 and "comma-separated" in result.stderr
     result = commprof("sweep", "--bucket-cap-mb", "0,5", cwd=tmp_path)
     assert result.returncode == 2 and "--bucket-cap-mb must be > 0" in result.stderr
+
+
+def test_the_same_machinery_sweeps_other_knobs(tmp_path):
+    """--comm-hook none,fp16: the fp16 setting's all-reduces carry half the bytes, in Half."""
+    result = commprof("sweep", "--bucket-cap-mb", "25", "--comm-hook", "none,fp16", "--run-id", "hooks", *SMALL_SWEEP,
+                      cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    sweep = load_report(tmp_path / "reports" / "hooks" / "report.json").sweep
+    assert sorted(s.label for s in sweep.settings) == ["bucket-25mb", "bucket-25mb_hook-fp16"]
+    traces = {label: load_run([tmp_path / "traces" / "hooks" / label], workers=1) for label in
+              ("bucket-25mb", "bucket-25mb_hook-fp16")}
+    plain = sum(c.nbytes for c in traces["bucket-25mb"].ranks[0].collectives if c.op == "all_reduce")
+    half = [c for c in traces["bucket-25mb_hook-fp16"].ranks[0].collectives if c.op == "all_reduce"]
+    assert {c.dtype for c in half} == {"c10::Half"} and sum(c.nbytes for c in half) * 2 == plain

@@ -7,7 +7,7 @@ import sys
 import typer
 from typer.exceptions import Abort, Exit, TyperException
 
-from commprof.cli import analyze, console, diff, report, run, sweep, tune, view
+from commprof.cli import analyze, bench, console, diff, report, run, sweep, tune, view
 
 app = typer.Typer(
     name="commprof",
@@ -23,6 +23,7 @@ app.command()(analyze.analyze)
 app.command()(report.report)
 app.command()(view.view)
 app.command()(diff.diff)
+app.command()(bench.bench)
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 

@@ -115,3 +115,22 @@ def figures(report: Report) -> dict[str, bytes]:
         if best.timeline:
             images["buckets.png"] = bucket_timeline_plot(best)
     return images
+
+
+def busbw_plot(result) -> bytes:
+    """Bus bandwidth against message size (log-log), one line per backend and op; DDP's bucket sizes marked."""
+    fig, ax = plt.subplots(figsize=(8, 4.5), dpi=110)
+    for backend, op in sorted({(r.backend, r.op) for r in result.rows}):
+        rows = [r for r in result.rows if r.backend == backend and r.op == op]
+        ax.plot([r.bytes for r in rows], [r.busbw_gbps for r in rows], marker="o", markersize=3, label=f"{backend} {op}")
+    for size in result.ddp_bucket_sizes:
+        ax.axvline(size, color="gray", linestyle=":", linewidth=1)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("message size (bytes)" + ("; dotted: DDP bucket sizes" if result.ddp_bucket_sizes else ""))
+    ax.set_ylabel("busbw (GB/s)")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=7, ncol=2)
+    ax.set_title(f"commprof bench: {result.world_size} ranks")
+    fig.tight_layout()
+    return _png(fig)

@@ -1,0 +1,58 @@
+"""commprof bench: real Gloo and MPI collectives with checked results, nccl-tests factors, alpha-beta fit."""
+
+import json
+
+import pytest
+
+from commprof.analysis.bench import BenchRow, fit_alpha_beta, summarize
+from commprof.cli.bench import parse_size
+from commprof.errors import UsageError
+from commprof.launch.mpi import mpi_unavailable
+from tests.conftest import commprof
+
+OPS = {"all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "all_to_all", "send_recv"}
+
+
+def test_alpha_beta_fit_recovers_a_known_model():
+    # t = 20 us + size / (1 GB/s) exactly
+    rows = [BenchRow("gloo", "all_reduce", s, "float32", 20 + s / 1e3, 0, 0, 0, 0, True) for s in (1e3, 1e4, 1e5, 1e6)]
+    (fit,) = fit_alpha_beta(rows, world_size=4)
+    assert fit.alpha_us == pytest.approx(20) and fit.bandwidth_gbps == pytest.approx(1.0)
+    assert fit.busbw_gbps == pytest.approx(1.0 * 2 * 3 / 4) and fit.predict_us(2_000_000) == pytest.approx(2020)
+
+
+def test_busbw_uses_nccl_tests_factors_and_marks_ddp_sizes():
+    raw = [{"op": op, "bytes": 1 << 20, "dtype": "float32", "times_us": [1000.0, 1000.0, 1000.0], "correct": True}
+           for op in ("all_reduce", "all_gather", "broadcast")]
+    rows = {r.op: r for r in summarize("gloo", 4, raw, buckets=[1_000_000])}
+    assert rows["all_reduce"].algbw_gbps == pytest.approx((1 << 20) / 1e-3 / 1e9)
+    assert rows["all_reduce"].busbw_gbps == pytest.approx(rows["all_reduce"].algbw_gbps * 1.5)
+    assert rows["all_gather"].busbw_gbps == pytest.approx(rows["all_gather"].algbw_gbps * 0.75)
+    assert rows["broadcast"].busbw_gbps == rows["broadcast"].algbw_gbps and rows["broadcast"].ddp_bucket
+
+
+@pytest.mark.parametrize("text, value", [("1024", 1024), ("64K", 65536), ("16M", 16 << 20), ("1GB", 1 << 30)])
+def test_sizes(text, value):
+    assert parse_size("--min-bytes", text) == value
+
+
+def test_bad_size():
+    with pytest.raises(UsageError, match="positive size"):
+        parse_size("--max-bytes", "lots")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["gloo", pytest.param("mpi", marks=pytest.mark.skipif(
+    mpi_unavailable() is not None, reason=str(mpi_unavailable())))])
+def test_every_op_runs_for_real_and_is_correct(tmp_path, backend):
+    result = commprof("bench", "--backend", f"{backend},nccl", "--min-bytes", "1K", "--max-bytes", "64K", "--iters", "3",
+                      "--model", "mlp", "--name", "b", "--json", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    rows = [r for r in data["rows"] if r["backend"] == backend]
+    assert {r["op"] for r in rows} == OPS and all(r["correct"] for r in rows)
+    assert sorted({r["bytes"] for r in rows if r["op"] == "all_reduce"}) == [1024, 4096, 16384, 65536]
+    assert "CUDA" in data["unavailable"]["nccl"]  # no GPU here: a reason, not a crash
+    assert data["ddp_bucket_sizes"] == [29429800, 4198400]  # mlp-small's buckets at 25 MB
+    for name in ("bench.json", "bench.csv", "busbw.png"):
+        assert (tmp_path / "reports" / "b" / name).stat().st_size > 100
