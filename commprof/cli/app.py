@@ -7,7 +7,7 @@ import sys
 import typer
 from typer.exceptions import Abort, Exit, TyperException
 
-from commprof.cli import analyze, bench, console, diff, report, run, sweep, tune, view
+from commprof.cli import analyze, backends, bench, console, diff, report, run, sweep, tune, view
 
 app = typer.Typer(
     name="commprof",
@@ -24,6 +24,7 @@ app.command()(report.report)
 app.command()(view.view)
 app.command()(diff.diff)
 app.command()(bench.bench)
+app.command()(backends.backends)
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 

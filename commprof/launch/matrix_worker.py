@@ -1,0 +1,75 @@
+"""Per-rank entry point of `commprof backends`: try every op of the capability matrix."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+import torch.distributed as dist
+
+from commprof.config import RunConfig
+from commprof.instrument.matrix import MATRIX_OPS, mpi_ops, torch_ops
+from commprof.launch.rank import distributed, exit_on_error
+
+
+def try_each(ops: dict[str, Callable[[], bool]], sync: Callable[[], None]) -> dict[str, list]:
+    """op -> [worked, reason] on this rank."""
+    cells = {}
+    for name in MATRIX_OPS:
+        try:
+            ok = ops[name]()
+            cells[name] = [ok, "" if ok else "wrong values received"]
+        except Exception as exc:  # the backend refusing the op is the answer we are after
+            lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+            cells[name] = [False, (lines[-1] if lines else type(exc).__name__)[:200]]
+        try:
+            sync()
+        except Exception:
+            pass
+    return cells
+
+
+def combine(per_rank: list[dict[str, list]]) -> dict[str, list]:
+    """A cell works only when it worked on every rank; otherwise the first rank's reason."""
+    return {op: next(([False, cells[op][1]] for cells in per_rank if not cells[op][0]), [True, ""]) for op in MATRIX_OPS}
+
+
+def _write(path: str, data: Any) -> None:
+    tmp = Path(path).with_name(".matrix.tmp")
+    tmp.write_text(json.dumps(data))
+    os.replace(tmp, path)
+
+
+@exit_on_error
+def matrix_main(plan: dict[str, Any], progress_path: str) -> dict[str, Any]:
+    config = RunConfig.from_dict(plan["run"])
+    with distributed(config) as ctx:
+        results = {}
+        for device in plan["devices"]:
+            mine = try_each(torch_ops(ctx.rank, ctx.world_size, torch.device(device, ctx.local_rank)
+                                      if device == "cuda" else torch.device("cpu")), dist.barrier)
+            gathered: list[Any] = [None] * ctx.world_size
+            dist.all_gather_object(gathered, mine)
+            results[device] = combine(gathered)
+        if ctx.rank == 0:
+            _write(plan["out"], results)
+        return {"rank": ctx.rank, "run_id": config.run_id, "run_dir": str(config.run_dir)}
+
+
+def mpi_main(plan_path: str) -> None:
+    from mpi4py import MPI
+
+    plan = json.loads(Path(plan_path).read_text())
+    world = MPI.COMM_WORLD
+    gathered = world.allgather(try_each(mpi_ops(world), world.Barrier))
+    if world.Get_rank() == 0:
+        _write(plan["out"], {"cpu": combine(gathered)})
+
+
+if __name__ == "__main__":
+    import sys
+
+    mpi_main(sys.argv[1])
