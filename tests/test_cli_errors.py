@@ -17,7 +17,6 @@ def run_main(argv, capsys):
     (["run", "--steps", "abc"], "--steps"),
     (["run", "--gpus", "8"], "--gpus 8: CUDA is not available"),
     (["run", "--backend", "nccl"], "--backend nccl needs CUDA"),
-    (["run", "--backend", "mpi"], "no MPI backend"),
     (["run", "--model", "resnet9000"], "unknown model 'resnet9000'"),
     (["run", "--model", "missing_file.py:build"], "file missing_file.py not found"),
     (["run", "--bucket-cap-mb", "0"], "--bucket-cap-mb must be > 0"),

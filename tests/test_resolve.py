@@ -4,7 +4,10 @@ from commprof.config import DDPOptions, ProfileSchedule
 from commprof.errors import UsageError
 from commprof.launch.resolve import MachineProbe, RunRequest, resolve
 
-CPU_ONLY = MachineProbe(cuda_available=False, gpu_count=0, nccl_available=False, mpi_available=False)
+CPU_ONLY = MachineProbe(cuda_available=False, gpu_count=0, nccl_available=False, mpi_available=False,
+                        mpi4py_problem="mpi4py is not installed; install MPI with: pip install 'commprof[mpi]'")
+WITH_MPI4PY = MachineProbe(cuda_available=False, gpu_count=0, nccl_available=False, mpi_available=False,
+                           mpi4py_problem=None)
 FOUR_GPUS = MachineProbe(cuda_available=True, gpu_count=4, nccl_available=True, mpi_available=False)
 
 
@@ -22,6 +25,11 @@ def test_cuda_defaults_every_gpu_and_nccl(tmp_path):
     assert (config.device, config.backend, config.procs_per_node) == ("cuda", "nccl", 4)
 
 
+def test_mpi_through_mpi4py_resolves_on_cpu(tmp_path):
+    config = resolve(request(tmp_path, backend="mpi"), WITH_MPI4PY)
+    assert (config.backend, config.device) == ("mpi", "cpu")
+
+
 def test_two_run_ids_differ(tmp_path):
     assert resolve(request(tmp_path), CPU_ONLY).run_id != resolve(request(tmp_path), CPU_ONLY).run_id
 
@@ -31,7 +39,8 @@ def test_two_run_ids_differ(tmp_path):
     (dict(gpus=8), FOUR_GPUS, "--gpus 8: only 4 GPU(s) visible"),
     (dict(gpus=2, device="cpu"), FOUR_GPUS, "contradict"),
     (dict(backend="nccl"), CPU_ONLY, "--backend nccl needs CUDA"),
-    (dict(backend="mpi"), CPU_ONLY, "no MPI backend"),
+    (dict(backend="mpi"), CPU_ONLY, "no MPI backend and mpi4py is not installed; install MPI with"),
+    (dict(backend="mpi", nodes=2, run_id="x", rdzv_endpoint="h:1"), WITH_MPI4PY, "one node"),
     (dict(backend="tcp"), CPU_ONLY, "--backend must be one of"),
     (dict(device="tpu"), CPU_ONLY, "--device must be one of"),
     (dict(device="cuda"), CPU_ONLY, "--device cuda: CUDA is not available"),

@@ -7,7 +7,7 @@ import sys
 import typer
 from typer.exceptions import Abort, Exit, TyperException
 
-from commprof.cli import analyze, backends, bench, console, diff, report, run, sweep, tune, view
+from commprof.cli import analyze, backends, bench, compare, console, diff, report, run, sweep, tune, view
 
 app = typer.Typer(
     name="commprof",
@@ -25,6 +25,7 @@ app.command()(view.view)
 app.command()(diff.diff)
 app.command()(bench.bench)
 app.command()(backends.backends)
+app.command()(compare.compare)
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 

@@ -21,9 +21,14 @@ def launch_with_progress(config, total_steps: int, quiet: bool, **launch_args):
     from commprof.cli.progress import run_progress
     from commprof.launch.launcher import launch
 
+    from commprof.launch.mpi import launch_mpi_job
+
+    via_mpirun = config.backend == "mpi" and not launch_args
     with tempfile.TemporaryDirectory(prefix="commprof-progress-") as tmp:
         progress_file = Path(tmp) / "progress.json"
         with run_progress(progress_file, total_steps, enabled=not quiet):
+            if via_mpirun:
+                return launch_mpi_job(config, progress_file)
             return launch(config, progress_file, **launch_args)
 
 

@@ -12,7 +12,23 @@ from commprof.config import DDPOptions
 _HOOKS = {"fp16": default_hooks.fp16_compress_hook, "bf16": default_hooks.bf16_compress_hook}
 
 
-def wrap_ddp(model: nn.Module, options: DDPOptions, device: torch.device) -> DistributedDataParallel:
+def mpi_allreduce_hook(state, bucket):  # no annotations: DDP checks them and rejects strings
+    """All-reduce a gradient bucket over MPI (mpi4py), as a `mpi:all_reduce` profiler range with its shape."""
+    from mpi4py import MPI
+
+    world = MPI.COMM_WORLD
+    tensor = bucket.buffer()
+    with torch._C._profiler._RecordFunctionFast("mpi:all_reduce", [tensor]):
+        world.Allreduce(MPI.IN_PLACE, tensor.detach().numpy(), op=MPI.SUM)
+    tensor.div_(world.Get_size())
+    future: torch.futures.Future = torch.futures.Future()
+    future.set_result(tensor)
+    return future
+
+
+def wrap_ddp(model: nn.Module, options: DDPOptions, device: torch.device,
+             mpi_gradients: bool = False) -> DistributedDataParallel:
+    """DDP with commprof's options; with `mpi_gradients`, buckets are all-reduced over MPI by a comm hook."""
     ddp = DistributedDataParallel(
         model,
         device_ids=[device.index] if device.type == "cuda" else None,
@@ -21,7 +37,9 @@ def wrap_ddp(model: nn.Module, options: DDPOptions, device: torch.device) -> Dis
         gradient_as_bucket_view=options.gradient_as_bucket_view,
         static_graph=options.static_graph,
     )
-    if options.comm_hook != "none":
+    if mpi_gradients:
+        ddp.register_comm_hook(None, mpi_allreduce_hook)
+    elif options.comm_hook != "none":
         ddp.register_comm_hook(None, _HOOKS[options.comm_hook])
     return ddp
 

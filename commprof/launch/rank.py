@@ -48,9 +48,14 @@ def exit_on_error(entry: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+def mpi_through_mpi4py(config: RunConfig) -> bool:
+    """torch has no native MPI backend here: DDP gets a Gloo group and its gradients go over mpi4py."""
+    return config.backend == "mpi" and not dist.is_mpi_available()
+
+
 @contextmanager
-def distributed(config: RunConfig) -> Iterator[RankContext]:
-    """Join the process group (rank and world from the launcher's environment)."""
+def distributed(config: RunConfig, store: Any = None) -> Iterator[RankContext]:
+    """Join the process group (rank and world from the launcher's environment; `store` from MPI bootstrap)."""
     rank, local_rank = int(os.environ["RANK"]), int(os.environ["LOCAL_RANK"])
     device = torch.device("cuda", local_rank) if config.device == "cuda" else torch.device("cpu")
     if device.type == "cuda":
@@ -59,7 +64,12 @@ def distributed(config: RunConfig) -> Iterator[RankContext]:
         # torchrun sets OMP_NUM_THREADS=1 for several ranks per node; elastic_launch does not. Without a
         # share each, CPU ranks oversubscribe the cores and stall for seconds in OpenMP spin-waits.
         torch.set_num_threads(cpu_threads_per_rank(int(os.environ.get("LOCAL_WORLD_SIZE", "1"))))
-    dist.init_process_group(config.backend, timeout=timedelta(seconds=config.timeout_s))
+    backend = "gloo" if mpi_through_mpi4py(config) else config.backend
+    if store is not None:
+        dist.init_process_group(backend, store=store, rank=rank, world_size=int(os.environ["WORLD_SIZE"]),
+                                timeout=timedelta(seconds=config.timeout_s))
+    else:
+        dist.init_process_group(backend, timeout=timedelta(seconds=config.timeout_s))
     try:
         yield RankContext(rank, local_rank, dist.get_world_size(), device)
     finally:

@@ -21,15 +21,19 @@ class MachineProbe:
     cuda_available: bool
     gpu_count: int
     nccl_available: bool
-    mpi_available: bool
+    mpi_available: bool  # torch's native MPI backend
+    mpi4py_problem: str | None = "not checked"  # why MPI through mpi4py + mpirun cannot run, or None
 
     @classmethod
     def detect(cls) -> MachineProbe:
         import torch
         import torch.distributed as dist
 
+        from commprof.launch.mpi import mpi_unavailable
+
         cuda = torch.cuda.is_available()
-        return cls(cuda, torch.cuda.device_count() if cuda else 0, dist.is_nccl_available(), dist.is_mpi_available())
+        return cls(cuda, torch.cuda.device_count() if cuda else 0, dist.is_nccl_available(), dist.is_mpi_available(),
+                   mpi_unavailable())
 
 
 @dataclass(frozen=True)
@@ -65,6 +69,8 @@ def resolve(request: RunRequest, probe: MachineProbe) -> RunConfig:
     device = _resolve_device(request, probe)
     backend = _resolve_backend(request.backend, device, probe)
     ranks = _resolve_ranks(request, device, probe)
+    if backend == "mpi" and not probe.mpi_available and request.nodes > 1:
+        raise UsageError("--backend mpi runs on one node in this version (mpirun on this node starts every rank)")
     if request.nodes > 1 and request.run_id is None:
         raise UsageError("--nodes > 1: pass the same --run-id NAME on every node, so all nodes write one run folder")
     run_id = request.run_id or new_run_id()
@@ -110,9 +116,10 @@ def _resolve_backend(backend: str, device: str, probe: MachineProbe) -> str:
         raise UsageError("--backend nccl needs CUDA GPUs; on CPU use --backend gloo")
     if backend == "nccl" and not probe.nccl_available:
         raise UsageError("--backend nccl: this torch build has no NCCL support")
-    if backend == "mpi" and not probe.mpi_available:
-        raise UsageError("--backend mpi: this torch build has no MPI backend "
-                         "(torch.distributed.is_mpi_available() is False); use --backend gloo")
+    if backend == "mpi" and not probe.mpi_available and probe.mpi4py_problem:
+        raise UsageError(f"--backend mpi: this torch build has no MPI backend and {probe.mpi4py_problem}")
+    if backend == "mpi" and device == "cuda" and not probe.mpi_available:
+        raise UsageError("--backend mpi through mpi4py all-reduces CPU tensors; use --device cpu")
     return backend
 
 

@@ -28,8 +28,8 @@ class Trainer:
     """A model wrapped in DDP with its optimizer; `step()` runs one optimizer step and times it."""
 
     def __init__(self, model: nn.Module, workload: Workload, batches: list[Any], options: DDPOptions,
-                 device: torch.device, precision: str):
-        self.ddp = wrap_ddp(model.to(device), options, device)
+                 device: torch.device, precision: str, mpi_gradients: bool = False):
+        self.ddp = wrap_ddp(model.to(device), options, device, mpi_gradients)
         self.ddp._set_ddp_runtime_logging_sample_rate(1)  # DDP's own averages then cover every step
         self.optimizer = torch.optim.SGD(self.ddp.parameters(), lr=1e-3, momentum=0.9)
         self.loss = workload.loss

@@ -14,16 +14,19 @@ from commprof.config import RunConfig
 from commprof.instrument.ddp import ddp_logging_data
 from commprof.instrument.profiler import make_profiler, trace_path
 from commprof.launch.progress import Progress, write_progress
-from commprof.launch.rank import (RankContext, claim_run_dir, device_name, distributed, exit_on_error, versions,
-                                  write_json_atomic)
+from commprof.launch.rank import (RankContext, claim_run_dir, device_name, distributed, exit_on_error,
+                                  mpi_through_mpi4py, versions, write_json_atomic)
 from commprof.launch.training import Trainer, make_batches
 from commprof.workloads import load_workload
 
 
 @exit_on_error
 def worker_main(config_dict: dict[str, Any], progress_path: str) -> dict[str, Any]:
-    config = RunConfig.from_dict(config_dict)
-    with distributed(config) as ctx:
+    return run_worker(RunConfig.from_dict(config_dict), progress_path)
+
+
+def run_worker(config: RunConfig, progress_path: str, store: Any = None) -> dict[str, Any]:
+    with distributed(config, store) as ctx:
         started = datetime.now(timezone.utc)
         run_dir = claim_run_dir(config, ctx.rank)
         result = _train(config, ctx, run_dir, Path(progress_path))
@@ -39,7 +42,8 @@ def _train(config: RunConfig, ctx: RankContext, run_dir: Path, progress_path: Pa
     torch.manual_seed(config.seed)  # identical initial weights on every rank
     workload = load_workload(config.model, config.model_size)
     batches = make_batches(workload, config.batch_size, config.seed, ctx.rank, ctx.device)
-    trainer = Trainer(workload.model, workload, batches, config.ddp, ctx.device, config.precision)
+    trainer = Trainer(workload.model, workload, batches, config.ddp, ctx.device, config.precision,
+                      mpi_gradients=mpi_through_mpi4py(config))
     step_ms: list[float] = []
     with make_profiler(config.schedule, ctx.device.type == "cuda", run_dir, ctx.rank) as prof:
         for step in range(config.steps):

@@ -134,3 +134,18 @@ def busbw_plot(result) -> bytes:
     ax.set_title(f"commprof bench: {result.world_size} ranks")
     fig.tight_layout()
     return _png(fig)
+
+
+def compare_plot(rows: list[dict]) -> bytes:
+    """Step time per backend, split into computation-bound time and exposed communication."""
+    fig, ax = plt.subplots(figsize=(6, 0.5 * max(len(rows), 1) + 1.6), dpi=110)
+    names = [r["backend"] for r in rows]
+    exposed = [r["exposed_comm_ms"] for r in rows]
+    ax.barh(names, [r["step_ms"] - e for r, e in zip(rows, exposed)], color=COLORS["compute"], label="rest of the step")
+    ax.barh(names, exposed, left=[r["step_ms"] - e for r, e in zip(rows, exposed)], color=COLORS["exposed"],
+            label="exposed communication")
+    ax.set_xlabel("ms per step (median)")
+    ax.legend(fontsize=8)
+    ax.set_title("Backends on the same workload")
+    fig.tight_layout()
+    return _png(fig)

@@ -1,0 +1,62 @@
+"""`commprof run --backend mpi` under mpirun: each rank reads its identity from the MPI launcher.
+
+Open MPI exports OMPI_COMM_WORLD_{RANK,SIZE,LOCAL_RANK,LOCAL_SIZE}; MPICH and other PMI launchers
+export PMI_RANK / PMI_SIZE (and MPI_LOCALRANKID). DDP still needs a torch process group for its
+own broadcasts: rank 0 opens a torch TCPStore on a port the OS picks and tells the others over MPI.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+RANK_VARS = (("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"),
+             ("PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"))
+
+
+def identity_from_env(env: dict[str, str]) -> dict[str, str]:
+    """RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE from whichever MPI launcher started us."""
+    for rank, size, local_rank, local_size in RANK_VARS:
+        if rank in env and size in env:
+            return {"RANK": env[rank], "WORLD_SIZE": env[size], "LOCAL_RANK": env.get(local_rank, env[rank]),
+                    "LOCAL_WORLD_SIZE": env.get(local_size, env[size])}
+    raise RuntimeError("not started by an MPI launcher (no OMPI_COMM_WORLD_RANK or PMI_RANK in the environment)")
+
+
+def main(plan_path: str) -> None:
+    import torch.distributed as dist
+    from mpi4py import MPI
+
+    from commprof.config import RunConfig
+    from commprof.launch.worker import run_worker
+
+    plan = json.loads(Path(plan_path).read_text())
+    config = RunConfig.from_dict(plan["config"])
+    os.environ.update(identity_from_env(dict(os.environ)))
+    world, rank = MPI.COMM_WORLD, int(os.environ["RANK"])
+    store = None
+    if rank == 0:
+        # wait_for_workers=False: the others learn the port from the broadcast below
+        store = dist.TCPStore(socket.gethostname(), 0, int(os.environ["WORLD_SIZE"]), is_master=True,
+                              timeout=timedelta(seconds=config.timeout_s), wait_for_workers=False)
+    host, port = world.bcast((socket.gethostname(), store.port) if rank == 0 else None, root=0)
+    if rank != 0:
+        store = dist.TCPStore(host, port, int(os.environ["WORLD_SIZE"]), is_master=False,
+                              timeout=timedelta(seconds=config.timeout_s))
+    try:
+        result = run_worker(config, plan["progress"], store)
+    except BaseException as exc:  # one line per failed rank for the launcher, then leave at once
+        lines = [line for line in str(exc).splitlines() if line.strip()] or [type(exc).__name__]
+        Path(plan["errors"], f"rank{rank}").write_text(f"{type(exc).__name__}: {lines[-1]}")
+        sys.stderr.flush()
+        os._exit(1)
+    if rank == 0:
+        Path(plan["result"]).write_text(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -1,0 +1,35 @@
+"""DDP training over MPI: ranks from the MPI launcher's environment, gradients through a comm hook."""
+
+import pytest
+
+from commprof.analysis.report import load_report
+from commprof.launch.mpi import mpi_unavailable
+from commprof.launch.mpi_train import identity_from_env
+from commprof.trace.load import load_run
+from tests.conftest import FAST_RUN, commprof, load_json
+
+
+def test_identity_from_open_mpi_and_pmi_environments():
+    open_mpi = {"OMPI_COMM_WORLD_RANK": "3", "OMPI_COMM_WORLD_SIZE": "8", "OMPI_COMM_WORLD_LOCAL_RANK": "1",
+                "OMPI_COMM_WORLD_LOCAL_SIZE": "2"}
+    assert identity_from_env(open_mpi) == {"RANK": "3", "WORLD_SIZE": "8", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2"}
+    mpich = {"PMI_RANK": "5", "PMI_SIZE": "6", "MPI_LOCALRANKID": "2", "MPI_LOCALNRANKS": "3"}
+    assert identity_from_env(mpich) == {"RANK": "5", "WORLD_SIZE": "6", "LOCAL_RANK": "2", "LOCAL_WORLD_SIZE": "3"}
+    with pytest.raises(RuntimeError, match="not started by an MPI launcher"):
+        identity_from_env({"RANK": "0"})
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(mpi_unavailable() is not None, reason=str(mpi_unavailable()))
+def test_ddp_gradients_over_mpi_are_traced_and_analysed(tmp_path):
+    result = commprof("run", "--backend", "mpi", "--run-id", "mpi", "--quiet", "--timeout", "120", *FAST_RUN, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    run = load_run([tmp_path / "traces" / "mpi"], workers=1)
+    assert [r.rank for r in run.ranks] == [0, 1]
+    buckets = sorted(int(b) for b in load_json(tmp_path / "traces" / "mpi" / "run.json")["ranks"][0]["ddp"]
+                     ["rebuilt_bucket_sizes"].split(","))
+    report = load_report(tmp_path / "reports" / "mpi" / "report.json")
+    mpi_calls = [c for c in report.collectives if c.backend == "mpi"]
+    assert [c.op for c in mpi_calls] == ["all_reduce"] * len(buckets)
+    assert sorted(c.bytes for c in mpi_calls) == buckets and all(c.calls_per_step == 1 for c in mpi_calls)
+    assert all(r.comm_ms > 0 for r in report.ranks)
