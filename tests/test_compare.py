@@ -24,3 +24,5 @@ def test_backends_side_by_side(tmp_path):
         assert not rows["mpi"]["available"] and "mpi" in rows["mpi"]["reason"].lower()
     folder = tmp_path / "reports" / "cmp"
     assert (folder / "gloo" / "report.html").exists() and (folder / "compare.png").stat().st_size > 1000
+    page = (folder / "report.html").read_text()
+    assert "data:image/png;base64," in page and "<script" not in page and "not run:" in page

@@ -47,15 +47,18 @@ def compare(
             rows.append({"backend": backend, "available": False, "reason": str(exc)})
     summary = _summary(rows)
     (folder / "compare.json").write_text(json.dumps({"run_id": run_id, "rows": rows, "summary": summary}, indent=2))
-    _plot(rows, folder / "compare.png")
+    from commprof.render.html import render_compare_html
+
+    png = _plot(rows, folder / "compare.png")
     (folder / "report.md").write_text(_markdown(run_id, rows, summary))
+    (folder / "report.html").write_text(render_compare_html(run_id, rows, summary, png))
     if console.json_mode():
         console.out.print(json.dumps({"run_id": run_id, "rows": rows, "summary": summary}), markup=False)
         return
     if not quiet:
         console.out.print(_markdown(run_id, rows, summary), markup=False)
-    console.out.print(f"compare: {folder / 'report.md'} (also compare.json, compare.png, one full report per backend)",
-                      markup=False)
+    console.out.print(f"compare: {folder / 'report.html'} (also report.md, compare.json, compare.png, one full report "
+                      "per backend)", markup=False)
 
 
 def _row(backend: str, report) -> dict:
@@ -93,7 +96,9 @@ def _markdown(run_id: str, rows: list[dict], summary: str) -> str:
     return "\n".join(lines + ["", "![compare](compare.png)", ""])
 
 
-def _plot(rows: list[dict], path: Path) -> None:
+def _plot(rows: list[dict], path: Path) -> bytes:
     from commprof.render.plots import compare_plot
 
-    path.write_bytes(compare_plot([r for r in rows if r["available"]]))
+    png = compare_plot([r for r in rows if r["available"]])
+    path.write_bytes(png)
+    return png

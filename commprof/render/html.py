@@ -87,3 +87,21 @@ def _sweep(report: Report, images: dict[str, bytes]) -> str:
     parts += ["<h3>DDP's own measurements next to the trace's</h3>",
               _table(DDP_CHECK_HEADERS, [ddp_check_row(s) for s in sweep.settings])]
     return "".join(parts)
+
+
+def render_compare_html(run_id: str, rows: list[dict], summary: str, png: bytes) -> str:
+    """The backend comparison as one self-contained page; each backend's full report sits in its folder."""
+    table_rows = []
+    for r in rows:
+        if r["available"]:
+            sizes = ", ".join(f"{int(b) / 2**20:.1f} MiB: {bw:.2f}" for b, bw in r["busbw_by_size"].items() if bw)
+            table_rows.append((r["backend"], f"{r['step_ms']:.1f}", f"{r['comm_ms']:.1f}", f"{r['exposed_comm_ms']:.1f}",
+                               f"{r['overlap_ms']:.1f}", sizes))
+        else:
+            table_rows.append((r["backend"], f"not run: {r['reason']}", "", "", "", ""))
+    headers = ("backend", "step ms (median)", "communication ms", "exposed ms", "overlap ms", "all-reduce busbw GB/s")
+    body = (f"<h1>commprof compare: {escape(run_id)}</h1><p class=\"headline\">{escape(summary)}</p>"
+            f"{_image({'compare.png': png}, 'compare.png', 'backends compared')}{_table(headers, table_rows)}"
+            "<p class=\"meta\">Each backend's full report: its folder beside this file.</p>")
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<title>commprof compare: {escape(run_id)}</title><style>{STYLE}</style></head><body>{body}</body></html>\n")
