@@ -83,14 +83,15 @@ def _summary(rows: list[dict]) -> str:
 
 
 def _markdown(run_id: str, rows: list[dict], summary: str) -> str:
+    from commprof.render.tables import busbw_by_size
+
     lines = [f"# commprof compare: {run_id}", "", f"**{summary}**", "",
              "| backend | step ms (median) | communication ms | exposed ms | overlap ms | all-reduce busbw GB/s by size |",
              "|---|---|---|---|---|---|"]
     for r in rows:
         if r["available"]:
-            sizes = ", ".join(f"{int(b) / 2**20:.1f} MiB: {bw:.2f}" for b, bw in r["busbw_by_size"].items() if bw)
             lines.append(f"| {r['backend']} | {r['step_ms']:.1f} | {r['comm_ms']:.1f} | {r['exposed_comm_ms']:.1f} | "
-                         f"{r['overlap_ms']:.1f} | {sizes} |")
+                         f"{r['overlap_ms']:.1f} | {busbw_by_size(r['busbw_by_size'])} |")
         else:
             lines.append(f"| {r['backend']} | not run: {r['reason']} | | | | |")
     return "\n".join(lines + ["", "![compare](compare.png)", ""])

@@ -7,8 +7,8 @@ from html import escape
 
 from commprof.analysis.report import Report
 from commprof.render.tables import (BREAKDOWN_HEADERS, COLLECTIVE_HEADERS, DDP_CHECK_HEADERS, SKEW_HEADERS,
-                                    SWEEP_HEADERS, TIMELINE_HEADERS, breakdown_row, collective_row, ddp_check_row,
-                                    headline, skew_row, skew_summary, sweep_row, timeline_row)
+                                    SWEEP_HEADERS, TIMELINE_HEADERS, breakdown_row, busbw_by_size, collective_row,
+                                    ddp_check_row, headline, skew_row, skew_summary, sweep_row, timeline_row)
 
 STYLE = """
 body { font-family: system-ui, -apple-system, 'Segoe UI', sans-serif; margin: 2em auto; max-width: 1100px;
@@ -94,9 +94,8 @@ def render_compare_html(run_id: str, rows: list[dict], summary: str, png: bytes)
     table_rows = []
     for r in rows:
         if r["available"]:
-            sizes = ", ".join(f"{int(b) / 2**20:.1f} MiB: {bw:.2f}" for b, bw in r["busbw_by_size"].items() if bw)
             table_rows.append((r["backend"], f"{r['step_ms']:.1f}", f"{r['comm_ms']:.1f}", f"{r['exposed_comm_ms']:.1f}",
-                               f"{r['overlap_ms']:.1f}", sizes))
+                               f"{r['overlap_ms']:.1f}", busbw_by_size(r["busbw_by_size"])))
         else:
             table_rows.append((r["backend"], f"not run: {r['reason']}", "", "", "", ""))
     headers = ("backend", "step ms (median)", "communication ms", "exposed ms", "overlap ms", "all-reduce busbw GB/s")

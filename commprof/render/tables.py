@@ -89,3 +89,8 @@ def ddp_check_row(s: SettingResult) -> tuple[str, ...]:
     return (s.label, f"{_num(c.ddp_backward_compute_ms, '.1f')} / {_num(c.trace_backward_compute_ms, '.1f')}",
             f"{_num(c.ddp_backward_comm_ms, '.1f')} / {_num(c.trace_backward_comm_ms, '.1f')}",
             f"{_num(c.ddp_overlap_ms, '.1f')} / {_num(c.trace_overlap_ms, '.1f')}")
+
+
+def busbw_by_size(busbw: dict[str, float | None]) -> str:
+    """'4.0 MiB: 0.26, 28.1 MiB: 0.83' from {bytes: GB/s}."""
+    return ", ".join(f"{int(size) / 2**20:.1f} MiB: {bw:.2f}" for size, bw in busbw.items() if bw)
