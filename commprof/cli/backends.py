@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 import json
 import tempfile
 from pathlib import Path
@@ -31,7 +32,7 @@ def backends(
         devices = [d for d in DEVICES if _device_ok(backend, d, probe, missing)]
         if not devices:
             continue
-        with console.err.status(f"trying {backend} on {', '.join(devices)}") if not (quiet or json_out) else _Null():
+        with console.err.status(f"trying {backend} on {', '.join(devices)}") if not (quiet or json_out) else nullcontext():
             try:
                 matrix[backend] = _try_backend(backend, devices, timeout)
             except CommprofError as exc:
@@ -42,13 +43,6 @@ def backends(
         return
     _show(matrix, missing)
 
-
-class _Null:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
 
 
 def _device_ok(backend: str, device: str, probe, missing: dict[str, str]) -> bool:

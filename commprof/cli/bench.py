@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 import re
 import tempfile
 from pathlib import Path
@@ -59,9 +60,10 @@ def bench(
     if dtype not in DTYPES:
         raise UsageError(f"--dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
     low, high = parse_size("--min-bytes", min_bytes), parse_size("--max-bytes", max_bytes)
-    for value, label in ((factor, "--factor"), (warmup + 1, "--warmup"), (iters, "--iters"), (procs, "--procs")):
-        if value < (2 if label in ("--factor", "--procs") else 1):
-            raise UsageError(f"{label} is too small")
+    for label, value, least in (("--factor", factor, 2), ("--warmup", warmup, 0), ("--iters", iters, 1),
+                                ("--procs", procs, 2)):
+        if value < least:
+            raise UsageError(f"{label} must be >= {least}, got {value}")
     if low > high:
         raise UsageError("--min-bytes is larger than --max-bytes")
     report_name = name or f"bench-{new_run_id()}"
@@ -70,14 +72,14 @@ def bench(
             "warmup": warmup, "iters": iters}
     buckets = _ddp_buckets(model, bucket_cap_mb) if model else []
     rows, unavailable, world = [], {}, procs
-    for name_ in backends:
-        with console.err.status(f"bench: {name_} on {procs} ranks", spinner="dots") if not (quiet or json_out) else _null():
+    for backend_name in backends:
+        with console.err.status(f"bench: {backend_name} on {procs} ranks", spinner="dots") if not (quiet or json_out) else nullcontext():
             try:
-                raw = _run_backend(name_, plan, procs, device, timeout)
+                raw = _run_backend(backend_name, plan, procs, device, timeout)
             except CommprofError as exc:
-                unavailable[name_] = str(exc)
+                unavailable[backend_name] = str(exc)
                 continue
-        rows += summarize(name_, raw["world_size"], raw["rows"], buckets)
+        rows += summarize(backend_name, raw["world_size"], raw["rows"], buckets)
     result = BenchResult(report_name, world, rows, fit_alpha_beta(rows, world), unavailable, buckets)
     paths = write_bench(result, folder)
     if json_out:
@@ -87,13 +89,6 @@ def bench(
         _show(result)
     console.out.print(f"bench: {paths['json']} (also bench.csv and busbw.png beside it)", markup=False)
 
-
-class _null:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
 
 
 def _run_backend(backend: str, plan: dict, procs: int, device: str, timeout: float) -> dict:

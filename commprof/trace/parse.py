@@ -30,7 +30,6 @@ class TraceFile(msgspec.Struct):
     traceEvents: list[Event] | None = None
     distributedInfo: dict[str, Any] | None = None
     baseTimeNanoseconds: int | None = None
-    deviceProperties: list[dict[str, Any]] | None = None
     host_name: str | None = None
 
 
