@@ -106,6 +106,7 @@ class RunConfig:
     reports_dir: Path = Path("reports")
     rdzv_endpoint: str | None = None
     timeout_s: float = 300.0
+    launch_id: str = ""  # random per `commprof run` process: tells this launch's run folder from another's
 
     def __post_init__(self) -> None:
         _require(bool(_RUN_ID.match(self.run_id)),

@@ -28,3 +28,7 @@ class WorkloadError(UsageError):
 
 class RunFailed(CommprofError):
     """The training job itself failed. Exit code 1."""
+
+    def __init__(self, message: str, run_dir=None):
+        super().__init__(message)
+        self.run_dir = run_dir  # the run folder this failed run created (traces kept there), if any

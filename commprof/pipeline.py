@@ -9,13 +9,15 @@ from pathlib import Path
 from typing import Any
 
 from commprof.analysis.analyze import analyze, per_rank_windows
-from commprof.analysis.crossrank import match_collectives
+from commprof.analysis.crossrank import match_collectives, measured_offsets
+from commprof.analysis.incomplete import completed_steps_only
 from commprof.analysis.report import Report, save_report
 from commprof.analysis.sweep import sweep_result
 from commprof.analysis.timeline import job_timeline
 from commprof.errors import UsageError
 from commprof.render.markdown import render_markdown
 from commprof.trace.load import load_run
+from commprof.trace.model import RunTrace
 
 
 @dataclass(frozen=True)
@@ -48,17 +50,33 @@ def run_summary(run_dir: Path) -> dict[str, Any]:
         "world_size": meta.get("world_size"), "backend": config.get("backend"), "device": config.get("device"),
         "hosts": meta.get("hosts", []), "versions": meta.get("versions", {}), "config": config,
         "start_time": meta.get("start_time"), "end_time": meta.get("end_time"),
+        "status": meta.get("status", "complete"), "error": meta.get("error"),
+        "steps_completed": meta.get("steps_completed"), "clock_offsets": meta.get("clock_offsets", []),
         "ddp": {str(r["rank"]): r.get("ddp", {}) for r in meta.get("ranks", [])},
     }
 
 
 def report_from_traces(paths: list[Path], name: str, kind: str, workers: int | None = None) -> tuple[Report, dict]:
     """The report, and the job's aligned Chrome-trace timeline (timeline.json)."""
+    report, _, timeline = _analyse(paths, name, kind, workers)
+    return report, timeline
+
+
+def report_and_trace(run_dir: Path, name: str) -> tuple[Report, RunTrace, dict]:
+    """A run's report, the loaded traces it came from, and its timeline."""
+    return _analyse([run_dir], name, "run", None)
+
+
+def _analyse(paths: list[Path], name: str, kind: str, workers: int | None) -> tuple[Report, RunTrace, dict]:
     run = run_summary(paths[0]) if len(paths) == 1 and paths[0].is_dir() else {}
-    trace = load_run(paths, workers)
+    trace, incomplete = completed_steps_only(load_run(paths, workers), run)
+    if not trace.ranks:
+        raise UsageError(f"{paths[0]}: {incomplete}; nothing to report")
     per_rank = per_rank_windows(trace)
-    matching = match_collectives(per_rank) if len(per_rank) > 1 else None
-    return analyze(trace, name=name, kind=kind, run=run), job_timeline(per_rank, matching)
+    clocks = measured_offsets(run, trace)
+    matching = match_collectives(per_rank, clocks) if len(per_rank) > 1 else None
+    report = analyze(trace, name=name, kind=kind, run=run, clocks=clocks)
+    return dataclasses.replace(report, incomplete=incomplete), trace, job_timeline(per_rank, matching)
 
 
 def sweep_report(run_dir: Path, name: str, kind: str) -> Report:

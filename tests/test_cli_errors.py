@@ -2,6 +2,7 @@
 
 import pytest
 
+from bad_inputs import CASES, make_sandbox, run_case
 from commprof.cli.app import main
 
 
@@ -12,26 +13,14 @@ def run_main(argv, capsys):
     return exit_info.value.code, captured.err.strip()
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["run", "--bogus"], "No such option: --bogus"),
-    (["run", "--steps", "abc"], "--steps"),
-    (["run", "--gpus", "8"], "--gpus 8: CUDA is not available"),
-    (["run", "--backend", "nccl"], "--backend nccl needs CUDA"),
-    (["run", "--model", "resnet9000"], "unknown model 'resnet9000'"),
-    (["run", "--model", "missing_file.py:build"], "file missing_file.py not found"),
-    (["run", "--bucket-cap-mb", "0"], "--bucket-cap-mb must be > 0"),
-    (["run", "--steps", "5"], "smaller than the profiler schedule"),
-    (["run", "--schedule", "1,2"], "WAIT,WARMUP,ACTIVE"),
-    (["run", "--precision", "fp8"], "--precision"),
-    (["analyze", "does/not/exist"], "no such file or folder"),
-    (["report", "nope.json"], "cannot read"),
-    (["report", "x.json", "--format", "pdf"], "--format must be one of"),
-])
-def test_bad_input_is_one_line_exit_2(tmp_path, monkeypatch, capsys, argv, message):
+@pytest.mark.parametrize("argv, message", CASES, ids=[" ".join(argv) for argv, _ in CASES])
+def test_bad_input_is_one_line_exit_2(tmp_path, monkeypatch, argv, message):
     monkeypatch.chdir(tmp_path)
-    code, err = run_main(argv, capsys)
-    assert code == 2
-    assert message in err and len(err.splitlines()) == 1 and "Traceback" not in err
+    monkeypatch.setenv("COLUMNS", "200")
+    make_sandbox(tmp_path)
+    code, err = run_case(argv)
+    assert code == 2, err
+    assert err.startswith("error: ") and message in err and len(err.splitlines()) == 1, err
 
 
 def test_existing_run_id(tmp_path, monkeypatch, capsys):

@@ -7,7 +7,7 @@ from typing import Any
 
 from commprof.analysis.breakdown import breakdown_step, step_windows, summarize_rank
 from commprof.analysis.collectives import collective_stats
-from commprof.analysis.crossrank import cross_rank
+from commprof.analysis.crossrank import MeasuredClocks, cross_rank
 from commprof.analysis.intervals import clip
 from commprof.analysis.report import Report, SkippedFileInfo, StepBreakdown, StepTimeline
 from commprof.errors import UsageError
@@ -18,7 +18,8 @@ def per_rank_windows(trace: RunTrace) -> list[tuple[RankTrace, list[Step]]]:
     return [(rank, windows) for rank in sorted(trace.ranks, key=lambda r: r.rank) if (windows := step_windows(rank))]
 
 
-def analyze(trace: RunTrace, name: str, kind: str, run: dict[str, Any] | None = None) -> Report:
+def analyze(trace: RunTrace, name: str, kind: str, run: dict[str, Any] | None = None,
+            clocks: MeasuredClocks | None = None) -> Report:
     summaries, steps, per_rank = [], [], []
     warnings = list(trace.warnings)
     for rank in sorted(trace.ranks, key=lambda r: r.rank):
@@ -38,7 +39,7 @@ def analyze(trace: RunTrace, name: str, kind: str, run: dict[str, Any] | None = 
         name=name, kind=kind, created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         sources=[r.path for r in trace.ranks], ranks=summaries, collectives=collective_stats(per_rank),
         steps=steps, run=run or {}, skipped=[SkippedFileInfo(s.path, s.reason) for s in trace.skipped],
-        warnings=warnings, cross_rank=cross_rank(per_rank, {s.rank: s.step_time_ms.median for s in summaries}),
+        warnings=warnings, cross_rank=cross_rank(per_rank, {s.rank: s.step_time_ms.median for s in summaries}, clocks),
         timeline=_typical_step(per_rank, steps),
     )
 

@@ -3,7 +3,8 @@
 Matching: within a profiler step, the k-th collective of a process group on every rank is the
 same collective (programs issue collectives in the same order on every rank).
 
-Clock alignment: ranks on one host share a clock. Across hosts, synchronising collectives
+Clock alignment: ranks on one host share a clock. Across hosts, commprof run measures the
+offsets at start (run.json); without them (traces from elsewhere), synchronising collectives
 (all_reduce, all_gather, reduce_scatter, all_to_all, barrier) finish together on every rank, so
 a host's offset is the median, over matched collectives, of (reference end - this rank's end).
 The median ignores the few collectives that end unevenly. See docs/semantics.md.
@@ -14,10 +15,11 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import Any
 
 from commprof.analysis.collectives import in_windows
 from commprof.analysis.report import CrossRank, RankSkew
-from commprof.trace.model import Collective, RankTrace, Step
+from commprof.trace.model import Collective, RankTrace, RunTrace, Step
 
 ALIGN_OPS = frozenset({"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "barrier"})
 Key = tuple[str, str, int]  # (step name, process group, index within that step and group)
@@ -47,11 +49,35 @@ def _keyed_calls(rank: RankTrace, windows: list[Step], reference_base: float) ->
     return calls
 
 
-def _clock_offsets(ranks: list[RankTrace], calls: dict[int, dict[Key, _Call]]) -> tuple[dict[int, float], str]:
+@dataclass(frozen=True)
+class MeasuredClocks:
+    """Offsets commprof measured when the run started (run.json), as microseconds to add per rank."""
+
+    offsets: dict[int, float]
+    worst_round_trip_us: float
+
+
+def measured_offsets(run: dict[str, Any], trace: RunTrace) -> MeasuredClocks | None:
+    """None unless run.json has a measured offset for the host of every rank and there are several hosts."""
+    by_host = {c["host"]: c for c in run.get("clock_offsets") or []}
+    hosts = {r.rank: r.host for r in trace.ranks}
+    if len(by_host) < 2 or not all(h in by_host for h in hosts.values()):
+        return None
+    return MeasuredClocks({rank: -float(by_host[h]["offset_us"]) for rank, h in hosts.items()},
+                          max(float(by_host[h]["round_trip_us"]) for h in set(hosts.values())))
+
+
+def _clock_offsets(ranks: list[RankTrace], calls: dict[int, dict[Key, _Call]],
+                   measured: MeasuredClocks | None) -> tuple[dict[int, float], str]:
     reference = ranks[0]
     hosts = {r.rank: r.host or f"unknown-host-of-rank-{r.rank}" for r in ranks}
     if len(set(hosts.values())) == 1:
         return {r.rank: 0.0 for r in ranks}, "none needed: all ranks on one host share a clock"
+    if measured is not None:
+        base = measured.offsets[reference.rank]
+        return ({r.rank: measured.offsets[r.rank] - base for r in ranks},
+                f"offsets of {len(set(hosts.values()))} hosts measured at start by round trips to rank 0 "
+                f"(run.json; error at most {measured.worst_round_trip_us / 2:.0f} us)")
     per_rank = {}
     for rank in ranks:
         deltas = [calls[reference.rank][k].end - call.end for k, call in calls[rank.rank].items()
@@ -87,10 +113,10 @@ class Matching:
     collectives: list[MatchedCollective]
 
 
-def match_collectives(per_rank: list[tuple[RankTrace, list[Step]]]) -> Matching:
+def match_collectives(per_rank: list[tuple[RankTrace, list[Step]]], measured: MeasuredClocks | None = None) -> Matching:
     ranks = [r for r, _ in per_rank]
     calls = {r.rank: _keyed_calls(r, w, ranks[0].base_us) for r, w in per_rank}
-    offsets, method = _clock_offsets(ranks, calls)
+    offsets, method = _clock_offsets(ranks, calls, measured)
     matched = []
     for key in sorted(set().union(*(c.keys() for c in calls.values()))):
         present = {r: calls[r][key] for r in calls if key in calls[r]}
@@ -102,12 +128,13 @@ def match_collectives(per_rank: list[tuple[RankTrace, list[Step]]]) -> Matching:
     return Matching(offsets, method, matched)
 
 
-def cross_rank(per_rank: list[tuple[RankTrace, list[Step]]], median_step_ms: dict[int, float]) -> CrossRank | None:
+def cross_rank(per_rank: list[tuple[RankTrace, list[Step]]], median_step_ms: dict[int, float],
+               measured: MeasuredClocks | None = None) -> CrossRank | None:
     if len(per_rank) < 2:
         return None
     ranks = [r for r, _ in per_rank]
     steps = {r.rank: len(w) for r, w in per_rank}
-    matching = match_collectives(per_rank)
+    matching = match_collectives(per_rank, measured)
     offsets, method = matching.offsets, matching.alignment
     wait: dict[int, float] = defaultdict(float)
     transfer: dict[int, float] = defaultdict(float)

@@ -191,6 +191,7 @@ class Report:
     cross_rank: CrossRank | None = None
     sweep: SweepResult | None = None
     timeline: StepTimeline | None = None
+    incomplete: str | None = None  # why the report covers only part of the run (it failed), or None
     schema_version: int = SCHEMA_VERSION
 
     def to_dict(self) -> dict[str, Any]:

@@ -7,7 +7,7 @@ import sys
 import typer
 from typer.exceptions import Abort, Exit, TyperException
 
-from commprof.cli import analyze, backends, bench, compare, console, diff, report, run, sweep, tune, view
+from commprof.cli import analyze, backends, bench, compare, console, diff, report, run, scale, sweep, tune, view
 
 app = typer.Typer(
     name="commprof",
@@ -26,6 +26,7 @@ app.command()(diff.diff)
 app.command()(bench.bench)
 app.command()(backends.backends)
 app.command()(compare.compare)
+app.command()(scale.scale)
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -33,7 +34,9 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 def main(argv: list[str] | None = None) -> None:
     """Entry point: one line on stderr and exit code 1 (run failed) or 2 (bad input) on errors."""
     from commprof.errors import CommprofError
+    from commprof.native_logs import silence_in_this_process
 
+    silence_in_this_process()
     try:
         code = app(args=argv, prog_name="commprof", standalone_mode=False)
     except Exit as exc:

@@ -23,8 +23,11 @@ def backends(
 ) -> None:
     """Try send, recv, broadcast, all_reduce, ... on gloo / mpi / nccl with CPU and GPU tensors, 2 ranks each."""
     from commprof.errors import CommprofError
+    from commprof.errors import UsageError
     from commprof.launch.resolve import MachineProbe
 
+    if timeout <= 0:
+        raise UsageError(f"--timeout must be > 0, got {timeout:g}")
     probe = MachineProbe.detect()
     matrix: dict[str, dict[str, dict[str, list]]] = {}
     missing: dict[str, str] = {}

@@ -30,6 +30,8 @@ def compare(
     names = parse_list("--backends", backends, str)
     if unknown := [b for b in names if b not in ("nccl", "gloo", "mpi")]:
         raise UsageError(f"unknown backend: {', '.join(unknown)} (nccl, gloo, mpi)")
+    if len(set(names)) < 2:
+        raise UsageError(f"--backends needs at least two different backends to compare, got {backends!r}")
     run_id = request.run_id or new_run_id()
     folder = prepare_report_dir(request.reports_dir, run_id)
     rows, probe = [], MachineProbe.detect()  # one probe for every backend

@@ -60,6 +60,7 @@ def build_request(values: dict[str, Any]):
 
     v = {**DEFAULTS, **values}
     v.pop("json_out", None)
+    cli_args = as_cli_args(values)
     sched = ProfileSchedule.parse(v.pop("schedule")) if v["schedule"] else ProfileSchedule(v["wait"], v["warmup"], v["active"])
     ddp = DDPOptions(v["bucket_cap_mb"], v["comm_hook"], v["grad_accum"], v["static_graph"], v["gradient_as_bucket_view"],
                      v["find_unused_parameters"])
@@ -67,8 +68,19 @@ def build_request(values: dict[str, Any]):
         nodes=v["nodes"], gpus=v["gpus"], procs=v["procs"], device=v["device"], backend=v["backend"], model=v["model"],
         model_size=v["model_size"], batch_size=v["batch_size"], steps=v["steps"], schedule=sched, ddp=ddp,
         precision=v["precision"], run_id=v["run_id"], traces_dir=v["traces_dir"], reports_dir=v["reports_dir"],
-        seed=v["seed"], rdzv_endpoint=v["rdzv_endpoint"], timeout_s=v["timeout"],
+        seed=v["seed"], rdzv_endpoint=v["rdzv_endpoint"], timeout_s=v["timeout"], cli_args=cli_args,
     )
+
+
+def as_cli_args(values: dict[str, Any]) -> tuple[str, ...]:
+    """The options that differ from their defaults, as command-line tokens."""
+    args: list[str] = []
+    for name, value in values.items():
+        if name in ("quiet", "json_out") or value == DEFAULTS.get(name, value):
+            continue
+        flag = "--" + name.replace("_", "-")
+        args += [flag] if value is True else [f"--no-{flag[2:]}"] if value is False else [flag, str(value)]
+    return tuple(args)
 
 
 def with_run_options(*, exclude: frozenset[str] = frozenset()) -> Callable[[Callable[..., None]], Callable[..., None]]:

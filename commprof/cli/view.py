@@ -27,13 +27,13 @@ def view(
     """Open the traces in TensorBoard's PyTorch Profiler plugin (its Distributed view shows overlap per worker)."""
     from commprof.errors import RunFailed, UsageError
 
+    if not 0 <= port < 65536:
+        raise UsageError(f"--port must be 0..65535, got {port}")
     logdir = traces_dir / run if run else traces_dir
     if not logdir.is_dir():
         raise UsageError(f"{logdir}: no such folder (run `commprof run` first, or pass --traces-dir)")
     if not any(logdir.rglob("*.pt.trace.json*")):
         raise UsageError(f"{logdir}: no profiler traces (*.pt.trace.json) in this folder")
-    if not 0 <= port < 65536:
-        raise UsageError(f"--port must be 0..65535, got {port}")
     process = subprocess.Popen([sys.executable, "-m", "tensorboard.main", "--logdir", str(logdir), "--host", host,
                                 "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import torch
@@ -26,8 +27,15 @@ def make_profiler(sched: ProfileSchedule, use_cuda: bool, run_dir: Path, rank: i
     def write_trace(prof: profile) -> None:
         # Written under a temporary name and renamed, so a crash never leaves half a trace.
         tmp = target.with_name(f".{target.name}.tmp")
-        prof.export_chrome_trace(str(tmp))
-        os.replace(tmp, target)
+        try:
+            prof.export_chrome_trace(str(tmp))
+            os.replace(tmp, target)
+        except Exception as exc:  # torch reports a full disk as a failed rename of its own temporary file
+            for leftover in (tmp, tmp.with_name(tmp.name + ".tmp")):
+                leftover.unlink(missing_ok=True)
+            free = shutil.disk_usage(target.parent).free
+            raise RuntimeError(f"cannot write trace {target} ({free // 1024} KiB free there): "
+                               f"{getattr(exc, 'strerror', None) or exc}") from None
 
     return profile(
         activities=activities,

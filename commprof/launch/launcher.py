@@ -3,27 +3,31 @@
 from __future__ import annotations
 
 import logging
-import re
 import shutil
 import socket
 import tempfile
+import threading
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, Callable
 
+from torch.distributed import TCPStore
 from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs, Std
 from torch.distributed.elastic.multiprocessing.errors import ChildFailedError, ProcessFailure
 from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
 from commprof.config import RunConfig
 from commprof.errors import RunFailed
+from commprof.launch.faults import RankOutcome, root_cause
+from commprof.launch.runlog import mark_failed, started_by
 from commprof.launch.worker import worker_main
+from commprof.native_logs import restore_for_workers
 
 # 'localhost:0' is torchrun --standalone: the c10d store binds a free port itself.
-# Errors a rank sees because another rank died first: never the root cause.
-_PEER_GONE = re.compile(r"Connection (closed|reset) by peer|Broken pipe|remote worker|communicator was aborted|"
-                        r"ProcessGroup.*(aborted|terminated)", re.IGNORECASE)
 STANDALONE_ENDPOINT = "localhost:0"
+SHUTDOWN_GRACE_S = 15  # a stopped rank's time to write the trace it was recording
+ENDPOINT_PROBE_S = 3
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,7 @@ class LaunchResult:
 
 
 def launch_config(config: RunConfig, log_dir: Path) -> LaunchConfig:
+    timeout = max(1, int(config.timeout_s))
     return LaunchConfig(
         min_nodes=config.nodes,
         max_nodes=config.nodes,
@@ -45,9 +50,11 @@ def launch_config(config: RunConfig, log_dir: Path) -> LaunchConfig:
         run_id=config.run_id,
         rdzv_backend="c10d",
         rdzv_endpoint=config.rdzv_endpoint or STANDALONE_ENDPOINT,
-        rdzv_configs={"timeout": int(config.timeout_s)},
+        # join: every node must arrive within the timeout; read: each store operation
+        rdzv_configs={"join_timeout": timeout, "read_timeout": timeout, "close_timeout": min(timeout, 30)},
         max_restarts=0,
         monitor_interval=0.1,
+        shutdown_timeout=SHUTDOWN_GRACE_S,
         logs_specs=DefaultLogsSpecs(log_dir=str(log_dir), redirects=Std.ALL),
     )
 
@@ -55,19 +62,85 @@ def launch_config(config: RunConfig, log_dir: Path) -> LaunchConfig:
 def launch(config: RunConfig, progress_path: Path, entrypoint: Callable[..., Any] = worker_main,
            payload: dict[str, Any] | None = None) -> LaunchResult:
     """Run `entrypoint(payload, progress_path)` on every rank of this node (payload: the config
-    as a dict by default); worker output goes to <run dir>/logs/<host>/."""
-    logging.getLogger("torch.distributed.elastic").setLevel(logging.CRITICAL)
+    as a dict by default); worker output goes to <run dir>/logs/<host>/.
+
+    On failure: RunFailed naming the rank and cause; the run folder (if this launch started it)
+    keeps every trace written, and its run.json is marked failed."""
+    for name in ("torch.distributed.elastic", "torch.multiprocessing"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+    check_endpoint(config.rdzv_endpoint)
+    restore_for_workers()
     log_dir = Path(tempfile.mkdtemp(prefix="commprof-logs-"))
     try:
         results = elastic_launch(launch_config(config, log_dir), entrypoint)(payload or config.to_dict(), str(progress_path))
     except ChildFailedError as exc:
-        summary = _failure_summary(exc, log_dir)
-        raise RunFailed(f"{summary} (worker logs: {_keep_logs(log_dir, config, False)})") from None
+        raise _failed(config, _failure_summary(exc, log_dir, config), log_dir) from None
     except Exception as exc:  # rendezvous timeouts and agent errors surface as various types
-        raise RunFailed(f"launch failed: {type(exc).__name__}: {_last_line(str(exc))}") from None
-    _keep_logs(log_dir, config, True)
+        raise _failed(config, rendezvous_problem(exc, config), log_dir) from None
+    _keep_logs(log_dir, config)
     first = next(iter(results.values()))
     return LaunchResult(first["run_id"], Path(first["run_dir"]), tuple(sorted(r["rank"] for r in results.values())))
+
+
+def _failed(config: RunConfig, summary: str, log_dir: Path) -> RunFailed:
+    """Another run's folder (same --run-id) is never touched: only the one this launch started."""
+    if not started_by(config.run_dir, config.launch_id):
+        return RunFailed(f"{summary} (worker logs: {log_dir})")
+    mark_failed(config.run_dir, summary)
+    return RunFailed(f"{summary} (worker logs: {_keep_logs(log_dir, config)})", run_dir=config.run_dir)
+
+
+def _failure_summary(exc: ChildFailedError, log_dir: Path, config: RunConfig) -> str:
+    """Every local rank's outcome: torch reports one failed process per node (the first it
+    finds), so each rank's error.json in the log folder is read too."""
+    reported_rank, reported = exc.get_first_failure()
+    first_global = reported_rank - reported.local_rank
+    failures = dict(exc.failures)
+    for path in log_dir.glob("*/attempt_*/*/error.json"):
+        local_rank = int(path.parent.name)
+        failures.setdefault(first_global + local_rank,
+                            ProcessFailure(local_rank=local_rank, pid=0, exitcode=1, error_file=str(path)))
+    outcomes = [RankOutcome(rank, _message(failures[rank]), failures[rank].exitcode, failures[rank].timestamp)
+                if rank in failures else RankOutcome(rank, "", None)  # every rank records an error, even if stopped
+                for rank in range(first_global, first_global + config.procs_per_node)]
+    return root_cause(outcomes, socket.gethostname(), config.timeout_s)
+
+
+def rendezvous_problem(exc: Exception, config: RunConfig) -> str:
+    endpoint = config.rdzv_endpoint or STANDALONE_ENDPOINT
+    name = type(exc).__name__
+    if "Timeout" in name:
+        return (f"rendezvous at {endpoint} timed out after {config.timeout_s:g} s: not all {config.nodes} nodes "
+                f"joined run {config.run_id!r} (start commprof run with the same --nodes, --run-id and "
+                f"--rdzv-endpoint on every node)")
+    if "Connection" in name:
+        return f"rendezvous at {endpoint} failed: no c10d store answered there within {config.timeout_s:g} s"
+    return f"launch failed: {name}: {_last_line(str(exc))}"
+
+
+def check_endpoint(endpoint: str | None) -> None:
+    """Fail fast when the rendezvous port is taken by a program that is not a c10d store; nothing
+    listening is fine (this node will host the store, or node 0 has not started yet)."""
+    if endpoint is None:
+        return
+    host, _, port = endpoint.rpartition(":")
+    try:
+        socket.create_connection((host, int(port)), timeout=2).close()
+    except (OSError, ValueError):
+        return
+    answered = threading.Event()
+
+    def probe() -> None:  # a store answers in milliseconds; a foreign program may never answer at all
+        try:
+            TCPStore(host, int(port), is_master=False, timeout=timedelta(seconds=ENDPOINT_PROBE_S))
+            answered.set()
+        except Exception:  # the store client raises several types; any of them means no store answered
+            pass
+
+    threading.Thread(target=probe, daemon=True).start()
+    if not answered.wait(ENDPOINT_PROBE_S):
+        raise RunFailed(f"rendezvous endpoint {endpoint}: port {port} is in use by a program that is not a "
+                        "c10d store; choose another port for --rdzv-endpoint") from None
 
 
 def _message(failure) -> str:
@@ -75,37 +148,15 @@ def _message(failure) -> str:
     return _last_line(str(message.get("message", "") if isinstance(message, dict) else message))
 
 
-def _failure_summary(exc: ChildFailedError, log_dir: Path) -> str:
-    """The root cause: the earliest failure that is not a consequence of a peer dying.
-
-    torch reports one failed process per node (the first it finds), so every rank's
-    error.json in the log folder is read too."""
-    reported_rank, reported = exc.get_first_failure()
-    first_global = reported_rank - reported.local_rank
-    failures = {reported_rank: reported}
-    for path in log_dir.glob("*/attempt_*/*/error.json"):
-        local_rank = int(path.parent.name)
-        failures.setdefault(first_global + local_rank,
-                            ProcessFailure(local_rank=local_rank, pid=0, exitcode=1, error_file=str(path)))
-    rank, failure = min(failures.items(),
-                        key=lambda item: (bool(_PEER_GONE.search(_message(item[1]))), item[1].timestamp, item[0]))
-    cause = _message(failure)
-    if failure.exitcode < 0:
-        signal_text = f"killed by signal {-failure.exitcode}"
-        cause = f"{cause} ({signal_text})" if cause and "Signal" not in cause else signal_text
-    return f"rank {rank} on {socket.gethostname()} failed: {cause or f'exit code {failure.exitcode}'}"
-
-
 def _last_line(text: str) -> str:
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     return lines[-1] if lines else ""
 
 
-def _keep_logs(log_dir: Path, config: RunConfig, succeeded: bool) -> Path:
-    """Move worker logs beside the traces; after a failure, only into a folder no finished run owns."""
+def _keep_logs(log_dir: Path, config: RunConfig) -> Path:
+    """Move worker logs beside the traces, in logs/<host>/."""
     target = config.run_dir / "logs" / socket.gethostname()
-    foreign = not succeeded and (config.run_dir / "run.json").exists()
-    if not config.run_dir.is_dir() or target.exists() or foreign:
+    if not config.run_dir.is_dir() or target.exists():
         return log_dir
     try:
         target.parent.mkdir(exist_ok=True)

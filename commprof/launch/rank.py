@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import functools
-import json
 import os
 import platform
+import signal
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -29,14 +29,27 @@ class RankContext:
     device: torch.device
 
 
+class RankStopped(BaseException):
+    """The launcher stopped this rank (SIGTERM), normally because another rank failed."""
+
+
+STOPPED_MESSAGE = "stopped by the launcher (SIGTERM) while still running"
+
+
+def _stop(signum: int, frame: Any) -> None:
+    raise RankStopped(STOPPED_MESSAGE)
+
+
 def exit_on_error(entry: Callable[..., Any]) -> Callable[..., Any]:
     """On any error, record it for the launcher (error.json) and leave at once.
 
-    os._exit skips the C++ teardown of a process group whose peers are gone, which otherwise
-    aborts noisily after the real error has been recorded."""
+    SIGTERM becomes an exception, so a rank the launcher stops still unwinds: the profiler writes
+    the trace it was recording. os._exit skips the C++ teardown of a process group whose peers are
+    gone, which otherwise aborts noisily after the real error has been recorded."""
 
     @functools.wraps(entry)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        signal.signal(signal.SIGTERM, _stop)
         try:
             return entry(*args, **kwargs)
         except BaseException as exc:
@@ -94,12 +107,6 @@ def claim_run_dir(config: RunConfig, rank: int) -> Path:
     if status[0]:
         raise RuntimeError(status[0])
     return config.run_dir
-
-
-def write_json_atomic(path: Path, data: Any) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=2))
-    os.replace(tmp, path)
 
 
 def device_name(device: torch.device) -> str:

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import os
+import tempfile
 import secrets
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Mapping
 
 from commprof.config import BACKENDS, DEVICES, DDPOptions, ProfileSchedule, RunConfig
 from commprof.errors import UsageError
+from commprof.launch.slurm import apply_slurm, slurm_step
 
 DEFAULT_CPU_RANKS = 2
 
@@ -58,6 +61,7 @@ class RunRequest:
     seed: int = 0
     rdzv_endpoint: str | None = None
     timeout_s: float = 300.0
+    cli_args: tuple[str, ...] = ()  # the options as given on the command line (non-defaults), to repeat them
 
 
 def new_run_id() -> str:
@@ -65,7 +69,11 @@ def new_run_id() -> str:
     return f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
 
 
-def resolve(request: RunRequest, probe: MachineProbe) -> RunConfig:
+def resolve(request: RunRequest, probe: MachineProbe, env: Mapping[str, str] = os.environ) -> RunConfig:
+    step = slurm_step(env)
+    if step is not None:
+        nodes, endpoint, run_id = apply_slurm(request.nodes, request.rdzv_endpoint, request.run_id, step)
+        request = replace(request, nodes=nodes, rdzv_endpoint=endpoint, run_id=run_id)
     device = _resolve_device(request, probe)
     backend = _resolve_backend(request.backend, device, probe)
     ranks = _resolve_ranks(request, device, probe)
@@ -80,7 +88,7 @@ def resolve(request: RunRequest, probe: MachineProbe) -> RunConfig:
         model=request.model, model_size=request.model_size, batch_size=request.batch_size,
         steps=request.steps, seed=request.seed, precision=request.precision, schedule=request.schedule,
         ddp=request.ddp, traces_dir=request.traces_dir, reports_dir=request.reports_dir,
-        rdzv_endpoint=request.rdzv_endpoint, timeout_s=request.timeout_s,
+        rdzv_endpoint=request.rdzv_endpoint, timeout_s=request.timeout_s, launch_id=secrets.token_hex(8),
     )
     if request.nodes == 1 and (config.run_dir.exists() or config.report_dir.exists()):
         raise UsageError(f"run id {run_id!r} already exists in {config.traces_dir} or {config.reports_dir}; "
@@ -138,5 +146,8 @@ def _check_output_dirs(*dirs: Path) -> None:
         if path.exists() and not path.is_dir():
             raise UsageError(f"{path} exists and is not a folder")
         parent = path if path.exists() else next((p for p in path.parents if p.exists()), Path("."))
-        if not os.access(parent, os.W_OK):
-            raise UsageError(f"{path}: cannot write there (permission denied)")
+        try:  # really write: permission bits say nothing to root, or on a read-only or full file system
+            with tempfile.TemporaryFile(dir=parent):
+                pass
+        except OSError as exc:
+            raise UsageError(f"{path}: cannot write there ({exc.strerror})") from None

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import socket
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -13,11 +12,13 @@ import torch.distributed as dist
 from commprof.config import RunConfig
 from commprof.instrument.ddp import ddp_logging_data
 from commprof.instrument.profiler import make_profiler, trace_path
+from commprof.launch.clocks import ClockOffset, measure_clock_offsets
 from commprof.launch.progress import Progress, write_progress
 from commprof.launch.rank import (RankContext, claim_run_dir, device_name, distributed, exit_on_error,
-                                  mpi_through_mpi4py, versions, write_json_atomic)
+                                  mpi_through_mpi4py, versions)
+from commprof.launch.runlog import now, write_run_json, write_step_log
 from commprof.launch.training import Trainer, make_batches
-from commprof.workloads import load_workload
+from commprof.workloads import Workload, load_workload
 
 
 @exit_on_error
@@ -27,27 +28,34 @@ def worker_main(config_dict: dict[str, Any], progress_path: str) -> dict[str, An
 
 def run_worker(config: RunConfig, progress_path: str, store: Any = None) -> dict[str, Any]:
     with distributed(config, store) as ctx:
-        started = datetime.now(timezone.utc)
         run_dir = claim_run_dir(config, ctx.rank)
-        result = _train(config, ctx, run_dir, Path(progress_path))
+        # point-to-point on CPU tensors: NCCL runs measure over a Gloo group
+        clock_group = dist.new_group(backend="gloo") if config.backend == "nccl" else None
+        clocks = measure_clock_offsets(ctx.rank, socket.gethostname(), clock_group)
+        torch.manual_seed(config.seed)  # identical initial weights on every rank
+        workload = load_workload(config.model, config.model_size)
+        if ctx.rank == 0:
+            started = _start_record(config, ctx, workload, clocks)
+            write_run_json(run_dir, started)
+        result = _train(config, ctx, workload, run_dir, Path(progress_path))
         infos: list[Any] = [None] * ctx.world_size
         dist.all_gather_object(infos, result)
         if ctx.rank == 0:
-            _write_run_json(config, run_dir, infos, started)
+            write_run_json(run_dir, _final_record(started, infos))
         dist.barrier()  # every trace and run.json exists before any node starts analysing
         return {"rank": ctx.rank, "run_id": config.run_id, "run_dir": str(run_dir)}
 
 
-def _train(config: RunConfig, ctx: RankContext, run_dir: Path, progress_path: Path) -> dict[str, Any]:
-    torch.manual_seed(config.seed)  # identical initial weights on every rank
-    workload = load_workload(config.model, config.model_size)
+def _train(config: RunConfig, ctx: RankContext, workload: Workload, run_dir: Path, progress_path: Path) -> dict[str, Any]:
     batches = make_batches(workload, config.batch_size, config.seed, ctx.rank, ctx.device)
     trainer = Trainer(workload.model, workload, batches, config.ddp, ctx.device, config.precision,
                       mpi_gradients=mpi_through_mpi4py(config))
     step_ms: list[float] = []
+    host = socket.gethostname()
     with make_profiler(config.schedule, ctx.device.type == "cuda", run_dir, ctx.rank) as prof:
         for step in range(config.steps):
             step_ms.append(trainer.step())
+            write_step_log(run_dir, ctx.rank, host, step_ms)
             prof.step()
             if ctx.local_rank == 0:
                 write_progress(progress_path, Progress(step + 1, config.steps, step_ms[-1]))
@@ -55,29 +63,35 @@ def _train(config: RunConfig, ctx: RankContext, run_dir: Path, progress_path: Pa
         write_progress(progress_path, Progress(config.steps, config.steps, step_ms[-1], "writing traces"))
     return {
         "rank": ctx.rank,
-        "host": socket.gethostname(),
+        "host": host,
         "device": device_name(ctx.device),
         "trace": trace_path(run_dir, ctx.rank).name,
         "step_ms": step_ms,
-        "parameters": workload.parameter_count,
-        "parameter_bytes": workload.parameter_bytes,
-        "model": workload.name,
         "ddp": ddp_logging_data(trainer.ddp),
     }
 
 
-def _write_run_json(config: RunConfig, run_dir: Path, infos: list[dict[str, Any]], started: datetime) -> None:
-    first = infos[0]
-    write_json_atomic(run_dir / "run.json", {
+def _start_record(config: RunConfig, ctx: RankContext, workload: Workload, clocks: list[ClockOffset]) -> dict[str, Any]:
+    return {
         "run_id": config.run_id,
+        "status": "running",
         "config": config.to_dict(),
         "versions": versions(),
-        "world_size": len(infos),
-        "hosts": sorted({i["host"] for i in infos}),
-        "model": first["model"],
-        "parameters": first["parameters"],
-        "parameter_bytes": first["parameter_bytes"],
-        "start_time": started.isoformat(),
-        "end_time": datetime.now(timezone.utc).isoformat(),
+        "world_size": ctx.world_size,
+        "hosts": sorted({c.host for c in clocks}),
+        "model": workload.name,
+        "parameters": workload.parameter_count,
+        "parameter_bytes": workload.parameter_bytes,
+        "start_time": now(),
+        "clock_offsets": [c.to_dict() for c in clocks],
+    }
+
+
+def _final_record(started: dict[str, Any], infos: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        **started,
+        "status": "complete",
+        "end_time": now(),
+        "steps_completed": min(len(i["step_ms"]) for i in infos),
         "ranks": [{k: i[k] for k in ("rank", "host", "device", "trace", "step_ms", "ddp")} for i in infos],
-    })
+    }

@@ -13,6 +13,7 @@ from commprof.render.tables import (BREAKDOWN_HEADERS, COLLECTIVE_HEADERS, DDP_C
 STYLE = """
 body { font-family: system-ui, -apple-system, 'Segoe UI', sans-serif; margin: 2em auto; max-width: 1100px;
        color: #222; padding: 0 1em; }
+.incomplete { background: #fde8e8; border-left: 4px solid #c0392b; padding: 0.5em 1em; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 1px solid #ddd; }
 .headline { font-size: 1.1em; background: #fff4e6; border-left: 4px solid #DD8452; padding: .6em 1em; }
 table { border-collapse: collapse; margin: .6em 0; font-size: .9em; }
@@ -24,13 +25,13 @@ code, pre { background: #f6f6f6; padding: .2em .4em; }
 """
 
 
-def _table(headers: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
+def html_table(headers: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
     head = "".join(f"<th>{escape(h)}</th>" for h in headers)
     body = "".join("<tr>" + "".join(f"<td>{escape(cell)}</td>" for cell in row) + "</tr>" for row in rows)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def _image(images: dict[str, bytes], name: str, alt: str) -> str:
+def html_image(images: dict[str, bytes], name: str, alt: str) -> str:
     if name not in images:
         return ""
     data = base64.b64encode(images[name]).decode("ascii")
@@ -46,20 +47,22 @@ def render_html(report: Report, images: dict[str, bytes]) -> str:
                      f' &middot; torch {escape(str(run.get("versions", {}).get("torch")))} &middot; created {escape(report.created)}</p>')
     else:
         parts.append(f'<p class="meta">{len(report.sources)} trace file(s) &middot; created {escape(report.created)}</p>')
+    if report.incomplete:
+        parts.append(f'<p class="incomplete">INCOMPLETE: {escape(report.incomplete)}</p>')
     if any(r.comm_ms for r in report.ranks):
         parts.append(f'<p class="headline">{escape(headline(report))}.</p>')
     if report.sweep is not None:
         parts.append(_sweep(report, images))
-    parts += ["<h2>Where the step goes</h2>", _image(images, "breakdown.png", "breakdown per rank"),
+    parts += ["<h2>Where the step goes</h2>", html_image(images, "breakdown.png", "breakdown per rank"),
               "<p>Milliseconds per profiled step (mean) and percent of the step; compute + exposed communication + "
-              "idle = step.</p>", _table(BREAKDOWN_HEADERS, [breakdown_row(r) for r in report.ranks])]
+              "idle = step.</p>", html_table(BREAKDOWN_HEADERS, [breakdown_row(r) for r in report.ranks])]
     if report.timeline is not None:
-        parts += ["<h2>One step on the timeline</h2>", _image(images, "timeline.png", "step timeline")]
+        parts += ["<h2>One step on the timeline</h2>", html_image(images, "timeline.png", "step timeline")]
     parts.append("<h2>Collectives</h2>")
-    parts.append(_table(COLLECTIVE_HEADERS, [collective_row(c) for c in report.collectives]) if report.collectives
+    parts.append(html_table(COLLECTIVE_HEADERS, [collective_row(c) for c in report.collectives]) if report.collectives
                  else "<p>No collective ran in the profiled steps.</p>")
     if report.cross_rank is not None:
-        parts += ["<h2>Across ranks</h2>", _table(SKEW_HEADERS, [skew_row(r) for r in report.cross_rank.ranks]),
+        parts += ["<h2>Across ranks</h2>", html_table(SKEW_HEADERS, [skew_row(r) for r in report.cross_rank.ranks]),
                   f"<p>{escape(skew_summary(report.cross_rank))}</p>"]
     notes = [f"skipped {s.path}: {s.reason}" for s in report.skipped] + list(report.warnings)
     if notes:
@@ -74,18 +77,18 @@ def _sweep(report: Report, images: dict[str, bytes]) -> str:
     parts = [f"<h2>{escape(sweep.kind.capitalize())}</h2>", f'<p class="headline">{escape(sweep.recommendation)}</p>']
     if sweep.paste:
         parts.append(f"<pre>{escape(sweep.paste)}</pre>")
-    parts += [_image(images, "sweep.png", "step time against setting"),
+    parts += [html_image(images, "sweep.png", "step time against setting"),
               f"<p>Median step time of the job over interleaved rounds with 95% CI; speedup against "
               f"{escape(sweep.baseline)} (~: inside the noise); * best. The sections below are the best setting's.</p>",
-              _table(SWEEP_HEADERS, [sweep_row(s) for s in sweep.settings]),
+              html_table(SWEEP_HEADERS, [sweep_row(s) for s in sweep.settings]),
               "<h3>Buckets DDP built (bytes)</h3>",
-              _table(("setting", "bucket sizes"), [(s.label, ", ".join(map(str, s.bucket_sizes))) for s in sweep.settings])]
+              html_table(("setting", "bucket sizes"), [(s.label, ", ".join(map(str, s.bucket_sizes))) for s in sweep.settings])]
     best = next(s for s in sweep.settings if s.best)
     if best.timeline:
-        parts += [f"<h3>One backward pass of {escape(best.label)}</h3>", _image(images, "buckets.png", "bucket timeline"),
-                  _table(TIMELINE_HEADERS, [timeline_row(b) for b in best.timeline])]
+        parts += [f"<h3>One backward pass of {escape(best.label)}</h3>", html_image(images, "buckets.png", "bucket timeline"),
+                  html_table(TIMELINE_HEADERS, [timeline_row(b) for b in best.timeline])]
     parts += ["<h3>DDP's own measurements next to the trace's</h3>",
-              _table(DDP_CHECK_HEADERS, [ddp_check_row(s) for s in sweep.settings])]
+              html_table(DDP_CHECK_HEADERS, [ddp_check_row(s) for s in sweep.settings])]
     return "".join(parts)
 
 
@@ -100,7 +103,7 @@ def render_compare_html(run_id: str, rows: list[dict], summary: str, png: bytes)
             table_rows.append((r["backend"], f"not run: {r['reason']}", "", "", "", ""))
     headers = ("backend", "step ms (median)", "communication ms", "exposed ms", "overlap ms", "all-reduce busbw GB/s")
     body = (f"<h1>commprof compare: {escape(run_id)}</h1><p class=\"headline\">{escape(summary)}</p>"
-            f"{_image({'compare.png': png}, 'compare.png', 'backends compared')}{_table(headers, table_rows)}"
+            f"{html_image({'compare.png': png}, 'compare.png', 'backends compared')}{html_table(headers, table_rows)}"
             "<p class=\"meta\">Each backend's full report: its folder beside this file.</p>")
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>commprof compare: {escape(run_id)}</title><style>{STYLE}</style></head><body>{body}</body></html>\n")

@@ -8,7 +8,7 @@ from commprof.render.tables import (BREAKDOWN_HEADERS, COLLECTIVE_HEADERS, DDP_C
                                     headline, skew_row, skew_summary, sweep_row, timeline_row)
 
 
-def _table(headers: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
+def markdown_table(headers: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
     lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return lines
@@ -18,11 +18,13 @@ def render_markdown(report: Report) -> str:
     lines = [f"# commprof report: {report.name}", ""]
     run = report.run
     if run:
-        lines += [f"- model: {run.get('model')} ({run.get('parameters', 0):,} parameters)",
+        lines += [f"- model: {run.get('model')} ({run.get('parameters') or 0:,} parameters)",
                   f"- ranks: {run.get('world_size')} ({run.get('backend')} on {run.get('device')}), "
                   f"hosts: {', '.join(run.get('hosts', []))}",
                   f"- torch {run.get('versions', {}).get('torch')}", ""]
     lines += [f"Sources: {len(report.sources)} trace file(s). Created {report.created}.", ""]
+    if report.incomplete:
+        lines += [f"> **INCOMPLETE:** {report.incomplete}", ""]
     if any(r.comm_ms for r in report.ranks):
         lines += [f"**{headline(report)}.**", ""]
     if report.sweep is not None:
@@ -30,19 +32,19 @@ def render_markdown(report: Report) -> str:
     lines += ["## Step time breakdown", "",
               "Milliseconds per profiled step (mean over steps; step time also as median and p95), "
               "and percent of the mean step. compute + exposed comm + idle = step.", ""]
-    lines += _table(BREAKDOWN_HEADERS, [breakdown_row(r) for r in report.ranks]) + ["", "![breakdown](breakdown.png)", ""]
+    lines += markdown_table(BREAKDOWN_HEADERS, [breakdown_row(r) for r in report.ranks]) + ["", "![breakdown](breakdown.png)", ""]
     if report.timeline is not None:
         lines += [f"One step of rank {report.timeline.rank} ({report.timeline.step}, a step of median length):", "",
                   "![timeline](timeline.png)", ""]
     lines += ["## Collectives", ""]
     if report.collectives:
-        lines += _table(COLLECTIVE_HEADERS, [collective_row(c) for c in report.collectives]) + [""]
+        lines += markdown_table(COLLECTIVE_HEADERS, [collective_row(c) for c in report.collectives]) + [""]
     else:
         lines += ["No collective ran in the profiled steps.", ""]
     if report.cross_rank is not None:
         lines += ["## Across ranks", "", "Wait: arrived early and waited for the last rank. Transfer: from the last "
                   "rank's arrival to the end. Per step.", ""]
-        lines += _table(SKEW_HEADERS, [skew_row(r) for r in report.cross_rank.ranks]) + ["", skew_summary(report.cross_rank), ""]
+        lines += markdown_table(SKEW_HEADERS, [skew_row(r) for r in report.cross_rank.ranks]) + ["", skew_summary(report.cross_rank), ""]
     if report.skipped or report.warnings:
         lines += ["## Notes", ""]
         lines += [f"- skipped {s.path}: {s.reason}" for s in report.skipped]
@@ -58,17 +60,17 @@ def _sweep_section(report: Report) -> list[str]:
     lines += [f"Median step time of the job (slowest rank per step) over interleaved rounds, 95% bootstrap CI; "
               f"speedup against {sweep.baseline} (~: its CI contains 1, inside the noise); * marks the best. "
               f"The breakdown below is the best setting's.", ""]
-    lines += _table(SWEEP_HEADERS, [sweep_row(s) for s in sweep.settings]) + ["", "![sweep](sweep.png)", ""]
+    lines += markdown_table(SWEEP_HEADERS, [sweep_row(s) for s in sweep.settings]) + ["", "![sweep](sweep.png)", ""]
     lines += ["### Buckets DDP built", "", "| setting | bucket sizes (bytes) |", "|---|---|"]
     lines += [f"| {s.label} | {', '.join(map(str, s.bucket_sizes))} |" for s in sweep.settings] + [""]
     best = next(s for s in sweep.settings if s.best)
     if best.timeline:
         lines += [f"### One backward pass of {best.label}", "",
                   "Times in ms from the start of the backward pass on rank 0 (a typical profiled step).", ""]
-        lines += _table(TIMELINE_HEADERS, [timeline_row(b) for b in best.timeline])
+        lines += markdown_table(TIMELINE_HEADERS, [timeline_row(b) for b in best.timeline])
         lines += ["", "![bucket timeline](buckets.png)", ""]
     lines += ["### DDP's own measurements next to the trace's", "",
               "DDP's averages from `_get_ddp_logging_data()` over all steps, and the same figures taken from the "
               "profiled steps (median).", ""]
-    lines += _table(DDP_CHECK_HEADERS, [ddp_check_row(s) for s in sweep.settings]) + [""]
+    lines += markdown_table(DDP_CHECK_HEADERS, [ddp_check_row(s) for s in sweep.settings]) + [""]
     return lines

@@ -15,7 +15,7 @@ from commprof.analysis.report import Report, SettingResult, StepTimeline, SweepR
 COLORS = {"compute": "#4C72B0", "overlap": "#8172B2", "exposed": "#DD8452", "idle": "#C8C8C8", "comm": "#DD8452"}
 
 
-def _png(fig: Figure) -> bytes:
+def png_bytes(fig: Figure) -> bytes:
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png")
     plt.close(fig)
@@ -40,7 +40,7 @@ def breakdown_plot(report: Report) -> bytes:
     ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
     ax.set_title("Where the step goes, per rank")
     fig.tight_layout()
-    return _png(fig)
+    return png_bytes(fig)
 
 
 def step_timeline_plot(timeline: StepTimeline) -> bytes:
@@ -55,7 +55,7 @@ def step_timeline_plot(timeline: StepTimeline) -> bytes:
     ax.set_xlabel("ms from the start of the step")
     ax.set_title(f"rank {timeline.rank}, {timeline.step} (a step of median length)")
     fig.tight_layout()
-    return _png(fig)
+    return png_bytes(fig)
 
 
 def sweep_plot(sweep: SweepResult) -> bytes:
@@ -84,7 +84,7 @@ def sweep_plot(sweep: SweepResult) -> bytes:
     ax.legend(fontsize=8)
     ax.set_title(f"{sweep.kind}: step time against DDP setting")
     fig.tight_layout()
-    return _png(fig)
+    return png_bytes(fig)
 
 
 def bucket_timeline_plot(setting: SettingResult) -> bytes:
@@ -101,7 +101,7 @@ def bucket_timeline_plot(setting: SettingResult) -> bytes:
     ax.set_title(f"{setting.label}: gradient buckets in one backward pass")
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
-    return _png(fig)
+    return png_bytes(fig)
 
 
 def figures(report: Report) -> dict[str, bytes]:
@@ -133,7 +133,7 @@ def busbw_plot(result) -> bytes:
     ax.legend(fontsize=7, ncol=2)
     ax.set_title(f"commprof bench: {result.world_size} ranks")
     fig.tight_layout()
-    return _png(fig)
+    return png_bytes(fig)
 
 
 def compare_plot(rows: list[dict]) -> bytes:
@@ -148,4 +148,4 @@ def compare_plot(rows: list[dict]) -> bytes:
     ax.legend(fontsize=8)
     ax.set_title("Backends on the same workload")
     fig.tight_layout()
-    return _png(fig)
+    return png_bytes(fig)

@@ -34,10 +34,12 @@ def render_sweep(report: Report, console: Console) -> None:
 def render_terminal(report: Report, console: Console) -> None:
     run = report.run
     if run:
-        console.print(f"[bold]{escape(report.name)}[/]: {escape(str(run.get('model')))} ({run.get('parameters', 0):,} parameters), "
+        console.print(f"[bold]{escape(report.name)}[/]: {escape(str(run.get('model')))} ({run.get('parameters') or 0:,} parameters), "
                       f"{run.get('world_size')} ranks, {run.get('backend')} on {run.get('device')}")
     else:
         console.print(f"[bold]{escape(report.name)}[/]: {len(report.ranks)} rank(s) from {len(report.sources)} trace file(s)")
+    if report.incomplete:
+        console.print(f"[bold red]INCOMPLETE:[/] {escape(report.incomplete)}")
     if report.sweep is not None:
         render_sweep(report, console)
         console.print(f"Breakdown of the best setting, {escape(report.sweep.best)}:")

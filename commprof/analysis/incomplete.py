@@ -1,0 +1,34 @@
+"""A failed run's report covers only the steps that completed on every rank, and says so."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Any
+
+from commprof.trace.model import RunTrace
+
+_STEP_NUMBER = re.compile(r"#(\d+)$")
+
+
+def completed_steps_only(trace: RunTrace, run: dict[str, Any]) -> tuple[RunTrace, str | None]:
+    """For a run whose run.json says it failed: drop the steps at and after the first that did not
+    complete (their ranges were closed by the failure, not by the step's end), and the ranks left
+    with none. Returns the trace and a sentence for the report (None when the run did not fail)."""
+    if run.get("status") not in ("failed", "running"):
+        return trace, None
+    completed = int(run.get("steps_completed") or 0)
+    kept, emptied = [], []
+    for rank in trace.ranks:
+        steps = tuple(s for s in rank.steps if (m := _STEP_NUMBER.search(s.name)) and int(m.group(1)) < completed)
+        (kept if steps else emptied).append(dataclasses.replace(rank, steps=steps))
+    world = run.get("world_size")
+    present = {r.rank for r in trace.ranks}
+    missing = sorted(set(range(world)) - present) if isinstance(world, int) else []
+    parts = [f"the run failed ({run.get('error') or run.get('status')})",
+             f"this report covers the {completed} step(s) that completed on every rank, where traced"]
+    if missing:
+        parts.append(f"no trace from rank(s) {', '.join(map(str, missing))}")
+    if emptied:
+        parts.append(f"no completed traced step from rank(s) {', '.join(str(r.rank) for r in emptied)}")
+    return dataclasses.replace(trace, ranks=tuple(kept)), "; ".join(parts)

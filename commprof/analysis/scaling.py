@@ -1,0 +1,157 @@
+"""Scaling efficiency from runs at several world sizes, and predictions at sizes not run."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import statistics
+from dataclasses import dataclass, field
+from typing import Any
+
+from commprof.analysis.predict import (CANDIDATE_CAPS_MB, ComputeModel, LinkModel, StepProfile, rebucket,
+                                       simulate_step)
+from commprof.analysis.stats import Estimate, median_ci
+
+SKIP_FIRST_STEPS = 3  # warm-up: allocator, autograd graph, gloo connections
+
+
+@dataclass(frozen=True)
+class SizeMeasurement:
+    """One launch at one world size: the job's step times outside the profiler window, and its report."""
+
+    world_size: int
+    job_step_ms: list[float]  # per unprofiled step, the slowest rank's time
+    profiled_step_ms: float  # median window of the profiled steps (the traces)
+    compute_ms: float
+    exposed_comm_ms: float
+    idle_ms: float
+    allreduce_busbw_gbps: float | None  # of the largest all-reduce
+
+
+@dataclass(frozen=True)
+class ScalePoint:
+    world_size: int
+    global_batch: int
+    per_rank_batch: int
+    learning_rate: float  # the linear scaling rule from the smallest size's global batch
+    step_ms: Estimate
+    samples_per_s: float
+    speedup: float
+    efficiency: float
+    compute_ms: float
+    exposed_comm_ms: float
+    idle_ms: float
+    allreduce_busbw_gbps: float | None
+    predicted_step_ms: float | None = None  # the model's value at a measured size (for checking it)
+
+
+@dataclass(frozen=True)
+class Prediction:
+    world_size: int
+    global_batch: int
+    learning_rate: float
+    step_ms: float
+    exposed_comm_ms: float
+    samples_per_s: float
+    speedup: float
+    efficiency: float
+    best_bucket_cap_mb: float
+    best_step_ms: float
+
+
+@dataclass(frozen=True)
+class ScaleReport:
+    name: str
+    mode: str  # "weak" (same batch per rank) or "strong" (same global batch)
+    model: str
+    parameters: int
+    device: str
+    backend: str
+    bucket_cap_mb: float
+    base_learning_rate: float
+    points: list[ScalePoint]
+    predictions: list[Prediction] = field(default_factory=list)
+    link: dict[str, Any] | None = None
+    compute: dict[str, float] | None = None
+    profiling_overhead: float = 1.0  # unprofiled job step / profiled step, applied to predictions
+    runs: list[str] = field(default_factory=list)
+    order: list[int] = field(default_factory=list)  # world sizes in the order they ran (interleaved)
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), indent=2)
+
+    @property
+    def summary(self) -> str:
+        last = self.points[-1]
+        text = (f"{self.mode} scaling {self.points[0].world_size} -> {last.world_size} ranks: "
+                f"{last.speedup:.2f}x speedup, {last.efficiency:.0%} efficiency; communication exposed "
+                f"{last.exposed_comm_ms:.1f} ms of {last.step_ms.value:.1f} ms per step at {last.world_size}")
+        if self.predictions:
+            p = self.predictions[-1]
+            text += (f"; predicted at {p.world_size}: {p.efficiency:.0%} efficiency, best bucket_cap_mb="
+                     f"{p.best_bucket_cap_mb:g}")
+        return text
+
+
+def job_step_times(run: dict[str, Any], schedule: dict[str, int]) -> list[float]:
+    """Per step outside the profiler's warm-up and active window (after the first few), the slowest rank's time."""
+    ranks = [r["step_ms"] for r in run["ranks"]]
+    traced = range(schedule["wait"], schedule["wait"] + schedule["warmup"] + schedule["active"])
+    steps = [i for i in range(SKIP_FIRST_STEPS, min(len(r) for r in ranks)) if i not in traced]
+    return [max(r[i] for r in ranks) for i in steps]
+
+
+def global_batch(per_rank: int, world_size: int) -> int:
+    return per_rank * world_size
+
+
+def scale_points(measured: dict[int, list[SizeMeasurement]], per_rank_batch: dict[int, int],
+                 base_lr: float) -> list[ScalePoint]:
+    """Throughput from the pooled unprofiled steps of every repeat; speedup against the smallest size."""
+    sizes = sorted(measured)
+    base = sizes[0]
+    points = []
+    for n in sizes:
+        runs = measured[n]
+        steps = [t for m in runs for t in m.job_step_ms]
+        estimate = median_ci(steps)
+        batch = per_rank_batch[n] * n
+        rate = batch / (estimate.value / 1000)
+        points.append(ScalePoint(
+            world_size=n, global_batch=batch, per_rank_batch=per_rank_batch[n],
+            learning_rate=base_lr * batch / (per_rank_batch[base] * base), step_ms=estimate, samples_per_s=rate,
+            speedup=0.0, efficiency=0.0, compute_ms=statistics.fmean(m.compute_ms for m in runs),
+            exposed_comm_ms=statistics.fmean(m.exposed_comm_ms for m in runs),
+            idle_ms=statistics.fmean(m.idle_ms for m in runs),
+            allreduce_busbw_gbps=_mean_or_none([m.allreduce_busbw_gbps for m in runs])))
+    base_rate = points[0].samples_per_s
+    return [dataclasses.replace(p, speedup=p.samples_per_s / base_rate,
+                                efficiency=p.samples_per_s / base_rate / (p.world_size / base)) for p in points]
+
+
+def _mean_or_none(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return statistics.fmean(known) if known else None
+
+
+def predict(points: list[ScalePoint], reference: StepProfile, compute: ComputeModel, link: LinkModel,
+            sizes: list[int], per_rank_batch: int, strong: bool, base_lr: float, overhead: float,
+            parameter_bytes: list[int]) -> list[Prediction]:
+    """The step at each size (the measured buckets), and the best cap among DDP-style re-bucketings."""
+    base = points[0]
+    measured_buckets = rebucket(reference, None, None)
+    predictions = []
+    for n in sizes:
+        per_rank = max(1, base.global_batch // n) if strong else per_rank_batch
+        step, exposed = simulate_step(reference, compute, link, n, measured_buckets)
+        caps = [c for c in CANDIDATE_CAPS_MB if c * 1024 * 1024 < 2 * sum(parameter_bytes)] or [CANDIDATE_CAPS_MB[0]]
+        by_cap = {c: simulate_step(reference, compute, link, n, rebucket(reference, parameter_bytes, c))[0] for c in caps}
+        best = min(by_cap, key=by_cap.get)
+        step_ms = step * overhead
+        rate = per_rank * n / (step_ms / 1000)
+        predictions.append(Prediction(
+            world_size=n, global_batch=per_rank * n, learning_rate=base_lr * per_rank * n / base.global_batch,
+            step_ms=step_ms, exposed_comm_ms=exposed, samples_per_s=rate, speedup=rate / base.samples_per_s,
+            efficiency=rate / base.samples_per_s / (n / base.world_size), best_bucket_cap_mb=float(best),
+            best_step_ms=by_cap[best] * overhead))
+    return predictions

@@ -1,0 +1,81 @@
+"""Why a job failed, in one line: the rank (and node) that caused it, and the cause.
+
+When one rank fails, the others fail too: a peer's socket closes under them, a collective times
+out waiting for it, or the launcher stops them (SIGTERM). Only one of these failures is the root
+cause, and a rank stuck outside any collective (sleeping, looping) reports no error at all: it is
+the rank that the others timed out waiting for."""
+
+from __future__ import annotations
+
+import re
+import signal
+import socket
+from dataclasses import dataclass
+
+from commprof.launch.rank import STOPPED_MESSAGE
+
+_PEER_GONE = re.compile(r"Connection (closed|reset) by peer|Broken pipe|remote worker|communicator was aborted|"
+                        r"ProcessGroup.*(aborted|terminated)", re.IGNORECASE)
+_TIMED_OUT = re.compile(r"timed out|timeout", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class RankOutcome:
+    rank: int
+    message: str  # the last line of its recorded error; "" when it recorded none
+    exitcode: int | None  # negative: killed by that signal; None: ended without recording an error
+    timestamp: float = 0.0  # when the error was recorded
+
+    @property
+    def kind(self) -> str:
+        if STOPPED_MESSAGE in self.message or (not self.message and self.exitcode == -signal.SIGTERM):
+            return "stopped"
+        if self.exitcode is None or (self.exitcode < 0 and self.exitcode != -signal.SIGTERM):
+            return "killed"
+        if _PEER_GONE.search(self.message):
+            return "peer gone"
+        if _TIMED_OUT.search(self.message):
+            return "timed out"
+        return "error" if self.message or self.exitcode else "stopped"
+
+
+def root_cause(outcomes: list[RankOutcome], host: str | None = None, timeout_s: float | None = None) -> str:
+    """One line naming the rank(s) to blame, on which host, and why."""
+    host = host or socket.gethostname()
+    by_kind: dict[str, list[RankOutcome]] = {}
+    for outcome in sorted(outcomes, key=lambda o: (o.timestamp or float("inf"), o.rank)):
+        by_kind.setdefault(outcome.kind, []).append(outcome)
+    if "killed" in by_kind:
+        first = by_kind["killed"][0]
+        if first.exitcode is None:
+            return (f"rank {first.rank} on {host} ended without recording an error: killed by a signal "
+                    "(SIGKILL, the out-of-memory killer) or a crash")
+        return f"rank {first.rank} on {host} was killed by signal {_signal_name(-first.exitcode)}"
+    if "error" in by_kind:
+        first = by_kind["error"][0]
+        return f"rank {first.rank} on {host} failed: {first.message or f'exit code {first.exitcode}'}"
+    if "timed out" in by_kind:
+        waiting = by_kind["timed out"]
+        limit = f" after {timeout_s:g} s" if timeout_s else ""
+        who = f"rank{'s' if len(waiting) > 1 else ''} {_ranks(waiting)}"
+        if "stopped" in by_kind:
+            stuck = by_kind["stopped"]
+            return (f"rank{'s' if len(stuck) > 1 else ''} {_ranks(stuck)} on {host} stuck: never reached the "
+                    f"collective that {who} waited for (timed out{limit})")
+        return (f"{who} on {host}: a collective timed out{limit} waiting for a rank on another node "
+                f"({waiting[0].message})")
+    first = (by_kind.get("peer gone") or by_kind.get("stopped") or [None])[0]
+    if first is None:
+        return f"the job failed on {host} without a recorded error"
+    return f"rank {first.rank} on {host} failed: {first.message or f'exit code {first.exitcode}'}"
+
+
+def _ranks(outcomes: list[RankOutcome]) -> str:
+    return ", ".join(str(o.rank) for o in sorted(outcomes, key=lambda o: o.rank))
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return f"{number} ({signal.Signals(number).name})"
+    except ValueError:
+        return str(number)

@@ -1,0 +1,84 @@
+"""The run folder's own records besides the traces: run.json and one step log per rank.
+
+run.json is written when the run starts (status "running", with the measured clock offsets),
+replaced when it completes ("complete", with every rank's results), and marked "failed" by the
+launcher when a rank fails. Each rank rewrites rank<N>.steps.json after every step, so the steps
+that completed are known even for a rank that was killed. Every write goes to a temporary name
+first and is renamed, so no reader ever sees half a file."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+RUN_JSON = "run.json"
+STEP_LOG_SUFFIX = ".steps.json"
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        tmp.write_text(json.dumps(data, indent=2))
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat()
+
+
+def step_log_path(run_dir: Path, rank: int) -> Path:
+    return run_dir / f"rank{rank}{STEP_LOG_SUFFIX}"
+
+
+def write_step_log(run_dir: Path, rank: int, host: str, step_ms: list[float]) -> None:
+    write_json_atomic(step_log_path(run_dir, rank), {"rank": rank, "host": host, "steps_done": len(step_ms),
+                                                     "step_ms": step_ms, "updated": now()})
+
+
+def read_step_logs(run_dir: Path) -> dict[int, dict[str, Any]]:
+    logs = {}
+    for path in run_dir.glob(f"rank*{STEP_LOG_SUFFIX}"):
+        try:
+            log = json.loads(path.read_text())
+            logs[int(log["rank"])] = log
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return logs
+
+
+def read_run_json(run_dir: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads((run_dir / RUN_JSON).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def write_run_json(run_dir: Path, record: dict[str, Any]) -> None:
+    write_json_atomic(run_dir / RUN_JSON, record)
+
+
+def started_by(run_dir: Path, launch_id: str) -> bool:
+    """Whether this launch's rank 0 created the run folder (and not another run with the same id)."""
+    record = read_run_json(run_dir)
+    return record is not None and bool(launch_id) and record.get("config", {}).get("launch_id") == launch_id
+
+
+def mark_failed(run_dir: Path, error: str) -> None:
+    """Record the failure in run.json, with the steps every rank completed."""
+    record = read_run_json(run_dir)
+    if record is None or record.get("status") == "complete":
+        return
+    logs = read_step_logs(run_dir)
+    record.update(status="failed", error=error, end_time=now(),
+                  steps_completed=min((log["steps_done"] for log in logs.values()), default=0),
+                  steps_done_by_rank={str(r): log["steps_done"] for r, log in sorted(logs.items())})
+    try:
+        write_run_json(run_dir, record)
+    except OSError:  # a full or vanished file system: the failure is still reported on the terminal
+        pass

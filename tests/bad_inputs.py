@@ -1,0 +1,122 @@
+"""Bad input to every command, and the start of the line each must print (exit code 2).
+
+tests/test_bad_inputs.py checks every case; `python tests/bad_inputs.py` prints the table kept
+in docs/reliability.md."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+# (command line, what the one-line error must contain)
+CASES: list[tuple[list[str], str]] = [
+    (["run", "--bogus"], "No such option: --bogus"),
+    (["run", "--steps", "abc"], "Invalid value for '--steps'"),
+    (["run", "--procs", "0"], "--procs must be >= 1"),
+    (["run", "--batch-size", "0"], "--batch-size must be >= 1"),
+    (["run", "--bucket-cap-mb", "-5"], "--bucket-cap-mb must be > 0"),
+    (["run", "--timeout", "0"], "--timeout must be > 0"),
+    (["run", "--steps", "5"], "smaller than the profiler schedule"),
+    (["run", "--schedule", "1,2"], "WAIT,WARMUP,ACTIVE"),
+    (["run", "--gpus", "2", "--device", "cpu"], "contradict"),
+    (["run", "--backend", "nccl"], "--backend nccl needs CUDA"),
+    (["run", "--static-graph", "--grad-accum", "2"], "pytorch/pytorch#143580"),
+    (["run", "--nodes", "2", "--run-id", "x"], "--nodes > 1 needs --rdzv-endpoint"),
+    (["run", "--nodes", "2"], "--nodes > 1: pass the same --run-id NAME on every node"),
+    (["run", "--nodes", "2", "--run-id", "x", "--rdzv-endpoint", "head"], "--rdzv-endpoint must be HOST:PORT"),
+    (["run", "--model", "resnet9000"], "unknown model 'resnet9000'"),
+    (["run", "--model", "missing.py:build"], "file missing.py not found"),
+    (["run", "--model", "broken.py:build"], "broken.py"),
+    (["run", "--model", "nobuild.py:build"], "build"),
+    (["run", "--reports-dir", "afile"], "afile exists and is not a folder"),
+    (["run", "--traces-dir", "afile/traces"], "afile/traces: cannot write there"),
+    (["sweep", "--bucket-cap-mb", "1,abc"], "--bucket-cap-mb"),
+    (["sweep", "--bucket-cap-mb", "0,25"], "> 0"),
+    (["sweep", "--repeats", "0"], "--repeats"),
+    (["sweep", "--reports-dir", "afile"], "afile exists and is not a folder"),
+    (["tune", "--repeats", "0"], "--repeats"),
+    (["tune", "--model", "broken.py:build"], "broken.py"),
+    (["analyze", "missing"], "missing: no such file or folder"),
+    (["analyze", "notjson.json"], "notjson.json: not valid JSON"),
+    (["analyze", "empty"], "empty: no trace files"),
+    (["analyze", "trace.json", "--workers", "0"], "--workers"),
+    (["analyze", "trace.json", "--reports-dir", "afile"], "afile exists and is not a folder"),
+    (["report", "missing.json"], "missing.json: cannot read"),
+    (["report", "notjson.json"], "not valid JSON"),
+    (["report", "notreport.json"], "not a commprof report"),
+    (["report", "notreport.json", "--format", "pdf"], "--format must be one of"),
+    (["view", "missing"], "missing"),
+    (["view", "--port", "70000"], "--port must be 0..65535"),
+    (["diff", "notreport.json", "missing.json"], "not a commprof report"),
+    (["bench", "--backend", "smoke-signals"], "smoke-signals"),
+    (["bench", "--min-bytes", "1Q"], "1Q"),
+    (["bench", "--min-bytes", "16M", "--max-bytes", "1K"], "--min-bytes"),
+    (["bench", "--factor", "1"], "--factor"),
+    (["bench", "--ops", "all_reduce,teleport"], "teleport"),
+    (["bench", "--dtype", "float8"], "--dtype"),
+    (["bench", "--reports-dir", "afile"], "afile exists and is not a folder"),
+    (["backends", "--timeout", "0"], "--timeout must be > 0"),
+    (["compare", "--backends", "gloo"], "--backends needs at least two different backends"),
+    (["compare", "--backends", "gloo,carrier-pigeon"], "carrier-pigeon"),
+    (["compare", "--reports-dir", "afile"], "afile exists and is not a folder"),
+    (["scale", "--world-sizes", "2"], "--world-sizes needs at least two sizes"),
+    (["scale", "--world-sizes", "1,two"], "--world-sizes must be a comma-separated list"),
+    (["scale", "--world-sizes", "0,2"], "world sizes must be >= 1"),
+    (["scale", "--strong", "--world-sizes", "1,3"], "does not divide evenly over 3 ranks"),
+    (["scale", "--link", "fast"], "--link must look like 25GB/s,5us"),
+    (["scale", "--predict", "16,x"], "--predict must be a comma-separated list"),
+    (["scale", "--reports-dir", "afile"], "afile exists and is not a folder"),
+]
+
+TRACE = ('{"traceEvents": [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "ts": 0, "dur": 100, '
+         '"pid": 1, "tid": 1}, {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 10, "dur": 50, "pid": 1, "tid": 1}]}')
+
+
+def make_sandbox(folder: Path) -> None:
+    """The files the cases refer to."""
+    (folder / "afile").write_text("a file, not a folder\n")
+    (folder / "broken.py").write_text("def build(:\n")
+    (folder / "nobuild.py").write_text("x = 1\n")
+    (folder / "notjson.json").write_text("{not json")
+    (folder / "notreport.json").write_text('{"hello": "world"}')
+    (folder / "trace.json").write_text(TRACE)
+    (folder / "empty").mkdir()
+
+
+def run_case(argv: list[str]) -> tuple[int, str]:
+    """The exit code and stderr of `commprof ARGV`, run in this process."""
+    from commprof.cli.app import main
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            main(argv)
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 0
+    return code, err.getvalue().strip()
+
+
+def markdown_table() -> str:
+    rows = ["| command line | exit | message |", "|---|---|---|"]
+    with tempfile.TemporaryDirectory() as tmp:
+        make_sandbox(Path(tmp))
+        here = os.getcwd()
+        os.chdir(tmp)
+        try:
+            for argv, _ in CASES:
+                code, err = run_case(argv)
+                rows.append(f"| `commprof {' '.join(argv)}` | {code} | {err.replace('|', '/')} |")
+        finally:
+            os.chdir(here)
+    return "\n".join(rows)
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("COLUMNS", "200")
+    sys.path.insert(0, str(Path(__file__).parent))
+    print(markdown_table())

@@ -1,0 +1,103 @@
+"""Launch modes from the environment a launcher exports: SLURM job steps and MPI launchers."""
+
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from commprof.errors import UsageError
+from commprof.launch.mpi_train import identity_from_env
+from commprof.launch.slurm import apply_slurm, expand_hostlist, sbatch_script, slurm_step
+from conftest import FAST_RUN, commprof, load_json
+
+# What `srun --nodes=2 --ntasks-per-node=1` exports to the task on the second node (Slurm 23.x).
+SRUN_TASK_ON_NODE_1 = {
+    "SLURM_JOB_ID": "812345", "SLURM_JOBID": "812345", "SLURM_JOB_NAME": "commprof", "SLURM_JOB_NUM_NODES": "2",
+    "SLURM_JOB_NODELIST": "gpu-[07-08]", "SLURM_NNODES": "2", "SLURM_NODELIST": "gpu-[07-08]",
+    "SLURM_STEP_ID": "0", "SLURM_STEPID": "0", "SLURM_STEP_NUM_NODES": "2", "SLURM_STEP_NUM_TASKS": "2",
+    "SLURM_STEP_NODELIST": "gpu-[07-08]", "SLURM_STEP_TASKS_PER_NODE": "1(x2)", "SLURM_NODEID": "1",
+    "SLURM_PROCID": "1", "SLURM_LOCALID": "0", "SLURM_NTASKS": "2", "SLURM_TASKS_PER_NODE": "1(x2)",
+    "SLURMD_NODENAME": "gpu-08", "SLURM_GPUS_ON_NODE": "8", "SLURM_CPUS_ON_NODE": "64",
+}
+# The batch script itself (no srun): only the batch host runs commprof.
+SBATCH_SHELL = {"SLURM_JOB_ID": "812346", "SLURM_JOB_NUM_NODES": "2", "SLURM_JOB_NODELIST": "gpu-[07-08]",
+                "SLURM_NNODES": "2", "SLURM_NODEID": "0", "SLURMD_NODENAME": "gpu-07"}
+# `mpirun -np 4` (Open MPI 4/5), rank 2 of 4 on the second node
+OPEN_MPI_RANK_2 = {"OMPI_COMM_WORLD_RANK": "2", "OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_LOCAL_RANK": "0",
+                   "OMPI_COMM_WORLD_LOCAL_SIZE": "2", "OMPI_COMM_WORLD_NODE_RANK": "1", "OMPI_UNIVERSE_SIZE": "4",
+                   "PMIX_RANK": "2", "OMPI_MCA_orte_ess_num_procs": "4"}
+# `mpiexec -n 4` (MPICH 4 Hydra), rank 3 of 4
+MPICH_RANK_3 = {"PMI_RANK": "3", "PMI_SIZE": "4", "PMI_FD": "9", "MPI_LOCALRANKID": "1", "MPI_LOCALNRANKS": "2",
+                "PMI_SUBVERSION": "1", "PMI_VERSION": "1", "HYDI_CONTROL_FD": "7"}
+
+
+def test_hostlists():
+    assert expand_hostlist("gpu-[07-08]") == ["gpu-07", "gpu-08"]
+    assert expand_hostlist("gpu-[01-03,07],login1") == ["gpu-01", "gpu-02", "gpu-03", "gpu-07", "login1"]
+    assert expand_hostlist("rack[1-2]n[01-02]") == ["rack1n01", "rack1n02", "rack2n01", "rack2n02"]
+    assert expand_hostlist("node9") == ["node9"]
+
+
+def test_srun_step_gives_nodes_rendezvous_and_run_id():
+    step = slurm_step(SRUN_TASK_ON_NODE_1)
+    assert (step.nodes, step.node_rank, step.first_host, step.run_id) == (2, 1, "gpu-07", "slurm-812345.0")
+    assert apply_slurm(1, None, None, step) == (2, "gpu-07:31845", "slurm-812345.0")  # 29500 + 812345 % 10000
+    assert apply_slurm(2, "head:1234", "mine", step) == (2, "head:1234", "mine")  # what the user gave wins
+
+
+def test_batch_shell_runs_on_one_node():
+    step = slurm_step(SBATCH_SHELL)
+    assert apply_slurm(1, None, None, step) == (1, None, "slurm-812346")
+
+
+@pytest.mark.parametrize("env, nodes, message", [
+    ({**SRUN_TASK_ON_NODE_1, "SLURM_STEP_NUM_TASKS": "16"}, 1, "use srun --ntasks-per-node=1"),
+    (SRUN_TASK_ON_NODE_1, 4, "--nodes 4 contradicts the SLURM job step, which spans 2 node(s)"),
+])
+def test_slurm_contradictions(env, nodes, message):
+    with pytest.raises(UsageError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        apply_slurm(nodes, None, None, slurm_step(env))
+
+
+def test_no_slurm_outside_a_job():
+    assert slurm_step({"HOME": "/root"}) is None
+
+
+def test_mpi_launcher_environments():
+    assert identity_from_env(OPEN_MPI_RANK_2) == {"RANK": "2", "WORLD_SIZE": "4", "LOCAL_RANK": "0",
+                                                  "LOCAL_WORLD_SIZE": "2"}
+    assert identity_from_env(MPICH_RANK_3) == {"RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "1",
+                                               "LOCAL_WORLD_SIZE": "2"}
+
+
+def test_emit_sbatch_prints_a_valid_script(tmp_path):
+    result = commprof("run", "--emit-sbatch", "--nodes", "2", "--bucket-cap-mb", "50", "--static-graph",
+                      "--run-id", "ignored", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    script = result.stdout
+    assert script.startswith("#!/bin/bash\n") and "#SBATCH --nodes=2" in script
+    assert "#SBATCH --ntasks-per-node=1" in script
+    last = script.strip().splitlines()[-1]
+    assert last == ("srun --ntasks-per-node=1 --kill-on-bad-exit=1 commprof run --nodes 2 "
+                    "--bucket-cap-mb 50.0 --static-graph")
+    assert subprocess.run(["bash", "-n"], input=script, text=True).returncode == 0
+    assert "--gpus-per-node=8" in sbatch_script(2, 8, [])
+
+
+@pytest.mark.slow
+def test_two_nodes_from_a_slurm_step(tmp_path):
+    """Two 'nodes' on this machine, each told by SLURM variables who it is; nothing else given."""
+    host = socket.gethostname()
+    nodes = []
+    for node in (0, 1):
+        env = {**os.environ, **SRUN_TASK_ON_NODE_1, "SLURM_NODEID": str(node), "SLURM_PROCID": str(node),
+               "SLURM_JOB_ID": "4242", "SLURM_STEP_NODELIST": f"{host},{host}", "SLURMD_NODENAME": host}
+        nodes.append(subprocess.Popen([sys.executable, "-m", "commprof", "run", "--procs", "1", "--quiet", *FAST_RUN],
+                                      cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    outputs = [n.communicate(timeout=300) for n in nodes]
+    assert [n.returncode for n in nodes] == [0, 0], outputs
+    run = load_json(tmp_path / "traces" / "slurm-4242.0" / "run.json")
+    assert run["world_size"] == 2 and run["config"]["rdzv_endpoint"] == f"{host}:{29500 + 4242}"
+    assert (tmp_path / "reports" / "slurm-4242.0" / "report.json").is_file()

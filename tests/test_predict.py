@@ -1,0 +1,93 @@
+"""The scaling model, checked by hand on tiny profiles whose answer is known."""
+
+import pytest
+
+from commprof.analysis.predict import (LinkModel, StepProfile, fit_compute, fit_link, parse_link, rebucket,
+                                       simulate_step)
+from commprof.analysis.scaling import Prediction, ScalePoint, job_step_times, predict
+from commprof.analysis.stats import Estimate
+from commprof.errors import UsageError
+
+MB = 1024 * 1024
+
+
+def profile(n=2, compute=(10.0, 20.0, 5.0), exposed=0.0, buckets=((4 * MB, 0.5), (4 * MB, 1.0)), transfers=()):
+    before, backward, tail = compute
+    return StepProfile(n, before, backward, tail, exposed, [b for b, _ in buckets], [f for _, f in buckets],
+                       list(transfers))
+
+
+def test_ring_allreduce_cost():
+    link = LinkModel(alpha_us=5.0, bandwidth_gbps=1.0, source="test")
+    # 2(n-1)·alpha + 2(n-1)/n · S/B: n=4, S=3 MB: 6·5 us + 1.5 · 3e6 B / 1e3 B/us = 30 + 4500 us
+    assert link.allreduce_us(3e6, 4) == pytest.approx(4530.0)
+    assert link.allreduce_us(3e6, 1) == 0.0
+
+
+def test_buckets_overlap_backward_one_after_another():
+    link = LinkModel(alpha_us=0.0, bandwidth_gbps=1.0, source="test")
+    reference = profile()
+    compute = fit_compute([reference])  # flat: 35 ms at every size
+    # n=2: each 4 MiB bucket takes 4,194,304 / 1e3 us = 4.194 ms. Backward 20 ms.
+    # bucket 0 ready at 10 ms, done 14.19; bucket 1 ready at 20 ms, done 24.19 -> exposed 4.19 ms
+    step, exposed = simulate_step(reference, compute, link, 2, rebucket(reference, None, None))
+    assert exposed == pytest.approx(4.194304)
+    assert step == pytest.approx(35 + 4.194304)
+    # a slow link: bucket 0 runs 10 -> 10 + 41.9; bucket 1 waits for it and ends at 10 + 83.9 ms
+    slow = LinkModel(0.0, 0.1, "test")
+    step, exposed = simulate_step(reference, compute, slow, 2, rebucket(reference, None, None))
+    assert exposed == pytest.approx(10 + 2 * 41.94304 - 20)
+
+
+def test_link_fit_recovers_alpha_and_bandwidth():
+    truth = LinkModel(alpha_us=50.0, bandwidth_gbps=2.0, source="truth")
+    transfers = [(size, n, truth.allreduce_us(size, n)) for size in (MB, 4 * MB, 16 * MB) for n in (2, 3, 4)]
+    fitted = fit_link([profile(transfers=transfers)])
+    assert fitted.alpha_us == pytest.approx(50.0, rel=1e-6)
+    assert fitted.bandwidth_gbps == pytest.approx(2.0, rel=1e-6)
+    with pytest.raises(UsageError, match="at 2 ranks or more"):
+        fit_link([profile(n=1)])
+
+
+def test_parse_link():
+    assert parse_link("25GB/s,5us") == LinkModel(5.0, 25.0, "given: --link 25GB/s,5us")
+    assert parse_link("100Gb/s,2ms").bandwidth_gbps == 12.5 and parse_link("100Gb/s,2ms").alpha_us == 2000
+    for bad in ("fast", "25GB/s", "0GB/s,5us"):
+        with pytest.raises(UsageError, match="--link must look like"):
+            parse_link(bad)
+
+
+def test_compute_line_never_falls():
+    rising = fit_compute([profile(n=1, compute=(5, 10, 5)), profile(n=2, compute=(10, 20, 10)),
+                          profile(n=3, compute=(15, 30, 15))])
+    assert (rising.at(1), rising.at(4)) == (pytest.approx(20.0), pytest.approx(80.0))
+    falling = fit_compute([profile(n=2, compute=(10, 20, 10)), profile(n=4, compute=(9, 18, 9))])
+    assert falling.slope_ms == 0.0 and falling.at(64) == pytest.approx(38.0)
+
+
+def test_rebucketing_follows_ddp_and_interpolates_ready_times():
+    # parameters registered a, b, c, d (1, 1, 2, 4 MiB): gradients ready in reverse, d first
+    parameter_bytes = [MB, MB, 2 * MB, 4 * MB]
+    reference = profile(buckets=((4 * MB, 0.5), (4 * MB, 1.0)))  # measured: d at 0.5, then c+b+a at 1.0
+    # cap 2 MiB: d (4) closes a bucket, c (2) another, b + a (2) the last; c ends at 6 of 8 MiB: 0.75
+    assert rebucket(reference, parameter_bytes, 2) == [(4 * MB, 0.5), (2 * MB, pytest.approx(0.75)),
+                                                       (2 * MB, pytest.approx(1.0))]
+    assert rebucket(reference, parameter_bytes, 100) == [(8 * MB, 1.0)]
+
+
+def test_unprofiled_job_steps():
+    run = {"ranks": [{"step_ms": [9, 9, 9, 1, 5, 5, 5, 2, 3]}, {"step_ms": [9, 9, 9, 2, 6, 6, 6, 1, 3]}]}
+    assert job_step_times(run, {"wait": 4, "warmup": 1, "active": 2}) == [2, 2, 3]  # steps 3, 7, 8
+
+
+def test_predictions_pick_the_best_cap():
+    reference = profile(n=2, buckets=((4 * MB, 0.5), (4 * MB, 1.0)))
+    base = ScalePoint(1, 32, 32, 0.1, Estimate(35.0, 34.0, 36.0), 32 / 0.035, 1.0, 1.0, 35.0, 0.0, 0.0, None)
+    link = LinkModel(0.0, 1.0, "test")
+    (at4,) = predict([base], reference, fit_compute([reference]), link, [4], 32, False, 0.1, 1.0,
+                     [MB, MB, 2 * MB, 4 * MB])
+    assert isinstance(at4, Prediction) and at4.global_batch == 128 and at4.learning_rate == pytest.approx(0.4)
+    # 4 ranks: 1.5 · 4 MiB / 1 GB/s = 6.29 ms per 4 MiB bucket; the small caps start sending earlier
+    assert at4.exposed_comm_ms == pytest.approx(6.291456)
+    assert at4.best_bucket_cap_mb in (1.0, 2.0) and at4.best_step_ms < at4.step_ms
+    assert at4.efficiency == pytest.approx(at4.speedup / 4)

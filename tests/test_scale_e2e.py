@@ -1,0 +1,47 @@
+"""`commprof scale` end to end on CPU ranks: measured points, efficiency, predictions, outputs."""
+
+import json
+
+import pytest
+
+from conftest import FAST_RUN, commprof
+
+
+@pytest.mark.slow
+def test_scale_measures_and_predicts(tmp_path):
+    result = commprof("scale", "--world-sizes", "1,2", "--repeats", "1", "--predict", "4,8", "--run-id", "sc",
+                      *FAST_RUN, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    folder = tmp_path / "reports" / "sc"
+    data = json.loads((folder / "scale.json").read_text())
+    one, two = data["points"]
+    assert (one["world_size"], one["global_batch"], two["global_batch"]) == (1, 8, 16)  # weak: 8 per rank
+    assert two["learning_rate"] == pytest.approx(2 * one["learning_rate"])  # linear scaling rule
+    assert one["speedup"] == 1.0 and one["efficiency"] == 1.0
+    assert two["speedup"] == pytest.approx(two["samples_per_s"] / one["samples_per_s"])
+    assert two["efficiency"] == pytest.approx(two["speedup"] / 2)
+    assert two["samples_per_s"] == pytest.approx(16 / (two["step_ms"]["value"] / 1000))
+    assert two["step_ms"]["low"] <= two["step_ms"]["value"] <= two["step_ms"]["high"]
+    assert two["allreduce_busbw_gbps"] > 0 and one["allreduce_busbw_gbps"] is None
+    assert [p["world_size"] for p in data["predictions"]] == [4, 8]
+    assert all(p["step_ms"] > 0 and p["best_bucket_cap_mb"] > 0 for p in data["predictions"])
+    assert data["order"] == [1, 2] and data["runs"] == ["sc-ws1-r1", "sc-ws2-r1"]
+    assert "fitted to" in data["link"]["source"]
+    for run in data["runs"]:  # every size has its own full report and traces
+        assert (tmp_path / "reports" / run / "report.json").is_file()
+        assert (tmp_path / "traces" / run / "rank0.pt.trace.json").is_file()
+    html = (folder / "report.html").read_text()
+    assert "<script" not in html and "http" not in html.replace("http://www.w3.org", "")
+    assert (folder / "scale.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "## Predicted" in (folder / "report.md").read_text()
+
+
+def test_scale_bad_input(tmp_path):
+    for args, message in ((["--world-sizes", "2"], "at least two sizes"),
+                          (["--world-sizes", "1,x"], "--world-sizes must be a comma-separated list"),
+                          (["--world-sizes", "1,2", "--link", "fast"], "--link must look like"),
+                          (["--world-sizes", "1,3", "--strong"], "does not divide evenly over 3 ranks"),
+                          (["--world-sizes", "1,2", "--repeats", "0"], "--repeats must be >= 1")):
+        result = commprof("scale", *args, cwd=tmp_path)
+        assert result.returncode == 2 and message in result.stderr and len(result.stderr.strip().splitlines()) == 1, \
+            (args, result.stderr)
