@@ -28,8 +28,8 @@ def _require(condition: bool, message: str) -> None:
 class ProfileSchedule:
     """torch.profiler schedule: skip `wait` steps, warm up `warmup`, record `active`."""
 
-    wait: int = 10
-    warmup: int = 5
+    wait: int = 5
+    warmup: int = 2
     active: int = 10
 
     def __post_init__(self) -> None:
@@ -97,7 +97,7 @@ class RunConfig:
     model: str = "mlp"
     model_size: str = "small"
     batch_size: int = 32
-    steps: int = 30
+    steps: int = 20
     seed: int = 0
     precision: str = "fp32"
     schedule: ProfileSchedule = field(default_factory=ProfileSchedule)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime, timezone
 from typing import Any
 
@@ -27,7 +28,9 @@ def analyze(trace: RunTrace, name: str, kind: str, run: dict[str, Any] | None = 
         if not windows:
             warnings.append(f"{rank.path}: no events to analyse")
             continue
-        rank_steps = [breakdown_step(rank, w) for w in windows]
+        # computed where the rank was loaded, possibly before it was numbered
+        rank_steps = ([dataclasses.replace(b, rank=rank.rank) for b in rank.breakdowns]
+                      or [breakdown_step(rank, w) for w in windows])
         summaries.append(summarize_rank(rank, rank_steps))
         steps += rank_steps
         per_rank.append((rank, windows))

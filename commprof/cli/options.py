@@ -24,9 +24,10 @@ def _run_options(
     model: Annotated[str, Opt(help="mlp, transformer, convnet, mlstm, or your own: pkg.mod:build or file.py:build.")] = "mlp",
     model_size: Annotated[str, Opt(help="Size of a built-in model: small, medium or large.")] = "small",
     batch_size: Annotated[int, Opt(help="Per-rank batch size.")] = 32,
-    steps: Annotated[int, Opt(help="Training steps (optimizer steps); at least wait + warmup + active.")] = 30,
-    wait: Annotated[int, Opt(help="Profiler schedule: steps skipped before warming up.")] = 10,
-    warmup: Annotated[int, Opt(help="Profiler schedule: warm-up steps (traced, then discarded).")] = 5,
+    steps: Annotated[int, Opt(help="Training steps (optimizer steps); at least wait + warmup + active.")] = 20,
+    wait: Annotated[int, Opt(help="Profiler schedule: steps skipped before warming up (DDP settles in 3; "
+                                  "docs/benchmarks.md).")] = 5,
+    warmup: Annotated[int, Opt(help="Profiler schedule: warm-up steps (traced, then discarded).")] = 2,
     active: Annotated[int, Opt(help="Profiler schedule: steps recorded in the trace.")] = 10,
     schedule: Annotated[Optional[str], Opt(help="WAIT,WARMUP,ACTIVE in one option, e.g. 10,5,10 (overrides the three).")] = None,
     bucket_cap_mb: Annotated[float, Opt(help="DDP gradient bucket size cap in MB.")] = 25.0,

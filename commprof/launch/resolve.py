@@ -51,7 +51,7 @@ class RunRequest:
     model: str = "mlp"
     model_size: str = "small"
     batch_size: int = 32
-    steps: int = 30
+    steps: int = 20
     schedule: ProfileSchedule = field(default_factory=ProfileSchedule)
     ddp: DDPOptions = field(default_factory=DDPOptions)
     precision: str = "fp32"

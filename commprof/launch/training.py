@@ -28,9 +28,10 @@ class Trainer:
     """A model wrapped in DDP with its optimizer; `step()` runs one optimizer step and times it."""
 
     def __init__(self, model: nn.Module, workload: Workload, batches: list[Any], options: DDPOptions,
-                 device: torch.device, precision: str, mpi_gradients: bool = False):
+                 device: torch.device, precision: str, mpi_gradients: bool = False, ddp_logging_every_step: bool = True):
         self.ddp = wrap_ddp(model.to(device), options, device, mpi_gradients)
-        self.ddp._set_ddp_runtime_logging_sample_rate(1)  # DDP's own averages then cover every step
+        if ddp_logging_every_step:
+            self.ddp._set_ddp_runtime_logging_sample_rate(1)  # DDP's own averages then cover every step
         self.optimizer = torch.optim.SGD(self.ddp.parameters(), lr=1e-3, momentum=0.9)
         self.loss = workload.loss
         self.batches = batches
@@ -42,9 +43,15 @@ class Trainer:
         self.steps_done = 0
 
     def step(self) -> float:
-        """One optimizer step over `accum` micro-batches (all but the last under no_sync); milliseconds."""
+        """One optimizer step, timed (GPU work included); milliseconds."""
         cuda_synchronize(self.use_cuda)
         start = time.perf_counter()
+        self.train_step()
+        cuda_synchronize(self.use_cuda)
+        return (time.perf_counter() - start) * 1e3
+
+    def train_step(self) -> None:
+        """One optimizer step over `accum` micro-batches (all but the last under no_sync), untimed."""
         for micro in range(self.accum):
             inputs, target = self.batches[(self.steps_done * self.accum + micro) % len(self.batches)]
             sync = self.ddp.no_sync() if micro < self.accum - 1 else contextlib.nullcontext()
@@ -56,6 +63,4 @@ class Trainer:
         self.scaler.step(self.optimizer)
         self.scaler.update()
         self.optimizer.zero_grad(set_to_none=True)
-        cuda_synchronize(self.use_cuda)
         self.steps_done += 1
-        return (time.perf_counter() - start) * 1e3

@@ -50,25 +50,41 @@ def _train(config: RunConfig, ctx: RankContext, workload: Workload, run_dir: Pat
     batches = make_batches(workload, config.batch_size, config.seed, ctx.rank, ctx.device)
     trainer = Trainer(workload.model, workload, batches, config.ddp, ctx.device, config.precision,
                       mpi_gradients=mpi_through_mpi4py(config))
-    step_ms: list[float] = []
-    host = socket.gethostname()
+    recorder = StepRecorder(run_dir, ctx, progress_path, config.steps)
     with make_profiler(config.schedule, ctx.device.type == "cuda", run_dir, ctx.rank) as prof:
-        for step in range(config.steps):
-            step_ms.append(trainer.step())
-            write_step_log(run_dir, ctx.rank, host, step_ms)
+        for _ in range(config.steps):
+            recorder.record(trainer.step())
             prof.step()
-            if ctx.local_rank == 0:
-                write_progress(progress_path, Progress(step + 1, config.steps, step_ms[-1]))
-    if ctx.local_rank == 0:
-        write_progress(progress_path, Progress(config.steps, config.steps, step_ms[-1], "writing traces"))
+    recorder.writing_traces()
+    step_ms = recorder.step_ms
     return {
         "rank": ctx.rank,
-        "host": host,
+        "host": recorder.host,
         "device": device_name(ctx.device),
         "trace": trace_path(run_dir, ctx.rank).name,
         "step_ms": step_ms,
         "ddp": ddp_logging_data(trainer.ddp),
     }
+
+
+class StepRecorder:
+    """What commprof does after every training step besides profiling: the rank's step log (so the
+    completed steps are known even if the run dies) and, on each node's first rank, the progress."""
+
+    def __init__(self, run_dir: Path, ctx: RankContext, progress_path: Path, total_steps: int):
+        self.run_dir, self.ctx, self.progress_path, self.total = run_dir, ctx, progress_path, total_steps
+        self.host = socket.gethostname()
+        self.step_ms: list[float] = []
+
+    def record(self, step_ms: float) -> None:
+        self.step_ms.append(step_ms)
+        write_step_log(self.run_dir, self.ctx.rank, self.host, self.step_ms)
+        if self.ctx.local_rank == 0:
+            write_progress(self.progress_path, Progress(len(self.step_ms), self.total, step_ms))
+
+    def writing_traces(self) -> None:
+        if self.ctx.local_rank == 0:
+            write_progress(self.progress_path, Progress(self.total, self.total, self.step_ms[-1], "writing traces"))
 
 
 def _start_record(config: RunConfig, ctx: RankContext, workload: Workload, clocks: list[ClockOffset]) -> dict[str, Any]:

@@ -7,8 +7,8 @@ from html import escape
 
 from commprof.analysis.report import Report
 from commprof.render.tables import (BREAKDOWN_HEADERS, COLLECTIVE_HEADERS, DDP_CHECK_HEADERS, SKEW_HEADERS,
-                                    SWEEP_HEADERS, TIMELINE_HEADERS, breakdown_row, busbw_by_size, collective_row,
-                                    ddp_check_row, headline, skew_row, skew_summary, sweep_row, timeline_row)
+                                    SWEEP_HEADERS, TIMELINE_HEADERS, breakdown_rows, busbw_by_size, collective_row,
+                                    ddp_check_row, headline, skew_rows, skew_summary, sweep_row, timeline_row)
 
 STYLE = """
 body { font-family: system-ui, -apple-system, 'Segoe UI', sans-serif; margin: 2em auto; max-width: 1100px;
@@ -55,14 +55,14 @@ def render_html(report: Report, images: dict[str, bytes]) -> str:
         parts.append(_sweep(report, images))
     parts += ["<h2>Where the step goes</h2>", html_image(images, "breakdown.png", "breakdown per rank"),
               "<p>Milliseconds per profiled step (mean) and percent of the step; compute + exposed communication + "
-              "idle = step.</p>", html_table(BREAKDOWN_HEADERS, [breakdown_row(r) for r in report.ranks])]
+              "idle = step.</p>", html_table(BREAKDOWN_HEADERS, breakdown_rows(report))]
     if report.timeline is not None:
         parts += ["<h2>One step on the timeline</h2>", html_image(images, "timeline.png", "step timeline")]
     parts.append("<h2>Collectives</h2>")
     parts.append(html_table(COLLECTIVE_HEADERS, [collective_row(c) for c in report.collectives]) if report.collectives
                  else "<p>No collective ran in the profiled steps.</p>")
     if report.cross_rank is not None:
-        parts += ["<h2>Across ranks</h2>", html_table(SKEW_HEADERS, [skew_row(r) for r in report.cross_rank.ranks]),
+        parts += ["<h2>Across ranks</h2>", html_table(SKEW_HEADERS, skew_rows(report.cross_rank)),
                   f"<p>{escape(skew_summary(report.cross_rank))}</p>"]
     notes = [f"skipped {s.path}: {s.reason}" for s in report.skipped] + list(report.warnings)
     if notes:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from commprof.analysis.report import Report
 from commprof.render.tables import (BREAKDOWN_HEADERS, COLLECTIVE_HEADERS, DDP_CHECK_HEADERS, SKEW_HEADERS,
-                                    SWEEP_HEADERS, TIMELINE_HEADERS, breakdown_row, collective_row, ddp_check_row,
-                                    headline, skew_row, skew_summary, sweep_row, timeline_row)
+                                    SWEEP_HEADERS, TIMELINE_HEADERS, breakdown_rows, collective_row, ddp_check_row,
+                                    headline, skew_rows, skew_summary, sweep_row, timeline_row)
 
 
 def markdown_table(headers: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
@@ -32,7 +32,7 @@ def render_markdown(report: Report) -> str:
     lines += ["## Step time breakdown", "",
               "Milliseconds per profiled step (mean over steps; step time also as median and p95), "
               "and percent of the mean step. compute + exposed comm + idle = step.", ""]
-    lines += markdown_table(BREAKDOWN_HEADERS, [breakdown_row(r) for r in report.ranks]) + ["", "![breakdown](breakdown.png)", ""]
+    lines += markdown_table(BREAKDOWN_HEADERS, breakdown_rows(report)) + ["", "![breakdown](breakdown.png)", ""]
     if report.timeline is not None:
         lines += [f"One step of rank {report.timeline.rank} ({report.timeline.step}, a step of median length):", "",
                   "![timeline](timeline.png)", ""]
@@ -44,7 +44,7 @@ def render_markdown(report: Report) -> str:
     if report.cross_rank is not None:
         lines += ["## Across ranks", "", "Wait: arrived early and waited for the last rank. Transfer: from the last "
                   "rank's arrival to the end. Per step.", ""]
-        lines += markdown_table(SKEW_HEADERS, [skew_row(r) for r in report.cross_rank.ranks]) + ["", skew_summary(report.cross_rank), ""]
+        lines += markdown_table(SKEW_HEADERS, skew_rows(report.cross_rank)) + ["", skew_summary(report.cross_rank), ""]
     if report.skipped or report.warnings:
         lines += ["## Notes", ""]
         lines += [f"- skipped {s.path}: {s.reason}" for s in report.skipped]

@@ -11,6 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from commprof.analysis.report import Report, SettingResult, StepTimeline, SweepResult  # noqa: E402
+from commprof.render.tables import QUANTILES, TOP_RANKS, many_ranks  # noqa: E402
 
 COLORS = {"compute": "#4C72B0", "overlap": "#8172B2", "exposed": "#DD8452", "idle": "#C8C8C8", "comm": "#DD8452"}
 
@@ -23,10 +24,10 @@ def png_bytes(fig: Figure) -> bytes:
 
 
 def breakdown_plot(report: Report) -> bytes:
-    """Stacked bars per rank: computation only, overlapped, exposed communication, idle (ms per step)."""
-    ranks = report.ranks
+    """Stacked bars per rank: computation only, overlapped, exposed communication, idle (ms per step).
+    For many ranks: the ranks at the step-time quantiles and the slowest ones."""
+    ranks, labels = representative_ranks(report)
     fig, ax = plt.subplots(figsize=(9, 0.35 * len(ranks) + 1.6), dpi=110)
-    labels = [f"rank {r.rank}" for r in ranks]
     parts = [("computation only", [r.compute_ms - r.overlap_ms for r in ranks], COLORS["compute"]),
              ("computation + communication", [r.overlap_ms for r in ranks], COLORS["overlap"]),
              ("exposed communication", [r.exposed_comm_ms for r in ranks], COLORS["exposed"]),
@@ -41,6 +42,20 @@ def breakdown_plot(report: Report) -> bytes:
     ax.set_title("Where the step goes, per rank")
     fig.tight_layout()
     return png_bytes(fig)
+
+
+def representative_ranks(report: Report) -> tuple[list, list[str]]:
+    if not many_ranks(report):
+        return report.ranks, [f"rank {r.rank}" for r in report.ranks]
+    ordered = sorted(report.ranks, key=lambda r: r.step_time_ms.median)
+    chosen: dict[int, str] = {}
+    for name, q in QUANTILES:
+        rank = ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+        chosen.setdefault(rank.rank, f"rank {rank.rank} ({name})")
+    for i, rank in enumerate(ordered[::-1][:TOP_RANKS]):
+        chosen.setdefault(rank.rank, f"rank {rank.rank} (slowest #{i + 1})")
+    picked = [r for r in ordered if r.rank in chosen]
+    return picked, [chosen[r.rank] for r in picked]
 
 
 def step_timeline_plot(timeline: StepTimeline) -> bytes:

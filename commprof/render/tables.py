@@ -14,12 +14,46 @@ def _ms_pct(value: float, step: float) -> str:
     return f"{value:.1f} {100 * value / step:.0f}%" if step > 0 else f"{value:.1f}"
 
 
-def breakdown_row(r: RankSummary) -> tuple[str, ...]:
+def breakdown_row(r: RankSummary, label: str | None = None) -> tuple[str, ...]:
     step = r.step_time_ms.mean
     ratio = f"{r.comm_compute_ratio:.2f}" if r.comm_compute_ratio is not None else "-"
-    return (str(r.rank), f"{r.step_time_ms.median:.1f}", f"{r.step_time_ms.p95:.1f}",
+    return (label or str(r.rank), f"{r.step_time_ms.median:.1f}", f"{r.step_time_ms.p95:.1f}",
             _ms_pct(r.compute_ms, step), _ms_pct(r.comm_ms, step), _ms_pct(r.overlap_ms, step),
             _ms_pct(r.exposed_comm_ms, step), _ms_pct(r.idle_ms, step), ratio)
+
+
+# Beyond this many ranks, tables show the distribution over ranks and the top ranks instead of
+# one row per rank; report.json always has every rank.
+MAX_RANK_ROWS = 16
+TOP_RANKS = 5
+QUANTILES = (("min", 0.0), ("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("max", 1.0))
+
+
+def many_ranks(report: Report) -> bool:
+    return len(report.ranks) > MAX_RANK_ROWS
+
+
+def _quantile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def breakdown_rows(report: Report) -> list[tuple[str, ...]]:
+    """One row per rank; or, for many ranks, each column's quantiles over ranks, then the slowest ranks."""
+    ranks = report.ranks
+    if not many_ranks(report):
+        return [breakdown_row(r) for r in ranks]
+    rows = []
+    for name, q in QUANTILES:
+        pick = lambda attr: _quantile([getattr(r, attr) for r in ranks], q)  # noqa: E731
+        step = {k: _quantile([getattr(r.step_time_ms, k) for r in ranks], q) for k in ("median", "p95", "mean")}
+        ratios = [r.comm_compute_ratio for r in ranks if r.comm_compute_ratio is not None]
+        ratio = f"{_quantile(ratios, q):.2f}" if ratios else "-"
+        rows.append((f"{name} of {len(ranks)}", f"{step['median']:.1f}", f"{step['p95']:.1f}",
+                     *(_ms_pct(pick(a), step["mean"]) for a in ("compute_ms", "comm_ms", "overlap_ms",
+                                                              "exposed_comm_ms", "idle_ms")), ratio))
+    slowest = sorted(ranks, key=lambda r: r.step_time_ms.median, reverse=True)[:TOP_RANKS]
+    return rows + [breakdown_row(r, f"rank {r.rank} (slowest #{i + 1})") for i, r in enumerate(slowest)]
 
 
 def human_bytes(n: int | None) -> str:
@@ -54,6 +88,19 @@ def headline(report: Report) -> str:
 def skew_row(r: RankSkew) -> tuple[str, ...]:
     return (str(r.rank), f"{r.median_step_ms:.1f}", f"{r.wait_ms:.2f}", f"{r.transfer_ms:.2f}", str(r.last_arrivals),
             f"{r.clock_offset_us:.0f}")
+
+
+def skew_rows(skew: CrossRank) -> list[tuple[str, ...]]:
+    """One row per rank; or, for many ranks, quantiles of wait and transfer, then the ranks most often last."""
+    if len(skew.ranks) <= MAX_RANK_ROWS:
+        return [skew_row(r) for r in skew.ranks]
+    rows = []
+    for name, q in QUANTILES:
+        value = lambda attr: _quantile([getattr(r, attr) for r in skew.ranks], q)  # noqa: E731
+        rows.append((f"{name} of {len(skew.ranks)}", f"{value('median_step_ms'):.1f}", f"{value('wait_ms'):.2f}",
+                     f"{value('transfer_ms'):.2f}", f"{value('last_arrivals'):.0f}", f"{value('clock_offset_us'):.0f}"))
+    latest = sorted(skew.ranks, key=lambda r: (r.last_arrivals, r.median_step_ms), reverse=True)[:TOP_RANKS]
+    return rows + [(f"rank {r.rank} (last #{i + 1})", *skew_row(r)[1:]) for i, r in enumerate(latest)]
 
 
 def skew_summary(skew: CrossRank) -> str:

@@ -9,7 +9,7 @@ from rich.table import Table
 
 from commprof.analysis.report import Report
 from commprof.render.tables import (BREAKDOWN_HEADERS, COLLECTIVE_HEADERS, SKEW_HEADERS, SWEEP_HEADERS,
-                                    breakdown_row, collective_row, headline, skew_row, skew_summary, sweep_row)
+                                    breakdown_rows, many_ranks, collective_row, headline, skew_rows, skew_summary, sweep_row)
 
 
 def _table(title: str, headers: tuple[str, ...], rows, left: tuple[str, ...] = ("rank",)) -> Table:
@@ -43,12 +43,14 @@ def render_terminal(report: Report, console: Console) -> None:
     if report.sweep is not None:
         render_sweep(report, console)
         console.print(f"Breakdown of the best setting, {escape(report.sweep.best)}:")
-    table = Table(title="Where the step goes, per rank (ms per step and % of the step)", title_justify="left",
+    per = "quantiles over ranks, then the slowest ranks" if many_ranks(report) else "per rank"
+    table = Table(title=f"Where the step goes, {per} (ms per step and % of the step; all ranks in report.json)",
+                  title_justify="left",
                   box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0), pad_edge=False)
     for header in BREAKDOWN_HEADERS:
         table.add_column(header, justify="right" if header != "rank" else "left", no_wrap=True)
-    for rank in report.ranks:
-        table.add_row(*breakdown_row(rank))
+    for row in breakdown_rows(report):
+        table.add_row(*row)
     console.print(table)
     if report.collectives:
         coll = Table(title="Collectives in the profiled steps (algbw, busbw in GB/s)", title_justify="left",
@@ -65,8 +67,8 @@ def render_terminal(report: Report, console: Console) -> None:
                      padding=(0, 1, 0, 0), pad_edge=False)
         for header in SKEW_HEADERS:
             skew.add_column(header, justify="right", no_wrap=True)
-        for rank in report.cross_rank.ranks:
-            skew.add_row(*skew_row(rank))
+        for row in skew_rows(report.cross_rank):
+            skew.add_row(*row)
         console.print(skew)
         console.print(skew_summary(report.cross_rank))
     console.print(headline(report) if any(r.comm_ms for r in report.ranks) else "No communication in the profiled steps.")

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Callable
 
 from commprof.errors import TraceError, UsageError
 from commprof.trace.classify import UNKNOWN_RANK, classify
@@ -21,14 +23,17 @@ def load_rank(path: Path) -> RankTrace | SkippedFile:
         return SkippedFile(str(path), exc.problem)
 
 
-def load_run(paths: list[Path], workers: int | None = None) -> RunTrace:
+def load_run(paths: list[Path], workers: int | None = None,
+             prepare: Callable[[RankTrace], RankTrace] | None = None) -> RunTrace:
+    """`prepare` (a module-level function) runs on each rank in the process that loaded it."""
     files = find_trace_files(paths)
     workers = min(len(files), workers or os.cpu_count() or 1)
+    load = functools.partial(_load_and_prepare, prepare=prepare)
     if workers > 1:
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            loaded = list(pool.map(load_rank, files))
+            loaded = list(pool.map(load, files, chunksize=max(1, len(files) // (8 * workers))))
     else:
-        loaded = [load_rank(f) for f in files]
+        loaded = [load(f) for f in files]
     ranks = _number_unranked([r for r in loaded if isinstance(r, RankTrace)])
     skipped = [s for s in loaded if isinstance(s, SkippedFile)]
     if not ranks:
@@ -37,6 +42,11 @@ def load_run(paths: list[Path], workers: int | None = None) -> RunTrace:
         raise UsageError("no usable trace: " + "; ".join(f"{s.path}: {s.reason}" for s in skipped))
     _check_one_run(ranks)
     return RunTrace(ranks=tuple(sorted(ranks, key=lambda r: r.rank)), skipped=tuple(skipped))
+
+
+def _load_and_prepare(path: Path, prepare: Callable[[RankTrace], RankTrace] | None) -> RankTrace | SkippedFile:
+    loaded = load_rank(path)
+    return prepare(loaded) if prepare is not None and isinstance(loaded, RankTrace) else loaded
 
 
 def _number_unranked(ranks: list[RankTrace]) -> list[RankTrace]:

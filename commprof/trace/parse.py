@@ -37,7 +37,17 @@ _DECODER = msgspec.json.Decoder(TraceFile)
 _ARGS_DECODER = msgspec.json.Decoder(dict[str, Any])
 
 
+STREAM_ABOVE_BYTES = 256 * 1024 * 1024  # larger traces are streamed (commprof.trace.stream)
+
+
 def parse_trace(path: Path) -> TraceFile:
+    from commprof.trace.stream import stream_trace, uncompressed_size
+
+    try:
+        if uncompressed_size(path) > STREAM_ABOVE_BYTES:
+            return stream_trace(path)
+    except OSError:
+        pass  # reported below, by the reader
     data = read_trace_bytes(path)
     try:
         trace = _DECODER.decode(data)

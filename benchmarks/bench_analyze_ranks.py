@@ -1,0 +1,97 @@
+"""`commprof analyze` at 64, 256 and 1024 ranks (issue 8): wall time and peak memory against rank count.
+
+    python benchmarks/bench_analyze_ranks.py --workdir /tmp/bench-ranks [--ranks 64,256,1024]
+
+The ranks are made from one real rank of a 300-rank Gloo job (benchmarks/make_rank_traces.py:
+clock offsets per host, speed jitter, one straggler). Each size is analysed by a fresh
+`commprof analyze` with every core; peak memory (VmHWM) of the main process and of the largest
+worker is read from /proc while it runs. Prints a table and the least-squares slopes."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+SOURCE = REPO.parent / "shared" / "traces" / "gloo-cpu-rank34-of-300" / "rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"
+
+
+def peak_kib(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def children(pid: int) -> list[int]:
+    found = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            found += [int(c) for c in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    return found
+
+
+def analyse(folder: Path, reports: Path) -> dict:
+    start = time.perf_counter()
+    process = subprocess.Popen([sys.executable, "-m", "commprof", "analyze", str(folder), "--quiet",
+                                "--reports-dir", str(reports), "--name", folder.name],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    main_peak, worker_peak, workers = 0, 0, set()
+    while process.poll() is None:
+        main_peak = max(main_peak, peak_kib(process.pid))
+        for child in children(process.pid):
+            workers.add(child)
+            worker_peak = max(worker_peak, peak_kib(child))
+        time.sleep(0.05)
+    seconds = time.perf_counter() - start
+    if process.returncode != 0:
+        raise SystemExit(f"analyze failed: {process.stderr.read()}")
+    return {"seconds": seconds, "main_peak_mib": main_peak / 1024, "worker_peak_mib": worker_peak / 1024,
+            "workers": len(workers)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workdir", type=Path, required=True)
+    parser.add_argument("--ranks", default="64,256,1024")
+    parser.add_argument("--source", type=Path, default=SOURCE)
+    args = parser.parse_args()
+    rows = []
+    for n in (int(x) for x in args.ranks.split(",")):
+        folder = args.workdir / f"ranks-{n}"
+        if not folder.is_dir():
+            subprocess.run([sys.executable, str(REPO / "benchmarks" / "make_rank_traces.py"), str(args.source),
+                            str(folder), "--ranks", str(n)], check=True, stdout=subprocess.DEVNULL)
+        size = sum(p.stat().st_size for p in folder.iterdir())
+        result = analyse(folder, args.workdir / "reports")
+        report = json.loads((args.workdir / "reports" / folder.name / "report.json").read_text())
+        rows.append({"ranks": n, "gzip_mb": size / 1e6, **result, "report_ranks": len(report["ranks"]),
+                     "straggler": (report.get("cross_rank") or {}).get("straggler")})
+        (args.workdir / "reports" / folder.name).rename(args.workdir / f"report-{n}-{int(time.time())}")
+    print("| ranks | traces (gzip) | wall s | main process peak MiB | largest worker peak MiB | straggler found |")
+    print("|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['ranks']} | {r['gzip_mb']:.0f} MB | {r['seconds']:.1f} | {r['main_peak_mib']:.0f} | "
+              f"{r['worker_peak_mib']:.0f} | rank {r['straggler']} |")
+    if len(rows) > 1:
+        ranks = [r["ranks"] for r in rows]
+        time_slope, time_base = statistics.linear_regression(ranks, [r["seconds"] for r in rows])
+        memory_slope, memory_base = statistics.linear_regression(ranks, [r["main_peak_mib"] for r in rows])
+        print(f"time: {time_base:.1f} s + {1000 * time_slope:.1f} ms per rank; main process memory: "
+              f"{memory_base:.0f} MiB + {1024 * memory_slope:.0f} KiB per rank; largest worker: "
+              f"{min(r['worker_peak_mib'] for r in rows):.0f}-{max(r['worker_peak_mib'] for r in rows):.0f} MiB")
+    (args.workdir / "results.json").write_text(json.dumps(rows, indent=2))
+
+
+if __name__ == "__main__":
+    main()

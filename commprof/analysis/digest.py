@@ -1,0 +1,24 @@
+"""Per-rank work done in the process that loaded the rank, so that only small records travel back.
+
+Each rank's step breakdowns are computed where its trace was parsed. Beyond the first
+MAX_DETAILED_RANKS ranks the interval lists are then dropped: the cross-rank analysis needs only
+steps and collectives, and the timelines (typical step, timeline.json) show the first ranks. The
+parent's memory then grows by a few kilobytes per rank, not by the size of each trace."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from commprof.analysis.breakdown import breakdown_step, step_windows
+from commprof.trace.model import RankTrace
+
+MAX_DETAILED_RANKS = 64
+
+
+def digest(rank: RankTrace) -> RankTrace:
+    windows = step_windows(rank)
+    breakdowns = tuple(breakdown_step(rank, w) for w in windows)
+    if rank.rank < MAX_DETAILED_RANKS:  # also the ranks not yet numbered (-1)
+        return dataclasses.replace(rank, breakdowns=breakdowns)
+    return dataclasses.replace(rank, steps=tuple(windows), breakdowns=breakdowns, compute=(), communication=(),
+                               memory=(), intervals_dropped=True)
