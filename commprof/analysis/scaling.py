@@ -94,10 +94,12 @@ class ScaleReport:
 
 
 def job_step_times(run: dict[str, Any], schedule: dict[str, int]) -> list[float]:
-    """Per step outside the profiler's warm-up and active window (after the first few), the slowest rank's time."""
+    """Per step outside the profiler's warm-up and active window (after the first few), the slowest rank's
+    time; every step but the first when the run has no such step."""
     ranks = [r["step_ms"] for r in run["ranks"]]
     traced = range(schedule["wait"], schedule["wait"] + schedule["warmup"] + schedule["active"])
-    steps = [i for i in range(SKIP_FIRST_STEPS, min(len(r) for r in ranks)) if i not in traced]
+    count = min(len(r) for r in ranks)
+    steps = [i for i in range(SKIP_FIRST_STEPS, count) if i not in traced] or list(range(min(1, count - 1), count))
     return [max(r[i] for r in ranks) for i in steps]
 
 

@@ -37,6 +37,9 @@ STOPPED_MESSAGE = "stopped by the launcher (SIGTERM) while still running"
 
 
 def _stop(signum: int, frame: Any) -> None:
+    # Launchers may signal more than once; the first stop must be able to finish unwinding (the
+    # launcher's SIGKILL after its grace period still bounds it).
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     raise RankStopped(STOPPED_MESSAGE)
 
 
@@ -53,10 +56,12 @@ def exit_on_error(entry: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return entry(*args, **kwargs)
         except BaseException as exc:
-            get_error_handler().record_exception(exc)
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(1)
+            try:
+                get_error_handler().record_exception(exc)
+                sys.stdout.flush()
+                sys.stderr.flush()
+            finally:
+                os._exit(1)
 
     return wrapper
 
