@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from commprof.errors import UsageError
+from commprof.launch.mpi_rank import started_by_mpi_launcher
 from commprof.launch.mpi_train import identity_from_env
 from commprof.launch.slurm import apply_slurm, expand_hostlist, sbatch_script, slurm_step
 from conftest import FAST_RUN, commprof, load_json
@@ -70,6 +71,12 @@ def test_mpi_launcher_environments():
                                                   "LOCAL_WORLD_SIZE": "2"}
     assert identity_from_env(MPICH_RANK_3) == {"RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "1",
                                                "LOCAL_WORLD_SIZE": "2"}
+
+
+def test_commprof_run_knows_when_an_mpi_launcher_started_it():
+    assert started_by_mpi_launcher(OPEN_MPI_RANK_2) and started_by_mpi_launcher(MPICH_RANK_3)
+    assert not started_by_mpi_launcher({**OPEN_MPI_RANK_2, "OMPI_COMM_WORLD_SIZE": "1"})
+    assert not started_by_mpi_launcher(SRUN_TASK_ON_NODE_1)
 
 
 def test_emit_sbatch_prints_a_valid_script(tmp_path):

@@ -1,5 +1,7 @@
 """DDP training over MPI: ranks from the MPI launcher's environment, gradients through a comm hook."""
 
+import subprocess
+
 import pytest
 
 from commprof.analysis.report import load_report
@@ -33,3 +35,21 @@ def test_ddp_gradients_over_mpi_are_traced_and_analysed(tmp_path):
     assert [c.op for c in mpi_calls] == ["all_reduce"] * len(buckets)
     assert sorted(c.bytes for c in mpi_calls) == buckets and all(c.calls_per_step == 1 for c in mpi_calls)
     assert all(r.comm_ms > 0 for r in report.ranks)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(mpi_unavailable() is not None, reason=str(mpi_unavailable()))
+def test_commprof_run_started_by_mpirun_is_one_job(tmp_path):
+    """`mpirun -n 2 commprof run --backend gloo`: two processes, one rank each, one run folder."""
+    from commprof.launch.mpi import mpi_command
+
+    command, env = mpi_command(2, "commprof", ["run", "--backend", "gloo", "--run-id", "viampi", "--quiet",
+                                               *FAST_RUN])
+    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr + done.stdout
+    run = load_json(tmp_path / "traces" / "viampi" / "run.json")
+    assert run["world_size"] == 2 and run["status"] == "complete" and run["config"]["procs_per_node"] == 2
+    assert sorted(p.name for p in (tmp_path / "traces" / "viampi").glob("*.pt.trace.json")) == \
+        ["rank0.pt.trace.json", "rank1.pt.trace.json"]
+    report = load_report(tmp_path / "reports" / "viampi" / "report.json")
+    assert {c.group_size for c in report.collectives} == {2}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Annotated
 
 import typer
@@ -26,9 +27,12 @@ def run(request, quiet: bool, emit_sbatch: Annotated[bool, typer.Option(
                           markup=False, highlight=False, end="")
         return
     from commprof.errors import RunFailed
+    from commprof.launch.mpi_rank import started_by_mpi_launcher
     from commprof.launch.resolve import MachineProbe, resolve
     from commprof.pipeline import report_from_traces
 
+    if started_by_mpi_launcher(os.environ):
+        return _as_one_mpi_rank(request, quiet)
     config = resolve(request, MachineProbe.detect())
     workload = check_model(config)
     console.info(f"run {config.run_id}: {workload.name} ({workload.parameter_count:,} parameters) on "
@@ -44,6 +48,19 @@ def run(request, quiet: bool, emit_sbatch: Annotated[bool, typer.Option(
         return
     report, timeline = report_from_traces([result.run_dir], name=result.run_id, kind="run")
     write_and_show(report, config.reports_dir, quiet, traces=result.run_dir, timeline=timeline)
+
+
+def _as_one_mpi_rank(request, quiet: bool) -> None:
+    """`mpirun -n N commprof run`: this process is one rank; rank 0 writes the report."""
+    from commprof.launch.mpi_rank import run_as_mpi_rank
+    from commprof.launch.resolve import MachineProbe
+    from commprof.pipeline import report_from_traces
+
+    mine = run_as_mpi_rank(request, MachineProbe.detect())
+    if mine is not None:
+        config, run_dir = mine
+        report, timeline = report_from_traces([run_dir], name=config.run_id, kind="run")
+        write_and_show(report, config.reports_dir, quiet, traces=run_dir, timeline=timeline)
 
 
 _DERIVED_IN_SLURM = ("--nodes", "--rdzv-endpoint", "--run-id")

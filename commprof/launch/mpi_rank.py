@@ -1,0 +1,65 @@
+"""`mpirun -n N commprof run ...`: every process the MPI launcher started is one rank.
+
+The rank, world size and local rank come from the launcher's environment (mpi_train.RANK_VARS);
+rank 0 opens a torch TCPStore on a port the OS picks and tells the others, with the run id, over
+MPI (mpi4py). Rank 0 writes the report; every rank writes its trace."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import socket
+import sys
+import tempfile
+from datetime import timedelta
+from pathlib import Path
+from typing import Mapping
+
+from commprof.errors import UsageError
+from commprof.launch.mpi_train import RANK_VARS, identity_from_env
+
+
+def started_by_mpi_launcher(env: Mapping[str, str]) -> bool:
+    """More than one process, started by mpirun/mpiexec (not commprof's own --backend mpi job)."""
+    return any(rank in env and size in env and env[size] != "1" for rank, size, _, _ in RANK_VARS)
+
+
+def run_as_mpi_rank(request, probe) -> tuple[object, Path] | None:
+    """Join the job as this process's rank; rank 0 returns (config, run folder) to report on."""
+    import torch.distributed as dist
+
+    from commprof.launch.resolve import new_run_id, resolve
+    from commprof.launch.worker import run_worker
+
+    try:
+        from mpi4py import MPI
+    except ImportError:
+        raise UsageError("started by an MPI launcher: commprof needs mpi4py to join its ranks; "
+                         "pip install 'commprof[mpi]'") from None
+    identity = identity_from_env(dict(os.environ))
+    os.environ.update(identity)
+    rank, world = int(identity["RANK"]), int(identity["WORLD_SIZE"])
+    local = int(identity["LOCAL_WORLD_SIZE"])
+    if world % local:
+        raise UsageError(f"the MPI launcher started {world} ranks, {local} on this node: commprof needs the same "
+                         "number on every node")
+    store = None
+    if rank == 0:
+        store = dist.TCPStore(socket.gethostname(), 0, world, is_master=True,
+                              timeout=timedelta(seconds=request.timeout_s), wait_for_workers=False)
+    host, port, run_id = MPI.COMM_WORLD.bcast(
+        (socket.gethostname(), store.port, request.run_id or new_run_id()) if rank == 0 else None, root=0)
+    if rank != 0:
+        store = dist.TCPStore(host, port, world, is_master=False, timeout=timedelta(seconds=request.timeout_s))
+    cuda = request.device == "cuda" or (request.device == "auto" and probe.cuda_available)
+    sized = dataclasses.replace(request, run_id=run_id, nodes=world // local, rdzv_endpoint=f"{host}:{port}",
+                                **({"gpus": local} if cuda else {"procs": local}))
+    config = resolve(sized, probe, env={})  # the MPI launcher, not SLURM, placed the ranks
+    with tempfile.TemporaryDirectory(prefix="commprof-progress-") as tmp:
+        try:
+            result = run_worker(config, str(Path(tmp) / "progress.json"), store)
+        except Exception as exc:  # one line, then leave at once, as the elastic workers do (rank.exit_on_error)
+            lines = [line for line in str(exc).splitlines() if line.strip()] or [type(exc).__name__]
+            print(f"error: rank {rank} on {socket.gethostname()} failed: {lines[-1]}", file=sys.stderr, flush=True)
+            os._exit(1)
+    return (config, Path(result["run_dir"])) if rank == 0 else None
