@@ -49,7 +49,7 @@ def predict_from(cwd: Path, name: str, sizes: list[int], target: int, model: str
 def step_time(cwd: Path, repeats: int, steps: int) -> dict:
     commprof(cwd, "scale", "--world-sizes", "1,2,3,4", "--repeats", str(repeats), "--steps", str(steps),
              "--run-id", "steps")
-    measured = next(p for p in json.loads((cwd / "reports" / "steps" / "scale.json").read_text())["points"]
+    measured = next(p for p in json.loads((cwd / "reports" / "steps" / "report.json").read_text())["points"]
                     if p["world_size"] == 4)
     report = predict_from(cwd, "steps", [1, 2, 3], 4, "mlp", repeats)
     predicted = report.predictions[0].step_ms

@@ -95,7 +95,7 @@ def write_scale(report: ScaleReport, folder: Path) -> Path:
 
     png = scale_plot(report)
     (folder / "scale.png").write_bytes(png)
-    (folder / "scale.json").write_text(report.to_json())
+    (folder / "report.json").write_text(report.to_json())
     (folder / "report.md").write_text(render_markdown(report))
     (folder / "report.html").write_text(render_html(report, png))
     return folder / "report.html"

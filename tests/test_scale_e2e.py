@@ -13,7 +13,7 @@ def test_scale_measures_and_predicts(tmp_path):
                       *FAST_RUN, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     folder = tmp_path / "reports" / "sc"
-    data = json.loads((folder / "scale.json").read_text())
+    data = json.loads((folder / "report.json").read_text())
     one, two = data["points"]
     assert (one["world_size"], one["global_batch"], two["global_batch"]) == (1, 8, 16)  # weak: 8 per rank
     assert two["learning_rate"] == pytest.approx(2 * one["learning_rate"])  # linear scaling rule
@@ -34,6 +34,9 @@ def test_scale_measures_and_predicts(tmp_path):
     assert "<script" not in html and "http" not in html.replace("http://www.w3.org", "")
     assert (folder / "scale.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "## Predicted" in (folder / "report.md").read_text()
+    assert data["kind"] == "scale"
+    shown = commprof("report", str(folder / "report.json"), cwd=tmp_path)
+    assert shown.returncode == 2 and "a `commprof scale` report" in shown.stderr
 
 
 def test_scale_bad_input(tmp_path):

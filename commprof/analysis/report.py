@@ -220,6 +220,8 @@ def load_report(path: Path) -> Report:
         raise UsageError(f"{path}: not valid JSON ({exc})") from None
     if not isinstance(data, dict) or "schema_version" not in data:
         raise UsageError(f"{path}: not a commprof report (no schema_version)")
+    if data.get("kind") == "scale":
+        raise UsageError(f"{path}: a `commprof scale` report; read report.md or report.html beside it")
     if data["schema_version"] > SCHEMA_VERSION:
         raise UsageError(f"{path}: report schema {data['schema_version']} is newer than this commprof "
                          f"understands ({SCHEMA_VERSION}); upgrade commprof")

@@ -10,6 +10,7 @@ from typing import Any
 
 from commprof.analysis.predict import (CANDIDATE_CAPS_MB, ComputeModel, LinkModel, StepProfile, rebucket,
                                        simulate_step)
+from commprof.analysis.report import SCHEMA_VERSION
 from commprof.analysis.stats import Estimate, median_ci
 
 SKIP_FIRST_STEPS = 3  # warm-up: allocator, autograd graph, gloo connections
@@ -76,6 +77,8 @@ class ScaleReport:
     profiling_overhead: float = 1.0  # unprofiled job step / profiled step, applied to predictions
     runs: list[str] = field(default_factory=list)
     order: list[int] = field(default_factory=list)  # world sizes in the order they ran (interleaved)
+    kind: str = "scale"
+    schema_version: int = SCHEMA_VERSION
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), indent=2)

@@ -82,4 +82,4 @@ def scale(
         from commprof.render.scale import render_markdown
 
         console.out.print(render_markdown(report), markup=False)
-    console.out.print(f"scale: {html} (also report.md, scale.json, scale.png; each run's report beside it)", markup=False)
+    console.out.print(f"scale: {html} (also report.json, report.md, scale.png; each run's report beside it)", markup=False)
