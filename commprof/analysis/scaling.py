@@ -106,10 +106,6 @@ def job_step_times(run: dict[str, Any], schedule: dict[str, int]) -> list[float]
     return [max(r[i] for r in ranks) for i in steps]
 
 
-def global_batch(per_rank: int, world_size: int) -> int:
-    return per_rank * world_size
-
-
 def scale_points(measured: dict[int, list[SizeMeasurement]], per_rank_batch: dict[int, int],
                  base_lr: float) -> list[ScalePoint]:
     """Throughput from the pooled unprofiled steps of every repeat; speedup against the smallest size."""

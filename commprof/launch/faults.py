@@ -2,8 +2,8 @@
 
 When one rank fails, the others fail too: a peer's socket closes under them, a collective times
 out waiting for it, or the launcher stops them (SIGTERM). Only one of these failures is the root
-cause, and a rank stuck outside any collective (sleeping, looping) reports no error at all: it is
-the rank that the others timed out waiting for."""
+cause, and a rank stuck outside any collective (sleeping, looping) has no error of its own (the
+launcher stops it): it is the rank that the others timed out waiting for."""
 
 from __future__ import annotations
 

@@ -68,7 +68,7 @@ def launch(config: RunConfig, progress_path: Path, entrypoint: Callable[..., Any
     keeps every trace written, and its run.json is marked failed."""
     for name in ("torch.distributed.elastic", "torch.multiprocessing"):
         logging.getLogger(name).setLevel(logging.CRITICAL)
-    check_endpoint(config.rdzv_endpoint)
+    _check_endpoint(config.rdzv_endpoint)
     restore_for_workers()
     log_dir = Path(tempfile.mkdtemp(prefix="commprof-logs-"))
     try:
@@ -76,7 +76,7 @@ def launch(config: RunConfig, progress_path: Path, entrypoint: Callable[..., Any
     except ChildFailedError as exc:
         raise _failed(config, _failure_summary(exc, log_dir, config), log_dir) from None
     except Exception as exc:  # rendezvous timeouts and agent errors surface as various types
-        raise _failed(config, rendezvous_problem(exc, config), log_dir) from None
+        raise _failed(config, _rendezvous_problem(exc, config), log_dir) from None
     _keep_logs(log_dir, config)
     first = next(iter(results.values()))
     return LaunchResult(first["run_id"], Path(first["run_dir"]), tuple(sorted(r["rank"] for r in results.values())))
@@ -106,7 +106,7 @@ def _failure_summary(exc: ChildFailedError, log_dir: Path, config: RunConfig) ->
     return root_cause(outcomes, socket.gethostname(), config.timeout_s)
 
 
-def rendezvous_problem(exc: Exception, config: RunConfig) -> str:
+def _rendezvous_problem(exc: Exception, config: RunConfig) -> str:
     endpoint = config.rdzv_endpoint or STANDALONE_ENDPOINT
     name = type(exc).__name__
     if "Timeout" in name:
@@ -118,7 +118,7 @@ def rendezvous_problem(exc: Exception, config: RunConfig) -> str:
     return f"launch failed: {name}: {_last_line(str(exc))}"
 
 
-def check_endpoint(endpoint: str | None) -> None:
+def _check_endpoint(endpoint: str | None) -> None:
     """Fail fast when the rendezvous port is taken by a program that is not a c10d store; nothing
     listening is fine (this node will host the store, or node 0 has not started yet)."""
     if endpoint is None:

@@ -56,13 +56,12 @@ def _train(config: RunConfig, ctx: RankContext, workload: Workload, run_dir: Pat
             recorder.record(trainer.step())
             prof.step()
     recorder.writing_traces()
-    step_ms = recorder.step_ms
     return {
         "rank": ctx.rank,
         "host": recorder.host,
         "device": device_name(ctx.device),
         "trace": trace_path(run_dir, ctx.rank).name,
-        "step_ms": step_ms,
+        "step_ms": recorder.step_ms,
         "ddp": ddp_logging_data(trainer.ddp),
     }
 
