@@ -70,6 +70,7 @@ CASES: list[tuple[list[str], str]] = [
     (["scale", "--link", "fast"], "--link must look like 25GB/s,5us"),
     (["scale", "--predict", "16,x"], "--predict must be a comma-separated list"),
     (["scale", "--reports-dir", "afile"], "afile exists and is not a folder"),
+    (["scale", "--world-sizes", "1,2", "--repeats", "0"], "--repeats must be >= 1"),
 ]
 
 TRACE = ('{"traceEvents": [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "ts": 0, "dur": 100, '

@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-SHARED_TRACES = REPO.parent / "shared" / "traces"
+TRACES = REPO / "tests" / "data" / "traces"  # real traces, in the repo (README there)
+# the 54 MB size benchmark stays outside the repo; tests that need it skip without it
+LARGE_TRACE = REPO.parent / "shared" / "traces" / "nccl-v100-rank1-of-2-large"
 FAST_RUN = ["--steps", "8", "--schedule", "2,1,4", "--batch-size", "8"]
 
 
@@ -29,3 +31,29 @@ def cpu_run(tmp_path_factory):
 
 def load_json(path: Path):
     return json.loads(path.read_text())
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if "cpu_run" in item.fixturenames:  # a real training run
+            item.add_marker(pytest.mark.slow)
+
+
+class ProcessStarted(AssertionError):
+    pass
+
+
+@pytest.fixture(autouse=True)
+def _fast_tier_starts_no_process(request, monkeypatch):
+    """A test not marked slow may not start a process: the fast tier stays fast and launches nothing."""
+    if request.node.get_closest_marker("slow"):
+        return
+
+    def refuse(*args, **kwargs):
+        raise ProcessStarted(f"{request.node.nodeid} started a process; mark it @pytest.mark.slow")
+
+    import multiprocessing.process
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
+    monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", refuse)
+    monkeypatch.setattr(os, "fork", refuse)

@@ -23,25 +23,25 @@ def test_one_bad_file_is_one_clear_error(tmp_path, content, problem):
     path = tmp_path / "rank0.json"
     path.write_bytes(content)
     with pytest.raises(TraceError, match=problem) as info:
-        load_run([path])
+        load_run([path], workers=1)
     assert str(path) in str(info.value) and "\n" not in str(info.value)
 
 
 def test_good_ranks_are_analysed_and_bad_ones_listed(tmp_path):
     GOOD.write(tmp_path / "rank0.json")
     (tmp_path / "rank1.json").write_bytes(gzip.compress(b'{"traceEvents": [')[:-4])
-    run = load_run([tmp_path])
+    run = load_run([tmp_path], workers=1)
     assert [r.rank for r in run.ranks] == [0]
     assert len(run.skipped) == 1 and run.skipped[0].path.endswith("rank1.json")
 
 
 def test_folder_without_traces(tmp_path):
     with pytest.raises(UsageError, match="no trace files"):
-        load_run([tmp_path])
+        load_run([tmp_path], workers=1)
 
 
 def test_two_runs_mixed(tmp_path):
     TraceBuilder(rank=0, world_size=2).x("a", 0, 1).write(tmp_path / "a.json")
     TraceBuilder(rank=1, world_size=8).x("a", 0, 1).write(tmp_path / "b.json")
     with pytest.raises(UsageError, match="different runs mixed"):
-        load_run([tmp_path])
+        load_run([tmp_path], workers=1)

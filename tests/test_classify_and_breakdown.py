@@ -115,7 +115,7 @@ def test_relative_timestamps_keep_their_base(tmp_path):
 def test_rank_from_file_name_then_from_order(tmp_path):
     TraceBuilder(rank=None).x("aten::mm", 0, 5).write(tmp_path / "worker_rank3.json")
     TraceBuilder(rank=None).x("aten::mm", 0, 5).write(tmp_path / "b.json")
-    run = load_run([tmp_path])
+    run = load_run([tmp_path], workers=1)
     assert {r.path.rsplit("/", 1)[1]: r.rank for r in run.ranks} == {"b.json": 0, "worker_rank3.json": 3}
     warnings = [w for r in run.ranks for w in r.warnings]
     assert any("rank 3 taken from the file name" in w for w in warnings)

@@ -22,6 +22,7 @@ def _measure(rank: int, port: int, results) -> None:
     dist.destroy_process_group()
 
 
+@pytest.mark.slow
 def test_round_trips_recover_an_injected_offset():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

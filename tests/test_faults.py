@@ -19,6 +19,7 @@ from conftest import REPO, commprof
 FAULTY = REPO / "tests" / "data" / "faulty_model.py"
 STEPS = ["--steps", "10", "--schedule", "2,1,4", "--batch-size", "8", "--quiet"]
 TIMEOUT = 10
+pytestmark = pytest.mark.slow  # every fault is a real run through the CLI
 STARTUP_ALLOWANCE = 60  # interpreter, torch import and process start on a slow shared 2-core machine
 
 
@@ -43,7 +44,6 @@ def no_partial_files(folder: Path) -> None:
         json.loads(trace.read_text())  # complete JSON: never half a file
 
 
-@pytest.mark.slow
 def test_rank_killed_mid_run(tmp_path):
     # step 9 (index 8) is after the profiled steps 3-6: every trace was written before the kill
     result, seconds = faulty_run(tmp_path, "kill", 9, "killed")
@@ -61,7 +61,6 @@ def test_rank_killed_mid_run(tmp_path):
     assert "INCOMPLETE" in (tmp_path / "reports" / "killed" / "report.md").read_text()
 
 
-@pytest.mark.slow
 def test_rank_stuck_before_a_collective(tmp_path):
     # rank 1 sleeps in step index 5, inside the profiled window: rank 0 times out in the all-reduce
     result, seconds = faulty_run(tmp_path, "hang", 6, "stuck")
@@ -107,7 +106,10 @@ def _unshare_works() -> bool:
         ["unshare", "-Urm", "true"], capture_output=True).returncode == 0
 
 
-needs_mount_namespace = pytest.mark.skipif(not _unshare_works(), reason="no user + mount namespaces (unshare -Urm)")
+@pytest.fixture
+def mount_namespace():
+    if not _unshare_works():
+        pytest.skip("no user + mount namespaces (unshare -Urm)")
 
 
 def in_mount_namespace(script: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -116,8 +118,7 @@ def in_mount_namespace(script: str, cwd: Path) -> subprocess.CompletedProcess:
                           timeout=300, env={**os.environ, "PYTHON": sys.executable})
 
 
-@needs_mount_namespace
-def test_read_only_traces_folder(tmp_path):
+def test_read_only_traces_folder(tmp_path, mount_namespace):
     (tmp_path / "ro").mkdir()
     result = in_mount_namespace("mount --bind ro ro && mount -o remount,bind,ro ro && "
                                 '"$PYTHON" -m commprof run --traces-dir ro/traces --quiet', tmp_path)
@@ -125,9 +126,7 @@ def test_read_only_traces_folder(tmp_path):
     assert one_line_error(result) == "error: ro/traces: cannot write there (Read-only file system)"
 
 
-@pytest.mark.slow
-@needs_mount_namespace
-def test_traces_folder_fills_up_mid_run(tmp_path):
+def test_traces_folder_fills_up_mid_run(tmp_path, mount_namespace):
     # 200 KiB: run.json and the step logs fit, a trace does not
     (tmp_path / "tiny").mkdir()
     result = in_mount_namespace('mount -t tmpfs -o size=200k tmpfs tiny && "$PYTHON" -m commprof run '
@@ -143,7 +142,6 @@ def test_traces_folder_fills_up_mid_run(tmp_path):
     assert record["status"] == "failed" and "cannot write trace" in record["error"]
 
 
-@pytest.mark.slow
 def test_same_run_id_at_the_same_time_never_mixes(tmp_path):
     args = [sys.executable, "-m", "commprof", "run", "--run-id", "twice", *STEPS]
     runs = [subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

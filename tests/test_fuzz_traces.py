@@ -9,10 +9,10 @@ from hypothesis import strategies as st
 from commprof.analysis.analyze import analyze
 from commprof.errors import CommprofError
 from commprof.trace.load import load_run
-from tests.conftest import SHARED_TRACES
+from tests.conftest import TRACES
 
-SOURCE = SHARED_TRACES / "missing-fields" / "rank_non_gpu.json.gz"
-RAW = gzip.decompress(SOURCE.read_bytes()) if SOURCE.exists() else b'{"traceEvents": []}'
+SOURCE = TRACES / "missing-fields" / "rank_non_gpu.json.gz"
+RAW = gzip.decompress(SOURCE.read_bytes())
 EVENTS = json.loads(RAW)["traceEvents"]
 VALUES = st.one_of(st.none(), st.integers(-10**6, 10**12), st.floats(allow_nan=True), st.text(max_size=5),
                    st.lists(st.integers(), max_size=3), st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))

@@ -79,6 +79,7 @@ def test_commprof_run_knows_when_an_mpi_launcher_started_it():
     assert not started_by_mpi_launcher(SRUN_TASK_ON_NODE_1)
 
 
+@pytest.mark.slow  # bash -n checks the script
 def test_emit_sbatch_prints_a_valid_script(tmp_path):
     result = commprof("run", "--emit-sbatch", "--nodes", "2", "--bucket-cap-mb", "50", "--static-graph",
                       "--run-id", "ignored", cwd=tmp_path)

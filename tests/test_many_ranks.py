@@ -1,6 +1,8 @@
 """Many ranks: the analysis keeps only small per-rank records, and reports stay readable."""
 
 import json
+
+import pytest
 import subprocess
 import sys
 
@@ -9,10 +11,11 @@ from commprof.analysis.report import load_report
 from commprof.render.tables import MAX_RANK_ROWS, TOP_RANKS
 from commprof.trace.load import load_run
 from commprof.analysis.digest import digest
-from conftest import REPO, SHARED_TRACES, commprof
+from conftest import REPO, TRACES, commprof
 
-SOURCE = SHARED_TRACES / "gloo-cpu-rank34-of-300" / "rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"
+SOURCE = TRACES / "gloo-cpu-rank34-of-300" / "rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"
 RANKS = 24
+pytestmark = pytest.mark.slow  # the trace copies are parsed in parallel processes
 
 
 def make_ranks(folder, ranks=RANKS):

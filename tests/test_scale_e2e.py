@@ -37,14 +37,3 @@ def test_scale_measures_and_predicts(tmp_path):
     assert data["kind"] == "scale"
     shown = commprof("report", str(folder / "report.json"), cwd=tmp_path)
     assert shown.returncode == 2 and "a `commprof scale` report" in shown.stderr
-
-
-def test_scale_bad_input(tmp_path):
-    for args, message in ((["--world-sizes", "2"], "at least two sizes"),
-                          (["--world-sizes", "1,x"], "--world-sizes must be a comma-separated list"),
-                          (["--world-sizes", "1,2", "--link", "fast"], "--link must look like"),
-                          (["--world-sizes", "1,3", "--strong"], "does not divide evenly over 3 ranks"),
-                          (["--world-sizes", "1,2", "--repeats", "0"], "--repeats must be >= 1")):
-        result = commprof("scale", *args, cwd=tmp_path)
-        assert result.returncode == 2 and message in result.stderr and len(result.stderr.strip().splitlines()) == 1, \
-            (args, result.stderr)

@@ -8,16 +8,22 @@ from commprof.trace.classify import classify
 from commprof.trace.parse import parse_trace
 from commprof.trace.stream import stream_trace, uncompressed_size
 from commprof.errors import TraceError
-from conftest import SHARED_TRACES
+from conftest import LARGE_TRACE, TRACES
 
-TRACES = sorted(p for p in SHARED_TRACES.rglob("*.json*") if "nccl-trace-diff" not in str(p))
+FILES = sorted(p for p in TRACES.rglob("*.json*") if "nccl-trace-diff" not in str(p))
 
 
-@pytest.mark.parametrize("path", TRACES, ids=[str(p.relative_to(SHARED_TRACES)) for p in TRACES])
+@pytest.mark.parametrize("path", FILES, ids=[str(p.relative_to(TRACES)) for p in FILES])
 def test_streamed_equals_decoded(path):
     whole, streamed = classify(path, parse_trace(path)), classify(path, stream_trace(path))
     for field in dataclasses.fields(whole):
         assert getattr(streamed, field.name) == getattr(whole, field.name), field.name
+
+
+@pytest.mark.skipif(not LARGE_TRACE.is_dir(), reason="the 54 MB benchmark trace is not in ../shared/traces")
+def test_streamed_equals_decoded_on_the_large_trace():
+    (path,) = LARGE_TRACE.glob("*.json*")
+    test_streamed_equals_decoded(path)
 
 
 def test_gzip_size_from_its_trailer(tmp_path):

@@ -1,0 +1,19 @@
+"""Behaviour preserved: `commprof analyze` on every real trace folder gives the golden report.json,
+field for field and number for number (tests/golden_reports.py wrote them)."""
+
+import json
+
+import pytest
+
+from tests.golden_reports import FOLDERS, GOLDEN, analyze_folder, differences, golden_name
+
+
+@pytest.mark.parametrize("folder", FOLDERS)
+def test_report_matches_the_golden_one(tmp_path, folder):
+    expected = json.loads((GOLDEN / golden_name(folder)).read_text())
+    assert differences(expected, analyze_folder(folder, tmp_path)) == []
+
+
+def test_differences_sees_a_changed_number_and_a_lost_field():
+    assert differences({"a": 1.0, "b": [1, 2]}, {"a": 1.0 + 1e-12, "b": [1, 2]}) == []
+    assert differences({"a": 1.0, "b": 2}, {"a": 1.01}) == [".b: missing", ".a: 1.0 -> 1.01"]
