@@ -75,10 +75,10 @@ def _try_backend(backend: str, devices: list[str], timeout: float) -> dict:
 
             plan_path = Path(tmp) / "plan.json"
             plan_path.write_text(json.dumps({"out": str(out)}))
-            run_under_mpi(2, "commprof.launch.matrix_worker", [str(plan_path)], timeout * 12)
+            run_under_mpi(2, "commprof.worker.matrix", [str(plan_path)], timeout * 12)
         else:
             from commprof.launch.launcher import launch
-            from commprof.launch.matrix_worker import matrix_main
+            from commprof.worker.matrix import matrix_main
             from commprof.launch.resolve import MachineProbe, RunRequest, resolve
 
             cuda_only = devices == ["cuda"]

@@ -104,7 +104,7 @@ def _run_backend(backend: str, plan: dict, procs: int, device: str, timeout: flo
 
             plan_path = Path(tmp) / "plan.json"
             plan_path.write_text(json.dumps(plan))
-            run_under_mpi(procs, "commprof.launch.bench_worker", [str(plan_path)], timeout)
+            run_under_mpi(procs, "commprof.worker.bench", [str(plan_path)], timeout)
         else:
             _run_torch_backend(backend, plan, procs, device, timeout, Path(tmp))
         if not out.exists():
@@ -113,7 +113,7 @@ def _run_backend(backend: str, plan: dict, procs: int, device: str, timeout: flo
 
 
 def _run_torch_backend(backend: str, plan: dict, procs: int, device: str, timeout: float, tmp: Path) -> None:
-    from commprof.launch.bench_worker import bench_main
+    from commprof.worker.bench import bench_main
     from commprof.launch.launcher import launch
     from commprof.launch.resolve import MachineProbe, RunRequest, resolve
 

@@ -27,7 +27,7 @@ def run(request, quiet: bool, emit_sbatch: Annotated[bool, typer.Option(
                           markup=False, highlight=False, end="")
         return
     from commprof.errors import RunFailed
-    from commprof.launch.mpi_rank import started_by_mpi_launcher
+    from commprof.worker.mpi_rank import started_by_mpi_launcher
     from commprof.launch.resolve import MachineProbe, resolve
     from commprof.pipeline import report_from_traces
 
@@ -52,7 +52,7 @@ def run(request, quiet: bool, emit_sbatch: Annotated[bool, typer.Option(
 
 def _as_one_mpi_rank(request, quiet: bool) -> None:
     """`mpirun -n N commprof run`: this process is one rank; rank 0 writes the report."""
-    from commprof.launch.mpi_rank import run_as_mpi_rank
+    from commprof.worker.mpi_rank import run_as_mpi_rank
     from commprof.launch.resolve import MachineProbe
     from commprof.pipeline import report_from_traces
 

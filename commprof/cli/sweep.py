@@ -66,7 +66,7 @@ def run_plan(request, quiet: bool, settings, baseline, kind: str, repeats: int, 
     from commprof.cli.common import check_model, launch_with_progress, write_and_show
     from commprof.config import SweepPlan, setting_label
     from commprof.launch.resolve import MachineProbe, resolve
-    from commprof.launch.sweep_worker import sweep_main
+    from commprof.worker.sweep import sweep_main
     from commprof.pipeline import sweep_report
 
     if baseline not in settings:

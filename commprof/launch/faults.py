@@ -12,7 +12,7 @@ import signal
 import socket
 from dataclasses import dataclass
 
-from commprof.launch.rank import STOPPED_MESSAGE
+from commprof.worker.rank import STOPPED_MESSAGE
 
 _PEER_GONE = re.compile(r"Connection (closed|reset) by peer|Broken pipe|remote worker|communicator was aborted|"
                         r"ProcessGroup.*(aborted|terminated)", re.IGNORECASE)

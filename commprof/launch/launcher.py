@@ -21,7 +21,7 @@ from commprof.config import RunConfig
 from commprof.errors import RunFailed
 from commprof.launch.faults import RankOutcome, root_cause
 from commprof.launch.runlog import mark_failed, started_by
-from commprof.launch.worker import worker_main
+from commprof.worker.run import worker_main
 from commprof.native_logs import restore_for_workers
 
 # 'localhost:0' is torchrun --standalone: the c10d store binds a free port itself.

@@ -72,7 +72,7 @@ def launch_mpi_job(config, progress_path) -> "LaunchResult":
         plan_path = Path(tmp) / "plan.json"
         plan_path.write_text(json.dumps(plan))
         try:
-            run_under_mpi(config.procs_per_node, "commprof.launch.mpi_train", [str(plan_path)], config.timeout_s)
+            run_under_mpi(config.procs_per_node, "commprof.worker.mpi_train", [str(plan_path)], config.timeout_s)
         except RunFailed:
             errors = sorted(Path(plan["errors"]).glob("rank*"), key=lambda p: int(p.name[4:]))
             if errors:

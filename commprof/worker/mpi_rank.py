@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Mapping
 
 from commprof.errors import UsageError
-from commprof.launch.mpi_train import RANK_VARS, identity_from_env
+from commprof.worker.mpi_train import RANK_VARS, identity_from_env
 
 
 def started_by_mpi_launcher(env: Mapping[str, str]) -> bool:
@@ -29,7 +29,7 @@ def run_as_mpi_rank(request, probe) -> tuple[object, Path] | None:
     import torch.distributed as dist
 
     from commprof.launch.resolve import new_run_id, resolve
-    from commprof.launch.worker import run_worker
+    from commprof.worker.run import run_worker
 
     try:
         from mpi4py import MPI

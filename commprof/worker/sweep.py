@@ -23,9 +23,9 @@ from commprof.config import DDPOptions, ProfileSchedule, SweepPlan, setting_labe
 from commprof.instrument.ddp import ddp_logging_data
 from commprof.instrument.profiler import make_profiler
 from commprof.launch.progress import Progress, write_progress
-from commprof.launch.rank import RankContext, claim_run_dir, distributed, exit_on_error, versions
+from commprof.worker.rank import RankContext, claim_run_dir, distributed, exit_on_error, versions
 from commprof.launch.runlog import write_json_atomic
-from commprof.launch.training import Trainer, make_batches
+from commprof.worker.training import Trainer, make_batches
 from commprof.workloads import load_workload
 
 

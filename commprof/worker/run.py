@@ -12,12 +12,12 @@ import torch.distributed as dist
 from commprof.config import RunConfig
 from commprof.instrument.ddp import ddp_logging_data
 from commprof.instrument.profiler import make_profiler, trace_path
-from commprof.launch.clocks import ClockOffset, measure_clock_offsets
+from commprof.worker.clocks import ClockOffset, measure_clock_offsets
 from commprof.launch.progress import Progress, write_progress
-from commprof.launch.rank import (RankContext, claim_run_dir, device_name, distributed, exit_on_error,
+from commprof.worker.rank import (RankContext, claim_run_dir, device_name, distributed, exit_on_error,
                                   mpi_through_mpi4py, versions)
 from commprof.launch.runlog import now, write_run_json, write_step_log
-from commprof.launch.training import Trainer, make_batches
+from commprof.worker.training import Trainer, make_batches
 from commprof.workloads import Workload, load_workload
 
 

@@ -12,7 +12,7 @@ import torch
 
 from commprof.config import RunConfig
 from commprof.instrument.collectives import DTYPES, Comm
-from commprof.launch.rank import distributed, exit_on_error
+from commprof.worker.rank import distributed, exit_on_error
 
 
 def bench_sizes(min_bytes: int, max_bytes: int, factor: int) -> list[int]:

@@ -12,7 +12,7 @@ import torch.distributed as dist
 
 from commprof.config import RunConfig
 from commprof.instrument.matrix import MATRIX_OPS, mpi_ops, torch_ops
-from commprof.launch.rank import distributed, exit_on_error
+from commprof.worker.rank import distributed, exit_on_error
 
 
 def try_each(ops: dict[str, Callable[[], bool]], sync: Callable[[], None]) -> dict[str, list]:

@@ -32,7 +32,7 @@ def main(plan_path: str) -> None:
     from mpi4py import MPI
 
     from commprof.config import RunConfig
-    from commprof.launch.worker import run_worker
+    from commprof.worker.run import run_worker
 
     plan = json.loads(Path(plan_path).read_text())
     config = RunConfig.from_dict(plan["config"])
