@@ -24,7 +24,7 @@ ANALYSE = """
 import json, sys
 from pathlib import Path
 import commprof.trace.parse as parse
-from commprof.pipeline import report_from_traces
+from commprof.commands.reporting import report_from_traces
 if sys.argv[2] == "whole":
     parse.STREAM_ABOVE_BYTES = 1 << 62
 report, _ = report_from_traces([Path(sys.argv[1])], name="big", kind="analysis", workers=1)

@@ -19,8 +19,9 @@ from pathlib import Path
 from overhead_worker import overhead_main
 
 from commprof.analysis.stats import median_ci
-from commprof.launch.launcher import launch
-from commprof.launch.resolve import MachineProbe, RunRequest, resolve
+from commprof.config import RunRequest
+from commprof.launch.job import Task, run_job
+from commprof.launch.resolve import MachineProbe, resolve
 
 GOAL = 0.03
 WORKLOADS = (("mlp", "small"), ("convnet", "small"))
@@ -29,8 +30,7 @@ WORKLOADS = (("mlp", "small"), ("convnet", "small"))
 def measure(model: str, size: str, rounds: int, block: int, workdir: Path) -> dict:
     config = resolve(RunRequest(model=model, model_size=size, run_id=f"overhead-{model}-{size}",
                                 traces_dir=workdir / "traces", reports_dir=workdir / "reports"), MachineProbe.detect())
-    result = launch(config, workdir / f"progress-{model}.json", entrypoint=overhead_main,
-                    payload={"config": config.to_dict(), "rounds": rounds, "block": block})
+    result = run_job(config, Task(overhead_main, None, {"config": config.to_dict(), "rounds": rounds, "block": block}))
     data = json.loads((result.run_dir / "overhead.json").read_text())
     # each round's blocks ran back to back: per-round ratios cancel the machine's slow drifts
     outside = median_ci([i / p for i, p in zip(data["instrumented"], data["plain"])])

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from commprof.analysis.predict import CANDIDATE_CAPS_MB
 from commprof.config import RunConfig
-from commprof.pipeline_scale import ScalePlan, run_scale
+from commprof.commands.scale import ScalePlan, run_scale
 from commprof.workloads import load_workload
 
 REPO = Path(__file__).resolve().parent.parent

@@ -23,10 +23,10 @@ import torch
 
 from commprof.config import ProfileSchedule, RunConfig
 from commprof.instrument.profiler import cuda_synchronize, make_profiler
-from commprof.launch.rank import claim_run_dir, distributed, exit_on_error
+from commprof.worker.rank import claim_run_dir, distributed, exit_on_error
 from commprof.launch.runlog import write_json_atomic
-from commprof.launch.training import Trainer, make_batches
-from commprof.launch.worker import StepRecorder
+from commprof.worker.training import Trainer, make_batches
+from commprof.worker.run import StepRecorder
 from commprof.workloads import load_workload
 
 WARMUP_STEPS = 12

@@ -1,4 +1,8 @@
-"""Run configuration: frozen, validated dataclasses passed from the CLI to the workers."""
+"""Run configuration: frozen, validated dataclasses passed from the CLI to the workers.
+
+Each user-facing option is declared once, here, as a field with `option(...)`: its default and its
+help. The CLI builds its options from these fields (cli/options.py) and the request, the resolved
+RunConfig and the workers' copy are built from them by keyword."""
 
 from __future__ import annotations
 
@@ -19,6 +23,11 @@ MODEL_SIZES = ("small", "medium", "large")
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
+def option(default: Any, help: str, flag: str | None = None) -> Any:
+    """A field that is also a command-line option (`flag`: its name there when it differs)."""
+    return field(default=default, metadata={"help": help, "flag": flag})
+
+
 def _require(condition: bool, message: str) -> None:
     if not condition:
         raise UsageError(message)
@@ -28,9 +37,9 @@ def _require(condition: bool, message: str) -> None:
 class ProfileSchedule:
     """torch.profiler schedule: skip `wait` steps, warm up `warmup`, record `active`."""
 
-    wait: int = 5
-    warmup: int = 2
-    active: int = 10
+    wait: int = option(5, "Profiler schedule: steps skipped before warming up (DDP settles in 3; docs/benchmarks.md).")
+    warmup: int = option(2, "Profiler schedule: warm-up steps (traced, then discarded).")
+    active: int = option(10, "Profiler schedule: steps recorded in the trace.")
 
     def __post_init__(self) -> None:
         _require(self.wait >= 0 and self.warmup >= 0, "--wait and --warmup must be >= 0")
@@ -48,19 +57,19 @@ class ProfileSchedule:
             wait, warmup, active = (int(p) for p in parts)
         except ValueError:
             raise UsageError(f"--schedule must be WAIT,WARMUP,ACTIVE (three integers), got {text!r}") from None
-        return cls(wait, warmup, active)
+        return cls(wait=wait, warmup=warmup, active=active)
 
 
 @dataclass(frozen=True)
 class DDPOptions:
     """Options forwarded to DistributedDataParallel and the training loop."""
 
-    bucket_cap_mb: float = 25.0
-    comm_hook: str = "none"
-    grad_accum: int = 1
-    static_graph: bool = False
-    gradient_as_bucket_view: bool = False
-    find_unused_parameters: bool = False
+    bucket_cap_mb: float = option(25.0, "DDP gradient bucket size cap in MB.")
+    comm_hook: str = option("none", "Gradient compression hook: none, fp16 or bf16.")
+    grad_accum: int = option(1, "Micro-batches per step; the first N-1 run under no_sync().")
+    static_graph: bool = option(False, "DDP static_graph=True.")
+    gradient_as_bucket_view: bool = option(False, "DDP gradient_as_bucket_view=True.")
+    find_unused_parameters: bool = option(False, "DDP find_unused_parameters=True.")
 
     def __post_init__(self) -> None:
         _require(self.bucket_cap_mb > 0, f"--bucket-cap-mb must be > 0, got {self.bucket_cap_mb:g}")
@@ -83,6 +92,42 @@ def setting_label(options: DDPOptions) -> str:
         if flag:
             parts.append(name)
     return "_".join(parts)
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """The options of the commands that launch training, as typed: None and 'auto' mean 'not given'
+    and are resolved for this machine (launch.resolve) into a RunConfig."""
+
+    nodes: int = option(1, "Number of nodes in the job; run commprof on each (needs --rdzv-endpoint).")
+    gpus: int | None = option(None, "GPUs (ranks) per node; default: every visible GPU.")
+    procs: int | None = option(None, "CPU ranks per node when there is no GPU [default: 2].")
+    device: str = option("auto", "auto, cuda or cpu; auto picks cuda when a GPU is visible.")
+    backend: str = option("auto", "auto, nccl, gloo or mpi; auto is nccl on GPUs, gloo on CPU.")
+    model: str = option("mlp", "mlp, transformer, convnet, mlstm, or your own: pkg.mod:build or file.py:build.")
+    model_size: str = option("small", "Size of a built-in model: small, medium or large.")
+    batch_size: int = option(32, "Per-rank batch size.")
+    steps: int = option(20, "Training steps (optimizer steps); at least wait + warmup + active.")
+    precision: str = option("fp32", "fp32, bf16 or fp16 (autocast; fp16 adds a GradScaler).")
+    run_id: str | None = option(None, "Name of the run folder [default: time stamp + random suffix].")
+    traces_dir: Path = option(Path("traces"), "Where traces/<run-id>/ is written.")
+    reports_dir: Path = option(Path("reports"), "Where reports/<run-id>/ is written.")
+    seed: int = option(0, "Seed for weights and synthetic data.")
+    rdzv_endpoint: str | None = option(None, "HOST:PORT of the c10d rendezvous, the same on every node.")
+    timeout_s: float = option(300.0, "Seconds to wait for rendezvous and for any collective.", flag="timeout")
+    schedule: ProfileSchedule = field(default_factory=ProfileSchedule)
+    ddp: DDPOptions = field(default_factory=DDPOptions)
+    cli_args: tuple[str, ...] = ()  # the options as given on the command line (non-defaults), to repeat them
+
+
+def option_fields(cls: type) -> list[dataclasses.Field]:
+    """The fields of `cls` that are command-line options."""
+    return [f for f in dataclasses.fields(cls) if "help" in f.metadata]
+
+
+def by_fields(cls: type, values: dict[str, Any], **overrides: Any) -> Any:
+    """`cls(**...)` from the values of those of its fields that `values` has (`overrides` win), by keyword."""
+    return cls(**{**{f.name: values[f.name] for f in dataclasses.fields(cls) if f.name in values}, **overrides})
 
 
 @dataclass(frozen=True)
@@ -191,6 +236,24 @@ class SweepPlan:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SweepPlan:
-        return cls(run=RunConfig.from_dict(data["run"]), settings=tuple(DDPOptions(**s) for s in data["settings"]),
-                   baseline=DDPOptions(**data["baseline"]), warmup_steps=data["warmup_steps"], repeats=data["repeats"],
-                   steps_per_repeat=data["steps_per_repeat"], profile_steps=data["profile_steps"], tune=data["tune"])
+        return cls(**{**data, "run": RunConfig.from_dict(data["run"]), "baseline": DDPOptions(**data["baseline"]),
+                      "settings": tuple(DDPOptions(**s) for s in data["settings"])})
+
+
+@dataclass(frozen=True)
+class BenchPlan:
+    """What `commprof bench` measures on every rank: each op at sizes min_bytes, x factor, ... max_bytes."""
+
+    ops: tuple[str, ...]
+    min_bytes: int
+    max_bytes: int
+    factor: int = 4
+    dtype: str = "float32"
+    warmup: int = 3
+    iters: int = 10
+
+    def __post_init__(self) -> None:
+        for label, value, least in (("--factor", self.factor, 2), ("--warmup", self.warmup, 0),
+                                    ("--iters", self.iters, 1)):
+            _require(value >= least, f"{label} must be >= {least}, got {value}")
+        _require(self.min_bytes <= self.max_bytes, "--min-bytes is larger than --max-bytes")

@@ -2,7 +2,7 @@
 
 import pytest
 
-from commprof.analysis.report import load_report
+from commprof.results.store import load_report
 from commprof.cli.app import main
 from tests.conftest import LARGE_TRACE, TRACES
 

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from commprof.instrument.matrix import MATRIX_OPS
-from commprof.launch.matrix_worker import combine, try_each
+from commprof.worker.matrix import combine, try_each
 from commprof.launch.mpi import mpi_unavailable
 from tests.conftest import commprof
 

@@ -9,8 +9,8 @@ import pytest
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from commprof.launch.clocks import measure_clock_offsets
-from commprof.pipeline import report_from_traces
+from commprof.worker.clocks import measure_clock_offsets
+from commprof.commands.reporting import report_from_traces
 
 SKEW_NS = 5_000_000  # host "b" runs 5 ms ahead
 

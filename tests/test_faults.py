@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from commprof.analysis.report import load_report
+from commprof.results.store import load_report
 from conftest import REPO, commprof
 
 FAULTY = REPO / "tests" / "data" / "faulty_model.py"

@@ -8,8 +8,8 @@ import sys
 import pytest
 
 from commprof.errors import UsageError
-from commprof.launch.mpi_rank import started_by_mpi_launcher
-from commprof.launch.mpi_train import identity_from_env
+from commprof.worker.mpi_rank import started_by_mpi_launcher
+from commprof.worker.mpi_train import identity_from_env
 from commprof.launch.slurm import apply_slurm, expand_hostlist, sbatch_script, slurm_step
 from conftest import FAST_RUN, commprof, load_json
 

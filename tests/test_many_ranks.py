@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 from commprof.analysis.digest import MAX_DETAILED_RANKS
-from commprof.analysis.report import load_report
+from commprof.results.store import load_report
 from commprof.render.tables import MAX_RANK_ROWS, TOP_RANKS
 from commprof.trace.load import load_run
 from commprof.analysis.digest import digest

@@ -4,9 +4,9 @@ import subprocess
 
 import pytest
 
-from commprof.analysis.report import load_report
+from commprof.results.store import load_report
 from commprof.launch.mpi import mpi_unavailable
-from commprof.launch.mpi_train import identity_from_env
+from commprof.worker.mpi_train import identity_from_env
 from commprof.trace.load import load_run
 from tests.conftest import FAST_RUN, commprof, load_json
 

@@ -2,7 +2,8 @@ import pytest
 
 from commprof.config import DDPOptions, ProfileSchedule
 from commprof.errors import UsageError
-from commprof.launch.resolve import MachineProbe, RunRequest, resolve
+from commprof.config import RunRequest
+from commprof.launch.resolve import MachineProbe, resolve
 
 CPU_ONLY = MachineProbe(cuda_available=False, gpu_count=0, nccl_available=False, mpi_available=False,
                         mpi4py_problem="mpi4py is not installed; install MPI with: pip install 'commprof[mpi]'")

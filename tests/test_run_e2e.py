@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from commprof.analysis.report import load_report
+from commprof.results.store import load_report
 from tests.conftest import FAST_RUN, commprof, load_json
 
 pytestmark = pytest.mark.slow

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from commprof.analysis.buckets import backward_times
-from commprof.analysis.report import load_report
+from commprof.results.store import load_report
 from commprof.trace.load import load_run
 from tests.conftest import commprof, load_json
 

@@ -10,7 +10,7 @@ from commprof.analysis.breakdown import breakdown_step, step_windows, summarize_
 from commprof.analysis.collectives import collective_stats
 from commprof.analysis.crossrank import MeasuredClocks, cross_rank
 from commprof.analysis.intervals import clip
-from commprof.analysis.report import Report, SkippedFileInfo, StepBreakdown, StepTimeline
+from commprof.results.report import Report, SkippedFileInfo, StepBreakdown, StepTimeline
 from commprof.errors import UsageError
 from commprof.trace.model import RankTrace, RunTrace, Step
 

@@ -6,59 +6,12 @@ squares over the measured sizes (medians). busbw applies the nccl-tests factor t
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import statistics
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from commprof.analysis.breakdown import percentile
+from commprof.results.bench import AlphaBeta, BenchRow
 from commprof.trace.rules import busbw_factor
-
-SCHEMA_VERSION = 1
-
-
-@dataclass(frozen=True)
-class BenchRow:
-    backend: str
-    op: str
-    bytes: int
-    dtype: str
-    median_us: float
-    p10_us: float
-    p90_us: float
-    algbw_gbps: float
-    busbw_gbps: float
-    correct: bool
-    ddp_bucket: bool = False  # a size DDP uses for --model
-
-
-@dataclass(frozen=True)
-class AlphaBeta:
-    backend: str
-    op: str
-    alpha_us: float
-    bandwidth_gbps: float  # algorithm bandwidth for large messages
-    busbw_gbps: float
-    sizes: int
-
-    def predict_us(self, nbytes: int) -> float:
-        return self.alpha_us + nbytes / (self.bandwidth_gbps * 1e3)
-
-
-@dataclass(frozen=True)
-class BenchResult:
-    name: str
-    world_size: int
-    rows: list[BenchRow]
-    fits: list[AlphaBeta]
-    unavailable: dict[str, str] = field(default_factory=dict)  # backend -> why it could not run
-    ddp_bucket_sizes: list[int] = field(default_factory=list)
-    schema_version: int = SCHEMA_VERSION
-
-    def to_json(self) -> str:
-        return json.dumps(dataclasses.asdict(self), indent=2)
 
 
 def summarize(backend: str, world_size: int, raw_rows: list[dict[str, Any]], buckets: list[int]) -> list[BenchRow]:
@@ -93,16 +46,3 @@ def fit_alpha_beta(rows: list[BenchRow], world_size: int) -> list[AlphaBeta]:
         fits.append(AlphaBeta(backend, op, max(intercept, 0.0), bandwidth,
                               bandwidth * (busbw_factor(op, world_size) or 1.0), len(points)))
     return fits
-
-
-def write_bench(result: BenchResult, folder: Path) -> dict[str, Path]:
-    """bench.json, bench.csv and busbw.png."""
-    from commprof.render.plots import busbw_plot
-
-    paths = {"json": folder / "bench.json", "csv": folder / "bench.csv", "plot": folder / "busbw.png"}
-    paths["json"].write_text(result.to_json())
-    header = [f.name for f in dataclasses.fields(BenchRow)]
-    lines = [",".join(header)] + [",".join(str(getattr(r, h)) for h in header) for r in result.rows]
-    paths["csv"].write_text("\n".join(lines) + "\n")
-    paths["plot"].write_bytes(busbw_plot(result))
-    return paths

@@ -5,7 +5,7 @@ from __future__ import annotations
 import statistics
 
 from commprof.analysis.intervals import clip, intersect, total
-from commprof.analysis.report import RankSummary, Stat, StepBreakdown
+from commprof.results.report import RankSummary, Stat, StepBreakdown
 from commprof.trace.model import RankTrace, Step
 
 US_PER_MS = 1000.0

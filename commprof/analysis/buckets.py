@@ -13,7 +13,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from commprof.analysis.report import BucketEvent
+from commprof.results.report import BucketEvent
 from commprof.trace.model import RankTrace
 
 GRADIENT_OPS = frozenset({"all_reduce"})

@@ -5,7 +5,7 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 
-from commprof.analysis.report import CollectiveStats
+from commprof.results.report import CollectiveStats
 from commprof.trace.model import Collective, RankTrace, Step
 from commprof.trace.rules import busbw_factor
 

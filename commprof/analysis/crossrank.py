@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from commprof.analysis.collectives import in_windows
-from commprof.analysis.report import CrossRank, RankSkew
+from commprof.results.report import CrossRank, RankSkew
 from commprof.trace.model import Collective, RankTrace, RunTrace, Step
 
 ALIGN_OPS = frozenset({"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "barrier"})

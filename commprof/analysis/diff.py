@@ -8,9 +8,9 @@ of medians excludes zero.
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass, field
 
-from commprof.analysis.report import Report
+from commprof.results.diff import DiffResult, DiffRow
+from commprof.results.report import Report
 from commprof.analysis.stats import difference_ci
 from commprof.errors import UsageError
 
@@ -18,27 +18,7 @@ METRICS = (("step time", "window_ms"), ("compute", "compute_ms"), ("communicatio
            ("overlap", "overlap_ms"), ("exposed communication", "exposed_comm_ms"), ("idle", "idle_ms"))
 
 
-@dataclass(frozen=True)
-class DiffRow:
-    metric: str
-    a: float
-    b: float
-    delta: float
-    delta_pct: float | None
-    low: float
-    high: float
-    significant: bool
-
-
-@dataclass(frozen=True)
-class ReportDiff:
-    a: str
-    b: str
-    rows: list[DiffRow]
-    notes: list[str] = field(default_factory=list)
-
-
-def diff_reports(a: Report, b: Report) -> ReportDiff:
+def diff_reports(a: Report, b: Report) -> DiffResult:
     rows, notes = [], []
     for report in (a, b):
         if not report.steps:
@@ -54,4 +34,4 @@ def diff_reports(a: Report, b: Report) -> ReportDiff:
         notes.append(f"best setting changed: {a.sweep.best} -> {b.sweep.best}")
     if a.run.get("world_size") != b.run.get("world_size"):
         notes.append(f"world size differs: {a.run.get('world_size')} vs {b.run.get('world_size')}")
-    return ReportDiff(a.name, b.name, rows, notes)
+    return DiffResult(a.name, b.name, rows, notes)

@@ -4,20 +4,11 @@ from __future__ import annotations
 
 import random
 import statistics
-from dataclasses import dataclass
+
+from commprof.results.common import Estimate
 
 RESAMPLES = 2000
 CONFIDENCE = 0.95
-
-
-@dataclass(frozen=True)
-class Estimate:
-    value: float
-    low: float
-    high: float
-
-    def excludes(self, x: float) -> bool:
-        return not self.low <= x <= self.high
 
 
 def _bounds(samples: list[float]) -> tuple[float, float]:

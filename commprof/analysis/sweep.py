@@ -7,7 +7,7 @@ import statistics
 from typing import Any
 
 from commprof.analysis.buckets import backward_times, bucket_timelines, median_timeline
-from commprof.analysis.report import DDPCrossCheck, Interval95, Report, SettingResult, SweepResult
+from commprof.results.report import DDPCrossCheck, Report, SettingResult, SweepResult
 from commprof.analysis.stats import median_ci, speedup_ci
 from commprof.config import DDPOptions, setting_label
 from commprof.trace.model import RankTrace
@@ -54,8 +54,8 @@ def setting_result(label: str, raw: dict[str, Any], baseline_steps: list[float],
         label=label, bucket_cap_mb=options.bucket_cap_mb, comm_hook=options.comm_hook, grad_accum=options.grad_accum,
         static_graph=options.static_graph, gradient_as_bucket_view=options.gradient_as_bucket_view,
         buckets=len(sizes), bucket_sizes=sizes,
-        step_ms=Interval95(estimate.value, estimate.low, estimate.high), samples=len(raw["step_ms"]),
-        speedup=Interval95(gain.value, gain.low, gain.high), significant=gain.excludes(1.0),
+        step_ms=estimate, samples=len(raw["step_ms"]),
+        speedup=gain, significant=gain.excludes(1.0),
         exposed_comm_ms=statistics.fmean(r.exposed_comm_ms for r in report.ranks),
         overlap_pct=100 * overlap / comm if comm > 0 else 0.0,
         allreduce_calls_per_step=sum(c.calls_per_step for c in report.collectives if c.op == "all_reduce"),

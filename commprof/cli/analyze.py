@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from commprof.cli import console
 
 
 def analyze(
@@ -18,21 +19,7 @@ def analyze(
     json_out: Annotated[bool, typer.Option("--json", help="Print the report as JSON on stdout and nothing else there.")] = False,
 ) -> None:
     """Analyse existing PyTorch profiler traces: compute vs communication, overlap, collectives."""
-    from commprof.cli.common import write_and_show
-    from commprof.cli.console import set_json_mode
-    from commprof.errors import UsageError
-    from commprof.pipeline import report_from_traces
+    from commprof.commands.analyze import analyze as command
 
-    if workers is not None and workers < 1:
-        raise UsageError(f"--workers must be >= 1, got {workers}")
-    set_json_mode(json_out)
-    report_name = name or _default_name(paths[0])
-    report, timeline = report_from_traces(paths, name=report_name, kind="analysis", workers=workers)
-    write_and_show(report, reports_dir, quiet, timeline=timeline)
-
-
-def _default_name(path: Path) -> str:
-    name = path.resolve().name
-    for suffix in (".gz", ".json", ".trace", ".pt"):
-        name = name.removesuffix(suffix)
-    return name or "analysis"
+    console.set_json_mode(json_out)
+    console.finish(command(paths, name, reports_dir, workers), quiet)

@@ -29,3 +29,24 @@ def set_json_mode(enabled: bool) -> None:
 
 def json_mode() -> bool:
     return _json_mode
+
+
+def finish(outcome, quiet: bool) -> None:
+    """A command's outcome: the JSON alone (--json), or the result's tables (unless quiet) and where its
+    files are."""
+    from commprof.render.outputs import show
+
+    if outcome.note:
+        info(outcome.note, quiet)
+    if outcome.result is None:
+        return
+    if _json_mode:
+        out.print_json(outcome.result.to_json())
+        return
+    if not quiet:
+        show(outcome.result, out)
+    if outcome.traces is not None:
+        out.print(f"traces: {outcome.traces}/", markup=False)
+    if outcome.files:
+        others = ", ".join(f.name for f in outcome.files[1:])
+        out.print(f"report: {outcome.files[0]}" + (f" (also {others})" if others else ""), markup=False)

@@ -1,76 +1,65 @@
-"""The training options every launching command shares (run, sweep, tune), defined once.
+"""The options of every command that launches training (run, sweep, tune, compare, scale), made from
+the fields of RunRequest, ProfileSchedule and DDPOptions (commprof.config), where each is declared once.
 
-`@with_run_options` appends them to a command's own parameters and hands the command a
-RunRequest built from them. (This module avoids `from __future__ import annotations` so that
-Typer sees real annotations.)"""
+`@with_run_options` appends them to a command's own parameters and hands the command one RunRequest.
+(This module avoids `from __future__ import annotations` so that Typer sees real annotations.)"""
 
 import functools
 import inspect
+import types
 import typing
-from pathlib import Path
 from typing import Annotated, Any, Callable, Optional
 
 import typer
 
-Opt = typer.Option
+from commprof.config import DDPOptions, ProfileSchedule, RunRequest, by_fields, option_fields
 
 
-def _run_options(
-    nodes: Annotated[int, Opt(help="Number of nodes in the job; run commprof on each (needs --rdzv-endpoint).")] = 1,
-    gpus: Annotated[Optional[int], Opt(help="GPUs (ranks) per node; default: every visible GPU.")] = None,
-    procs: Annotated[Optional[int], Opt(help="CPU ranks per node when there is no GPU [default: 2].")] = None,
-    device: Annotated[str, Opt(help="auto, cuda or cpu; auto picks cuda when a GPU is visible.")] = "auto",
-    backend: Annotated[str, Opt(help="auto, nccl, gloo or mpi; auto is nccl on GPUs, gloo on CPU.")] = "auto",
-    model: Annotated[str, Opt(help="mlp, transformer, convnet, mlstm, or your own: pkg.mod:build or file.py:build.")] = "mlp",
-    model_size: Annotated[str, Opt(help="Size of a built-in model: small, medium or large.")] = "small",
-    batch_size: Annotated[int, Opt(help="Per-rank batch size.")] = 32,
-    steps: Annotated[int, Opt(help="Training steps (optimizer steps); at least wait + warmup + active.")] = 20,
-    wait: Annotated[int, Opt(help="Profiler schedule: steps skipped before warming up (DDP settles in 3; "
-                                  "docs/benchmarks.md).")] = 5,
-    warmup: Annotated[int, Opt(help="Profiler schedule: warm-up steps (traced, then discarded).")] = 2,
-    active: Annotated[int, Opt(help="Profiler schedule: steps recorded in the trace.")] = 10,
-    schedule: Annotated[Optional[str], Opt(help="WAIT,WARMUP,ACTIVE in one option, e.g. 10,5,10 (overrides the three).")] = None,
-    bucket_cap_mb: Annotated[float, Opt(help="DDP gradient bucket size cap in MB.")] = 25.0,
-    precision: Annotated[str, Opt(help="fp32, bf16 or fp16 (autocast; fp16 adds a GradScaler).")] = "fp32",
-    comm_hook: Annotated[str, Opt(help="Gradient compression hook: none, fp16 or bf16.")] = "none",
-    grad_accum: Annotated[int, Opt(help="Micro-batches per step; the first N-1 run under no_sync().")] = 1,
-    static_graph: Annotated[bool, Opt(help="DDP static_graph=True.")] = False,
-    gradient_as_bucket_view: Annotated[bool, Opt(help="DDP gradient_as_bucket_view=True.")] = False,
-    find_unused_parameters: Annotated[bool, Opt(help="DDP find_unused_parameters=True.")] = False,
-    run_id: Annotated[Optional[str], Opt(help="Name of the run folder [default: time stamp + random suffix].")] = None,
-    traces_dir: Annotated[Path, Opt(help="Where traces/<run-id>/ is written.")] = Path("traces"),
-    reports_dir: Annotated[Path, Opt(help="Where reports/<run-id>/ is written.")] = Path("reports"),
-    seed: Annotated[int, Opt(help="Seed for weights and synthetic data.")] = 0,
-    rdzv_endpoint: Annotated[Optional[str], Opt(help="HOST:PORT of the c10d rendezvous, the same on every node.")] = None,
-    timeout: Annotated[float, Opt(help="Seconds to wait for rendezvous and for any collective.")] = 300.0,
-    quiet: Annotated[bool, Opt("--quiet", "-q", help="No progress display and no tables; only the output paths.")] = False,
-    json_out: Annotated[bool, Opt("--json", help="Print the report as JSON on stdout and nothing else there.")] = False,
+def _cli_type(hint: Any) -> Any:
+    """`int | None` as Optional[int], which every Typer version reads."""
+    if isinstance(hint, types.UnionType) and type(None) in hint.__args__:
+        (inner,) = [a for a in hint.__args__ if a is not type(None)]
+        return Optional[inner]
+    return hint
+
+
+def _declared() -> list[tuple[str, str, inspect.Parameter]]:
+    """(owner, field name, CLI parameter) for every option field, in declaration order."""
+    declared = []
+    for owner in (RunRequest, ProfileSchedule, DDPOptions):
+        hints = typing.get_type_hints(owner)
+        for f in option_fields(owner):
+            name = f.metadata["flag"] or f.name
+            annotation = Annotated[_cli_type(hints[f.name]), typer.Option(help=f.metadata["help"])]
+            declared.append((owner.__name__, f.name,
+                             inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=f.default,
+                                               annotation=annotation)))
+    return declared
+
+
+def _extra(
+    schedule: Annotated[Optional[str], typer.Option(help="WAIT,WARMUP,ACTIVE in one option, e.g. 10,5,10 "
+                                                         "(overrides the three).")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display and no tables; only the output "
+                                                              "paths.")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout and nothing else "
+                                                          "there.")] = False,
 ) -> None:
-    """Only its signature is used."""
+    """Options that are not fields; only its signature is used."""
 
 
-RUN_OPTIONS = list(inspect.signature(_run_options).parameters.values())
-
-
+DECLARED = _declared()
+FIELD_OF = {p.name: field for _, field, p in DECLARED}  # CLI name -> field name
+RUN_OPTIONS = [p for _, _, p in DECLARED] + list(inspect.signature(_extra).parameters.values())
 DEFAULTS = {p.name: p.default for p in RUN_OPTIONS}
 
 
-def build_request(values: dict[str, Any]):
-    from commprof.config import DDPOptions, ProfileSchedule
-    from commprof.launch.resolve import RunRequest
-
-    v = {**DEFAULTS, **values}
-    v.pop("json_out", None)
-    cli_args = as_cli_args(values)
-    sched = ProfileSchedule.parse(v.pop("schedule")) if v["schedule"] else ProfileSchedule(v["wait"], v["warmup"], v["active"])
-    ddp = DDPOptions(v["bucket_cap_mb"], v["comm_hook"], v["grad_accum"], v["static_graph"], v["gradient_as_bucket_view"],
-                     v["find_unused_parameters"])
-    return RunRequest(
-        nodes=v["nodes"], gpus=v["gpus"], procs=v["procs"], device=v["device"], backend=v["backend"], model=v["model"],
-        model_size=v["model_size"], batch_size=v["batch_size"], steps=v["steps"], schedule=sched, ddp=ddp,
-        precision=v["precision"], run_id=v["run_id"], traces_dir=v["traces_dir"], reports_dir=v["reports_dir"],
-        seed=v["seed"], rdzv_endpoint=v["rdzv_endpoint"], timeout_s=v["timeout"], cli_args=cli_args,
-    )
+def build_request(values: dict[str, Any]) -> RunRequest:
+    """The RunRequest from the options' values (missing ones at their defaults), built by keyword."""
+    given = {FIELD_OF.get(name, name): value for name, value in {**DEFAULTS, **values}.items()}
+    schedule = ProfileSchedule.parse(given["schedule"]) if given["schedule"] else by_fields(ProfileSchedule, given)
+    return by_fields(RunRequest, given, schedule=schedule, ddp=by_fields(DDPOptions, given),
+                     cli_args=as_cli_args(values))
 
 
 def as_cli_args(values: dict[str, Any]) -> tuple[str, ...]:

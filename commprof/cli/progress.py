@@ -1,15 +1,16 @@
-"""Live progress of a run: poll the progress file that local rank 0 rewrites each step."""
+"""What a command is doing, on stderr: the live progress of a launch (polling the progress file that
+local rank 0 rewrites each step), a spinner for work without steps, and one-line notes."""
 
 from __future__ import annotations
 
 import threading
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Iterator
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from commprof.cli.console import err
+from commprof.cli.console import err, info
 from commprof.launch.progress import read_progress
 
 POLL_SECONDS = 0.2
@@ -40,3 +41,19 @@ def run_progress(path: Path, steps: int, enabled: bool) -> Iterator[None]:
         finally:
             done.set()
             thread.join()
+
+
+class ConsoleFeedback:
+    """commands.outcome.Feedback drawn on stderr; nothing at all when quiet."""
+
+    def __init__(self, quiet: bool):
+        self.quiet = quiet
+
+    def info(self, message: str) -> None:
+        info(message, self.quiet)
+
+    def watch(self, progress_file: Path, total_steps: int) -> AbstractContextManager:
+        return run_progress(progress_file, total_steps, enabled=not self.quiet)
+
+    def status(self, message: str) -> AbstractContextManager:
+        return nullcontext() if self.quiet else err.status(message, spinner="dots")

@@ -1,4 +1,4 @@
-"""`commprof report`: re-render a saved report.json without the traces."""
+"""`commprof report`: show a saved result (report.json of any command) without the traces."""
 
 from __future__ import annotations
 
@@ -16,25 +16,26 @@ def report(
     path: Annotated[Path, typer.Argument(help="A report.json written by commprof, or its folder.", show_default=False)],
     format: Annotated[str, typer.Option("--format", "-f", help="table, md or json.")] = "table",
     json_out: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the headline sentence.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the headline sentence (run and analysis "
+                                                              "reports).")] = False,
 ) -> None:
-    """Show a saved report as a table, Markdown or JSON."""
-    from commprof.analysis.report import load_report
+    """Show a saved report (run, analysis, sweep, tune, scale, bench, compare, backends or diff) as a table,
+    Markdown or JSON."""
     from commprof.errors import UsageError
-    from commprof.render.markdown import render_markdown
-    from commprof.render.terminal import render_terminal
+    from commprof.render.outputs import markdown, show
+    from commprof.results.report import Report
+    from commprof.results.store import load_result
 
     if format not in FORMATS:
         raise UsageError(f"--format must be one of {', '.join(FORMATS)}, got {format!r}")
-    saved = load_report(path / "report.json" if path.is_dir() else path)
-    if quiet and not json_out:
+    saved = load_result(path)
+    if quiet and not json_out and isinstance(saved, Report):
         from commprof.render.tables import headline
 
         console.out.print(headline(saved) if any(r.comm_ms for r in saved.ranks) else "No communication.", markup=False)
-        return
-    if format == "json" or json_out:
+    elif format == "json" or json_out:
         console.out.print_json(saved.to_json())
     elif format == "md":
-        console.out.print(render_markdown(saved), markup=False, soft_wrap=True)
+        console.out.print(markdown(saved), markup=False, soft_wrap=True)
     else:
-        render_terminal(saved, console.out)
+        show(saved, console.out)

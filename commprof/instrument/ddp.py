@@ -50,3 +50,12 @@ def ddp_logging_data(ddp: DistributedDataParallel) -> dict[str, object]:
     keys = ("avg_backward_compute_time", "avg_backward_comm_time", "avg_backward_compute_comm_overlap_time",
             "avg_forward_compute_time", "bucket_sizes", "rebuilt_bucket_sizes", "num_buckets_reduced")
     return {k: data[k] for k in keys if k in data}
+
+
+def bucket_sizes(model: nn.Module, bucket_cap_mb: float) -> list[int]:
+    """The bucket sizes (bytes) DDP builds for this model, from DDP's own assignment function."""
+    import torch.distributed as dist
+
+    params = [p for p in model.parameters() if p.requires_grad][::-1]
+    groups, _ = dist._compute_bucket_assignment_by_size(params, [int(bucket_cap_mb * 2**20)])
+    return [sum(params[i].numel() * params[i].element_size() for i in group) for group in groups]

@@ -7,7 +7,6 @@ import shutil
 import socket
 import tempfile
 import threading
-from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, Callable
@@ -21,24 +20,13 @@ from commprof.config import RunConfig
 from commprof.errors import RunFailed
 from commprof.launch.faults import RankOutcome, root_cause
 from commprof.launch.runlog import mark_failed, started_by
-from commprof.worker.run import worker_main
+from commprof.launch.job import LaunchResult
 from commprof.native_logs import restore_for_workers
 
 # 'localhost:0' is torchrun --standalone: the c10d store binds a free port itself.
 STANDALONE_ENDPOINT = "localhost:0"
 SHUTDOWN_GRACE_S = 15  # a stopped rank's time to write the trace it was recording
 ENDPOINT_PROBE_S = 3
-
-
-@dataclass(frozen=True)
-class LaunchResult:
-    run_id: str
-    run_dir: Path
-    ranks_here: tuple[int, ...]
-
-    @property
-    def has_rank_zero(self) -> bool:
-        return 0 in self.ranks_here
 
 
 def launch_config(config: RunConfig, log_dir: Path) -> LaunchConfig:
@@ -59,10 +47,10 @@ def launch_config(config: RunConfig, log_dir: Path) -> LaunchConfig:
     )
 
 
-def launch(config: RunConfig, progress_path: Path, entrypoint: Callable[..., Any] = worker_main,
-           payload: dict[str, Any] | None = None) -> LaunchResult:
-    """Run `entrypoint(payload, progress_path)` on every rank of this node (payload: the config
-    as a dict by default); worker output goes to <run dir>/logs/<host>/.
+def launch(config: RunConfig, progress_path: Path, entrypoint: Callable[..., Any],
+           payload: dict[str, Any]) -> LaunchResult:
+    """Run `entrypoint(payload, progress_path)` on every rank of this node (through launch.job.run_job);
+    worker output goes to <run dir>/logs/<host>/.
 
     On failure: RunFailed naming the rank and cause; the run folder (if this launch started it)
     keeps every trace written, and its run.json is marked failed."""
@@ -72,7 +60,7 @@ def launch(config: RunConfig, progress_path: Path, entrypoint: Callable[..., Any
     restore_for_workers()
     log_dir = Path(tempfile.mkdtemp(prefix="commprof-logs-"))
     try:
-        results = elastic_launch(launch_config(config, log_dir), entrypoint)(payload or config.to_dict(), str(progress_path))
+        results = elastic_launch(launch_config(config, log_dir), entrypoint)(payload, str(progress_path))
     except ChildFailedError as exc:
         raise _failed(config, _failure_summary(exc, log_dir, config), log_dir) from None
     except Exception as exc:  # rendezvous timeouts and agent errors surface as various types

@@ -1,4 +1,4 @@
-"""Run a commprof entry point under MPI: commprof builds and runs the mpirun command itself."""
+"""Run a commprof entry point under MPI: commprof builds and runs the mpirun command itself (launch.job)."""
 
 from __future__ import annotations
 
@@ -8,12 +8,7 @@ import shutil
 import subprocess
 import sys
 
-from typing import TYPE_CHECKING
-
 from commprof.errors import RunFailed, UsageError
-
-if TYPE_CHECKING:
-    from commprof.launch.launcher import LaunchResult
 
 HOW_TO_GET_MPI = "install MPI with: pip install 'commprof[mpi]' (mpi4py and Open MPI from PyPI)"
 
@@ -55,28 +50,3 @@ def run_under_mpi(nprocs: int, module: str, args: list[str], timeout_s: float) -
     if done.returncode != 0:
         lines = [line for line in (done.stderr + done.stdout).splitlines() if line.strip()]
         raise RunFailed(f"mpirun failed (exit code {done.returncode}): {lines[-1] if lines else 'no output'}")
-
-
-def launch_mpi_job(config, progress_path) -> "LaunchResult":
-    """`commprof run --backend mpi`: every rank under mpirun, on this node."""
-    import json
-    import tempfile
-    from pathlib import Path
-
-    from commprof.launch.launcher import LaunchResult
-
-    with tempfile.TemporaryDirectory(prefix="commprof-mpi-") as tmp:
-        plan = {"config": config.to_dict(), "progress": str(progress_path), "result": f"{tmp}/result.json",
-                "errors": f"{tmp}/errors"}
-        Path(plan["errors"]).mkdir()
-        plan_path = Path(tmp) / "plan.json"
-        plan_path.write_text(json.dumps(plan))
-        try:
-            run_under_mpi(config.procs_per_node, "commprof.worker.mpi_train", [str(plan_path)], config.timeout_s)
-        except RunFailed:
-            errors = sorted(Path(plan["errors"]).glob("rank*"), key=lambda p: int(p.name[4:]))
-            if errors:
-                raise RunFailed(f"{errors[0].name.replace('rank', 'rank ')} failed: {errors[0].read_text()}") from None
-            raise
-        result = json.loads(Path(plan["result"]).read_text())
-    return LaunchResult(result["run_id"], Path(result["run_dir"]), tuple(range(config.world_size)))

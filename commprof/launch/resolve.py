@@ -6,11 +6,11 @@ import os
 import tempfile
 import secrets
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Mapping
 
-from commprof.config import BACKENDS, DEVICES, DDPOptions, ProfileSchedule, RunConfig
+from commprof.config import BACKENDS, DEVICES, RunConfig, RunRequest, by_fields
 from commprof.errors import UsageError
 from commprof.launch.slurm import apply_slurm, slurm_step
 
@@ -39,31 +39,6 @@ class MachineProbe:
                    mpi_unavailable())
 
 
-@dataclass(frozen=True)
-class RunRequest:
-    """The `commprof run` options as typed, before resolution. None means 'not given'."""
-
-    nodes: int = 1
-    gpus: int | None = None
-    procs: int | None = None
-    device: str = "auto"
-    backend: str = "auto"
-    model: str = "mlp"
-    model_size: str = "small"
-    batch_size: int = 32
-    steps: int = 20
-    schedule: ProfileSchedule = field(default_factory=ProfileSchedule)
-    ddp: DDPOptions = field(default_factory=DDPOptions)
-    precision: str = "fp32"
-    run_id: str | None = None
-    traces_dir: Path = Path("traces")
-    reports_dir: Path = Path("reports")
-    seed: int = 0
-    rdzv_endpoint: str | None = None
-    timeout_s: float = 300.0
-    cli_args: tuple[str, ...] = ()  # the options as given on the command line (non-defaults), to repeat them
-
-
 def new_run_id() -> str:
     """Time-stamped and random, so two runs started in the same second still differ."""
     return f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
@@ -83,13 +58,8 @@ def resolve(request: RunRequest, probe: MachineProbe, env: Mapping[str, str] = o
         raise UsageError("--nodes > 1: pass the same --run-id NAME on every node, so all nodes write one run folder")
     run_id = request.run_id or new_run_id()
     _check_output_dirs(request.traces_dir, request.reports_dir)
-    config = RunConfig(
-        run_id=run_id, device=device, backend=backend, nodes=request.nodes, procs_per_node=ranks,
-        model=request.model, model_size=request.model_size, batch_size=request.batch_size,
-        steps=request.steps, seed=request.seed, precision=request.precision, schedule=request.schedule,
-        ddp=request.ddp, traces_dir=request.traces_dir, reports_dir=request.reports_dir,
-        rdzv_endpoint=request.rdzv_endpoint, timeout_s=request.timeout_s, launch_id=secrets.token_hex(8),
-    )
+    resolved = {"run_id": run_id, "device": device, "backend": backend, "procs_per_node": ranks}
+    config = by_fields(RunConfig, vars(request), **resolved, launch_id=secrets.token_hex(8))
     if request.nodes == 1 and (config.run_dir.exists() or config.report_dir.exists()):
         raise UsageError(f"run id {run_id!r} already exists in {config.traces_dir} or {config.reports_dir}; "
                          "choose another --run-id (commprof never overwrites a run)")

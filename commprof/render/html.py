@@ -5,9 +5,9 @@ from __future__ import annotations
 import base64
 from html import escape
 
-from commprof.analysis.report import Report
+from commprof.results.report import Report
 from commprof.render.tables import (BREAKDOWN_HEADERS, COLLECTIVE_HEADERS, DDP_CHECK_HEADERS, SKEW_HEADERS,
-                                    SWEEP_HEADERS, TIMELINE_HEADERS, breakdown_rows, busbw_by_size, collective_row,
+                                    SWEEP_HEADERS, TIMELINE_HEADERS, breakdown_rows, collective_row,
                                     ddp_check_row, headline, skew_rows, skew_summary, sweep_row, timeline_row)
 
 STYLE = """
@@ -36,6 +36,12 @@ def html_image(images: dict[str, bytes], name: str, alt: str) -> str:
         return ""
     data = base64.b64encode(images[name]).decode("ascii")
     return f'<img alt="{escape(alt)}" src="data:image/png;base64,{data}">'
+
+
+def page(title: str, body: list[str]) -> str:
+    """A whole self-contained page: inline style, no script, nothing fetched."""
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<title>{escape(title)}</title><style>{STYLE}</style></head><body>{''.join(body)}</body></html>\n")
 
 
 def render_html(report: Report, images: dict[str, bytes]) -> str:
@@ -67,9 +73,7 @@ def render_html(report: Report, images: dict[str, bytes]) -> str:
     notes = [f"skipped {s.path}: {s.reason}" for s in report.skipped] + list(report.warnings)
     if notes:
         parts += ["<h2>Notes</h2>", "<ul>" + "".join(f'<li class="note">{escape(n)}</li>' for n in notes) + "</ul>"]
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<title>commprof: {escape(report.name)}</title><style>{STYLE}</style></head>"
-            f"<body>{''.join(parts)}</body></html>\n")
+    return page(f"commprof: {report.name}", parts)
 
 
 def _sweep(report: Report, images: dict[str, bytes]) -> str:
@@ -90,20 +94,3 @@ def _sweep(report: Report, images: dict[str, bytes]) -> str:
     parts += ["<h3>DDP's own measurements next to the trace's</h3>",
               html_table(DDP_CHECK_HEADERS, [ddp_check_row(s) for s in sweep.settings])]
     return "".join(parts)
-
-
-def render_compare_html(run_id: str, rows: list[dict], summary: str, png: bytes) -> str:
-    """The backend comparison as one self-contained page; each backend's full report sits in its folder."""
-    table_rows = []
-    for r in rows:
-        if r["available"]:
-            table_rows.append((r["backend"], f"{r['step_ms']:.1f}", f"{r['comm_ms']:.1f}", f"{r['exposed_comm_ms']:.1f}",
-                               f"{r['overlap_ms']:.1f}", busbw_by_size(r["busbw_by_size"])))
-        else:
-            table_rows.append((r["backend"], f"not run: {r['reason']}", "", "", "", ""))
-    headers = ("backend", "step ms (median)", "communication ms", "exposed ms", "overlap ms", "all-reduce busbw GB/s")
-    body = (f"<h1>commprof compare: {escape(run_id)}</h1><p class=\"headline\">{escape(summary)}</p>"
-            f"{html_image({'compare.png': png}, 'compare.png', 'backends compared')}{html_table(headers, table_rows)}"
-            "<p class=\"meta\">Each backend's full report: its folder beside this file.</p>")
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<title>commprof compare: {escape(run_id)}</title><style>{STYLE}</style></head><body>{body}</body></html>\n")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from commprof.analysis.report import Report
+from commprof.results.report import Report
 from commprof.render.tables import (BREAKDOWN_HEADERS, COLLECTIVE_HEADERS, DDP_CHECK_HEADERS, SKEW_HEADERS,
                                     SWEEP_HEADERS, TIMELINE_HEADERS, breakdown_rows, collective_row, ddp_check_row,
                                     headline, skew_rows, skew_summary, sweep_row, timeline_row)

@@ -10,7 +10,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from commprof.analysis.report import Report, SettingResult, StepTimeline, SweepResult  # noqa: E402
+from commprof.results.bench import BenchResult  # noqa: E402
+from commprof.results.compare import BackendRun  # noqa: E402
+from commprof.results.report import Report, SettingResult, StepTimeline, SweepResult  # noqa: E402
 from commprof.render.tables import QUANTILES, TOP_RANKS, many_ranks  # noqa: E402
 
 COLORS = {"compute": "#4C72B0", "overlap": "#8172B2", "exposed": "#DD8452", "idle": "#C8C8C8", "comm": "#DD8452"}
@@ -132,7 +134,7 @@ def figures(report: Report) -> dict[str, bytes]:
     return images
 
 
-def busbw_plot(result) -> bytes:
+def busbw_plot(result: BenchResult) -> bytes:
     """Bus bandwidth against message size (log-log), one line per backend and op; DDP's bucket sizes marked."""
     fig, ax = plt.subplots(figsize=(8, 4.5), dpi=110)
     for backend, op in sorted({(r.backend, r.op) for r in result.rows}):
@@ -151,13 +153,13 @@ def busbw_plot(result) -> bytes:
     return png_bytes(fig)
 
 
-def compare_plot(rows: list[dict]) -> bytes:
+def compare_plot(rows: list[BackendRun]) -> bytes:
     """Step time per backend, split into computation-bound time and exposed communication."""
     fig, ax = plt.subplots(figsize=(6, 0.5 * max(len(rows), 1) + 1.6), dpi=110)
-    names = [r["backend"] for r in rows]
-    exposed = [r["exposed_comm_ms"] for r in rows]
-    ax.barh(names, [r["step_ms"] - e for r, e in zip(rows, exposed)], color=COLORS["compute"], label="rest of the step")
-    ax.barh(names, exposed, left=[r["step_ms"] - e for r, e in zip(rows, exposed)], color=COLORS["exposed"],
+    names = [r.backend for r in rows]
+    exposed = [r.exposed_comm_ms for r in rows]
+    ax.barh(names, [r.step_ms - e for r, e in zip(rows, exposed)], color=COLORS["compute"], label="rest of the step")
+    ax.barh(names, exposed, left=[r.step_ms - e for r, e in zip(rows, exposed)], color=COLORS["exposed"],
             label="exposed communication")
     ax.set_xlabel("ms per step (median)")
     ax.legend(fontsize=8)

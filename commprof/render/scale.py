@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from html import escape
 
-from commprof.analysis.scaling import ScaleReport
-from commprof.render.html import STYLE, html_image, html_table
+from rich.console import Console
+
+from commprof.results.scale import ScaleReport
+from commprof.render.html import html_image, html_table, page
 from commprof.render.markdown import markdown_table
 
 MEASURED_HEADERS = ("ranks", "global batch", "LR (linear rule)", "step ms [95% CI]", "samples/s", "speedup",
@@ -42,7 +44,15 @@ def model_notes(report: ScaleReport) -> list[str]:
     return notes
 
 
-def render_markdown(report: ScaleReport) -> str:
+def show(report: ScaleReport, console: Console) -> None:
+    console.print(markdown(report), markup=False)
+
+
+def images(report: ScaleReport) -> dict[str, bytes]:
+    return {"scale.png": scale_plot(report)}
+
+
+def markdown(report: ScaleReport) -> str:
     lines = [f"# commprof scale: {report.name}", "", f"**{report.summary}.**", ""]
     lines += [f"- {n}" for n in model_notes(report)] + ["", "![speedup](scale.png)", "", "## Measured", ""]
     lines += markdown_table(MEASURED_HEADERS, measured_rows(report))
@@ -51,17 +61,15 @@ def render_markdown(report: ScaleReport) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_html(report: ScaleReport, png: bytes) -> str:
+def html(report: ScaleReport, pngs: dict[str, bytes]) -> str:
     body = [f"<h1>commprof scale: {escape(report.name)}</h1>", f'<p class="headline">{escape(report.summary)}.</p>',
-            html_image({"scale.png": png}, "scale.png", "speedup against world size"),
+            html_image(pngs, "scale.png", "speedup against world size"),
             "<h2>Measured</h2>", html_table(MEASURED_HEADERS, measured_rows(report))]
     if report.predictions:
         body += ["<h2>Predicted</h2>", html_table(PREDICTED_HEADERS, predicted_rows(report))]
     body += ["<h2>Notes</h2><ul>" + "".join(f'<li class="note">{escape(n)}</li>' for n in model_notes(report)) + "</ul>",
              '<p class="meta">Each size\'s full report: reports/&lt;run id&gt;-ws&lt;N&gt;-r&lt;K&gt;/.</p>']
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<title>commprof scale: {escape(report.name)}</title><style>{STYLE}</style></head>"
-            f"<body>{''.join(body)}</body></html>\n")
+    return page(f"commprof scale: {report.name}", body)
 
 
 def scale_plot(report: ScaleReport) -> bytes:

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from commprof.analysis.report import (BucketEvent, CollectiveStats, CrossRank, RankSkew, RankSummary, Report,
-                                      SettingResult)
+from commprof.results.report import BucketEvent, CollectiveStats, CrossRank, RankSkew, RankSummary, Report, SettingResult
 
 BREAKDOWN_HEADERS = ("rank", "step ms", "p95", "compute", "comm", "overlap", "exposed", "idle", "ratio")
 SKEW_HEADERS = ("rank", "step ms", "wait ms", "transfer ms", "arrived last", "clock offset us")

@@ -13,7 +13,7 @@ from commprof.errors import TraceError
 from commprof.trace import rules
 from commprof.trace.meta import CollectiveMeta, meta_from_args
 from commprof.trace.model import Collective, Interval, RankTrace, Step
-from commprof.trace.parse import Event, TraceFile, decode_args
+from commprof.trace.events import Event, TraceFile, decode_args
 
 _RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
 

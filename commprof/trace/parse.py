@@ -1,48 +1,21 @@
-"""Decode a Chrome trace into lean typed records (msgspec): only the fields the analysis needs.
-
-`args` stays raw bytes and is decoded only for the few events that need it, so a 54 MB trace
-never becomes a tree of Python dicts.
-"""
+"""Decode a Chrome trace file into lean typed records (trace.events): whole, or streamed when it is big."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import msgspec
 
 from commprof.errors import TraceError
+from commprof.trace.events import TraceFile
 from commprof.trace.files import read_trace_bytes
-
-
-class Event(msgspec.Struct):
-    ph: str = ""
-    name: str = ""
-    cat: str = ""
-    pid: int | str = 0
-    tid: int | str = 0
-    ts: float | None = None
-    dur: float | None = None
-    args: msgspec.Raw = msgspec.Raw()
-
-
-class TraceFile(msgspec.Struct):
-    traceEvents: list[Event] | None = None
-    distributedInfo: dict[str, Any] | None = None
-    baseTimeNanoseconds: int | None = None
-    host_name: str | None = None
-
+from commprof.trace.stream import stream_trace, uncompressed_size
 
 _DECODER = msgspec.json.Decoder(TraceFile)
-_ARGS_DECODER = msgspec.json.Decoder(dict[str, Any])
-
-
 STREAM_ABOVE_BYTES = 256 * 1024 * 1024  # larger traces are streamed (commprof.trace.stream)
 
 
 def parse_trace(path: Path) -> TraceFile:
-    from commprof.trace.stream import stream_trace, uncompressed_size
-
     try:
         if uncompressed_size(path) > STREAM_ABOVE_BYTES:
             return stream_trace(path)
@@ -59,12 +32,3 @@ def parse_trace(path: Path) -> TraceFile:
     if trace.traceEvents is None:
         raise TraceError(str(path), "JSON without 'traceEvents': not a Chrome/Kineto trace")
     return trace
-
-
-def decode_args(event: Event) -> dict[str, Any]:
-    if not event.args:
-        return {}
-    try:
-        return _ARGS_DECODER.decode(event.args)
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        return {}

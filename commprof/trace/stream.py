@@ -23,7 +23,7 @@ import msgspec
 
 from commprof.errors import TraceError
 from commprof.trace import rules
-from commprof.trace.parse import Event, TraceFile
+from commprof.trace.events import Event, TraceFile
 
 EDGE_BYTES = 1 << 20
 _LINK_KEYS = ("correlation", "External id", "stream")

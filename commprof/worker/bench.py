@@ -80,7 +80,7 @@ def bench_main(plan: dict[str, Any], progress_path: str) -> dict[str, Any]:
 
 def mpi_main(plan_path: str) -> None:
     """MPI through mpi4py, started by mpirun; ranks come from the MPI launcher."""
-    plan = json.loads(Path(plan_path).read_text())
+    plan = json.loads(Path(plan_path).read_text())["payload"]
     torch.set_num_threads(1)
     comm = Comm("mpi")
     write_rows(comm, plan, measure(comm, plan, torch.device("cpu")))

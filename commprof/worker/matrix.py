@@ -62,7 +62,7 @@ def matrix_main(plan: dict[str, Any], progress_path: str) -> dict[str, Any]:
 def mpi_main(plan_path: str) -> None:
     from mpi4py import MPI
 
-    plan = json.loads(Path(plan_path).read_text())
+    plan = json.loads(Path(plan_path).read_text())["payload"]
     world = MPI.COMM_WORLD
     gathered = world.allgather(try_each(mpi_ops(world), world.Barrier))
     if world.Get_rank() == 0:

@@ -35,7 +35,7 @@ def main(plan_path: str) -> None:
     from commprof.worker.run import run_worker
 
     plan = json.loads(Path(plan_path).read_text())
-    config = RunConfig.from_dict(plan["config"])
+    config = RunConfig.from_dict(plan["payload"])
     os.environ.update(identity_from_env(dict(os.environ)))
     world, rank = MPI.COMM_WORLD, int(os.environ["RANK"])
     store = None

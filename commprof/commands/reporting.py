@@ -1,10 +1,9 @@
-"""load -> analyze -> write, shared by every command that produces a report."""
+"""Traces -> Report -> files: load, analyse and write, shared by every command that reports on traces."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -12,31 +11,13 @@ from commprof.analysis.analyze import analyze, per_rank_windows
 from commprof.analysis.digest import MAX_DETAILED_RANKS, digest
 from commprof.analysis.crossrank import match_collectives, measured_offsets
 from commprof.analysis.incomplete import completed_steps_only
-from commprof.analysis.report import Report, save_report
+from commprof.results.common import Result
+from commprof.results.report import Report
 from commprof.analysis.sweep import sweep_result
 from commprof.analysis.timeline import job_timeline
 from commprof.errors import UsageError
-from commprof.render.markdown import render_markdown
 from commprof.trace.load import load_run
 from commprof.trace.model import RunTrace
-
-
-@dataclass(frozen=True)
-class WrittenReport:
-    report: Report
-    folder: Path
-
-    @property
-    def json_path(self) -> Path:
-        return self.folder / "report.json"
-
-    @property
-    def markdown_path(self) -> Path:
-        return self.folder / "report.md"
-
-    @property
-    def html_path(self) -> Path:
-        return self.folder / "report.html"
 
 
 def run_summary(run_dir: Path) -> dict[str, Any]:
@@ -111,19 +92,8 @@ def prepare_report_dir(reports_dir: Path, name: str) -> Path:
     return folder
 
 
-def write_report(report: Report, folder: Path, timeline: dict | None = None) -> WrittenReport:
-    """report.json, the PNG plots, report.md (which shows them), the self-contained report.html,
-    and timeline.json when given."""
-    from commprof.render.html import render_html
-    from commprof.render.plots import figures
+def write_report(result: Result, reports_dir: Path, name: str, timeline: dict | None = None) -> list[Path]:
+    """A new folder reports_dir/name with every file of the result (render.outputs); the page first."""
+    from commprof.render.outputs import write_result
 
-    written = WrittenReport(report, folder)
-    save_report(report, written.json_path)
-    images = figures(report)
-    for name, png in images.items():
-        (folder / name).write_bytes(png)
-    written.markdown_path.write_text(render_markdown(report))
-    written.html_path.write_text(render_html(report, images))
-    if timeline is not None:
-        (folder / "timeline.json").write_text(json.dumps(timeline))
-    return written
+    return write_result(result, prepare_report_dir(reports_dir, name), timeline)

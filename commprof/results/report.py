@@ -1,21 +1,15 @@
-"""The Report: numbers only, versioned, saved as JSON and re-rendered without the traces.
+"""The Report of a run, an analysis, a sweep or a tune: numbers only, re-rendered without the traces.
 
-Documented field by field in docs/report-schema.md. Loading fills defaults for fields that a
-newer commprof added, so old reports keep rendering.
+Documented field by field in docs/report-schema.md. Loading (results.store) fills defaults for
+fields that a newer commprof added, so old reports keep rendering.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import json
-import os
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, get_type_hints
+from typing import Any
 
-from commprof.errors import UsageError
-
-SCHEMA_VERSION = 1
+from commprof.results.common import SCHEMA_VERSION, Estimate, Result
 
 
 @dataclass(frozen=True)
@@ -106,13 +100,6 @@ class BucketEvent:
 
 
 @dataclass(frozen=True)
-class Interval95:
-    value: float
-    low: float
-    high: float
-
-
-@dataclass(frozen=True)
 class DDPCrossCheck:
     """DDP's own averages (_get_ddp_logging_data) next to the same figures taken from the trace."""
 
@@ -134,9 +121,9 @@ class SettingResult:
     gradient_as_bucket_view: bool
     buckets: int
     bucket_sizes: list[int]  # bytes, as DDP built them after its first iteration
-    step_ms: Interval95  # median of the job's step time (slowest rank per step) and its 95% CI
+    step_ms: Estimate  # median of the job's step time (slowest rank per step) and its 95% CI
     samples: int
-    speedup: Interval95  # median(baseline) / median(this), with a 95% CI; > 1 is faster
+    speedup: Estimate  # median(baseline) / median(this), with a 95% CI; > 1 is faster
     significant: bool  # the speedup's CI excludes 1
     exposed_comm_ms: float
     overlap_pct: float  # share of communication hidden behind computation
@@ -177,9 +164,9 @@ class SkippedFileInfo:
 
 
 @dataclass(frozen=True)
-class Report:
+class Report(Result):
     name: str
-    kind: str  # "run" or "analysis"
+    kind: str  # "run", "analysis", "sweep" or "tune"
     created: str
     sources: list[str]
     ranks: list[RankSummary]
@@ -193,63 +180,3 @@ class Report:
     timeline: StepTimeline | None = None
     incomplete: str | None = None  # why the report covers only part of the run (it failed), or None
     schema_version: int = SCHEMA_VERSION
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Report:
-        return _build(cls, data)
-
-
-def save_report(report: Report, path: Path) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(report.to_json())
-    os.replace(tmp, path)
-
-
-def load_report(path: Path) -> Report:
-    try:
-        data = json.loads(path.read_text())
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read: {exc.strerror}") from None
-    except ValueError as exc:
-        raise UsageError(f"{path}: not valid JSON ({exc})") from None
-    if not isinstance(data, dict) or "schema_version" not in data:
-        raise UsageError(f"{path}: not a commprof report (no schema_version)")
-    if data.get("kind") == "scale":
-        raise UsageError(f"{path}: a `commprof scale` report; read report.md or report.html beside it")
-    if data["schema_version"] > SCHEMA_VERSION:
-        raise UsageError(f"{path}: report schema {data['schema_version']} is newer than this commprof "
-                         f"understands ({SCHEMA_VERSION}); upgrade commprof")
-    try:
-        return Report.from_dict(data)
-    except (TypeError, KeyError, ValueError) as exc:
-        raise UsageError(f"{path}: malformed report ({exc})") from None
-
-
-def _build(cls: type, data: Any) -> Any:
-    """Rebuild nested dataclasses from plain JSON data, ignoring unknown keys."""
-    hints = get_type_hints(cls)
-    kwargs = {}
-    for f in dataclasses.fields(cls):
-        if f.name not in data:
-            continue
-        kwargs[f.name] = _convert(hints[f.name], data[f.name])
-    return cls(**kwargs)
-
-
-def _convert(hint: Any, value: Any) -> Any:
-    origin = getattr(hint, "__origin__", None)
-    args = getattr(hint, "__args__", ())
-    if origin is not list and args and type(None) in args:  # Optional[X]
-        inner = next(a for a in args if a is not type(None))
-        return None if value is None else _convert(inner, value)
-    if dataclasses.is_dataclass(hint) and isinstance(value, dict):
-        return _build(hint, value)
-    if origin is list and args and dataclasses.is_dataclass(args[0]):
-        return [_build(args[0], v) for v in value]
-    return value

@@ -8,13 +8,63 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from commprof.analysis.predict import (LinkModel, StepProfile, fit_compute, fit_link, rebucket, simulate_step,
-                                       step_profile)
-from commprof.analysis.scaling import ScaleReport, SizeMeasurement, job_step_times, predict, scale_points
-from commprof.config import RunConfig
+from commprof.analysis.predict import (LinkModel, StepProfile, fit_compute, fit_link, parse_link, rebucket,
+                                       simulate_step, step_profile)
+from commprof.analysis.scaling import SizeMeasurement, job_step_times, predict, scale_points
+from commprof.commands.common import check_model
+from commprof.commands.outcome import SILENT, Feedback, Outcome
+from commprof.commands.reporting import prepare_report_dir, report_and_trace, write_report
+from commprof.config import RunConfig, RunRequest
 from commprof.errors import UsageError
 from commprof.launch.runlog import read_run_json
-from commprof.pipeline import prepare_report_dir, report_and_trace, write_report
+from commprof.results.scale import ScaleReport
+
+
+def scale(request: RunRequest, world_sizes: list[int], feedback: Feedback = SILENT, strong: bool = False,
+          repeats: int = 2, predict_sizes: list[int] | None = None, link: str | None = None,
+          base_lr: float = 0.1) -> Outcome:
+    """Every world size `repeats` times, interleaved; each run gets its own full report beside this one."""
+    from commprof.launch.job import run_job
+    from commprof.launch.resolve import MachineProbe, new_run_id, resolve
+    from commprof.render.outputs import write_result
+
+    sizes, targets = sorted(set(world_sizes)), sorted(set(predict_sizes or []))
+    if sizes[0] < 1 or (targets and targets[0] < 1):
+        raise UsageError("world sizes must be >= 1")
+    if len(sizes) < 2:
+        raise UsageError(f"--world-sizes needs at least two sizes to measure scaling, got {','.join(map(str, sizes))!r}")
+    if repeats < 1:
+        raise UsageError(f"--repeats must be >= 1, got {repeats}")
+    link_model = parse_link(link) if link else None
+    if targets and link_model is None and sizes[-1] < 2:
+        raise UsageError("--predict without --link needs a measured size >= 2 to fit the link")
+    name = request.run_id or new_run_id()
+    probe = MachineProbe.detect()
+    cuda = request.device == "cuda" or (request.device == "auto" and probe.cuda_available)
+    configs = {}
+    for n in sizes:
+        per_rank = request.batch_size
+        if strong:
+            total = request.batch_size * sizes[0]
+            if total % n:
+                raise UsageError(f"--strong: the global batch {total} does not divide evenly over {n} ranks")
+            per_rank = total // n
+        sized = dataclasses.replace(request, run_id=f"{name}-ws{n}-r1", batch_size=per_rank,
+                                    **({"gpus": n} if cuda else {"procs": n}))
+        configs[n] = resolve(sized, probe)
+    workload = check_model(configs[sizes[0]])
+    folder = prepare_report_dir(request.reports_dir, name)
+    plan = ScalePlan(name=name, configs=configs, repeats=repeats, strong=strong, base_lr=base_lr,
+                     predict_sizes=targets, link=link_model, parameters=workload.parameter_count,
+                     parameter_bytes=[p.numel() * p.element_size() for p in workload.model.parameters()
+                                      if p.requires_grad])
+
+    def launch(config: RunConfig) -> Path:
+        feedback.info(f"scale {name}: {config.world_size} rank(s), run {config.run_id}")
+        return run_job(config, total_steps=config.steps, watch=feedback.watch).run_dir
+
+    report = run_scale(plan, launch, request.reports_dir)
+    return Outcome(report, write_result(report, folder))
 
 
 @dataclass(frozen=True)
@@ -36,7 +86,8 @@ class ScalePlan:
 
 
 def run_scale(plan: ScalePlan, launch: Callable[[RunConfig], Path], reports_dir: Path) -> ScaleReport:
-    """Launch every size in the interleaved order; each run also gets its own full report."""
+    """Launch every size in the interleaved order (`launch` gives the run's trace folder); each run also gets
+    its own full report."""
     measured: dict[int, list[SizeMeasurement]] = {}
     profiles: dict[int, list[StepProfile]] = {}
     runs, done = [], {n: 0 for n in plan.configs}
@@ -45,7 +96,7 @@ def run_scale(plan: ScalePlan, launch: Callable[[RunConfig], Path], reports_dir:
         config = dataclasses.replace(plan.configs[n], run_id=f"{plan.name}-ws{n}-r{done[n]}")
         run_dir = launch(config)
         report, trace, timeline = report_and_trace(run_dir, name=config.run_id)
-        write_report(report, prepare_report_dir(reports_dir, config.run_id), timeline)
+        write_report(report, reports_dir, config.run_id, timeline)
         measured.setdefault(n, []).append(_measurement(n, report, read_run_json(run_dir), config))
         profiles.setdefault(n, []).append(step_profile(trace))
         runs.append(config.run_id)
@@ -88,14 +139,3 @@ def _measurement(n: int, report, run: dict | None, config: RunConfig) -> SizeMea
 def _median_profile(profiles: list[StepProfile]) -> StepProfile:
     ordered = sorted(profiles, key=lambda p: p.step_ms)
     return ordered[len(ordered) // 2]
-
-
-def write_scale(report: ScaleReport, folder: Path) -> Path:
-    from commprof.render.scale import render_html, render_markdown, scale_plot
-
-    png = scale_plot(report)
-    (folder / "scale.png").write_bytes(png)
-    (folder / "report.json").write_text(report.to_json())
-    (folder / "report.md").write_text(render_markdown(report))
-    (folder / "report.html").write_text(render_html(report, png))
-    return folder / "report.html"

@@ -1,0 +1,74 @@
+"""`commprof backends`: the live capability matrix of this installation, every cell tried with 2 ranks."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+from commprof.commands.outcome import SILENT, Feedback, Outcome
+from commprof.config import RunRequest
+from commprof.errors import CommprofError, UsageError
+from commprof.results.backends import BACKENDS, DEVICES, BackendsResult
+
+MATRIX_RANKS = 2
+
+
+def backends(timeout_s: float = 30.0, feedback: Feedback = SILENT) -> Outcome:
+    """Each op on each backend and device this installation has; why the others were not tried."""
+    from commprof.instrument.matrix import MATRIX_OPS
+    from commprof.launch.resolve import MachineProbe
+
+    if timeout_s <= 0:
+        raise UsageError(f"--timeout must be > 0, got {timeout_s:g}")
+    probe = MachineProbe.detect()
+    matrix: dict[str, dict[str, dict[str, list]]] = {}
+    missing: dict[str, str] = {}
+    for backend in BACKENDS:
+        devices = []
+        for device in DEVICES:
+            why = _why_not(backend, device, probe)
+            if why:
+                missing[f"{backend}/{device}"] = why
+            else:
+                devices.append(device)
+        if not devices:
+            continue
+        with feedback.status(f"trying {backend} on {', '.join(devices)}"):
+            try:
+                matrix[backend] = _try_backend(backend, devices, timeout_s)
+            except CommprofError as exc:
+                missing.update({f"{backend}/{device}": str(exc) for device in devices})
+    return Outcome(BackendsResult(matrix=matrix, not_available=missing, ops=list(MATRIX_OPS)))
+
+
+def _why_not(backend: str, device: str, probe) -> str | None:
+    if device == "cuda" and not probe.cuda_available:
+        return "CUDA is not available on this machine"
+    if backend == "nccl" and device == "cpu":
+        return "NCCL has no CPU transport"
+    if backend == "nccl" and not probe.nccl_available:
+        return "this torch build has no NCCL"
+    if backend == "mpi" and device == "cuda":
+        return "mpi4py is used on CPU memory (this torch has no MPI backend)"
+    if backend == "mpi":
+        return probe.mpi4py_problem
+    return None
+
+
+def _try_backend(backend: str, devices: list[str], timeout_s: float) -> dict:
+    from commprof.launch.job import Task, run_job
+    from commprof.launch.resolve import MachineProbe, resolve
+    from commprof.worker.matrix import matrix_main
+
+    with tempfile.TemporaryDirectory(prefix="commprof-matrix-") as tmp:
+        out = Path(tmp) / "matrix.json"
+        cuda_only = devices == ["cuda"]
+        request = RunRequest(device="cuda" if cuda_only else "cpu", backend=backend,
+                             procs=None if cuda_only else MATRIX_RANKS, gpus=MATRIX_RANKS if cuda_only else None,
+                             traces_dir=Path(tmp) / "t", reports_dir=Path(tmp) / "r", timeout_s=timeout_s)
+        config = resolve(request, MachineProbe.detect())
+        payload = {"run": config.to_dict(), "devices": devices, "out": str(out)}
+        # under mpirun the whole matrix runs in one go: the time of every op in it
+        run_job(config, Task(matrix_main, "commprof.worker.matrix", payload, mpi_time_limit_s=timeout_s * 12))
+        return json.loads(out.read_text())

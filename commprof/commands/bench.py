@@ -1,0 +1,72 @@
+"""`commprof bench`: collective micro-benchmark per backend, in the spirit of nccl-tests."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import tempfile
+from pathlib import Path
+
+from commprof.commands.outcome import SILENT, Feedback, Outcome
+from commprof.commands.reporting import prepare_report_dir
+from commprof.config import BACKENDS, BenchPlan, RunRequest
+from commprof.errors import CommprofError, RunFailed, UsageError
+from commprof.results.bench import BenchResult
+
+
+def bench(plan: BenchPlan, backends: list[str], procs: int = 2, device: str = "cpu", model: str | None = None,
+          bucket_cap_mb: float = 25.0, name: str | None = None, reports_dir: Path = Path("reports"),
+          timeout_s: float = 600.0, feedback: Feedback = SILENT) -> Outcome:
+    """Every op of the plan on each backend; a backend that cannot run here is listed with the reason."""
+    from commprof.analysis.bench import fit_alpha_beta, summarize
+    from commprof.instrument.collectives import BENCH_OPS, DTYPES
+    from commprof.launch.resolve import new_run_id
+    from commprof.render.outputs import write_result
+
+    unknown = [o for o in plan.ops if o not in BENCH_OPS] + [b for b in backends if b not in BACKENDS]
+    if unknown:
+        raise UsageError(f"unknown op or backend: {', '.join(unknown)} (ops: {', '.join(BENCH_OPS)})")
+    if plan.dtype not in DTYPES:
+        raise UsageError(f"--dtype must be one of {', '.join(DTYPES)}, got {plan.dtype!r}")
+    if procs < 2:
+        raise UsageError(f"--procs must be >= 2, got {procs}")
+    report_name = name or f"bench-{new_run_id()}"
+    folder = prepare_report_dir(reports_dir, report_name)
+    buckets = _model_buckets(model, bucket_cap_mb) if model else []
+    rows, unavailable = [], {}
+    for backend in backends:
+        with feedback.status(f"bench: {backend} on {procs} ranks"):
+            try:
+                raw = _measure(backend, plan, procs, device, timeout_s)
+            except CommprofError as exc:
+                unavailable[backend] = str(exc)
+                continue
+        rows += summarize(backend, raw["world_size"], raw["rows"], buckets)
+    result = BenchResult(name=report_name, world_size=procs, rows=rows, fits=fit_alpha_beta(rows, procs),
+                         unavailable=unavailable, ddp_bucket_sizes=buckets)
+    return Outcome(result, write_result(result, folder))
+
+
+def _measure(backend: str, plan: BenchPlan, procs: int, device: str, timeout_s: float) -> dict:
+    from commprof.launch.job import Task, run_job
+    from commprof.launch.resolve import MachineProbe, resolve
+    from commprof.worker.bench import bench_main
+
+    with tempfile.TemporaryDirectory(prefix="commprof-bench-") as tmp:
+        out = Path(tmp) / "rows.json"
+        cuda = device == "cuda"
+        request = RunRequest(device=device, backend=backend, procs=None if cuda else procs, gpus=procs if cuda else None,
+                             traces_dir=Path(tmp) / "traces", reports_dir=Path(tmp) / "reports", timeout_s=timeout_s)
+        config = resolve(request, MachineProbe.detect())
+        payload = {**dataclasses.asdict(plan), "out": str(out), "run": config.to_dict()}
+        run_job(config, Task(bench_main, "commprof.worker.bench", payload))
+        if not out.exists():
+            raise RunFailed(f"{backend}: the benchmark wrote no results")
+        return json.loads(out.read_text())
+
+
+def _model_buckets(model: str, bucket_cap_mb: float) -> list[int]:
+    from commprof.instrument.ddp import bucket_sizes
+    from commprof.workloads import load_workload
+
+    return bucket_sizes(load_workload(model, "small").model, bucket_cap_mb)

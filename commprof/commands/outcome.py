@@ -1,0 +1,42 @@
+"""What a command hands back to its caller, and how it reports progress while it works."""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from commprof.results.common import Result
+
+
+@dataclass(frozen=True)
+class Outcome:
+    result: Result | None  # None: nothing to report here (e.g. rank 0 runs on another node)
+    files: list[Path] = field(default_factory=list)  # what was written, the page first
+    traces: Path | None = None  # the traces this result came from, when it made them
+    note: str | None = None  # said instead of a result, or beside it
+
+
+class Feedback(Protocol):
+    """How a command tells its caller what it is doing (the CLI draws it; tests pass SILENT)."""
+
+    def info(self, message: str) -> None: ...
+
+    def watch(self, progress_file: Path, total_steps: int) -> AbstractContextManager: ...
+
+    def status(self, message: str) -> AbstractContextManager: ...
+
+
+class Silent:
+    def info(self, message: str) -> None:
+        pass
+
+    def watch(self, progress_file: Path, total_steps: int) -> AbstractContextManager:
+        return nullcontext()
+
+    def status(self, message: str) -> AbstractContextManager:
+        return nullcontext()
+
+
+SILENT = Silent()

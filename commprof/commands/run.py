@@ -1,0 +1,88 @@
+"""`commprof run`: instrumented DDP training on every rank, one trace per rank, and the report."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Mapping
+
+from commprof.commands.common import check_model, describe
+from commprof.commands.outcome import SILENT, Feedback, Outcome
+from commprof.commands.reporting import report_from_traces, write_report
+from commprof.config import RunRequest
+from commprof.errors import CommprofError, RunFailed
+
+DERIVED_IN_SLURM = ("--nodes", "--rdzv-endpoint", "--run-id")
+
+
+def run(request: RunRequest, feedback: Feedback = SILENT, env: Mapping[str, str] = os.environ) -> Outcome:
+    """Resolve the options for this machine, check the model, launch, and report on the traces.
+    Under an external MPI launcher this process is one rank of the job."""
+    from commprof.launch.job import run_job
+    from commprof.launch.resolve import MachineProbe, resolve
+    from commprof.worker.mpi_rank import started_by_mpi_launcher
+
+    if started_by_mpi_launcher(env):
+        return _as_one_mpi_rank(request)
+    config = resolve(request, MachineProbe.detect())
+    workload = check_model(config)
+    feedback.info(f"run {config.run_id}: {describe(config, workload)}, bucket_cap_mb={config.ddp.bucket_cap_mb:g}")
+    try:
+        launched = run_job(config, total_steps=config.steps, watch=feedback.watch)
+    except RunFailed as failure:
+        raise RunFailed(f"{failure}{_partial_report(failure, config.reports_dir)}") from None
+    if not launched.has_rank_zero:
+        return Outcome(None, note=f"traces of ranks {', '.join(map(str, launched.ranks_here))} written to "
+                                  f"{launched.run_dir}/; the node that runs rank 0 writes the report")
+    return report_run(launched.run_dir, config.reports_dir)
+
+
+def report_run(run_dir: Path, reports_dir: Path) -> Outcome:
+    """The report of a finished run, written to reports_dir/<run id>/."""
+    report, timeline = report_from_traces([run_dir], name=run_dir.name, kind="run")
+    return Outcome(report, write_report(report, reports_dir, report.name, timeline), traces=run_dir)
+
+
+def sbatch(request: RunRequest) -> str:
+    """A SLURM batch script that runs this command on request.nodes nodes."""
+    from commprof.launch.slurm import sbatch_script
+
+    return sbatch_script(request.nodes, request.gpus, _without(request.cli_args, DERIVED_IN_SLURM))
+
+
+def _as_one_mpi_rank(request: RunRequest) -> Outcome:
+    """`mpirun -n N commprof run`: this process is one rank; rank 0 writes the report."""
+    from commprof.launch.resolve import MachineProbe
+    from commprof.worker.mpi_rank import run_as_mpi_rank
+
+    mine = run_as_mpi_rank(request, MachineProbe.detect())
+    if mine is None:
+        return Outcome(None)
+    config, run_dir = mine
+    return report_run(run_dir, config.reports_dir)
+
+
+def _without(args: tuple[str, ...], options: tuple[str, ...]) -> list[str]:
+    kept, skip = [], False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg in options:
+            skip = True
+        else:
+            kept.append(arg)
+    return kept
+
+
+def _partial_report(failure: RunFailed, reports_dir: Path) -> str:
+    """After a failure: a report of the completed steps, marked incomplete, when traces survived."""
+    if failure.run_dir is None or not failure.run_dir.is_dir():
+        return ""
+    if not any(failure.run_dir.glob("*.pt.trace.json")):
+        return f"; no trace was written before the failure (run.json and step logs in {failure.run_dir}/)"
+    try:
+        report, timeline = report_from_traces([failure.run_dir], name=failure.run_dir.name, kind="run")
+        files = write_report(report, reports_dir, report.name, timeline)
+    except (CommprofError, OSError) as exc:
+        return f"; traces kept in {failure.run_dir}/, no partial report ({str(exc).splitlines()[0]})"
+    return f"; traces kept in {failure.run_dir}/, partial report (marked incomplete): {files[0]}"

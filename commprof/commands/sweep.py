@@ -1,0 +1,57 @@
+"""`commprof sweep` and `commprof tune`: several DDP settings measured in one launch, then compared."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from typing import Any
+
+from commprof.commands.common import check_model, describe
+from commprof.commands.outcome import SILENT, Feedback, Outcome
+from commprof.commands.reporting import sweep_report, write_report
+from commprof.config import DDPOptions, RunRequest, SweepPlan, setting_label
+
+# the DDP options a sweep takes as lists; the others (find_unused_parameters) apply to every setting
+SWEPT = ("bucket_cap_mb", "comm_hook", "grad_accum", "static_graph", "gradient_as_bucket_view")
+
+
+def grid_settings(base: DDPOptions, grid: dict[str, list[Any]]) -> list[DDPOptions]:
+    """Every combination of the listed values; each other option as in `base`."""
+    return [dataclasses.replace(base, **dict(zip(grid, values))) for values in itertools.product(*grid.values())]
+
+
+def sweep(request: RunRequest, grid: dict[str, list[Any]], feedback: Feedback = SILENT, **rounds: int) -> Outcome:
+    """`rounds`: SweepPlan's warmup_steps, repeats, steps_per_repeat and profile_steps."""
+    return _measure(request, grid_settings(request.ddp, grid), request.ddp, "sweep", feedback, rounds)
+
+
+def tune(request: RunRequest, feedback: Feedback = SILENT, **rounds: int) -> Outcome:
+    """A coarse log grid of bucket sizes first; rank 0 then refines around the best (analysis.tune)."""
+    from commprof.analysis.tune import COARSE_GRID_MB
+
+    settings = grid_settings(request.ddp, {"bucket_cap_mb": list(COARSE_GRID_MB)})
+    return _measure(request, settings, request.ddp, "tune", feedback, rounds, tune=True)
+
+
+def _measure(request: RunRequest, settings: list[DDPOptions], baseline: DDPOptions, kind: str, feedback: Feedback,
+             rounds: dict[str, int], tune: bool = False) -> Outcome:
+    """Resolve, check the model, launch the sweep worker once, analyse every setting, report."""
+    from commprof.launch.job import Task, run_job
+    from commprof.launch.resolve import MachineProbe, resolve
+    from commprof.worker.sweep import sweep_main
+
+    if baseline not in settings:
+        settings = [*settings, baseline]
+        feedback.info(f"added the default {setting_label(baseline)} as the baseline")
+    config = resolve(request, MachineProbe.detect())
+    plan = SweepPlan(run=config, settings=tuple(settings), baseline=baseline, tune=tune, **rounds)
+    workload = check_model(config)
+    feedback.info(f"{kind} {config.run_id}: {describe(config, workload)}; "
+                  f"{len(settings)} settings x {plan.repeats} interleaved rounds")
+    per_setting = plan.warmup_steps + plan.repeats * plan.steps_per_repeat + plan.profile_steps + 1
+    launched = run_job(config, Task(sweep_main, None, plan.to_dict()), per_setting * len(settings), feedback.watch)
+    if not launched.has_rank_zero:
+        return Outcome(None, note=f"ranks {', '.join(map(str, launched.ranks_here))} done; the node with rank 0 "
+                                  "writes the report")
+    report = sweep_report(launched.run_dir, launched.run_id, kind)
+    return Outcome(report, write_report(report, config.reports_dir, report.name), traces=launched.run_dir)

@@ -1,0 +1,83 @@
+"""The one way every command starts its ranks: torch's elastic launch, or mpirun when the ranks talk
+MPI through mpi4py (which needs the MPI launcher's environment)."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from commprof.config import RunConfig
+from commprof.errors import RunFailed
+
+Watch = Callable[[Path, int], AbstractContextManager]  # shows a launch's progress from its progress file
+
+
+@dataclass(frozen=True)
+class Task:
+    """What every rank runs: `elastic(payload, progress_path)` under torch's elastic launch; under
+    mpirun, `python -m <mpi_module> plan.json`, whose plan holds the same payload."""
+
+    elastic: Callable[[dict[str, Any], str], dict[str, Any]]
+    mpi_module: str | None  # None: this task never runs under mpirun
+    payload: dict[str, Any]
+    mpi_time_limit_s: float | None = None  # for the whole mpirun; default: the config's timeout
+
+
+def training(config: RunConfig) -> Task:
+    """The profiled training run (commprof run, compare, scale)."""
+    from commprof.worker.run import worker_main
+
+    return Task(worker_main, "commprof.worker.mpi_train", config.to_dict())
+
+
+@dataclass(frozen=True)
+class LaunchResult:
+    run_id: str
+    run_dir: Path
+    ranks_here: tuple[int, ...]
+
+    @property
+    def has_rank_zero(self) -> bool:
+        return 0 in self.ranks_here
+
+
+def uses_mpirun(config: RunConfig, task: Task) -> bool:
+    return config.backend == "mpi" and task.mpi_module is not None
+
+
+def run_job(config: RunConfig, task: Task | None = None, total_steps: int = 0, watch: Watch | None = None) -> LaunchResult:
+    """Start every rank of this node on `task` (default: training) and wait for them; RunFailed names
+    the rank and the cause when one fails."""
+    task = task or training(config)
+    with tempfile.TemporaryDirectory(prefix="commprof-job-") as tmp:
+        progress = Path(tmp) / "progress.json"
+        with watch(progress, total_steps) if watch else nullcontext():
+            if uses_mpirun(config, task):
+                return _under_mpirun(config, task, progress, Path(tmp))
+            from commprof.launch.launcher import launch
+
+            return launch(config, progress, entrypoint=task.elastic, payload=task.payload)
+
+
+def _under_mpirun(config: RunConfig, task: Task, progress: Path, tmp: Path) -> LaunchResult:
+    from commprof.launch.mpi import run_under_mpi
+
+    plan = {"payload": task.payload, "progress": str(progress), "result": str(tmp / "result.json"),
+            "errors": str(tmp / "errors")}
+    (tmp / "errors").mkdir()
+    (tmp / "plan.json").write_text(json.dumps(plan))
+    try:
+        run_under_mpi(config.procs_per_node, task.mpi_module, [str(tmp / "plan.json")],
+                      task.mpi_time_limit_s or config.timeout_s)
+    except RunFailed:
+        errors = sorted((tmp / "errors").glob("rank*"), key=lambda p: int(p.name[4:]))
+        if errors:
+            raise RunFailed(f"{errors[0].name.replace('rank', 'rank ')} failed: {errors[0].read_text()}") from None
+        raise
+    result = json.loads((tmp / "result.json").read_text()) if (tmp / "result.json").exists() else {}
+    return LaunchResult(result.get("run_id", config.run_id), Path(result.get("run_dir", config.run_dir)),
+                        tuple(range(config.world_size)))

@@ -1,0 +1,32 @@
+"""What every result shares: the schema version, JSON output, and the estimate type."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+
+class Result:
+    """Mixin for the result dataclasses: each has `kind` and `schema_version` fields."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)  # type: ignore[call-overload]
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A value with its 95% confidence interval."""
+
+    value: float
+    low: float
+    high: float
+
+    def excludes(self, x: float) -> bool:
+        return not self.low <= x <= self.high

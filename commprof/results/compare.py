@@ -1,0 +1,33 @@
+"""`commprof compare`: the same workload on each backend, side by side."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from commprof.results.common import SCHEMA_VERSION, Result
+
+
+@dataclass(frozen=True)
+class BackendRun:
+    """One backend's run: means over ranks of the per-step figures, or why it could not run."""
+
+    backend: str
+    available: bool
+    reason: str | None = None  # why it did not run
+    step_ms: float | None = None  # median over ranks of each rank's median step
+    comm_ms: float | None = None
+    exposed_comm_ms: float | None = None
+    overlap_ms: float | None = None
+    busbw_by_size: dict[str, float | None] = field(default_factory=dict)  # all-reduce bytes -> busbw GB/s
+
+
+@dataclass(frozen=True)
+class CompareResult(Result):
+    run_id: str
+    rows: list[BackendRun]
+    summary: str  # which backend wins, and by how much
+    kind: str = "compare"
+    schema_version: int = SCHEMA_VERSION
+
+    def ran(self) -> list[BackendRun]:
+        return [r for r in self.rows if r.available]

@@ -1,0 +1,29 @@
+"""`commprof diff A B`: each metric's medians, the difference and its 95% CI, and whether it is real."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from commprof.results.common import SCHEMA_VERSION, Result
+
+
+@dataclass(frozen=True)
+class DiffRow:
+    metric: str
+    a: float
+    b: float
+    delta: float
+    delta_pct: float | None
+    low: float
+    high: float
+    significant: bool
+
+
+@dataclass(frozen=True)
+class DiffResult(Result):
+    a: str
+    b: str
+    rows: list[DiffRow]
+    notes: list[str] = field(default_factory=list)
+    kind: str = "diff"
+    schema_version: int = SCHEMA_VERSION

@@ -1,0 +1,72 @@
+"""`commprof scale`: throughput, speedup and efficiency per world size, and predictions beyond them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from commprof.results.common import SCHEMA_VERSION, Estimate, Result
+
+
+@dataclass(frozen=True)
+class ScalePoint:
+    world_size: int
+    global_batch: int
+    per_rank_batch: int
+    learning_rate: float  # the linear scaling rule from the smallest size's global batch
+    step_ms: Estimate
+    samples_per_s: float
+    speedup: float
+    efficiency: float
+    compute_ms: float
+    exposed_comm_ms: float
+    idle_ms: float
+    allreduce_busbw_gbps: float | None
+    predicted_step_ms: float | None = None  # the model's value at a measured size (for checking it)
+
+
+@dataclass(frozen=True)
+class Prediction:
+    world_size: int
+    global_batch: int
+    learning_rate: float
+    step_ms: float
+    exposed_comm_ms: float
+    samples_per_s: float
+    speedup: float
+    efficiency: float
+    best_bucket_cap_mb: float
+    best_step_ms: float
+
+
+@dataclass(frozen=True)
+class ScaleReport(Result):
+    name: str
+    mode: str  # "weak" (same batch per rank) or "strong" (same global batch)
+    model: str
+    parameters: int
+    device: str
+    backend: str
+    bucket_cap_mb: float
+    base_learning_rate: float
+    points: list[ScalePoint]
+    predictions: list[Prediction] = field(default_factory=list)
+    link: dict[str, Any] | None = None
+    compute: dict[str, float] | None = None
+    profiling_overhead: float = 1.0  # unprofiled job step / profiled step, applied to predictions
+    runs: list[str] = field(default_factory=list)
+    order: list[int] = field(default_factory=list)  # world sizes in the order they ran (interleaved)
+    kind: str = "scale"
+    schema_version: int = SCHEMA_VERSION
+
+    @property
+    def summary(self) -> str:
+        last = self.points[-1]
+        text = (f"{self.mode} scaling {self.points[0].world_size} -> {last.world_size} ranks: "
+                f"{last.speedup:.2f}x speedup, {last.efficiency:.0%} efficiency; communication exposed "
+                f"{last.exposed_comm_ms:.1f} ms of {last.step_ms.value:.1f} ms per step at {last.world_size}")
+        if self.predictions:
+            p = self.predictions[-1]
+            text += (f"; predicted at {p.world_size}: {p.efficiency:.0%} efficiency, best bucket_cap_mb="
+                     f"{p.best_bucket_cap_mb:g}")
+        return text

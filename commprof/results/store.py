@@ -1,0 +1,82 @@
+"""Every result is saved as report.json and loaded back here, one way, whatever its kind."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from pathlib import Path
+from typing import Any, get_type_hints
+
+from commprof.errors import UsageError
+from commprof.results.backends import BackendsResult
+from commprof.results.bench import BenchResult
+from commprof.results.common import SCHEMA_VERSION, Result
+from commprof.results.compare import CompareResult
+from commprof.results.diff import DiffResult
+from commprof.results.report import Report
+from commprof.results.scale import ScaleReport
+
+KINDS: dict[str, type] = {"run": Report, "analysis": Report, "sweep": Report, "tune": Report, "scale": ScaleReport,
+                          "bench": BenchResult, "compare": CompareResult, "backends": BackendsResult,
+                          "diff": DiffResult}
+FILE_NAME = "report.json"
+
+
+def save_result(result: Result, folder: Path) -> Path:
+    """Written whole or not at all (a reader never sees half a file)."""
+    path = folder / FILE_NAME
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(result.to_json())
+    os.replace(tmp, path)
+    return path
+
+
+def load_result(path: Path) -> Result:
+    """A report.json of any kind (or the folder that holds it)."""
+    path = path / FILE_NAME if path.is_dir() else path
+    try:
+        data = json.loads(path.read_text())
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read: {exc.strerror}") from None
+    except ValueError as exc:
+        raise UsageError(f"{path}: not valid JSON ({exc})") from None
+    if not isinstance(data, dict) or "schema_version" not in data:
+        raise UsageError(f"{path}: not a commprof report (no schema_version)")
+    if data["schema_version"] > SCHEMA_VERSION:
+        raise UsageError(f"{path}: report schema {data['schema_version']} is newer than this commprof "
+                         f"understands ({SCHEMA_VERSION}); upgrade commprof")
+    cls = KINDS.get(data.get("kind", "run"))
+    if cls is None:
+        raise UsageError(f"{path}: unknown report kind {data.get('kind')!r}")
+    try:
+        return _build(cls, data)
+    except (TypeError, KeyError, ValueError, AttributeError) as exc:
+        raise UsageError(f"{path}: malformed report ({exc})") from None
+
+
+def load_report(path: Path) -> Report:
+    """A run, analysis, sweep or tune report: the kinds that have per-rank breakdowns."""
+    result = load_result(path)
+    if not isinstance(result, Report):
+        raise UsageError(f"{path}: a `commprof {result.kind}` report, which has no per-step breakdown to use here")
+    return result
+
+
+def _build(cls: type, data: Any) -> Any:
+    """Rebuild nested dataclasses from plain JSON data, ignoring unknown keys."""
+    hints = get_type_hints(cls)
+    return cls(**{f.name: _convert(hints[f.name], data[f.name]) for f in dataclasses.fields(cls) if f.name in data})
+
+
+def _convert(hint: Any, value: Any) -> Any:
+    origin = getattr(hint, "__origin__", None)
+    args = getattr(hint, "__args__", ())
+    if origin is not list and args and type(None) in args:  # Optional[X]
+        inner = next(a for a in args if a is not type(None))
+        return None if value is None else _convert(inner, value)
+    if dataclasses.is_dataclass(hint) and isinstance(value, dict):
+        return _build(hint, value)
+    if origin is list and args and dataclasses.is_dataclass(args[0]):
+        return [_build(args[0], v) for v in value]
+    return value

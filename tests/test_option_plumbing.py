@@ -1,0 +1,118 @@
+"""Options declared once reach the workers: for every command that launches training, each shared option
+given on the command line arrives in the config the ranks receive. Nothing is launched: the one launch
+helper (launch.job.run_job) is replaced by one that records what it was given."""
+
+import inspect
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from commprof.cli.app import app, main
+from commprof.cli.options import RUN_OPTIONS
+from commprof.config import RunConfig, SweepPlan
+from commprof.launch import job
+from commprof.launch.resolve import MachineProbe
+
+FOUR_GPUS = MachineProbe(cuda_available=True, gpu_count=4, nccl_available=True, mpi_available=False,
+                         mpi4py_problem="not installed here")
+NOT_CONFIG = {"quiet", "json_out"}
+
+
+def ddp(field, value):
+    return lambda w: all(getattr(d, field) == value for d in w.ddp_settings)
+
+
+# CLI option -> (its arguments, what the ranks must see); the machine has 4 GPUs, so cpu/gloo are not defaults
+CASES = {
+    "nodes": (["--nodes", "2", "--rdzv-endpoint", "127.0.0.1:29400", "--run-id", "plumbed"], lambda w: w.config.nodes == 2),
+    "gpus": (["--gpus", "3"], lambda w: w.config.procs_per_node == 3 and w.config.device == "cuda"),
+    "procs": (["--device", "cpu", "--procs", "3"], lambda w: w.config.procs_per_node == 3),
+    "device": (["--device", "cpu"], lambda w: w.config.device == "cpu"),
+    "backend": (["--backend", "gloo"], lambda w: w.config.backend == "gloo"),
+    "model": (["--model", "convnet"], lambda w: w.config.model == "convnet"),
+    "model_size": (["--model-size", "medium"], lambda w: w.config.model_size == "medium"),
+    "batch_size": (["--batch-size", "7"], lambda w: w.config.batch_size == 7),
+    "steps": (["--steps", "40"], lambda w: w.config.steps == 40),
+    "precision": (["--precision", "bf16"], lambda w: w.config.precision == "bf16"),
+    "run_id": (["--run-id", "plumbed"], lambda w: w.config.run_id.split("-")[0] == "plumbed"),
+    "traces_dir": (["--traces-dir", "tdir"], lambda w: w.config.traces_dir == Path("tdir")),
+    "reports_dir": (["--reports-dir", "rdir"], lambda w: w.config.reports_dir == Path("rdir")),
+    "seed": (["--seed", "5"], lambda w: w.config.seed == 5),
+    "rdzv_endpoint": (["--rdzv-endpoint", "127.0.0.1:29400"], lambda w: w.config.rdzv_endpoint == "127.0.0.1:29400"),
+    "timeout": (["--timeout", "42"], lambda w: w.config.timeout_s == 42),
+    "wait": (["--wait", "3"], lambda w: w.config.schedule.wait == 3),
+    "warmup": (["--warmup", "1"], lambda w: w.config.schedule.warmup == 1),
+    "active": (["--active", "4"], lambda w: w.config.schedule.active == 4),
+    "schedule": (["--schedule", "4,3,2"], lambda w: (w.config.schedule.wait, w.config.schedule.warmup,
+                                                      w.config.schedule.active) == (4, 3, 2)),
+    "bucket_cap_mb": (["--bucket-cap-mb", "7.5"], ddp("bucket_cap_mb", 7.5)),
+    "comm_hook": (["--comm-hook", "fp16"], ddp("comm_hook", "fp16")),
+    "grad_accum": (["--grad-accum", "2"], ddp("grad_accum", 2)),
+    "static_graph": (["--static-graph"], ddp("static_graph", True)),
+    "gradient_as_bucket_view": (["--gradient-as-bucket-view"], ddp("gradient_as_bucket_view", True)),
+    "find_unused_parameters": (["--find-unused-parameters"], ddp("find_unused_parameters", True)),
+}
+COMMANDS = {"run": [], "sweep": [], "tune": [], "compare": ["--backends", "nccl,gloo"], "scale": ["--world-sizes", "1,2"]}
+
+
+class Launched(Exception):
+    pass
+
+
+@pytest.fixture
+def launches(monkeypatch, tmp_path):
+    """Run the CLI in-process on a 4-GPU machine; returns what the ranks would have received."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(MachineProbe, "detect", staticmethod(lambda: FOUR_GPUS))
+    seen = []
+
+    def record(config, task=None, total_steps=0, watch=None):
+        payload = (task or job.training(config)).payload
+        if "settings" in payload:  # sweep and tune: one config, many DDP settings
+            plan = SweepPlan.from_dict(payload)
+            seen.append(SimpleNamespace(config=plan.run, ddp_settings=list(plan.settings)))
+        else:
+            worker_config = RunConfig.from_dict(payload)
+            seen.append(SimpleNamespace(config=worker_config, ddp_settings=[worker_config.ddp]))
+        raise Launched
+
+    monkeypatch.setattr(job, "run_job", record)
+
+    def launch(argv):
+        with pytest.raises(Launched):
+            main(argv)
+        return seen[-1]
+
+    return launch
+
+
+def accepted(command: str) -> list[str]:
+    """The shared options this command takes (sweep's own list-valued --bucket-cap-mb is not the shared one)."""
+    (info,) = [c for c in app.registered_commands if c.callback.__name__ == command]
+    params = list(inspect.signature(info.callback).parameters.values())
+    return [p.name for p in RUN_OPTIONS if p in params and p.name not in NOT_CONFIG]
+
+
+def test_every_shared_option_has_a_case():
+    assert {p.name for p in RUN_OPTIONS} - NOT_CONFIG == set(CASES)
+
+
+@pytest.mark.parametrize("command, option", [(c, o) for c in COMMANDS for o in accepted(c)])
+def test_option_reaches_the_workers(launches, command, option):
+    args, reached = CASES[option]
+    worker = launches([command, *COMMANDS[command], *args, "--quiet"])
+    assert reached(worker), (command, option, worker.config, worker.ddp_settings)
+
+
+def test_sweep_grid_keeps_the_options_it_does_not_sweep(launches):
+    worker = launches(["sweep", "--bucket-cap-mb", "5,25", "--comm-hook", "none,fp16", "--find-unused-parameters",
+                       "--quiet"])
+    assert {(d.bucket_cap_mb, d.comm_hook) for d in worker.ddp_settings} == {(5, "none"), (5, "fp16"), (25, "none"),
+                                                                             (25, "fp16")}
+    assert all(d.find_unused_parameters for d in worker.ddp_settings)
+
+
+def test_tune_grid_keeps_the_ddp_options(launches):
+    worker = launches(["tune", "--comm-hook", "bf16", "--quiet"])
+    assert len(worker.ddp_settings) > 3 and all(d.comm_hook == "bf16" for d in worker.ddp_settings)
