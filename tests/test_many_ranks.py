@@ -1,16 +1,15 @@
 """Many ranks: the analysis keeps only small per-rank records, and reports stay readable."""
 
 import json
-
-import pytest
 import subprocess
 import sys
 
-from commprof.analysis.digest import MAX_DETAILED_RANKS
-from commprof.results.store import load_report
+import pytest
+
+from commprof.analysis.digest import MAX_DETAILED_RANKS, digest
 from commprof.render.tables import MAX_RANK_ROWS, TOP_RANKS
-from commprof.trace.load import load_run
-from commprof.analysis.digest import digest
+from commprof.results.store import load_report
+from commprof.trace.load import load_run, load_run_with
 from conftest import REPO, TRACES, commprof
 
 SOURCE = TRACES / "gloo-cpu-rank34-of-300" / "rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"
@@ -44,14 +43,14 @@ def test_report_of_many_ranks_is_summarised(tmp_path):
 
 def test_ranks_beyond_the_detailed_ones_travel_without_intervals(tmp_path):
     make_ranks(tmp_path / "job", ranks=MAX_DETAILED_RANKS + 2)
-    run = load_run([tmp_path / "job"], workers=2, prepare=digest)
+    run, breakdowns = load_run_with([tmp_path / "job"], 2, digest)
     detailed = [r for r in run.ranks if r.rank < MAX_DETAILED_RANKS]
     slim = [r for r in run.ranks if r.rank >= MAX_DETAILED_RANKS]
-    assert len(slim) == 2 and all(r.intervals_dropped and not r.compute and r.breakdowns for r in slim)
+    assert len(slim) == 2 and all(r.intervals_dropped and not r.compute and breakdowns[r.path] for r in slim)
     assert all(r.compute and not r.intervals_dropped for r in detailed)
     # the same breakdowns either way: rank 64 is a stretched copy like rank 0, computed before dropping
     full = load_run([tmp_path / "job" / f"rank{MAX_DETAILED_RANKS}.pt.trace.json.gz"])
     from commprof.analysis.breakdown import breakdown_step, step_windows
 
     (rank,) = full.ranks
-    assert list(slim[0].breakdowns) == [breakdown_step(rank, w) for w in step_windows(rank)]
+    assert list(breakdowns[slim[0].path]) == [breakdown_step(rank, w) for w in step_windows(rank)]

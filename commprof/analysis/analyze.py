@@ -3,24 +3,36 @@
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
 from commprof.analysis.breakdown import breakdown_step, step_windows, summarize_rank
 from commprof.analysis.collectives import collective_stats
-from commprof.analysis.crossrank import MeasuredClocks, cross_rank
+from commprof.analysis.crossrank import Matching, MeasuredClocks, cross_rank, match_collectives
 from commprof.analysis.intervals import clip
 from commprof.results.report import Report, SkippedFileInfo, StepBreakdown, StepTimeline
 from commprof.errors import UsageError
 from commprof.trace.model import RankTrace, RunTrace, Step
 
 
-def per_rank_windows(trace: RunTrace) -> list[tuple[RankTrace, list[Step]]]:
-    return [(rank, windows) for rank in sorted(trace.ranks, key=lambda r: r.rank) if (windows := step_windows(rank))]
+@dataclass(frozen=True)
+class RunAnalysis:
+    report: Report
+    windows: list[tuple[RankTrace, list[Step]]]  # each analysed rank with its step windows
+    matching: Matching | None  # the collectives matched across ranks, once (None with one rank)
 
 
 def analyze(trace: RunTrace, name: str, kind: str, run: dict[str, Any] | None = None,
             clocks: MeasuredClocks | None = None) -> Report:
+    return analyze_run(trace, name, kind, run, clocks).report
+
+
+def analyze_run(trace: RunTrace, name: str, kind: str, run: dict[str, Any] | None = None,
+                clocks: MeasuredClocks | None = None,
+                breakdowns: dict[str, tuple[StepBreakdown, ...]] | None = None) -> RunAnalysis:
+    """`breakdowns`: per trace file, computed where it was loaded (analysis.digest), possibly before its
+    rank was numbered; the others are computed here."""
     summaries, steps, per_rank = [], [], []
     warnings = list(trace.warnings)
     for rank in sorted(trace.ranks, key=lambda r: r.rank):
@@ -28,9 +40,9 @@ def analyze(trace: RunTrace, name: str, kind: str, run: dict[str, Any] | None = 
         if not windows:
             warnings.append(f"{rank.path}: no events to analyse")
             continue
-        # computed where the rank was loaded, possibly before it was numbered
-        rank_steps = ([dataclasses.replace(b, rank=rank.rank) for b in rank.breakdowns]
-                      or [breakdown_step(rank, w) for w in windows])
+        names = {w.name for w in windows}
+        known = [dataclasses.replace(b, rank=rank.rank) for b in (breakdowns or {}).get(rank.path, ()) if b.step in names]
+        rank_steps = known or [breakdown_step(rank, w) for w in windows]
         summaries.append(summarize_rank(rank, rank_steps))
         steps += rank_steps
         per_rank.append((rank, windows))
@@ -38,13 +50,15 @@ def analyze(trace: RunTrace, name: str, kind: str, run: dict[str, Any] | None = 
     if not summaries:
         reasons = "; ".join(f"{s.path}: {s.reason}" for s in trace.skipped) or "no usable events"
         raise UsageError(f"nothing to analyse: {reasons}")
-    return Report(
+    matching = match_collectives(per_rank, clocks) if len(per_rank) > 1 else None
+    report = Report(
         name=name, kind=kind, created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         sources=[r.path for r in trace.ranks], ranks=summaries, collectives=collective_stats(per_rank),
         steps=steps, run=run or {}, skipped=[SkippedFileInfo(s.path, s.reason) for s in trace.skipped],
-        warnings=warnings, cross_rank=cross_rank(per_rank, {s.rank: s.step_time_ms.median for s in summaries}, clocks),
-        timeline=_typical_step(per_rank, steps),
+        warnings=warnings, timeline=_typical_step(per_rank, steps),
+        cross_rank=cross_rank(matching, per_rank, {s.rank: s.step_time_ms.median for s in summaries}),
     )
+    return RunAnalysis(report, per_rank, matching)
 
 
 MAX_TIMELINE_INTERVALS = 2000

@@ -128,13 +128,13 @@ def match_collectives(per_rank: list[tuple[RankTrace, list[Step]]], measured: Me
     return Matching(offsets, method, matched)
 
 
-def cross_rank(per_rank: list[tuple[RankTrace, list[Step]]], median_step_ms: dict[int, float],
-               measured: MeasuredClocks | None = None) -> CrossRank | None:
-    if len(per_rank) < 2:
+def cross_rank(matching: Matching | None, per_rank: list[tuple[RankTrace, list[Step]]],
+               median_step_ms: dict[int, float]) -> CrossRank | None:
+    """Wait, transfer and the straggler from the matched collectives (None with one rank)."""
+    if matching is None:
         return None
     ranks = [r for r, _ in per_rank]
     steps = {r.rank: len(w) for r, w in per_rank}
-    matching = match_collectives(per_rank, measured)
     offsets, method = matching.offsets, matching.alignment
     wait: dict[int, float] = defaultdict(float)
     transfer: dict[int, float] = defaultdict(float)

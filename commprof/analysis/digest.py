@@ -10,15 +10,17 @@ from __future__ import annotations
 import dataclasses
 
 from commprof.analysis.breakdown import breakdown_step, step_windows
+from commprof.results.report import StepBreakdown
 from commprof.trace.model import RankTrace
 
 MAX_DETAILED_RANKS = 64
 
 
-def digest(rank: RankTrace) -> RankTrace:
+def digest(rank: RankTrace) -> tuple[RankTrace, tuple[StepBreakdown, ...]]:
+    """The rank's step breakdowns, and the record itself, slimmed beyond the first ranks."""
     windows = step_windows(rank)
     breakdowns = tuple(breakdown_step(rank, w) for w in windows)
     if rank.rank < MAX_DETAILED_RANKS:  # also the ranks not yet numbered (-1)
-        return dataclasses.replace(rank, breakdowns=breakdowns)
-    return dataclasses.replace(rank, steps=tuple(windows), breakdowns=breakdowns, compute=(), communication=(),
-                               memory=(), intervals_dropped=True)
+        return rank, breakdowns
+    return dataclasses.replace(rank, steps=tuple(windows), compute=(), communication=(), memory=(),
+                               intervals_dropped=True), breakdowns

@@ -21,9 +21,7 @@ def completed_steps_only(trace: RunTrace, run: dict[str, Any]) -> tuple[RunTrace
     kept, emptied = [], []
     for rank in trace.ranks:
         steps = tuple(s for s in rank.steps if (m := _STEP_NUMBER.search(s.name)) and int(m.group(1)) < completed)
-        names = {s.name for s in steps}
-        (kept if steps else emptied).append(dataclasses.replace(
-            rank, steps=steps, breakdowns=tuple(b for b in rank.breakdowns if b.step in names)))
+        (kept if steps else emptied).append(dataclasses.replace(rank, steps=steps))
     world = run.get("world_size")
     present = {r.rank for r in trace.ranks}
     missing = sorted(set(range(world)) - present) if isinstance(world, int) else []

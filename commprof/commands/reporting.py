@@ -7,16 +7,16 @@ import json
 from pathlib import Path
 from typing import Any
 
-from commprof.analysis.analyze import analyze, per_rank_windows
+from commprof.analysis.analyze import analyze, analyze_run
 from commprof.analysis.digest import MAX_DETAILED_RANKS, digest
-from commprof.analysis.crossrank import match_collectives, measured_offsets
+from commprof.analysis.crossrank import measured_offsets
 from commprof.analysis.incomplete import completed_steps_only
 from commprof.results.common import Result
 from commprof.results.report import Report
 from commprof.analysis.sweep import sweep_result
 from commprof.analysis.timeline import job_timeline
 from commprof.errors import UsageError
-from commprof.trace.load import load_run
+from commprof.trace.load import load_run, load_run_with
 from commprof.trace.model import RunTrace
 
 
@@ -51,16 +51,14 @@ def report_and_trace(run_dir: Path, name: str) -> tuple[Report, RunTrace, dict]:
 
 def _analyse(paths: list[Path], name: str, kind: str, workers: int | None) -> tuple[Report, RunTrace, dict]:
     run = run_summary(paths[0]) if len(paths) == 1 and paths[0].is_dir() else {}
-    trace, incomplete = completed_steps_only(load_run(paths, workers, prepare=digest), run)
+    loaded, breakdowns = load_run_with(paths, workers, digest)
+    trace, incomplete = completed_steps_only(loaded, run)
     if not trace.ranks:
         raise UsageError(f"{paths[0]}: {incomplete}; nothing to report")
-    per_rank = per_rank_windows(trace)
-    clocks = measured_offsets(run, trace)
-    matching = match_collectives(per_rank, clocks) if len(per_rank) > 1 else None
-    report = analyze(trace, name=name, kind=kind, run=run, clocks=clocks)
+    analysis = analyze_run(trace, name, kind, run, measured_offsets(run, trace), breakdowns)
     # timeline.json: the first ranks (those digest keeps intervals for); report.json has every rank
-    timeline = job_timeline(per_rank[:MAX_DETAILED_RANKS], matching)
-    return dataclasses.replace(report, incomplete=incomplete), trace, timeline
+    timeline = job_timeline(analysis.windows[:MAX_DETAILED_RANKS], analysis.matching)
+    return dataclasses.replace(analysis.report, incomplete=incomplete), trace, timeline
 
 
 def sweep_report(run_dir: Path, name: str, kind: str) -> Report:

@@ -7,13 +7,15 @@ import functools
 import os
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable, TypeVar
 
 from commprof.errors import TraceError, UsageError
 from commprof.trace.classify import UNKNOWN_RANK, classify
 from commprof.trace.files import find_trace_files
 from commprof.trace.model import RankTrace, RunTrace, SkippedFile
 from commprof.trace.parse import parse_trace
+
+T = TypeVar("T")
 
 
 def load_rank(path: Path) -> RankTrace | SkippedFile:
@@ -23,9 +25,15 @@ def load_rank(path: Path) -> RankTrace | SkippedFile:
         return SkippedFile(str(path), exc.problem)
 
 
-def load_run(paths: list[Path], workers: int | None = None,
-             prepare: Callable[[RankTrace], RankTrace] | None = None) -> RunTrace:
-    """`prepare` (a module-level function) runs on each rank in the process that loaded it."""
+def load_run(paths: list[Path], workers: int | None = None) -> RunTrace:
+    return load_run_with(paths, workers, None)[0]
+
+
+def load_run_with(paths: list[Path], workers: int | None,
+                  prepare: Callable[[RankTrace], tuple[RankTrace, T]] | None) -> tuple[RunTrace, dict[str, T]]:
+    """Load every trace file in its own process (`workers` at once). `prepare` (a module-level function)
+    runs on each rank in the process that loaded it: it may slim the record, and what it returns beside
+    the record comes back by the file's path."""
     files = find_trace_files(paths)
     workers = min(len(files), workers or os.cpu_count() or 1)
     load = functools.partial(_load_and_prepare, prepare=prepare)
@@ -34,19 +42,20 @@ def load_run(paths: list[Path], workers: int | None = None,
             loaded = list(pool.map(load, files, chunksize=max(1, len(files) // (8 * workers))))
     else:
         loaded = [load(f) for f in files]
-    ranks = _number_unranked([r for r in loaded if isinstance(r, RankTrace)])
-    skipped = [s for s in loaded if isinstance(s, SkippedFile)]
+    prepared = {trace.path: extra for trace, extra in loaded if isinstance(trace, RankTrace) and prepare is not None}
+    ranks = _number_unranked([r for r, _ in loaded if isinstance(r, RankTrace)])
+    skipped = [s for s, _ in loaded if isinstance(s, SkippedFile)]
     if not ranks:
         if len(skipped) == 1:
             raise TraceError(skipped[0].path, skipped[0].reason)
         raise UsageError("no usable trace: " + "; ".join(f"{s.path}: {s.reason}" for s in skipped))
     _check_one_run(ranks)
-    return RunTrace(ranks=tuple(sorted(ranks, key=lambda r: r.rank)), skipped=tuple(skipped))
+    return RunTrace(ranks=tuple(sorted(ranks, key=lambda r: r.rank)), skipped=tuple(skipped)), prepared
 
 
-def _load_and_prepare(path: Path, prepare: Callable[[RankTrace], RankTrace] | None) -> RankTrace | SkippedFile:
+def _load_and_prepare(path: Path, prepare) -> tuple[RankTrace | SkippedFile, Any]:
     loaded = load_rank(path)
-    return prepare(loaded) if prepare is not None and isinstance(loaded, RankTrace) else loaded
+    return prepare(loaded) if prepare is not None and isinstance(loaded, RankTrace) else (loaded, None)
 
 
 def _number_unranked(ranks: list[RankTrace]) -> list[RankTrace]:

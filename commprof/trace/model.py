@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 Interval = tuple[float, float]  # (start, end) in microseconds, in the file's own time base
 
@@ -52,9 +51,7 @@ class RankTrace:
     backward_starts: tuple[float | None, ...] = ()
     # per step: end of DDP's last copy of a reduced bucket into the gradients, or None
     backward_ends: tuple[float | None, ...] = ()
-    # per step window, when computed in the process that loaded the rank (analysis.digest)
-    breakdowns: tuple[Any, ...] = ()
-    intervals_dropped: bool = False  # compute/communication/memory emptied after the breakdowns
+    intervals_dropped: bool = False  # compute/communication/memory emptied to save memory (analysis.digest)
 
 
 @dataclass(frozen=True)
