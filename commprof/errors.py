@@ -1,4 +1,7 @@
-"""Exception types. The CLI turns each into one line and an exit code."""
+"""Exception types (the CLI turns each into one line and an exit code), and the line of a foreign error
+message worth showing."""
+
+import re
 
 
 class CommprofError(Exception):
@@ -32,3 +35,24 @@ class RunFailed(CommprofError):
     def __init__(self, message: str, run_dir=None):
         super().__init__(message)
         self.run_dir = run_dir  # the run folder this failed run created (traces kept there), if any
+
+
+# Known errors whose first sentence alone does not say what to do: (text in the message, advice)
+ADVICE = (("find_unused_parameters=True", "some parameters received no gradient: pass --find-unused-parameters"),)
+_CPP_CONTEXT = re.compile(r"(Exception raised from |frame #\d+)")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
+LONG_LINE = 160
+
+
+def what_went_wrong(message: str) -> str:
+    """The line of an error message that says what is wrong: its first line without C++ context, cut
+    after its first sentence when it runs on (DDP's errors are a page long), with advice for known errors."""
+    lines = [line.strip() for line in message.strip().splitlines() if line.strip()]
+    lines = [line for line in lines if not _CPP_CONTEXT.match(line)]
+    if not lines:
+        return ""
+    line = lines[0]
+    if len(line) > LONG_LINE:
+        line = _SENTENCE_END.split(line, maxsplit=1)[0]
+    advice = [hint for marker, hint in ADVICE if marker in message and marker not in line]
+    return f"{line} ({'; '.join(advice)})" if advice else line

@@ -72,6 +72,8 @@ def test_tune_recommends_or_says_the_default_is_as_good(tmp_path):
     assert sweep.kind == "tune" and {1.0, 5.0, 25.0, 100.0} <= set(tried) and len(tried) <= 6
     if sweep.paste:
         assert sweep.paste.startswith("DDP(model, bucket_cap_mb=") and "faster" in sweep.recommendation
+    elif sweep.best == sweep.baseline:  # timing decides which; on 2 shared cores either can happen
+        assert sweep.recommendation.endswith("is the fastest setting measured. Keep it.")
     else:
         assert sweep.recommendation.startswith("No setting is significantly better than the default")
 

@@ -17,7 +17,7 @@ from torch.distributed.elastic.multiprocessing.errors import ChildFailedError, P
 from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
 from commprof.config import RunConfig
-from commprof.errors import RunFailed
+from commprof.errors import RunFailed, what_went_wrong
 from commprof.launch.faults import RankOutcome, root_cause
 from commprof.launch.runlog import mark_failed, started_by
 from commprof.launch.job import LaunchResult
@@ -103,7 +103,7 @@ def _rendezvous_problem(exc: Exception, config: RunConfig) -> str:
                 f"--rdzv-endpoint on every node)")
     if "Connection" in name:
         return f"rendezvous at {endpoint} failed: no c10d store answered there within {config.timeout_s:g} s"
-    return f"launch failed: {name}: {_last_line(str(exc))}"
+    return f"launch failed: {name}: {what_went_wrong(str(exc))}"
 
 
 def _check_endpoint(endpoint: str | None) -> None:
@@ -133,12 +133,7 @@ def _check_endpoint(endpoint: str | None) -> None:
 
 def _message(failure) -> str:
     message = failure.message
-    return _last_line(str(message.get("message", "") if isinstance(message, dict) else message))
-
-
-def _last_line(text: str) -> str:
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return lines[-1] if lines else ""
+    return what_went_wrong(str(message.get("message", "") if isinstance(message, dict) else message))
 
 
 def _keep_logs(log_dir: Path, config: RunConfig) -> Path:

@@ -15,7 +15,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Mapping
 
-from commprof.errors import UsageError
+from commprof.errors import UsageError, what_went_wrong
 from commprof.worker.mpi_train import RANK_VARS, identity_from_env
 
 
@@ -59,7 +59,7 @@ def run_as_mpi_rank(request, probe) -> tuple[object, Path] | None:
         try:
             result = run_worker(config, str(Path(tmp) / "progress.json"), store)
         except Exception as exc:  # one line, then leave at once, as the elastic workers do (rank.exit_on_error)
-            lines = [line for line in str(exc).splitlines() if line.strip()] or [type(exc).__name__]
-            print(f"error: rank {rank} on {socket.gethostname()} failed: {lines[-1]}", file=sys.stderr, flush=True)
+            print(f"error: rank {rank} on {socket.gethostname()} failed: {what_went_wrong(str(exc)) or type(exc).__name__}",
+                  file=sys.stderr, flush=True)
             os._exit(1)
     return (config, Path(result["run_dir"])) if rank == 0 else None

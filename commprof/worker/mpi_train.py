@@ -32,6 +32,7 @@ def main(plan_path: str) -> None:
     from mpi4py import MPI
 
     from commprof.config import RunConfig
+    from commprof.errors import what_went_wrong
     from commprof.worker.run import run_worker
 
     plan = json.loads(Path(plan_path).read_text())
@@ -50,8 +51,7 @@ def main(plan_path: str) -> None:
     try:
         result = run_worker(config, plan["progress"], store)
     except BaseException as exc:  # one line per failed rank for the launcher, then leave at once
-        lines = [line for line in str(exc).splitlines() if line.strip()] or [type(exc).__name__]
-        Path(plan["errors"], f"rank{rank}").write_text(f"{type(exc).__name__}: {lines[-1]}")
+        Path(plan["errors"], f"rank{rank}").write_text(f"{type(exc).__name__}: {what_went_wrong(str(exc))}")
         sys.stderr.flush()
         os._exit(1)
     if rank == 0:
