@@ -1,0 +1,60 @@
+"""`commprof view`: TensorBoard with the PyTorch profiler plugin on traces/ (or one run)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from commprof.errors import RunFailed, UsageError
+
+_URL = re.compile(r"(http://[^\s/]+:\d+)/")
+
+
+@dataclass(frozen=True)
+class Served:
+    url: str  # the profiler plugin's page
+    logdir: Path
+    process: subprocess.Popen
+
+    def wait(self) -> None:
+        """Until TensorBoard stops (Ctrl-C), draining its log so that it never blocks."""
+        for _ in self.process.stderr:
+            pass
+        self.process.wait()
+
+
+@contextmanager
+def tensorboard(run: str | None, traces_dir: Path, host: str = "127.0.0.1", port: int = 0) -> Iterator[Served]:
+    """TensorBoard serving the traces of one run (or all of them), stopped when the block ends."""
+    if not 0 <= port < 65536:
+        raise UsageError(f"--port must be 0..65535, got {port}")
+    logdir = traces_dir / run if run else traces_dir
+    if not logdir.is_dir():
+        raise UsageError(f"{logdir}: no such folder (run `commprof run` first, or pass --traces-dir)")
+    if not any(logdir.rglob("*.pt.trace.json*")):
+        raise UsageError(f"{logdir}: no profiler traces (*.pt.trace.json) in this folder")
+    process = subprocess.Popen([sys.executable, "-m", "tensorboard.main", "--logdir", str(logdir), "--host", host,
+                                "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        url = _wait_for_url(process)
+        if url is None:
+            raise RunFailed(f"TensorBoard did not start (exit code {process.wait()})")
+        yield Served(f"{url}/#pytorch_profiler", logdir, process)
+    finally:
+        if process.poll() is None:
+            process.terminate()
+            process.wait(timeout=30)
+
+
+def _wait_for_url(process: subprocess.Popen) -> str | None:
+    """TensorBoard prints 'TensorBoard x.y at http://host:port/' once it is serving."""
+    for line in process.stderr:
+        match = _URL.search(line)
+        if match and "TensorBoard" in line:
+            return match.group(1)
+    return None
