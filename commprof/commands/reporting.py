@@ -8,14 +8,14 @@ from pathlib import Path
 from typing import Any
 
 from commprof.analysis.analyze import analyze, analyze_run
-from commprof.analysis.digest import MAX_DETAILED_RANKS, digest
 from commprof.analysis.crossrank import measured_offsets
+from commprof.analysis.digest import MAX_DETAILED_RANKS, digest
 from commprof.analysis.incomplete import completed_steps_only
-from commprof.results.common import Result
-from commprof.results.report import Report
 from commprof.analysis.sweep import sweep_result
 from commprof.analysis.timeline import job_timeline
 from commprof.errors import UsageError
+from commprof.results.common import Result
+from commprof.results.report import Report
 from commprof.trace.load import load_run, load_run_with
 from commprof.trace.model import RunTrace
 

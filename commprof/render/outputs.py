@@ -39,18 +39,16 @@ def write_result(result: Result, folder: Path, timeline: dict | None = None) -> 
     """report.json, the plots, report.md (which shows them) and the self-contained report.html; for a run,
     timeline.json (the job's aligned trace) when given; for bench, bench.csv. The page comes first."""
     view = _view(result)
-    written = [folder / "report.html", save_result(result, folder)]
     images = view.images(result)
+    texts = {"report.md": view.markdown(result), "report.html": view.html(result, images)}
+    if timeline is not None:
+        texts["timeline.json"] = json.dumps(timeline)
+    if isinstance(result, BenchResult):
+        texts["bench.csv"] = view.csv(result)
+    save_result(result, folder)
     for name, png in images.items():
         (folder / name).write_bytes(png)
-        written.append(folder / name)
-    (folder / "report.md").write_text(view.markdown(result))
-    (folder / "report.html").write_text(view.html(result, images))
-    written.insert(2, folder / "report.md")
-    if timeline is not None:
-        (folder / "timeline.json").write_text(json.dumps(timeline))
-        written.append(folder / "timeline.json")
-    if isinstance(result, BenchResult):
-        (folder / "bench.csv").write_text(view.csv(result))
-        written.append(folder / "bench.csv")
-    return written
+    for name, text in texts.items():
+        (folder / name).write_text(text)
+    names = ["report.html", "report.json", "report.md", *images, *(n for n in texts if not n.startswith("report."))]
+    return [folder / name for name in names]
