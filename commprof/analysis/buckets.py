@@ -1,7 +1,8 @@
 """DDP's gradient buckets seen in a trace: when each became ready, when its all-reduce ran.
 
-`ready` is when DDP launched the bucket's all-reduce (the CPU-side c10d op or kernel launch),
-which DDP does as soon as the bucket's last gradient is computed. From the same timeline come
+`ready` is when the bucket's last gradient was computed: on CPU traces when DDP launched the
+all-reduce (it does so at once), on GPU traces when the device had finished the work launched
+before it (trace.classify maps CPU times onto the GPU's clock through the launches). From the same timeline come
 the figures DDP measures itself (`_get_ddp_logging_data`): backward compute time (backward
 start to the last bucket ready), backward communication time (first bucket ready to the end
 of finalize_backward, which copies the reduced buckets back into the gradients) and their
@@ -39,9 +40,9 @@ def _timelines_with_finalize(rank: RankTrace) -> list[tuple[list[BucketEvent], f
         if backward is None:
             continue
         calls = sorted((c for c in rank.collectives if c.op in GRADIENT_OPS and step.start <= c.start < step.end
-                        and c.launched is not None), key=lambda c: c.launched)
+                        and c.ready is not None), key=lambda c: c.ready)
         if calls:
-            timelines.append(([BucketEvent(i, c.nbytes, (c.launched - backward) / 1000, (c.start - backward) / 1000,
+            timelines.append(([BucketEvent(i, c.nbytes, (c.ready - backward) / 1000, (c.start - backward) / 1000,
                                            (c.end - backward) / 1000) for i, c in enumerate(calls)],
                               (finalized - backward) / 1000 if finalized is not None else None))
     return timelines

@@ -68,17 +68,17 @@ def step_profile(trace: RunTrace) -> StepProfile:
     for rank in trace.ranks:
         for number, (step, backward) in enumerate(zip(rank.steps, rank.backward_starts)):
             calls = sorted((c for c in rank.collectives if c.op in GRADIENT_OPS and step.start <= c.start < step.end
-                            and c.launched is not None and c.nbytes), key=lambda c: c.launched)
+                            and c.ready is not None and c.nbytes), key=lambda c: c.ready)
             if backward is None or not calls:
                 continue
-            backward_us = calls[-1].launched - backward
+            backward_us = calls[-1].ready - backward
             comm_end = max(c.end for c in calls)
             parts["before"].append((backward - step.start) / 1000)
             parts["backward"].append(backward_us / 1000)
-            parts["exposed"].append(max(0.0, comm_end - calls[-1].launched) / 1000)
-            parts["tail"].append(max(0.0, step.end - max(comm_end, calls[-1].launched)) / 1000)
+            parts["exposed"].append(max(0.0, comm_end - calls[-1].ready) / 1000)
+            parts["tail"].append(max(0.0, step.end - max(comm_end, calls[-1].ready)) / 1000)
             for index, call in enumerate(calls):
-                fraction = (call.launched - backward) / backward_us if backward_us > 0 else 1.0
+                fraction = (call.ready - backward) / backward_us if backward_us > 0 else 1.0
                 buckets.setdefault(index, []).append((call.nbytes, fraction))
                 key = (number, index)
                 duration = call.end - call.start

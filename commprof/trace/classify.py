@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections import defaultdict
+from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
@@ -33,19 +35,23 @@ def classify(path: Path, trace: TraceFile) -> RankTrace:
             raise TraceError(str(path), f"event {event.name!r} at ts={event.ts} has a negative duration")
     info = trace.distributedInfo or {}
     rank, warnings = _rank(path, info)
-    steps = _steps(events)
+    cpu_steps = _steps(events)
     kernels = [e for e in events if e.cat in rules.KERNEL_CATS]
     hta_window = None
+    backward_starts, backward_ends = _backward_starts(events, cpu_steps), _backward_ends(events, cpu_steps)
     if kernels:
         device = _DeviceWork(events, kernels)
-        compute, comm, memory, collectives = _gpu(events, device, info)
-        steps, hta_window = _device_steps(device, steps)
+        clock = _GpuClock(device)
+        compute, comm, memory, collectives = _gpu(events, device, info, cpu_steps, clock)
+        steps, hta_window = _device_steps(device, cpu_steps)
+        backward_starts = tuple(clock.started_from(t) for t in backward_starts)
+        backward_ends = tuple(clock.done_by(t) for t in backward_ends)
     else:
+        steps = cpu_steps
         compute, comm, collectives = _cpu(events, steps, info)
         memory = []
     return RankTrace(
-        backward_starts=_backward_starts(events, steps), backward_ends=_backward_ends(events, steps),
-        path=str(path), rank=rank, world_size=info.get("world_size"), backend=info.get("backend"),
+        backward_starts=backward_starts, backward_ends=backward_ends, path=str(path), rank=rank, world_size=info.get("world_size"), backend=info.get("backend"),
         kind="gpu" if kernels else "cpu",
         base_us=(trace.baseTimeNanoseconds or 0) / 1000.0,
         steps=tuple(steps), compute=tuple(compute), communication=tuple(comm), memory=tuple(memory),
@@ -91,11 +97,41 @@ class _DeviceWork:
                         self.launch_external[correlation] = args["External id"]
 
 
-def _gpu(events: list[Event], device: _DeviceWork, info: dict[str, Any]):
+class _GpuClock:
+    """CPU times on the GPU's timeline, through the launches: when the GPU is the bottleneck the CPU runs
+    ahead, so a CPU time says little about when the device did the work that the CPU asked for then."""
+
+    def __init__(self, device: _DeviceWork):
+        work = sorted((launched, event.ts, event.ts + event.dur) for event, args in device.kernels + device.memory
+                      if not rules.COMM_KERNEL.match(event.name)
+                      and (launched := device.launch_ts.get(args.get("correlation"))) is not None)
+        self._launches = [launched for launched, _, _ in work]
+        self._done = list(accumulate((end for _, _, end in work), max))
+        self._first_start = list(accumulate((start for _, start, _ in reversed(work)), min))[::-1]
+
+    def done_by(self, cpu_time: float | None) -> float | None:
+        """When the device had finished the (non-communication) work launched up to `cpu_time`."""
+        i = bisect_right(self._launches, cpu_time) if cpu_time is not None else 0
+        return self._done[i - 1] if i else None
+
+    def started_from(self, cpu_time: float | None) -> float | None:
+        """When the device began the first work launched at or after `cpu_time`."""
+        if cpu_time is None:
+            return None
+        i = bisect_left(self._launches, cpu_time)
+        return self._first_start[i] if i < len(self._first_start) else None
+
+    def ready(self, cpu_launch: float | None, start: float) -> float:
+        """A collective's ready time on the device: the work launched before it done, and never after its start."""
+        done = self.done_by(cpu_launch)
+        return start if done is None else min(done, start)
+
+
+def _gpu(events: list[Event], device: _DeviceWork, info: dict[str, Any], cpu_steps: list[Step], clock: _GpuClock):
+    """Kernels, and the ranges of a CPU backend (Gloo, MPI) that moves the data of CUDA tensors on the host."""
     launch_meta = _launch_op_meta(events)
     comm_kernels = [(k, a) for k, a in device.kernels if rules.COMM_KERNEL.match(k.name)]
     compute = merge([(k.ts, k.ts + k.dur) for k, _ in device.kernels if not rules.COMM_KERNEL.match(k.name)])
-    comm = merge([(k.ts, k.ts + k.dur) for k, _ in comm_kernels])
     memory = merge([(e.ts, e.ts + e.dur) for e, _ in device.memory])
     collectives = []
     for kernel, args in comm_kernels:
@@ -105,25 +141,35 @@ def _gpu(events: list[Event], device: _DeviceWork, info: dict[str, Any]):
             meta = meta.filled_from(launch_meta.get(external, CollectiveMeta()))
         collectives.append(_collective(meta, rules.op_from_kernel(kernel.name), "nccl", kernel,
                                        f"stream {args.get('stream', '?')}", info,
-                                       device.launch_ts.get(args.get("correlation"))))
+                                       clock.ready(device.launch_ts.get(args.get("correlation")), kernel.ts)))
+    launch_ops = [e for e in events if e.cat in rules.CPU_OP_CATS and rules.LAUNCH_OP.match(e.name)]
+    ranges, host_collectives = _backend_ranges(events, launch_ops, cpu_steps, info)
+    collectives += [dataclasses.replace(c, ready=clock.ready(c.ready, c.start)) for c in host_collectives]
+    comm = merge([(k.ts, k.ts + k.dur) for k, _ in comm_kernels] + ranges)
     return compute, comm, memory, collectives
 
 
 def _cpu(events: list[Event], steps: list[Step], info: dict[str, Any]):
-    comm_events = [e for e in events if rules.CPU_COMM_RANGE.match(e.name)]
-    comm = merge([(e.ts, e.ts + e.dur) for e in comm_events])
     ops = [e for e in events if e.cat in rules.CPU_COMPUTE_CATS and not rules.STEP_NAME.match(e.name)]
     training = _training_threads(ops, events)
     ops = [e for e in ops if (e.pid, e.tid) in training]
     launches = merge([(e.ts, e.ts + e.dur) for e in ops if rules.COLLECTIVE_LAUNCH.match(e.name)])
     compute = subtract(merge([(e.ts, e.ts + e.dur) for e in ops if not rules.COLLECTIVE_LAUNCH.match(e.name)]), launches)
-    launch_times = _launch_times(comm_events, [e for e in ops if rules.LAUNCH_OP.match(e.name)], steps)
+    comm, collectives = _backend_ranges(events, [e for e in ops if rules.LAUNCH_OP.match(e.name)], steps, info)
+    return compute, merge(comm), collectives
+
+
+def _backend_ranges(events: list[Event], launch_ops: list[Event], steps: list[Step],
+                    info: dict[str, Any]) -> tuple[list[Interval], list[Collective]]:
+    """The `gloo:`/`mpi:` ranges (on the backend's threads), each a collective ready at its launch op."""
+    comm_events = [e for e in events if rules.CPU_COMM_RANGE.match(e.name)]
+    launch_times = _launch_times(comm_events, launch_ops, steps)
     collectives = [
         _collective(meta_from_args(decode_args(e)), rules.normalize_op(e.name), e.name.split(":")[0], e,
                     f"thread {e.tid}", info, launch_times.get(id(e)))
         for e in comm_events
     ]
-    return compute, comm, collectives
+    return [(e.ts, e.ts + e.dur) for e in comm_events], collectives
 
 
 def _launch_times(comm_events: list[Event], launches: list[Event], steps: list[Step]) -> dict[int, float]:
@@ -161,12 +207,12 @@ def _training_threads(ops: list[Event], events: list[Event]) -> set:
 
 
 def _collective(meta: CollectiveMeta, op_hint: str | None, backend: str, event: Event, lane: str,
-                info: dict[str, Any], launched: float | None = None) -> Collective:
+                info: dict[str, Any], ready: float | None = None) -> Collective:
     group_size = meta.group_size or _default_group_size(info)
     return Collective(
         op=meta.op or op_hint or "unknown", backend=backend, start=event.ts, end=event.ts + event.dur,
         nbytes=meta.nbytes, dtype=meta.dtype, group_size=group_size, process_group=meta.process_group, lane=lane,
-        launched=launched,
+        ready=ready,
     )
 
 

@@ -27,7 +27,9 @@ class Collective:
     group_size: int | None = None
     process_group: str | None = None
     lane: str = ""  # stream or thread it ran on
-    launched: float | None = None  # when the CPU launched it (for DDP: the bucket became ready)
+    # when it could start: on CPU traces its launch; on GPU traces the end of the device work launched before
+    # it (a GPU time, like start and end). For DDP: when the bucket became ready.
+    ready: float | None = None
 
 
 @dataclass(frozen=True)
@@ -47,9 +49,11 @@ class RankTrace:
     warnings: tuple[str, ...] = ()
     # GPU only: span of the device work launched before the last ProfilerStep began (HTA's window)
     launched_before_last_step: Interval | None = None
-    # per step (same order as steps): start of the first autograd op in it, or None
+    # per step (same order as steps): start of the first autograd op in it, or None; on GPU traces when
+    # the device began the first work launched from then on
     backward_starts: tuple[float | None, ...] = ()
-    # per step: end of DDP's last copy of a reduced bucket into the gradients, or None
+    # per step: end of DDP's last copy of a reduced bucket into the gradients, or None; on GPU traces when
+    # the device had finished the work launched up to then
     backward_ends: tuple[float | None, ...] = ()
     intervals_dropped: bool = False  # compute/communication/memory emptied to save memory (analysis.digest)
 
