@@ -92,3 +92,21 @@ def test_predictions_pick_the_best_cap():
     assert at4.exposed_comm_ms == pytest.approx(6.291456)
     assert at4.best_bucket_cap_mb in (1.0, 2.0) and at4.best_step_ms < at4.step_ms
     assert at4.efficiency == pytest.approx(at4.speedup / 4)
+
+
+def test_one_nccl_rank_gives_the_shape_of_its_computation():
+    """NCCL launches no all-reduce kernel for a group of one (the real world-size-1 trace): scale's first
+    size still gives a profile, computation only, and the fit goes on with the larger sizes."""
+    from pathlib import Path
+
+    from commprof.analysis.predict import step_profile
+    from commprof.trace.load import load_run
+
+    alone = step_profile(load_run([Path(__file__).parent / "data" / "traces" / "nccl-v100-world1"], workers=1))
+    assert (alone.world_size, alone.bucket_bytes, alone.transfers, alone.exposed_ms) == (1, [], [], 0.0)
+    # medians over the 5 steps, by hand from the trace: backward start, finalize_backward's end, step end
+    assert (alone.before_backward_ms, alone.backward_ms, alone.tail_ms) == pytest.approx((30.5325, 64.0905, 1.1125))
+    compute = fit_compute([alone, profile(n=2, compute=(30.0, 70.0, 1.0))])
+    assert compute.slope_ms == pytest.approx((101.0 - alone.compute_ms) / 1)
+    step_ms, exposed_ms = simulate_step(profile(), compute, LinkModel(5.0, 25.0, "test"), 1, [])
+    assert exposed_ms == 0.0 and step_ms == pytest.approx(compute.at(1))

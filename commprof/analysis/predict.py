@@ -60,16 +60,25 @@ class StepProfile:
 
 
 def step_profile(trace: RunTrace) -> StepProfile:
-    """The measured shape of one step, from a DDP run's traces."""
+    """The measured shape of one step, from a DDP run's traces. A run without gradient all-reduces (one
+    rank: NCCL launches no kernel for a group of one) gives the shape of its computation alone."""
     parts: dict[str, list[float]] = {"before": [], "backward": [], "tail": [], "exposed": []}
+    alone: dict[str, list[float]] = {"before": [], "backward": [], "tail": [], "exposed": []}
     buckets: dict[int, list[tuple[int, float]]] = {}
     transfer: dict[tuple[int, int], tuple[int, float]] = {}
     world = max((r.world_size or len(trace.ranks)) for r in trace.ranks)
     for rank in trace.ranks:
-        for number, (step, backward) in enumerate(zip(rank.steps, rank.backward_starts)):
+        ends = rank.backward_ends or (None,) * len(rank.steps)
+        for number, (step, backward, finalized) in enumerate(zip(rank.steps, rank.backward_starts, ends)):
+            if backward is None:
+                continue
             calls = sorted((c for c in rank.collectives if c.op in GRADIENT_OPS and step.start <= c.start < step.end
                             and c.ready is not None and c.nbytes), key=lambda c: c.ready)
-            if backward is None or not calls:
+            if not calls:
+                backward_end = finalized if finalized is not None else step.end
+                for name, value in (("before", backward - step.start), ("backward", backward_end - backward),
+                                    ("tail", step.end - backward_end), ("exposed", 0.0)):
+                    alone[name].append(max(0.0, value) / 1000)
                 continue
             backward_us = calls[-1].ready - backward
             comm_end = max(c.end for c in calls)
@@ -85,7 +94,9 @@ def step_profile(trace: RunTrace) -> StepProfile:
                 if key not in transfer or duration < transfer[key][1]:
                     transfer[key] = (call.nbytes, duration)
     if not parts["backward"]:
-        raise UsageError("no DDP backward pass with gradient all-reduces in the traces: nothing to predict from")
+        parts = alone
+    if not parts["backward"]:
+        raise UsageError("no DDP backward pass in the traces: nothing to predict from")
     return StepProfile(
         world_size=world, before_backward_ms=statistics.median(parts["before"]),
         backward_ms=statistics.median(parts["backward"]), tail_ms=statistics.median(parts["tail"]),
