@@ -99,3 +99,27 @@ def test_ddp_options_reach_the_traces(tmp_path):
     assert report.run["config"]["ddp"]["comm_hook"] == "fp16"
     assert all(c.dtype == "c10::Half" and c.calls_per_step == 1 for c in report.collectives)
     assert sorted(c.bytes for c in report.collectives) == sorted(b // 2 for b in buckets)
+
+
+def test_two_nodes_with_node_local_traces_folders(tmp_path):
+    """Each 'node' runs in a folder of its own, as with a node-local traces/: every node writes its ranks'
+    traces and step logs there; the node with rank 0 reports on what it has and says what is missing."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    args = [sys.executable, "-m", "commprof", "run", "--nodes", "2", "--procs", "2", "--rdzv-endpoint",
+            f"127.0.0.1:{port}", "--run-id", "local", "--quiet", *FAST_RUN]
+    folders = [tmp_path / "node0", tmp_path / "node1"]
+    nodes = []
+    for folder in folders:
+        folder.mkdir()
+        nodes.append(subprocess.Popen(args, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    outputs = [node.communicate(timeout=300) for node in nodes]
+    assert [n.returncode for n in nodes] == [0, 0], outputs
+    ranks = [sorted(int(p.name[4]) for p in (f / "traces" / "local").glob("rank*.pt.trace.json")) for f in folders]
+    assert sorted(ranks) == [[0, 1], [2, 3]]
+    assert all(len(list((f / "traces" / "local").glob("rank*.steps.json"))) == 2 for f in folders)
+    (head,) = [f for f in folders if (f / "reports" / "local" / "report.json").exists()]
+    report = load_report(head / "reports" / "local" / "report.json")
+    assert [r.rank for r in report.ranks] == [0, 1]
+    assert any("no trace from rank(s) 2, 3 here" in w for w in report.warnings)

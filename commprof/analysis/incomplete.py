@@ -22,9 +22,7 @@ def completed_steps_only(trace: RunTrace, run: dict[str, Any]) -> tuple[RunTrace
     for rank in trace.ranks:
         steps = tuple(s for s in rank.steps if (m := _STEP_NUMBER.search(s.name)) and int(m.group(1)) < completed)
         (kept if steps else emptied).append(dataclasses.replace(rank, steps=steps))
-    world = run.get("world_size")
-    present = {r.rank for r in trace.ranks}
-    missing = sorted(set(range(world)) - present) if isinstance(world, int) else []
+    missing = missing_ranks(trace, run)
     parts = [f"the run failed ({run.get('error') or run.get('status')})",
              f"this report covers the {completed} step(s) that completed on every rank, where traced"]
     if missing:
@@ -32,3 +30,14 @@ def completed_steps_only(trace: RunTrace, run: dict[str, Any]) -> tuple[RunTrace
     if emptied:
         parts.append(f"no completed traced step from rank(s) {', '.join(str(r.rank) for r in emptied)}")
     return dataclasses.replace(trace, ranks=tuple(kept)), "; ".join(parts)
+
+
+def missing_ranks(trace: RunTrace, run: dict[str, Any]) -> list[int]:
+    """The ranks of the run (run.json's world size) that have no trace here."""
+    world = run.get("world_size")
+    return sorted(set(range(world)) - {r.rank for r in trace.ranks}) if isinstance(world, int) else []
+
+
+def missing_note(missing: list[int]) -> str:
+    return (f"no trace from rank(s) {', '.join(map(str, missing))} here: with a node-local --traces-dir each node keeps "
+            "its own ranks' traces; copy them into one folder and run `commprof analyze` on it for the whole job")

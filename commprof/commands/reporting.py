@@ -10,7 +10,7 @@ from typing import Any
 from commprof.analysis.analyze import analyze, analyze_run
 from commprof.analysis.crossrank import measured_offsets
 from commprof.analysis.digest import MAX_DETAILED_RANKS, digest
-from commprof.analysis.incomplete import completed_steps_only
+from commprof.analysis.incomplete import completed_steps_only, missing_note, missing_ranks
 from commprof.analysis.sweep import sweep_result
 from commprof.analysis.timeline import job_timeline
 from commprof.errors import UsageError
@@ -58,7 +58,10 @@ def _analyse(paths: list[Path], name: str, kind: str, workers: int | None) -> tu
     analysis = analyze_run(trace, name, kind, run, measured_offsets(run, trace), breakdowns)
     # timeline.json: the first ranks (those digest keeps intervals for); report.json has every rank
     timeline = job_timeline(analysis.windows[:MAX_DETAILED_RANKS], analysis.matching)
-    return dataclasses.replace(analysis.report, incomplete=incomplete), trace, timeline
+    warnings = analysis.report.warnings
+    if incomplete is None and (missing := missing_ranks(trace, run)):
+        warnings = [*warnings, missing_note(missing)]
+    return dataclasses.replace(analysis.report, incomplete=incomplete, warnings=warnings), trace, timeline
 
 
 def sweep_report(run_dir: Path, name: str, kind: str) -> Report:

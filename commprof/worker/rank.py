@@ -6,6 +6,7 @@ import functools
 import os
 import platform
 import signal
+import socket
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -98,20 +99,49 @@ def cpu_threads_per_rank(local_ranks: int) -> int:
     return max(1, len(os.sched_getaffinity(0)) // max(1, local_ranks))
 
 
-def claim_run_dir(config: RunConfig, rank: int) -> Path:
-    """Rank 0 creates the run folder exclusively; everyone learns whether that worked."""
+OWNER_FILE = ".launch"  # the launch id of the run that created the folder
+
+
+def claim_run_dir(config: RunConfig, rank: int, local_rank: int | None = None) -> Path:
+    """Rank 0 creates the run folder exclusively and marks it with its launch id. Where traces/ is node-local,
+    the first rank of every other node creates that node's folder; a folder another run left there is never
+    written into. Every rank learns whether that worked, so all fail together or none does."""
+    local_rank = int(os.environ.get("LOCAL_RANK", rank)) if local_rank is None else local_rank
     status = [""]
     if rank == 0:
-        try:
-            config.run_dir.mkdir(parents=True, exist_ok=False)
-        except FileExistsError:
-            status[0] = f"run folder {config.run_dir} already exists; commprof never overwrites a run"
-        except OSError as exc:
-            status[0] = f"cannot create run folder {config.run_dir}: {exc.strerror}"
-    dist.broadcast_object_list(status, src=0)
-    if status[0]:
-        raise RuntimeError(status[0])
+        status[0] = _create_run_dir(config.run_dir, config.launch_id)
+    owner = [config.launch_id]
+    dist.broadcast_object_list(owner, src=0)
+    if rank != 0 and local_rank == 0 and not status[0]:
+        status[0] = _join_run_dir(config.run_dir, owner[0])
+    statuses: list[Any] = [None] * dist.get_world_size()
+    dist.all_gather_object(statuses, status[0])
+    problems = [s for s in statuses if s]
+    if problems:
+        raise RuntimeError(problems[0])
     return config.run_dir
+
+
+def _create_run_dir(run_dir: Path, launch_id: str) -> str:
+    try:
+        run_dir.mkdir(parents=True, exist_ok=False)
+        (run_dir / OWNER_FILE).write_text(launch_id)
+    except FileExistsError:
+        return f"run folder {run_dir} already exists; commprof never overwrites a run"
+    except OSError as exc:
+        return f"cannot create run folder {run_dir}: {exc.strerror}"
+    return ""
+
+
+def _join_run_dir(run_dir: Path, launch_id: str) -> str:
+    """On another node: the folder rank 0 made (a shared file system), or this node's own (node-local)."""
+    marker = run_dir / OWNER_FILE
+    if not run_dir.exists():
+        return _create_run_dir(run_dir, launch_id)
+    if not marker.is_file() or marker.read_text() != launch_id:
+        return (f"run folder {run_dir} on {socket.gethostname()} already exists from another run; commprof never "
+                "overwrites a run")
+    return ""
 
 
 def device_name(device: torch.device) -> str:

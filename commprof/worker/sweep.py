@@ -98,7 +98,7 @@ def _measure_round(plan: SweepPlan, ctx: RankContext, workload, batches, setting
     overhead_start = time.perf_counter()
     for label, trainer in trainers.items():
         folder = run_dir / label
-        folder.mkdir(exist_ok=True)
+        folder.mkdir(parents=True, exist_ok=True)
         with make_profiler(ProfileSchedule(0, 1, plan.profile_steps), ctx.device.type == "cuda", folder, ctx.rank) as prof:
             for _ in range(plan.profile_steps + 1):
                 progress.step(trainer.step(), f"profiling {label}")
