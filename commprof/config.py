@@ -218,6 +218,7 @@ class SweepPlan:
     steps_per_repeat: int = 4
     profile_steps: int = 3
     tune: bool = False
+    max_live_settings: int | None = None  # settings kept in memory at once; None: as many as fit (GPU), all (CPU)
 
     def __post_init__(self) -> None:
         _require(len(self.settings) >= 1, "give at least one setting to sweep")
@@ -228,6 +229,7 @@ class SweepPlan:
         _require(self.repeats >= 2, "--repeats must be >= 2 (a confidence interval needs repeats)")
         _require(self.steps_per_repeat >= 1, "--steps-per-repeat must be >= 1")
         _require(self.profile_steps >= 1, "--profile-steps must be >= 1")
+        _require(self.max_live_settings is None or self.max_live_settings >= 1, "--max-live-settings must be >= 1")
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)

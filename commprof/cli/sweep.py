@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 
@@ -16,6 +16,9 @@ RepeatsOpt = Annotated[int, Opt(help="Rounds in which every setting takes its tu
 StepsPerRepeatOpt = Annotated[int, Opt(help="Timed steps per setting per round.")]
 WarmupStepsOpt = Annotated[int, Opt(help="Untimed steps per setting first (DDP rebuilds buckets after step 1).")]
 ProfileStepsOpt = Annotated[int, Opt(help="Profiled steps per setting, after the timed rounds.")]
+MaxLiveOpt = Annotated[Optional[int], Opt(help="Settings kept in memory at once (model, DDP buckets, optimizer); "
+                                               "when fewer than all, each turn rebuilds its setting [default: as "
+                                               "many as fit in GPU memory; all on CPU].")]
 
 
 def parse_list(option: str, text: str, convert) -> list:
@@ -51,6 +54,7 @@ def sweep(
     steps_per_repeat: StepsPerRepeatOpt = 4,
     warmup_steps: WarmupStepsOpt = 3,
     profile_steps: ProfileStepsOpt = 3,
+    max_live_settings: MaxLiveOpt = None,
 ) -> None:
     """Compare DDP settings (bucket size and other knobs) in one launch, with confidence intervals."""
     from commprof.cli.progress import ConsoleFeedback
@@ -62,4 +66,5 @@ def sweep(
             "static_graph": parse_list("--static-graph", static_graph, _bool),
             "gradient_as_bucket_view": parse_list("--gradient-as-bucket-view", gradient_as_bucket_view, _bool)}
     console.finish(command(request, grid, ConsoleFeedback(quiet), repeats=repeats, steps_per_repeat=steps_per_repeat,
-                           warmup_steps=warmup_steps, profile_steps=profile_steps), quiet)
+                           warmup_steps=warmup_steps, profile_steps=profile_steps,
+                           max_live_settings=max_live_settings), quiet)

@@ -20,12 +20,12 @@ def grid_settings(base: DDPOptions, grid: dict[str, list[Any]]) -> list[DDPOptio
     return [dataclasses.replace(base, **dict(zip(grid, values))) for values in itertools.product(*grid.values())]
 
 
-def sweep(request: RunRequest, grid: dict[str, list[Any]], feedback: Feedback = SILENT, **rounds: int) -> Outcome:
-    """`rounds`: SweepPlan's warmup_steps, repeats, steps_per_repeat and profile_steps."""
+def sweep(request: RunRequest, grid: dict[str, list[Any]], feedback: Feedback = SILENT, **rounds: Any) -> Outcome:
+    """`rounds`: SweepPlan's warmup_steps, repeats, steps_per_repeat, profile_steps and max_live_settings."""
     return _measure(request, grid_settings(request.ddp, grid), request.ddp, "sweep", feedback, rounds)
 
 
-def tune(request: RunRequest, feedback: Feedback = SILENT, **rounds: int) -> Outcome:
+def tune(request: RunRequest, feedback: Feedback = SILENT, **rounds: Any) -> Outcome:
     """A coarse log grid of bucket sizes first; rank 0 then refines around the best (analysis.tune)."""
     from commprof.analysis.tune import COARSE_GRID_MB
 
@@ -34,7 +34,7 @@ def tune(request: RunRequest, feedback: Feedback = SILENT, **rounds: int) -> Out
 
 
 def _measure(request: RunRequest, settings: list[DDPOptions], baseline: DDPOptions, kind: str, feedback: Feedback,
-             rounds: dict[str, int], tune: bool = False) -> Outcome:
+             rounds: dict[str, Any], tune: bool = False) -> Outcome:
     """Resolve, check the model, launch the sweep worker once, analyse every setting, report."""
     from commprof.launch.job import Task, run_job
     from commprof.launch.resolve import MachineProbe, resolve

@@ -4,13 +4,19 @@ Every setting gets a fresh copy of the same initial model wrapped in its own DDP
 rebuilds its buckets after the first step), then the settings take turns for `repeats` rounds
 (A B C A B C ...) so that machine drift does not favour one of them. Each setting is profiled in
 a separate block afterwards, so profiling never slows the timed steps.
+
+When the settings' models, DDP buckets and optimizer states do not all fit in memory at once (a
+large model on a GPU), each turn builds its setting afresh from the same initial model, warms it
+up again, and frees it (garbage collection and the CUDA cache) before the next one.
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
+import gc
 import time
+import weakref
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -39,13 +45,14 @@ def sweep_main(plan_dict: dict[str, Any], progress_path: str) -> dict[str, Any]:
         torch.manual_seed(config.seed)  # one initial model, copied for every setting
         workload = load_workload(config.model, config.model_size)
         batches = make_batches(workload, config.batch_size, config.seed, ctx.rank, ctx.device)
+        trainers = _Trainers(workload, batches, ctx, config.precision)
         progress = _ProgressWriter(Path(progress_path), ctx, plan)
         results: dict[str, dict[str, Any]] = {}
         pending, round_index, phases = list(plan.settings), 0, {"measured_s": 0.0, "overhead_s": 0.0}
         order: list[str] = []  # the timed blocks in the order they ran
         setup_s = time.perf_counter() - started
         while pending:
-            measured = _measure_round(plan, ctx, workload, batches, pending, run_dir, progress, phases, order)
+            measured = _measure_round(plan, ctx, trainers, pending, run_dir, progress, phases, order)
             results.update(measured)
             pending = _next_round(plan, ctx, results, round_index) if plan.tune else []
             round_index += 1
@@ -64,12 +71,15 @@ def sweep_main(plan_dict: dict[str, Any], progress_path: str) -> dict[str, Any]:
 class _ProgressWriter:
     def __init__(self, path: Path, ctx: RankContext, plan: SweepPlan):
         self.path, self.enabled = path, ctx.local_rank == 0
+        self.warmup_steps = plan.warmup_steps
         self.per_setting = plan.warmup_steps + plan.repeats * plan.steps_per_repeat + plan.profile_steps + 1
         self.total = self.per_setting * len(plan.settings)
         self.done = 0
 
-    def add_settings(self, count: int) -> None:
-        self.total = max(self.total, self.done + count * self.per_setting)
+    def add_settings(self, count: int, rebuilt_turns: int) -> None:
+        """`rebuilt_turns`: turns in which a setting is built and warmed up again."""
+        per_setting = self.per_setting + rebuilt_turns * self.warmup_steps
+        self.total = max(self.total, self.done + count * per_setting)
 
     def step(self, ms: float, phase: str) -> None:
         self.done += 1
@@ -77,34 +87,100 @@ class _ProgressWriter:
             write_progress(self.path, Progress(self.done, self.total, ms, phase))
 
 
-def _measure_round(plan: SweepPlan, ctx: RankContext, workload, batches, settings: list[DDPOptions], run_dir: Path,
+class _Trainers:
+    """Each setting's trainer: a fresh copy of the same initial model in its own DDP, with its optimizer. Counts
+    how many are alive at once (what a GPU must hold: models, DDP buckets, optimizer states)."""
+
+    def __init__(self, workload, batches, ctx: RankContext, precision: str):
+        self.workload, self.batches, self.ctx, self.precision = workload, batches, ctx, precision
+        self._alive: weakref.WeakSet[Trainer] = weakref.WeakSet()
+        self.most_alive = 0
+
+    def build(self, setting: DDPOptions) -> Trainer:
+        self.free()
+        trainer = Trainer(copy.deepcopy(self.workload.model), self.workload, self.batches, setting, self.ctx.device,
+                          self.precision)
+        self._alive.add(trainer)
+        self.most_alive = max(self.most_alive, len(self._alive))
+        return trainer
+
+    def free(self) -> None:
+        """Collect the trainers nothing refers to any more, and give their GPU memory back."""
+        gc.collect()
+        if self.ctx.device.type == "cuda":
+            torch.cuda.empty_cache()
+
+
+def _how_many_fit(plan: SweepPlan, ctx: RankContext, trainers: _Trainers, settings: list[DDPOptions],
+                  warm) -> int:
+    """How many settings' trainers fit in memory at once: --max-live-settings, or on a GPU what the first one
+    took (resident, and a step's peak) against the free memory, a tenth kept spare; on CPU all of them.
+    Every rank takes the smallest answer."""
+    fit = plan.max_live_settings or len(settings)
+    if plan.max_live_settings is None and ctx.device.type == "cuda":
+        torch.cuda.synchronize(ctx.device)
+        torch.cuda.reset_peak_memory_stats(ctx.device)
+        before = torch.cuda.memory_allocated(ctx.device)
+        trainer = trainers.build(settings[0])
+        warm(trainer, setting_label(settings[0]))
+        resident = max(1, torch.cuda.memory_allocated(ctx.device) - before)
+        transient = torch.cuda.max_memory_allocated(ctx.device) - before - resident
+        free, total = torch.cuda.mem_get_info(ctx.device)
+        fit = 1 + max(0, int((free - total // 10 - transient) // resident))
+        del trainer
+        trainers.free()
+    answers: list[Any] = [None] * ctx.world_size
+    dist.all_gather_object(answers, fit)
+    return min(answers)
+
+
+def _measure_round(plan: SweepPlan, ctx: RankContext, trainers: _Trainers, settings: list[DDPOptions], run_dir: Path,
                    progress: _ProgressWriter, phases: dict[str, float], order: list[str]) -> dict[str, dict[str, Any]]:
-    progress.add_settings(len(settings))
-    trainers = {setting_label(s): Trainer(copy.deepcopy(workload.model), workload, batches, s, ctx.device,
-                                          plan.run.precision) for s in settings}
-    overhead_start = time.perf_counter()
-    for label, trainer in trainers.items():
+    """Warm up, then the settings take turns for `repeats` rounds, then each is profiled. When they do not all
+    fit in memory at once, each turn builds its setting afresh (and warms it up again) and frees it after."""
+
+    def warm(trainer: Trainer, label: str) -> Trainer:
+        started = time.perf_counter()
         for _ in range(plan.warmup_steps):
             progress.step(trainer.step(), f"warmup {label}")
-    phases["overhead_s"] += time.perf_counter() - overhead_start
-    step_ms: dict[str, list[float]] = {label: [] for label in trainers}
+        phases["overhead_s"] += time.perf_counter() - started
+        return trainer
+
+    all_live = _how_many_fit(plan, ctx, trainers, settings, warm) >= len(settings)
+    progress.add_settings(len(settings), rebuilt_turns=0 if all_live else plan.repeats)
+    live = {setting_label(s): warm(trainers.build(s), setting_label(s)) for s in settings} if all_live else {}
+
+    def trainer_for(setting: DDPOptions) -> Trainer:
+        label = setting_label(setting)
+        return live[label] if all_live else warm(trainers.build(setting), label)
+
+    step_ms: dict[str, list[float]] = {setting_label(s): [] for s in settings}
     for repeat in range(plan.repeats):
-        for label, trainer in trainers.items():
+        for setting in settings:
+            label, trainer = setting_label(setting), trainer_for(setting)
             order.append(label)
             for _ in range(plan.steps_per_repeat):
                 step_ms[label].append(trainer.step())
                 phases["measured_s"] += step_ms[label][-1] / 1000
                 progress.step(step_ms[label][-1], f"repeat {repeat + 1}/{plan.repeats} {label}")
+            del trainer
+    ddp: dict[str, dict[str, Any]] = {}
     overhead_start = time.perf_counter()
-    for label, trainer in trainers.items():
+    for setting in settings:
+        label, trainer = setting_label(setting), trainer_for(setting)
         folder = run_dir / label
         folder.mkdir(parents=True, exist_ok=True)
         with make_profiler(ProfileSchedule(0, 1, plan.profile_steps), ctx.device.type == "cuda", folder, ctx.rank) as prof:
             for _ in range(plan.profile_steps + 1):
                 progress.step(trainer.step(), f"profiling {label}")
                 prof.step()
+        ddp[label] = ddp_logging_data(trainer.ddp)
+        del trainer
+    live.clear()
+    trainers.free()
     phases["overhead_s"] += time.perf_counter() - overhead_start
-    local = {label: {"step_ms": step_ms[label], "ddp": ddp_logging_data(t.ddp)} for label, t in trainers.items()}
+    phases["most_live_settings"] = max(phases.get("most_live_settings", 0), trainers.most_alive)
+    local = {label: {"step_ms": step_ms[label], "ddp": ddp[label]} for label in step_ms}
     gathered: list[Any] = [None] * ctx.world_size
     dist.all_gather_object(gathered, local)
     return {setting_label(s): {
