@@ -27,6 +27,7 @@ CASES: list[tuple[list[str], str]] = [
     (["run", "--static-graph", "--grad-accum", "2"], "pytorch/pytorch#143580"),
     (["run", "--nodes", "2", "--run-id", "x"], "--nodes > 1 needs --rdzv-endpoint"),
     (["run", "--nodes", "2"], "--nodes > 1: pass the same --run-id NAME on every node"),
+    (["run", "--emit-sbatch", "--nodes", "2"], "--emit-sbatch needs --gpus N (GPU ranks per node) or --procs N"),
     (["run", "--nodes", "2", "--run-id", "x", "--rdzv-endpoint", "head"], "--rdzv-endpoint must be HOST:PORT"),
     (["run", "--model", "resnet9000"], "unknown model 'resnet9000'"),
     (["run", "--model", "missing.py:build"], "file missing.py not found"),

@@ -8,8 +8,11 @@ import sys
 import pytest
 
 from commprof.errors import UsageError
-from commprof.worker.mpi_rank import started_by_mpi_launcher
-from commprof.worker.mpi_train import identity_from_env
+from commprof.config import RunRequest
+from commprof.launch.resolve import MachineProbe
+from commprof.worker.mpi_identity import identity_from_env, started_by_mpi_launcher
+from commprof.worker.mpi_rank import rank_config
+from commprof.worker.rank import gpu_index
 from commprof.launch.slurm import apply_slurm, expand_hostlist, sbatch_script, slurm_step
 from conftest import FAST_RUN, commprof, load_json
 
@@ -77,21 +80,59 @@ def test_commprof_run_knows_when_an_mpi_launcher_started_it():
     assert started_by_mpi_launcher(OPEN_MPI_RANK_2) and started_by_mpi_launcher(MPICH_RANK_3)
     assert not started_by_mpi_launcher({**OPEN_MPI_RANK_2, "OMPI_COMM_WORLD_SIZE": "1"})
     assert not started_by_mpi_launcher(SRUN_TASK_ON_NODE_1)
+    # srun --mpi=pmi2 exports PMI_RANK to every task: one task per node is still one commprof per node ...
+    assert not started_by_mpi_launcher({**SRUN_TASK_ON_NODE_1, "PMI_RANK": "1", "PMI_SIZE": "2"})
+    # ... while eight tasks per node are eight ranks
+    assert started_by_mpi_launcher({**SRUN_TASK_ON_NODE_1, "SLURM_STEP_NUM_TASKS": "16", "PMI_RANK": "9",
+                                    "PMI_SIZE": "16"})
+
+
+def test_local_rank_from_mpi_when_the_launcher_gives_none():
+    plain_pmi = {"PMI_RANK": "9", "PMI_SIZE": "16"}
+    assert identity_from_env(plain_pmi, lambda: (1, 8)) == {"RANK": "9", "WORLD_SIZE": "16", "LOCAL_RANK": "1",
+                                                            "LOCAL_WORLD_SIZE": "8"}
+    with pytest.raises(UsageError, match="no local rank"):
+        identity_from_env(plain_pmi)  # never the global rank taken for a local one
+
+
+@pytest.mark.parametrize("local_rank, visible, index", [(3, 8, 3), (3, 1, 0), (0, 1, 0), (0, 4, 0)])
+def test_each_rank_finds_its_gpu(local_rank, visible, index):
+    assert gpu_index(local_rank, visible) == index
+
+
+def test_a_rank_without_its_gpu_says_so():
+    with pytest.raises(RuntimeError, match="local rank 3 sees 2 GPU"):
+        gpu_index(3, 2)
+
+
+def test_one_gpu_bound_to_each_rank(tmp_path, monkeypatch):
+    """CUDA_VISIBLE_DEVICES per rank: each of 8 ranks on a node sees one GPU; the job is still 8 GPUs a node."""
+    monkeypatch.chdir(tmp_path)
+    one_gpu = MachineProbe(cuda_available=True, gpu_count=1, nccl_available=True, mpi_available=False)
+    config = rank_config(RunRequest(), one_gpu, world=16, local=8, endpoint="node0:4242", run_id="bound")
+    assert (config.device, config.backend, config.nodes, config.procs_per_node) == ("cuda", "nccl", 2, 8)
 
 
 @pytest.mark.slow  # bash -n checks the script
 def test_emit_sbatch_prints_a_valid_script(tmp_path):
-    result = commprof("run", "--emit-sbatch", "--nodes", "2", "--bucket-cap-mb", "50", "--static-graph",
+    result = commprof("run", "--emit-sbatch", "--nodes", "2", "--gpus", "8", "--bucket-cap-mb", "50", "--static-graph",
                       "--run-id", "ignored", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     script = result.stdout
     assert script.startswith("#!/bin/bash\n") and "#SBATCH --nodes=2" in script
-    assert "#SBATCH --ntasks-per-node=1" in script
+    for line in ("#SBATCH --ntasks-per-node=1", "#SBATCH --exclusive", "#SBATCH --gpus-per-node=8"):
+        assert line in script
     last = script.strip().splitlines()[-1]
-    assert last == ("srun --ntasks-per-node=1 --kill-on-bad-exit=1 commprof run --nodes 2 "
-                    "--bucket-cap-mb 50.0 --static-graph")
+    assert last == ('srun --ntasks-per-node=1 --kill-on-bad-exit=1 --cpus-per-task="$SLURM_CPUS_ON_NODE" commprof run '
+                    "--nodes 2 --gpus 8 --bucket-cap-mb 50.0 --static-graph")
     assert subprocess.run(["bash", "-n"], input=script, text=True).returncode == 0
-    assert "--gpus-per-node=8" in sbatch_script(2, 8, [])
+
+
+def test_sbatch_script_asks_for_what_the_ranks_need():
+    cpu = sbatch_script(2, None, 4, ["--procs", "4"])
+    assert "#SBATCH --exclusive" in cpu and "--gpus-per-node" not in cpu
+    with pytest.raises(UsageError, match="--emit-sbatch needs --gpus N"):
+        sbatch_script(2, None, None, [])
 
 
 @pytest.mark.slow

@@ -6,7 +6,8 @@ import pytest
 
 from commprof.results.store import load_report
 from commprof.launch.mpi import mpi_unavailable
-from commprof.worker.mpi_train import identity_from_env
+from commprof.worker.mpi_identity import identity_from_env
+from commprof.errors import UsageError
 from commprof.trace.load import load_run
 from tests.conftest import FAST_RUN, commprof, load_json
 
@@ -17,7 +18,7 @@ def test_identity_from_open_mpi_and_pmi_environments():
     assert identity_from_env(open_mpi) == {"RANK": "3", "WORLD_SIZE": "8", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2"}
     mpich = {"PMI_RANK": "5", "PMI_SIZE": "6", "MPI_LOCALRANKID": "2", "MPI_LOCALNRANKS": "3"}
     assert identity_from_env(mpich) == {"RANK": "5", "WORLD_SIZE": "6", "LOCAL_RANK": "2", "LOCAL_WORLD_SIZE": "3"}
-    with pytest.raises(RuntimeError, match="not started by an MPI launcher"):
+    with pytest.raises(UsageError, match="not started by an MPI launcher"):
         identity_from_env({"RANK": "0"})
 
 

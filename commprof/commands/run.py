@@ -20,7 +20,7 @@ def run(request: RunRequest, feedback: Feedback = SILENT, env: Mapping[str, str]
     Under an external MPI launcher this process is one rank of the job."""
     from commprof.launch.job import run_job
     from commprof.launch.resolve import MachineProbe, resolve
-    from commprof.worker.mpi_rank import started_by_mpi_launcher
+    from commprof.worker.mpi_identity import started_by_mpi_launcher
 
     if started_by_mpi_launcher(env):
         return _as_one_mpi_rank(request)
@@ -47,7 +47,7 @@ def sbatch(request: RunRequest) -> str:
     """A SLURM batch script that runs this command on request.nodes nodes."""
     from commprof.launch.slurm import sbatch_script
 
-    return sbatch_script(request.nodes, request.gpus, _without(request.cli_args, DERIVED_IN_SLURM))
+    return sbatch_script(request.nodes, request.gpus, request.procs, _without(request.cli_args, DERIVED_IN_SLURM))
 
 
 def _as_one_mpi_rank(request: RunRequest) -> Outcome:

@@ -83,9 +83,14 @@ def apply_slurm(nodes: int, rdzv_endpoint: str | None, run_id: str | None,
     return step.nodes, endpoint, run_id or step.run_id
 
 
-def sbatch_script(nodes: int, gpus: int | None, args: list[str], time_limit: str = "01:00:00") -> str:
-    """A batch script that runs `commprof run ARGS` on `nodes` nodes, one commprof per node."""
-    lines = ["#!/bin/bash", "#SBATCH --job-name=commprof", f"#SBATCH --nodes={nodes}", "#SBATCH --ntasks-per-node=1"]
+def sbatch_script(nodes: int, gpus: int | None, procs: int | None, args: list[str], time_limit: str = "01:00:00") -> str:
+    """A batch script that runs `commprof run ARGS` on `nodes` whole nodes, one commprof per node (which starts
+    its node's ranks, so its one task gets every CPU of the node): `gpus` GPU ranks or `procs` CPU ranks each."""
+    if not gpus and not procs:
+        raise UsageError("--emit-sbatch needs --gpus N (GPU ranks per node) or --procs N (CPU ranks per node): "
+                         "the batch script asks SLURM for them")
+    lines = ["#!/bin/bash", "#SBATCH --job-name=commprof", f"#SBATCH --nodes={nodes}", "#SBATCH --ntasks-per-node=1",
+             "#SBATCH --exclusive"]
     if gpus:
         lines.append(f"#SBATCH --gpus-per-node={gpus}")
     lines += [f"#SBATCH --time={time_limit}", "#SBATCH --output=commprof-%j.out", "",
@@ -96,5 +101,6 @@ def sbatch_script(nodes: int, gpus: int | None, args: list[str], time_limit: str
     if sys.prefix != sys.base_prefix:
         lines.append(f"source {shlex.quote(str(Path(sys.prefix) / 'bin' / 'activate'))}")
     command = ["srun", "--ntasks-per-node=1", "--kill-on-bad-exit=1", "commprof", "run", "--nodes", str(nodes), *args]
-    lines.append(" ".join(shlex.quote(a) for a in command))
+    lines.append(" ".join(shlex.quote(a) for a in command[:3]) + ' --cpus-per-task="$SLURM_CPUS_ON_NODE" '
+                 + " ".join(shlex.quote(a) for a in command[3:]))
     return "\n".join(lines) + "\n"

@@ -12,7 +12,7 @@ import torch.distributed as dist
 
 from commprof.config import RunConfig
 from commprof.instrument.matrix import MATRIX_OPS, mpi_ops, torch_ops
-from commprof.worker.rank import distributed, exit_on_error
+from commprof.worker.rank import distributed, exit_on_error, gpu_index
 
 
 def try_each(ops: dict[str, Callable[[], bool]], sync: Callable[[], None]) -> dict[str, list]:
@@ -49,8 +49,9 @@ def matrix_main(plan: dict[str, Any], progress_path: str) -> dict[str, Any]:
     with distributed(config) as ctx:
         results = {}
         for device in plan["devices"]:
-            mine = try_each(torch_ops(ctx.rank, ctx.world_size, torch.device(device, ctx.local_rank)
-                                      if device == "cuda" else torch.device("cpu")), dist.barrier)
+            tensors_on = (torch.device("cuda", gpu_index(ctx.local_rank, torch.cuda.device_count())) if device == "cuda"
+                          else torch.device("cpu"))
+            mine = try_each(torch_ops(ctx.rank, ctx.world_size, tensors_on), dist.barrier)
             gathered: list[Any] = [None] * ctx.world_size
             dist.all_gather_object(gathered, mine)
             results[device] = combine(gathered)

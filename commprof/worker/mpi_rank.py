@@ -16,19 +16,14 @@ from pathlib import Path
 from typing import Mapping
 
 from commprof.errors import UsageError, what_went_wrong
-from commprof.worker.mpi_train import RANK_VARS, identity_from_env
-
-
-def started_by_mpi_launcher(env: Mapping[str, str]) -> bool:
-    """More than one process, started by mpirun/mpiexec (not commprof's own --backend mpi job)."""
-    return any(rank in env and size in env and env[size] != "1" for rank, size, _, _ in RANK_VARS)
+from commprof.worker.mpi_identity import identity_from_env, node_local_from_mpi
 
 
 def run_as_mpi_rank(request, probe) -> tuple[object, Path] | None:
     """Join the job as this process's rank; rank 0 returns (config, run folder) to report on."""
     import torch.distributed as dist
 
-    from commprof.launch.resolve import new_run_id, resolve
+    from commprof.launch.resolve import new_run_id
     from commprof.worker.run import run_worker
 
     try:
@@ -36,7 +31,7 @@ def run_as_mpi_rank(request, probe) -> tuple[object, Path] | None:
     except ImportError:
         raise UsageError("started by an MPI launcher: commprof needs mpi4py to join its ranks; "
                          "pip install 'commprof[mpi]'") from None
-    identity = identity_from_env(dict(os.environ))
+    identity = identity_from_env(os.environ, node_local_from_mpi)
     os.environ.update(identity)
     rank, world = int(identity["RANK"]), int(identity["WORLD_SIZE"])
     local = int(identity["LOCAL_WORLD_SIZE"])
@@ -51,10 +46,7 @@ def run_as_mpi_rank(request, probe) -> tuple[object, Path] | None:
         (socket.gethostname(), store.port, request.run_id or new_run_id()) if rank == 0 else None, root=0)
     if rank != 0:
         store = dist.TCPStore(host, port, world, is_master=False, timeout=timedelta(seconds=request.timeout_s))
-    cuda = request.device == "cuda" or (request.device == "auto" and probe.cuda_available)
-    sized = dataclasses.replace(request, run_id=run_id, nodes=world // local, rdzv_endpoint=f"{host}:{port}",
-                                **({"gpus": local} if cuda else {"procs": local}))
-    config = resolve(sized, probe, env={})  # the MPI launcher, not SLURM, placed the ranks
+    config = rank_config(request, probe, world, local, f"{host}:{port}", run_id)
     with tempfile.TemporaryDirectory(prefix="commprof-progress-") as tmp:
         try:
             result = run_worker(config, str(Path(tmp) / "progress.json"), store)
@@ -63,3 +55,16 @@ def run_as_mpi_rank(request, probe) -> tuple[object, Path] | None:
                   file=sys.stderr, flush=True)
             os._exit(1)
     return (config, Path(result["run_dir"])) if rank == 0 else None
+
+
+def rank_config(request, probe, world: int, local: int, endpoint: str, run_id: str):
+    """The job's RunConfig as the MPI launcher laid it out: `local` ranks on each node. A site that binds one GPU
+    to each rank (CUDA_VISIBLE_DEVICES per rank) shows each process a single GPU: that is one GPU per rank."""
+    from commprof.launch.resolve import resolve
+
+    cuda = request.device == "cuda" or (request.device == "auto" and probe.cuda_available)
+    if cuda and probe.gpu_count == 1:
+        probe = dataclasses.replace(probe, gpu_count=local)
+    sized = dataclasses.replace(request, run_id=run_id, nodes=world // local, rdzv_endpoint=endpoint,
+                                **({"gpus": local} if cuda else {"procs": local}))
+    return resolve(sized, probe, env={})  # the MPI launcher, not SLURM, placed the ranks

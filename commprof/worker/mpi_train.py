@@ -1,7 +1,5 @@
-"""`commprof run --backend mpi` under mpirun: each rank reads its identity from the MPI launcher.
-
-Open MPI exports OMPI_COMM_WORLD_{RANK,SIZE,LOCAL_RANK,LOCAL_SIZE}; MPICH and other PMI launchers
-export PMI_RANK / PMI_SIZE (and MPI_LOCALRANKID). DDP still needs a torch process group for its
+"""`commprof run --backend mpi` under mpirun: each rank reads its identity from the MPI launcher
+(worker.mpi_identity). DDP still needs a torch process group for its
 own broadcasts: rank 0 opens a torch TCPStore on a port the OS picks and tells the others over MPI.
 """
 
@@ -14,30 +12,18 @@ import sys
 from datetime import timedelta
 from pathlib import Path
 
-RANK_VARS = (("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"),
-             ("PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"))
-
-
-def identity_from_env(env: dict[str, str]) -> dict[str, str]:
-    """RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE from whichever MPI launcher started us."""
-    for rank, size, local_rank, local_size in RANK_VARS:
-        if rank in env and size in env:
-            return {"RANK": env[rank], "WORLD_SIZE": env[size], "LOCAL_RANK": env.get(local_rank, env[rank]),
-                    "LOCAL_WORLD_SIZE": env.get(local_size, env[size])}
-    raise RuntimeError("not started by an MPI launcher (no OMPI_COMM_WORLD_RANK or PMI_RANK in the environment)")
-
-
 def main(plan_path: str) -> None:
     import torch.distributed as dist
     from mpi4py import MPI
 
     from commprof.config import RunConfig
     from commprof.errors import what_went_wrong
+    from commprof.worker.mpi_identity import identity_from_env, node_local_from_mpi
     from commprof.worker.run import run_worker
 
     plan = json.loads(Path(plan_path).read_text())
     config = RunConfig.from_dict(plan["payload"])
-    os.environ.update(identity_from_env(dict(os.environ)))
+    os.environ.update(identity_from_env(os.environ, node_local_from_mpi))
     world, rank = MPI.COMM_WORLD, int(os.environ["RANK"])
     store = None
     if rank == 0:

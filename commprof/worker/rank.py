@@ -76,7 +76,8 @@ def mpi_through_mpi4py(config: RunConfig) -> bool:
 def distributed(config: RunConfig, store: Any = None) -> Iterator[RankContext]:
     """Join the process group (rank and world from the launcher's environment; `store` from MPI bootstrap)."""
     rank, local_rank = int(os.environ["RANK"]), int(os.environ["LOCAL_RANK"])
-    device = torch.device("cuda", local_rank) if config.device == "cuda" else torch.device("cpu")
+    device = (torch.device("cuda", gpu_index(local_rank, torch.cuda.device_count())) if config.device == "cuda"
+              else torch.device("cpu"))
     if device.type == "cuda":
         torch.cuda.set_device(device)
     elif "OMP_NUM_THREADS" not in os.environ:
@@ -93,6 +94,16 @@ def distributed(config: RunConfig, store: Any = None) -> Iterator[RankContext]:
         yield RankContext(rank, local_rank, dist.get_world_size(), device)
     finally:
         dist.destroy_process_group()
+
+
+def gpu_index(local_rank: int, visible: int) -> int:
+    """This rank's GPU: the one of its local rank, or the only one it sees when the launcher bound one GPU to
+    each rank (CUDA_VISIBLE_DEVICES per rank)."""
+    if visible == 1:
+        return 0
+    if local_rank < visible:
+        return local_rank
+    raise RuntimeError(f"local rank {local_rank} sees {visible} GPU(s): expected one GPU per local rank, or exactly one")
 
 
 def cpu_threads_per_rank(local_ranks: int) -> int:
