@@ -248,14 +248,15 @@ class BenchPlan:
 
     ops: tuple[str, ...]
     min_bytes: int
-    max_bytes: int
+    max_bytes: int | None  # None: the device's default (commands.bench)
     factor: int = 4
     dtype: str = "float32"
-    warmup: int = 3
-    iters: int = 10
+    warmup: int = 5
+    iters: int = 20  # back to back in each burst
+    bursts: int = 5  # timed bursts per size: the spread across them is the noise
 
     def __post_init__(self) -> None:
         for label, value, least in (("--factor", self.factor, 2), ("--warmup", self.warmup, 0),
-                                    ("--iters", self.iters, 1)):
+                                    ("--iters", self.iters, 1), ("--bursts", self.bursts, 2)):
             _require(value >= least, f"{label} must be >= {least}, got {value}")
-        _require(self.min_bytes <= self.max_bytes, "--min-bytes is larger than --max-bytes")
+        _require(self.max_bytes is None or self.min_bytes <= self.max_bytes, "--min-bytes is larger than --max-bytes")

@@ -57,6 +57,8 @@ CASES: list[tuple[list[str], str]] = [
     (["bench", "--min-bytes", "1Q"], "1Q"),
     (["bench", "--min-bytes", "16M", "--max-bytes", "1K"], "--min-bytes"),
     (["bench", "--factor", "1"], "--factor"),
+    (["bench", "--bursts", "1"], "--bursts must be >= 2"),
+    (["bench", "--procs", "1"], "--procs must be >= 2"),
     (["bench", "--ops", "all_reduce,teleport"], "teleport"),
     (["bench", "--dtype", "float8"], "--dtype"),
     (["bench", "--reports-dir", "afile"], "afile exists and is not a folder"),

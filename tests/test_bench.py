@@ -3,11 +3,14 @@
 import json
 
 import pytest
+import torch
 
 from commprof.analysis.bench import BenchRow, fit_alpha_beta, summarize
 from commprof.cli.bench import parse_size
 from commprof.errors import UsageError
+from commprof.instrument.collectives import Comm
 from commprof.launch.mpi import mpi_unavailable
+from commprof.worker.bench import measure
 from tests.conftest import commprof
 
 OPS = {"all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "all_to_all", "send_recv"}
@@ -58,3 +61,34 @@ def test_every_op_runs_for_real_and_is_correct(tmp_path, backend):
         assert (tmp_path / "reports" / "b" / name).stat().st_size > 100
     shown = commprof("report", str(tmp_path / "reports" / "b"), "--format", "md", cwd=tmp_path)
     assert shown.returncode == 0 and "| all_reduce |" in shown.stdout  # saved and shown like every result
+
+
+class OneRankComm(Comm):
+    """The real buffers and checks of one rank, with collectives that do nothing, except one op this backend
+    refuses on this device (as Gloo refuses some ops on CUDA tensors)."""
+
+    def __init__(self, refuses: str):
+        self.backend, self.rank, self.size, self.refuses, self.calls = "fake", 0, 1, refuses, 0
+
+    def run(self, op, buffers):
+        if op == self.refuses:
+            raise RuntimeError(f"ProcessGroupGloo::{op}: unsupported device type cuda\nException raised from ...")
+        self.calls += 1
+
+    def barrier(self):
+        pass
+
+    def all_gather_object(self, value):
+        return [value]
+
+
+def test_bursts_back_to_back_and_a_refused_op_keeps_the_others():
+    comm = OneRankComm(refuses="reduce_scatter")
+    plan = {"ops": ["all_reduce", "reduce_scatter", "broadcast"], "min_bytes": 1024, "max_bytes": 4096, "factor": 4,
+            "dtype": "float32", "warmup": 2, "iters": 7, "bursts": 3}
+    rows, refused = measure(comm, plan, torch.device("cpu"))
+    assert [(r["op"], r["bytes"]) for r in rows] == [("all_reduce", 1024), ("all_reduce", 4096), ("broadcast", 1024),
+                                                     ("broadcast", 4096)]
+    assert all(len(r["times_us"]) == 3 and r["correct"] for r in rows)  # a time per burst; one rank: already right
+    assert comm.calls == 4 * (1 + 2 + 3 * 7)  # per size: the checked call, the warm-up, three bursts of seven
+    assert refused == {"reduce_scatter": "ProcessGroupGloo::reduce_scatter: unsupported device type cuda"}

@@ -83,3 +83,13 @@ def test_reports_dir_that_is_a_file(tmp_path):
     (tmp_path / "reports").write_text("x")
     with pytest.raises(UsageError, match="not a folder"):
         resolve(request(tmp_path), CPU_ONLY)
+
+
+def test_capability_matrix_on_one_gpu():
+    """One GPU: NCCL cannot put two ranks on it (said, not tried); Gloo's two ranks share it."""
+    from commprof.commands.backends import _why_not
+
+    one_gpu = MachineProbe(cuda_available=True, gpu_count=1, nccl_available=True, mpi_available=False,
+                           mpi4py_problem=None)
+    assert _why_not("nccl", "cuda", one_gpu) == "NCCL needs a GPU for each of the 2 ranks; 1 visible"
+    assert _why_not("gloo", "cuda", one_gpu) is None and _why_not("nccl", "cuda", FOUR_GPUS) is None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import tempfile
 from pathlib import Path
@@ -49,6 +50,8 @@ def _why_not(backend: str, device: str, probe) -> str | None:
         return "NCCL has no CPU transport"
     if backend == "nccl" and not probe.nccl_available:
         return "this torch build has no NCCL"
+    if backend == "nccl" and probe.gpu_count < MATRIX_RANKS:
+        return f"NCCL needs a GPU for each of the {MATRIX_RANKS} ranks; {probe.gpu_count} visible"
     if backend == "mpi" and device == "cuda":
         return "mpi4py is used on CPU memory (this torch has no MPI backend)"
     if backend == "mpi":
@@ -64,10 +67,13 @@ def _try_backend(backend: str, devices: list[str], timeout_s: float) -> dict:
     with tempfile.TemporaryDirectory(prefix="commprof-matrix-") as tmp:
         out = Path(tmp) / "matrix.json"
         cuda_only = devices == ["cuda"]
+        probe = MachineProbe.detect()
+        if cuda_only and probe.gpu_count == 1:  # Gloo's two ranks share the one GPU (worker.rank.gpu_index)
+            probe = dataclasses.replace(probe, gpu_count=MATRIX_RANKS)
         request = RunRequest(device="cuda" if cuda_only else "cpu", backend=backend,
                              procs=None if cuda_only else MATRIX_RANKS, gpus=MATRIX_RANKS if cuda_only else None,
                              traces_dir=Path(tmp) / "t", reports_dir=Path(tmp) / "r", timeout_s=timeout_s)
-        config = resolve(request, MachineProbe.detect())
+        config = resolve(request, probe)
         payload = {"run": config.to_dict(), "devices": devices, "out": str(out)}
         # under mpirun the whole matrix runs in one go: the time of every op in it
         run_job(config, Task(matrix_main, "commprof.worker.matrix", payload, mpi_time_limit_s=timeout_s * 12))

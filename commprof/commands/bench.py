@@ -14,22 +14,35 @@ from commprof.errors import CommprofError, RunFailed, UsageError
 from commprof.results.bench import BenchResult
 
 
-def bench(plan: BenchPlan, backends: list[str], procs: int = 2, device: str = "cpu", model: str | None = None,
-          bucket_cap_mb: float = 25.0, name: str | None = None, reports_dir: Path = Path("reports"),
-          timeout_s: float = 600.0, feedback: Feedback = SILENT) -> Outcome:
-    """Every op of the plan on each backend; a backend that cannot run here is listed with the reason."""
+GPU_MAX_BYTES, CPU_MAX_BYTES = 1 << 30, 16 << 20  # 1 GiB reaches NVLink's bandwidth; CPUs saturate far earlier
+
+
+def bench(plan: BenchPlan, backends: list[str], procs: int | None = None, device: str = "auto",
+          model: str | None = None, bucket_cap_mb: float = 25.0, name: str | None = None,
+          reports_dir: Path = Path("reports"), timeout_s: float = 600.0, feedback: Feedback = SILENT) -> Outcome:
+    """Every op of the plan on each backend; a backend that cannot run here is listed with the reason, and so is
+    an op that a backend refuses on this device. `device` auto is cuda when a GPU is visible; backend `auto` is
+    nccl there, gloo on CPU; `procs` None is every visible GPU (CUDA) or 2; a plan without max_bytes goes to
+    1 GiB on GPUs, 16 MiB on CPU."""
     from commprof.analysis.bench import fit_alpha_beta, summarize
     from commprof.instrument.collectives import BENCH_OPS, DTYPES
-    from commprof.launch.resolve import new_run_id
+    from commprof.launch.resolve import MachineProbe, new_run_id
     from commprof.render.outputs import write_result
 
+    probe = MachineProbe.detect()
+    if device == "auto":
+        device = "cuda" if probe.cuda_available else "cpu"
+    backends = [("nccl" if device == "cuda" else "gloo") if b == "auto" else b for b in backends]
     unknown = [o for o in plan.ops if o not in BENCH_OPS] + [b for b in backends if b not in BACKENDS]
     if unknown:
         raise UsageError(f"unknown op or backend: {', '.join(unknown)} (ops: {', '.join(BENCH_OPS)})")
     if plan.dtype not in DTYPES:
         raise UsageError(f"--dtype must be one of {', '.join(DTYPES)}, got {plan.dtype!r}")
+    procs = procs if procs is not None else max(2, probe.gpu_count) if device == "cuda" else 2
     if procs < 2:
         raise UsageError(f"--procs must be >= 2, got {procs}")
+    if plan.max_bytes is None:
+        plan = dataclasses.replace(plan, max_bytes=max(plan.min_bytes, GPU_MAX_BYTES if device == "cuda" else CPU_MAX_BYTES))
     report_name = name or f"bench-{new_run_id()}"
     folder = prepare_report_dir(reports_dir, report_name)
     buckets = _model_buckets(model, bucket_cap_mb) if model else []
@@ -42,6 +55,7 @@ def bench(plan: BenchPlan, backends: list[str], procs: int = 2, device: str = "c
                 unavailable[backend] = str(exc)
                 continue
         rows += summarize(backend, raw["world_size"], raw["rows"], buckets)
+        unavailable.update({f"{backend} {op}": f"refused on {device}: {why}" for op, why in raw["refused"].items()})
     result = BenchResult(name=report_name, world_size=procs, rows=rows, fits=fit_alpha_beta(rows, procs),
                          unavailable=unavailable, ddp_bucket_sizes=buckets)
     return Outcome(result, write_result(result, folder))

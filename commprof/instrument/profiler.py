@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from pathlib import Path
 
 import torch
@@ -45,6 +46,14 @@ def make_profiler(sched: ProfileSchedule, use_cuda: bool, run_dir: Path, rank: i
     )
 
 
+SYNC_POLL_S = 1e-4
+
+
 def cuda_synchronize(use_cuda: bool) -> None:
+    """Wait for the GPU without blocking inside CUDA: a rank stuck in torch.cuda.synchronize() cannot run its
+    SIGTERM handler (the launcher then kills it with no record of why), so poll an event instead."""
     if use_cuda:
-        torch.cuda.synchronize()
+        done = torch.cuda.Event()
+        done.record()
+        while not done.query():
+            time.sleep(SYNC_POLL_S)

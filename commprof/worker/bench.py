@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import time
@@ -11,7 +12,9 @@ from typing import Any
 import torch
 
 from commprof.config import RunConfig
+from commprof.errors import what_went_wrong
 from commprof.instrument.collectives import DTYPES, Comm
+from commprof.instrument.profiler import cuda_synchronize
 from commprof.worker.rank import distributed, exit_on_error
 
 
@@ -23,35 +26,46 @@ def bench_sizes(min_bytes: int, max_bytes: int, factor: int) -> list[int]:
     return sizes
 
 
-def measure(comm: Comm, plan: dict[str, Any], device: torch.device) -> list[dict[str, Any]]:
-    """Rows of per-iteration times (the slowest rank's, microseconds) and a correctness flag."""
+def measure(comm: Comm, plan: dict[str, Any], device: torch.device) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """Per op and size, as nccl-tests times it: the result checked on fresh buffers, `warmup` untimed
+    iterations, then `bursts` bursts of `iters` back-to-back iterations between two synchronisations. A burst's
+    time per iteration is its slowest rank's. Also the ops this backend refuses on this device, with why."""
     dtype = DTYPES[plan["dtype"]]
-    use_cuda = device.type == "cuda"
-    rows = []
+    sync = functools.partial(cuda_synchronize, device.type == "cuda")
+    rows, refused = [], {}
     for op in plan["ops"]:
-        for nbytes in bench_sizes(plan["min_bytes"], plan["max_bytes"], plan["factor"]):
-            fresh = comm.buffers(op, nbytes, dtype, device)
-            comm.run(op, fresh)
-            if use_cuda:
-                torch.cuda.synchronize()
-            correct = comm.check(op, fresh)
-            buffers = comm.buffers(op, nbytes, dtype, device)
-            initial = buffers.send.clone()
-            times = []
-            for i in range(plan["warmup"] + plan["iters"]):
-                buffers.send.copy_(initial)  # in-place ops would otherwise accumulate (and overflow)
-                comm.barrier()
-                start = time.perf_counter()
-                comm.run(op, buffers)
-                if use_cuda:
-                    torch.cuda.synchronize()
-                if i >= plan["warmup"]:
-                    times.append((time.perf_counter() - start) * 1e6)
-            per_rank = comm.all_gather_object((times, correct))
-            rows.append({"op": op, "bytes": _message_bytes(op, buffers, comm.size), "dtype": plan["dtype"],
-                         "times_us": [max(t) for t in zip(*(p[0] for p in per_rank))],
-                         "correct": all(p[1] for p in per_rank)})
-    return rows
+        try:
+            for nbytes in bench_sizes(plan["min_bytes"], plan["max_bytes"], plan["factor"]):
+                rows.append(_measure_size(comm, plan, op, nbytes, dtype, device, sync))
+        except RuntimeError as exc:  # refused on every rank alike (e.g. Gloo: this op on CUDA tensors)
+            refused[op] = what_went_wrong(str(exc))
+            comm.barrier()
+    return rows, refused
+
+
+def _measure_size(comm: Comm, plan: dict[str, Any], op: str, nbytes: int, dtype: torch.dtype, device: torch.device,
+                  sync) -> dict[str, Any]:
+    fresh = comm.buffers(op, nbytes, dtype, device)
+    comm.run(op, fresh)
+    sync()
+    correct = comm.check(op, fresh)
+    buffers = comm.buffers(op, nbytes, dtype, device)
+    buffers.send.zero_()  # back to back, in place: zeros stay zeros (sums of ones would overflow)
+    for _ in range(plan["warmup"]):
+        comm.run(op, buffers)
+    sync()
+    per_burst = []
+    for _ in range(plan["bursts"]):
+        comm.barrier()
+        sync()
+        start = time.perf_counter()
+        for _ in range(plan["iters"]):
+            comm.run(op, buffers)
+        sync()
+        per_burst.append((time.perf_counter() - start) * 1e6 / plan["iters"])
+    per_rank = comm.all_gather_object((per_burst, correct))
+    return {"op": op, "bytes": _message_bytes(op, buffers, comm.size), "dtype": plan["dtype"],
+            "times_us": [max(t) for t in zip(*(p[0] for p in per_rank))], "correct": all(p[1] for p in per_rank)}
 
 
 def _message_bytes(op: str, buffers, n: int) -> int:
@@ -60,11 +74,12 @@ def _message_bytes(op: str, buffers, n: int) -> int:
     return tensor.numel() * tensor.element_size()
 
 
-def write_rows(comm: Comm, plan: dict[str, Any], rows: list[dict[str, Any]]) -> None:
+def write_rows(comm: Comm, plan: dict[str, Any], measured: tuple[list[dict[str, Any]], dict[str, str]]) -> None:
+    rows, refused = measured
     if comm.rank == 0:
         out = Path(plan["out"])
         tmp = out.with_name(f".{out.name}.tmp")
-        tmp.write_text(json.dumps({"backend": comm.backend, "world_size": comm.size, "rows": rows}))
+        tmp.write_text(json.dumps({"backend": comm.backend, "world_size": comm.size, "rows": rows, "refused": refused}))
         os.replace(tmp, out)
 
 
