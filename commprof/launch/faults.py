@@ -17,6 +17,8 @@ from commprof.worker.rank import STOPPED_MESSAGE
 _PEER_GONE = re.compile(r"Connection (closed|reset) by peer|Broken pipe|remote worker|communicator was aborted|"
                         r"ProcessGroup.*(aborted|terminated)", re.IGNORECASE)
 _TIMED_OUT = re.compile(r"timed out|timeout", re.IGNORECASE)
+# NCCL's watchdog aborts a rank whose collective timed out (SIGABRT, no error file); its log says why
+WATCHDOG = re.compile(r"Watchdog caught collective operation timeout.*", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,8 @@ class RankOutcome:
 
     @property
     def kind(self) -> str:
+        if WATCHDOG.search(self.message):
+            return "timed out"
         if STOPPED_MESSAGE in self.message or (not self.message and self.exitcode == -signal.SIGTERM):
             return "stopped"
         if self.exitcode is None or (self.exitcode < 0 and self.exitcode != -signal.SIGTERM):
@@ -39,21 +43,30 @@ class RankOutcome:
         return "error" if self.message or self.exitcode else "stopped"
 
 
-def root_cause(outcomes: list[RankOutcome], host: str | None = None, timeout_s: float | None = None) -> str:
-    """One line naming the rank(s) to blame, on which host, and why."""
+def root_cause(outcomes: list[RankOutcome], host: str | None = None, timeout_s: float | None = None,
+               never_arrived: str | None = None) -> str:
+    """One line naming the rank(s) to blame, on which host, and why. The first rank to fail on its own (killed,
+    or an error of its own; killed first when both happen within the same second) is the cause: one killed
+    after another's error is collateral (a rank blocked on the GPU can outlive the launcher's grace period).
+    `never_arrived`: what NCCL's flight recorder says."""
     host = host or socket.gethostname()
     by_kind: dict[str, list[RankOutcome]] = {}
     for outcome in sorted(outcomes, key=lambda o: (o.timestamp or float("inf"), o.rank)):
         by_kind.setdefault(outcome.kind, []).append(outcome)
-    if "killed" in by_kind:
-        first = by_kind["killed"][0]
+    own = sorted(by_kind.get("killed", []) + by_kind.get("error", []),
+                 key=lambda o: (o.timestamp or float("inf"), o.kind != "killed", o.rank))
+    if own and own[0].kind == "killed":
+        first = own[0]
         if first.exitcode is None:
             return (f"rank {first.rank} on {host} ended without recording an error: killed by a signal "
                     "(SIGKILL, the out-of-memory killer) or a crash")
         return f"rank {first.rank} on {host} was killed by signal {_signal_name(-first.exitcode)}"
-    if "error" in by_kind:
-        first = by_kind["error"][0]
+    if own:
+        first = own[0]
         return f"rank {first.rank} on {host} failed: {first.message or f'exit code {first.exitcode}'}"
+    if "timed out" in by_kind and never_arrived:
+        limit = f" after {timeout_s:g} s" if timeout_s else ""
+        return f"{never_arrived}; the others timed out{limit} on {host}"
     if "timed out" in by_kind:
         waiting = by_kind["timed out"]
         limit = f" after {timeout_s:g} s" if timeout_s else ""

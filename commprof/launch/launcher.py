@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import socket
 import tempfile
 import threading
+from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from torch.distributed import TCPStore
 from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs, Std
@@ -18,9 +20,10 @@ from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
 from commprof.config import RunConfig
 from commprof.errors import RunFailed, what_went_wrong
-from commprof.launch.faults import RankOutcome, root_cause
-from commprof.launch.runlog import mark_failed, started_by
+from commprof.launch import flight_recorder
+from commprof.launch.faults import WATCHDOG, RankOutcome, root_cause
 from commprof.launch.job import LaunchResult
+from commprof.launch.runlog import mark_failed, started_by
 from commprof.native_logs import restore_for_workers
 
 # 'localhost:0' is torchrun --standalone: the c10d store binds a free port itself.
@@ -60,7 +63,8 @@ def launch(config: RunConfig, progress_path: Path, entrypoint: Callable[..., Any
     restore_for_workers()
     log_dir = Path(tempfile.mkdtemp(prefix="commprof-logs-"))
     try:
-        results = elastic_launch(launch_config(config, log_dir), entrypoint)(payload, str(progress_path))
+        with _workers_environment(flight_recorder.environment(log_dir) if config.backend == "nccl" else {}):
+            results = elastic_launch(launch_config(config, log_dir), entrypoint)(payload, str(progress_path))
     except ChildFailedError as exc:
         raise _failed(config, _failure_summary(exc, log_dir, config), log_dir) from None
     except Exception as exc:  # rendezvous timeouts and agent errors surface as various types
@@ -68,6 +72,18 @@ def launch(config: RunConfig, progress_path: Path, entrypoint: Callable[..., Any
     _keep_logs(log_dir, config)
     first = next(iter(results.values()))
     return LaunchResult(first["run_id"], Path(first["run_dir"]), tuple(sorted(r["rank"] for r in results.values())))
+
+
+@contextmanager
+def _workers_environment(variables: dict[str, str]) -> Iterator[None]:
+    """Variables the workers inherit for this launch only; what the user set wins."""
+    added = {name: value for name, value in variables.items() if name not in os.environ}
+    os.environ.update(added)
+    try:
+        yield
+    finally:
+        for name in added:
+            os.environ.pop(name, None)
 
 
 def _failed(config: RunConfig, summary: str, log_dir: Path) -> RunFailed:
@@ -88,10 +104,20 @@ def _failure_summary(exc: ChildFailedError, log_dir: Path, config: RunConfig) ->
         local_rank = int(path.parent.name)
         failures.setdefault(first_global + local_rank,
                             ProcessFailure(local_rank=local_rank, pid=0, exitcode=1, error_file=str(path)))
-    outcomes = [RankOutcome(rank, _message(failures[rank]), failures[rank].exitcode, failures[rank].timestamp)
+    outcomes = [RankOutcome(rank, _message(failures[rank]) or _watchdog_line(log_dir, rank - first_global),
+                            failures[rank].exitcode, failures[rank].timestamp)
                 if rank in failures else RankOutcome(rank, "", None)  # every rank records an error, even if stopped
                 for rank in range(first_global, first_global + config.procs_per_node)]
-    return root_cause(outcomes, socket.gethostname(), config.timeout_s)
+    never_arrived = flight_recorder.who_never_arrived(flight_recorder.read_dumps(log_dir))
+    return root_cause(outcomes, socket.gethostname(), config.timeout_s, never_arrived)
+
+
+def _watchdog_line(log_dir: Path, local_rank: int) -> str:
+    """NCCL's watchdog aborts a rank without an error file; its stderr says which collective timed out."""
+    for log in log_dir.glob(f"*/attempt_*/{local_rank}/stderr.log"):
+        if match := WATCHDOG.search(log.read_text(errors="replace")):
+            return match.group(0).strip()
+    return ""
 
 
 def _rendezvous_problem(exc: Exception, config: RunConfig) -> str:

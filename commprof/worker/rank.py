@@ -110,23 +110,27 @@ def cpu_threads_per_rank(local_ranks: int) -> int:
     return max(1, len(os.sched_getaffinity(0)) // max(1, local_ranks))
 
 
-OWNER_FILE = ".launch"  # the launch id of the run that created the folder
+OWNER_FILE = ".launch"  # while ranks claim the run folder: the launch id of the rank that created it
 
 
 def claim_run_dir(config: RunConfig, rank: int, local_rank: int | None = None) -> Path:
-    """Rank 0 creates the run folder exclusively and marks it with its launch id. Where traces/ is node-local,
-    the first rank of every other node creates that node's folder; a folder another run left there is never
-    written into. Every rank learns whether that worked, so all fail together or none does."""
+    """Rank 0 creates the run folder exclusively, marked with its launch id while the others look. Where traces/
+    is node-local, the first rank of every other node creates that node's folder; a folder another run left
+    there is never written into. Every rank learns whether that worked, so all fail together or none does."""
     local_rank = int(os.environ.get("LOCAL_RANK", rank)) if local_rank is None else local_rank
-    status = [""]
+    status, created = "", False
     if rank == 0:
-        status[0] = _create_run_dir(config.run_dir, config.launch_id)
+        status = _create_run_dir(config.run_dir, config.launch_id)
+        created = not status
     owner = [config.launch_id]
     dist.broadcast_object_list(owner, src=0)
-    if rank != 0 and local_rank == 0 and not status[0]:
-        status[0] = _join_run_dir(config.run_dir, owner[0])
+    if rank != 0 and local_rank == 0:
+        created = not config.run_dir.exists()
+        status = _create_run_dir(config.run_dir, owner[0]) if created else _check_owner(config.run_dir, owner[0])
     statuses: list[Any] = [None] * dist.get_world_size()
-    dist.all_gather_object(statuses, status[0])
+    dist.all_gather_object(statuses, status)
+    if created:
+        (config.run_dir / OWNER_FILE).unlink(missing_ok=True)
     problems = [s for s in statuses if s]
     if problems:
         raise RuntimeError(problems[0])
@@ -144,11 +148,9 @@ def _create_run_dir(run_dir: Path, launch_id: str) -> str:
     return ""
 
 
-def _join_run_dir(run_dir: Path, launch_id: str) -> str:
-    """On another node: the folder rank 0 made (a shared file system), or this node's own (node-local)."""
+def _check_owner(run_dir: Path, launch_id: str) -> str:
+    """On another node the folder exists: the one rank 0 just made (a shared file system), or another run's."""
     marker = run_dir / OWNER_FILE
-    if not run_dir.exists():
-        return _create_run_dir(run_dir, launch_id)
     if not marker.is_file() or marker.read_text() != launch_id:
         return (f"run folder {run_dir} on {socket.gethostname()} already exists from another run; commprof never "
                 "overwrites a run")

@@ -1,0 +1,69 @@
+"""Who is to blame when a job fails, decided from what each rank left behind: error records, exit signals,
+NCCL's watchdog line, Flight Recorder dumps (hand-made here as torch writes them)."""
+
+import pickle
+import signal
+
+from commprof.launch.faults import RankOutcome, root_cause
+from commprof.launch.flight_recorder import environment, read_dumps, who_never_arrived
+from commprof.worker.rank import STOPPED_MESSAGE
+
+WATCHDOG = ("[PG ID 0 PG GUID 0(default_pg) Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, "
+            "OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, Timeout(ms)=10000) ran for 10012 milliseconds "
+            "before timing out.")
+
+
+def test_a_rank_killed_after_another_failed_is_not_the_cause():
+    """Rank 1 raised; rank 0, blocked on the GPU, outlived the launcher's grace period and was SIGKILLed 15 s
+    later: rank 1's error is the cause."""
+    outcomes = [RankOutcome(0, "", -signal.SIGKILL, timestamp=1_700_000_015),
+                RankOutcome(1, "RuntimeError: CUDA error: an illegal memory access", 1, timestamp=1_700_000_000)]
+    assert root_cause(outcomes, "gpu-07") == "rank 1 on gpu-07 failed: RuntimeError: CUDA error: an illegal memory access"
+
+
+def test_a_rank_killed_first_is_the_cause():
+    outcomes = [RankOutcome(0, "", -signal.SIGKILL, timestamp=1_700_000_000),
+                RankOutcome(1, "RuntimeError: something after", 1, timestamp=1_700_000_003)]
+    assert root_cause(outcomes, "gpu-07") == "rank 0 on gpu-07 was killed by signal 9 (SIGKILL)"
+
+
+def test_the_watchdog_abort_is_a_timeout_and_the_stuck_rank_is_named():
+    outcomes = [RankOutcome(0, WATCHDOG, -signal.SIGABRT, timestamp=1_700_000_010),
+                RankOutcome(1, STOPPED_MESSAGE, 1, timestamp=1_700_000_011)]
+    assert root_cause(outcomes, "gpu-07", 10) == (
+        "rank 1 on gpu-07 stuck: never reached the collective that rank 0 waited for (timed out after 10 s)")
+
+
+def dump(last_enqueued: int, names: dict[int, str]) -> dict:
+    entries = [{"record_id": seq, "pg_id": 0, "process_group": ("0", "default_pg"), "collective_seq_id": seq,
+                "p2p_seq_id": 0, "op_id": seq, "profiling_name": name, "state": "completed", "is_p2p": False}
+               for seq, name in names.items() if seq <= last_enqueued]
+    return {"version": "2.4", "pg_config": {"0": {"name": "0", "desc": "default_pg", "ranks": "[0, 1, 2, 3]"}},
+            "pg_status": {"0": {"last_enqueued_collective": last_enqueued, "last_started_collective": last_enqueued,
+                                "last_completed_collective": last_enqueued - 1}},
+            "entries": entries}
+
+
+def test_flight_recorder_names_the_rank_that_never_arrived(tmp_path):
+    names = {5: "nccl:all_reduce", 6: "nccl:all_reduce", 7: "nccl:all_gather"}
+    for rank, last in ((0, 7), (1, 7), (2, 6), (3, 7)):
+        (tmp_path / f"nccl_trace_rank_{rank}").write_bytes(pickle.dumps(dump(last, names)))
+    (tmp_path / "nccl_trace_rank_9").write_bytes(b"not a pickle")  # unreadable dumps are ignored
+    sentence = who_never_arrived(read_dumps(tmp_path))
+    assert sentence == ("rank 2 never reached collective #7 (all_gather) of process group 0, which ranks 0, 1, 3 "
+                        "entered (NCCL flight recorder)")
+    outcomes = [RankOutcome(r, WATCHDOG, -signal.SIGABRT, timestamp=1_700_000_010) for r in (0, 1, 3)]
+    outcomes.append(RankOutcome(2, STOPPED_MESSAGE, 1, timestamp=1_700_000_011))
+    assert root_cause(outcomes, "gpu-07", 10, sentence) == sentence + "; the others timed out after 10 s on gpu-07"
+
+
+def test_flight_recorder_with_every_rank_level_names_no_one(tmp_path):
+    names = {1: "nccl:all_reduce"}
+    assert who_never_arrived({0: dump(1, names), 1: dump(1, names)}) is None and who_never_arrived({}) is None
+
+
+def test_flight_recorder_dumps_go_where_commprof_reads_them(tmp_path):
+    variables = environment(tmp_path)
+    assert variables["TORCH_NCCL_DUMP_ON_TIMEOUT"] == "1" and int(variables["TORCH_FR_BUFFER_SIZE"]) > 0
+    assert variables["TORCH_FR_DUMP_TEMP_FILE"] == variables["TORCH_NCCL_DEBUG_INFO_TEMP_FILE"] == \
+        str(tmp_path / "nccl_trace_rank_")
