@@ -115,6 +115,8 @@ class RunRequest:
     seed: int = option(0, "Seed for weights and synthetic data.")
     rdzv_endpoint: str | None = option(None, "HOST:PORT of the c10d rendezvous, the same on every node.")
     timeout_s: float = option(300.0, "Seconds to wait for rendezvous and for any collective.", flag="timeout")
+    tf32: bool | None = option(None, "TF32 for float32 matmuls and convolutions on GPUs [default: torch's own, "
+                                     "matmul off and cuDNN on; run.json records what ran].")
     schedule: ProfileSchedule = field(default_factory=ProfileSchedule)
     ddp: DDPOptions = field(default_factory=DDPOptions)
     cli_args: tuple[str, ...] = ()  # the options as given on the command line (non-defaults), to repeat them
@@ -151,6 +153,7 @@ class RunConfig:
     reports_dir: Path = Path("reports")
     rdzv_endpoint: str | None = None
     timeout_s: float = 300.0
+    tf32: bool | None = None  # None: torch's defaults
     launch_id: str = ""  # random per `commprof run` process: tells this launch's run folder from another's
 
     def __post_init__(self) -> None:

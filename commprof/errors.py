@@ -29,6 +29,10 @@ class WorkloadError(UsageError):
     """A model spec that cannot be loaded or does not train."""
 
 
+class ModelRunError(WorkloadError):
+    """The model was built but could not run a batch where it was checked (on the CPU)."""
+
+
 class RunFailed(CommprofError):
     """The training job itself failed. Exit code 1."""
 

@@ -41,6 +41,7 @@ CASES = {
     "seed": (["--seed", "5"], lambda w: w.config.seed == 5),
     "rdzv_endpoint": (["--rdzv-endpoint", "127.0.0.1:29400"], lambda w: w.config.rdzv_endpoint == "127.0.0.1:29400"),
     "timeout": (["--timeout", "42"], lambda w: w.config.timeout_s == 42),
+    "tf32": (["--tf32"], lambda w: w.config.tf32 is True),
     "wait": (["--wait", "3"], lambda w: w.config.schedule.wait == 3),
     "warmup": (["--warmup", "1"], lambda w: w.config.schedule.warmup == 1),
     "active": (["--active", "4"], lambda w: w.config.schedule.active == 4),

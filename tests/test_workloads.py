@@ -64,3 +64,26 @@ def test_user_model_errors(tmp_path, spec, body, message):
         spec = spec.format(path=write(tmp_path, body))
     with pytest.raises(WorkloadError, match=message):
         check_workload(load_workload(spec, "small"), 2, 0)
+
+
+def test_a_model_that_runs_only_on_gpus_is_left_to_the_gpu_ranks(tmp_path):
+    """The pre-launch check runs a batch on the CPU: a CUDA-only model is refused for a CPU run, and on a GPU run
+    the ranks get to run it (with a note)."""
+    from commprof.commands.common import check_model
+    from commprof.config import RunConfig
+    from commprof.errors import ModelRunError
+
+    spec = tmp_path / "cuda_only.py"
+    spec.write_text("import torch\n"
+                    "class M(torch.nn.Linear):\n"
+                    "    def forward(self, x):\n"
+                    "        raise RuntimeError('this kernel exists only on CUDA')\n"
+                    "def build():\n    return M(4, 2)\n")
+    notes = []
+    feedback = type("Notes", (), {"info": lambda self, message: notes.append(message)})()
+    gpu = RunConfig(run_id="g", device="cuda", backend="nccl", model=f"{spec}:build", traces_dir=tmp_path)
+    assert check_model(gpu, feedback).parameter_count == 10
+    assert notes == [f"{spec}:build: forward on a batch failed: RuntimeError: this kernel exists only on CUDA on the "
+                     "CPU; the ranks run it on their GPUs"]
+    with pytest.raises(ModelRunError, match="only on CUDA"):
+        check_model(RunConfig(run_id="c", model=f"{spec}:build", traces_dir=tmp_path))

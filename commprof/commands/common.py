@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+from commprof.commands.outcome import SILENT, Feedback
 from commprof.config import RunConfig
+from commprof.errors import ModelRunError
 
 
-def check_model(config: RunConfig):
-    """Build the model once before launching, so a broken model fails with one clear line."""
+def check_model(config: RunConfig, feedback: Feedback = SILENT):
+    """Build the model once before launching and run a tiny batch through it on the CPU, so a broken model fails
+    with one clear line. A model that runs only on GPUs (CUDA-only kernels) is left to the ranks on a GPU run."""
     from commprof.workloads import check_workload, load_workload
 
     workload = load_workload(config.model, config.model_size)
-    check_workload(workload, config.batch_size, config.seed)
+    try:
+        check_workload(workload, config.batch_size, config.seed)
+    except ModelRunError as exc:
+        if config.device != "cuda":
+            raise
+        feedback.info(f"{exc} on the CPU; the ranks run it on their GPUs")
     return workload
 
 

@@ -31,7 +31,7 @@ def compare(request: RunRequest, backends: list[str], feedback: Feedback = SILEN
     for backend in backends:
         try:
             config = resolve(dataclasses.replace(request, backend=backend, run_id=f"{run_id}-{backend}"), probe)
-            check_model(config)
+            check_model(config, feedback)
             feedback.info(f"compare: {backend} ({config.world_size} {config.device} ranks)")
             launched = run_job(config, total_steps=config.steps, watch=feedback.watch)
             report, timeline = report_from_traces([launched.run_dir], name=backend, kind="run")

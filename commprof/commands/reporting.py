@@ -35,6 +35,9 @@ def run_summary(run_dir: Path) -> dict[str, Any]:
         "status": meta.get("status", "complete"), "error": meta.get("error"),
         "steps_completed": meta.get("steps_completed"), "clock_offsets": meta.get("clock_offsets", []),
         "ddp": {str(r["rank"]): r.get("ddp", {}) for r in meta.get("ranks", [])},
+        "peak_gpu_memory_mb": {str(r["rank"]): r["peak_memory_mb"] for r in meta.get("ranks", [])
+                               if r.get("peak_memory_mb")},
+        "tf32": meta.get("tf32"),
     }
 
 

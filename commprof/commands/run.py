@@ -25,7 +25,7 @@ def run(request: RunRequest, feedback: Feedback = SILENT, env: Mapping[str, str]
     if started_by_mpi_launcher(env):
         return _as_one_mpi_rank(request)
     config = resolve(request, MachineProbe.detect())
-    workload = check_model(config)
+    workload = check_model(config, feedback)
     feedback.info(f"run {config.run_id}: {describe(config, workload)}, bucket_cap_mb={config.ddp.bucket_cap_mb:g}")
     try:
         launched = run_job(config, total_steps=config.steps, watch=feedback.watch)

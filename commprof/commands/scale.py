@@ -52,7 +52,7 @@ def scale(request: RunRequest, world_sizes: list[int], feedback: Feedback = SILE
         sized = dataclasses.replace(request, run_id=f"{name}-ws{n}-r1", batch_size=per_rank,
                                     **({"gpus": n} if cuda else {"procs": n}))
         configs[n] = resolve(sized, probe)
-    workload = check_model(configs[sizes[0]])
+    workload = check_model(configs[sizes[0]], feedback)
     folder = prepare_report_dir(request.reports_dir, name)
     plan = ScalePlan(name=name, configs=configs, repeats=repeats, strong=strong, base_lr=base_lr,
                      predict_sizes=targets, link=link_model, parameters=workload.parameter_count,

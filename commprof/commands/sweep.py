@@ -45,7 +45,7 @@ def _measure(request: RunRequest, settings: list[DDPOptions], baseline: DDPOptio
         feedback.info(f"added the default {setting_label(baseline)} as the baseline")
     config = resolve(request, MachineProbe.detect())
     plan = SweepPlan(run=config, settings=tuple(settings), baseline=baseline, tune=tune, **rounds)
-    workload = check_model(config)
+    workload = check_model(config, feedback)
     feedback.info(f"{kind} {config.run_id}: {describe(config, workload)}; "
                   f"{len(settings)} settings x {plan.repeats} interleaved rounds")
     per_setting = plan.warmup_steps + plan.repeats * plan.steps_per_repeat + plan.profile_steps + 1

@@ -7,7 +7,7 @@ from html import escape
 
 from commprof.results.report import Report
 from commprof.render.tables import (BREAKDOWN_HEADERS, COLLECTIVE_HEADERS, DDP_CHECK_HEADERS, SKEW_HEADERS,
-                                    SWEEP_HEADERS, TIMELINE_HEADERS, breakdown_rows, collective_row,
+                                    SWEEP_HEADERS, TIMELINE_HEADERS, breakdown_rows, collective_row, peak_memory, step_clock,
                                     ddp_check_row, headline, skew_rows, skew_summary, sweep_row, timeline_row)
 
 STYLE = """
@@ -61,7 +61,9 @@ def render_html(report: Report, images: dict[str, bytes]) -> str:
         parts.append(_sweep(report, images))
     parts += ["<h2>Where the step goes</h2>", html_image(images, "breakdown.png", "breakdown per rank"),
               "<p>Milliseconds per profiled step (mean) and percent of the step; compute + exposed communication + "
-              "idle = step.</p>", html_table(BREAKDOWN_HEADERS, breakdown_rows(report))]
+              f"idle = step. {escape(step_clock(report))}.</p>", html_table(BREAKDOWN_HEADERS, breakdown_rows(report))]
+    if memory := peak_memory(report):
+        parts.append(f"<p>{escape(memory)}.</p>")
     if report.timeline is not None:
         parts += ["<h2>One step on the timeline</h2>", html_image(images, "timeline.png", "step timeline")]
     parts.append("<h2>Collectives</h2>")

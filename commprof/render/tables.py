@@ -37,6 +37,27 @@ def _quantile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
+def step_clock(report: Report) -> str:
+    """What 'step' means in this report, in words: the clock every figure of the breakdown is on."""
+    kinds = {r.kind for r in report.ranks}
+    if kinds == {"gpu"}:
+        return ("GPU time: a step spans the device work it launched, first kernel to last; run.json's step times "
+                "are wall-clock")
+    if kinds == {"cpu"}:
+        return "CPU time: a step is its ProfilerStep range"
+    return "GPU time on GPU ranks, CPU time on the others"
+
+
+def peak_memory(report: Report) -> str | None:
+    """Peak GPU memory per rank (allocated / reserved by PyTorch's allocator), when the run recorded it."""
+    peaks = report.run.get("peak_gpu_memory_mb") or {}
+    if not peaks:
+        return None
+    return "Peak GPU memory (allocated / reserved): " + ", ".join(
+        f"rank {rank} {p['allocated'] / 1024:.2f} / {p['reserved'] / 1024:.2f} GiB" for rank, p in sorted(
+            peaks.items(), key=lambda kv: int(kv[0])))
+
+
 def breakdown_rows(report: Report) -> list[tuple[str, ...]]:
     """One row per rank; or, for many ranks, each column's quantiles over ranks, then the slowest ranks."""
     ranks = report.ranks

@@ -9,7 +9,8 @@ from rich.table import Table
 
 from commprof.results.report import Report
 from commprof.render.tables import (BREAKDOWN_HEADERS, COLLECTIVE_HEADERS, SKEW_HEADERS, SWEEP_HEADERS,
-                                    breakdown_rows, many_ranks, collective_row, headline, skew_rows, skew_summary, sweep_row)
+                                    breakdown_rows, many_ranks, collective_row, headline, peak_memory, skew_rows, skew_summary,
+                                    step_clock, sweep_row)
 
 
 def rich_table(title: str, headers: tuple[str, ...], rows, left: tuple[str, ...] = ("rank",),
@@ -46,8 +47,10 @@ def show(report: Report, console: Console) -> None:
         render_sweep(report, console)
         console.print(f"Breakdown of the best setting, {escape(report.sweep.best)}:")
     per = "quantiles over ranks, then the slowest ranks" if many_ranks(report) else "per rank"
-    console.print(rich_table(f"Where the step goes, {per} (ms per step and % of the step; all ranks in report.json)",
-                             BREAKDOWN_HEADERS, breakdown_rows(report)))
+    console.print(rich_table(f"Where the step goes, {per} (ms per step and % of the step; all ranks in report.json; "
+                             f"{step_clock(report)})", BREAKDOWN_HEADERS, breakdown_rows(report)))
+    if memory := peak_memory(report):
+        console.print(escape(memory))
     if report.collectives:
         console.print(rich_table("Collectives in the profiled steps (algbw, busbw in GB/s)", COLLECTIVE_HEADERS,
                                  [collective_row(c) for c in report.collectives], left=("op", "backend", "dtype")))

@@ -53,7 +53,8 @@ class ScaleReport(Result):
     predictions: list[Prediction] = field(default_factory=list)
     link: dict[str, Any] | None = None
     compute: dict[str, float] | None = None
-    profiling_overhead: float = 1.0  # unprofiled job step / profiled step, applied to predictions
+    # unprofiled wall-clock job step / traced step (the trace's clock: GPU time on GPUs), applied to predictions
+    profiling_overhead: float = 1.0
     runs: list[str] = field(default_factory=list)
     order: list[int] = field(default_factory=list)  # world sizes in the order they ran (interleaved)
     kind: str = "scale"

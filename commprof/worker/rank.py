@@ -80,6 +80,8 @@ def distributed(config: RunConfig, store: Any = None) -> Iterator[RankContext]:
               else torch.device("cpu"))
     if device.type == "cuda":
         torch.cuda.set_device(device)
+    if config.tf32 is not None:  # None: torch's own defaults stand
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = config.tf32
     elif "OMP_NUM_THREADS" not in os.environ:
         # torchrun sets OMP_NUM_THREADS=1 for several ranks per node; elastic_launch does not. Without a
         # share each, CPU ranks oversubscribe the cores and stall for seconds in OpenMP spin-waits.
@@ -155,6 +157,18 @@ def _check_owner(run_dir: Path, launch_id: str) -> str:
         return (f"run folder {run_dir} on {socket.gethostname()} already exists from another run; commprof never "
                 "overwrites a run")
     return ""
+
+
+def peak_memory_mb(device: torch.device) -> dict[str, float] | None:
+    """The most GPU memory this rank's tensors took, and what PyTorch's caching allocator held, in MiB."""
+    if device.type != "cuda":
+        return None
+    return {"allocated": torch.cuda.max_memory_allocated(device) / 2**20,
+            "reserved": torch.cuda.max_memory_reserved(device) / 2**20}
+
+
+def tf32_settings() -> dict[str, bool]:
+    return {"matmul": torch.backends.cuda.matmul.allow_tf32, "cudnn": torch.backends.cudnn.allow_tf32}
 
 
 def device_name(device: torch.device) -> str:

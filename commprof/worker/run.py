@@ -15,7 +15,7 @@ from commprof.instrument.profiler import make_profiler, trace_path
 from commprof.worker.clocks import ClockOffset, measure_clock_offsets
 from commprof.launch.progress import Progress, write_progress
 from commprof.worker.rank import (RankContext, claim_run_dir, device_name, distributed, exit_on_error,
-                                  mpi_through_mpi4py, versions)
+                                  mpi_through_mpi4py, peak_memory_mb, tf32_settings, versions)
 from commprof.launch.runlog import now, write_run_json, write_step_log
 from commprof.worker.training import Trainer, make_batches
 from commprof.workloads import Workload, load_workload
@@ -63,6 +63,7 @@ def _train(config: RunConfig, ctx: RankContext, workload: Workload, run_dir: Pat
         "trace": trace_path(run_dir, ctx.rank).name,
         "step_ms": recorder.step_ms,
         "ddp": ddp_logging_data(trainer.ddp),
+        "peak_memory_mb": peak_memory_mb(ctx.device),
     }
 
 
@@ -99,6 +100,7 @@ def _start_record(config: RunConfig, ctx: RankContext, workload: Workload, clock
         "parameter_bytes": workload.parameter_bytes,
         "start_time": now(),
         "clock_offsets": [c.to_dict() for c in clocks],
+        "tf32": tf32_settings(),
     }
 
 

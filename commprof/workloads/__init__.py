@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from commprof.config import BUILTIN_MODELS
-from commprof.errors import WorkloadError
+from commprof.errors import ModelRunError, WorkloadError
 from commprof.workloads.workload import Workload, call_model
 
 
@@ -33,7 +33,7 @@ def check_workload(workload: Workload, batch_size: int, seed: int) -> None:
             output = call_model(workload.model, inputs)
             loss = workload.loss(output, target)
     except Exception as exc:
-        raise WorkloadError(f"{workload.name}: forward on a batch failed: {type(exc).__name__}: {exc}") from None
+        raise ModelRunError(f"{workload.name}: forward on a batch failed: {type(exc).__name__}: {exc}") from None
     if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
         raise WorkloadError(f"{workload.name}: the loss must be a scalar tensor, got {type(loss).__name__}")
     if not any(p.requires_grad for p in workload.model.parameters()):
