@@ -27,7 +27,7 @@ import torch.distributed as dist
 from commprof.analysis.tune import next_bucket_sizes
 from commprof.config import DDPOptions, ProfileSchedule, SweepPlan, setting_label
 from commprof.instrument.ddp import ddp_logging_data
-from commprof.instrument.profiler import make_profiler
+from commprof.instrument.profiler import cuda_synchronize, make_profiler
 from commprof.launch.progress import Progress, write_progress
 from commprof.worker.rank import RankContext, claim_run_dir, distributed, exit_on_error, versions
 from commprof.launch.runlog import write_json_atomic
@@ -118,7 +118,7 @@ def _how_many_fit(plan: SweepPlan, ctx: RankContext, trainers: _Trainers, settin
     Every rank takes the smallest answer."""
     fit = plan.max_live_settings or len(settings)
     if plan.max_live_settings is None and ctx.device.type == "cuda":
-        torch.cuda.synchronize(ctx.device)
+        cuda_synchronize(True)
         torch.cuda.reset_peak_memory_stats(ctx.device)
         before = torch.cuda.memory_allocated(ctx.device)
         trainer = trainers.build(settings[0])
