@@ -117,6 +117,9 @@ class RunRequest:
     timeout_s: float = option(300.0, "Seconds to wait for rendezvous and for any collective.", flag="timeout")
     tf32: bool | None = option(None, "TF32 for float32 matmuls and convolutions on GPUs [default: torch's own, "
                                      "matmul off and cuDNN on; run.json records what ran].")
+    max_steps: int | None = option(None, "With a script: end it cleanly on every rank after this many optimizer "
+                                         "steps [default: the script's own length].")
+    script: tuple[str, ...] = ()  # the user's training script and its arguments (or -m module and arguments)
     schedule: ProfileSchedule = field(default_factory=ProfileSchedule)
     ddp: DDPOptions = field(default_factory=DDPOptions)
     cli_args: tuple[str, ...] = ()  # the options as given on the command line (non-defaults), to repeat them
@@ -154,6 +157,8 @@ class RunConfig:
     rdzv_endpoint: str | None = None
     timeout_s: float = 300.0
     tf32: bool | None = None  # None: torch's defaults
+    script: tuple[str, ...] = ()  # a user's script and its arguments, run unmodified on every rank (worker.script)
+    max_steps: int | None = None  # with a script: optimizer steps after which it ends
     launch_id: str = ""  # random per `commprof run` process: tells this launch's run folder from another's
 
     def __post_init__(self) -> None:
@@ -167,10 +172,13 @@ class RunConfig:
         _require(self.batch_size >= 1, f"--batch-size must be >= 1, got {self.batch_size}")
         _require(self.precision in PRECISIONS, f"--precision must be one of {', '.join(PRECISIONS)}")
         _require(self.timeout_s > 0, "--timeout must be > 0")
-        _require(self.steps >= self.schedule.total,
-                 f"--steps {self.steps} is smaller than the profiler schedule "
+        steps_option, steps = ("--max-steps", self.max_steps) if self.script else ("--steps", self.steps)
+        _require(steps is None or steps >= self.schedule.total,
+                 f"{steps_option} {steps} is smaller than the profiler schedule "
                  f"(wait {self.schedule.wait} + warmup {self.schedule.warmup} + active {self.schedule.active}"
                  f" = {self.schedule.total})")
+        _require(self.max_steps is None or bool(self.script), "--max-steps is for a script (commprof run -- train.py); "
+                 "a built-in model runs --steps")
         _require(self.nodes == 1 or self.rdzv_endpoint is not None,
                  "--nodes > 1 needs --rdzv-endpoint HOST:PORT (the same on every node)")
         if self.rdzv_endpoint is not None:
@@ -204,6 +212,7 @@ class RunConfig:
         data["ddp"] = DDPOptions(**data["ddp"])
         data["traces_dir"] = Path(data["traces_dir"])
         data["reports_dir"] = Path(data["reports_dir"])
+        data["script"] = tuple(data.get("script", ()))
         return cls(**data)
 
 

@@ -42,6 +42,8 @@ CASES = {
     "rdzv_endpoint": (["--rdzv-endpoint", "127.0.0.1:29400"], lambda w: w.config.rdzv_endpoint == "127.0.0.1:29400"),
     "timeout": (["--timeout", "42"], lambda w: w.config.timeout_s == 42),
     "tf32": (["--tf32"], lambda w: w.config.tf32 is True),
+    "max_steps": (["--max-steps", "30", "--", "train.py", "--lr", "1"],
+                  lambda w: w.config.max_steps == 30 and w.config.script == ("train.py", "--lr", "1")),
     "wait": (["--wait", "3"], lambda w: w.config.schedule.wait == 3),
     "warmup": (["--warmup", "1"], lambda w: w.config.schedule.warmup == 1),
     "active": (["--active", "4"], lambda w: w.config.schedule.active == 4),
@@ -65,6 +67,7 @@ class Launched(Exception):
 def launches(monkeypatch, tmp_path):
     """Run the CLI in-process on a 4-GPU machine; returns what the ranks would have received."""
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.py").write_text("")  # a user's script, for the options that go with one
     monkeypatch.setattr(MachineProbe, "detect", staticmethod(lambda: FOUR_GPUS))
     seen = []
 
@@ -102,7 +105,7 @@ def test_every_shared_option_has_a_case():
 @pytest.mark.parametrize("command, option", [(c, o) for c in COMMANDS for o in accepted(c)])
 def test_option_reaches_the_workers(launches, command, option):
     args, reached = CASES[option]
-    worker = launches([command, *COMMANDS[command], *args, "--quiet"])
+    worker = launches([command, *COMMANDS[command], "--quiet", *args])
     assert reached(worker), (command, option, worker.config, worker.ddp_settings)
 
 

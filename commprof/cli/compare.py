@@ -10,7 +10,7 @@ from commprof.cli import console
 from commprof.cli.options import with_run_options
 
 
-@with_run_options(exclude=frozenset({"backend"}))
+@with_run_options(exclude=frozenset({"backend", "max_steps"}))
 def compare(
     request,
     quiet: bool,

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+import dataclasses
+from typing import Annotated, Optional
 
 import typer
 
@@ -11,16 +12,25 @@ from commprof.cli.options import with_run_options
 
 
 @with_run_options()
-def run(request, quiet: bool, emit_sbatch: Annotated[bool, typer.Option(
-        "--emit-sbatch", help="Print a SLURM batch script that runs this command on --nodes nodes, and exit.")] = False
-        ) -> None:
-    """Train a model with DDP on N ranks under the PyTorch profiler, then report where the step time went.
+def run(
+    request,
+    quiet: bool,
+    script: Annotated[Optional[list[str]], typer.Argument(
+        help="Your training script and its arguments, after --: `commprof run --gpus 8 -- train.py --lr 0.1` "
+             "(or -- -m package.module args), run unmodified on every rank as torchrun would.",
+        show_default=False)] = None,
+    emit_sbatch: Annotated[bool, typer.Option(
+        "--emit-sbatch", help="Print a SLURM batch script that runs this command on --nodes nodes, and exit.")] = False,
+) -> None:
+    """Train with DDP on N ranks under the PyTorch profiler, then report where the step time went: your own
+    script (after --), or a built-in model.
 
     Several nodes: run the same command on each with --nodes, --rdzv-endpoint and --run-id; inside
     a SLURM job step (srun --ntasks-per-node=1) those come from SLURM's environment."""
     from commprof.cli.progress import ConsoleFeedback
     from commprof.commands import run as command
 
+    request = dataclasses.replace(request, script=tuple(script or ()))
     if emit_sbatch:
         console.out.print(command.sbatch(request), markup=False, highlight=False, end="")
         return

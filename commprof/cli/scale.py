@@ -12,7 +12,7 @@ from commprof.cli.options import with_run_options
 Opt = typer.Option
 
 
-@with_run_options(exclude=frozenset({"procs", "gpus", "nodes", "rdzv_endpoint"}))
+@with_run_options(exclude=frozenset({"procs", "gpus", "nodes", "rdzv_endpoint", "max_steps"}))
 def scale(
     request,
     quiet: bool,

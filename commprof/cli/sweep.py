@@ -9,7 +9,7 @@ import typer
 from commprof.cli import console
 from commprof.cli.options import with_run_options
 
-UNUSED = frozenset({"steps", "wait", "warmup", "active", "schedule"})  # a sweep has its own schedule
+UNUSED = frozenset({"steps", "wait", "warmup", "active", "schedule", "max_steps"})  # its own schedule
 SWEPT = frozenset({"bucket_cap_mb", "comm_hook", "grad_accum", "static_graph", "gradient_as_bucket_view"})
 Opt = typer.Option
 RepeatsOpt = Annotated[int, Opt(help="Rounds in which every setting takes its turn (interleaved).")]

@@ -38,6 +38,7 @@ def run_summary(run_dir: Path) -> dict[str, Any]:
         "peak_gpu_memory_mb": {str(r["rank"]): r["peak_memory_mb"] for r in meta.get("ranks", [])
                                if r.get("peak_memory_mb")},
         "tf32": meta.get("tf32"),
+        "script": meta.get("script"), "ddp_built": meta.get("ddp_built"), "notes": meta.get("notes", []),
     }
 
 
@@ -61,7 +62,7 @@ def _analyse(paths: list[Path], name: str, kind: str, workers: int | None) -> tu
     analysis = analyze_run(trace, name, kind, run, measured_offsets(run, trace), breakdowns)
     # timeline.json: the first ranks (those digest keeps intervals for); report.json has every rank
     timeline = job_timeline(analysis.windows[:MAX_DETAILED_RANKS], analysis.matching)
-    warnings = analysis.report.warnings
+    warnings = [*analysis.report.warnings, *run.get("notes", [])]
     if incomplete is None and (missing := missing_ranks(trace, run)):
         warnings = [*warnings, missing_note(missing)]
     return dataclasses.replace(analysis.report, incomplete=incomplete, warnings=warnings), trace, timeline

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
 from pathlib import Path
 from typing import Mapping
 
@@ -10,7 +12,8 @@ from commprof.commands.common import check_model, describe
 from commprof.commands.outcome import SILENT, Feedback, Outcome
 from commprof.commands.reporting import report_from_traces, write_report
 from commprof.config import RunRequest
-from commprof.errors import CommprofError, RunFailed
+from commprof.errors import CommprofError, RunFailed, UsageError
+from commprof.launch.runlog import finish_script_run
 
 DERIVED_IN_SLURM = ("--nodes", "--rdzv-endpoint", "--run-id")
 
@@ -25,12 +28,19 @@ def run(request: RunRequest, feedback: Feedback = SILENT, env: Mapping[str, str]
     if started_by_mpi_launcher(env):
         return _as_one_mpi_rank(request)
     config = resolve(request, MachineProbe.detect())
-    workload = check_model(config, feedback)
-    feedback.info(f"run {config.run_id}: {describe(config, workload)}, bucket_cap_mb={config.ddp.bucket_cap_mb:g}")
+    if config.script:
+        check_script(request)
+        feedback.info(f"run {config.run_id}: {' '.join(config.script)} on {config.world_size} {config.device} rank(s), "
+                      f"{config.backend}")
+    else:
+        workload = check_model(config, feedback)
+        feedback.info(f"run {config.run_id}: {describe(config, workload)}, bucket_cap_mb={config.ddp.bucket_cap_mb:g}")
     try:
-        launched = run_job(config, total_steps=config.steps, watch=feedback.watch)
+        launched = run_job(config, total_steps=config.max_steps or config.steps, watch=feedback.watch)
     except RunFailed as failure:
         raise RunFailed(f"{failure}{_partial_report(failure, config.reports_dir)}") from None
+    if config.script:
+        finish_script_run(launched.run_dir, config.launch_id)
     if not launched.has_rank_zero:
         return Outcome(None, note=f"traces of ranks {', '.join(map(str, launched.ranks_here))} written to "
                                   f"{launched.run_dir}/; the node that runs rank 0 writes the report")
@@ -41,6 +51,38 @@ def report_run(run_dir: Path, reports_dir: Path) -> Outcome:
     """The report of a finished run, written to reports_dir/<run id>/."""
     report, timeline = report_from_traces([run_dir], name=run_dir.name, kind="run")
     return Outcome(report, write_report(report, reports_dir, report.name, timeline), traces=run_dir)
+
+
+# what makes no sense with the user's own script: it builds its model, data and training loop itself
+NOT_WITH_A_SCRIPT = {"model": "--model", "model_size": "--model-size", "batch_size": "--batch-size",
+                     "precision": "--precision", "steps": "--steps"}
+
+
+def check_script(request: RunRequest) -> None:
+    """One clear line before anything starts: a script or module that is not there, or options it cannot take."""
+    defaults = RunRequest()
+    given = [flag for name, flag in NOT_WITH_A_SCRIPT.items() if getattr(request, name) != getattr(defaults, name)]
+    if request.ddp.grad_accum != 1:
+        given.append("--grad-accum")
+    if given:
+        raise UsageError(f"{', '.join(given)}: not with a script, which builds its own model, data and loop "
+                         "(--max-steps ends it early)")
+    if request.script[0] == "-m":
+        if len(request.script) < 2 or not module_found(request.script[1]):
+            raise UsageError(f"-m {' '.join(request.script[1:2])}: no such module here")
+    elif not Path(request.script[0]).is_file():
+        raise UsageError(f"{request.script[0]}: no such script")
+
+
+def module_found(name: str) -> bool:
+    """Whether `python -m name` would find it from here (the working directory first, as python puts it)."""
+    sys.path.insert(0, os.getcwd())
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:  # its package is missing
+        return False
+    finally:
+        sys.path.remove(os.getcwd())
 
 
 def sbatch(request: RunRequest) -> str:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import inspect
+import weakref
+from typing import Any
+
 import torch
 from torch import nn
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
@@ -9,7 +13,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from commprof.config import DDPOptions
 
-_HOOKS = {"fp16": default_hooks.fp16_compress_hook, "bf16": default_hooks.bf16_compress_hook}
+COMM_HOOKS = {"fp16": default_hooks.fp16_compress_hook, "bf16": default_hooks.bf16_compress_hook}
 
 
 def mpi_allreduce_hook(state, bucket):  # no annotations: DDP checks them and rejects strings
@@ -40,7 +44,7 @@ def wrap_ddp(model: nn.Module, options: DDPOptions, device: torch.device,
     if mpi_gradients:
         ddp.register_comm_hook(None, mpi_allreduce_hook)
     elif options.comm_hook != "none":
-        ddp.register_comm_hook(None, _HOOKS[options.comm_hook])
+        ddp.register_comm_hook(None, COMM_HOOKS[options.comm_hook])
     return ddp
 
 
@@ -59,3 +63,51 @@ def bucket_sizes(model: nn.Module, bucket_cap_mb: float) -> list[int]:
     params = [p for p in model.parameters() if p.requires_grad][::-1]
     groups, _ = dist._compute_bucket_assignment_by_size(params, [int(bucket_cap_mb * 2**20)])
     return [sum(params[i].numel() * params[i].element_size() for i in group) for group in groups]
+
+
+# DDP's own keyword arguments that commprof's options set; comm_hook is registered after construction
+DDP_KEYWORDS = ("bucket_cap_mb", "find_unused_parameters", "gradient_as_bucket_view", "static_graph")
+
+
+class DDPOverrides:
+    """While installed, every DistributedDataParallel the program builds, however it imported the class, gets the
+    options that differ from DDP's defaults; what each one asked for and got is recorded in `built`."""
+
+    def __init__(self, options: DDPOptions):
+        defaults = DDPOptions()
+        self.options = {name: getattr(options, name) for name in DDP_KEYWORDS
+                        if getattr(options, name) != getattr(defaults, name)}
+        self.comm_hook = options.comm_hook if options.comm_hook != "none" else None
+        self.built: list[dict[str, Any]] = []
+        self._instances: list[weakref.ref] = []
+        self._original = DistributedDataParallel.__init__
+
+    def install(self) -> None:
+        original, signature, overrides = self._original, inspect.signature(self._original), self
+
+        def __init__(ddp: DistributedDataParallel, *args: Any, **kwargs: Any) -> None:
+            bound = signature.bind(ddp, *args, **kwargs)
+            asked = {name: bound.arguments.get(name, signature.parameters[name].default) for name in DDP_KEYWORDS}
+            bound.arguments.update(overrides.options)
+            original(*bound.args, **bound.kwargs)
+            if overrides.comm_hook:
+                ddp.register_comm_hook(None, COMM_HOOKS[overrides.comm_hook])
+            ddp._set_ddp_runtime_logging_sample_rate(1)  # DDP's own averages cover every step
+            module = bound.arguments["module"]
+            overrides.built.append({
+                "module": type(module).__name__,
+                "parameters": sum(p.numel() for p in module.parameters() if p.requires_grad),
+                "asked": asked, "applied": {**overrides.options, **({"comm_hook": overrides.comm_hook}
+                                                                    if overrides.comm_hook else {})},
+            })
+            overrides._instances.append(weakref.ref(ddp))
+
+        DistributedDataParallel.__init__ = __init__  # type: ignore[method-assign]
+
+    def uninstall(self) -> None:
+        DistributedDataParallel.__init__ = self._original  # type: ignore[method-assign]
+
+    def logging_data(self) -> dict[str, object]:
+        """DDP's own measurements of the first DDP the program built (while it is alive)."""
+        first = self._instances[0]() if self._instances else None
+        return ddp_logging_data(first) if first is not None else {}

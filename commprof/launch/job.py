@@ -4,6 +4,7 @@ MPI through mpi4py (which needs the MPI launcher's environment)."""
 from __future__ import annotations
 
 import json
+import sys
 import tempfile
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
@@ -18,17 +19,21 @@ Watch = Callable[[Path, int], AbstractContextManager]  # shows a launch's progre
 
 @dataclass(frozen=True)
 class Task:
-    """What every rank runs: `elastic(payload, progress_path)` under torch's elastic launch; under
+    """What every rank runs: `elastic(payload, progress_path)` under torch's elastic launch (or, with `program`,
+    the process `python -m <program> payload.json progress.json`, as torchrun starts a script); under
     mpirun, `python -m <mpi_module> plan.json`, whose plan holds the same payload."""
 
-    elastic: Callable[[dict[str, Any], str], dict[str, Any]]
+    elastic: Callable[[dict[str, Any], str], dict[str, Any]] | None
     mpi_module: str | None  # None: this task never runs under mpirun
     payload: dict[str, Any]
     mpi_time_limit_s: float | None = None  # for the whole mpirun; default: the config's timeout
+    program: str | None = None  # a module each rank runs as its own Python program, instead of `elastic`
 
 
 def training(config: RunConfig) -> Task:
-    """The profiled training run (commprof run, compare, scale)."""
+    """The profiled training run (commprof run, compare, scale): a built-in model, or the user's script."""
+    if config.script:
+        return Task(None, None, config.to_dict(), program="commprof.worker.script")
     from commprof.worker.run import worker_main
 
     return Task(worker_main, "commprof.worker.mpi_train", config.to_dict())
@@ -60,7 +65,10 @@ def run_job(config: RunConfig, task: Task | None = None, total_steps: int = 0, w
                 return _under_mpirun(config, task, progress, Path(tmp))
             from commprof.launch.launcher import launch
 
-            return launch(config, progress, entrypoint=task.elastic, payload=task.payload)
+            if task.program is None:
+                return launch(config, task.elastic, (task.payload, str(progress)))
+            (Path(tmp) / "payload.json").write_text(json.dumps(task.payload))
+            return launch(config, sys.executable, ("-m", task.program, str(Path(tmp) / "payload.json"), str(progress)))
 
 
 def _under_mpirun(config: RunConfig, task: Task, progress: Path, tmp: Path) -> LaunchResult:

@@ -50,10 +50,9 @@ def launch_config(config: RunConfig, log_dir: Path) -> LaunchConfig:
     )
 
 
-def launch(config: RunConfig, progress_path: Path, entrypoint: Callable[..., Any],
-           payload: dict[str, Any]) -> LaunchResult:
-    """Run `entrypoint(payload, progress_path)` on every rank of this node (through launch.job.run_job);
-    worker output goes to <run dir>/logs/<host>/.
+def launch(config: RunConfig, entrypoint: Callable[..., Any] | str, args: tuple[Any, ...]) -> LaunchResult:
+    """Run `entrypoint(*args)` on every rank of this node (through launch.job.run_job): a function, or a program
+    (a path) started with those arguments; worker output goes to <run dir>/logs/<host>/.
 
     On failure: RunFailed naming the rank and cause; the run folder (if this launch started it)
     keeps every trace written, and its run.json is marked failed."""
@@ -64,14 +63,15 @@ def launch(config: RunConfig, progress_path: Path, entrypoint: Callable[..., Any
     log_dir = Path(tempfile.mkdtemp(prefix="commprof-logs-"))
     try:
         with _workers_environment(flight_recorder.environment(log_dir) if config.backend == "nccl" else {}):
-            results = elastic_launch(launch_config(config, log_dir), entrypoint)(payload, str(progress_path))
+            results = elastic_launch(launch_config(config, log_dir), entrypoint)(*args)
     except ChildFailedError as exc:
         raise _failed(config, _failure_summary(exc, log_dir, config), log_dir) from None
     except Exception as exc:  # rendezvous timeouts and agent errors surface as various types
         raise _failed(config, _rendezvous_problem(exc, config), log_dir) from None
     _keep_logs(log_dir, config)
-    first = next(iter(results.values()))
-    return LaunchResult(first["run_id"], Path(first["run_dir"]), tuple(sorted(r["rank"] for r in results.values())))
+    # a function returns where it wrote; a program returns nothing, and its results are keyed by global rank
+    first = next(iter(results.values())) or {"run_id": config.run_id, "run_dir": str(config.run_dir)}
+    return LaunchResult(first["run_id"], Path(first["run_dir"]), tuple(sorted(results)))
 
 
 @contextmanager

@@ -36,9 +36,10 @@ def step_log_path(run_dir: Path, rank: int) -> Path:
     return run_dir / f"rank{rank}{STEP_LOG_SUFFIX}"
 
 
-def write_step_log(run_dir: Path, rank: int, host: str, step_ms: list[float]) -> None:
+def write_step_log(run_dir: Path, rank: int, host: str, step_ms: list[float], info: dict[str, Any] | None = None) -> None:
+    """`info`: what a rank running a user's script learned (its model, DDP, optimizers), written at its end."""
     write_json_atomic(step_log_path(run_dir, rank), {"rank": rank, "host": host, "steps_done": len(step_ms),
-                                                     "step_ms": step_ms, "updated": now()})
+                                                     "step_ms": step_ms, "updated": now(), **({"info": info} if info else {})})
 
 
 def read_step_logs(run_dir: Path) -> dict[int, dict[str, Any]]:
@@ -82,3 +83,24 @@ def mark_failed(run_dir: Path, error: str) -> None:
         write_run_json(run_dir, record)
     except OSError:  # a full or vanished file system: the failure is still reported on the terminal
         pass
+
+
+def finish_script_run(run_dir: Path, launch_id: str) -> None:
+    """After every rank of a user's script ended: run.json, completed from the ranks' step logs (the ranks of a
+    script share no process group of commprof's to gather them with). Only the launch that started the run."""
+    record = read_run_json(run_dir)
+    if record is None or not started_by(run_dir, launch_id):
+        return
+    logs = read_step_logs(run_dir)
+    infos = {rank: log.get("info", {}) for rank, log in logs.items()}
+    first = infos.get(0, {})
+    built = first.get("ddp_built", [])
+    record.update(
+        status="complete", end_time=now(), hosts=sorted({log["host"] for log in logs.values()}),
+        steps_completed=min((log["steps_done"] for log in logs.values()), default=0),
+        model=built[0]["module"] if built else None, parameters=built[0]["parameters"] if built else None,
+        tf32=first.get("tf32"), ddp_built=built, notes=first.get("notes", []),
+        ranks=[{"rank": rank, "host": log["host"], "device": infos[rank].get("device"), "trace": infos[rank].get("trace"),
+                "step_ms": log["step_ms"], "ddp": infos[rank].get("ddp", {}),
+                "peak_memory_mb": infos[rank].get("peak_memory_mb")} for rank, log in sorted(logs.items())])
+    write_run_json(run_dir, record)

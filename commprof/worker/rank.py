@@ -37,7 +37,8 @@ class RankStopped(BaseException):
 STOPPED_MESSAGE = "stopped by the launcher (SIGTERM) while still running"
 
 
-def _stop(signum: int, frame: Any) -> None:
+def raise_stopped(signum: int, frame: Any) -> None:
+    """SIGTERM handler: the launcher stopped this rank; unwind, so the profiler writes its trace."""
     # Launchers may signal more than once; the first stop must be able to finish unwinding (the
     # launcher's SIGKILL after its grace period still bounds it).
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -53,7 +54,7 @@ def exit_on_error(entry: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(entry)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        signal.signal(signal.SIGTERM, _stop)
+        signal.signal(signal.SIGTERM, raise_stopped)
         try:
             return entry(*args, **kwargs)
         except BaseException as exc:

@@ -1,0 +1,190 @@
+"""`commprof run -- train.py args`: the user's training script, unmodified, on every rank.
+
+Each rank is started by the same elastic launch as a built-in run, as its own Python program
+(`python -m commprof.worker.script PAYLOAD PROGRESS`), with the environment torchrun gives a script
+(RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, TORCHELASTIC_*, ...). Before it runs the script as
+`__main__`, with the script's own argv and working directory, it installs:
+- torch's global optimizer-step hook: a step is one optimizer step (of the first optimizer that
+  steps); the profiler's schedule counts them, and the profiler stops after its active window so the
+  rest of the job runs at full speed;
+- DDP overrides (instrument.ddp.DDPOverrides): the DDP options given on the command line reach every
+  DistributedDataParallel the script builds.
+Each step goes to the rank's step log; at the end the log also holds what the rank learned (model,
+DDP, optimizers), and the launching commprof completes run.json from the logs. `--max-steps` ends the
+script after that many steps: the trace is written, the process group destroyed, the rank exits 0.
+Subprocesses the script starts (DataLoader workers) are left alone.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import signal
+import socket
+import sys
+import time
+import types
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch.distributed.elastic.multiprocessing.errors import get_error_handler
+from torch.optim.optimizer import register_optimizer_step_post_hook
+
+from commprof.config import RunConfig
+from commprof.instrument.ddp import DDPOverrides
+from commprof.instrument.profiler import make_profiler, trace_path
+from commprof.launch.progress import Progress, write_progress
+from commprof.launch.runlog import now, write_run_json, write_step_log
+from commprof.worker.rank import (cpu_threads_per_rank, device_name, gpu_index, peak_memory_mb, tf32_settings,
+                                  raise_stopped, versions)
+
+
+class MaxStepsReached(BaseException):
+    """--max-steps optimizer steps are done: unwinds the script (a BaseException, so `except Exception` in it
+    does not catch it)."""
+
+
+class ScriptSession:
+    """Everything commprof does around one rank of the user's script."""
+
+    def __init__(self, config: RunConfig, progress_path: Path):
+        self.config, self.progress_path = config, progress_path
+        self.rank, self.local_rank = int(os.environ["RANK"]), int(os.environ["LOCAL_RANK"])
+        self.world = int(os.environ["WORLD_SIZE"])
+        self.host = socket.gethostname()
+        self.use_cuda = config.device == "cuda"
+        self.device = torch.device("cuda", gpu_index(self.local_rank, torch.cuda.device_count())) if self.use_cuda \
+            else torch.device("cpu")
+        self.step_ms: list[float] = []
+        self.counted: str | None = None  # the optimizer whose steps are steps
+        self.counted_id: int | None = None
+        self.others: set[str] = set()
+        self.saw_distributed = False  # torch.distributed initialized at some step
+        self.ddp = DDPOverrides(config.ddp)
+        self.last = time.perf_counter()
+        self.profiler = None
+        self._hook = None
+
+    def start(self) -> None:
+        self.config.run_dir.mkdir(parents=True, exist_ok=True)  # on every node: traces/ may be node-local
+        if self.rank == 0:
+            write_run_json(self.config.run_dir, {
+                "run_id": self.config.run_id, "status": "running", "config": self.config.to_dict(),
+                "versions": versions(), "world_size": self.world, "hosts": [self.host], "start_time": now(),
+                "clock_offsets": [], "script": list(self.config.script)})
+        if self.use_cuda:
+            torch.cuda.set_device(self.device)
+        elif "OMP_NUM_THREADS" not in os.environ:  # each CPU rank its share of the cores, as built-in runs
+            torch.set_num_threads(cpu_threads_per_rank(int(os.environ.get("LOCAL_WORLD_SIZE", "1"))))
+        if self.config.tf32 is not None:
+            torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = self.config.tf32
+        self.ddp.install()
+        self._hook = register_optimizer_step_post_hook(self._after_step)
+        self.profiler = make_profiler(self.config.schedule, self.use_cuda, self.config.run_dir, self.rank)
+        self.profiler.start()
+        signal.signal(signal.SIGTERM, raise_stopped)  # a stopped rank unwinds and writes its trace (the script may override)
+
+    def _after_step(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+        if self.counted_id is None:
+            self.counted_id, self.counted = id(optimizer), type(optimizer).__name__
+        elif id(optimizer) != self.counted_id:
+            self.others.add(type(optimizer).__name__)
+            return
+        self.saw_distributed = self.saw_distributed or dist.is_initialized()
+        now_s = time.perf_counter()
+        self.step_ms.append((now_s - self.last) * 1e3)
+        self.last = now_s
+        if self.profiler is not None:
+            self.profiler.step()
+            if len(self.step_ms) >= self.config.schedule.total:
+                self._stop_profiler()
+        write_step_log(self.config.run_dir, self.rank, self.host, self.step_ms)
+        if self.local_rank == 0:
+            total = self.config.max_steps or self.config.schedule.total
+            phase = "training" if self.profiler is None else "profiling"
+            write_progress(self.progress_path, Progress(len(self.step_ms), max(total, len(self.step_ms)),
+                                                         self.step_ms[-1], phase))
+        if self.config.max_steps is not None and len(self.step_ms) >= self.config.max_steps:
+            raise MaxStepsReached
+
+    def _stop_profiler(self) -> None:
+        if self.profiler is not None:
+            profiler, self.profiler = self.profiler, None
+            profiler.stop()  # writes the window it was recording, if any
+
+    def finish(self) -> None:
+        """Trace, step log with what this rank learned, hooks removed."""
+        self._stop_profiler()
+        if self._hook is not None:
+            self._hook.remove()
+        self.ddp.uninstall()
+        write_step_log(self.config.run_dir, self.rank, self.host, self.step_ms, self.info())
+
+    def info(self) -> dict[str, Any]:
+        notes = []
+        if self.counted is None:
+            notes.append("the script made no optimizer step: nothing was profiled step by step")
+        if self.others:
+            notes.append(f"steps counted are {self.counted}'s; the script also stepped {', '.join(sorted(self.others))}")
+        if not self.ddp.built:
+            notes.append("the script built no DistributedDataParallel: the DDP options had no effect")
+        trace = trace_path(self.config.run_dir, self.rank)
+        return {"device": device_name(self.device), "trace": trace.name if trace.exists() else None,
+                "ddp": self.ddp.logging_data(), "ddp_built": self.ddp.built, "optimizer": self.counted,
+                "peak_memory_mb": peak_memory_mb(self.device), "tf32": tf32_settings(), "notes": notes}
+
+
+def run_script(script: tuple[str, ...]) -> None:
+    """Run `train.py args` (or `-m package.module args`) as `__main__`, as `python` would."""
+    if script[0] == "-m":
+        sys.path.insert(0, os.getcwd())
+        spec = importlib.util.find_spec(script[1])
+        if spec is None or spec.origin is None:
+            raise RuntimeError(f"no module named {script[1]}")
+        path, argv = Path(spec.origin), [spec.origin, *script[2:]]
+    else:
+        path, argv = Path(script[0]).resolve(), [script[0], *script[1:]]
+        sys.path.insert(0, str(path.parent))
+    sys.argv = argv
+    main = types.ModuleType("__main__")  # replaces the bootstrap: spawned children find the script as __main__
+    main.__dict__.update(__file__=str(path), __builtins__=__builtins__, __spec__=None)
+    sys.modules["__main__"] = main
+    exec(compile(path.read_bytes(), str(path), "exec"), main.__dict__)
+
+
+def main(payload_path: str, progress_path: str) -> None:
+    config = RunConfig.from_dict(json.loads(Path(payload_path).read_text()))
+    session = ScriptSession(config, Path(progress_path))
+    code = 0
+    try:
+        session.start()
+        try:
+            run_script(config.script)
+        except MaxStepsReached:
+            pass
+        except SystemExit as exc:
+            if exc.code not in (None, 0):
+                raise RuntimeError(f"the script exited with code {exc.code}") from None
+        if session.world > 1 and not (session.saw_distributed or session.ddp.built or dist.is_initialized()):
+            raise RuntimeError("the script never initialized torch.distributed (dist.init_process_group): "
+                               "its ranks did not communicate")
+        session.finish()
+        if dist.is_initialized():
+            dist.destroy_process_group()
+    except BaseException as exc:  # record why for the launcher, keep what was measured, leave at once
+        code = 1
+        try:
+            session.finish()
+        except BaseException:  # the failure itself is what must be reported
+            pass
+        get_error_handler().record_exception(exc)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)  # skips the teardown of a process group whose peers may be gone
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])

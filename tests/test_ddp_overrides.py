@@ -1,0 +1,47 @@
+"""The DDP options given on the command line reach every DistributedDataParallel a script builds, however it
+imported the class and however it passed its own arguments (one in-process rank, an in-memory store)."""
+
+import pytest
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as ImportedEarly
+
+from commprof.config import DDPOptions
+from commprof.instrument.ddp import DDPOverrides
+
+
+@pytest.fixture
+def one_rank():
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    yield
+    dist.destroy_process_group()
+
+
+@pytest.mark.filterwarnings("ignore:`broadcast_buffers` is deprecated:FutureWarning")  # passed positionally here
+def test_options_that_differ_from_ddp_defaults_are_applied_and_recorded(one_rank):
+    overrides = DDPOverrides(DDPOptions(bucket_cap_mb=0.5, gradient_as_bucket_view=True, comm_hook="fp16"))
+    overrides.install()
+    try:
+        # bucket_cap_mb passed positionally, as the eighth argument of DDP's signature
+        ddp = ImportedEarly(nn.Linear(8, 4), None, None, 0, True, True, None, 10.0, find_unused_parameters=True)
+    finally:
+        overrides.uninstall()
+    assert ddp.bucket_bytes_cap == int(0.5 * 2**20) and ddp.gradient_as_bucket_view and ddp.find_unused_parameters
+    (built,) = overrides.built
+    assert built == {"module": "Linear", "parameters": 36,
+                     "asked": {"bucket_cap_mb": 10.0, "find_unused_parameters": True, "gradient_as_bucket_view": False,
+                               "static_graph": False},
+                     "applied": {"bucket_cap_mb": 0.5, "gradient_as_bucket_view": True, "comm_hook": "fp16"}}
+    assert overrides.logging_data()["bucket_sizes"]  # DDP's own logging data, from the instance it built
+    untouched = ImportedEarly(nn.Linear(8, 4), bucket_cap_mb=10.0)
+    assert untouched.bucket_bytes_cap == int(10 * 2**20)  # uninstalled: DDP as it was
+
+
+def test_nothing_given_changes_nothing(one_rank):
+    overrides = DDPOverrides(DDPOptions())
+    overrides.install()
+    try:
+        ddp = nn.parallel.DistributedDataParallel(nn.Linear(8, 4), bucket_cap_mb=3.0)
+    finally:
+        overrides.uninstall()
+    assert ddp.bucket_bytes_cap == int(3 * 2**20) and overrides.built[0]["applied"] == {}

@@ -1,0 +1,73 @@
+"""`commprof run -- train.py args`: the user's own scripts, unmodified, on 2 real Gloo ranks. Each is checked
+as built-in runs are: compute + exposed + idle = step, the buckets in the trace follow --bucket-cap-mb, every
+rank stops at the same step under --max-steps."""
+
+import json
+import shutil
+
+import pytest
+
+from commprof.results.store import load_report
+from tests.conftest import REPO, commprof
+
+SCRIPTS = REPO / "tests" / "data" / "scripts"
+pytestmark = pytest.mark.slow
+
+
+def run_json(cwd, run_id):
+    return json.loads((cwd / "traces" / run_id / "run.json").read_text())
+
+
+def test_a_script_unmodified_with_max_steps_and_a_bucket_override(tmp_path):
+    result = commprof("run", "--run-id", "s", "--max-steps", "20", "--bucket-cap-mb", "0.01", "--quiet", "--",
+                      str(SCRIPTS / "train_epochs.py"), "--epochs", "50", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    run = run_json(tmp_path, "s")
+    assert run["status"] == "complete" and [len(r["step_ms"]) for r in run["ranks"]] == [20, 20]
+    assert run["model"] == "Sequential" and run["parameters"] == 301_066
+    (built,) = run["ddp_built"]
+    assert built["asked"]["bucket_cap_mb"] == 1 and built["applied"] == {"bucket_cap_mb": 0.01}
+    report = load_report(tmp_path / "reports" / "s")
+    # the script asked for 1 MB buckets (two all-reduces); 0.01 MB splits them into three
+    assert sorted(c.bytes for c in report.collectives) == [20520, 133120, 1050624]
+    for rank in report.ranks:
+        assert rank.compute_ms + rank.exposed_comm_ms + rank.idle_ms == pytest.approx(rank.step_time_ms.mean)
+    assert not (tmp_path / "checkpoint.pt").exists()  # ended at step 20, before its own end
+
+
+def test_a_script_runs_to_its_own_end_with_its_own_buckets(tmp_path):
+    result = commprof("run", "--run-id", "e", "--quiet", "--", str(SCRIPTS / "train_epochs.py"), "--epochs", "2",
+                      "--checkpoint", "mine.pt", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "mine.pt").exists()  # its own argv, its own working directory, rank 0's checkpoint
+    assert [len(r["step_ms"]) for r in run_json(tmp_path, "e")["ranks"]] == [32, 32]  # 2 epochs x 16 batches
+    assert sorted(c.bytes for c in load_report(tmp_path / "reports" / "e").collectives) == [133120, 1071144]
+
+
+def test_optimizer_steps_are_steps_under_accumulation_and_a_grad_scaler(tmp_path):
+    result = commprof("run", "--run-id", "a", "--max-steps", "18", "--quiet", "--",
+                      str(SCRIPTS / "train_accumulate_amp.py"), "--accumulate", "4", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert run_json(tmp_path, "a")["steps_completed"] == 18
+    (call,) = load_report(tmp_path / "reports" / "a").collectives
+    assert call.calls_per_step == 1.0  # one bucket all-reduced per optimizer step, none in the no_sync micro-batches
+
+
+def test_a_module_started_with_dash_m(tmp_path):
+    (tmp_path / "mypkg").mkdir()
+    (tmp_path / "mypkg" / "__init__.py").write_text("")
+    shutil.copy(SCRIPTS / "train_epochs.py", tmp_path / "mypkg" / "train.py")
+    result = commprof("run", "--run-id", "m", "--max-steps", "17", "--quiet", "--", "-m", "mypkg.train", "--epochs", "9",
+                      cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "reports" / "m" / "report.html").exists()
+
+
+def test_a_script_that_fails_on_one_rank(tmp_path):
+    result = commprof("run", "--run-id", "f", "--quiet", "--wait", "0", "--warmup", "0", "--active", "2", "--",
+                      str(SCRIPTS / "fails_on_rank1.py"), cwd=tmp_path)
+    assert result.returncode == 1
+    (line,) = result.stderr.strip().splitlines()
+    assert "rank 1 on " in line and "ValueError: batch 3 has a NaN label" in line and "(worker logs: " in line, line
+    assert "partial report (marked incomplete)" in line, line
+    assert run_json(tmp_path, "f")["status"] == "failed"
