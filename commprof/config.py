@@ -159,6 +159,8 @@ class RunConfig:
     tf32: bool | None = None  # None: torch's defaults
     script: tuple[str, ...] = ()  # a user's script and its arguments, run unmodified on every rank (worker.script)
     max_steps: int | None = None  # with a script: optimizer steps after which it ends
+    profiled: bool = True  # False: a script's timed launch in a sweep, no profiler at all
+    ddp_forced: tuple[str, ...] = ()  # DDP options a script gets even at DDP's default value (a sweep's settings)
     launch_id: str = ""  # random per `commprof run` process: tells this launch's run folder from another's
 
     def __post_init__(self) -> None:
@@ -173,7 +175,7 @@ class RunConfig:
         _require(self.precision in PRECISIONS, f"--precision must be one of {', '.join(PRECISIONS)}")
         _require(self.timeout_s > 0, "--timeout must be > 0")
         steps_option, steps = ("--max-steps", self.max_steps) if self.script else ("--steps", self.steps)
-        _require(steps is None or steps >= self.schedule.total,
+        _require(steps is None or not self.profiled or steps >= self.schedule.total,
                  f"{steps_option} {steps} is smaller than the profiler schedule "
                  f"(wait {self.schedule.wait} + warmup {self.schedule.warmup} + active {self.schedule.active}"
                  f" = {self.schedule.total})")
@@ -213,6 +215,7 @@ class RunConfig:
         data["traces_dir"] = Path(data["traces_dir"])
         data["reports_dir"] = Path(data["reports_dir"])
         data["script"] = tuple(data.get("script", ()))
+        data["ddp_forced"] = tuple(data.get("ddp_forced", ()))
         return cls(**data)
 
 

@@ -71,3 +71,24 @@ def test_a_script_that_fails_on_one_rank(tmp_path):
     assert "rank 1 on " in line and "ValueError: batch 3 has a NaN label" in line and "(worker logs: " in line, line
     assert "partial report (marked incomplete)" in line, line
     assert run_json(tmp_path, "f")["status"] == "failed"
+
+
+def test_sweep_of_a_script_interleaves_launches_and_applies_each_setting(tmp_path):
+    result = commprof("sweep", "--bucket-cap-mb", "0.01", "--repeats", "2", "--steps-per-repeat", "2",
+                      "--warmup-steps", "1", "--profile-steps", "2", "--run-id", "sw", "--quiet", "--",
+                      str(SCRIPTS / "train_epochs.py"), "--epochs", "50", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    raw = json.loads((tmp_path / "traces" / "sw" / "sweep.json").read_text())
+    assert raw["order"] == ["bucket-0.01mb", "bucket-25mb"] * 2 and raw["framework"] == "script"
+    assert raw["timings"]["launches"] == 6  # 2 settings x 2 rounds, then one profiled launch each
+    sweep = load_report(tmp_path / "reports" / "sw").sweep
+    # each setting as given, 25 MB too, although the script asks for 1 MB itself
+    assert {s.label: (s.buckets, s.samples) for s in sweep.settings} == {"bucket-0.01mb": (3, 4), "bucket-25mb": (1, 4)}
+    assert sweep.paste is None or sweep.paste.startswith("DDP(model, bucket_cap_mb=")
+
+
+def test_sweep_of_a_script_too_short_says_so(tmp_path):
+    result = commprof("sweep", "--bucket-cap-mb", "1", "--repeats", "2", "--steps-per-repeat", "40", "--quiet", "--",
+                      str(SCRIPTS / "train_epochs.py"), "--epochs", "1", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "ended after 16 optimizer steps; a sweep needs 43 per launch" in result.stderr.strip().splitlines()[-1]

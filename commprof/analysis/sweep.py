@@ -25,16 +25,23 @@ def _ms(ddp: dict[str, Any], key: str) -> float | None:
     return value / NS_PER_MS if isinstance(value, (int, float)) and value > 0 else None
 
 
-def paste_line(options: DDPOptions) -> str:
-    """What to write in the training script for this setting."""
+def paste_line(options: DDPOptions, framework: str = "script") -> str:
+    """What to write in the training script for this setting, in the terms of whatever built its DDP."""
     args = [f"bucket_cap_mb={options.bucket_cap_mb:g}"]
     if options.gradient_as_bucket_view:
         args.append("gradient_as_bucket_view=True")
     if options.static_graph:
         args.append("static_graph=True")
+    hook = f"default_hooks.{options.comm_hook}_compress_hook" if options.comm_hook != "none" else None
+    if framework == "transformers":  # Trainer passes only the cap through; the other knobs need a DDP of one's own
+        line = f"TrainingArguments(..., ddp_bucket_cap_mb={options.bucket_cap_mb:g})"
+        extra = args[1:] + ([f"comm hook {options.comm_hook}"] if hook else [])
+        return line + (f"  # and {', '.join(extra)}: not settable through TrainingArguments" if extra else "")
+    if framework == "lightning":
+        return f"DDPStrategy({', '.join(args + ([f'ddp_comm_hook={hook}'] if hook else []))})"
     line = f"DDP(model, {', '.join(args)})"
-    if options.comm_hook != "none":
-        line += f"; ddp.register_comm_hook(None, default_hooks.{options.comm_hook}_compress_hook)"
+    if hook:
+        line += f"; ddp.register_comm_hook(None, {hook})"
     if options.grad_accum > 1:
         line += f"  # and all-reduce every {options.grad_accum} micro-batches (no_sync for the others)"
     return line
@@ -68,7 +75,8 @@ def setting_result(label: str, raw: dict[str, Any], baseline_steps: list[float],
     )
 
 
-def recommend(settings: list[SettingResult], baseline: SettingResult, options: dict[str, DDPOptions]) -> tuple[str, str | None]:
+def recommend(settings: list[SettingResult], baseline: SettingResult, options: dict[str, DDPOptions],
+              framework: str = "script") -> tuple[str, str | None]:
     best = min(settings, key=lambda s: s.step_ms.value)
     gain = best.speedup
     if best.label == baseline.label:
@@ -80,7 +88,7 @@ def recommend(settings: list[SettingResult], baseline: SettingResult, options: d
                 f"(95% CI {gain.low:.2f}-{gain.high:.2f}), inside the noise. Keep the default."), None
     return (f"{best.label} is best: {best.step_ms.value:.1f} ms per step vs {baseline.step_ms.value:.1f} ms for "
             f"{baseline.label}, {gain.value:.2f}x faster (95% CI {gain.low:.2f}-{gain.high:.2f}), "
-            f"{100 * (1 - 1 / gain.value):.0f}% less step time."), paste_line(options[best.label])
+            f"{100 * (1 - 1 / gain.value):.0f}% less step time."), paste_line(options[best.label], framework)
 
 
 def sweep_result(raw: dict[str, Any], analysed: dict[str, tuple[Report, RankTrace | None]], kind: str) -> SweepResult:
@@ -91,7 +99,7 @@ def sweep_result(raw: dict[str, Any], analysed: dict[str, tuple[Report, RankTrac
     results.sort(key=lambda s: (s.bucket_cap_mb, s.label))
     baseline = next(s for s in results if s.label == baseline_label)
     options = {label: DDPOptions(**setting["options"]) for label, setting in raw["settings"].items()}
-    text, paste = recommend(results, baseline, options)
+    text, paste = recommend(results, baseline, options, raw.get("framework", "script"))
     best = min(results, key=lambda s: s.step_ms.value).label
     results = [dataclasses.replace(s, best=s.label == best) for s in results]
     return SweepResult(kind=kind, baseline=baseline_label, best=best, settings=results, recommendation=text,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Annotated, Optional
 
 import typer
@@ -16,6 +17,9 @@ RepeatsOpt = Annotated[int, Opt(help="Rounds in which every setting takes its tu
 StepsPerRepeatOpt = Annotated[int, Opt(help="Timed steps per setting per round.")]
 WarmupStepsOpt = Annotated[int, Opt(help="Untimed steps per setting first (DDP rebuilds buckets after step 1).")]
 ProfileStepsOpt = Annotated[int, Opt(help="Profiled steps per setting, after the timed rounds.")]
+ScriptArg = Annotated[Optional[list[str]], typer.Argument(
+    help="Your training script and its arguments, after --: each setting gets launches of its own with "
+         "--max-steps, turns interleaved.", show_default=False)]
 MaxLiveOpt = Annotated[Optional[int], Opt(help="Settings kept in memory at once (model, DDP buckets, optimizer); "
                                                "when fewer than all, each turn rebuilds its setting [default: as "
                                                "many as fit in GPU memory; all on CPU].")]
@@ -45,6 +49,7 @@ def _bool(text: str) -> bool:
 def sweep(
     request,
     quiet: bool,
+    script: ScriptArg = None,
     bucket_cap_mb: Annotated[str, Opt(help="Bucket caps in MB to compare, comma-separated.")] = "1,5,10,25,50,100",
     comm_hook: Annotated[str, Opt(help="Gradient compression hooks to compare: none, fp16, bf16.")] = "none",
     grad_accum: Annotated[str, Opt(help="Micro-batches per step to compare (no_sync for all but the last).")] = "1",
@@ -65,6 +70,7 @@ def sweep(
             "grad_accum": parse_list("--grad-accum", grad_accum, int),
             "static_graph": parse_list("--static-graph", static_graph, _bool),
             "gradient_as_bucket_view": parse_list("--gradient-as-bucket-view", gradient_as_bucket_view, _bool)}
+    request = dataclasses.replace(request, script=tuple(script or ()))
     console.finish(command(request, grid, ConsoleFeedback(quiet), repeats=repeats, steps_per_repeat=steps_per_repeat,
                            warmup_steps=warmup_steps, profile_steps=profile_steps,
                            max_live_settings=max_live_settings), quiet)

@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from commprof.cli import console
 from commprof.cli.options import with_run_options
-from commprof.cli.sweep import UNUSED, MaxLiveOpt, ProfileStepsOpt, RepeatsOpt, StepsPerRepeatOpt, WarmupStepsOpt
+from commprof.cli.sweep import (UNUSED, MaxLiveOpt, ProfileStepsOpt, RepeatsOpt, ScriptArg, StepsPerRepeatOpt,
+                                WarmupStepsOpt)
 
 
 @with_run_options(exclude=frozenset({"bucket_cap_mb"}) | UNUSED)
-def tune(request, quiet: bool, repeats: RepeatsOpt = 5, steps_per_repeat: StepsPerRepeatOpt = 4,
+def tune(request, quiet: bool, script: ScriptArg = None, repeats: RepeatsOpt = 5, steps_per_repeat: StepsPerRepeatOpt = 4,
          warmup_steps: WarmupStepsOpt = 3, profile_steps: ProfileStepsOpt = 3,
          max_live_settings: MaxLiveOpt = None) -> None:
     """Coarse log grid of bucket sizes, then refinement around the best; stops when the rest is noise."""
     from commprof.cli.progress import ConsoleFeedback
     from commprof.commands.sweep import tune as command
 
+    request = dataclasses.replace(request, script=tuple(script or ()))
     console.finish(command(request, ConsoleFeedback(quiet), repeats=repeats, steps_per_repeat=steps_per_repeat,
                            warmup_steps=warmup_steps, profile_steps=profile_steps,
                            max_live_settings=max_live_settings), quiet)

@@ -43,6 +43,10 @@ def _measure(request: RunRequest, settings: list[DDPOptions], baseline: DDPOptio
     if baseline not in settings:
         settings = [*settings, baseline]
         feedback.info(f"added the default {setting_label(baseline)} as the baseline")
+    if request.script:
+        from commprof.commands.script_sweep import measure_script
+
+        return measure_script(request, settings, baseline, kind, feedback, rounds, tune)
     config = resolve(request, MachineProbe.detect())
     plan = SweepPlan(run=config, settings=tuple(settings), baseline=baseline, tune=tune, **rounds)
     workload = check_model(config, feedback)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import inspect
-import weakref
 from typing import Any
 
 import torch
@@ -69,17 +68,33 @@ def bucket_sizes(model: nn.Module, bucket_cap_mb: float) -> list[int]:
 DDP_KEYWORDS = ("bucket_cap_mb", "find_unused_parameters", "gradient_as_bucket_view", "static_graph")
 
 
+FRAMEWORKS = (("transformers", "transformers"), ("accelerate", "transformers"), ("lightning", "lightning"),
+              ("pytorch_lightning", "lightning"))
+
+
+def framework_of(frame) -> str:
+    """Who built a DDP: Hugging Face (Trainer, through accelerate), Lightning, or the script itself."""
+    while frame is not None:
+        module = frame.f_globals.get("__name__", "")
+        for prefix, framework in FRAMEWORKS:
+            if module == prefix or module.startswith(prefix + "."):
+                return framework
+        frame = frame.f_back
+    return "script"
+
+
 class DDPOverrides:
     """While installed, every DistributedDataParallel the program builds, however it imported the class, gets the
-    options that differ from DDP's defaults; what each one asked for and got is recorded in `built`."""
+    options that differ from DDP's defaults, and those in `forced` even at their default (a sweep's settings);
+    what each one asked for and got is recorded in `built`."""
 
-    def __init__(self, options: DDPOptions):
+    def __init__(self, options: DDPOptions, forced: tuple[str, ...] = ()):
         defaults = DDPOptions()
         self.options = {name: getattr(options, name) for name in DDP_KEYWORDS
-                        if getattr(options, name) != getattr(defaults, name)}
+                        if getattr(options, name) != getattr(defaults, name) or name in forced}
         self.comm_hook = options.comm_hook if options.comm_hook != "none" else None
         self.built: list[dict[str, Any]] = []
-        self._instances: list[weakref.ref] = []
+        self._first: DistributedDataParallel | None = None  # kept alive for its logging data at the end
         self._original = DistributedDataParallel.__init__
 
     def install(self) -> None:
@@ -95,12 +110,13 @@ class DDPOverrides:
             ddp._set_ddp_runtime_logging_sample_rate(1)  # DDP's own averages cover every step
             module = bound.arguments["module"]
             overrides.built.append({
-                "module": type(module).__name__,
+                "module": type(module).__name__, "built_by": framework_of(inspect.currentframe()),
                 "parameters": sum(p.numel() for p in module.parameters() if p.requires_grad),
                 "asked": asked, "applied": {**overrides.options, **({"comm_hook": overrides.comm_hook}
                                                                     if overrides.comm_hook else {})},
             })
-            overrides._instances.append(weakref.ref(ddp))
+            if overrides._first is None:
+                overrides._first = ddp
 
         DistributedDataParallel.__init__ = __init__  # type: ignore[method-assign]
 
@@ -108,6 +124,6 @@ class DDPOverrides:
         DistributedDataParallel.__init__ = self._original  # type: ignore[method-assign]
 
     def logging_data(self) -> dict[str, object]:
-        """DDP's own measurements of the first DDP the program built (while it is alive)."""
-        first = self._instances[0]() if self._instances else None
+        """DDP's own measurements of the first DDP the program built; then lets it go."""
+        first, self._first = self._first, None
         return ddp_logging_data(first) if first is not None else {}

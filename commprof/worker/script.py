@@ -63,7 +63,7 @@ class ScriptSession:
         self.counted_id: int | None = None
         self.others: set[str] = set()
         self.saw_distributed = False  # torch.distributed initialized at some step
-        self.ddp = DDPOverrides(config.ddp)
+        self.ddp = DDPOverrides(config.ddp, config.ddp_forced)
         self.last = time.perf_counter()
         self.profiler = None
         self._hook = None
@@ -83,8 +83,9 @@ class ScriptSession:
             torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = self.config.tf32
         self.ddp.install()
         self._hook = register_optimizer_step_post_hook(self._after_step)
-        self.profiler = make_profiler(self.config.schedule, self.use_cuda, self.config.run_dir, self.rank)
-        self.profiler.start()
+        if self.config.profiled:
+            self.profiler = make_profiler(self.config.schedule, self.use_cuda, self.config.run_dir, self.rank)
+            self.profiler.start()
         signal.signal(signal.SIGTERM, raise_stopped)  # a stopped rank unwinds and writes its trace (the script may override)
 
     def _after_step(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
