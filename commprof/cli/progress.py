@@ -30,7 +30,7 @@ def run_progress(path: Path, steps: int, enabled: bool) -> Iterator[None]:
         while not done.wait(POLL_SECONDS):
             state = read_progress(path)
             if state is not None:
-                progress.update(task, completed=state.step, total=state.total, description=f"rank 0 {state.phase}",
+                progress.update(task, completed=state.step, total=state.steps, description=f"rank 0 {state.phase}",
                                 detail=f"step {state.step_ms:.1f} ms")
 
     thread = threading.Thread(target=poll, daemon=True)
