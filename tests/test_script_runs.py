@@ -92,3 +92,46 @@ def test_sweep_of_a_script_too_short_says_so(tmp_path):
                       str(SCRIPTS / "train_epochs.py"), "--epochs", "1", cwd=tmp_path)
     assert result.returncode == 2
     assert "ended after 16 optimizer steps; a sweep needs 43 per launch" in result.stderr.strip().splitlines()[-1]
+
+
+def test_a_lightning_script(tmp_path):
+    pytest.importorskip("lightning", reason="Lightning is not installed (the `frameworks` extra)")
+    result = commprof("run", "--run-id", "l", "--max-steps", "20", "--bucket-cap-mb", "0.01", "--quiet", "--",
+                      str(SCRIPTS / "train_lightning.py"), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    run = run_json(tmp_path, "l")
+    (built,) = run["ddp_built"]
+    assert (built["built_by"], built["module"], built["parameters"]) == ("lightning", "Classifier", 38_410)
+    assert [len(r["step_ms"]) for r in run["ranks"]] == [20, 20]
+    gradients = sorted(c.bytes for c in load_report(tmp_path / "reports" / "l").collectives if c.bytes > 1024)
+    assert gradients == [20520, 133120]  # both linear layers' gradients in 0.01 MB buckets
+
+
+def test_a_hugging_face_trainer_script_and_its_sweep(tmp_path):
+    pytest.importorskip("transformers", reason="Hugging Face transformers is not installed (the `frameworks` extra)")
+    result = commprof("run", "--run-id", "h", "--max-steps", "20", "--quiet", "--", str(SCRIPTS / "train_hf_trainer.py"),
+                      cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    (built,) = run_json(tmp_path, "h")["ddp_built"]
+    assert built["built_by"] == "transformers" and built["asked"]["bucket_cap_mb"] == 1 and built["applied"] == {}
+    assert [c.bytes for c in load_report(tmp_path / "reports" / "h").collectives if c.bytes > 1024] == [153640]
+    result = commprof("sweep", "--bucket-cap-mb", "0.01", "--repeats", "2", "--steps-per-repeat", "2", "--warmup-steps",
+                      "1", "--profile-steps", "2", "--run-id", "hs", "--quiet", "--", str(SCRIPTS / "train_hf_trainer.py"),
+                      cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert json.loads((tmp_path / "traces" / "hs" / "sweep.json").read_text())["framework"] == "transformers"
+
+
+def test_a_script_without_ddp_is_measured_and_told_the_options_did_nothing(tmp_path):
+    result = commprof("run", "--run-id", "n", "--max-steps", "20", "--bucket-cap-mb", "5", "--quiet", "--",
+                      str(SCRIPTS / "no_ddp.py"), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    report = load_report(tmp_path / "reports" / "n")
+    assert report.ranks[0].comm_ms > 0  # its own all-reduces are communication all the same
+    assert "the script built no DistributedDataParallel: the DDP options had no effect" in report.warnings
+
+
+def test_a_script_that_never_initializes_torch_distributed(tmp_path):
+    result = commprof("run", "--quiet", "--", str(SCRIPTS / "not_distributed.py"), cwd=tmp_path)
+    assert result.returncode == 1
+    assert "the script never initialized torch.distributed" in result.stderr.strip().splitlines()[-1]
