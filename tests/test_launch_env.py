@@ -150,3 +150,10 @@ def test_two_nodes_from_a_slurm_step(tmp_path):
     run = load_json(tmp_path / "traces" / "slurm-4242.0" / "run.json")
     assert run["world_size"] == 2 and run["config"]["rdzv_endpoint"] == f"{host}:{29500 + 4242}"
     assert (tmp_path / "reports" / "slurm-4242.0" / "report.json").is_file()
+
+
+def test_sbatch_script_runs_the_users_script():
+    from commprof.commands.run import sbatch
+
+    script = sbatch(RunRequest(nodes=2, gpus=8, script=("train.py", "--lr", "0.1"), cli_args=("--nodes", "2", "--gpus", "8")))
+    assert script.strip().splitlines()[-1].endswith("commprof run --nodes 2 --gpus 8 -- train.py --lr 0.1")

@@ -89,7 +89,9 @@ def sbatch(request: RunRequest) -> str:
     """A SLURM batch script that runs this command on request.nodes nodes."""
     from commprof.launch.slurm import sbatch_script
 
-    return sbatch_script(request.nodes, request.gpus, request.procs, _without(request.cli_args, DERIVED_IN_SLURM))
+    script = ["--", *request.script] if request.script else []
+    return sbatch_script(request.nodes, request.gpus, request.procs,
+                         _without(request.cli_args, DERIVED_IN_SLURM) + script)
 
 
 def _as_one_mpi_rank(request: RunRequest) -> Outcome:

@@ -38,6 +38,8 @@ def run_as_mpi_rank(request, probe) -> tuple[object, Path] | None:
     if world % local:
         raise UsageError(f"the MPI launcher started {world} ranks, {local} on this node: commprof needs the same "
                          "number on every node")
+    if request.script:
+        return _script_rank(request, probe, MPI.COMM_WORLD, rank, world, local)
     store = None
     if rank == 0:
         store = dist.TCPStore(socket.gethostname(), 0, world, is_master=True,
@@ -68,3 +70,30 @@ def rank_config(request, probe, world: int, local: int, endpoint: str, run_id: s
     sized = dataclasses.replace(request, run_id=run_id, nodes=world // local, rdzv_endpoint=endpoint,
                                 **({"gpus": local} if cuda else {"procs": local}))
     return resolve(sized, probe, env={})  # the MPI launcher, not SLURM, placed the ranks
+
+
+def _script_rank(request, probe, comm, rank: int, world: int, local: int) -> tuple[object, Path] | None:
+    """The user's script as this MPI rank: it initializes torch.distributed itself, from MASTER_ADDR and a port
+    rank 0 found free; rank 0 completes run.json once every rank has ended."""
+    from commprof.launch.resolve import new_run_id
+    from commprof.launch.runlog import finish_script_run
+    from commprof.worker.script import run_rank
+
+    chosen = None
+    if rank == 0:
+        with socket.socket() as probe_socket:
+            probe_socket.bind(("", 0))
+            chosen = (socket.gethostname(), probe_socket.getsockname()[1], request.run_id or new_run_id())
+    host, port, run_id = comm.bcast(chosen, root=0)
+    os.environ.update(MASTER_ADDR=host, MASTER_PORT=str(port))
+    config = rank_config(request, probe, world, local, f"{host}:{port}", run_id)
+    config = dataclasses.replace(config, launch_id=comm.bcast(config.launch_id, root=0))  # one job, rank 0's id
+    with tempfile.TemporaryDirectory(prefix="commprof-progress-") as tmp:
+        code = run_rank(config, Path(tmp) / "progress.json")
+    if any(comm.allgather(code)):  # each failed rank has said why, in one line
+        sys.stdout.flush()
+        os._exit(code or 1)
+    if rank != 0:
+        return None
+    finish_script_run(config.run_dir, config.launch_id)
+    return config, config.run_dir

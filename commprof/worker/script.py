@@ -34,6 +34,7 @@ from torch.distributed.elastic.multiprocessing.errors import get_error_handler
 from torch.optim.optimizer import register_optimizer_step_post_hook
 
 from commprof.config import RunConfig
+from commprof.errors import what_went_wrong
 from commprof.instrument.ddp import DDPOverrides
 from commprof.instrument.profiler import make_profiler, trace_path
 from commprof.launch.progress import Progress, write_progress
@@ -157,8 +158,13 @@ def run_script(script: tuple[str, ...]) -> None:
 
 
 def main(payload_path: str, progress_path: str) -> None:
-    config = RunConfig.from_dict(json.loads(Path(payload_path).read_text()))
-    session = ScriptSession(config, Path(progress_path))
+    code = run_rank(RunConfig.from_dict(json.loads(Path(payload_path).read_text())), Path(progress_path))
+    os._exit(code)  # skips the teardown of a process group whose peers may be gone
+
+
+def run_rank(config: RunConfig, progress_path: Path) -> int:
+    """This process's rank of the script, start to end; 0, or 1 with the error recorded for the launcher."""
+    session = ScriptSession(config, progress_path)
     code = 0
     try:
         session.start()
@@ -182,9 +188,11 @@ def main(payload_path: str, progress_path: str) -> None:
         except BaseException:  # the failure itself is what must be reported
             pass
         get_error_handler().record_exception(exc)
+        if not os.environ.get("TORCHELASTIC_ERROR_FILE"):  # not under the elastic launch: say it here
+            print(f"error: rank {session.rank} on {session.host} failed: {what_went_wrong(str(exc))}", file=sys.stderr)
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(code)  # skips the teardown of a process group whose peers may be gone
+    return code
 
 
 if __name__ == "__main__":
