@@ -135,3 +135,12 @@ def test_a_script_that_never_initializes_torch_distributed(tmp_path):
     result = commprof("run", "--quiet", "--", str(SCRIPTS / "not_distributed.py"), cwd=tmp_path)
     assert result.returncode == 1
     assert "the script never initialized torch.distributed" in result.stderr.strip().splitlines()[-1]
+
+
+def test_a_script_that_hangs_on_one_rank(tmp_path):
+    result = commprof("run", "--run-id", "hang", "--timeout", "10", "--quiet", "--wait", "0", "--warmup", "0",
+                      "--active", "2", "--", str(SCRIPTS / "hangs_on_rank1.py"), cwd=tmp_path, timeout=200)
+    assert result.returncode == 1
+    line = result.stderr.strip().splitlines()[-1]
+    assert "rank 1 on " in line and "stuck: never reached the collective that rank 0 waited for" in line, line
+    assert run_json(tmp_path, "hang")["status"] == "failed"
