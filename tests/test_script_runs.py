@@ -144,3 +144,11 @@ def test_a_script_that_hangs_on_one_rank(tmp_path):
     line = result.stderr.strip().splitlines()[-1]
     assert "rank 1 on " in line and "stuck: never reached the collective that rank 0 waited for" in line, line
     assert run_json(tmp_path, "hang")["status"] == "failed"
+
+
+def test_a_script_that_never_steps_is_one_window(tmp_path):
+    result = commprof("run", "--run-id", "ns", "--quiet", "--", str(SCRIPTS / "never_steps.py"), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    report = load_report(tmp_path / "reports" / "ns")
+    assert {s.step for s in report.steps} == {"all"} and all(r.comm_ms > 0 for r in report.ranks)
+    assert "the script made no optimizer step: its whole run is one window" in report.warnings

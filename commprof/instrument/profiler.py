@@ -21,29 +21,32 @@ def trace_path(run_dir: Path, rank: int) -> Path:
     return run_dir / TRACE_FILE.format(rank=rank)
 
 
-def make_profiler(sched: ProfileSchedule, use_cuda: bool, run_dir: Path, rank: int) -> profile:
+def make_profiler(sched: ProfileSchedule | None, use_cuda: bool, run_dir: Path, rank: int) -> profile:
+    """The profiler of one rank, writing its trace when the schedule's window ends; without a schedule it
+    records from start to stop and writes nothing by itself (`write_trace(prof)` does)."""
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if use_cuda else [])
-    target = trace_path(run_dir, rank)
-
-    def write_trace(prof: profile) -> None:
-        # Written under a temporary name and renamed, so a crash never leaves half a trace.
-        tmp = target.with_name(f".{target.name}.tmp")
-        try:
-            prof.export_chrome_trace(str(tmp))
-            os.replace(tmp, target)
-        except Exception as exc:  # torch reports a full disk as a failed rename of its own temporary file
-            for leftover in (tmp, tmp.with_name(tmp.name + ".tmp")):
-                leftover.unlink(missing_ok=True)
-            free = shutil.disk_usage(target.parent).free
-            raise RuntimeError(f"cannot write trace {target} ({free // 1024} KiB free there): "
-                               f"{getattr(exc, 'strerror', None) or exc}") from None
-
+    if sched is None:
+        return profile(activities=activities, record_shapes=True)
     return profile(
         activities=activities,
         schedule=schedule(wait=sched.wait, warmup=sched.warmup, active=sched.active, repeat=1),
-        on_trace_ready=write_trace,
+        on_trace_ready=lambda prof: write_trace(prof, trace_path(run_dir, rank)),
         record_shapes=True,  # gives collective sizes (Input Dims) on the CPU-side ops
     )
+
+
+def write_trace(prof: profile, target: Path) -> None:
+    """Written under a temporary name and renamed, so a crash never leaves half a trace."""
+    tmp = target.with_name(f".{target.name}.tmp")
+    try:
+        prof.export_chrome_trace(str(tmp))
+        os.replace(tmp, target)
+    except Exception as exc:  # torch reports a full disk as a failed rename of its own temporary file
+        for leftover in (tmp, tmp.with_name(tmp.name + ".tmp")):
+            leftover.unlink(missing_ok=True)
+        free = shutil.disk_usage(target.parent).free
+        raise RuntimeError(f"cannot write trace {target} ({free // 1024} KiB free there): "
+                           f"{getattr(exc, 'strerror', None) or exc}") from None
 
 
 SYNC_POLL_S = 1e-4

@@ -48,7 +48,7 @@ def run_as_mpi_rank(request, probe) -> tuple[object, Path] | None:
         (socket.gethostname(), store.port, request.run_id or new_run_id()) if rank == 0 else None, root=0)
     if rank != 0:
         store = dist.TCPStore(host, port, world, is_master=False, timeout=timedelta(seconds=request.timeout_s))
-    config = rank_config(request, probe, world, local, f"{host}:{port}", run_id)
+    config = _one_config(MPI.COMM_WORLD, rank, lambda: rank_config(request, probe, world, local, f"{host}:{port}", run_id))
     with tempfile.TemporaryDirectory(prefix="commprof-progress-") as tmp:
         try:
             result = run_worker(config, str(Path(tmp) / "progress.json"), store)
@@ -57,6 +57,23 @@ def run_as_mpi_rank(request, probe) -> tuple[object, Path] | None:
                   file=sys.stderr, flush=True)
             os._exit(1)
     return (config, Path(result["run_dir"])) if rank == 0 else None
+
+
+def _one_config(comm, rank: int, resolve_it):
+    """The job's RunConfig, resolved once on rank 0 (before any rank creates the run folder) and sent to all: a
+    refusal reaches every rank as the same one line."""
+    from commprof.config import RunConfig
+
+    answer = None
+    if rank == 0:
+        try:
+            answer = ("config", resolve_it().to_dict())
+        except UsageError as exc:
+            answer = ("refused", str(exc))
+    kind, value = comm.bcast(answer, root=0)
+    if kind == "refused":
+        raise UsageError(value)
+    return RunConfig.from_dict(value)
 
 
 def rank_config(request, probe, world: int, local: int, endpoint: str, run_id: str):
@@ -86,8 +103,7 @@ def _script_rank(request, probe, comm, rank: int, world: int, local: int) -> tup
             chosen = (socket.gethostname(), probe_socket.getsockname()[1], request.run_id or new_run_id())
     host, port, run_id = comm.bcast(chosen, root=0)
     os.environ.update(MASTER_ADDR=host, MASTER_PORT=str(port))
-    config = rank_config(request, probe, world, local, f"{host}:{port}", run_id)
-    config = dataclasses.replace(config, launch_id=comm.bcast(config.launch_id, root=0))  # one job, rank 0's id
+    config = _one_config(comm, rank, lambda: rank_config(request, probe, world, local, f"{host}:{port}", run_id))
     with tempfile.TemporaryDirectory(prefix="commprof-progress-") as tmp:
         code = run_rank(config, Path(tmp) / "progress.json")
     if any(comm.allgather(code)):  # each failed rank has said why, in one line

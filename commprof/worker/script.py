@@ -17,6 +17,7 @@ Subprocesses the script starts (DataLoader workers) are left alone.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import os
@@ -36,7 +37,7 @@ from torch.optim.optimizer import register_optimizer_step_post_hook
 from commprof.config import RunConfig
 from commprof.errors import what_went_wrong
 from commprof.instrument.ddp import DDPOverrides
-from commprof.instrument.profiler import make_profiler, trace_path
+from commprof.instrument.profiler import make_profiler, trace_path, write_trace
 from commprof.launch.progress import Progress, write_progress
 from commprof.launch.runlog import now, write_run_json, write_step_log
 from commprof.worker.rank import (cpu_threads_per_rank, device_name, gpu_index, peak_memory_mb, tf32_settings,
@@ -66,7 +67,8 @@ class ScriptSession:
         self.saw_distributed = False  # torch.distributed initialized at some step
         self.ddp = DDPOverrides(config.ddp, config.ddp_forced)
         self.last = time.perf_counter()
-        self.profiler = None
+        self.profiler = None  # the scheduled one, from the first optimizer step on
+        self.startup = None
         self._hook = None
 
     def start(self) -> None:
@@ -85,8 +87,9 @@ class ScriptSession:
         self.ddp.install()
         self._hook = register_optimizer_step_post_hook(self._after_step)
         if self.config.profiled:
-            self.profiler = make_profiler(self.config.schedule, self.use_cuda, self.config.run_dir, self.rank)
-            self.profiler.start()
+            # until the first optimizer step, the whole start: the trace of a script that never steps
+            self.startup = make_profiler(None, self.use_cuda, self.config.run_dir, self.rank)
+            self.startup.start()
         signal.signal(signal.SIGTERM, raise_stopped)  # a stopped rank unwinds and writes its trace (the script may override)
 
     def _after_step(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
@@ -99,7 +102,9 @@ class ScriptSession:
         now_s = time.perf_counter()
         self.step_ms.append((now_s - self.last) * 1e3)
         self.last = now_s
-        if self.profiler is not None:
+        if self.startup is not None:
+            self._start_scheduled_profiler()
+        elif self.profiler is not None:
             self.profiler.step()
             if len(self.step_ms) >= self.config.schedule.total:
                 self._stop_profiler()
@@ -112,6 +117,16 @@ class ScriptSession:
         if self.config.max_steps is not None and len(self.step_ms) >= self.config.max_steps:
             raise MaxStepsReached
 
+    def _start_scheduled_profiler(self) -> None:
+        """At the first optimizer step: the start-up recording is dropped, the schedule's profiler begins. It
+        counts from the second step on, so one step less of waiting keeps the window where the schedule says."""
+        startup, self.startup = self.startup, None
+        startup.stop()
+        schedule = self.config.schedule
+        self.profiler = make_profiler(dataclasses.replace(schedule, wait=max(0, schedule.wait - 1)), self.use_cuda,
+                                      self.config.run_dir, self.rank)
+        self.profiler.start()
+
     def _stop_profiler(self) -> None:
         if self.profiler is not None:
             profiler, self.profiler = self.profiler, None
@@ -119,6 +134,10 @@ class ScriptSession:
 
     def finish(self) -> None:
         """Trace, step log with what this rank learned, hooks removed."""
+        if self.startup is not None:  # no optimizer step at all: the whole run is the one window
+            startup, self.startup = self.startup, None
+            startup.stop()
+            write_trace(startup, trace_path(self.config.run_dir, self.rank))
         self._stop_profiler()
         if self._hook is not None:
             self._hook.remove()
@@ -128,7 +147,7 @@ class ScriptSession:
     def info(self) -> dict[str, Any]:
         notes = []
         if self.counted is None:
-            notes.append("the script made no optimizer step: nothing was profiled step by step")
+            notes.append("the script made no optimizer step: its whole run is one window")
         if self.others:
             notes.append(f"steps counted are {self.counted}'s; the script also stepped {', '.join(sorted(self.others))}")
         if not self.ddp.built:
