@@ -152,3 +152,23 @@ def test_a_script_that_never_steps_is_one_window(tmp_path):
     report = load_report(tmp_path / "reports" / "ns")
     assert {s.step for s in report.steps} == {"all"} and all(r.comm_ms > 0 for r in report.ranks)
     assert "the script made no optimizer step: its whole run is one window" in report.warnings
+
+
+def test_a_script_on_two_emulated_nodes(tmp_path):
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    args = [sys.executable, "-m", "commprof", "run", "--nodes", "2", "--procs", "1", "--rdzv-endpoint",
+            f"127.0.0.1:{port}", "--run-id", "two", "--max-steps", "20", "--quiet", "--",
+            str(SCRIPTS / "train_epochs.py"), "--epochs", "50"]
+    nodes = [subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    outputs = [node.communicate(timeout=300) for node in nodes]
+    assert [n.returncode for n in nodes] == [0, 0], outputs
+    run = run_json(tmp_path, "two")
+    assert run["world_size"] == 2 and [len(r["step_ms"]) for r in run["ranks"]] == [20, 20]
+    assert [r.rank for r in load_report(tmp_path / "reports" / "two").ranks] == [0, 1]
