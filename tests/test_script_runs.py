@@ -3,7 +3,6 @@ as built-in runs are: compute + exposed + idle = step, the buckets in the trace 
 rank stops at the same step under --max-steps."""
 
 import json
-import shutil
 
 import pytest
 
@@ -54,13 +53,20 @@ def test_optimizer_steps_are_steps_under_accumulation_and_a_grad_scaler(tmp_path
 
 
 def test_a_module_started_with_dash_m(tmp_path):
+    """A module of a package, with a relative import, as `python -m mypkg.train` runs it; and a package's __main__."""
     (tmp_path / "mypkg").mkdir()
     (tmp_path / "mypkg" / "__init__.py").write_text("")
-    shutil.copy(SCRIPTS / "train_epochs.py", tmp_path / "mypkg" / "train.py")
+    (tmp_path / "mypkg" / "settings.py").write_text("EPOCHS_FLAG = '--epochs'\n")
+    code = (SCRIPTS / "train_epochs.py").read_text()
+    (tmp_path / "mypkg" / "train.py").write_text("from .settings import EPOCHS_FLAG  # noqa: F401\n" + code)
+    (tmp_path / "mypkg" / "__main__.py").write_text("from mypkg.train import main\nmain()\n")
     result = commprof("run", "--run-id", "m", "--max-steps", "17", "--quiet", "--", "-m", "mypkg.train", "--epochs", "9",
                       cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "reports" / "m" / "report.html").exists()
+    result = commprof("run", "--run-id", "p", "--max-steps", "17", "--quiet", "--", "-m", "mypkg", "--epochs", "9",
+                      cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
 
 
 def test_a_script_that_fails_on_one_rank(tmp_path):

@@ -18,9 +18,9 @@ Subprocesses the script starts (DataLoader workers) are left alone.
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import json
 import os
+import runpy
 import signal
 import socket
 import sys
@@ -160,16 +160,14 @@ class ScriptSession:
 
 def run_script(script: tuple[str, ...]) -> None:
     """Run `train.py args` (or `-m package.module args`) as `__main__`, as `python` would."""
-    if script[0] == "-m":
-        sys.path.insert(0, os.getcwd())
-        spec = importlib.util.find_spec(script[1])
-        if spec is None or spec.origin is None:
-            raise RuntimeError(f"no module named {script[1]}")
-        path, argv = Path(spec.origin), [spec.origin, *script[2:]]
-    else:
-        path, argv = Path(script[0]).resolve(), [script[0], *script[1:]]
-        sys.path.insert(0, str(path.parent))
-    sys.argv = argv
+    if script[0] == "-m":  # as `python -m`: the working directory first on the path, the module (or a
+        sys.path.insert(0, os.getcwd())  # package's __main__) run with its package, so relative imports work
+        sys.argv = [script[1], *script[2:]]
+        runpy.run_module(script[1], run_name="__main__", alter_sys=True)
+        return
+    path = Path(script[0]).resolve()
+    sys.path.insert(0, str(path.parent))
+    sys.argv = list(script)
     main = types.ModuleType("__main__")  # replaces the bootstrap: spawned children find the script as __main__
     main.__dict__.update(__file__=str(path), __builtins__=__builtins__, __spec__=None)
     sys.modules["__main__"] = main
