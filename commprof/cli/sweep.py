@@ -1,4 +1,4 @@
-"""`commprof sweep`: measure several DDP settings in one launch and compare them."""
+"""`commprof sweep`: several DDP settings measured and compared (one launch for a built-in model; for a script, one per setting and turn)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`commprof sweep` and `commprof tune`: several DDP settings measured in one launch, then compared."""
+"""`commprof sweep` and `commprof tune`: several DDP settings measured, then compared: a built-in model in one launch (worker.sweep), a script in one launch per setting and turn (commands.script_sweep)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,6 @@ from commprof.commands.common import check_model, describe
 from commprof.commands.outcome import SILENT, Feedback, Outcome
 from commprof.commands.reporting import sweep_report, write_report
 from commprof.config import DDPOptions, RunRequest, SweepPlan, setting_label
-
-# the DDP options a sweep takes as lists; the others (find_unused_parameters) apply to every setting
-SWEPT = ("bucket_cap_mb", "comm_hook", "grad_accum", "static_graph", "gradient_as_bucket_view")
 
 
 def grid_settings(base: DDPOptions, grid: dict[str, list[Any]]) -> list[DDPOptions]:
