@@ -1,4 +1,5 @@
-"""`commprof sweep`: several DDP settings measured and compared (one launch for a built-in model; for a script, one per setting and turn)."""
+"""`commprof sweep`: several DDP settings measured and compared (one launch for a built-in model; for a
+script, one per setting and turn)."""
 
 from __future__ import annotations
 

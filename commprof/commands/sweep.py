@@ -1,4 +1,5 @@
-"""`commprof sweep` and `commprof tune`: several DDP settings measured, then compared: a built-in model in one launch (worker.sweep), a script in one launch per setting and turn (commands.script_sweep)."""
+"""`commprof sweep` and `commprof tune`: several DDP settings measured, then compared: a built-in model in
+one launch (worker.sweep), a script in one launch per setting and turn (commands.script_sweep)."""
 
 from __future__ import annotations
 
