@@ -38,8 +38,8 @@ def step_log_path(run_dir: Path, rank: int) -> Path:
 
 def write_step_log(run_dir: Path, rank: int, host: str, step_ms: list[float], info: dict[str, Any] | None = None) -> None:
     """`info`: what a rank running a user's script learned (its model, DDP, optimizers), written at its end."""
-    write_json_atomic(step_log_path(run_dir, rank), {"rank": rank, "host": host, "steps_done": len(step_ms),
-                                                     "step_ms": step_ms, "updated": now(), **({"info": info} if info else {})})
+    record = {"rank": rank, "host": host, "steps_done": len(step_ms), "step_ms": step_ms, "updated": now()}
+    write_json_atomic(step_log_path(run_dir, rank), {**record, **({"info": info} if info else {})})
 
 
 def read_step_logs(run_dir: Path) -> dict[int, dict[str, Any]]:

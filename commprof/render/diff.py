@@ -39,7 +39,8 @@ def markdown(result: DiffResult) -> str:
 def html(result: DiffResult, pngs: dict[str, bytes]) -> str:
     body = [f"<h1>commprof diff: {escape(result.a)} vs {escape(result.b)}</h1>", f"<p>{escape(title(result))}</p>",
             html_table(HEADERS, rows(result))]
-    return page(f"commprof diff: {result.a} vs {result.b}", body + [f'<p class="note">{escape(n)}</p>' for n in result.notes])
+    notes = [f'<p class="note">{escape(n)}</p>' for n in result.notes]
+    return page(f"commprof diff: {result.a} vs {result.b}", body + notes)
 
 
 def images(result: DiffResult) -> dict[str, bytes]:
