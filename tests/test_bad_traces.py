@@ -45,3 +45,26 @@ def test_two_runs_mixed(tmp_path):
     TraceBuilder(rank=1, world_size=8).x("a", 0, 1).write(tmp_path / "b.json")
     with pytest.raises(UsageError, match="different runs mixed"):
         load_run([tmp_path], workers=1)
+
+
+def test_missing_ranks_are_named(tmp_path):
+    from commprof.analysis.analyze import analyze
+    from commprof.render.tables import skew_summary
+
+    for rank in (0, 2):
+        TraceBuilder(rank=rank, world_size=4).step(1, 0, 10).x("aten::mm", 0, 5).write(tmp_path / f"r{rank}.json")
+    report = analyze(load_run([tmp_path], workers=1), "m", "analysis")
+    assert report.missing_ranks == [1, 3]
+    assert "2 of 4 ranks have no trace here (ranks 1, 3): every figure, across ranks too, covers the 2 present" in \
+        report.warnings[-1]
+    assert "Only the 2 ranks present: 2 have no trace here." in skew_summary(report)
+
+
+def test_the_same_file_twice_and_two_files_for_one_rank_are_told_apart(tmp_path):
+    path = GOOD.write(tmp_path / "rank0.json")
+    with pytest.raises(UsageError, match=r"^the same file given twice: .*rank0.json"):
+        load_run([tmp_path, path], workers=1)
+    (tmp_path / "other").mkdir()
+    GOOD.write(tmp_path / "other" / "copy.json")
+    with pytest.raises(UsageError, match=r"^two files claim rank 0: .*rank0.json, .*copy.json"):
+        load_run([path, tmp_path / "other" / "copy.json"], workers=1)

@@ -10,6 +10,7 @@ from typing import Any
 from commprof.analysis.breakdown import breakdown_step, step_windows, summarize_rank
 from commprof.analysis.collectives import collective_stats
 from commprof.analysis.crossrank import Matching, MeasuredClocks, cross_rank, match_collectives
+from commprof.analysis.incomplete import missing_note, missing_ranks
 from commprof.analysis.intervals import clip
 from commprof.results.report import Report, SkippedFileInfo, StepBreakdown, StepTimeline
 from commprof.errors import UsageError
@@ -51,12 +52,16 @@ def analyze_run(trace: RunTrace, name: str, kind: str, run: dict[str, Any] | Non
         reasons = "; ".join(f"{s.path}: {s.reason}" for s in trace.skipped) or "no usable events"
         raise UsageError(f"nothing to analyse: {reasons}")
     matching = match_collectives(per_rank, clocks) if len(per_rank) > 1 else None
+    missing = missing_ranks(trace, run or {})
+    if missing:
+        warnings.append(missing_note(missing, len(missing) + len(trace.ranks)))
     report = Report(
         name=name, kind=kind, created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         sources=[r.path for r in trace.ranks], ranks=summaries, collectives=collective_stats(per_rank),
         steps=steps, run=run or {}, skipped=[SkippedFileInfo(s.path, s.reason) for s in trace.skipped],
         warnings=warnings, timeline=_typical_step(per_rank, steps),
         cross_rank=cross_rank(matching, per_rank, {s.rank: s.step_time_ms.median for s in summaries}),
+        missing_ranks=missing,
     )
     return RunAnalysis(report, per_rank, matching)
 

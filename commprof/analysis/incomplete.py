@@ -33,11 +33,26 @@ def completed_steps_only(trace: RunTrace, run: dict[str, Any]) -> tuple[RunTrace
 
 
 def missing_ranks(trace: RunTrace, run: dict[str, Any]) -> list[int]:
-    """The ranks of the run (run.json's world size) that have no trace here."""
-    world = run.get("world_size")
+    """The ranks of the job (run.json's world size, or the traces' own) that have no trace here."""
+    world = run.get("world_size") or max((r.world_size or 0 for r in trace.ranks), default=0)
     return sorted(set(range(world)) - {r.rank for r in trace.ranks}) if isinstance(world, int) else []
 
 
-def missing_note(missing: list[int]) -> str:
-    return (f"no trace from rank(s) {', '.join(map(str, missing))} here: with a node-local --traces-dir each node keeps "
-            "its own ranks' traces; copy them into one folder and run `commprof analyze` on it for the whole job")
+def missing_note(missing: list[int], world: int) -> str:
+    verb = "have" if len(missing) > 1 else "has"
+    return (f"{len(missing)} of {world} ranks {verb} no trace here (rank{'s' if len(missing) > 1 else ''} "
+            f"{rank_ranges(missing)}): every figure, across ranks too, covers the {world - len(missing)} present. "
+            "Give every rank's traces for the whole job (with a node-local --traces-dir, copy each node's into "
+            "one folder)")
+
+
+def rank_ranges(ranks: list[int]) -> str:
+    """[1, 2, 3, 7] -> '1-3, 7'."""
+    parts, start = [], None
+    for i, rank in enumerate(ranks):
+        if start is None:
+            start = rank
+        if i + 1 == len(ranks) or ranks[i + 1] != rank + 1:
+            parts.append(str(start) if start == rank else f"{start}-{rank}")
+            start = None
+    return ", ".join(parts)

@@ -10,7 +10,7 @@ from typing import Any
 from commprof.analysis.analyze import analyze, analyze_run
 from commprof.analysis.crossrank import measured_offsets
 from commprof.analysis.digest import MAX_DETAILED_RANKS, digest
-from commprof.analysis.incomplete import completed_steps_only, missing_note, missing_ranks
+from commprof.analysis.incomplete import completed_steps_only
 from commprof.analysis.sweep import sweep_result
 from commprof.analysis.timeline import job_timeline
 from commprof.errors import UsageError
@@ -63,8 +63,6 @@ def _analyse(paths: list[Path], name: str, kind: str, workers: int | None) -> tu
     # timeline.json: the first ranks (those digest keeps intervals for); report.json has every rank
     timeline = job_timeline(analysis.windows[:MAX_DETAILED_RANKS], analysis.matching)
     warnings = [*analysis.report.warnings, *run.get("notes", [])]
-    if incomplete is None and (missing := missing_ranks(trace, run)):
-        warnings = [*warnings, missing_note(missing)]
     return dataclasses.replace(analysis.report, incomplete=incomplete, warnings=warnings), trace, timeline
 
 

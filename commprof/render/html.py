@@ -71,7 +71,7 @@ def render_html(report: Report, images: dict[str, bytes]) -> str:
                  else "<p>No collective ran in the profiled steps.</p>")
     if report.cross_rank is not None:
         parts += ["<h2>Across ranks</h2>", html_table(SKEW_HEADERS, skew_rows(report.cross_rank)),
-                  f"<p>{escape(skew_summary(report.cross_rank))}</p>"]
+                  f"<p>{escape(skew_summary(report))}</p>"]
     notes = [f"skipped {s.path}: {s.reason}" for s in report.skipped] + list(report.warnings)
     if notes:
         parts += ["<h2>Notes</h2>", "<ul>" + "".join(f'<li class="note">{escape(n)}</li>' for n in notes) + "</ul>"]

@@ -47,7 +47,7 @@ def render_markdown(report: Report) -> str:
     if report.cross_rank is not None:
         lines += ["## Across ranks", "", "Wait: arrived early and waited for the last rank. Transfer: from the last "
                   "rank's arrival to the end. Per step.", ""]
-        lines += markdown_table(SKEW_HEADERS, skew_rows(report.cross_rank)) + ["", skew_summary(report.cross_rank), ""]
+        lines += markdown_table(SKEW_HEADERS, skew_rows(report.cross_rank)) + ["", skew_summary(report), ""]
     if report.skipped or report.warnings:
         lines += ["## Notes", ""]
         lines += [f"- skipped {s.path}: {s.reason}" for s in report.skipped]

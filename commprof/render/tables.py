@@ -123,8 +123,11 @@ def skew_rows(skew: CrossRank) -> list[tuple[str, ...]]:
     return rows + [(f"rank {r.rank} (last #{i + 1})", *skew_row(r)[1:]) for i, r in enumerate(latest)]
 
 
-def skew_summary(skew: CrossRank) -> str:
+def skew_summary(report: Report) -> str:
+    skew = report.cross_rank
     parts = [f"{skew.matched_collectives} collectives matched across ranks; clocks: {skew.alignment}."]
+    if report.missing_ranks:
+        parts.append(f"Only the {len(skew.ranks)} ranks present: {len(report.missing_ranks)} have no trace here.")
     if skew.straggler is not None:
         parts.append(f"Straggler: rank {skew.straggler}, which the others wait for most often "
                      f"(arrives {skew.straggler_late_ms:.2f} ms after the median of the others when last).")

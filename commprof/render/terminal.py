@@ -58,7 +58,7 @@ def show(report: Report, console: Console) -> None:
         console.print("No collective ran in the profiled steps.")
     if report.cross_rank is not None:
         console.print(rich_table("Across ranks (per step)", SKEW_HEADERS, skew_rows(report.cross_rank), left=()))
-        console.print(skew_summary(report.cross_rank))
+        console.print(skew_summary(report))
     console.print(headline(report) if any(r.comm_ms for r in report.ranks) else "No communication in the profiled steps.")
     for skipped in report.skipped:
         console.print(f"[yellow]skipped[/] {escape(skipped.path)}: {escape(skipped.reason)}")

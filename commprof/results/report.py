@@ -179,4 +179,5 @@ class Report(Result):
     sweep: SweepResult | None = None
     timeline: StepTimeline | None = None
     incomplete: str | None = None  # why the report covers only part of the run (it failed), or None
+    missing_ranks: list[int] = field(default_factory=list)  # ranks of the job with no trace here
     schema_version: int = SCHEMA_VERSION

@@ -28,6 +28,10 @@ def find_trace_files(paths: list[Path]) -> list[Path]:
             found.append(path)
         else:
             raise UsageError(f"{path}: no such file or folder")
+    seen: dict[Path, Path] = {}
+    for path in found:
+        if (same := seen.setdefault(path.resolve(), path)) is not path:
+            raise UsageError(f"the same file given twice: {same}" + (f" (also as {path})" if same != path else ""))
     return found
 
 

@@ -80,6 +80,6 @@ def _check_one_run(ranks: list[RankTrace]) -> None:
     seen: dict[int, str] = {}
     for rank in ranks:
         if rank.rank in seen:
-            raise UsageError(f"rank {rank.rank} appears twice ({seen[rank.rank]} and {rank.path}): "
-                             "traces from different runs mixed together; analyse one run at a time")
+            raise UsageError(f"two files claim rank {rank.rank}: {seen[rank.rank]}, {rank.path} (traces from "
+                             "different runs mixed together?); analyse one run at a time")
         seen[rank.rank] = rank.path
