@@ -123,5 +123,5 @@ def test_two_nodes_with_node_local_traces_folders(tmp_path):
     report = load_report(head / "reports" / "local" / "report.json")
     assert [r.rank for r in report.ranks] == [0, 1]
     assert report.missing_ranks == [2, 3]
-    assert any("2 of 4 ranks have no trace here (ranks 2, 3)" in w and "node-local --traces-dir" in w
+    assert any("2 of 4 ranks have no trace here (ranks 2-3)" in w and "node-local --traces-dir" in w
                for w in report.warnings)
