@@ -91,3 +91,20 @@ def test_diff_separates_real_changes_from_noise(tmp_path):
     assert rows["communication"].delta == pytest.approx(0.0) and not rows["communication"].significant
     same = diff_reports(before, before)
     assert not any(r.significant for r in same.rows)
+
+
+def test_the_profilers_own_cost_is_measured_and_warned_about():
+    """Steps 7-16 profiled (wait 5, warmup 2, active 10) against steps 3-4 and 17-19 of the same run."""
+    from commprof.analysis.distortion import distortion_note, profiler_distortion
+
+    slow_inside = [500.0] * 3 + [100.0] * 2 + [130.0] * 2 + [121.0] * 10 + [100.0] * 3
+    run = {"config": {"schedule": {"wait": 5, "warmup": 2, "active": 10}},
+           "ranks": [{"rank": 0, "step_ms": slow_inside}, {"rank": 1, "step_ms": [x * 0.99 for x in slow_inside]}]}
+    found = profiler_distortion(run)
+    assert [(d.rank, d.profiled_ms, d.unprofiled_ms) for d in found] == [(0, 121.0, 100.0), (1, 121.0 * 0.99, 99.0)]
+    assert found[0].slowdown == pytest.approx(0.21)
+    assert distortion_note(found) == ("the profiler slowed the steps it recorded by 21% (120.4 ms against 99.5 ms "
+                                      "outside its window, median over ranks): the breakdown describes those slowed steps")
+    gentle = [{"rank": 0, "step_ms": [100.0] * 7 + [105.0] * 10 + [100.0] * 3}]
+    assert distortion_note(profiler_distortion({**run, "ranks": gentle})) is None  # 5%: no warning
+    assert profiler_distortion({"ranks": gentle}) == []  # no schedule: not commprof's run

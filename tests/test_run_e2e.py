@@ -30,6 +30,11 @@ def test_run_writes_traces_run_json_and_report(cpu_run):
 def test_report_numbers_are_consistent(cpu_run):
     cwd, _ = cpu_run
     report = load_report(cwd / "reports" / "e2e" / "report.json")
+    # steps 3-6 profiled (--schedule 2,1,4) against step 7, from run.json's wall-clock times
+    meta = load_json(cwd / "traces" / "e2e" / "run.json")
+    assert [(d.rank, d.unprofiled_ms) for d in report.profiler_distortion] == [(r["rank"], r["step_ms"][7])
+                                                                                 for r in meta["ranks"]]
+    assert "Profiler's own cost" in (cwd / "reports" / "e2e" / "report.md").read_text()
     assert report.schema_version == 1 and [r.rank for r in report.ranks] == [0, 1]
     for rank in report.ranks:
         assert rank.steps == 4  # the active window

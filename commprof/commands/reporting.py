@@ -10,22 +10,20 @@ from typing import Any
 from commprof.analysis.analyze import analyze, analyze_run
 from commprof.analysis.crossrank import measured_offsets
 from commprof.analysis.digest import MAX_DETAILED_RANKS, digest
+from commprof.analysis.distortion import distortion_note, profiler_distortion
 from commprof.analysis.incomplete import completed_steps_only
 from commprof.analysis.sweep import sweep_result
 from commprof.analysis.timeline import job_timeline
 from commprof.errors import UsageError
+from commprof.launch.runlog import read_run_json
 from commprof.results.common import Result
 from commprof.results.report import Report
 from commprof.trace.load import load_run, load_run_with
 from commprof.trace.model import RunTrace
 
 
-def run_summary(run_dir: Path) -> dict[str, Any]:
-    """The parts of run.json a report shows; empty when the traces were not made by commprof."""
-    path = run_dir / "run.json"
-    if not path.is_file():
-        return {}
-    meta = json.loads(path.read_text())
+def run_summary(meta: dict[str, Any]) -> dict[str, Any]:
+    """The parts of run.json a report shows."""
     config = meta.get("config", {})
     return {
         "run_id": meta.get("run_id"), "model": meta.get("model"), "parameters": meta.get("parameters"),
@@ -54,7 +52,8 @@ def report_and_trace(run_dir: Path, name: str) -> tuple[Report, RunTrace, dict]:
 
 
 def _analyse(paths: list[Path], name: str, kind: str, workers: int | None) -> tuple[Report, RunTrace, dict]:
-    run = run_summary(paths[0]) if len(paths) == 1 and paths[0].is_dir() else {}
+    meta = read_run_json(paths[0]) if len(paths) == 1 and paths[0].is_dir() else None  # None: not commprof's run
+    run = run_summary(meta) if meta else {}
     loaded, breakdowns = load_run_with(paths, workers, digest)
     trace, incomplete = completed_steps_only(loaded, run)
     if not trace.ranks:
@@ -62,8 +61,11 @@ def _analyse(paths: list[Path], name: str, kind: str, workers: int | None) -> tu
     analysis = analyze_run(trace, name, kind, run, measured_offsets(run, trace), breakdowns)
     # timeline.json: the first ranks (those digest keeps intervals for); report.json has every rank
     timeline = job_timeline(analysis.windows[:MAX_DETAILED_RANKS], analysis.matching)
-    warnings = [*analysis.report.warnings, *run.get("notes", [])]
-    return dataclasses.replace(analysis.report, incomplete=incomplete, warnings=warnings), trace, timeline
+    distortion = profiler_distortion(meta) if meta else []
+    note = distortion_note(distortion)
+    warnings = [*analysis.report.warnings, *run.get("notes", []), *([note] if note else [])]
+    return dataclasses.replace(analysis.report, incomplete=incomplete, warnings=warnings,
+                               profiler_distortion=distortion), trace, timeline
 
 
 def sweep_report(run_dir: Path, name: str, kind: str) -> Report:

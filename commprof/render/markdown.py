@@ -5,7 +5,7 @@ from __future__ import annotations
 from commprof.results.report import Report
 from commprof.render.tables import (BREAKDOWN_HEADERS, COLLECTIVE_HEADERS, DDP_CHECK_HEADERS, SKEW_HEADERS,
                                     SWEEP_HEADERS, TIMELINE_HEADERS, breakdown_rows, collective_row, ddp_check_row,
-                                    headline, peak_memory, skew_rows, skew_summary, step_clock, sweep_row,
+                                    headline, peak_memory, profiler_cost, skew_rows, skew_summary, step_clock, sweep_row,
                                     timeline_row)
 
 
@@ -33,8 +33,8 @@ def render_markdown(report: Report) -> str:
     lines += ["## Step time breakdown", "",
               "Milliseconds per profiled step (mean over steps; step time also as median and p95), "
               f"and percent of the mean step. compute + exposed comm + idle = step. {step_clock(report)}.", ""]
-    if memory := peak_memory(report):
-        lines += [memory + ".", ""]
+    extra = [f"{line}." for line in (peak_memory(report), profiler_cost(report)) if line]
+    lines += extra + ([""] if extra else [])
     lines += markdown_table(BREAKDOWN_HEADERS, breakdown_rows(report)) + ["", "![breakdown](breakdown.png)", ""]
     if report.timeline is not None:
         lines += [f"One step of rank {report.timeline.rank} ({report.timeline.step}, a step of median length):", "",

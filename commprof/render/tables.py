@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import statistics
+
 from commprof.results.report import BucketEvent, CollectiveStats, CrossRank, RankSkew, RankSummary, Report, SettingResult
 
 BREAKDOWN_HEADERS = ("rank", "step ms", "p95", "compute", "comm", "overlap", "exposed", "idle", "ratio")
@@ -56,6 +58,17 @@ def peak_memory(report: Report) -> str | None:
     return "Peak GPU memory (allocated / reserved): " + ", ".join(
         f"rank {rank} {p['allocated'] / 1024:.2f} / {p['reserved'] / 1024:.2f} GiB" for rank, p in sorted(
             peaks.items(), key=lambda kv: int(kv[0])))
+
+
+def profiler_cost(report: Report) -> str | None:
+    """The profiler's own cost in this run: profiled steps against unprofiled ones (wall clock)."""
+    found = report.profiler_distortion
+    if not found:
+        return None
+    profiled, unprofiled, slowdown = (statistics.median(getattr(d, a) for d in found)
+                                      for a in ("profiled_ms", "unprofiled_ms", "slowdown"))
+    return (f"Profiler's own cost: the profiled steps took {profiled:.1f} ms against {unprofiled:.1f} ms outside its "
+            f"window ({slowdown:+.0%}, median over ranks, wall clock)")
 
 
 def breakdown_rows(report: Report) -> list[tuple[str, ...]]:

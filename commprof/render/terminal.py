@@ -9,8 +9,8 @@ from rich.table import Table
 
 from commprof.results.report import Report
 from commprof.render.tables import (BREAKDOWN_HEADERS, COLLECTIVE_HEADERS, SKEW_HEADERS, SWEEP_HEADERS,
-                                    breakdown_rows, many_ranks, collective_row, headline, peak_memory, skew_rows, skew_summary,
-                                    step_clock, sweep_row)
+                                    breakdown_rows, collective_row, headline, many_ranks, peak_memory, profiler_cost,
+                                    skew_rows, skew_summary, step_clock, sweep_row)
 
 
 def rich_table(title: str, headers: tuple[str, ...], rows, left: tuple[str, ...] = ("rank",),
@@ -49,8 +49,9 @@ def show(report: Report, console: Console) -> None:
     per = "quantiles over ranks, then the slowest ranks" if many_ranks(report) else "per rank"
     console.print(rich_table(f"Where the step goes, {per} (ms per step and % of the step; all ranks in report.json; "
                              f"{step_clock(report)})", BREAKDOWN_HEADERS, breakdown_rows(report)))
-    if memory := peak_memory(report):
-        console.print(escape(memory))
+    for line in (peak_memory(report), profiler_cost(report)):
+        if line:
+            console.print(escape(line))
     if report.collectives:
         console.print(rich_table("Collectives in the profiled steps (algbw, busbw in GB/s)", COLLECTIVE_HEADERS,
                                  [collective_row(c) for c in report.collectives], left=("op", "backend", "dtype")))

@@ -158,6 +158,16 @@ class StepTimeline:
 
 
 @dataclass(frozen=True)
+class ProfilerDistortion:
+    """One rank's median step inside the profiled window and outside it (wall clock, run.json)."""
+
+    rank: int
+    profiled_ms: float
+    unprofiled_ms: float
+    slowdown: float  # profiled / unprofiled - 1
+
+
+@dataclass(frozen=True)
 class SkippedFileInfo:
     path: str
     reason: str
@@ -180,4 +190,5 @@ class Report(Result):
     timeline: StepTimeline | None = None
     incomplete: str | None = None  # why the report covers only part of the run (it failed), or None
     missing_ranks: list[int] = field(default_factory=list)  # ranks of the job with no trace here
+    profiler_distortion: list[ProfilerDistortion] = field(default_factory=list)  # commprof's runs only
     schema_version: int = SCHEMA_VERSION

@@ -1,0 +1,45 @@
+"""The profiler's own cost in a run: each rank's step times inside the profiled window against its steps
+outside it (run.json records every step of every rank, profiled or not)."""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+from commprof.results.report import ProfilerDistortion
+
+SKIP_FIRST_STEPS = 3  # warm-up: allocator, autograd graph, connections
+WARN_ABOVE = 0.10
+
+
+def profiler_distortion(run: dict[str, Any]) -> list[ProfilerDistortion]:
+    """Per rank: median step inside the active window, median outside the profiler's warm-up and active steps
+    (after the first few), and the slowdown. Empty when run.json lacks either kind of step."""
+    schedule = (run.get("config") or {}).get("schedule")
+    if not schedule or not run.get("ranks"):
+        return []
+    active_from = schedule["wait"] + schedule["warmup"]
+    active = range(active_from, active_from + schedule["active"])
+    traced = range(schedule["wait"], active.stop)
+    found = []
+    for rank in run["ranks"]:
+        steps = rank.get("step_ms") or []
+        inside = [ms for i, ms in enumerate(steps) if i in active]
+        outside = [ms for i, ms in enumerate(steps) if i >= SKIP_FIRST_STEPS and i not in traced]
+        if inside and outside:
+            profiled, unprofiled = statistics.median(inside), statistics.median(outside)
+            found.append(ProfilerDistortion(rank=rank["rank"], profiled_ms=profiled, unprofiled_ms=unprofiled,
+                                            slowdown=profiled / unprofiled - 1 if unprofiled > 0 else 0.0))
+    return found
+
+
+def distortion_note(found: list[ProfilerDistortion]) -> str | None:
+    """A warning when the profiler slowed the steps it recorded by more than WARN_ABOVE (median over ranks)."""
+    if not found:
+        return None
+    slowdown = statistics.median(d.slowdown for d in found)
+    if slowdown <= WARN_ABOVE:
+        return None
+    profiled, unprofiled = (statistics.median(getattr(d, a) for d in found) for a in ("profiled_ms", "unprofiled_ms"))
+    return (f"the profiler slowed the steps it recorded by {slowdown:.0%} ({profiled:.1f} ms against {unprofiled:.1f} "
+            "ms outside its window, median over ranks): the breakdown describes those slowed steps")
