@@ -13,7 +13,6 @@ import sys
 import tempfile
 from datetime import timedelta
 from pathlib import Path
-from typing import Mapping
 
 from commprof.errors import UsageError, what_went_wrong
 from commprof.worker.mpi_identity import identity_from_env, node_local_from_mpi
