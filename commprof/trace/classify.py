@@ -13,6 +13,7 @@ from typing import Any
 from commprof.analysis.intervals import merge, subtract
 from commprof.errors import TraceError
 from commprof.trace import rules
+from commprof.trace.launches import enclosing_ranges, launching_backend, meta_from_ranges
 from commprof.trace.meta import CollectiveMeta, meta_from_args
 from commprof.trace.model import Collective, Interval, RankTrace, Step
 from commprof.trace.events import Event, TraceFile, decode_args
@@ -80,21 +81,34 @@ def _span(intervals: list[Interval]) -> Interval:
 
 
 class _DeviceWork:
-    """GPU kernels and memory operations with their args decoded once, and launch times."""
+    """GPU kernels and memory operations with their args decoded once, their launches, and which kernels are
+    communication (by name, or by the custom collective op that launched them) with the CPU ranges around them."""
 
     def __init__(self, events: list[Event], kernels: list[Event]):
         self.kernels = [(k, decode_args(k)) for k in kernels]
         self.memory = [(e, decode_args(e)) for e in events if e.cat in rules.MEMORY_CATS]
         self.launch_ts: dict[Any, float] = {}
         self.launch_external: dict[Any, Any] = {}
+        launches: dict[Any, Event] = {}
         for event in events:
             if event.cat in rules.RUNTIME_CATS:
                 args = decode_args(event)
                 correlation = args.get("correlation")
                 if correlation is not None:
                     self.launch_ts[correlation] = event.ts
+                    launches[correlation] = event
                     if "External id" in args:
                         self.launch_external[correlation] = args["External id"]
+        self.enclosing = enclosing_ranges(events, launches)
+        self.comm_backend: dict[int, str] = {}
+        for kernel, args in self.kernels:
+            backend = rules.comm_kernel_backend(kernel.name) or launching_backend(
+                self.enclosing.get(args.get("correlation"), []))
+            if backend is not None:
+                self.comm_backend[id(kernel)] = backend
+
+    def is_comm(self, kernel: Event) -> bool:
+        return id(kernel) in self.comm_backend
 
 
 class _GpuClock:
@@ -103,7 +117,7 @@ class _GpuClock:
 
     def __init__(self, device: _DeviceWork):
         work = sorted((launched, event.ts, event.ts + event.dur) for event, args in device.kernels + device.memory
-                      if not rules.COMM_KERNEL.match(event.name)
+                      if not device.is_comm(event)
                       and (launched := device.launch_ts.get(args.get("correlation"))) is not None)
         self._launches = [launched for launched, _, _ in work]
         self._done = list(accumulate((end for _, _, end in work), max))
@@ -130,18 +144,20 @@ class _GpuClock:
 def _gpu(events: list[Event], device: _DeviceWork, info: dict[str, Any], cpu_steps: list[Step], clock: _GpuClock):
     """Kernels, and the ranges of a CPU backend (Gloo, MPI) that moves the data of CUDA tensors on the host."""
     launch_meta = _launch_op_meta(events)
-    comm_kernels = [(k, a) for k, a in device.kernels if rules.COMM_KERNEL.match(k.name)]
-    compute = merge([(k.ts, k.ts + k.dur) for k, _ in device.kernels if not rules.COMM_KERNEL.match(k.name)])
+    comm_kernels = [(k, a) for k, a in device.kernels if device.is_comm(k)]
+    compute = merge([(k.ts, k.ts + k.dur) for k, _ in device.kernels if not device.is_comm(k)])
     memory = merge([(e.ts, e.ts + e.dur) for e, _ in device.memory])
     collectives = []
     for kernel, args in comm_kernels:
+        correlation = args.get("correlation")
         meta = meta_from_args(args)
-        if not meta.complete:
-            external = args.get("External id") or device.launch_external.get(args.get("correlation"))
+        external = args.get("External id") or device.launch_external.get(correlation)
+        if external is not None and external != correlation:  # older Kineto: External id == correlation, no op
             meta = meta.filled_from(launch_meta.get(external, CollectiveMeta()))
-        collectives.append(_collective(meta, rules.op_from_kernel(kernel.name), "nccl", kernel,
-                                       f"stream {args.get('stream', '?')}", info,
-                                       clock.ready(device.launch_ts.get(args.get("correlation")), kernel.ts)))
+        meta = meta.filled_from(meta_from_ranges(device.enclosing.get(correlation, [])))
+        collectives.append(_collective(meta, rules.op_from_kernel(kernel.name), device.comm_backend[id(kernel)],
+                                       kernel, f"stream {args.get('stream', '?')}", info,
+                                       clock.ready(device.launch_ts.get(correlation), kernel.ts)))
     launch_ops = [e for e in events if e.cat in rules.CPU_OP_CATS and rules.LAUNCH_OP.match(e.name)]
     ranges, host_collectives = _backend_ranges(events, launch_ops, cpu_steps, info)
     collectives += [dataclasses.replace(c, ready=clock.ready(c.ready, c.start)) for c in host_collectives]

@@ -4,10 +4,21 @@ from __future__ import annotations
 
 import re
 
-# GPU kernels that execute a collective. Every naming NCCL and RCCL have used starts with "nccl":
-# ncclKernel_AllReduce_RING_LL_Sum_float, ncclDevKernel_AllGather_RING_LL, ncclDevKernel_Generic,
-# and the pre-2.4 ncclAllReduceRingLLKernel_sum_f32.
-COMM_KERNEL = re.compile(r"^nccl", re.IGNORECASE)
+# GPU kernels that execute a collective, by name: (backend, pattern); a new family is one entry.
+COMM_KERNEL_FAMILIES = (
+    # Every naming NCCL and RCCL have used starts with "nccl": ncclKernel_AllReduce_RING_LL_Sum_float,
+    # ncclDevKernel_AllGather_RING_LL, ncclDevKernel_Generic, the pre-2.4 ncclAllReduceRingLLKernel_sum_f32.
+    ("nccl", re.compile(r"^nccl", re.IGNORECASE)),
+    # torch symmetric memory: multimem_all_reduce_kernel, one_shot_all_reduce_kernel, two_shot_all_reduce_kernel...
+    ("symm_mem", re.compile(r"(multimem|one_shot|two_shot)_\w*?(all_reduce|all_gather|reduce_scatter)", re.IGNORECASE)),
+)
+# CPU ops whose kernels are communication whatever the kernels are called (custom all-reduce implementations):
+# (backend, pattern). Fused collective+matmul ops are left out: their kernels are mostly computation.
+COMM_LAUNCHING_OPS = (
+    ("symm_mem", re.compile(r"^symm_mem::(?!.*(matmul|fused))\w*(all_reduce|all_gather|reduce_scatter|all_to_all)")),
+    ("custom", re.compile(r"^(vllm|_C_custom_ar|trtllm|sgl_kernel)::(?!.*(matmul|fused))\w*(all_?reduce|all_?gather)",
+                          re.IGNORECASE)),
+)
 KERNEL_CATS = frozenset({"kernel"})
 MEMORY_CATS = frozenset({"gpu_memcpy", "gpu_memset"})
 # CPU-side ranges during which a CPU backend is moving data (Gloo worker threads, MPI).
@@ -15,6 +26,11 @@ CPU_COMM_RANGE = re.compile(r"^(gloo|mpi):")
 # CPU-side ops that launch, describe or wait for a collective: not transfer time, not computation.
 COLLECTIVE_LAUNCH = re.compile(
     r"^(record_param_comms|c10d::|c10d_functional::|_c10d_functional::|nccl:|gloo:|mpi:|ProcessGroup)")
+# The collective-named CPU ranges around a kernel's launch on the launching thread, most trusted first: they name
+# the collective (and its size) when the kernel's own args and External id say nothing (older Kineto).
+ENCLOSING_TRUST = (re.compile(r"^record_param_comms"), re.compile(r"^(nccl|gloo|mpi):"),
+                   re.compile(r"^(c10d|c10d_functional|_c10d_functional)::"),
+                   *(pattern for _, pattern in COMM_LAUNCHING_OPS))
 CPU_OP_CATS = frozenset({"cpu_op", "user_annotation"})
 # CPU computation: operator ranges only. Annotations (DistributedDataParallel.forward,
 # Optimizer.step#...) wrap operators and Python glue; torch-tb-profiler leaves them out too.
@@ -38,6 +54,7 @@ _OP_ALIASES = {
     "send": "send_recv", "recv": "send_recv", "gather": "gather", "scatter": "scatter", "barrier": "barrier",
     "allreducecoalesced": "all_reduce",
 }
+_OP_WORD = re.compile(r"all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|broadcast|barrier", re.IGNORECASE)
 _KERNEL_OP = re.compile(r"^nccl(?:Dev)?Kernel_([A-Za-z]+)|^nccl([A-Z][A-Za-z]+?)(?:Ring|Tree|Kernel)")
 
 # nccl-tests bus bandwidth factors for a group of n ranks.
@@ -65,11 +82,31 @@ def normalize_op(name: str) -> str | None:
     return _OP_ALIASES.get(key)
 
 
+def op_in_name(name: str) -> str | None:
+    """normalize_op, or the collective named inside a longer name: 'symm_mem::multimem_all_reduce_' -> 'all_reduce'."""
+    found = normalize_op(name.rstrip("_"))
+    if found is None and (word := _OP_WORD.search(name.split("(")[0])):
+        found = normalize_op(word.group(0))
+    return found
+
+
 def op_from_kernel(name: str) -> str | None:
+    """The kernel's implementation name: the last resort (a SendRecv kernel may run an all_to_all)."""
     match = _KERNEL_OP.match(name)
-    if not match:
-        return None
-    return normalize_op(match.group(1) or match.group(2))
+    return normalize_op(match.group(1) or match.group(2)) if match else op_in_name(name)
+
+
+def comm_kernel_backend(name: str) -> str | None:
+    return next((backend for backend, pattern in COMM_KERNEL_FAMILIES if pattern.search(name)), None)
+
+
+def comm_launching_backend(name: str) -> str | None:
+    return next((backend for backend, pattern in COMM_LAUNCHING_OPS if pattern.match(name)), None)
+
+
+def trust_rank(name: str) -> int:
+    """Position of a collective-named CPU range in ENCLOSING_TRUST (len() when it is none of them)."""
+    return next((i for i, pattern in enumerate(ENCLOSING_TRUST) if pattern.match(name)), len(ENCLOSING_TRUST))
 
 
 def dtype_size(dtype: str | None) -> int | None:

@@ -128,7 +128,8 @@ _LINKED_CATS = rules.KERNEL_CATS | rules.MEMORY_CATS | rules.RUNTIME_CATS
 
 def _needs_all_args(name: str, cat: str) -> bool:
     """The events whose args the classifier reads in full: collective kernels, ops and ranges."""
-    return bool(rules.COMM_KERNEL.match(name) or rules.COLLECTIVE_LAUNCH.match(name) or rules.CPU_COMM_RANGE.match(name))
+    return bool(rules.comm_kernel_backend(name) or rules.COLLECTIVE_LAUNCH.match(name) or rules.CPU_COMM_RANGE.match(name)
+                or rules.comm_launching_backend(name))
 
 
 def _header(data: bytes) -> dict[str, Any]:
