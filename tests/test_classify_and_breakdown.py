@@ -50,7 +50,8 @@ def test_cpu_collectives_table(tmp_path):
 def gpu_trace(comm_kernel="ncclDevKernel_AllReduce_RING_LL(ncclDevKernelArgsStorage)", **kernel_args):
     # CPU step [0,50] launches kernels 1,2,3. GPU window = [100,230].
     # compute = [100,160] + [210,230] = 80; comm = [150,200] = 50; overlap = [150,160] = 10
-    # exposed = 40; idle = 130 - (80 + 50 - 10) = 10; memory = memcpy [200,205] = 5
+    # exposed = 40; memory = memcpy [200,205] = 5 (the memcpy has no launch: not the step's own, so it does not
+    # move the window); idle = 130 - (80 + 50 - 10) - 5 = 5
     return (TraceBuilder(rank=1, world_size=4, backend="nccl")
             .step(5, 0, 50)
             .launch(10, correlation=1).launch(20, correlation=2, external_id=99).launch(30, correlation=3)
@@ -68,7 +69,8 @@ def test_gpu_breakdown_uses_device_window(tmp_path):
     assert rank.kind == "gpu" and rank.rank == 1
     assert rank.step_time_ms.median == pytest.approx(0.130)
     assert (rank.compute_ms, rank.comm_ms, rank.overlap_ms) == pytest.approx((0.080, 0.050, 0.010))
-    assert (rank.exposed_comm_ms, rank.idle_ms, rank.memory_ms) == pytest.approx((0.040, 0.010, 0.005))
+    assert (rank.exposed_comm_ms, rank.idle_ms, rank.memory_ms) == pytest.approx((0.040, 0.005, 0.005))
+    assert rank.memory_only_ms == pytest.approx(0.005) and rank.carried_over_ms == pytest.approx(0.005)
 
 
 def test_gpu_collective_metadata_from_cpu_op_by_correlation(tmp_path):

@@ -104,8 +104,9 @@ def test_one_nccl_rank_gives_the_shape_of_its_computation():
 
     alone = step_profile(load_run([Path(__file__).parent / "data" / "traces" / "nccl-v100-world1"], workers=1))
     assert (alone.world_size, alone.bucket_bytes, alone.transfers, alone.exposed_ms) == (1, [], [], 0.0)
-    # medians over the 5 steps, by hand from the trace: backward start, finalize_backward's end, step end
-    assert (alone.before_backward_ms, alone.backward_ms, alone.tail_ms) == pytest.approx((30.5325, 64.0905, 1.1125))
+    # medians over the 5 steps, by hand from the trace: backward start, finalize_backward's end, step end (the
+    # end of the last device work the step launched, a memcpy included)
+    assert (alone.before_backward_ms, alone.backward_ms, alone.tail_ms) == pytest.approx((30.5325, 64.0905, 1.11325))
     compute = fit_compute([alone, profile(n=2, compute=(30.0, 70.0, 1.0))])
     assert compute.slope_ms == pytest.approx((101.0 - alone.compute_ms) / 1)
     step_ms, exposed_ms = simulate_step(profile(), compute, LinkModel(5.0, 25.0, "test"), 1, [])

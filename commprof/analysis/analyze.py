@@ -48,6 +48,9 @@ def analyze_run(trace: RunTrace, name: str, kind: str, run: dict[str, Any] | Non
         steps += rank_steps
         per_rank.append((rank, windows))
         warnings += rank.warnings
+        if rank.empty_steps:
+            warnings.append(f"rank {rank.rank}: {', '.join(rank.empty_steps)} launched no device work: not counted "
+                            "as steps")
     if not summaries:
         reasons = "; ".join(f"{s.path}: {s.reason}" for s in trace.skipped) or "no usable events"
         raise UsageError(f"nothing to analyse: {reasons}")
@@ -61,7 +64,7 @@ def analyze_run(trace: RunTrace, name: str, kind: str, run: dict[str, Any] | Non
         steps=steps, run=run or {}, skipped=[SkippedFileInfo(s.path, s.reason) for s in trace.skipped],
         warnings=warnings, timeline=_typical_step(per_rank, steps),
         cross_rank=cross_rank(matching, per_rank, {s.rank: s.step_time_ms.median for s in summaries}),
-        missing_ranks=missing,
+        missing_ranks=missing, empty_steps={str(r.rank): list(r.empty_steps) for r, _ in per_rank if r.empty_steps},
     )
     return RunAnalysis(report, per_rank, matching)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import statistics
 
-from commprof.analysis.intervals import clip, intersect, total
+from commprof.analysis.intervals import clip, intersect, merge, total
 from commprof.results.report import RankSummary, Stat, StepBreakdown
 from commprof.trace.model import RankTrace, Step
 
@@ -24,15 +24,16 @@ def step_windows(rank: RankTrace) -> list[Step]:
 def breakdown_step(rank: RankTrace, step: Step) -> StepBreakdown:
     compute = clip(rank.compute, step.start, step.end)
     comm = clip(rank.communication, step.start, step.end)
+    memory = clip(rank.memory, step.start, step.end)
     overlap = total(intersect(compute, comm))
     compute_us, comm_us = total(compute), total(comm)
     window_us = step.end - step.start
-    busy_us = compute_us + comm_us - overlap
+    busy_us = total(merge([*compute, *comm, *memory]))  # memcpy/memset keep the device busy: not idle
     return StepBreakdown(
         rank=rank.rank, step=step.name, window_ms=window_us / US_PER_MS,
         compute_ms=compute_us / US_PER_MS, comm_ms=comm_us / US_PER_MS, overlap_ms=overlap / US_PER_MS,
         exposed_comm_ms=(comm_us - overlap) / US_PER_MS, idle_ms=(window_us - busy_us) / US_PER_MS,
-        memory_ms=total(clip(rank.memory, step.start, step.end)) / US_PER_MS,
+        memory_ms=total(memory) / US_PER_MS, carried_over_ms=step.carried_over_us / US_PER_MS,
     )
 
 
@@ -47,7 +48,7 @@ def summarize_rank(rank: RankTrace, steps: list[StepBreakdown]) -> RankSummary:
         rank=rank.rank, kind=rank.kind, steps=len(steps),
         step_time_ms=Stat(statistics.median(windows), percentile(windows, 95), window_mean),
         compute_ms=compute, comm_ms=comm, overlap_ms=mean("overlap_ms"), exposed_comm_ms=exposed,
-        idle_ms=mean("idle_ms"), memory_ms=mean("memory_ms"),
+        idle_ms=mean("idle_ms"), memory_ms=mean("memory_ms"), carried_over_ms=mean("carried_over_ms"),
         comm_compute_ratio=comm / compute if compute > 0 else None,
         exposed_fraction=exposed / window_mean if window_mean > 0 else 0.0,
         host=rank.host,

@@ -10,10 +10,16 @@ from __future__ import annotations
 import dataclasses
 
 from commprof.analysis.breakdown import breakdown_step, step_windows
+from commprof.analysis.whole_trace import hta_windows
 from commprof.results.report import StepBreakdown
 from commprof.trace.model import RankTrace
 
 MAX_DETAILED_RANKS = 64
+
+
+def digest_hta(rank: RankTrace) -> tuple[RankTrace, tuple[StepBreakdown, ...]]:
+    """digest() of the rank as Holistic Trace Analysis sees it (one window per GPU rank)."""
+    return digest(hta_windows(rank))
 
 
 def digest(rank: RankTrace) -> tuple[RankTrace, tuple[StepBreakdown, ...]]:

@@ -1,17 +1,20 @@
-"""Whole-trace figures in Holistic Trace Analysis's convention, for comparison with HTA.
+"""Holistic Trace Analysis's convention, for comparison with HTA (`commprof analyze --windows hta`).
 
-HTA measures one window per rank: from the first GPU kernel to the last kernel launched before
-the last ProfilerStep began (it drops the last, possibly incomplete, iteration), and reports
-overlap as |comm ∩ compute| / |comm|. commprof's report uses per-step windows instead; see
-docs/semantics.md for why and how far apart the two are on real traces.
+HTA measures one window per GPU rank: from the first device event to the end of the last one it keeps,
+keeping only the device work launched (in the trace) before the last ProfilerStep began. It reports idle,
+compute and non-compute as shares of that window, and overlap as |comm ∩ compute| / |comm|. commprof's report
+uses per-step windows instead; docs/semantics.md says why and how far apart the two are on real traces.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
-from commprof.analysis.intervals import clip, intersect, merge, total
-from commprof.trace.model import RankTrace
+from commprof.analysis.breakdown import breakdown_step
+from commprof.trace.model import RankTrace, Step
+
+HTA_WINDOW = "hta"
 
 
 @dataclass(frozen=True)
@@ -35,14 +38,20 @@ class WholeTrace:
         return 100 * self.non_compute_us / self.window_us
 
 
+def hta_windows(rank: RankTrace) -> RankTrace:
+    """The rank as HTA sees it: one window and only the device work HTA keeps (memcpy, memset and syncs as
+    memory). CPU ranks are returned as they are."""
+    if rank.hta is None:
+        return rank
+    view = rank.hta
+    return dataclasses.replace(rank, steps=(Step(HTA_WINDOW, *view.window),), compute=view.compute,
+                               communication=view.communication, memory=view.other, empty_steps=())
+
+
 def whole_trace(rank: RankTrace) -> WholeTrace:
-    everything = merge([*rank.compute, *rank.communication, *rank.memory])
-    start, end = rank.launched_before_last_step or (everything[0][0], everything[-1][1])
-    busy = clip(everything, start, end)
-    compute = clip(rank.compute, start, end)
-    comm = clip(rank.communication, start, end)
-    window = end - start
-    idle = window - total(busy)
-    comm_total = total(comm)
-    overlap = 100 * total(intersect(compute, comm)) / comm_total if comm_total else None
-    return WholeTrace(window, total(compute), idle, window - total(compute) - idle, overlap)
+    one = hta_windows(rank)
+    (window,) = one.steps
+    b = breakdown_step(one, window)
+    window_us, compute_us, idle_us = b.window_ms * 1000, b.compute_ms * 1000, b.idle_ms * 1000
+    overlap = 100 * b.overlap_ms / b.comm_ms if b.comm_ms else None
+    return WholeTrace(window_us, compute_us, idle_us, window_us - compute_us - idle_us, overlap)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -10,11 +11,20 @@ import typer
 from commprof.cli import console
 
 
+class Windows(str, Enum):
+    steps = "steps"
+    hta = "hta"
+
+
 def analyze(
     paths: Annotated[list[Path], typer.Argument(help="Trace folders or files (.json, .json.gz).", show_default=False)],
     name: Annotated[Optional[str], typer.Option(help="Report folder name [default: the folder or file name].")] = None,
     reports_dir: Annotated[Path, typer.Option(help="Where reports/<name>/ is written.")] = Path("reports"),
     workers: Annotated[Optional[int], typer.Option(help="Parallel processes for parsing [default: all cores].")] = None,
+    windows: Annotated[Windows, typer.Option(
+        help="steps: one window per profiler step (the device's steps on GPU traces). hta: Holistic Trace "
+             "Analysis's one window per GPU rank, only the device work launched before the last step, for "
+             "comparing with HTA.")] = Windows.steps,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the report paths.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print the report as JSON on stdout and nothing else there.")] = False,
 ) -> None:
@@ -22,4 +32,4 @@ def analyze(
     from commprof.commands.analyze import analyze as command
 
     console.set_json_mode(json_out)
-    console.finish(command(paths, name, reports_dir, workers), quiet)
+    console.finish(command(paths, name, reports_dir, workers, windows.value), quiet)

@@ -10,11 +10,11 @@ from commprof.errors import UsageError
 
 
 def analyze(paths: list[Path], name: str | None = None, reports_dir: Path = Path("reports"),
-            workers: int | None = None) -> Outcome:
+            workers: int | None = None, windows: str = "steps") -> Outcome:
     if workers is not None and workers < 1:
         raise UsageError(f"--workers must be >= 1, got {workers}")
     report, timeline = report_from_traces(paths, name=name or default_name(paths[0]), kind="analysis",
-                                          workers=workers)
+                                          workers=workers, windows=windows)
     return Outcome(report, write_report(report, reports_dir, report.name, timeline))
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from commprof.analysis.analyze import analyze, analyze_run
 from commprof.analysis.crossrank import measured_offsets
-from commprof.analysis.digest import MAX_DETAILED_RANKS, digest
+from commprof.analysis.digest import MAX_DETAILED_RANKS, digest, digest_hta
 from commprof.analysis.distortion import distortion_note, profiler_distortion
 from commprof.analysis.incomplete import completed_steps_only
 from commprof.analysis.sweep import sweep_result
@@ -19,7 +19,7 @@ from commprof.launch.runlog import read_run_json
 from commprof.results.common import Result
 from commprof.results.report import Report
 from commprof.trace.load import load_run, load_run_with
-from commprof.trace.model import RunTrace
+from commprof.trace.model import RankTrace, RunTrace
 
 
 def run_summary(meta: dict[str, Any]) -> dict[str, Any]:
@@ -40,21 +40,30 @@ def run_summary(meta: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def report_from_traces(paths: list[Path], name: str, kind: str, workers: int | None = None) -> tuple[Report, dict]:
-    """The report, and the job's aligned Chrome-trace timeline (timeline.json)."""
-    report, _, timeline = _analyse(paths, name, kind, workers)
+def report_from_traces(paths: list[Path], name: str, kind: str, workers: int | None = None,
+                       windows: str = "steps") -> tuple[Report, dict]:
+    """The report, and the job's aligned Chrome-trace timeline (timeline.json). windows="hta": HTA's one window
+    per GPU rank instead of the steps (analysis.whole_trace)."""
+    report, _, timeline = _analyse(paths, name, kind, workers, digest_hta if windows == "hta" else digest)
+    if windows == "hta":
+        report = dataclasses.replace(report, warnings=[*report.warnings, HTA_NOTE])
     return report, timeline
+
+
+HTA_NOTE = ("windows as Holistic Trace Analysis draws them: one per GPU rank, first to last device work launched "
+            "before the last profiler step (memcpy/memset as 'copies'); CPU ranks keep their steps")
 
 
 def report_and_trace(run_dir: Path, name: str) -> tuple[Report, RunTrace, dict]:
     """A run's report, the loaded traces it came from, and its timeline."""
-    return _analyse([run_dir], name, "run", None)
+    return _analyse([run_dir], name, "run", None, digest)
 
 
-def _analyse(paths: list[Path], name: str, kind: str, workers: int | None) -> tuple[Report, RunTrace, dict]:
+def _analyse(paths: list[Path], name: str, kind: str, workers: int | None,
+             prepare: Callable[[RankTrace], tuple[RankTrace, Any]]) -> tuple[Report, RunTrace, dict]:
     meta = read_run_json(paths[0]) if len(paths) == 1 and paths[0].is_dir() else None  # None: not commprof's run
     run = run_summary(meta) if meta else {}
-    loaded, breakdowns = load_run_with(paths, workers, digest)
+    loaded, breakdowns = load_run_with(paths, workers, prepare)
     trace, incomplete = completed_steps_only(loaded, run)
     if not trace.ranks:
         raise UsageError(f"{paths[0]}: {incomplete}; nothing to report")

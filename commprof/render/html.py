@@ -8,7 +8,7 @@ from html import escape
 from commprof.results.report import Report
 from commprof.render.tables import (BREAKDOWN_HEADERS, COLLECTIVE_HEADERS, DDP_CHECK_HEADERS, SKEW_HEADERS,
                                     SWEEP_HEADERS, TIMELINE_HEADERS, breakdown_rows, collective_row, ddp_check_row,
-                                    headline, peak_memory, profiler_cost, skew_rows, skew_summary, step_clock, sweep_row,
+                                    breakdown_notes, headline, skew_rows, skew_summary, step_clock, sweep_row,
                                     timeline_row)
 
 STYLE = """
@@ -62,8 +62,9 @@ def render_html(report: Report, images: dict[str, bytes]) -> str:
         parts.append(_sweep(report, images))
     parts += ["<h2>Where the step goes</h2>", html_image(images, "breakdown.png", "breakdown per rank"),
               "<p>Milliseconds per profiled step (mean) and percent of the step; compute + exposed communication + "
-              f"idle = step. {escape(step_clock(report))}.</p>", html_table(BREAKDOWN_HEADERS, breakdown_rows(report))]
-    parts += [f"<p>{escape(line)}.</p>" for line in (peak_memory(report), profiler_cost(report)) if line]
+              f"copies (memcpy/memset only) + idle = step. {escape(step_clock(report))}.</p>",
+              html_table(BREAKDOWN_HEADERS, breakdown_rows(report))]
+    parts += [f"<p>{escape(line)}.</p>" for line in breakdown_notes(report)]
     if report.timeline is not None:
         parts += ["<h2>One step on the timeline</h2>", html_image(images, "timeline.png", "step timeline")]
     parts.append("<h2>Collectives</h2>")

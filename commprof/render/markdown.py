@@ -5,7 +5,7 @@ from __future__ import annotations
 from commprof.results.report import Report
 from commprof.render.tables import (BREAKDOWN_HEADERS, COLLECTIVE_HEADERS, DDP_CHECK_HEADERS, SKEW_HEADERS,
                                     SWEEP_HEADERS, TIMELINE_HEADERS, breakdown_rows, collective_row, ddp_check_row,
-                                    headline, peak_memory, profiler_cost, skew_rows, skew_summary, step_clock, sweep_row,
+                                    breakdown_notes, headline, skew_rows, skew_summary, step_clock, sweep_row,
                                     timeline_row)
 
 
@@ -32,8 +32,9 @@ def render_markdown(report: Report) -> str:
         lines += _sweep_section(report)
     lines += ["## Step time breakdown", "",
               "Milliseconds per profiled step (mean over steps; step time also as median and p95), "
-              f"and percent of the mean step. compute + exposed comm + idle = step. {step_clock(report)}.", ""]
-    extra = [f"{line}." for line in (peak_memory(report), profiler_cost(report)) if line]
+              "and percent of the mean step. compute + exposed comm + copies (memcpy/memset only) + idle = step. "
+              f"{step_clock(report)}.", ""]
+    extra = [f"{line}." for line in breakdown_notes(report)]
     lines += extra + ([""] if extra else [])
     lines += markdown_table(BREAKDOWN_HEADERS, breakdown_rows(report)) + ["", "![breakdown](breakdown.png)", ""]
     if report.timeline is not None:

@@ -15,7 +15,8 @@ from commprof.results.compare import BackendRun  # noqa: E402
 from commprof.results.report import Report, SettingResult, StepTimeline, SweepResult  # noqa: E402
 from commprof.render.tables import QUANTILES, TOP_RANKS, many_ranks  # noqa: E402
 
-COLORS = {"compute": "#4C72B0", "overlap": "#8172B2", "exposed": "#DD8452", "idle": "#C8C8C8", "comm": "#DD8452"}
+COLORS = {"compute": "#4C72B0", "overlap": "#8172B2", "exposed": "#DD8452", "idle": "#C8C8C8", "comm": "#DD8452",
+          "memory": "#55A868"}
 
 
 def png_bytes(fig: Figure) -> bytes:
@@ -33,7 +34,8 @@ def breakdown_plot(report: Report) -> bytes:
     parts = [("computation only", [r.compute_ms - r.overlap_ms for r in ranks], COLORS["compute"]),
              ("computation + communication", [r.overlap_ms for r in ranks], COLORS["overlap"]),
              ("exposed communication", [r.exposed_comm_ms for r in ranks], COLORS["exposed"]),
-             ("idle / other", [r.idle_ms for r in ranks], COLORS["idle"])]
+             ("memcpy / memset only", [r.memory_only_ms for r in ranks], COLORS["memory"]),
+             ("idle", [r.idle_ms for r in ranks], COLORS["idle"])]
     left = [0.0] * len(ranks)
     for name, values, color in parts:
         ax.barh(labels, values, left=left, color=color, label=name)

@@ -6,7 +6,7 @@ import statistics
 
 from commprof.results.report import BucketEvent, CollectiveStats, CrossRank, RankSkew, RankSummary, Report, SettingResult
 
-BREAKDOWN_HEADERS = ("rank", "step ms", "p95", "compute", "comm", "overlap", "exposed", "idle", "ratio")
+BREAKDOWN_HEADERS = ("rank", "step ms", "p95", "compute", "comm", "overlap", "exposed", "copies", "idle", "ratio")
 SKEW_HEADERS = ("rank", "step ms", "wait ms", "transfer ms", "arrived last", "clock offset us")
 COLLECTIVE_HEADERS = ("op", "backend", "dtype", "ranks", "calls/step", "bytes/call", "ms", "algbw", "busbw")
 
@@ -20,7 +20,7 @@ def breakdown_row(r: RankSummary, label: str | None = None) -> tuple[str, ...]:
     ratio = f"{r.comm_compute_ratio:.2f}" if r.comm_compute_ratio is not None else "-"
     return (label or str(r.rank), f"{r.step_time_ms.median:.1f}", f"{r.step_time_ms.p95:.1f}",
             _ms_pct(r.compute_ms, step), _ms_pct(r.comm_ms, step), _ms_pct(r.overlap_ms, step),
-            _ms_pct(r.exposed_comm_ms, step), _ms_pct(r.idle_ms, step), ratio)
+            _ms_pct(r.exposed_comm_ms, step), _ms_pct(r.memory_only_ms, step), _ms_pct(r.idle_ms, step), ratio)
 
 
 # Beyond this many ranks, tables show the distribution over ranks and the top ranks instead of
@@ -43,11 +43,26 @@ def step_clock(report: Report) -> str:
     """What 'step' means in this report, in words: the clock every figure of the breakdown is on."""
     kinds = {r.kind for r in report.ranks}
     if kinds == {"gpu"}:
-        return ("GPU time: a step spans the device work it launched, first kernel to last; run.json's step times "
-                "are wall-clock")
+        return ("GPU time: a step spans the device work it launched (kernels, memcpy, memset), first to last, and "
+                "work carried over from before it that ran in between steps; run.json's step times are wall-clock")
     if kinds == {"cpu"}:
         return "CPU time: a step is its ProfilerStep range"
     return "GPU time on GPU ranks, CPU time on the others"
+
+
+def breakdown_notes(report: Report) -> list[str]:
+    """The sentences under the breakdown table: peak memory, the profiler's cost, carried-over work."""
+    return [line for line in (peak_memory(report), profiler_cost(report), carried_over(report)) if line]
+
+
+def carried_over(report: Report) -> str | None:
+    """Device work still running from before each step, when there is any worth saying (0.05 ms or more)."""
+    ranks = [r for r in report.ranks if r.carried_over_ms >= 0.05]
+    if not ranks:
+        return None
+    worst = max(ranks, key=lambda r: r.carried_over_ms)
+    return (f"Device work carried over from before the step runs inside it on {len(ranks)} rank(s), up to "
+            f"{worst.carried_over_ms:.2f} ms per step (rank {worst.rank}): counted where it runs")
 
 
 def peak_memory(report: Report) -> str | None:
@@ -84,7 +99,8 @@ def breakdown_rows(report: Report) -> list[tuple[str, ...]]:
         ratio = f"{_quantile(ratios, q):.2f}" if ratios else "-"
         rows.append((f"{name} of {len(ranks)}", f"{step['median']:.1f}", f"{step['p95']:.1f}",
                      *(_ms_pct(pick(a), step["mean"]) for a in ("compute_ms", "comm_ms", "overlap_ms",
-                                                              "exposed_comm_ms", "idle_ms")), ratio))
+                                                              "exposed_comm_ms", "memory_only_ms", "idle_ms")),
+                     ratio))
     slowest = sorted(ranks, key=lambda r: r.step_time_ms.median, reverse=True)[:TOP_RANKS]
     return rows + [breakdown_row(r, f"rank {r.rank} (slowest #{i + 1})") for i, r in enumerate(slowest)]
 

@@ -9,7 +9,7 @@ from rich.table import Table
 
 from commprof.results.report import Report
 from commprof.render.tables import (BREAKDOWN_HEADERS, COLLECTIVE_HEADERS, SKEW_HEADERS, SWEEP_HEADERS,
-                                    breakdown_rows, collective_row, headline, many_ranks, peak_memory, profiler_cost,
+                                    breakdown_notes, breakdown_rows, collective_row, headline, many_ranks,
                                     skew_rows, skew_summary, step_clock, sweep_row)
 
 
@@ -49,9 +49,8 @@ def show(report: Report, console: Console) -> None:
     per = "quantiles over ranks, then the slowest ranks" if many_ranks(report) else "per rank"
     console.print(rich_table(f"Where the step goes, {per} (ms per step and % of the step; all ranks in report.json; "
                              f"{step_clock(report)})", BREAKDOWN_HEADERS, breakdown_rows(report)))
-    for line in (peak_memory(report), profiler_cost(report)):
-        if line:
-            console.print(escape(line))
+    for line in breakdown_notes(report):
+        console.print(escape(line))
     if report.collectives:
         console.print(rich_table("Collectives in the profiled steps (algbw, busbw in GB/s)", COLLECTIVE_HEADERS,
                                  [collective_row(c) for c in report.collectives], left=("op", "backend", "dtype")))

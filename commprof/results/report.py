@@ -30,11 +30,12 @@ class StepBreakdown:
     exposed_comm_ms: float
     idle_ms: float
     memory_ms: float
+    carried_over_ms: float = 0.0  # GPU: device work from before the step still running in its window
 
 
 @dataclass(frozen=True)
 class RankSummary:
-    """Per rank. Components are means over steps, so compute + exposed + idle = step_time_ms.mean."""
+    """Per rank. Components are means over steps, so compute + exposed + memory_only + idle = step_time_ms.mean."""
 
     rank: int
     kind: str
@@ -49,6 +50,12 @@ class RankSummary:
     comm_compute_ratio: float | None
     exposed_fraction: float
     host: str | None = None
+    carried_over_ms: float = 0.0  # GPU: device work from before the step still running in its window
+
+    @property
+    def memory_only_ms(self) -> float:
+        """memcpy/memset time under neither computation nor communication."""
+        return max(0.0, self.step_time_ms.mean - self.compute_ms - self.exposed_comm_ms - self.idle_ms)
 
 
 @dataclass(frozen=True)
@@ -191,4 +198,6 @@ class Report(Result):
     incomplete: str | None = None  # why the report covers only part of the run (it failed), or None
     missing_ranks: list[int] = field(default_factory=list)  # ranks of the job with no trace here
     profiler_distortion: list[ProfilerDistortion] = field(default_factory=list)  # commprof's runs only
+    # GPU ranks: ProfilerSteps that launched no device work, by rank (listed, not counted as steps)
+    empty_steps: dict[str, list[str]] = field(default_factory=dict)
     schema_version: int = SCHEMA_VERSION

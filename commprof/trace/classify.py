@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import re
 from bisect import bisect_left, bisect_right
-from collections import defaultdict
 from itertools import accumulate
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ from typing import Any
 from commprof.analysis.intervals import merge, subtract
 from commprof.errors import TraceError
 from commprof.trace import rules
+from commprof.trace.gpu_steps import DeviceOp, device_steps, hta_view
 from commprof.trace.launches import enclosing_ranges, launching_backend, meta_from_ranges
 from commprof.trace.meta import CollectiveMeta, meta_from_args
 from commprof.trace.model import Collective, Interval, RankTrace, Step
@@ -38,13 +38,15 @@ def classify(path: Path, trace: TraceFile) -> RankTrace:
     rank, warnings = _rank(path, info)
     cpu_steps = _steps(events)
     kernels = [e for e in events if e.cat in rules.KERNEL_CATS]
-    hta_window = None
+    hta, empty_steps = None, ()
     backward_starts, backward_ends = _backward_starts(events, cpu_steps), _backward_ends(events, cpu_steps)
     if kernels:
         device = _DeviceWork(events, kernels)
         clock = _GpuClock(device)
         compute, comm, memory, collectives = _gpu(events, device, info, cpu_steps, clock)
-        steps, hta_window = _device_steps(device, cpu_steps)
+        work = _device_ops(events, device)
+        steps, empty_steps = device_steps(work, cpu_steps) if cpu_steps else (cpu_steps, ())
+        hta = hta_view(work, cpu_steps, ns_resolution=any(e.ts != int(e.ts) for e in events))
         backward_starts = tuple(clock.started_from(t) for t in backward_starts)
         backward_ends = tuple(clock.done_by(t) for t in backward_ends)
     else:
@@ -57,7 +59,7 @@ def classify(path: Path, trace: TraceFile) -> RankTrace:
         base_us=(trace.baseTimeNanoseconds or 0) / 1000.0,
         steps=tuple(steps), compute=tuple(compute), communication=tuple(comm), memory=tuple(memory),
         collectives=tuple(sorted(collectives, key=lambda c: c.start)),
-        host=trace.host_name, warnings=tuple(warnings), launched_before_last_step=hta_window,
+        host=trace.host_name, warnings=tuple(warnings), hta=hta, empty_steps=empty_steps,
     )
 
 
@@ -74,10 +76,6 @@ def _steps(events: list[Event]) -> list[Step]:
     steps = [Step(e.name, e.ts, e.ts + e.dur) for e in events
              if e.cat in rules.CPU_OP_CATS and rules.STEP_NAME.match(e.name)]
     return sorted(steps, key=lambda s: s.start)
-
-
-def _span(intervals: list[Interval]) -> Interval:
-    return min(s for s, _ in intervals), max(e for _, e in intervals)
 
 
 class _DeviceWork:
@@ -257,29 +255,12 @@ def _launch_op_meta(events: list[Event]) -> dict[Any, CollectiveMeta]:
     return found
 
 
-def _device_steps(device: _DeviceWork, cpu_steps: list[Step]) -> tuple[list[Step], Interval | None]:
-    """GPU step windows: from the first to the last kernel launched during each CPU step.
-    Also the span of device work launched before the last step began (HTA's window)."""
-    if not cpu_steps:
-        return cpu_steps, None
-    by_step: dict[int, list[Interval]] = defaultdict(list)
-    before_last: list[Interval] = []
-    starts = [s.start for s in cpu_steps]
-    for event, args in device.kernels + device.memory:
-        launched = device.launch_ts.get(args.get("correlation"))
-        if launched is None:
-            continue
-        if launched < cpu_steps[-1].start:
-            before_last.append((event.ts, event.ts + event.dur))
-        index = _step_index(starts, cpu_steps, launched)
-        if index is not None and event.cat in rules.KERNEL_CATS:
-            by_step[index].append((event.ts, event.ts + event.dur))
-    steps = [Step(step.name, *_span(by_step[i])) if by_step.get(i) else step for i, step in enumerate(cpu_steps)]
-    return steps, (_span(before_last) if before_last and len(cpu_steps) > 1 else None)
+def _device_ops(events: list[Event], device: _DeviceWork) -> list[DeviceOp]:
+    def launched(args: dict[str, Any]) -> float | None:
+        return device.launch_ts.get(args.get("correlation"))
 
-
-def _step_index(starts: list[float], steps: list[Step], ts: float) -> int | None:
-    i = bisect_right(starts, ts) - 1
-    if i >= 0 and ts <= steps[i].end:
-        return i
-    return None
+    ops = [DeviceOp(k.ts, k.ts + k.dur, launched(a), "comm" if device.is_comm(k) else "compute")
+           for k, a in device.kernels]
+    ops += [DeviceOp(e.ts, e.ts + e.dur, launched(a), "memory") for e, a in device.memory]
+    ops += [DeviceOp(e.ts, e.ts + e.dur, launched(decode_args(e)), "sync") for e in events if e.cat in rules.SYNC_CATS]
+    return ops

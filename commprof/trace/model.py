@@ -12,6 +12,18 @@ class Step:
     name: str
     start: float
     end: float
+    # GPU traces: device time inside this window of work the step did not launch (still running from before)
+    carried_over_us: float = 0.0
+
+
+@dataclass(frozen=True)
+class DeviceView:
+    """A GPU rank as Holistic Trace Analysis sees it: one window, and only the device work it keeps."""
+
+    window: Interval
+    compute: tuple[Interval, ...]
+    communication: tuple[Interval, ...]
+    other: tuple[Interval, ...]  # memcpy, memset, syncs: busy, neither computation nor communication
 
 
 @dataclass(frozen=True)
@@ -47,8 +59,10 @@ class RankTrace:
     collectives: tuple[Collective, ...]
     host: str | None = None
     warnings: tuple[str, ...] = ()
-    # GPU only: span of the device work launched before the last ProfilerStep began (HTA's window)
-    launched_before_last_step: Interval | None = None
+    # GPU only: the trace as HTA sees it (commprof analyze --windows hta)
+    hta: DeviceView | None = None
+    # GPU only: ProfilerSteps that launched no device work (not steps of the device's timeline)
+    empty_steps: tuple[str, ...] = ()
     # per step (same order as steps): start of the first autograd op in it, or None; on GPU traces when
     # the device began the first work launched from then on
     backward_starts: tuple[float | None, ...] = ()

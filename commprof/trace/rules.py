@@ -21,6 +21,8 @@ COMM_LAUNCHING_OPS = (
 )
 KERNEL_CATS = frozenset({"kernel"})
 MEMORY_CATS = frozenset({"gpu_memcpy", "gpu_memset"})
+# The device waiting on an event or stream: idle for commprof, busy "other" time for HTA.
+SYNC_CATS = frozenset({"cuda_sync"})
 # CPU-side ranges during which a CPU backend is moving data (Gloo worker threads, MPI).
 CPU_COMM_RANGE = re.compile(r"^(gloo|mpi):")
 # CPU-side ops that launch, describe or wait for a collective: not transfer time, not computation.

@@ -62,7 +62,7 @@ def stream_trace(path: Path) -> TraceFile:
     has_kernels, launches = False, set()
     for item in _EdgeKeepingItems(path):
         cat = item.get("cat")
-        if cat in rules.KERNEL_CATS or cat in rules.MEMORY_CATS:
+        if cat in rules.KERNEL_CATS or cat in rules.MEMORY_CATS or cat in rules.SYNC_CATS:
             has_kernels = has_kernels or cat in rules.KERNEL_CATS
             if isinstance(item.get("args"), dict):
                 launches.add(item["args"].get("correlation"))
@@ -79,7 +79,7 @@ def stream_trace(path: Path) -> TraceFile:
 
 def _used_with_kernels(item: dict[str, Any], launches: set[Any]) -> bool:
     cat, name = item.get("cat"), str(item.get("name", ""))
-    if cat in rules.KERNEL_CATS or cat in rules.MEMORY_CATS:
+    if cat in rules.KERNEL_CATS or cat in rules.MEMORY_CATS or cat in rules.SYNC_CATS:
         return True
     if cat in rules.RUNTIME_CATS:
         args = item.get("args")
@@ -123,13 +123,13 @@ def _lean(item: dict[str, Any]) -> Event:
                  dur=item.get("dur"), args=msgspec.Raw(msgspec.json.encode(args)) if args else msgspec.Raw())
 
 
-_LINKED_CATS = rules.KERNEL_CATS | rules.MEMORY_CATS | rules.RUNTIME_CATS
+_LINKED_CATS = rules.KERNEL_CATS | rules.MEMORY_CATS | rules.SYNC_CATS | rules.RUNTIME_CATS
 
 
 def _needs_all_args(name: str, cat: str) -> bool:
     """The events whose args the classifier reads in full: collective kernels, ops and ranges."""
-    return bool(rules.comm_kernel_backend(name) or rules.COLLECTIVE_LAUNCH.match(name) or rules.CPU_COMM_RANGE.match(name)
-                or rules.comm_launching_backend(name))
+    return bool(rules.comm_kernel_backend(name) or rules.comm_launching_backend(name)
+                or rules.COLLECTIVE_LAUNCH.match(name) or rules.CPU_COMM_RANGE.match(name))
 
 
 def _header(data: bytes) -> dict[str, Any]:

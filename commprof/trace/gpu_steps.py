@@ -1,0 +1,76 @@
+"""GPU step windows from the device work each CPU step launched, and Holistic Trace Analysis's one window.
+
+See docs/semantics.md ("Step windows", "Where commprof differs from HTA")."""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_right
+from collections import defaultdict
+from dataclasses import dataclass
+
+from commprof.analysis.intervals import clip, merge, total
+from commprof.trace.model import DeviceView, Interval, Step
+
+
+@dataclass(frozen=True)
+class DeviceOp:
+    """A kernel, memcpy, memset or sync on the device, and when the CPU launched it (None: not in the trace)."""
+
+    start: float
+    end: float
+    launched: float | None
+    kind: str  # "compute", "comm", "memory" or "sync"
+
+
+def device_steps(work: list[DeviceOp], cpu_steps: list[Step]) -> tuple[list[Step], tuple[str, ...]]:
+    """The device's steps tile its timeline: a step begins with the first device work (kernel, memcpy, memset) it
+    launched and lasts until the next step begins; the last one until its own work ends. Work still running from
+    before (launched by an earlier step, or with its launch outside the trace) is counted where it runs, and its
+    time inside the window is the step's carried_over_us. Steps that launched nothing are returned apart by name,
+    unless no step launched anything (then the CPU windows stay)."""
+    launched = [op for op in work if op.kind != "sync"]
+    starts = [s.start for s in cpu_steps]
+    owner = [_step_index(starts, cpu_steps, op.launched) for op in launched]
+    own: dict[int, list[Interval]] = defaultdict(list)
+    for op, index in zip(launched, owner):
+        if index is not None:
+            own[index].append((op.start, op.end))
+    if not own:
+        return cpu_steps, ()
+    begins = {i: min(s for s, _ in spans) for i, spans in own.items()}
+    order = sorted(own)
+    ends = {i: max(begins[i], begins[following]) for i, following in zip(order, order[1:])}
+    ends[order[-1]] = max(e for _, e in own[order[-1]])
+    windows = []
+    for i in order:
+        start, end = begins[i], ends[i]
+        others = merge((op.start, op.end) for op, index in zip(launched, owner)
+                       if index != i and op.end > start and op.start < end)
+        windows.append(Step(cpu_steps[i].name, start, end, carried_over_us=total(clip(others, start, end))))
+    return windows, tuple(cpu_steps[i].name for i in range(len(cpu_steps)) if i not in own)
+
+
+def hta_view(work: list[DeviceOp], cpu_steps: list[Step], ns_resolution: bool) -> DeviceView | None:
+    """HTA 0.5.0's window: with two steps or more, only the device work whose launch is in the trace before the
+    last ProfilerStep began (HTA drops the last, possibly incomplete, iteration); the window spans it all. On a
+    trace with sub-microsecond times HTA rounds every event inwards to whole microseconds (start up, end down)."""
+    kept = [op for op in work if op.launched is not None and op.launched < cpu_steps[-1].start] \
+        if len(cpu_steps) > 1 else work
+    spans = [((math.ceil(op.start), math.floor(op.end)) if ns_resolution else (op.start, op.end), op.kind)
+             for op in kept]
+    if not spans:
+        return None
+
+    def of(*kinds: str) -> tuple[Interval, ...]:
+        return tuple(merge(span for span, kind in spans if kind in kinds and span[1] > span[0]))
+
+    return DeviceView(window=(min(s for (s, _), _ in spans), max(e for (_, e), _ in spans)), compute=of("compute"),
+                      communication=of("comm"), other=of("memory", "sync"))
+
+
+def _step_index(starts: list[float], steps: list[Step], ts: float | None) -> int | None:
+    if ts is None:
+        return None
+    i = bisect_right(starts, ts) - 1
+    return i if i >= 0 and ts <= steps[i].end else None
