@@ -1,7 +1,8 @@
 """Across ranks: match collectives, align clocks, split each rank's time into wait and transfer.
 
 Matching: within a profiler step, the k-th collective of a process group on every rank is the
-same collective (programs issue collectives in the same order on every rank).
+same collective (programs issue collectives in the same order on every rank); the k-th send from
+rank s to rank r is the k-th receive on r from s (when the trace names the peer).
 
 Clock alignment: ranks on one host share a clock. Across hosts, commprof run measures the
 offsets at start (run.json); without them (traces from elsewhere), synchronising collectives
@@ -22,7 +23,7 @@ from commprof.results.report import CrossRank, RankSkew
 from commprof.trace.model import Collective, RankTrace, RunTrace, Step
 
 ALIGN_OPS = frozenset({"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "barrier"})
-Key = tuple[str, str, int]  # (step name, process group, index within that step and group)
+Key = tuple[str, str, int]  # (step name, process group or "p2p s->r", index within that step and group)
 
 
 @dataclass(frozen=True)
@@ -33,20 +34,26 @@ class _Call:
     source: Collective
 
 
-def _keyed_calls(rank: RankTrace, windows: list[Step], reference_base: float) -> dict[Key, _Call]:
+def _keyed_calls(rank: RankTrace, windows: list[Step], reference_base: float) -> tuple[dict[Key, _Call], int]:
+    """The rank's collectives by matching key, and how many point-to-point calls name no peer (never matched)."""
     calls: dict[Key, _Call] = {}
     counters: dict[tuple[str, str], int] = defaultdict(int)
+    no_peer = 0
+    # relative to one base: epoch microseconds (~1.8e15) would cost sub-microsecond precision
+    base = rank.base_us - reference_base
     for window in windows:
         for c in sorted(in_windows(rank.collectives, [window]), key=lambda c: c.start):
-            if c.op == "send_recv":  # point-to-point pairs do not line up rank by rank
-                continue
-            group = c.process_group or "default"
-            index = counters[(window.name, group)]
-            counters[(window.name, group)] += 1
-            # relative to one base: epoch microseconds (~1.8e15) would cost sub-microsecond precision
-            base = rank.base_us - reference_base
-            calls[(window.name, group, index)] = _Call(c.op, c.start + base, c.end + base, c)
-    return calls
+            if c.op == "send_recv":
+                if c.peer is None or c.sends is None:
+                    no_peer += 1
+                    continue
+                sender, receiver = (rank.rank, c.peer) if c.sends else (c.peer, rank.rank)
+                slot = (window.name, f"p2p {sender}->{receiver}")
+            else:
+                slot = (window.name, c.process_group or "default")
+            calls[(*slot, counters[slot])] = _Call(c.op, c.start + base, c.end + base, c)
+            counters[slot] += 1
+    return calls, no_peer
 
 
 @dataclass(frozen=True)
@@ -111,55 +118,74 @@ class Matching:
     offsets: dict[int, float]  # microseconds added to a rank's epoch times
     alignment: str
     collectives: list[MatchedCollective]
+    unmatched_calls: int = 0  # calls on some rank that no other rank's call matched (or send/recv without a peer)
 
 
 def match_collectives(per_rank: list[tuple[RankTrace, list[Step]]], measured: MeasuredClocks | None = None) -> Matching:
     ranks = [r for r, _ in per_rank]
-    calls = {r.rank: _keyed_calls(r, w, ranks[0].base_us) for r, w in per_rank}
+    keyed = {r.rank: _keyed_calls(r, w, ranks[0].base_us) for r, w in per_rank}
+    calls = {rank: found for rank, (found, _) in keyed.items()}
+    unmatched = sum(no_peer for _, no_peer in keyed.values())
     offsets, method = _clock_offsets(ranks, calls, measured)
     matched = []
     for key in sorted(set().union(*(c.keys() for c in calls.values()))):
         present = {r: calls[r][key] for r in calls if key in calls[r]}
         if len(present) < 2 or len({c.op for c in present.values()}) != 1:
+            unmatched += len(present)
             continue
         spans = {r: (c.start + offsets[r], c.end + offsets[r]) for r, c in present.items()}
         matched.append(MatchedCollective(next(iter(present.values())).op, spans,
                                          {r: c.source for r, c in present.items()}))
-    return Matching(offsets, method, matched)
+    return Matching(offsets, method, matched, unmatched)
 
 
 def cross_rank(matching: Matching | None, per_rank: list[tuple[RankTrace, list[Step]]],
                median_step_ms: dict[int, float]) -> CrossRank | None:
-    """Wait, transfer and the straggler from the matched collectives (None with one rank)."""
+    """Wait, transfer and the straggler from the matched collectives (None with one rank). The straggler is the
+    rank whose late arrival costs the others the most waiting: at each matched collective, the waiting of every
+    other rank (last start - its start) is charged to the rank that arrived last."""
     if matching is None:
         return None
     ranks = [r for r, _ in per_rank]
-    steps = {r.rank: len(w) for r, w in per_rank}
-    offsets, method = matching.offsets, matching.alignment
+    steps = {r.rank: max(1, len(w)) for r, w in per_rank}
     wait: dict[int, float] = defaultdict(float)
     transfer: dict[int, float] = defaultdict(float)
+    caused: dict[int, float] = defaultdict(float)
+    caused_at: dict[int, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     last_count: dict[int, int] = defaultdict(int)
     lateness: dict[int, list[float]] = defaultdict(list)
-    matched = len(matching.collectives)
     for collective in matching.collectives:
         starts = {r: start for r, (start, _) in collective.spans.items()}
         last_rank = max(starts, key=starts.get)
         last_start = starts[last_rank]
         last_count[last_rank] += 1
-        others = [s for r, s in starts.items() if r != last_rank]
-        lateness[last_rank].append(last_start - statistics.median(others))
+        lateness[last_rank].append(last_start - statistics.median(s for r, s in starts.items() if r != last_rank))
+        waited = sum(last_start - s for s in starts.values())
+        caused[last_rank] += waited
+        caused_at[last_rank][collective.op] += waited
         for r, (start, end) in collective.spans.items():
             wait[r] += last_start - start
             transfer[r] += max(0.0, end - last_start)
-    skews = [RankSkew(rank=r.rank, clock_offset_us=offsets[r.rank], wait_ms=wait[r.rank] / steps[r.rank] / 1000,
-                      transfer_ms=transfer[r.rank] / steps[r.rank] / 1000, last_arrivals=last_count[r.rank],
-                      median_step_ms=median_step_ms[r.rank]) for r in ranks]
-    late_ranks = [r for r, count in last_count.items() if count > 0]
-    straggler = max(late_ranks, key=lambda r: (last_count[r], sum(lateness[r]))) if late_ranks else None
+
+    def per_step_ms(rank: int, us: float) -> float:
+        return us / steps[rank] / 1000
+
+    skews = [RankSkew(rank=r.rank, clock_offset_us=matching.offsets[r.rank], wait_ms=per_step_ms(r.rank, wait[r.rank]),
+                      transfer_ms=per_step_ms(r.rank, transfer[r.rank]), last_arrivals=last_count[r.rank],
+                      median_step_ms=median_step_ms[r.rank], wait_caused_ms=per_step_ms(r.rank, caused[r.rank]))
+             for r in ranks]
+    costly = [r for r, us in caused.items() if us > 0]
+    straggler = max(costly, key=lambda r: caused[r]) if costly else None
+    where = sorted(caused_at[straggler].items(), key=lambda item: -item[1])[:TOP_OPS] if straggler is not None else []
     slowest = max(median_step_ms, key=median_step_ms.get)
     return CrossRank(
-        ranks=skews, matched_collectives=matched, alignment=method, straggler=straggler,
-        straggler_late_ms=statistics.fmean(lateness[straggler]) / 1000 if straggler is not None else 0.0,
+        ranks=skews, matched_collectives=len(matching.collectives), alignment=matching.alignment, straggler=straggler,
+        straggler_late_ms=statistics.fmean(lateness[straggler]) / 1000 if straggler in lateness else 0.0,
         step_spread_ms=median_step_ms[slowest] - min(median_step_ms.values()), slowest_rank=slowest,
+        straggler_cost_ms=per_step_ms(straggler, caused[straggler]) if straggler is not None else 0.0,
+        straggler_ops={op: per_step_ms(straggler, us) for op, us in where},
+        unmatched_calls=matching.unmatched_calls,
     )
 
+
+TOP_OPS = 3  # the collectives named where the straggler makes the others wait

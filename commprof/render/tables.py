@@ -7,7 +7,8 @@ import statistics
 from commprof.results.report import BucketEvent, CollectiveStats, CrossRank, RankSkew, RankSummary, Report, SettingResult
 
 BREAKDOWN_HEADERS = ("rank", "step ms", "p95", "compute", "comm", "overlap", "exposed", "copies", "idle", "ratio")
-SKEW_HEADERS = ("rank", "step ms", "wait ms", "transfer ms", "arrived last", "clock offset us")
+SKEW_HEADERS = ("rank", "step ms", "wait ms", "transfer ms", "makes others wait ms", "arrived last",
+                "clock offset us")
 COLLECTIVE_HEADERS = ("op", "backend", "dtype", "ranks", "calls/step", "bytes/call", "ms", "algbw", "busbw")
 
 
@@ -135,21 +136,23 @@ def headline(report: Report) -> str:
 
 
 def skew_row(r: RankSkew) -> tuple[str, ...]:
-    return (str(r.rank), f"{r.median_step_ms:.1f}", f"{r.wait_ms:.2f}", f"{r.transfer_ms:.2f}", str(r.last_arrivals),
-            f"{r.clock_offset_us:.0f}")
+    return (str(r.rank), f"{r.median_step_ms:.1f}", f"{r.wait_ms:.2f}", f"{r.transfer_ms:.2f}",
+            f"{r.wait_caused_ms:.2f}", str(r.last_arrivals), f"{r.clock_offset_us:.0f}")
 
 
 def skew_rows(skew: CrossRank) -> list[tuple[str, ...]]:
-    """One row per rank; or, for many ranks, quantiles of wait and transfer, then the ranks most often last."""
+    """One row per rank; or, for many ranks, quantiles of wait and transfer, then the ranks that cost the others
+    the most waiting."""
     if len(skew.ranks) <= MAX_RANK_ROWS:
         return [skew_row(r) for r in skew.ranks]
     rows = []
     for name, q in QUANTILES:
         value = lambda attr: _quantile([getattr(r, attr) for r in skew.ranks], q)  # noqa: E731
         rows.append((f"{name} of {len(skew.ranks)}", f"{value('median_step_ms'):.1f}", f"{value('wait_ms'):.2f}",
-                     f"{value('transfer_ms'):.2f}", f"{value('last_arrivals'):.0f}", f"{value('clock_offset_us'):.0f}"))
-    latest = sorted(skew.ranks, key=lambda r: (r.last_arrivals, r.median_step_ms), reverse=True)[:TOP_RANKS]
-    return rows + [(f"rank {r.rank} (last #{i + 1})", *skew_row(r)[1:]) for i, r in enumerate(latest)]
+                     f"{value('transfer_ms'):.2f}", f"{value('wait_caused_ms'):.2f}", f"{value('last_arrivals'):.0f}",
+                     f"{value('clock_offset_us'):.0f}"))
+    costly = sorted(skew.ranks, key=lambda r: (r.wait_caused_ms, r.last_arrivals), reverse=True)[:TOP_RANKS]
+    return rows + [(f"rank {r.rank} (costliest #{i + 1})", *skew_row(r)[1:]) for i, r in enumerate(costly)]
 
 
 def skew_summary(report: Report) -> str:
@@ -157,9 +160,17 @@ def skew_summary(report: Report) -> str:
     parts = [f"{skew.matched_collectives} collectives matched across ranks; clocks: {skew.alignment}."]
     if report.missing_ranks:
         parts.append(f"Only the {len(skew.ranks)} ranks present: {len(report.missing_ranks)} have no trace here.")
+    if skew.unmatched_calls:
+        parts.append(f"{skew.unmatched_calls} call(s) matched no other rank's (send/recv without a named peer, or a "
+                     "collective missing on the other ranks).")
     if skew.straggler is not None:
-        parts.append(f"Straggler: rank {skew.straggler}, which the others wait for most often "
-                     f"(arrives {skew.straggler_late_ms:.2f} ms after the median of the others when last).")
+        where = ", ".join(f"{op} {ms:.2f} ms" for op, ms in skew.straggler_ops.items())
+        others = sorted((r for r in skew.ranks if r.rank != skew.straggler and r.wait_caused_ms > 0),
+                        key=lambda r: -r.wait_caused_ms)[:2]
+        runner_up = "; next: " + ", ".join(f"rank {r.rank} ({r.wait_caused_ms:.2f} ms)" for r in others) if others else ""
+        parts.append(f"Straggler: rank {skew.straggler}, which makes the others wait {skew.straggler_cost_ms:.2f} ms per "
+                     f"step in all (at {where}){runner_up}. When last it arrives {skew.straggler_late_ms:.2f} ms after "
+                     "the median of the others.")
     parts.append(f"Step time spread: {skew.step_spread_ms:.1f} ms (slowest rank {skew.slowest_rank}).")
     return " ".join(parts)
 

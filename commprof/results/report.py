@@ -82,6 +82,7 @@ class RankSkew:
     transfer_ms: float  # per step: from the last rank's arrival to the end
     last_arrivals: int  # matched collectives where this rank arrived last
     median_step_ms: float
+    wait_caused_ms: float = 0.0  # per step: the others' waiting at the collectives where this rank arrived last
 
 
 @dataclass(frozen=True)
@@ -89,10 +90,13 @@ class CrossRank:
     ranks: list[RankSkew]
     matched_collectives: int
     alignment: str  # how clocks were aligned, in words
-    straggler: int | None  # the rank the others wait for most often
-    straggler_late_ms: float  # mean, over matched collectives, of its arrival after the median of the others
+    straggler: int | None  # the rank whose late arrivals cost the others the most waiting
+    straggler_late_ms: float  # mean, over the collectives where it was last, of its arrival after the others' median
     step_spread_ms: float  # slowest minus fastest median step time
     slowest_rank: int
+    straggler_cost_ms: float = 0.0  # per step: the others' waiting it causes (its wait_caused_ms)
+    straggler_ops: dict[str, float] = field(default_factory=dict)  # op -> that waiting per step, largest first
+    unmatched_calls: int = 0  # collective calls no other rank's call matched (send/recv without a named peer too)
 
 
 @dataclass(frozen=True)

@@ -226,7 +226,7 @@ def _collective(meta: CollectiveMeta, op_hint: str | None, backend: str, event: 
     return Collective(
         op=meta.op or op_hint or "unknown", backend=backend, start=event.ts, end=event.ts + event.dur,
         nbytes=meta.nbytes, dtype=meta.dtype, group_size=group_size, process_group=meta.process_group, lane=lane,
-        ready=ready,
+        ready=ready, peer=meta.peer, sends=meta.sends,
     )
 
 

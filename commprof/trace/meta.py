@@ -16,6 +16,8 @@ class CollectiveMeta:
     dtype: str | None = None
     group_size: int | None = None
     process_group: str | None = None
+    peer: int | None = None  # send/recv: the global rank at the other end
+    sends: bool | None = None  # send/recv: True for a send, False for a recv
 
     @property
     def nbytes(self) -> int | None:
@@ -43,8 +45,17 @@ def meta_from_args(args: dict[str, Any]) -> CollectiveMeta:
         dtype = dtype or dtype_from_shapes
     group = args.get("Group size")
     pg = args.get("Process Group Name", args.get("Process Group ID"))
+    direction = name.lower() if isinstance(name, str) else ""
+    peer = _int(args.get("Dst Rank" if direction == "send" else "Src Rank")) if direction in ("send", "recv") else None
     return CollectiveMeta(op, nelems, dtype, group if isinstance(group, int) and group > 0 else None,
-                          str(pg) if pg is not None else None)
+                          str(pg) if pg is not None else None, peer, direction == "send" if peer is not None else None)
+
+
+def _int(value: Any) -> int | None:
+    """A rank written as a number or as a string of digits."""
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _max_int(*values: Any) -> int | None:

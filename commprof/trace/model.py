@@ -42,6 +42,8 @@ class Collective:
     # when it could start: on CPU traces its launch; on GPU traces the end of the device work launched before
     # it (a GPU time, like start and end). For DDP: when the bucket became ready.
     ready: float | None = None
+    peer: int | None = None  # send/recv: the global rank at the other end, when the trace names it
+    sends: bool | None = None  # send/recv: True for a send, False for a recv
 
 
 @dataclass(frozen=True)
