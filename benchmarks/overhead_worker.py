@@ -68,7 +68,8 @@ def overhead_main(payload: dict[str, Any], progress_path: str) -> dict[str, Any]
                     if kind == "plain":
                         results["plain_for_active"].append(_block(plain.train_step, block, cuda))
                     else:
-                        first, rest = _active_block(instrumented, recorder, block, cuda, ctx.rank)
+                        first, rest = _active_block(instrumented, recorder, block, cuda, ctx.rank,
+                                                    payload.get("record_shapes", True))
                         results["active_first"].append(first)
                         results["active"].append(rest)
         if ctx.rank == 0:
@@ -99,10 +100,11 @@ def _instrumented_step(trainer: Trainer, recorder: StepRecorder, prof) -> None:
     prof.step()
 
 
-def _active_block(trainer: Trainer, recorder: StepRecorder, steps: int, cuda: bool, rank: int) -> tuple[float, float]:
+def _active_block(trainer: Trainer, recorder: StepRecorder, steps: int, cuda: bool, rank: int,
+                  record_shapes: bool) -> tuple[float, float]:
     """(first recorded step, mean of the next steps - 1) in an active window; the export is not timed."""
     with tempfile.TemporaryDirectory() as tmp:
-        prof = make_profiler(ProfileSchedule(wait=0, warmup=1, active=steps), cuda, Path(tmp), rank)
+        prof = make_profiler(ProfileSchedule(wait=0, warmup=1, active=steps), cuda, Path(tmp), rank, record_shapes)
         with prof:
             _instrumented_step(trainer, recorder, prof)  # the warm-up step: profiler starting, discarded
             first = _timed(lambda: _instrumented_step(trainer, recorder, prof), cuda)

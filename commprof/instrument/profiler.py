@@ -21,17 +21,19 @@ def trace_path(run_dir: Path, rank: int) -> Path:
     return run_dir / TRACE_FILE.format(rank=rank)
 
 
-def make_profiler(sched: ProfileSchedule | None, use_cuda: bool, run_dir: Path, rank: int) -> profile:
+def make_profiler(sched: ProfileSchedule | None, use_cuda: bool, run_dir: Path, rank: int,
+                  record_shapes: bool = True) -> profile:
     """The profiler of one rank, writing its trace when the schedule's window ends; without a schedule it
-    records from start to stop and writes nothing by itself (`write_trace(prof)` does)."""
+    records from start to stop and writes nothing by itself (`write_trace(prof)` does). record_shapes gives
+    the collective sizes (Input Dims) on the CPU-side ops; turning it off did not make the profiled steps
+    measurably cheaper on CPU (benchmarks/bench_overhead.py --record-shapes, docs/benchmarks.md)."""
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if use_cuda else [])
     if sched is None:
-        return profile(activities=activities, record_shapes=True)
+        return profile(activities=activities, record_shapes=record_shapes)
     return profile(
         activities=activities,
         schedule=schedule(wait=sched.wait, warmup=sched.warmup, active=sched.active, repeat=1),
-        on_trace_ready=lambda prof: write_trace(prof, trace_path(run_dir, rank)),
-        record_shapes=True,  # gives collective sizes (Input Dims) on the CPU-side ops
+        on_trace_ready=lambda prof: write_trace(prof, trace_path(run_dir, rank)), record_shapes=record_shapes,
     )
 
 
