@@ -30,7 +30,7 @@ def test_report_of_many_ranks_is_summarised(tmp_path):
     assert [r.rank for r in report.ranks] == list(range(RANKS))  # every rank in report.json
     assert report.cross_rank.straggler == RANKS // 3  # the 15% slower copy
     markdown = (tmp_path / "reports" / "many" / "report.md").read_text()
-    for label in ("min of 24", "p50 of 24", "p90 of 24", "p99 of 24", "max of 24", "(slowest #1)", "(last #1)"):
+    for label in ("min of 24", "p50 of 24", "p90 of 24", "p99 of 24", "max of 24", "(slowest #1)", "(costliest #1)"):
         assert label in markdown, label
     assert f"rank {RANKS // 3} (slowest #1)" in markdown
     breakdown = markdown.split("## Step time breakdown")[1].split("##")[0]
