@@ -48,5 +48,6 @@ def finish(outcome, quiet: bool) -> None:
     if outcome.traces is not None:
         out.print(f"traces: {outcome.traces}/", markup=False)
     if outcome.files:
-        others = ", ".join(f.name for f in outcome.files[1:])
+        # files beside the page by name; others (TensorBoard's event files next to the traces) by path
+        others = ", ".join(f.name if f.parent == outcome.files[0].parent else f"{f}/" for f in outcome.files[1:])
         out.print(f"report: {outcome.files[0]}" + (f" (also {others})" if others else ""), markup=False)

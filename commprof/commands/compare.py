@@ -36,7 +36,7 @@ def compare(request: RunRequest, backends: list[str], feedback: Feedback = SILEN
             launched = run_job(config, total_steps=config.steps, watch=feedback.watch)
             report, timeline = report_from_traces([launched.run_dir], name=backend, kind="run")
             (folder / backend).mkdir()
-            write_result(report, folder / backend, timeline)
+            write_result(report, folder / backend, timeline, launched.run_dir / "tensorboard")
             rows.append(backend_run(backend, report))
         except CommprofError as exc:
             rows.append(BackendRun(backend=backend, available=False, reason=str(exc)))

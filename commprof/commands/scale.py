@@ -96,7 +96,7 @@ def run_scale(plan: ScalePlan, launch: Callable[[RunConfig], Path], reports_dir:
         config = dataclasses.replace(plan.configs[n], run_id=f"{plan.name}-ws{n}-r{done[n]}")
         run_dir = launch(config)
         report, trace, timeline = report_and_trace(run_dir, name=config.run_id)
-        write_report(report, reports_dir, config.run_id, timeline)
+        write_report(report, reports_dir, config.run_id, timeline, run_dir)
         measured.setdefault(n, []).append(_measurement(n, report, read_run_json(run_dir), config))
         profiles.setdefault(n, []).append(step_profile(trace))
         runs.append(config.run_id)

@@ -72,7 +72,8 @@ def measure_script(request: RunRequest, settings: list[DDPOptions], baseline: DD
         "timings": {"worker_s": time.perf_counter() - started, "launches": len(order) + len(results)},
     })
     report = sweep_report(config.run_dir, config.run_id, kind)
-    return Outcome(report, write_report(report, config.reports_dir, report.name), traces=config.run_dir)
+    return Outcome(report, write_report(report, config.reports_dir, report.name, traces=config.run_dir),
+                   traces=config.run_dir)
 
 
 def _launch(config: RunConfig, setting: DDPOptions, run_id: str, max_steps: int, schedule: ProfileSchedule | None,

@@ -56,4 +56,5 @@ def _measure(request: RunRequest, settings: list[DDPOptions], baseline: DDPOptio
         return Outcome(None, note=f"ranks {', '.join(map(str, launched.ranks_here))} done; the node with rank 0 "
                                   "writes the report")
     report = sweep_report(launched.run_dir, launched.run_id, kind)
-    return Outcome(report, write_report(report, config.reports_dir, report.name), traces=launched.run_dir)
+    return Outcome(report, write_report(report, config.reports_dir, report.name, traces=launched.run_dir),
+                   traces=launched.run_dir)

@@ -16,6 +16,7 @@ from commprof.results.diff import DiffResult
 from commprof.results.report import Report
 from commprof.results.scale import ScaleReport
 from commprof.results.store import save_result
+from commprof.render.tensorboard import write_events
 
 
 def _view(result: Result) -> ModuleType:
@@ -35,9 +36,10 @@ def markdown(result: Result) -> str:
     return _view(result).markdown(result)
 
 
-def write_result(result: Result, folder: Path, timeline: dict | None = None) -> list[Path]:
+def write_result(result: Result, folder: Path, timeline: dict | None = None, events_dir: Path | None = None) -> list[Path]:
     """report.json, the plots, report.md (which shows them) and the self-contained report.html; for a run,
-    timeline.json (the job's aligned trace) when given; for bench, bench.csv. The page comes first."""
+    timeline.json (the job's aligned trace) when given; for bench, bench.csv; TensorBoard event files in
+    `events_dir` (next to the traces) or else folder/tensorboard. The page comes first."""
     view = _view(result)
     images = view.images(result)
     texts = {"report.md": view.markdown(result), "report.html": view.html(result, images)}
@@ -50,5 +52,6 @@ def write_result(result: Result, folder: Path, timeline: dict | None = None) -> 
         (folder / name).write_bytes(png)
     for name, text in texts.items():
         (folder / name).write_text(text)
+    events = write_events(result, events_dir or folder / "tensorboard")
     names = ["report.html", "report.json", "report.md", *images, *(n for n in texts if not n.startswith("report."))]
-    return [folder / name for name in names]
+    return [folder / name for name in names] + ([events] if events is not None else [])

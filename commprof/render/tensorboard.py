@@ -1,0 +1,110 @@
+"""TensorBoard event files with the report's own numbers: scalars per rank and step, collectives, cross-rank,
+HParams per sweep setting, scale curves, backends side by side, and the report's words as text.
+
+Layout under the folder given (`<run>/tensorboard` next to the profiler traces): `rank<r>/` (per-step
+breakdown), `job/` (collectives, cross-rank, text), `hparams/<setting>/` (sweep and tune), `scale/`,
+`backend-<name>/` (compare). TensorBoard shows each subfolder as a run.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from commprof.render.markdown import render_markdown
+from commprof.render.tables import headline, human_bytes
+from commprof.results.common import Result
+from commprof.results.compare import CompareResult
+from commprof.results.report import Report
+from commprof.results.scale import ScaleReport
+
+STEP_FIGURES = ("window_ms", "compute_ms", "comm_ms", "overlap_ms", "exposed_comm_ms", "idle_ms")
+_STEP_NUMBER = re.compile(r"(\d+)$")
+
+
+def write_events(result: Result, logdir: Path) -> Path | None:
+    """The event files of a result under `logdir`; None for kinds with nothing to chart (bench, backends, diff)."""
+    if isinstance(result, Report):
+        _report(result, logdir)
+    elif isinstance(result, ScaleReport):
+        _scale(result, logdir)
+    elif isinstance(result, CompareResult):
+        _compare(result, logdir)
+    else:
+        return None
+    return logdir
+
+
+def step_number(name: str, index: int) -> int:
+    """ProfilerStep#12 -> 12; a window without a number (the whole trace) -> its index."""
+    match = _STEP_NUMBER.search(name)
+    return int(match.group(1)) if match else index
+
+
+def _writer(folder: Path):
+    from torch.utils.tensorboard import SummaryWriter
+
+    return SummaryWriter(log_dir=str(folder))
+
+
+def _report(report: Report, logdir: Path) -> None:
+    for rank in report.ranks:
+        mine = [s for s in report.steps if s.rank == rank.rank]
+        with _writer(logdir / f"rank{rank.rank}") as writer:
+            for index, step in enumerate(mine):
+                number = step_number(step.step, index)
+                for figure in STEP_FIGURES:
+                    writer.add_scalar(f"step/{figure}", getattr(step, figure), number)
+                if step.compute_ms > 0:
+                    writer.add_scalar("step/comm_compute_ratio", step.comm_ms / step.compute_ms, number)
+    with _writer(logdir / "job") as writer:
+        for c in report.collectives:
+            tag = f"collectives/{c.op} {human_bytes(c.bytes)} ({c.backend})"
+            writer.add_scalar(f"{tag}/mean_ms", c.mean_ms, 0)
+            writer.add_scalar(f"{tag}/calls_per_step", c.calls_per_step, 0)
+            if c.busbw_gbps is not None:
+                writer.add_scalar(f"{tag}/busbw_gbps", c.busbw_gbps, 0)
+        if report.cross_rank is not None:
+            for skew in report.cross_rank.ranks:  # x axis: the rank
+                writer.add_scalar("cross_rank/wait_ms", skew.wait_ms, skew.rank)
+                writer.add_scalar("cross_rank/transfer_ms", skew.transfer_ms, skew.rank)
+                writer.add_scalar("cross_rank/makes_others_wait_ms", skew.wait_caused_ms, skew.rank)
+            writer.add_scalar("cross_rank/straggler_cost_ms", report.cross_rank.straggler_cost_ms, 0)
+        writer.add_text("report/headline", headline(report), 0)
+        writer.add_text("report/report.md", render_markdown(report), 0)
+    if report.sweep is not None:
+        _hparams(report, logdir / "hparams")
+
+
+def _hparams(report: Report, folder: Path) -> None:
+    for s in report.sweep.settings:
+        with _writer(folder / s.label) as writer:
+            writer.add_hparams(
+                {"bucket_cap_mb": s.bucket_cap_mb, "comm_hook": s.comm_hook, "grad_accum": s.grad_accum,
+                 "static_graph": s.static_graph, "gradient_as_bucket_view": s.gradient_as_bucket_view},
+                {"hparam/step_ms": s.step_ms.value, "hparam/step_ms_ci_low": s.step_ms.low,
+                 "hparam/step_ms_ci_high": s.step_ms.high, "hparam/exposed_comm_ms": s.exposed_comm_ms},
+                run_name=".")
+
+
+def _scale(report: ScaleReport, logdir: Path) -> None:
+    with _writer(logdir / "scale") as writer:
+        for point in report.points:  # x axis: the world size
+            writer.add_scalar("scale/step_ms", point.step_ms.value, point.world_size)
+            writer.add_scalar("scale/speedup", point.speedup, point.world_size)
+            writer.add_scalar("scale/efficiency", point.efficiency, point.world_size)
+        for p in report.predictions:
+            writer.add_scalar("scale/predicted_speedup", p.speedup, p.world_size)
+            writer.add_scalar("scale/predicted_efficiency", p.efficiency, p.world_size)
+
+
+def _compare(result: CompareResult, logdir: Path) -> None:
+    for row in result.rows:
+        if not row.available:
+            continue
+        with _writer(logdir / f"backend-{row.backend}") as writer:
+            for figure in ("step_ms", "comm_ms", "exposed_comm_ms", "overlap_ms"):
+                if getattr(row, figure) is not None:
+                    writer.add_scalar(f"backend/{figure}", getattr(row, figure), 0)
+    with _writer(logdir / "job") as writer:
+        writer.add_text("report/summary", result.summary, 0)
