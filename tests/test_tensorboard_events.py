@@ -63,8 +63,8 @@ def test_collectives_cross_rank_and_words(two_ranks):
     assert texts["report/report.md/text_summary"].startswith("# commprof report: tb")
 
 
-def test_one_hparams_run_per_sweep_setting(two_ranks, tmp_path):
-    report, _ = two_ranks
+def swept(report):
+    """The report as a sweep of two settings (as the HParams dashboard gets them)."""
 
     def setting(label, cap, step_ms, exposed, best=False):
         return SettingResult(label=label, bucket_cap_mb=cap, comm_hook="none", grad_accum=1, static_graph=False,
@@ -74,10 +74,14 @@ def test_one_hparams_run_per_sweep_setting(two_ranks, tmp_path):
                              overlap_pct=50.0, allreduce_calls_per_step=2.0, traces="t", best=best)
 
     settings = [setting("bucket-25mb", 25.0, 100.0, 10.0), setting("bucket-5mb", 5.0, 90.0, 4.0, best=True)]
-    swept = dataclasses.replace(report, sweep=SweepResult(kind="sweep", baseline="bucket-25mb", best="bucket-5mb",
-                                                          settings=settings, recommendation="r", paste=None))
-    write_events(swept, tmp_path)
-    for s in settings:
+    return dataclasses.replace(report, sweep=SweepResult(kind="sweep", baseline="bucket-25mb", best="bucket-5mb",
+                                                         settings=settings, recommendation="r", paste=None))
+
+
+def test_one_hparams_run_per_sweep_setting(two_ranks, tmp_path):
+    report = swept(two_ranks[0])
+    write_events(report, tmp_path)
+    for s in report.sweep.settings:
         run = loaded(tmp_path / "hparams" / s.label)
         assert scalars(run, "hparam/step_ms") == pytest.approx({0: s.step_ms.value})
         assert scalars(run, "hparam/step_ms_ci_low") == pytest.approx({0: s.step_ms.low})

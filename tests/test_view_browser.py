@@ -52,3 +52,68 @@ def test_plugin_lists_run_workers_and_distributed_view(served):
         # (README: use report.html there). The screenshot shows what an air-gapped user sees.
         page.screenshot(path=str(ARTIFACTS / "tensorboard-distributed.png"))
         browser.close()
+
+
+DEEP = """(selector) => {
+  const found = [];
+  (function walk(root) {
+    root.querySelectorAll(selector).forEach(e => found.push(e));
+    root.querySelectorAll('*').forEach(e => { if (e.shadowRoot) walk(e.shadowRoot); });
+  })(document);
+  return found.map(e => ({d: e.getAttribute('d') || '', text: e.innerText || e.textContent || ''}));
+}"""
+
+
+def deep(page, selector: str) -> list[dict]:
+    """Elements matching `selector` anywhere in the page, inside TensorBoard's shadow DOMs too."""
+    return page.evaluate(DEEP, selector)
+
+
+@pytest.fixture
+def served_with_sweep(cpu_run):
+    """The run, and a sweep's event files beside it (the HParams dashboard needs settings to compare)."""
+    from commprof.render.tensorboard import write_events
+    from commprof.results.store import load_report
+    from tests.test_tensorboard_events import swept
+
+    cwd, _ = cpu_run
+    sweep_events = cwd / "traces" / "sweep-demo" / "tensorboard"
+    if not sweep_events.exists():
+        write_events(swept(load_report(cwd / "reports" / "e2e" / "report.json")), sweep_events)
+    process = subprocess.Popen([sys.executable, "-m", "commprof", "view", "--traces-dir", str(cwd / "traces"), "--json"],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        line = process.stdout.readline()
+        assert line, "commprof view printed nothing"
+        yield json.loads(line)["tabs"]
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def test_commprofs_own_dashboards_draw_offline(served_with_sweep):
+    """Scalars draw the per-step lines, HParams lists both settings, Text shows the report: no network needed."""
+    from playwright.sync_api import expect, sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        page.goto(served_with_sweep["Scalars"] + "&tagFilter=step%2Fcompute_ms")  # the per-step charts
+        page.wait_for_function(f"() => ({DEEP})('path.line').some(p => (p.d.match(/L/g) || []).length >= 3)",
+                               arg=None, timeout=60_000)
+        lines = [p["d"] for p in deep(page, "path.line") if p["d"].count("L") >= 3]
+        assert lines, "no chart line with several steps was drawn"  # a line per rank, one point per step
+        page.screenshot(path=str(ARTIFACTS / "tensorboard-scalars.png"))
+
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        page.goto(served_with_sweep["HParams"])
+        expect(page.get_by_text("25.000", exact=True)).to_be_visible(timeout=60_000)  # bucket_cap_mb of each setting
+        expect(page.get_by_text("5.0000", exact=True)).to_be_visible()
+        page.screenshot(path=str(ARTIFACTS / "tensorboard-hparams.png"))
+
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        page.goto(served_with_sweep["Text"])
+        expect(page.get_by_text("commprof report: e2e").first).to_be_visible(timeout=60_000)
+        page.screenshot(path=str(ARTIFACTS / "tensorboard-text.png"))
+        browser.close()

@@ -20,21 +20,23 @@ def view(
     json_out: Annotated[bool, typer.Option("--json", help='Print {"url": ...} on stdout once serving.')] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the URL.")] = False,
 ) -> None:
-    """Open the traces in TensorBoard's PyTorch Profiler plugin (its Distributed view shows overlap per worker)."""
-    from commprof.commands.view import tensorboard
+    """Open a run (or all of them) in TensorBoard: commprof's own figures (Scalars, HParams, Text, drawn offline)
+    next to the PyTorch Profiler plugin's traces."""
+    from commprof.commands.view import TABS, tensorboard
 
     try:
         with tensorboard(run, traces_dir, host, port) as served:
             if json_out:
-                console.out.print(json.dumps({"url": served.url, "logdir": str(served.logdir)}), markup=False)
+                tabs = {name: served.tab(anchor) for name, anchor, _ in TABS}
+                console.out.print(json.dumps({"url": served.url, "logdir": str(served.logdir), "tabs": tabs}),
+                                  markup=False)
             elif quiet:
                 console.out.print(served.url, markup=False)
             else:
-                console.out.print(f"TensorBoard: {served.url}", markup=False)
-                console.out.print("Open it, pick a run and choose the view 'Distributed' (computation/communication "
-                                  "overlap per worker). The plugin's charts load a chart library from the internet; "
-                                  "offline, open reports/<run-id>/report.html instead. Ctrl-C stops TensorBoard.",
-                                  markup=False)
+                console.out.print(f"TensorBoard: {served.url} (logdir {served.logdir})", markup=False)
+                for name, anchor, shows in TABS:
+                    console.out.print(f"  {name} ({served.tab(anchor)}): {shows}", markup=False)
+                console.out.print("Ctrl-C stops TensorBoard.", markup=False)
             sys.stdout.flush()
             served.wait()
     except KeyboardInterrupt:

@@ -15,11 +15,26 @@ from commprof.errors import RunFailed, UsageError
 _URL = re.compile(r"(http://[^\s/]+:\d+)/")
 
 
+# What each TensorBoard tab shows of commprof's runs (printed by `commprof view`, README).
+TABS = (
+    ("Scalars", "#scalars", "per rank (rank<r>): step, compute, communication, overlap, exposed communication and idle "
+                            "of every profiled step; job: each collective's duration and busbw, per-rank waiting"),
+    ("HParams", "#hparams", "sweeps and tunes: one run per setting with its median step time, CI and exposed "
+                            "communication"),
+    ("Text", "#text", "the report's headline and report.md"),
+    ("PyTorch Profiler", "#pytorch_profiler", "the traces themselves; its Trace view works offline, its Overview "
+                                              "and Distributed charts need the internet"),
+)
+
+
 @dataclass(frozen=True)
 class Served:
-    url: str  # the profiler plugin's page
+    url: str  # TensorBoard's root
     logdir: Path
     process: subprocess.Popen
+
+    def tab(self, anchor: str) -> str:
+        return f"{self.url}/{anchor}"
 
     def wait(self) -> None:
         """Until TensorBoard stops (Ctrl-C), draining its log so that it never blocks."""
@@ -36,15 +51,15 @@ def tensorboard(run: str | None, traces_dir: Path, host: str = "127.0.0.1", port
     logdir = traces_dir / run if run else traces_dir
     if not logdir.is_dir():
         raise UsageError(f"{logdir}: no such folder (run `commprof run` first, or pass --traces-dir)")
-    if not any(logdir.rglob("*.pt.trace.json*")):
-        raise UsageError(f"{logdir}: no profiler traces (*.pt.trace.json) in this folder")
+    if not any(logdir.rglob("*.pt.trace.json*")) and not any(logdir.rglob("events.out.tfevents.*")):
+        raise UsageError(f"{logdir}: no profiler traces (*.pt.trace.json) or TensorBoard event files in this folder")
     process = subprocess.Popen([sys.executable, "-m", "tensorboard.main", "--logdir", str(logdir), "--host", host,
                                 "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         url = _wait_for_url(process)
         if url is None:
             raise RunFailed(f"TensorBoard did not start (exit code {process.wait()})")
-        yield Served(f"{url}/#pytorch_profiler", logdir, process)
+        yield Served(url, logdir, process)
     finally:
         if process.poll() is None:
             process.terminate()
