@@ -117,3 +117,18 @@ def test_commprofs_own_dashboards_draw_offline(served_with_sweep):
         expect(page.get_by_text("commprof report: e2e").first).to_be_visible(timeout=60_000)
         page.screenshot(path=str(ARTIFACTS / "tensorboard-text.png"))
         browser.close()
+
+
+def test_terminating_view_stops_tensorboard(cpu_run):
+    """A `commprof view` that is terminated takes its TensorBoard with it (no server left reloading traces)."""
+    cwd, _ = cpu_run
+    process = subprocess.Popen([sys.executable, "-m", "commprof", "view", "--traces-dir", str(cwd / "traces"), "--json"],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    url = json.loads(process.stdout.readline())["url"]
+    process.terminate()
+    process.wait(timeout=60)
+    import urllib.error
+    import urllib.request
+
+    with pytest.raises(urllib.error.URLError):  # nothing serves there any more
+        urllib.request.urlopen(url, timeout=10)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import signal
 import subprocess
 import sys
 from contextlib import contextmanager
@@ -55,15 +56,23 @@ def tensorboard(run: str | None, traces_dir: Path, host: str = "127.0.0.1", port
         raise UsageError(f"{logdir}: no profiler traces (*.pt.trace.json) or TensorBoard event files in this folder")
     process = subprocess.Popen([sys.executable, "-m", "tensorboard.main", "--logdir", str(logdir), "--host", host,
                                 "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    # Terminated (kill, a batch system, a test), commprof unwinds through `finally` and stops TensorBoard too,
+    # instead of leaving it serving, and reloading the traces, with nobody to stop it.
+    previous = signal.signal(signal.SIGTERM, _exit_on_sigterm)
     try:
         url = _wait_for_url(process)
         if url is None:
             raise RunFailed(f"TensorBoard did not start (exit code {process.wait()})")
         yield Served(url, logdir, process)
     finally:
+        signal.signal(signal.SIGTERM, previous)
         if process.poll() is None:
             process.terminate()
             process.wait(timeout=30)
+
+
+def _exit_on_sigterm(signum, frame) -> None:
+    raise SystemExit(128 + signum)
 
 
 def _wait_for_url(process: subprocess.Popen) -> str | None:
