@@ -100,3 +100,12 @@ def test_scale_and_compare(tmp_path):
     gloo = loaded(tmp_path / "c" / "backend-gloo")
     assert scalars(gloo, "backend/step_ms") == pytest.approx({0: 10.0})
     assert not (tmp_path / "c" / "backend-nccl").exists()  # it did not run
+
+
+def test_per_step_runs_for_the_first_ranks_only(two_ranks, tmp_path, monkeypatch):
+    import commprof.render.tensorboard as tensorboard
+
+    monkeypatch.setattr(tensorboard, "MAX_RANK_RUNS", 1)
+    write_events(two_ranks[0], tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["job", "rank0"]
+    assert scalars(loaded(tmp_path / "job"), "cross_rank/wait_ms").keys() == {0, 1}  # every rank still there

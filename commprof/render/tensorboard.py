@@ -2,7 +2,7 @@
 HParams per sweep setting, scale curves, backends side by side, and the report's words as text.
 
 Layout under the folder given (`<run>/tensorboard` next to the profiler traces): `rank<r>/` (per-step
-breakdown), `job/` (collectives, cross-rank, text), `hparams/<setting>/` (sweep and tune), `scale/`,
+breakdown, the first MAX_RANK_RUNS ranks), `job/` (collectives, cross-rank, text), `hparams/<setting>/` (sweep and tune), `scale/`,
 `backend-<name>/` (compare). TensorBoard shows each subfolder as a run.
 """
 
@@ -19,6 +19,9 @@ from commprof.results.report import Report
 from commprof.results.scale import ScaleReport
 
 STEP_FIGURES = ("window_ms", "compute_ms", "comm_ms", "overlap_ms", "exposed_comm_ms", "idle_ms")
+# Per-step runs for the first ranks only, as the timelines: one writer per rank would make thousands of runs. The
+# cross-rank scalars of the `job` run cover every rank.
+MAX_RANK_RUNS = 64
 _STEP_NUMBER = re.compile(r"(\d+)$")
 
 
@@ -48,7 +51,7 @@ def _writer(folder: Path):
 
 
 def _report(report: Report, logdir: Path) -> None:
-    for rank in report.ranks:
+    for rank in report.ranks[:MAX_RANK_RUNS]:
         mine = [s for s in report.steps if s.rank == rank.rank]
         with _writer(logdir / f"rank{rank.rank}") as writer:
             for index, step in enumerate(mine):
