@@ -5,7 +5,7 @@ See docs/semantics.md ("Step windows", "Where commprof differs from HTA")."""
 from __future__ import annotations
 
 import math
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -42,11 +42,14 @@ def device_steps(work: list[DeviceOp], cpu_steps: list[Step]) -> tuple[list[Step
     order = sorted(own)
     ends = {i: max(begins[i], begins[following]) for i, following in zip(order, order[1:])}
     ends[order[-1]] = max(e for _, e in own[order[-1]])
+    by_start = sorted(zip(launched, owner), key=lambda item: item[0].start)
+    op_starts = [op.start for op, _ in by_start]
+    longest = max(op.end - op.start for op in launched)
     windows = []
     for i in order:
         start, end = begins[i], ends[i]
-        others = merge((op.start, op.end) for op, index in zip(launched, owner)
-                       if index != i and op.end > start and op.start < end)
+        near = by_start[bisect_left(op_starts, start - longest):bisect_left(op_starts, end)]
+        others = merge((op.start, op.end) for op, index in near if index != i and op.end > start)
         windows.append(Step(cpu_steps[i].name, start, end, carried_over_us=total(clip(others, start, end))))
     return windows, tuple(cpu_steps[i].name for i in range(len(cpu_steps)) if i not in own)
 
