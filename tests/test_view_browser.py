@@ -2,6 +2,7 @@
 PyTorch profiler plugin: the run is listed with its workers and the Distributed view can be chosen."""
 
 import json
+from contextlib import contextmanager
 import shutil
 import subprocess
 import sys
@@ -16,18 +17,25 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
-@pytest.fixture
-def served(cpu_run):
-    cwd, _ = cpu_run
-    process = subprocess.Popen([sys.executable, "-m", "commprof", "view", "--traces-dir", str(cwd / "traces"), "--json"],
+@contextmanager
+def commprof_view(traces: Path):
+    """`commprof view --json` on a traces folder: what it prints once TensorBoard serves; terminated at the end."""
+    process = subprocess.Popen([sys.executable, "-m", "commprof", "view", "--traces-dir", str(traces), "--json"],
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
-        line = process.stdout.readline()  # commprof prints once TensorBoard serves
+        line = process.stdout.readline()
         assert line, "commprof view printed nothing"
-        yield json.loads(line)["url"].split("/#")[0]
+        yield json.loads(line)
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+@pytest.fixture
+def served(cpu_run):
+    cwd, _ = cpu_run
+    with commprof_view(cwd / "traces") as printed:
+        yield printed["url"]
 
 
 def test_plugin_lists_run_workers_and_distributed_view(served):
@@ -80,15 +88,8 @@ def served_with_sweep(cpu_run):
     sweep_events = cwd / "traces" / "sweep-demo" / "tensorboard"
     if not sweep_events.exists():
         write_events(swept(load_report(cwd / "reports" / "e2e" / "report.json")), sweep_events)
-    process = subprocess.Popen([sys.executable, "-m", "commprof", "view", "--traces-dir", str(cwd / "traces"), "--json"],
-                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    try:
-        line = process.stdout.readline()
-        assert line, "commprof view printed nothing"
-        yield json.loads(line)["tabs"]
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
+    with commprof_view(cwd / "traces") as printed:
+        yield printed["tabs"]
 
 
 def test_commprofs_own_dashboards_draw_offline(served_with_sweep):
@@ -122,11 +123,8 @@ def test_commprofs_own_dashboards_draw_offline(served_with_sweep):
 def test_terminating_view_stops_tensorboard(cpu_run):
     """A `commprof view` that is terminated takes its TensorBoard with it (no server left reloading traces)."""
     cwd, _ = cpu_run
-    process = subprocess.Popen([sys.executable, "-m", "commprof", "view", "--traces-dir", str(cwd / "traces"), "--json"],
-                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    url = json.loads(process.stdout.readline())["url"]
-    process.terminate()
-    process.wait(timeout=60)
+    with commprof_view(cwd / "traces") as printed:
+        url = printed["url"]
     import urllib.error
     import urllib.request
 
