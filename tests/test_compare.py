@@ -18,7 +18,7 @@ def test_backends_side_by_side(tmp_path):
     assert rows["gloo"]["available"] and rows["gloo"]["step_ms"] > 0 and rows["gloo"]["busbw_by_size"]
     assert not rows["nccl"]["available"] and "CUDA" in rows["nccl"]["reason"]
     if mpi_unavailable() is None:  # MPI through mpi4py trains for real: the same workload, a winner and a ratio
-        assert rows["mpi"]["available"] and rows["mpi"]["busbw_by_size"]
+        assert rows["mpi"]["available"] and rows["mpi"]["busbw_by_size"], rows["mpi"]["reason"]
         assert " wins: " in data["summary"] and "x faster than" in data["summary"]
     else:
         assert not rows["mpi"]["available"] and "mpi" in rows["mpi"]["reason"].lower()

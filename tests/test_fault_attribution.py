@@ -34,6 +34,19 @@ def test_the_watchdog_abort_is_a_timeout_and_the_stuck_rank_is_named():
         "rank 1 on gpu-07 stuck: never reached the collective that rank 0 waited for (timed out after 10 s)")
 
 
+
+def test_a_stuck_rank_that_crashes_as_its_peers_leave_is_still_the_stuck_rank():
+    """Rank 1 sleeps outside any collective; rank 0's all-reduce times out after 10 s and it leaves; Gloo then
+    crashes rank 1 (SIGSEGV) when its peer's sockets close. The crash came after the timeout: rank 1 was stuck."""
+    timed_out = "RuntimeError: [../gloo/transport/tcp/pair.cc:534] Read error [127.0.0.1]:2345: Timed out"
+    outcomes = [RankOutcome(0, timed_out, 1, timestamp=1_700_000_010),
+                RankOutcome(1, "", -signal.SIGSEGV, timestamp=1_700_000_010)]
+    assert root_cause(outcomes, "vm", 10) == (
+        "rank 1 on vm stuck: never reached the collective that rank 0 waited for (timed out after 10 s); "
+        "rank 1 was then killed by signal 11 (SIGSEGV)")
+    crashed_before = [outcomes[0], RankOutcome(1, "", -signal.SIGSEGV, timestamp=1_700_000_004)]
+    assert root_cause(crashed_before, "vm", 10) == "rank 1 on vm was killed by signal 11 (SIGSEGV)"
+
 def dump(last_enqueued: int, names: dict[int, str]) -> dict:
     entries = [{"record_id": seq, "pg_id": 0, "process_group": ("0", "default_pg"), "collective_seq_id": seq,
                 "p2p_seq_id": 0, "op_id": seq, "profiling_name": name, "state": "completed", "is_p2p": False}

@@ -53,7 +53,8 @@ def root_cause(outcomes: list[RankOutcome], host: str | None = None, timeout_s: 
     by_kind: dict[str, list[RankOutcome]] = {}
     for outcome in sorted(outcomes, key=lambda o: (o.timestamp or float("inf"), o.rank)):
         by_kind.setdefault(outcome.kind, []).append(outcome)
-    own = sorted(by_kind.get("killed", []) + by_kind.get("error", []),
+    crashed_while_stuck = _crashed_after_a_timeout(by_kind)
+    own = sorted([o for o in by_kind.get("killed", []) if o not in crashed_while_stuck] + by_kind.get("error", []),
                  key=lambda o: (o.timestamp or float("inf"), o.kind != "killed", o.rank))
     if own and own[0].kind == "killed":
         first = own[0]
@@ -71,16 +72,29 @@ def root_cause(outcomes: list[RankOutcome], host: str | None = None, timeout_s: 
         waiting = by_kind["timed out"]
         limit = f" after {timeout_s:g} s" if timeout_s else ""
         who = f"rank{'s' if len(waiting) > 1 else ''} {_ranks(waiting)}"
-        if "stopped" in by_kind:
-            stuck = by_kind["stopped"]
+        if "stopped" in by_kind or crashed_while_stuck:
+            stuck = by_kind.get("stopped", []) + crashed_while_stuck
+            crashes = "".join(f"; rank {o.rank} was then killed by signal {_signal_name(-o.exitcode)}"
+                              for o in crashed_while_stuck)
             return (f"rank{'s' if len(stuck) > 1 else ''} {_ranks(stuck)} on {host} stuck: never reached the "
-                    f"collective that {who} waited for (timed out{limit})")
+                    f"collective that {who} waited for (timed out{limit}){crashes}")
         return (f"{who} on {host}: a collective timed out{limit} waiting for a rank on another node "
                 f"({waiting[0].message})")
     first = (by_kind.get("peer gone") or by_kind.get("stopped") or [None])[0]
     if first is None:
         return f"the job failed on {host} without a recorded error"
     return f"rank {first.rank} on {host} failed: {first.message or f'exit code {first.exitcode}'}"
+
+
+def _crashed_after_a_timeout(by_kind: dict[str, list[RankOutcome]]) -> list[RankOutcome]:
+    """Ranks killed by a signal no later than the second in which another rank's collective timed out: the
+    others had been waiting for them the whole timeout, so they were stuck while alive, and crashed only as
+    their peers left (Gloo can crash a rank whose peer closes its sockets)."""
+    timeouts = [o.timestamp for o in by_kind.get("timed out", []) if o.timestamp]
+    if not timeouts:
+        return []
+    return [o for o in by_kind.get("killed", [])
+            if o.exitcode is not None and o.timestamp and o.timestamp >= min(timeouts)]
 
 
 def _ranks(outcomes: list[RankOutcome]) -> str:
