@@ -2,6 +2,7 @@
 compared with report.json, scalar by scalar."""
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
@@ -50,7 +51,11 @@ def test_collectives_cross_rank_and_words(two_ranks):
     job = loaded(events / "job")
     for c in report.collectives:
         tag = f"collectives/{c.op} {human_bytes(c.bytes)} ({c.backend})"
-        assert scalars(job, f"{tag}/mean_ms") == pytest.approx({0: c.mean_ms})
+        assert scalars(job, f"{tag}/mean_ms") == pytest.approx(
+            {step_number(s.step, i): s.mean_ms for i, s in enumerate(c.steps)})
+        if c.busbw_gbps is not None:
+            assert scalars(job, f"{tag}/busbw_gbps") == pytest.approx(
+                {step_number(s.step, i): s.busbw_gbps for i, s in enumerate(c.steps)})
         assert scalars(job, f"{tag}/calls_per_step") == pytest.approx({0: c.calls_per_step})
     skew = report.cross_rank
     assert scalars(job, "cross_rank/wait_ms") == pytest.approx({r.rank: r.wait_ms for r in skew.ranks})
@@ -109,3 +114,17 @@ def test_per_step_runs_for_the_first_ranks_only(two_ranks, tmp_path, monkeypatch
     write_events(two_ranks[0], tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["job", "rank0"]
     assert scalars(loaded(tmp_path / "job"), "cross_rank/wait_ms").keys() == {0, 1}  # every rank still there
+
+
+def test_the_trace_viewer_is_served_with_the_polyfill_commprof_ships():
+    """The profiler plugin's trace page names the CDN polyfill that commprof replaces with its own copy; the
+    copy, its license and commprof's trace page ship in the package."""
+    import torch_tb_profiler
+
+    from commprof.render.offline_tensorboard import CDN_POLYFILL, POLYFILL, STATIC
+
+    page = (Path(torch_tb_profiler.__file__).parent / "static" / "trace_embedding.html").read_text()
+    assert CDN_POLYFILL in page
+    assert "@version 0.7.24" in (STATIC / POLYFILL).read_text()[:600]
+    assert "BSD" in (STATIC / "LICENSE-webcomponents.txt").read_text()
+    assert "trace_embedding.html" in (STATIC / "trace.html").read_text()
