@@ -5,7 +5,7 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 
-from commprof.results.report import CollectiveStats
+from commprof.results.report import CollectiveStats, CollectiveStep
 from commprof.trace.model import Collective, RankTrace, Step
 from commprof.trace.rules import busbw_factor
 
@@ -14,26 +14,47 @@ def in_windows(collectives: tuple[Collective, ...], windows: list[Step]) -> list
     return [c for c in collectives if any(w.start <= c.start < w.end for w in windows)]
 
 
+def _step_of(call: Collective, windows: list[Step]) -> str | None:
+    return next((w.name for w in windows if w.start <= call.start < w.end), None)
+
+
 def collective_stats(per_rank: list[tuple[RankTrace, list[Step]]]) -> list[CollectiveStats]:
     groups: dict[tuple, list[float]] = defaultdict(list)
+    by_step: dict[tuple, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     steps_seen: dict[tuple, int] = defaultdict(int)
+    step_order: dict[str, int] = {}
     for rank, windows in per_rank:
+        for window in windows:
+            step_order.setdefault(window.name, len(step_order))
         keys_here = set()
-        for call in in_windows(rank.collectives, windows):
+        for call in rank.collectives:
+            step = _step_of(call, windows)
+            if step is None:
+                continue
             key = (call.op, call.backend, call.dtype, call.nbytes, call.group_size)
             groups[key].append(call.end - call.start)
+            by_step[key][step].append(call.end - call.start)
             keys_here.add(key)
         for key in keys_here:
             steps_seen[key] += len(windows)
     stats = []
-    for (op, backend, dtype, nbytes, group_size), durations_us in groups.items():
-        mean_us = statistics.fmean(durations_us)
-        algbw = nbytes / (mean_us * 1e-6) / 1e9 if nbytes and mean_us > 0 else None
-        factor = busbw_factor(op, group_size)
+    for key, durations_us in groups.items():
+        op, backend, dtype, nbytes, group_size = key
+        mean_ms, algbw, busbw = _speeds(statistics.fmean(durations_us), op, nbytes, group_size)
+        steps = []
+        for step, durations in sorted(by_step[key].items(), key=lambda item: step_order[item[0]]):
+            step_ms, _, step_busbw = _speeds(statistics.fmean(durations), op, nbytes, group_size)
+            steps.append(CollectiveStep(step, step_ms, step_busbw))
         stats.append(CollectiveStats(
             op=op, backend=backend, dtype=dtype, bytes=nbytes, group_size=group_size, count=len(durations_us),
-            calls_per_step=len(durations_us) / steps_seen[(op, backend, dtype, nbytes, group_size)],
-            mean_ms=mean_us / 1000.0, algbw_gbps=algbw,
-            busbw_gbps=algbw * factor if algbw is not None and factor is not None else None,
-        ))
+            calls_per_step=len(durations_us) / steps_seen[key], mean_ms=mean_ms, algbw_gbps=algbw,
+            busbw_gbps=busbw, steps=steps))
     return sorted(stats, key=lambda s: (s.op, s.bytes or 0))
+
+
+def _speeds(mean_us: float, op: str, nbytes: int | None,
+            group_size: int | None) -> tuple[float, float | None, float | None]:
+    """(mean ms, algbw GB/s, busbw GB/s) of calls that take `mean_us` on average."""
+    algbw = nbytes / (mean_us * 1e-6) / 1e9 if nbytes and mean_us > 0 else None
+    factor = busbw_factor(op, group_size)
+    return mean_us / 1000.0, algbw, algbw * factor if algbw is not None and factor is not None else None

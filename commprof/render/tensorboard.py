@@ -63,10 +63,12 @@ def _report(report: Report, logdir: Path) -> None:
     with _writer(logdir / "job") as writer:
         for c in report.collectives:
             tag = f"collectives/{c.op} {human_bytes(c.bytes)} ({c.backend})"
-            writer.add_scalar(f"{tag}/mean_ms", c.mean_ms, 0)
             writer.add_scalar(f"{tag}/calls_per_step", c.calls_per_step, 0)
-            if c.busbw_gbps is not None:
-                writer.add_scalar(f"{tag}/busbw_gbps", c.busbw_gbps, 0)
+            for index, step in enumerate(c.steps):  # x axis: the step, as in rank<r>/
+                number = step_number(step.step, index)
+                writer.add_scalar(f"{tag}/mean_ms", step.mean_ms, number)
+                if step.busbw_gbps is not None:
+                    writer.add_scalar(f"{tag}/busbw_gbps", step.busbw_gbps, number)
         if report.cross_rank is not None:
             for skew in report.cross_rank.ranks:  # x axis: the rank
                 writer.add_scalar("cross_rank/wait_ms", skew.wait_ms, skew.rank)

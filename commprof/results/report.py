@@ -59,6 +59,15 @@ class RankSummary:
 
 
 @dataclass(frozen=True)
+class CollectiveStep:
+    """One collective kind and size in one profiled step: the mean over every rank's calls in that step."""
+
+    step: str
+    mean_ms: float
+    busbw_gbps: float | None
+
+
+@dataclass(frozen=True)
 class CollectiveStats:
     op: str
     backend: str
@@ -70,6 +79,7 @@ class CollectiveStats:
     mean_ms: float
     algbw_gbps: float | None
     busbw_gbps: float | None
+    steps: list[CollectiveStep] = field(default_factory=list)  # in step order
 
 
 @dataclass(frozen=True)
