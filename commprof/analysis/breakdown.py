@@ -28,12 +28,14 @@ def breakdown_step(rank: RankTrace, step: Step) -> StepBreakdown:
     overlap = total(intersect(compute, comm))
     compute_us, comm_us = total(compute), total(comm)
     window_us = step.end - step.start
-    busy_us = total(merge([*compute, *comm, *memory]))  # memcpy/memset keep the device busy: not idle
+    busy = merge([*compute, *comm, *memory])  # memcpy/memset keep the device busy: not idle
+    busy_us = total(busy)
     return StepBreakdown(
         rank=rank.rank, step=step.name, window_ms=window_us / US_PER_MS,
         compute_ms=compute_us / US_PER_MS, comm_ms=comm_us / US_PER_MS, overlap_ms=overlap / US_PER_MS,
         exposed_comm_ms=(comm_us - overlap) / US_PER_MS, idle_ms=(window_us - busy_us) / US_PER_MS,
         memory_ms=total(memory) / US_PER_MS, carried_over_ms=step.carried_over_us / US_PER_MS,
+        start_idle_ms=((busy[0][0] if busy else step.end) - step.start) / US_PER_MS,
     )
 
 

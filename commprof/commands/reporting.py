@@ -11,6 +11,7 @@ from commprof.analysis.analyze import analyze, analyze_run
 from commprof.analysis.crossrank import measured_offsets
 from commprof.analysis.digest import MAX_DETAILED_RANKS, digest, digest_hta
 from commprof.analysis.distortion import distortion_note, profiler_distortion
+from commprof.analysis.findings import findings
 from commprof.analysis.incomplete import completed_steps_only
 from commprof.analysis.sweep import sweep_result
 from commprof.analysis.timeline import job_timeline
@@ -37,6 +38,7 @@ def run_summary(meta: dict[str, Any]) -> dict[str, Any]:
                                if r.get("peak_memory_mb")},
         "tf32": meta.get("tf32"),
         "script": meta.get("script"), "ddp_built": meta.get("ddp_built"), "notes": meta.get("notes", []),
+        "parameter_sizes": meta.get("parameter_sizes"),
     }
 
 
@@ -73,8 +75,9 @@ def _analyse(paths: list[Path], name: str, kind: str, workers: int | None,
     distortion = profiler_distortion(meta) if meta else []
     note = distortion_note(distortion)
     warnings = [*analysis.report.warnings, *run.get("notes", []), *([note] if note else [])]
+    found = findings(analysis.report, analysis.windows, analysis.matching, distortion)
     return dataclasses.replace(analysis.report, incomplete=incomplete, warnings=warnings,
-                               profiler_distortion=distortion), trace, timeline
+                               profiler_distortion=distortion, findings=found), trace, timeline
 
 
 def sweep_report(run_dir: Path, name: str, kind: str) -> Report:

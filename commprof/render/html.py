@@ -8,7 +8,7 @@ from html import escape
 from commprof.results.report import Report
 from commprof.render.tables import (BREAKDOWN_HEADERS, COLLECTIVE_HEADERS, DDP_CHECK_HEADERS, SKEW_HEADERS,
                                     SWEEP_HEADERS, TIMELINE_HEADERS, breakdown_rows, collective_row, ddp_check_row,
-                                    breakdown_notes, headline, skew_rows, skew_summary, step_clock, sweep_row,
+                                    breakdown_notes, finding_lines, has_findings, headline, skew_rows, skew_summary, step_clock, sweep_row,
                                     timeline_row)
 
 STYLE = """
@@ -58,6 +58,8 @@ def render_html(report: Report, images: dict[str, bytes]) -> str:
         parts.append(f'<p class="incomplete">INCOMPLETE: {escape(report.incomplete)}</p>')
     if any(r.comm_ms for r in report.ranks):
         parts.append(f'<p class="headline">{escape(headline(report))}.</p>')
+    if has_findings(report):
+        parts.append(_findings(report))
     if report.sweep is not None:
         parts.append(_sweep(report, images))
     parts += ["<h2>Where the step goes</h2>", html_image(images, "breakdown.png", "breakdown per rank"),
@@ -97,3 +99,12 @@ def _sweep(report: Report, images: dict[str, bytes]) -> str:
     parts += ["<h3>DDP's own measurements next to the trace's</h3>",
               html_table(DDP_CHECK_HEADERS, [ddp_check_row(s) for s in sweep.settings])]
     return "".join(parts)
+
+
+def _findings(report: Report) -> str:
+    lines = finding_lines(report)
+    if not report.findings:
+        return f"<h2>Findings</h2><p>{escape(lines[0][0])}.</p>"
+    items = "".join(f"<li><b>{escape(title.split('. ', 1)[1])}</b><br>evidence: {escape(evidence)}<br>"
+                    f"do: <code>{escape(action)}</code></li>" for title, evidence, action in lines)
+    return f"<h2>Findings</h2><ol>{items}</ol>"

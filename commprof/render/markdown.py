@@ -5,7 +5,7 @@ from __future__ import annotations
 from commprof.results.report import Report
 from commprof.render.tables import (BREAKDOWN_HEADERS, COLLECTIVE_HEADERS, DDP_CHECK_HEADERS, SKEW_HEADERS,
                                     SWEEP_HEADERS, TIMELINE_HEADERS, breakdown_rows, collective_row, ddp_check_row,
-                                    breakdown_notes, headline, skew_rows, skew_summary, step_clock, sweep_row,
+                                    breakdown_notes, finding_lines, has_findings, headline, skew_rows, skew_summary, step_clock, sweep_row,
                                     timeline_row)
 
 
@@ -28,6 +28,12 @@ def render_markdown(report: Report) -> str:
         lines += [f"> **INCOMPLETE:** {report.incomplete}", ""]
     if any(r.comm_ms for r in report.ranks):
         lines += [f"**{headline(report)}.**", ""]
+    if has_findings(report):
+        lines += ["## Findings", ""]
+        for title, evidence, action in finding_lines(report):
+            lines += [f"**{title}**" if evidence else f"{title}.", ""]
+            if evidence:
+                lines += [f"- evidence: {evidence}", f"- do: `{action}`", ""]
     if report.sweep is not None:
         lines += _sweep_section(report)
     lines += ["## Step time breakdown", "",

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import statistics
 
-from commprof.results.report import BucketEvent, CollectiveStats, CrossRank, RankSkew, RankSummary, Report, SettingResult
+from commprof.results.report import (BucketEvent, CollectiveStats, CrossRank, Finding, RankSkew, RankSummary, Report,
+                                     SettingResult)
 
 BREAKDOWN_HEADERS = ("rank", "step ms", "p95", "compute", "comm", "overlap", "exposed", "copies", "idle", "ratio")
 SKEW_HEADERS = ("rank", "step ms", "wait ms", "transfer ms", "makes others wait ms", "arrived last",
@@ -204,3 +205,25 @@ def ddp_check_row(s: SettingResult) -> tuple[str, ...]:
 def busbw_by_size(busbw: dict[str, float | None]) -> str:
     """'4.0 MiB: 0.26, 28.1 MiB: 0.83' from {bytes: GB/s}."""
     return ", ".join(f"{int(size) / 2**20:.1f} MiB: {bw:.2f}" for size, bw in busbw.items() if bw)
+
+
+BALANCED = ("Nothing to gain beyond the noise: no setting, straggler or input stall predicts a gain whose 95% "
+            "interval excludes zero")
+
+
+def finding_gain(finding: Finding) -> str:
+    gain = finding.gain_ms
+    if gain is None:
+        return "no step time predicted"
+    return f"-{gain.value:.1f} ms per step ({finding.gain_pct:.0f}%, 95% CI {gain.low:.1f} to {gain.high:.1f})"
+
+
+def has_findings(report: Report) -> bool:
+    """Runs and analyses are searched for findings; a sweep or tune is itself the comparison of settings."""
+    return report.kind in ("run", "analysis")
+
+
+def finding_lines(report: Report) -> list[tuple[str, str, str]]:
+    """Per finding, ranked: (title with its predicted gain, evidence, action); or the balanced line alone."""
+    found = [(f"{i}. {f.title}: {finding_gain(f)}", f.evidence, f.action) for i, f in enumerate(report.findings, 1)]
+    return found or [(BALANCED, "", "")]

@@ -9,7 +9,7 @@ from rich.table import Table
 
 from commprof.results.report import Report
 from commprof.render.tables import (BREAKDOWN_HEADERS, COLLECTIVE_HEADERS, SKEW_HEADERS, SWEEP_HEADERS,
-                                    breakdown_notes, breakdown_rows, collective_row, headline, many_ranks,
+                                    breakdown_notes, breakdown_rows, collective_row, finding_lines, has_findings, headline, many_ranks,
                                     skew_rows, skew_summary, step_clock, sweep_row)
 
 
@@ -43,6 +43,13 @@ def show(report: Report, console: Console) -> None:
         console.print(f"[bold]{escape(report.name)}[/]: {len(report.ranks)} rank(s) from {len(report.sources)} trace file(s)")
     if report.incomplete:
         console.print(f"[bold red]INCOMPLETE:[/] {escape(report.incomplete)}")
+    if has_findings(report):
+        console.print("[bold]Findings[/]")
+        for title, evidence, action in finding_lines(report):
+            console.print(escape(title))
+            if evidence:
+                console.print(f"   evidence: {escape(evidence)}")
+                console.print(f"   do: {escape(action)}")
     if report.sweep is not None:
         render_sweep(report, console)
         console.print(f"Breakdown of the best setting, {escape(report.sweep.best)}:")

@@ -31,6 +31,7 @@ class StepBreakdown:
     idle_ms: float
     memory_ms: float
     carried_over_ms: float = 0.0  # GPU: device work from before the step still running in its window
+    start_idle_ms: float = 0.0  # from the step's start to its first computation, communication or copy
 
 
 @dataclass(frozen=True)
@@ -189,6 +190,20 @@ class ProfilerDistortion:
 
 
 @dataclass(frozen=True)
+class Finding:
+    """One thing to change, ranked by its predicted gain: what the numbers show, the line to paste, and
+    the gain per step with its 95% interval (None for findings that predict no step time)."""
+
+    kind: str  # bucket_cap, compression, slow_collectives, straggler, input_stall, profiler_distortion
+    title: str
+    evidence: str
+    action: str
+    gain_ms: Estimate | None = None
+    gain_pct: float | None = None  # of the median step
+    setting: dict[str, Any] = field(default_factory=dict)  # what `commprof advise` runs: {"bucket_cap_mb": 50}
+
+
+@dataclass(frozen=True)
 class SkippedFileInfo:
     path: str
     reason: str
@@ -214,4 +229,5 @@ class Report(Result):
     profiler_distortion: list[ProfilerDistortion] = field(default_factory=list)  # commprof's runs only
     # GPU ranks: ProfilerSteps that launched no device work, by rank (listed, not counted as steps)
     empty_steps: dict[str, list[str]] = field(default_factory=dict)
+    findings: list[Finding] = field(default_factory=list)  # ranked, largest predicted gain first
     schema_version: int = SCHEMA_VERSION

@@ -98,6 +98,8 @@ def _start_record(config: RunConfig, ctx: RankContext, workload: Workload, clock
         "model": workload.name,
         "parameters": workload.parameter_count,
         "parameter_bytes": workload.parameter_bytes,
+        # per parameter, registration order: `findings` re-buckets them as DDP would for another cap
+        "parameter_sizes": [p.numel() * p.element_size() for p in workload.model.parameters() if p.requires_grad],
         "start_time": now(),
         "clock_offsets": [c.to_dict() for c in clocks],
         "tf32": tf32_settings(),

@@ -1,0 +1,206 @@
+"""Findings: what to change, with the gain the measured step predicts, ranked; none on noise.
+
+Each finding's gain is a median over the profiled steps (of every analysed rank) with a 95% bootstrap
+interval, and fires only when that interval excludes zero and the gain is at least MIN_GAIN of the step.
+Settings (bucket_cap_mb, gradient compression) are predicted by re-running the measured step through the
+bucket model of `commprof scale` (analysis/predict.py, docs/prediction.md): each profiled step's backward,
+buckets and ready times, the link fitted to its all-reduces, the buckets re-made as DDP makes them for the
+candidate setting. The gain is the model's step now minus the model's step then, so the model's own bias
+cancels."""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+from collections import defaultdict
+
+from commprof.analysis.crossrank import Matching
+from commprof.analysis.predict import (CANDIDATE_CAPS_MB, MB, ComputeModel, LinkModel, StepProfile, fit_link,
+                                       rebucket, simulate_step, step_profile)
+from commprof.analysis.stats import median_ci
+from commprof.analysis.sweep import paste_line
+from commprof.config import DDPOptions
+from commprof.errors import UsageError
+from commprof.results.common import Estimate
+from commprof.results.report import Finding, ProfilerDistortion, Report
+from commprof.trace.model import RankTrace, RunTrace, Step
+
+MIN_GAIN = 0.01  # of the median step: smaller gains are not worth a finding
+DISTORTION_ABOVE = 0.10
+MAX_MODELLED_RANKS = 8  # the bucket model reads the buckets of this many ranks (they all run the same ones)
+
+
+def findings(report: Report, windows: list[tuple[RankTrace, list[Step]]],
+             matching: Matching | None, distortion: list[ProfilerDistortion]) -> list[Finding]:
+    step_ms = statistics.median(r.step_time_ms.median for r in report.ranks)
+    found = [*_settings(report, windows, step_ms), *_input_stalls(report, step_ms),
+             *_straggler(report, windows, matching, step_ms)]
+    found = [f for f in found if f.gain_ms is not None and f.gain_ms.low > 0 and f.gain_ms.value >= MIN_GAIN * step_ms]
+    found.sort(key=lambda f: -f.gain_ms.value)
+    return found + _distortion(distortion)
+
+
+def _current_options(report: Report) -> tuple[DDPOptions, str]:
+    """The DDP options the run used (commprof's defaults when the traces say nothing) and who built its DDP."""
+    ddp = (report.run.get("config") or {}).get("ddp") or {}
+    known = {f.name for f in dataclasses.fields(DDPOptions)}
+    options = DDPOptions(**{k: v for k, v in ddp.items() if k in known})
+    built = (report.run.get("ddp_built") or [{}])[0]
+    return options, built.get("built_by", "script") if report.run.get("script") else "script"
+
+
+def _samples(windows: list[tuple[RankTrace, list[Step]]]) -> list[StepProfile]:
+    """One measured step profile per profiled step of the first ranks (steps without a DDP backward skipped)."""
+    samples = []
+    for rank, _ in windows[:MAX_MODELLED_RANKS]:
+        for index, step in enumerate(rank.steps):
+            one = dataclasses.replace(
+                rank, steps=(step,), backward_starts=rank.backward_starts[index:index + 1],
+                backward_ends=rank.backward_ends[index:index + 1])
+            try:
+                sample = step_profile(RunTrace((one,)))
+            except UsageError:
+                continue
+            if sample.bucket_bytes:
+                samples.append(dataclasses.replace(sample, world_size=rank.world_size or len(windows)))
+    return samples
+
+
+def _model_gains(samples: list[StepProfile], link: LinkModel, make_buckets) -> list[float]:
+    gains = []
+    for sample in samples:
+        flat = ComputeModel(sample.compute_ms, 0.0)
+        now, _ = simulate_step(sample, flat, link, sample.world_size, rebucket(sample, None, None))
+        then, _ = simulate_step(sample, flat, link, sample.world_size, make_buckets(sample))
+        gains.append(now - then)
+    return gains
+
+
+def _settings(report: Report, windows, step_ms: float) -> list[Finding]:
+    samples = _samples(windows)
+    if len(samples) < 2 or samples[0].world_size < 2:
+        return []
+    try:
+        link = fit_link(samples)
+    except UsageError:
+        return []
+    options, framework = _current_options(report)
+    parameters = report.run.get("parameter_sizes") or None
+    exposed = statistics.median(s.exposed_ms for s in samples)
+    found = []
+    total = sum(samples[0].bucket_bytes)
+    best: tuple[float, Estimate] | None = None
+    # largest first: among caps that gain the same, the largest (fewest calls) is kept
+    for cap in sorted((c for c in CANDIDATE_CAPS_MB if c * MB < 2 * total and c != options.bucket_cap_mb), reverse=True):
+        # without the parameters' sizes (someone else's traces), the measured buckets are the units: merged, never split
+        units = parameters or list(reversed(samples[0].bucket_bytes))
+        gain = median_ci(_model_gains(samples, link, lambda s, cap=cap: rebucket(s, units, cap)))
+        if best is None or gain.value > best[1].value:
+            best = (cap, gain)
+    if best is not None:
+        cap, gain = best
+        sizes = ", ".join(f"{b / MB:.1f}" for b in samples[0].bucket_bytes)
+        found.append(Finding(
+            kind="bucket_cap", title=f"bucket_cap_mb={cap:g} hides more of the gradient all-reduce",
+            evidence=(f"{exposed:.1f} ms of each step is exposed all-reduce after the backward pass; buckets now "
+                      f"{sizes} MB (cap {options.bucket_cap_mb:g}); link fitted: {link.bandwidth_gbps:.2f} GB/s, "
+                      f"{link.alpha_us:.0f} us per ring step"),
+            action=paste_line(dataclasses.replace(options, bucket_cap_mb=cap), framework),
+            gain_ms=gain, gain_pct=gain.value / step_ms * 100, setting={"bucket_cap_mb": cap}))
+    byte_us = statistics.median(2 * (s.world_size - 1) / s.world_size * b / (link.bandwidth_gbps * 1e3)
+                                for s in samples for b in s.bucket_bytes)
+    latency_us = 2 * (samples[0].world_size - 1) * link.alpha_us
+    if options.comm_hook == "none" and exposed > 0 and byte_us > latency_us:  # bandwidth-bound: halving bytes helps
+        gain = median_ci(_model_gains(samples, link, lambda s: [(b // 2, r) for b, r in rebucket(s, None, None)]))
+        found.append(Finding(
+            kind="compression", title="fp16 gradient compression halves the bytes of an all-reduce that is "
+                                      "bandwidth-bound",
+            evidence=(f"{exposed:.1f} ms exposed all-reduce per step; a typical bucket spends {byte_us:.0f} us "
+                      f"moving bytes against {latency_us:.0f} us of latency"),
+            action=paste_line(dataclasses.replace(options, comm_hook="fp16"), framework),
+            gain_ms=gain, gain_pct=gain.value / step_ms * 100, setting={"comm_hook": "fp16"}))
+    return found
+
+
+def _input_stalls(report: Report, step_ms: float) -> list[Finding]:
+    """Idle at the start of the steps (waiting for the next batch), on every rank: the worst rank's."""
+    by_rank: dict[int, list[float]] = defaultdict(list)
+    for step in report.steps:
+        by_rank[step.rank].append(step.start_idle_ms)
+    if not by_rank or min(len(v) for v in by_rank.values()) < 2:
+        return []
+    estimates = {rank: median_ci(values) for rank, values in by_rank.items()}
+    rank = max(estimates, key=lambda r: estimates[r].value)
+    stalled = sorted(r for r, e in estimates.items() if e.low > 0 and e.value >= MIN_GAIN * step_ms)
+    gain = estimates[rank]
+    return [Finding(
+        kind="input_stall", title=f"the steps start idle, waiting for data, on {len(stalled)} of {len(estimates)} ranks",
+        evidence=(f"rank {rank} is idle {gain.value:.1f} ms at the start of each step before its first operator "
+                  f"(ranks stalled: {', '.join(map(str, stalled)) or 'none'})"),
+        action="DataLoader(..., num_workers=4, pin_memory=True, persistent_workers=True, prefetch_factor=2)",
+        gain_ms=gain, gain_pct=gain.value / step_ms * 100)] if stalled else []
+
+
+def _straggler(report: Report, windows, matching: Matching | None, step_ms: float) -> list[Finding]:
+    """The rank whose late arrivals make the others wait: the others' mean wait per step is what the job loses."""
+    cross = report.cross_rank
+    if cross is None or cross.straggler is None or matching is None:
+        return []
+    straggler = cross.straggler
+    steps_of = {rank.rank: steps for rank, steps in windows}
+    per_step: dict[str, float] = defaultdict(float)
+    for collective in matching.collectives:
+        starts = {r: start for r, (start, _) in collective.spans.items()}
+        if max(starts, key=starts.get) != straggler:
+            continue
+        source = collective.sources[straggler]
+        step = next((s.name for s in steps_of.get(straggler, []) if s.start <= source.start < s.end), None)
+        if step is not None:
+            per_step[step] += sum(starts[straggler] - s for s in starts.values()) / (len(starts) - 1) / 1000
+    names = [s.name for s in steps_of.get(straggler, [])]
+    costs = [per_step.get(name, 0.0) for name in names]
+    if len(costs) < 2:
+        return []
+    gain = median_ci(costs)
+    return [Finding(
+        kind="straggler", title=f"rank {straggler} is the straggler: the others wait for it",
+        evidence=(f"it makes the others wait {cross.straggler_cost_ms:.1f} ms per step in all "
+                  f"({', '.join(f'{op} {ms:.1f}' for op, ms in cross.straggler_ops.items())}); {_cause(report, straggler)}"),
+        action=f"look at rank {straggler}'s {_slowest_part(report, straggler)} (its host, its data shard, its GPU clocks)",
+        gain_ms=gain, gain_pct=gain.value / step_ms * 100)]
+
+
+PARTS = {"compute_ms": "compute", "start_idle_ms": "idle before its first operator (input pipeline)",
+         "exposed_comm_ms": "exposed communication"}
+
+
+def _excess(report: Report, rank: int) -> dict[str, float]:
+    """How much more of each part of the step this rank spends than the median of the other ranks (ms)."""
+    def median_of(ranks: set[int], part: str) -> float:
+        values = [getattr(s, part) for s in report.steps if s.rank in ranks]
+        return statistics.median(values) if values else 0.0
+
+    others = {r.rank for r in report.ranks} - {rank}
+    return {part: median_of({rank}, part) - median_of(others, part) for part in PARTS}
+
+
+def _slowest_part(report: Report, rank: int) -> str:
+    excess = _excess(report, rank)
+    return PARTS[max(excess, key=excess.get)]
+
+
+def _cause(report: Report, rank: int) -> str:
+    excess = _excess(report, rank)
+    return "against the others' median, its " + ", ".join(f"{PARTS[p]} {ms:+.1f} ms" for p, ms in excess.items())
+
+
+def _distortion(distortion: list[ProfilerDistortion]) -> list[Finding]:
+    if not distortion:
+        return []
+    slowdown = statistics.median(d.slowdown for d in distortion)
+    if slowdown <= DISTORTION_ABOVE:
+        return []
+    return [Finding(
+        kind="profiler_distortion", title=f"the profiler slowed the steps it recorded by {slowdown:.0%}",
+        evidence="median step inside the profiled window against the unprofiled steps of the same run, over ranks",
+        action="commprof run ... --schedule WAIT,1,2  (a shorter active window; the numbers above describe slowed steps)")]

@@ -1,0 +1,109 @@
+"""Findings on hand-built traces whose every number is checked by eye (times in microseconds): each finding
+fires where it must, with the gain worked out below, and a balanced run gets none."""
+
+import dataclasses
+
+import pytest
+
+from commprof.analysis.analyze import analyze_run
+from commprof.analysis.findings import findings
+from commprof.analysis.predict import MB, LinkModel, StepProfile, rebucket, simulate_step, ComputeModel
+from commprof.render.markdown import render_markdown
+from commprof.render.tables import BALANCED
+from commprof.results.report import ProfilerDistortion
+from commprof.trace.load import load_run
+from tests.tracebuilder import GLOO, TraceBuilder
+
+FLOATS_25_MIB = 25 * MB // 4
+DDP_RUN = {"parameter_sizes": [5 * MB] * 5, "config": {"ddp": {"bucket_cap_mb": 25.0}}}
+
+
+def ddp_rank(rank, steps=2, late_us=0.0, first_op_us=0.0, allreduce_us=10_000.0):
+    """Each 50 ms step: forward [0, 10] ms, backward [10, 30], the one 25 MiB bucket launched at 30 and
+    all-reduced for 10 ms (nothing left to hide it), the optimizer [40, 45], idle to 50. `late_us` shifts this
+    rank's backward end and all-reduce later; `first_op_us` leaves the step's start idle (waiting for data)."""
+    trace = TraceBuilder(rank=rank)
+    trace.header["host_name"] = "node0"  # one host: one clock, so lateness is not aligned away
+    for k in range(steps):
+        t = k * 50_000
+        trace.step(k + 1, t, 50_000)
+        trace.x("aten::mm", t + first_op_us, 10_000 - first_op_us)
+        trace.x("autograd::engine::evaluate_function: MmBackward0", t + 10_000, 20_000 + late_us)
+        trace.x("c10d::allreduce_", t + 30_000 + late_us, 10)
+        trace.x("gloo:all_reduce", t + 30_000 + late_us, allreduce_us, cat="user_annotation", thread=GLOO,
+                Input_Dims=[[FLOATS_25_MIB]], Input_type=["float"])
+        trace.x("aten::add_", t + 40_000 + late_us, 5_000)
+    return trace
+
+
+def found(tmp_path, *ranks, run=None, distortion=()):
+    paths = [r.write(tmp_path / f"rank{i}.json") for i, r in enumerate(ranks)]
+    analysis = analyze_run(load_run(paths, workers=1), "t", "run", run or {})
+    report = analysis.report
+    return findings(report, analysis.windows, analysis.matching, list(distortion)), report
+
+
+def test_rebucketing_by_hand():
+    """Backward 20 ms; today one 25 MiB bucket, ready when the backward ends, then 10 ms on a 2.62 GB/s link:
+    10 ms exposed. With bucket_cap_mb=10 DDP makes buckets of 10, 10 and 5 MiB (five 5 MiB parameters, the
+    last registered first), ready at 8, 16 and 20 ms; they all-reduce in 4, 4 and 2 ms: done at 12, 20, 22:
+    2 ms exposed, 8 ms gained. A parameter larger than the cap shares the bucket it closes (pytorch#48880)."""
+    link = LinkModel(0.0, 25 * MB / 10_000 / 1e3, "by hand")
+    measured = StepProfile(2, 10.0, 20.0, 10.0, 10.0, [25 * MB], [1.0])
+    flat = ComputeModel(measured.compute_ms, 0.0)
+    assert rebucket(measured, [5 * MB] * 5, 10) == [(10 * MB, 0.4), (10 * MB, 0.8), (5 * MB, 1.0)]
+    assert simulate_step(measured, flat, link, 2, rebucket(measured, None, None)) == pytest.approx((50.0, 10.0))
+    assert simulate_step(measured, flat, link, 2, rebucket(measured, [5 * MB] * 5, 10)) == pytest.approx((42.0, 2.0))
+    assert rebucket(measured, [20 * MB, 5 * MB], 10) == [(25 * MB, 1.0)]
+
+
+def test_an_exposed_allreduce_gets_a_bucket_cap_and_compression(tmp_path):
+    """Both ranks as in test_rebucketing_by_hand. The best cap: 10 (8 ms; caps 1, 2 and 5 gain the same, and
+    the largest of the best is kept). fp16 compression: 12.5 MiB in 5 ms after the backward, 5 ms gained."""
+    result, report = found(tmp_path, ddp_rank(0), ddp_rank(1), run=DDP_RUN)
+    assert [f.kind for f in result] == ["bucket_cap", "compression"]
+    bucket, compression = result
+    assert (bucket.gain_ms.value, bucket.gain_ms.low, bucket.gain_ms.high) == pytest.approx((8.0, 8.0, 8.0))
+    assert bucket.gain_pct == pytest.approx(16.0) and bucket.setting == {"bucket_cap_mb": 10}
+    assert bucket.action == "DDP(model, bucket_cap_mb=10)"
+    assert "10.0 ms of each step is exposed" in bucket.evidence and "2.62 GB/s" in bucket.evidence
+    assert compression.gain_ms.value == pytest.approx(5.0) and compression.setting == {"comm_hook": "fp16"}
+    assert compression.action == "DDP(model, bucket_cap_mb=25); ddp.register_comm_hook(None, default_hooks.fp16_compress_hook)"
+    markdown = render_markdown(dataclasses.replace(report, findings=result))
+    assert "**1. bucket_cap_mb=10 hides more of the gradient all-reduce: -8.0 ms per step (16%" in markdown
+
+
+def test_a_hidden_allreduce_gets_nothing(tmp_path):
+    """The same ranks with a 0.1 ms all-reduce: nothing exposed to gain (the gains are below 1% of the step)."""
+    result, report = found(tmp_path, ddp_rank(0, allreduce_us=100), ddp_rank(1, allreduce_us=100), run=DDP_RUN)
+    assert result == []
+    assert f"{BALANCED}." in render_markdown(dataclasses.replace(report, findings=result))
+
+
+def test_the_straggler_and_what_makes_it_slow(tmp_path):
+    """Rank 1's backward is 3 ms longer each of 3 steps: rank 0 waits 3 ms for it at every all-reduce; the job
+    loses 3 ms a step, and rank 1's compute is the part that is longer."""
+    result, _ = found(tmp_path, ddp_rank(0, steps=3), ddp_rank(1, steps=3, late_us=3_000))
+    straggler = next(f for f in result if f.kind == "straggler")
+    assert straggler.title == "rank 1 is the straggler: the others wait for it"
+    assert straggler.gain_ms.value == pytest.approx(3.0) and straggler.gain_ms.low == pytest.approx(3.0)
+    assert "its compute +3.0 ms" in straggler.evidence and "look at rank 1's compute" in straggler.action
+
+
+def test_steps_that_start_idle_waiting_for_data(tmp_path):
+    """Rank 1's first operator comes 6 ms into every step (rank 0's at once): an input stall on rank 1 alone."""
+    result, report = found(tmp_path, ddp_rank(0, steps=3), ddp_rank(1, steps=3, first_op_us=6_000))
+    stall = next(f for f in result if f.kind == "input_stall")
+    assert [s.start_idle_ms for s in report.steps if s.rank == 1] == pytest.approx([6.0] * 3)
+    assert stall.title == "the steps start idle, waiting for data, on 1 of 2 ranks"
+    assert stall.gain_ms.value == pytest.approx(6.0) and stall.action.startswith("DataLoader(")
+
+
+def test_the_profilers_own_distortion_when_large(tmp_path):
+    slowed = [ProfilerDistortion(0, 60.0, 50.0, 0.2), ProfilerDistortion(1, 61.0, 50.0, 0.22)]
+    result, _ = found(tmp_path, ddp_rank(0, allreduce_us=100), ddp_rank(1, allreduce_us=100), distortion=slowed)
+    assert [(f.kind, f.gain_ms) for f in result] == [("profiler_distortion", None)]
+    assert result[0].title == "the profiler slowed the steps it recorded by 21%"
+    mild = [ProfilerDistortion(0, 52.0, 50.0, 0.04)]
+    (tmp_path / "mild").mkdir()
+    assert found(tmp_path / "mild", ddp_rank(0, allreduce_us=100), distortion=mild)[0] == []
