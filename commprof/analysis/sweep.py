@@ -8,7 +8,7 @@ from typing import Any
 
 from commprof.analysis.buckets import backward_times, bucket_timelines, median_timeline
 from commprof.results.report import DDPCrossCheck, Report, SettingResult, SweepResult
-from commprof.analysis.stats import median_ci, speedup_ci
+from commprof.analysis.stats import difference_ci, median_ci, speedup_ci
 from commprof.config import DDPOptions, setting_label
 from commprof.trace.model import RankTrace
 
@@ -66,7 +66,7 @@ def setting_result(label: str, raw: dict[str, Any], baseline_steps: list[float],
         exposed_comm_ms=statistics.fmean(r.exposed_comm_ms for r in report.ranks),
         overlap_pct=100 * overlap / comm if comm > 0 else 0.0,
         allreduce_calls_per_step=sum(c.calls_per_step for c in report.collectives if c.op == "all_reduce"),
-        traces=label, timeline=median_timeline(timelines),
+        traces=label, timeline=median_timeline(timelines), gain_ms=difference_ci(raw["step_ms"], baseline_steps),
         ddp_check=DDPCrossCheck(
             _ms(ddp0, "avg_backward_compute_time"), _ms(ddp0, "avg_backward_comm_time"),
             _ms(ddp0, "avg_backward_compute_comm_overlap_time"),

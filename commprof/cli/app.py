@@ -7,7 +7,8 @@ import sys
 import typer
 from typer.exceptions import Abort, Exit, TyperException
 
-from commprof.cli import analyze, backends, bench, compare, console, diff, report, run, scale, sweep, tune, view
+from commprof.cli import (advise, analyze, backends, bench, compare, console, diff, report, run, scale, sweep, tune,
+                          view)
 
 app = typer.Typer(
     name="commprof",
@@ -19,6 +20,7 @@ app = typer.Typer(
 app.command()(run.run)
 app.command()(sweep.sweep)
 app.command()(tune.tune)
+app.command()(advise.advise)
 app.command()(analyze.analyze)
 app.command()(report.report)
 app.command()(view.view)

@@ -17,7 +17,7 @@ from commprof.analysis.sweep import sweep_result
 from commprof.analysis.timeline import job_timeline
 from commprof.errors import UsageError
 from commprof.launch.runlog import read_run_json
-from commprof.results.common import Result
+from commprof.results.common import Estimate, Result
 from commprof.results.report import Report
 from commprof.trace.load import load_run, load_run_with
 from commprof.trace.model import RankTrace, RunTrace
@@ -80,14 +80,18 @@ def _analyse(paths: list[Path], name: str, kind: str, workers: int | None,
                                profiler_distortion=distortion, findings=found), trace, timeline
 
 
-def sweep_report(run_dir: Path, name: str, kind: str) -> Report:
-    """A sweep's report: the best setting's breakdown, and every setting in `sweep`."""
+def sweep_report(run_dir: Path, name: str, kind: str, predicted: dict[str, Estimate] | None = None) -> Report:
+    """A sweep's report: the best setting's breakdown, and every setting in `sweep` (with its predicted gain,
+    when `commprof advise` predicted one)."""
     raw = json.loads((run_dir / "sweep.json").read_text())
     analysed = {}
     for label in raw["settings"]:
         trace = load_run([run_dir / label])
         analysed[label] = (analyze(trace, name=label, kind="run"), trace.ranks[0] if trace.ranks[0].rank == 0 else None)
     result = sweep_result(raw, analysed, kind)
+    if predicted:
+        result = dataclasses.replace(result, settings=[dataclasses.replace(s, predicted_gain_ms=predicted.get(s.label))
+                                                       for s in result.settings])
     config = raw["plan"]["run"]
     run = {"run_id": config["run_id"], "model": raw["model"], "parameters": raw["parameters"],
            "world_size": raw["world_size"], "backend": config["backend"], "device": config["device"],

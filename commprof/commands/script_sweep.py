@@ -17,6 +17,7 @@ from commprof.commands.outcome import Feedback, Outcome
 from commprof.commands.reporting import sweep_report, write_report
 from commprof.config import DDPOptions, ProfileSchedule, RunConfig, RunRequest, SweepPlan, setting_label
 from commprof.errors import UsageError
+from commprof.results.common import Estimate
 from commprof.launch.runlog import finish_script_run, read_run_json, write_json_atomic
 
 UNPROFILED = ProfileSchedule(wait=0, warmup=0, active=1)  # a placeholder: timed launches run no profiler
@@ -25,7 +26,8 @@ SWEPT = ("bucket_cap_mb", "gradient_as_bucket_view", "static_graph")
 
 
 def measure_script(request: RunRequest, settings: list[DDPOptions], baseline: DDPOptions, kind: str,
-                   feedback: Feedback, rounds: dict[str, Any], tune: bool) -> Outcome:
+                   feedback: Feedback, rounds: dict[str, Any], tune: bool,
+                   predicted: dict[str, Estimate] | None = None) -> Outcome:
     from commprof.analysis.tune import next_bucket_sizes
     from commprof.commands.run import check_script
     from commprof.launch.resolve import MachineProbe, resolve
@@ -71,7 +73,7 @@ def measure_script(request: RunRequest, settings: list[DDPOptions], baseline: DD
         "framework": built.get("built_by", "script"), "script": list(config.script),
         "timings": {"worker_s": time.perf_counter() - started, "launches": len(order) + len(results)},
     })
-    report = sweep_report(config.run_dir, config.run_id, kind)
+    report = sweep_report(config.run_dir, config.run_id, kind, predicted)
     return Outcome(report, write_report(report, config.reports_dir, report.name, traces=config.run_dir),
                    traces=config.run_dir)
 

@@ -11,6 +11,7 @@ from commprof.commands.common import check_model, describe
 from commprof.commands.outcome import SILENT, Feedback, Outcome
 from commprof.commands.reporting import sweep_report, write_report
 from commprof.config import DDPOptions, RunRequest, SweepPlan, setting_label
+from commprof.results.common import Estimate
 
 
 def grid_settings(base: DDPOptions, grid: dict[str, list[Any]]) -> list[DDPOptions]:
@@ -20,7 +21,7 @@ def grid_settings(base: DDPOptions, grid: dict[str, list[Any]]) -> list[DDPOptio
 
 def sweep(request: RunRequest, grid: dict[str, list[Any]], feedback: Feedback = SILENT, **rounds: Any) -> Outcome:
     """`rounds`: SweepPlan's warmup_steps, repeats, steps_per_repeat, profile_steps and max_live_settings."""
-    return _measure(request, grid_settings(request.ddp, grid), request.ddp, "sweep", feedback, rounds)
+    return measure(request, grid_settings(request.ddp, grid), request.ddp, "sweep", feedback, rounds)
 
 
 def tune(request: RunRequest, feedback: Feedback = SILENT, **rounds: Any) -> Outcome:
@@ -28,12 +29,13 @@ def tune(request: RunRequest, feedback: Feedback = SILENT, **rounds: Any) -> Out
     from commprof.analysis.tune import COARSE_GRID_MB
 
     settings = grid_settings(request.ddp, {"bucket_cap_mb": list(COARSE_GRID_MB)})
-    return _measure(request, settings, request.ddp, "tune", feedback, rounds, tune=True)
+    return measure(request, settings, request.ddp, "tune", feedback, rounds, tune=True)
 
 
-def _measure(request: RunRequest, settings: list[DDPOptions], baseline: DDPOptions, kind: str, feedback: Feedback,
-             rounds: dict[str, Any], tune: bool = False) -> Outcome:
-    """Resolve, check the model, launch the sweep worker once, analyse every setting, report."""
+def measure(request: RunRequest, settings: list[DDPOptions], baseline: DDPOptions, kind: str, feedback: Feedback,
+            rounds: dict[str, Any], tune: bool = False, predicted: dict[str, Estimate] | None = None) -> Outcome:
+    """Resolve, check the model, launch the sweep worker once, analyse every setting, report. `predicted`: the
+    gain predicted for some settings (by label), shown beside the measured one (commprof advise)."""
     from commprof.launch.job import Task, run_job
     from commprof.launch.resolve import MachineProbe, resolve
     from commprof.worker.sweep import sweep_main
@@ -44,7 +46,7 @@ def _measure(request: RunRequest, settings: list[DDPOptions], baseline: DDPOptio
     if request.script:
         from commprof.commands.script_sweep import measure_script
 
-        return measure_script(request, settings, baseline, kind, feedback, rounds, tune)
+        return measure_script(request, settings, baseline, kind, feedback, rounds, tune, predicted)
     config = resolve(request, MachineProbe.detect())
     plan = SweepPlan(run=config, settings=tuple(settings), baseline=baseline, tune=tune, **rounds)
     workload = check_model(config, feedback)
@@ -55,6 +57,6 @@ def _measure(request: RunRequest, settings: list[DDPOptions], baseline: DDPOptio
     if not launched.has_rank_zero:
         return Outcome(None, note=f"ranks {', '.join(map(str, launched.ranks_here))} done; the node with rank 0 "
                                   "writes the report")
-    report = sweep_report(launched.run_dir, launched.run_id, kind)
+    report = sweep_report(launched.run_dir, launched.run_id, kind, predicted)
     return Outcome(report, write_report(report, config.reports_dir, report.name, traces=launched.run_dir),
                    traces=launched.run_dir)

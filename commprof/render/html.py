@@ -6,10 +6,10 @@ import base64
 from html import escape
 
 from commprof.results.report import Report
-from commprof.render.tables import (BREAKDOWN_HEADERS, COLLECTIVE_HEADERS, DDP_CHECK_HEADERS, SKEW_HEADERS,
-                                    SWEEP_HEADERS, TIMELINE_HEADERS, breakdown_rows, collective_row, ddp_check_row,
-                                    breakdown_notes, finding_lines, has_findings, headline, skew_rows, skew_summary, step_clock, sweep_row,
-                                    timeline_row)
+from commprof.render.tables import (ADVICE_HEADERS, BREAKDOWN_HEADERS, COLLECTIVE_HEADERS, DDP_CHECK_HEADERS,
+                                    SKEW_HEADERS, SWEEP_HEADERS, TIMELINE_HEADERS, advice_rows, breakdown_notes,
+                                    breakdown_rows, collective_row, ddp_check_row, finding_lines, has_findings,
+                                    headline, skew_rows, skew_summary, step_clock, sweep_row, timeline_row)
 
 STYLE = """
 body { font-family: system-ui, -apple-system, 'Segoe UI', sans-serif; margin: 2em auto; max-width: 1100px;
@@ -90,6 +90,9 @@ def _sweep(report: Report, images: dict[str, bytes]) -> str:
               f"<p>Median step time of the job over interleaved rounds with 95% CI; speedup against "
               f"{escape(sweep.baseline)} (~: inside the noise); * best. The sections below are the best setting's.</p>",
               html_table(SWEEP_HEADERS, [sweep_row(s) for s in sweep.settings]),
+              *(["<h3>The findings, checked</h3><p>Gain per step against the run's own setting: predicted by the "
+                 "finding, measured here (95% CI).</p>", html_table(ADVICE_HEADERS, advice_rows(sweep))]
+                if sweep.kind == "advise" else []),
               "<h3>Buckets DDP built (bytes)</h3>",
               html_table(("setting", "bucket sizes"), [(s.label, ", ".join(map(str, s.bucket_sizes))) for s in sweep.settings])]
     best = next(s for s in sweep.settings if s.best)

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from commprof.results.report import Report
-from commprof.render.tables import (BREAKDOWN_HEADERS, COLLECTIVE_HEADERS, DDP_CHECK_HEADERS, SKEW_HEADERS,
-                                    SWEEP_HEADERS, TIMELINE_HEADERS, breakdown_rows, collective_row, ddp_check_row,
-                                    breakdown_notes, finding_lines, has_findings, headline, skew_rows, skew_summary, step_clock, sweep_row,
-                                    timeline_row)
+from commprof.render.tables import (ADVICE_HEADERS, BREAKDOWN_HEADERS, COLLECTIVE_HEADERS, DDP_CHECK_HEADERS,
+                                    SKEW_HEADERS, SWEEP_HEADERS, TIMELINE_HEADERS, advice_rows, breakdown_notes,
+                                    breakdown_rows, collective_row, ddp_check_row, finding_lines, has_findings,
+                                    headline, skew_rows, skew_summary, step_clock, sweep_row, timeline_row)
 
 
 def markdown_table(headers: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
@@ -71,6 +71,10 @@ def _sweep_section(report: Report) -> list[str]:
               f"speedup against {sweep.baseline} (~: its CI contains 1, inside the noise); * marks the best. "
               f"The breakdown below is the best setting's.", ""]
     lines += markdown_table(SWEEP_HEADERS, [sweep_row(s) for s in sweep.settings]) + ["", "![sweep](sweep.png)", ""]
+    if sweep.kind == "advise":
+        lines += ["### The findings, checked", "", "Gain per step against the run's own setting: predicted by the "
+                  "finding, measured here (median difference of the job's step times, 95% bootstrap CI).", ""]
+        lines += markdown_table(ADVICE_HEADERS, advice_rows(sweep)) + [""]
     lines += ["### Buckets DDP built", "", "| setting | bucket sizes (bytes) |", "|---|---|"]
     lines += [f"| {s.label} | {', '.join(map(str, s.bucket_sizes))} |" for s in sweep.settings] + [""]
     best = next(s for s in sweep.settings if s.best)

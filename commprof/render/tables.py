@@ -227,3 +227,25 @@ def finding_lines(report: Report) -> list[tuple[str, str, str]]:
     """Per finding, ranked: (title with its predicted gain, evidence, action); or the balanced line alone."""
     found = [(f"{i}. {f.title}: {finding_gain(f)}", f.evidence, f.action) for i, f in enumerate(report.findings, 1)]
     return found or [(BALANCED, "", "")]
+
+
+ADVICE_HEADERS = ("setting", "predicted gain ms (95% CI)", "measured gain ms (95% CI)", "error ms", "verdict")
+
+
+def advice_verdict(setting: SettingResult) -> str:
+    """Whether the measured gain bears the prediction out."""
+    gain = setting.gain_ms
+    if gain.low > 0:
+        return "holds: faster, beyond the noise"
+    if gain.high < 0:
+        return "does not hold: slower here"
+    return "not confirmed: inside the noise"
+
+
+def advice_rows(sweep) -> list[tuple[str, ...]]:
+    """`commprof advise`: each advised setting's predicted gain against the one measured (error: measured - predicted)."""
+    def ci(e) -> str:
+        return f"{e.value:+.1f} ({e.low:+.1f} to {e.high:+.1f})"
+
+    return [(s.label, ci(s.predicted_gain_ms), ci(s.gain_ms), f"{s.gain_ms.value - s.predicted_gain_ms.value:+.1f}",
+             advice_verdict(s)) for s in sweep.settings if s.predicted_gain_ms is not None and s.gain_ms is not None]

@@ -8,9 +8,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from commprof.results.report import Report
-from commprof.render.tables import (BREAKDOWN_HEADERS, COLLECTIVE_HEADERS, SKEW_HEADERS, SWEEP_HEADERS,
-                                    breakdown_notes, breakdown_rows, collective_row, finding_lines, has_findings, headline, many_ranks,
-                                    skew_rows, skew_summary, step_clock, sweep_row)
+from commprof.render.tables import (ADVICE_HEADERS, BREAKDOWN_HEADERS, COLLECTIVE_HEADERS, SKEW_HEADERS,
+                                    SWEEP_HEADERS, advice_rows, breakdown_notes, breakdown_rows, collective_row,
+                                    finding_lines, has_findings, headline, many_ranks, skew_rows, skew_summary,
+                                    step_clock, sweep_row)
 
 
 def rich_table(title: str, headers: tuple[str, ...], rows, left: tuple[str, ...] = ("rank",),
@@ -32,6 +33,9 @@ def render_sweep(report: Report, console: Console) -> None:
     console.print(f"[bold]{escape(sweep.recommendation)}[/]")
     if sweep.paste:
         console.print(f"  {escape(sweep.paste)}")
+    if sweep.kind == "advise":
+        console.print(rich_table("The findings' settings: predicted against measured gain per step (ms)", ADVICE_HEADERS,
+                                 advice_rows(sweep), left=("setting", "verdict")))
 
 
 def show(report: Report, console: Console) -> None:

@@ -154,11 +154,13 @@ class SettingResult:
     timeline: list[BucketEvent] = field(default_factory=list)
     ddp_check: DDPCrossCheck | None = None
     best: bool = False
+    gain_ms: Estimate | None = None  # median(baseline) - median(this) per step, with its 95% CI; > 0 is faster
+    predicted_gain_ms: Estimate | None = None  # `commprof advise`: what the finding predicted for this setting
 
 
 @dataclass(frozen=True)
 class SweepResult:
-    kind: str  # "sweep" or "tune"
+    kind: str  # "sweep", "tune" or "advise"
     baseline: str
     best: str
     settings: list[SettingResult]
@@ -212,7 +214,7 @@ class SkippedFileInfo:
 @dataclass(frozen=True)
 class Report(Result):
     name: str
-    kind: str  # "run", "analysis", "sweep" or "tune"
+    kind: str  # "run", "analysis", "sweep", "tune" or "advise"
     created: str
     sources: list[str]
     ranks: list[RankSummary]

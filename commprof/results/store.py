@@ -17,7 +17,8 @@ from commprof.results.diff import DiffResult
 from commprof.results.report import Report
 from commprof.results.scale import ScaleReport
 
-KINDS: dict[str, type] = {"run": Report, "analysis": Report, "sweep": Report, "tune": Report, "scale": ScaleReport,
+KINDS: dict[str, type] = {"run": Report, "analysis": Report, "sweep": Report, "tune": Report, "advise": Report,
+                          "scale": ScaleReport,
                           "bench": BenchResult, "compare": CompareResult, "backends": BackendsResult,
                           "diff": DiffResult}
 FILE_NAME = "report.json"

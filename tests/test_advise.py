@@ -1,0 +1,48 @@
+"""`commprof advise`: a real run's setting findings rerun against its own setting, interleaved; the predicted
+gain beside the measured one."""
+
+import json
+
+import pytest
+
+from tests.conftest import FAST_RUN, commprof
+
+pytestmark = pytest.mark.slow
+ROUNDS = ["--repeats", "3", "--steps-per-repeat", "2", "--warmup-steps", "1", "--profile-steps", "2"]
+
+
+def test_advise_checks_a_runs_setting_findings(tmp_path):
+    """The run's report is given one finding that is a setting (bucket_cap_mb=5, predicted 2.0 ms [1.0, 3.0])
+    and one that is not; advise measures the run's own setting (25 MB) and the advised one, and shows both gains."""
+    assert commprof("run", *FAST_RUN, "--run-id", "base", "--quiet", cwd=tmp_path).returncode == 0
+    path = tmp_path / "reports" / "base" / "report.json"
+    report = json.loads(path.read_text())
+    gain = {"value": 2.0, "low": 1.0, "high": 3.0}
+    report["findings"] = [
+        {"kind": "bucket_cap", "title": "bucket_cap_mb=5", "evidence": "", "action": "", "gain_ms": gain,
+         "gain_pct": 3.0, "setting": {"bucket_cap_mb": 5}},
+        {"kind": "input_stall", "title": "stall", "evidence": "", "action": "", "gain_ms": gain, "gain_pct": 3.0,
+         "setting": {}}]
+    path.write_text(json.dumps(report))
+    result = commprof("advise", "base", "--json", *ROUNDS, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    advised = json.loads(result.stdout)
+    assert advised["kind"] == "advise" and advised["name"] == "base-advise"
+    settings = {s["label"]: s for s in advised["sweep"]["settings"]}
+    assert sorted(settings) == ["bucket-25mb", "bucket-5mb"]
+    assert settings["bucket-5mb"]["predicted_gain_ms"] == gain and settings["bucket-25mb"]["predicted_gain_ms"] is None
+    measured = settings["bucket-5mb"]["gain_ms"]
+    assert measured["low"] <= measured["value"] <= measured["high"] and settings["bucket-25mb"]["gain_ms"]["value"] == 0
+    page = (tmp_path / "reports" / "base-advise" / "report.md").read_text()
+    assert "### The findings, checked" in page and "| bucket-5mb | +2.0 (+1.0 to +3.0) |" in page
+
+
+def test_advise_refuses_what_it_cannot_check(tmp_path, cpu_run):
+    cwd, _ = cpu_run
+    report = json.loads((cwd / "reports" / "e2e" / "report.json").read_text())
+    report["findings"] = [f for f in report["findings"] if not f["setting"]]
+    (tmp_path / "no-settings.json").write_text(json.dumps(report))
+    result = commprof("advise", str(tmp_path / "no-settings.json"), cwd=cwd)
+    assert result.returncode == 2 and "no finding of this run is a setting to try" in result.stderr.strip().splitlines()[-1]
+    result = commprof("advise", "nonexistent", cwd=cwd)
+    assert result.returncode == 2 and "nonexistent" in result.stderr and "Traceback" not in result.stderr
