@@ -36,6 +36,28 @@ def ddp_rank(rank, steps=2, late_us=0.0, first_op_us=0.0, allreduce_us=10_000.0)
     return trace
 
 
+def nccl_rank(rank, steps=2):
+    """The same step on a GPU: the CPU launches forward, backward, the all-reduce and the optimizer in its first
+    ms; the device runs them as ddp_rank's ranges (forward [0, 10] ms, backward [10, 30], all-reduce [30, 40],
+    optimizer [40, 45]), the all-reduce ready when the backward's kernel ends."""
+    trace = TraceBuilder(rank=rank, backend="nccl")
+    for k in range(steps):
+        t, c = k * 50_000, 10 * k
+        trace.step(k + 1, t, 1_000)
+        trace.x("aten::mm", t + 10, 5).launch(t + 11, correlation=c + 1)
+        trace.x("autograd::engine::evaluate_function: MmBackward0", t + 20, 5).launch(t + 21, correlation=c + 2)
+        trace.x("record_param_comms", t + 30, 5, External_id=c + 9, Collective_name="allreduce",
+                In_msg_nelems=FLOATS_25_MIB, Out_msg_nelems=FLOATS_25_MIB, dtype="Float", Group_size=2)
+        trace.launch(t + 31, correlation=c + 3, external_id=c + 9)
+        trace.x("aten::add_", t + 40, 5).launch(t + 41, correlation=c + 4)
+        trace.kernel("volta_sgemm_128x64_nn", t, 10_000, correlation=c + 1)
+        trace.kernel("volta_sgemm_128x64_nt", t + 10_000, 20_000, correlation=c + 2)
+        trace.kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage)", t + 30_000, 10_000,
+                     correlation=c + 3, stream=9)
+        trace.kernel("vectorized_elementwise_kernel", t + 40_000, 5_000, correlation=c + 4)
+    return trace
+
+
 def found(tmp_path, *ranks, run=None, distortion=()):
     paths = [r.write(tmp_path / f"rank{i}.json") for i, r in enumerate(ranks)]
     analysis = analyze_run(load_run(paths, workers=1), "t", "run", run or {})
@@ -57,20 +79,31 @@ def test_rebucketing_by_hand():
     assert rebucket(measured, [20 * MB, 5 * MB], 10) == [(25 * MB, 1.0)]
 
 
-def test_an_exposed_allreduce_gets_a_bucket_cap_and_compression(tmp_path):
+def test_an_exposed_allreduce_gets_a_bucket_cap(tmp_path):
     """Both ranks as in test_rebucketing_by_hand. The best cap: 10 (8 ms; caps 1, 2 and 5 gain the same, and
-    the largest of the best is kept). fp16 compression: 12.5 MiB in 5 ms after the backward, 5 ms gained."""
+    the largest of the best is kept). Over Gloo, no fp16 compression: the casts on the host cost more than the
+    halved bytes save (commprof advise measured it slower)."""
     result, report = found(tmp_path, ddp_rank(0), ddp_rank(1), run=DDP_RUN)
-    assert [f.kind for f in result] == ["bucket_cap", "compression"]
-    bucket, compression = result
+    assert [f.kind for f in result] == ["bucket_cap"]
+    (bucket,) = result
     assert (bucket.gain_ms.value, bucket.gain_ms.low, bucket.gain_ms.high) == pytest.approx((8.0, 8.0, 8.0))
     assert bucket.gain_pct == pytest.approx(16.0) and bucket.setting == {"bucket_cap_mb": 10}
     assert bucket.action == "DDP(model, bucket_cap_mb=10)"
     assert "10.0 ms of each step is exposed" in bucket.evidence and "2.62 GB/s" in bucket.evidence
-    assert compression.gain_ms.value == pytest.approx(5.0) and compression.setting == {"comm_hook": "fp16"}
-    assert compression.action == "DDP(model, bucket_cap_mb=25); ddp.register_comm_hook(None, default_hooks.fp16_compress_hook)"
     markdown = render_markdown(dataclasses.replace(report, findings=result))
     assert "**1. bucket_cap_mb=10 hides more of the gradient all-reduce: -8.0 ms per step (16%" in markdown
+
+
+def test_an_exposed_nccl_allreduce_also_gets_compression(tmp_path):
+    """The same step on GPUs over NCCL: fp16 compression all-reduces 12.5 MiB in 5 ms after the backward instead
+    of 25 MiB in 10: 5 ms gained."""
+    result, _ = found(tmp_path, nccl_rank(0), nccl_rank(1), run=DDP_RUN)
+    assert [f.kind for f in result] == ["bucket_cap", "compression"]
+    bucket, compression = result
+    assert bucket.gain_ms.value == pytest.approx(8.0) and bucket.setting == {"bucket_cap_mb": 10}
+    assert compression.gain_ms.value == pytest.approx(5.0) and compression.setting == {"comm_hook": "fp16"}
+    assert compression.action == ("DDP(model, bucket_cap_mb=25); "
+                                  "ddp.register_comm_hook(None, default_hooks.fp16_compress_hook)")
 
 
 def test_a_hidden_allreduce_gets_nothing(tmp_path):
@@ -95,7 +128,7 @@ def test_steps_that_start_idle_waiting_for_data(tmp_path):
     result, report = found(tmp_path, ddp_rank(0, steps=3), ddp_rank(1, steps=3, first_op_us=6_000))
     stall = next(f for f in result if f.kind == "input_stall")
     assert [s.start_idle_ms for s in report.steps if s.rank == 1] == pytest.approx([6.0] * 3)
-    assert stall.title == "the steps start idle, waiting for data, on 1 of 2 ranks"
+    assert stall.title == "the steps start idle on 1 of 2 ranks"
     assert stall.gain_ms.value == pytest.approx(6.0) and stall.action.startswith("DataLoader(")
 
 

@@ -11,6 +11,7 @@ cancels."""
 from __future__ import annotations
 
 import dataclasses
+import random
 import statistics
 from collections import defaultdict
 
@@ -28,6 +29,10 @@ from commprof.trace.model import RankTrace, RunTrace, Step
 MIN_GAIN = 0.01  # of the median step: smaller gains are not worth a finding
 DISTORTION_ABOVE = 0.10
 MAX_MODELLED_RANKS = 8  # the bucket model reads the buckets of this many ranks (they all run the same ones)
+RESAMPLES = 400
+# measured with `commprof advise` (docs/benchmarks.md): the exposed time falls as predicted, the step less
+SHARED_CORES = ("; CPU ranks share the host's cores, so communication moved under the backward also slows it: "
+                "the gain is an upper bound")
 
 
 def findings(report: Report, windows: list[tuple[RankTrace, list[Step]]],
@@ -66,14 +71,31 @@ def _samples(windows: list[tuple[RankTrace, list[Step]]]) -> list[StepProfile]:
     return samples
 
 
-def _model_gains(samples: list[StepProfile], link: LinkModel, make_buckets) -> list[float]:
+def _model_gain(samples: list[StepProfile], link: LinkModel, make_buckets) -> float:
+    """The median over the samples of the model's step now minus its step with the candidate's buckets."""
     gains = []
     for sample in samples:
         flat = ComputeModel(sample.compute_ms, 0.0)
         now, _ = simulate_step(sample, flat, link, sample.world_size, rebucket(sample, None, None))
         then, _ = simulate_step(sample, flat, link, sample.world_size, make_buckets(sample))
         gains.append(now - then)
-    return gains
+    return statistics.median(gains)
+
+
+def _gain_ci(samples: list[StepProfile], make_buckets) -> Estimate:
+    """The predicted gain with a 95% bootstrap interval: each resample of the profiled steps refits the link too,
+    so the interval carries the uncertainty of the fit as well as the steps' spread."""
+    rng = random.Random(0)
+    boots = []
+    for _ in range(RESAMPLES):
+        chosen = rng.choices(samples, k=len(samples))
+        try:
+            boots.append(_model_gain(chosen, fit_link(chosen), make_buckets))
+        except UsageError:
+            continue
+    boots.sort()
+    tail = int(0.025 * len(boots))
+    return Estimate(_model_gain(samples, fit_link(samples), make_buckets), boots[tail], boots[-1 - tail])
 
 
 def _settings(report: Report, windows, step_ms: float) -> list[Finding]:
@@ -89,29 +111,29 @@ def _settings(report: Report, windows, step_ms: float) -> list[Finding]:
     exposed = statistics.median(s.exposed_ms for s in samples)
     found = []
     total = sum(samples[0].bucket_bytes)
-    best: tuple[float, Estimate] | None = None
-    # largest first: among caps that gain the same, the largest (fewest calls) is kept
-    for cap in sorted((c for c in CANDIDATE_CAPS_MB if c * MB < 2 * total and c != options.bucket_cap_mb), reverse=True):
-        # without the parameters' sizes (someone else's traces), the measured buckets are the units: merged, never split
-        units = parameters or list(reversed(samples[0].bucket_bytes))
-        gain = median_ci(_model_gains(samples, link, lambda s, cap=cap: rebucket(s, units, cap)))
-        if best is None or gain.value > best[1].value:
-            best = (cap, gain)
-    if best is not None:
-        cap, gain = best
+    # without the parameters' sizes (someone else's traces), the measured buckets are the units: merged, never split
+    units = parameters or list(reversed(samples[0].bucket_bytes))
+    by_cap = {cap: _model_gain(samples, link, lambda s, cap=cap: rebucket(s, units, cap))
+              for cap in CANDIDATE_CAPS_MB if cap * MB < 2 * total and cap != options.bucket_cap_mb}
+    if by_cap:
+        cap = max(by_cap, key=lambda c: (round(by_cap[c], 6), c))  # of equal gains, the largest cap: fewest calls
+        gain = _gain_ci(samples, lambda s: rebucket(s, units, cap))
         sizes = ", ".join(f"{b / MB:.1f}" for b in samples[0].bucket_bytes)
         found.append(Finding(
             kind="bucket_cap", title=f"bucket_cap_mb={cap:g} hides more of the gradient all-reduce",
             evidence=(f"{exposed:.1f} ms of each step is exposed all-reduce after the backward pass; buckets now "
                       f"{sizes} MB (cap {options.bucket_cap_mb:g}); link fitted: {link.bandwidth_gbps:.2f} GB/s, "
-                      f"{link.alpha_us:.0f} us per ring step"),
+                      f"{link.alpha_us:.0f} us per ring step" + (SHARED_CORES if windows[0][0].kind == "cpu" else "")),
             action=paste_line(dataclasses.replace(options, bucket_cap_mb=cap), framework),
             gain_ms=gain, gain_pct=gain.value / step_ms * 100, setting={"bucket_cap_mb": cap}))
     byte_us = statistics.median(2 * (s.world_size - 1) / s.world_size * b / (link.bandwidth_gbps * 1e3)
                                 for s in samples for b in s.bucket_bytes)
     latency_us = 2 * (samples[0].world_size - 1) * link.alpha_us
-    if options.comm_hook == "none" and exposed > 0 and byte_us > latency_us:  # bandwidth-bound: halving bytes helps
-        gain = median_ci(_model_gains(samples, link, lambda s: [(b // 2, r) for b, r in rebucket(s, None, None)]))
+    # bandwidth-bound: halving the bytes helps. NCCL only: the model leaves out the casts, which on a CPU backend
+    # cost more than they save (Gloo sums fp16 on the host; `commprof advise` measured it slower, docs/benchmarks.md)
+    nccl = all(c.backend == "nccl" for c in report.collectives if c.op == "all_reduce")
+    if nccl and options.comm_hook == "none" and exposed > 0 and byte_us > latency_us:
+        gain = _gain_ci(samples, lambda s: [(b // 2, r) for b, r in rebucket(s, None, None)])
         found.append(Finding(
             kind="compression", title="fp16 gradient compression halves the bytes of an all-reduce that is "
                                       "bandwidth-bound",
@@ -134,9 +156,9 @@ def _input_stalls(report: Report, step_ms: float) -> list[Finding]:
     stalled = sorted(r for r, e in estimates.items() if e.low > 0 and e.value >= MIN_GAIN * step_ms)
     gain = estimates[rank]
     return [Finding(
-        kind="input_stall", title=f"the steps start idle, waiting for data, on {len(stalled)} of {len(estimates)} ranks",
-        evidence=(f"rank {rank} is idle {gain.value:.1f} ms at the start of each step before its first operator "
-                  f"(ranks stalled: {', '.join(map(str, stalled)) or 'none'})"),
+        kind="input_stall", title=f"the steps start idle on {len(stalled)} of {len(estimates)} ranks",
+        evidence=(f"rank {rank} runs no operator for the first {gain.value:.1f} ms of each step: waiting for its "
+                  f"next batch, or Python between the steps (ranks idle at the start: {', '.join(map(str, stalled))})"),
         action="DataLoader(..., num_workers=4, pin_memory=True, persistent_workers=True, prefetch_factor=2)",
         gain_ms=gain, gain_pct=gain.value / step_ms * 100)] if stalled else []
 

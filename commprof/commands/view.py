@@ -19,7 +19,7 @@ _URL = re.compile(r"(http://[^\s/]+:\d+)/")
 # What each TensorBoard tab shows of commprof's runs (printed by `commprof view`, README); the last is a page.
 TABS = (
     ("Scalars", "#scalars", "per rank (rank<r>): step, compute, communication, overlap, exposed communication and idle "
-                            "of every profiled step; job: each collective's duration and busbw, per-rank waiting"),
+                            "of every profiled step; job: each collective's duration and busbw per step, per-rank waiting"),
     ("HParams", "#hparams", "sweeps and tunes: one run per setting with its median step time, CI and exposed "
                             "communication"),
     ("Text", "#text", "the report's headline and report.md"),
