@@ -106,6 +106,49 @@ def test_an_exposed_nccl_allreduce_also_gets_compression(tmp_path):
                                   "ddp.register_comm_hook(None, default_hooks.fp16_compress_hook)")
 
 
+def two_bucket_rank(rank, steps=2, big_at=20_000):
+    """A 25 MiB bucket ready halfway through the 20 ms backward, all-reduced in 10 ms under it; the last 1 MiB
+    bucket at its end, all-reduced in 2 ms after it (exposed). The link fitted to them: 24 MiB more in 8 ms more,
+    3.15 GB/s, and 1.67 ms of latency (two ring steps of 0.83 ms): 1 MiB runs at 0.52 GB/s."""
+    trace = TraceBuilder(rank=rank)
+    trace.header["host_name"] = "node0"
+    for k in range(steps):
+        t = k * 50_000
+        trace.step(k + 1, t, 50_000)
+        trace.x("aten::mm", t, 10_000)
+        trace.x("autograd::engine::evaluate_function: MmBackward0", t + 10_000, 20_000)
+        # launched when ready; Gloo runs them one after the other
+        for launch, start, dur, floats in ((big_at, big_at, 10_000, FLOATS_25_MIB),
+                                           (30_000, max(30_000, big_at + 10_000), 2_000, MB // 4)):
+            trace.x("c10d::allreduce_", t + launch, 10)
+            trace.x("gloo:all_reduce", t + start, dur, cat="user_annotation", thread=GLOO, Input_Dims=[[floats]],
+                    Input_type=["float"])
+        trace.x("aten::add_", t + 40_000, 5_000)
+    return trace
+
+
+def test_a_small_exposed_bucket_far_below_the_links_bandwidth(tmp_path):
+    """Merging the buckets only delays the big one (no bucket_cap finding); the 1 MiB all-reduce is slow. At the
+    link's full bandwidth the 25 MiB bucket ends at 18.33 ms into the backward and the 1 MiB one at 20.33: 0.33
+    ms exposed instead of 2, 1.67 ms gained. Messages of 4 x 0.83 ms x 3.15 GB/s x 2 ranks = 20 MiB reach 80%."""
+    result, _ = found(tmp_path, two_bucket_rank(0), two_bucket_rank(1))
+    assert [f.kind for f in result] == ["slow_collectives"]
+    (slow,) = result
+    assert slow.gain_ms.value == pytest.approx(5 / 3) and slow.gain_ms.low == pytest.approx(5 / 3)
+    assert slow.evidence.startswith("1.00 MB at 0.52 GB/s, against 3.15 GB/s") and slow.setting == {}
+    assert slow.action.startswith("fewer, larger messages: all-reduces of 20 MB or more reach 80% of the link")
+
+
+def test_slow_small_buckets_fold_into_the_bucket_advice(tmp_path):
+    """Both buckets ready when the backward ends: 10 + 2 ms exposed. One bucket of 26 MiB takes 1.67 + 8.67 =
+    10.33 ms: bucket_cap_mb=50 (of the measured buckets, the only merge) gains 1.67 ms, and the slow 1 MiB
+    all-reduce is its evidence, not a second piece of advice about bucket sizes."""
+    result, _ = found(tmp_path, two_bucket_rank(0, big_at=30_000), two_bucket_rank(1, big_at=30_000))
+    assert [f.kind for f in result] == ["bucket_cap"]
+    assert result[0].setting == {"bucket_cap_mb": 50} and result[0].gain_ms.value == pytest.approx(5 / 3)
+    assert "; slow all-reduces: 1.00 MB at 0.52 GB/s" in result[0].evidence
+
+
 def test_a_hidden_allreduce_gets_nothing(tmp_path):
     """The same ranks with a 0.1 ms all-reduce: nothing exposed to gain (the gains are below 1% of the step)."""
     result, report = found(tmp_path, ddp_rank(0, allreduce_us=100), ddp_rank(1, allreduce_us=100), run=DDP_RUN)

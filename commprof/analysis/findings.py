@@ -30,6 +30,7 @@ MIN_GAIN = 0.01  # of the median step: smaller gains are not worth a finding
 DISTORTION_ABOVE = 0.10
 MAX_MODELLED_RANKS = 8  # the bucket model reads the buckets of this many ranks (they all run the same ones)
 RESAMPLES = 400
+SLOW_BELOW = 0.5  # an all-reduce below this share of the link's bandwidth is slow
 # measured with `commprof advise` (docs/benchmarks.md): the exposed time falls as predicted, the step less
 SHARED_CORES = ("; CPU ranks share the host's cores, so communication moved under the backward also slows it: "
                 "the gain is an upper bound")
@@ -40,9 +41,14 @@ def findings(report: Report, windows: list[tuple[RankTrace, list[Step]]],
     step_ms = statistics.median(r.step_time_ms.median for r in report.ranks)
     found = [*_settings(report, windows, step_ms), *_input_stalls(report, step_ms),
              *_straggler(report, windows, matching, step_ms)]
-    found = [f for f in found if f.gain_ms is not None and f.gain_ms.low > 0 and f.gain_ms.value >= MIN_GAIN * step_ms]
+    found = [f for f in found if _significant(f, step_ms)]
     found.sort(key=lambda f: -f.gain_ms.value)
     return found + _distortion(distortion)
+
+
+def _significant(finding: Finding, step_ms: float) -> bool:
+    gain = finding.gain_ms
+    return gain is not None and gain.low > 0 and gain.value >= MIN_GAIN * step_ms
 
 
 def _current_options(report: Report) -> tuple[DDPOptions, str]:
@@ -71,18 +77,20 @@ def _samples(windows: list[tuple[RankTrace, list[Step]]]) -> list[StepProfile]:
     return samples
 
 
-def _model_gain(samples: list[StepProfile], link: LinkModel, make_buckets) -> float:
-    """The median over the samples of the model's step now minus its step with the candidate's buckets."""
+def _model_gain(samples: list[StepProfile], link: LinkModel, make_buckets, no_latency: bool = False) -> float:
+    """The median over the samples of the model's step now minus its step with the candidate's buckets (and,
+    with `no_latency`, every all-reduce at the link's full bandwidth)."""
+    then_link = LinkModel(0.0, link.bandwidth_gbps, "no latency") if no_latency else link
     gains = []
     for sample in samples:
         flat = ComputeModel(sample.compute_ms, 0.0)
         now, _ = simulate_step(sample, flat, link, sample.world_size, rebucket(sample, None, None))
-        then, _ = simulate_step(sample, flat, link, sample.world_size, make_buckets(sample))
+        then, _ = simulate_step(sample, flat, then_link, sample.world_size, make_buckets(sample))
         gains.append(now - then)
     return statistics.median(gains)
 
 
-def _gain_ci(samples: list[StepProfile], make_buckets) -> Estimate:
+def _gain_ci(samples: list[StepProfile], make_buckets, no_latency: bool = False) -> Estimate:
     """The predicted gain with a 95% bootstrap interval: each resample of the profiled steps refits the link too,
     so the interval carries the uncertainty of the fit as well as the steps' spread."""
     rng = random.Random(0)
@@ -90,12 +98,12 @@ def _gain_ci(samples: list[StepProfile], make_buckets) -> Estimate:
     for _ in range(RESAMPLES):
         chosen = rng.choices(samples, k=len(samples))
         try:
-            boots.append(_model_gain(chosen, fit_link(chosen), make_buckets))
+            boots.append(_model_gain(chosen, fit_link(chosen), make_buckets, no_latency))
         except UsageError:
             continue
     boots.sort()
     tail = int(0.025 * len(boots))
-    return Estimate(_model_gain(samples, fit_link(samples), make_buckets), boots[tail], boots[-1 - tail])
+    return Estimate(_model_gain(samples, fit_link(samples), make_buckets, no_latency), boots[tail], boots[-1 - tail])
 
 
 def _settings(report: Report, windows, step_ms: float) -> list[Finding]:
@@ -141,7 +149,36 @@ def _settings(report: Report, windows, step_ms: float) -> list[Finding]:
                       f"moving bytes against {latency_us:.0f} us of latency"),
             action=paste_line(dataclasses.replace(options, comm_hook="fp16"), framework),
             gain_ms=gain, gain_pct=gain.value / step_ms * 100, setting={"comm_hook": "fp16"}))
-    return found
+    slow = _slow_collectives(report, samples, link, step_ms, total)
+    if slow and found and found[0].kind == "bucket_cap" and _significant(found[0], step_ms):  # one advice on buckets
+        return [dataclasses.replace(found[0], evidence=f"{found[0].evidence}; slow all-reduces: {slow[0].evidence}"),
+                *found[1:]]
+    return found + slow
+
+
+def _slow_collectives(report: Report, samples: list[StepProfile], link: LinkModel, step_ms: float,
+                      gradient_bytes: int) -> list[Finding]:
+    """All-reduces far below the bandwidth the link reaches with large messages (the fitted B). The gain: the
+    model's step now against the same buckets at the link's full bandwidth, so a slow all-reduce hidden under
+    the backward gains nothing. Small buckets are the usual cause: latency dominates them."""
+    slow = [c for c in report.collectives if c.op == "all_reduce" and c.bytes and c.busbw_gbps is not None
+            and c.busbw_gbps < SLOW_BELOW * link.bandwidth_gbps]
+    if not slow:
+        return []
+    gain = _gain_ci(samples, lambda s: rebucket(s, None, None), no_latency=True)
+    ranks = samples[0].world_size
+    reach_bytes = 4 * link.alpha_us * link.bandwidth_gbps * 1e3 * ranks  # bus bytes >= 4 x latency x B: 80% of B
+    sizes = ", ".join(f"{c.bytes / MB:.2f} MB at {c.busbw_gbps:.2f} GB/s" for c in slow)
+    return [Finding(
+        kind="slow_collectives", title=f"{len(slow)} all-reduce size(s) run far below the link's bandwidth",
+        evidence=(f"{sizes}, against {link.bandwidth_gbps:.2f} GB/s that large messages reach on this link (fitted "
+                  f"to the run's all-reduces, {link.alpha_us:.0f} us per ring step)"),
+        action=(f"fewer, larger messages: all-reduces of {reach_bytes / MB:.0f} MB or more reach 80% of the link "
+                "(a larger bucket_cap_mb; the remainder bucket DDP leaves stays small)" if reach_bytes < gradient_bytes
+                else f"the link's latency: it needs {reach_bytes / MB:.0f} MB messages to reach 80% of its bandwidth, "
+                     f"more than the {gradient_bytes / MB:.0f} MB of gradients; a faster interconnect or fewer ranks "
+                     "per link"),
+        gain_ms=gain, gain_pct=gain.value / step_ms * 100)]
 
 
 def _input_stalls(report: Report, step_ms: float) -> list[Finding]:
