@@ -135,7 +135,7 @@ def test_a_small_exposed_bucket_far_below_the_links_bandwidth(tmp_path):
     assert [f.kind for f in result] == ["slow_collectives"]
     (slow,) = result
     assert slow.gain_ms.value == pytest.approx(5 / 3) and slow.gain_ms.low == pytest.approx(5 / 3)
-    assert slow.evidence.startswith("1.00 MB at 0.52 GB/s, against 3.15 GB/s") and slow.setting == {}
+    assert slow.evidence.startswith("1.00 MB at 0.52 GB/s, against 3.15 GB/s for large messages") and slow.setting == {}
     assert slow.action.startswith("fewer, larger messages: all-reduces of 20 MB or more reach 80% of the link")
 
 
@@ -183,3 +183,37 @@ def test_the_profilers_own_distortion_when_large(tmp_path):
     mild = [ProfilerDistortion(0, 52.0, 50.0, 0.04)]
     (tmp_path / "mild").mkdir()
     assert found(tmp_path / "mild", ddp_rank(0, allreduce_us=100), distortion=mild)[0] == []
+
+
+def test_the_ceiling_from_commprof_bench_on_this_host(tmp_path):
+    """With a bench of this host at 5 GB/s: the 25 MiB bucket would take 5.24 ms and end 15.24 ms into the
+    backward, the 1 MiB one 0.21 ms from 20: 0.21 ms exposed instead of 2, 1.79 ms gained."""
+    paths = [two_bucket_rank(r).write(tmp_path / f"rank{r}.json") for r in (0, 1)]
+    analysis = analyze_run(load_run(paths, workers=1), "t", "run", {})
+    (slow,) = findings(analysis.report, analysis.windows, analysis.matching, [], (5.0, "commprof bench b1"))
+    assert slow.gain_ms.value == pytest.approx(2.0 - MB / 5000 / 1000)
+    assert slow.evidence == "1.00 MB at 0.52 GB/s, against 5.00 GB/s for large messages on this link (commprof bench b1)"
+
+
+def test_the_newest_bench_of_the_same_host_and_backend_is_the_ceiling(tmp_path):
+    import json
+    import os
+
+    from commprof.commands.reporting import bench_ceiling
+
+    def bench(name, host, busbw, mtime):
+        folder = tmp_path / name
+        folder.mkdir()
+        fits = [{"backend": "gloo", "op": "all_reduce", "busbw_gbps": busbw},
+                {"backend": "nccl", "op": "all_reduce", "busbw_gbps": 100.0}]
+        (folder / "report.json").write_text(json.dumps({"kind": "bench", "name": name, "host": host, "fits": fits}))
+        (folder / "bench.csv").write_text("")
+        os.utime(folder / "bench.csv", (mtime, mtime))
+
+    bench("old", "node0", 3.0, 1_000)
+    bench("new", "node0", 4.0, 2_000)
+    bench("elsewhere", "node1", 9.0, 3_000)
+    (tmp_path / "a-run").mkdir()
+    (tmp_path / "a-run" / "report.json").write_text("{}")
+    assert bench_ceiling(tmp_path, "node0", "gloo") == (4.0, "commprof bench new")
+    assert bench_ceiling(tmp_path, "node2", "gloo") is None and bench_ceiling(tmp_path, "node0", "mpi") is None

@@ -36,10 +36,12 @@ SHARED_CORES = ("; CPU ranks share the host's cores, so communication moved unde
                 "the gain is an upper bound")
 
 
-def findings(report: Report, windows: list[tuple[RankTrace, list[Step]]],
-             matching: Matching | None, distortion: list[ProfilerDistortion]) -> list[Finding]:
+def findings(report: Report, windows: list[tuple[RankTrace, list[Step]]], matching: Matching | None,
+             distortion: list[ProfilerDistortion], ceiling: tuple[float, str] | None = None) -> list[Finding]:
+    """`ceiling`: the all-reduce bus bandwidth `commprof bench` measured on this host (GB/s, which bench); without
+    it, the link fitted to the run's own all-reduces is the ceiling."""
     step_ms = statistics.median(r.step_time_ms.median for r in report.ranks)
-    found = [*_settings(report, windows, step_ms), *_input_stalls(report, step_ms),
+    found = [*_settings(report, windows, step_ms, ceiling), *_input_stalls(report, step_ms),
              *_straggler(report, windows, matching, step_ms)]
     found = [f for f in found if _significant(f, step_ms)]
     found.sort(key=lambda f: -f.gain_ms.value)
@@ -77,10 +79,10 @@ def _samples(windows: list[tuple[RankTrace, list[Step]]]) -> list[StepProfile]:
     return samples
 
 
-def _model_gain(samples: list[StepProfile], link: LinkModel, make_buckets, no_latency: bool = False) -> float:
+def _model_gain(samples: list[StepProfile], link: LinkModel, make_buckets, no_latency: float | None = None) -> float:
     """The median over the samples of the model's step now minus its step with the candidate's buckets (and,
-    with `no_latency`, every all-reduce at the link's full bandwidth)."""
-    then_link = LinkModel(0.0, link.bandwidth_gbps, "no latency") if no_latency else link
+    with `no_latency` (GB/s), every all-reduce at that bandwidth with no latency)."""
+    then_link = LinkModel(0.0, no_latency, "no latency") if no_latency else link
     gains = []
     for sample in samples:
         flat = ComputeModel(sample.compute_ms, 0.0)
@@ -90,7 +92,7 @@ def _model_gain(samples: list[StepProfile], link: LinkModel, make_buckets, no_la
     return statistics.median(gains)
 
 
-def _gain_ci(samples: list[StepProfile], make_buckets, no_latency: bool = False) -> Estimate:
+def _gain_ci(samples: list[StepProfile], make_buckets, no_latency: float | None = None) -> Estimate:
     """The predicted gain with a 95% bootstrap interval: each resample of the profiled steps refits the link too,
     so the interval carries the uncertainty of the fit as well as the steps' spread."""
     rng = random.Random(0)
@@ -106,7 +108,7 @@ def _gain_ci(samples: list[StepProfile], make_buckets, no_latency: bool = False)
     return Estimate(_model_gain(samples, fit_link(samples), make_buckets, no_latency), boots[tail], boots[-1 - tail])
 
 
-def _settings(report: Report, windows, step_ms: float) -> list[Finding]:
+def _settings(report: Report, windows, step_ms: float, ceiling: tuple[float, str] | None) -> list[Finding]:
     samples = _samples(windows)
     if len(samples) < 2 or samples[0].world_size < 2:
         return []
@@ -149,7 +151,7 @@ def _settings(report: Report, windows, step_ms: float) -> list[Finding]:
                       f"moving bytes against {latency_us:.0f} us of latency"),
             action=paste_line(dataclasses.replace(options, comm_hook="fp16"), framework),
             gain_ms=gain, gain_pct=gain.value / step_ms * 100, setting={"comm_hook": "fp16"}))
-    slow = _slow_collectives(report, samples, link, step_ms, total)
+    slow = _slow_collectives(report, samples, link, step_ms, total, ceiling)
     if slow and found and found[0].kind == "bucket_cap" and _significant(found[0], step_ms):  # one advice on buckets
         return [dataclasses.replace(found[0], evidence=f"{found[0].evidence}; slow all-reduces: {slow[0].evidence}"),
                 *found[1:]]
@@ -157,22 +159,23 @@ def _settings(report: Report, windows, step_ms: float) -> list[Finding]:
 
 
 def _slow_collectives(report: Report, samples: list[StepProfile], link: LinkModel, step_ms: float,
-                      gradient_bytes: int) -> list[Finding]:
-    """All-reduces far below the bandwidth the link reaches with large messages (the fitted B). The gain: the
-    model's step now against the same buckets at the link's full bandwidth, so a slow all-reduce hidden under
-    the backward gains nothing. Small buckets are the usual cause: latency dominates them."""
+                      gradient_bytes: int, ceiling: tuple[float, str] | None) -> list[Finding]:
+    """All-reduces far below the bandwidth the link reaches with large messages (`commprof bench` on this host, or
+    the fitted B). The gain: the model's step now against the same buckets at that bandwidth, so a slow
+    all-reduce hidden under the backward gains nothing. Small buckets are the usual cause: latency dominates."""
+    top, source = ceiling or (link.bandwidth_gbps, f"the alpha-beta fit to the run's all-reduces, {link.alpha_us:.0f} "
+                                                   "us per ring step; their durations include any wait for late ranks")
     slow = [c for c in report.collectives if c.op == "all_reduce" and c.bytes and c.busbw_gbps is not None
-            and c.busbw_gbps < SLOW_BELOW * link.bandwidth_gbps]
+            and c.busbw_gbps < SLOW_BELOW * top]
     if not slow:
         return []
-    gain = _gain_ci(samples, lambda s: rebucket(s, None, None), no_latency=True)
+    gain = _gain_ci(samples, lambda s: rebucket(s, None, None), no_latency=top)
     ranks = samples[0].world_size
     reach_bytes = 4 * link.alpha_us * link.bandwidth_gbps * 1e3 * ranks  # bus bytes >= 4 x latency x B: 80% of B
     sizes = ", ".join(f"{c.bytes / MB:.2f} MB at {c.busbw_gbps:.2f} GB/s" for c in slow)
     return [Finding(
         kind="slow_collectives", title=f"{len(slow)} all-reduce size(s) run far below the link's bandwidth",
-        evidence=(f"{sizes}, against {link.bandwidth_gbps:.2f} GB/s that large messages reach on this link (fitted "
-                  f"to the run's all-reduces, {link.alpha_us:.0f} us per ring step)"),
+        evidence=f"{sizes}, against {top:.2f} GB/s for large messages on this link ({source})",
         action=(f"fewer, larger messages: all-reduces of {reach_bytes / MB:.0f} MB or more reach 80% of the link "
                 "(a larger bucket_cap_mb; the remainder bucket DDP leaves stays small)" if reach_bytes < gradient_bytes
                 else f"the link's latency: it needs {reach_bytes / MB:.0f} MB messages to reach 80% of its bandwidth, "

@@ -14,7 +14,7 @@ def analyze(paths: list[Path], name: str | None = None, reports_dir: Path = Path
     if workers is not None and workers < 1:
         raise UsageError(f"--workers must be >= 1, got {workers}")
     report, timeline = report_from_traces(paths, name=name or default_name(paths[0]), kind="analysis",
-                                          workers=workers, windows=windows)
+                                          workers=workers, windows=windows, bench_dir=reports_dir)
     return Outcome(report, write_report(report, reports_dir, report.name, timeline))
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import socket
 import json
 import tempfile
 from pathlib import Path
@@ -57,7 +58,7 @@ def bench(plan: BenchPlan, backends: list[str], procs: int | None = None, device
         rows += summarize(backend, raw["world_size"], raw["rows"], buckets)
         unavailable.update({f"{backend} {op}": f"refused on {device}: {why}" for op, why in raw["refused"].items()})
     result = BenchResult(name=report_name, world_size=procs, rows=rows, fits=fit_alpha_beta(rows, procs),
-                         unavailable=unavailable, ddp_bucket_sizes=buckets)
+                         unavailable=unavailable, ddp_bucket_sizes=buckets, host=socket.gethostname())
     return Outcome(result, write_result(result, folder))
 
 

@@ -43,10 +43,10 @@ def run_summary(meta: dict[str, Any]) -> dict[str, Any]:
 
 
 def report_from_traces(paths: list[Path], name: str, kind: str, workers: int | None = None,
-                       windows: str = "steps") -> tuple[Report, dict]:
+                       windows: str = "steps", bench_dir: Path | None = None) -> tuple[Report, dict]:
     """The report, and the job's aligned Chrome-trace timeline (timeline.json). windows="hta": HTA's one window
     per GPU rank instead of the steps (analysis.whole_trace)."""
-    report, _, timeline = _analyse(paths, name, kind, workers, digest_hta if windows == "hta" else digest)
+    report, _, timeline = _analyse(paths, name, kind, workers, digest_hta if windows == "hta" else digest, bench_dir)
     if windows == "hta":
         report = dataclasses.replace(report, warnings=[*report.warnings, HTA_NOTE])
     return report, timeline
@@ -62,7 +62,10 @@ def report_and_trace(run_dir: Path, name: str) -> tuple[Report, RunTrace, dict]:
 
 
 def _analyse(paths: list[Path], name: str, kind: str, workers: int | None,
-             prepare: Callable[[RankTrace], tuple[RankTrace, Any]]) -> tuple[Report, RunTrace, dict]:
+             prepare: Callable[[RankTrace], tuple[RankTrace, Any]],
+             bench_dir: Path | None = None) -> tuple[Report, RunTrace, dict]:
+    """`bench_dir`: where to look for a `commprof bench` of the traces' host, the all-reduce ceiling of the
+    findings."""
     meta = read_run_json(paths[0]) if len(paths) == 1 and paths[0].is_dir() else None  # None: not commprof's run
     run = run_summary(meta) if meta else {}
     loaded, breakdowns = load_run_with(paths, workers, prepare)
@@ -75,9 +78,30 @@ def _analyse(paths: list[Path], name: str, kind: str, workers: int | None,
     distortion = profiler_distortion(meta) if meta else []
     note = distortion_note(distortion)
     warnings = [*analysis.report.warnings, *run.get("notes", []), *([note] if note else [])]
-    found = findings(analysis.report, analysis.windows, analysis.matching, distortion)
+    host = next((r.host for r in trace.ranks if r.host), None) or (run.get("hosts") or [None])[0]
+    ceiling = bench_ceiling(bench_dir, host, trace.ranks[0].backend) if bench_dir else None
+    found = findings(analysis.report, analysis.windows, analysis.matching, distortion, ceiling)
     return dataclasses.replace(analysis.report, incomplete=incomplete, warnings=warnings,
                                profiler_distortion=distortion, findings=found), trace, timeline
+
+
+def bench_ceiling(reports_dir: Path, host: str | None, backend: str | None) -> tuple[float, str] | None:
+    """The all-reduce bus bandwidth the newest `commprof bench` on this host measured for this backend (large
+    messages), and where: (GB/s, "commprof bench NAME"); None without one."""
+    found = []
+    for marker in reports_dir.glob("*/bench.csv"):  # only bench folders have it: no other report.json is read
+        try:
+            data = json.loads((marker.parent / "report.json").read_text())
+        except (OSError, ValueError):
+            continue
+        if data.get("kind") != "bench" or not host or data.get("host") != host:
+            continue
+        found += [(marker.stat().st_mtime, fit["busbw_gbps"], data["name"]) for fit in data.get("fits", [])
+                  if fit.get("backend") == backend and fit.get("op") == "all_reduce" and fit.get("busbw_gbps")]
+    if not found:
+        return None
+    _, busbw, name = max(found)
+    return busbw, f"commprof bench {name}"
 
 
 def sweep_report(run_dir: Path, name: str, kind: str, predicted: dict[str, Estimate] | None = None) -> Report:

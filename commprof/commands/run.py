@@ -49,7 +49,7 @@ def run(request: RunRequest, feedback: Feedback = SILENT, env: Mapping[str, str]
 
 def report_run(run_dir: Path, reports_dir: Path) -> Outcome:
     """The report of a finished run, written to reports_dir/<run id>/."""
-    report, timeline = report_from_traces([run_dir], name=run_dir.name, kind="run")
+    report, timeline = report_from_traces([run_dir], name=run_dir.name, kind="run", bench_dir=reports_dir)
     return Outcome(report, write_report(report, reports_dir, report.name, timeline, run_dir), traces=run_dir)
 
 

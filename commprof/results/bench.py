@@ -43,5 +43,6 @@ class BenchResult(Result):
     fits: list[AlphaBeta]
     unavailable: dict[str, str] = field(default_factory=dict)  # backend -> why it could not run
     ddp_bucket_sizes: list[int] = field(default_factory=list)
+    host: str | None = None  # where it ran: findings compare a run's all-reduces with a bench of its own host
     kind: str = "bench"
     schema_version: int = SCHEMA_VERSION
