@@ -18,7 +18,7 @@ FLOATS_25_MIB = 25 * MB // 4
 DDP_RUN = {"parameter_sizes": [5 * MB] * 5, "config": {"ddp": {"bucket_cap_mb": 25.0}}}
 
 
-def ddp_rank(rank, steps=2, late_us=0.0, first_op_us=0.0, allreduce_us=10_000.0):
+def ddp_rank(rank, steps=2, late_us=0.0, first_op_us=0.0, allreduce_us=10_000.0, optimizer_us=5_000.0):
     """Each 50 ms step: forward [0, 10] ms, backward [10, 30], the one 25 MiB bucket launched at 30 and
     all-reduced for 10 ms (nothing left to hide it), the optimizer [40, 45], idle to 50. `late_us` shifts this
     rank's backward end and all-reduce later; `first_op_us` leaves the step's start idle (waiting for data)."""
@@ -32,7 +32,7 @@ def ddp_rank(rank, steps=2, late_us=0.0, first_op_us=0.0, allreduce_us=10_000.0)
         trace.x("c10d::allreduce_", t + 30_000 + late_us, 10)
         trace.x("gloo:all_reduce", t + 30_000 + late_us, allreduce_us, cat="user_annotation", thread=GLOO,
                 Input_Dims=[[FLOATS_25_MIB]], Input_type=["float"])
-        trace.x("aten::add_", t + 40_000 + late_us, 5_000)
+        trace.x("aten::add_", t + 40_000 + late_us, optimizer_us)
     return trace
 
 
@@ -167,8 +167,10 @@ def test_the_straggler_and_what_makes_it_slow(tmp_path):
 
 
 def test_steps_that_start_idle_waiting_for_data(tmp_path):
-    """Rank 1's first operator comes 6 ms into every step (rank 0's at once): an input stall on rank 1 alone."""
-    result, report = found(tmp_path, ddp_rank(0, steps=3), ddp_rank(1, steps=3, first_op_us=6_000))
+    """Rank 1's first operator comes 6 ms into every step (rank 0's at once, its optimizer running to the end of
+    the step before): an input stall on rank 1 alone."""
+    result, report = found(tmp_path, ddp_rank(0, steps=3, optimizer_us=10_000),
+                           ddp_rank(1, steps=3, first_op_us=6_000, optimizer_us=10_000))
     stall = next(f for f in result if f.kind == "input_stall")
     assert [s.start_idle_ms for s in report.steps if s.rank == 1] == pytest.approx([6.0] * 3)
     assert stall.title == "the steps start idle on 1 of 2 ranks"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import statistics
 
-from commprof.analysis.intervals import clip, intersect, merge, total
+from commprof.analysis.intervals import busy_until, clip, intersect, merge, total
 from commprof.results.report import RankSummary, Stat, StepBreakdown
 from commprof.trace.model import RankTrace, Step
 
@@ -35,7 +35,7 @@ def breakdown_step(rank: RankTrace, step: Step) -> StepBreakdown:
         compute_ms=compute_us / US_PER_MS, comm_ms=comm_us / US_PER_MS, overlap_ms=overlap / US_PER_MS,
         exposed_comm_ms=(comm_us - overlap) / US_PER_MS, idle_ms=(window_us - busy_us) / US_PER_MS,
         memory_ms=total(memory) / US_PER_MS, carried_over_ms=step.carried_over_us / US_PER_MS,
-        start_idle_ms=((busy[0][0] if busy else step.end) - step.start) / US_PER_MS,
+        start_idle_ms=_idle_before_first(rank, step) / US_PER_MS,
     )
 
 
@@ -66,3 +66,15 @@ def percentile(values: list[float], pct: float) -> float:
     low = int(position)
     high = min(low + 1, len(ordered) - 1)
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def _idle_before_first(rank: RankTrace, step: Step) -> float:
+    """How long nothing ran before the step's first computation or copy: since the rank's last activity before
+    it, in this step or the one before, so that a stall across the step boundary is counted once, in the step it
+    delays. The first activity is not communication: the previous step's all-reduce often runs on past the
+    boundary; waiting in it is activity all the same."""
+    own = merge([*clip(rank.compute, step.start, step.end), *clip(rank.memory, step.start, step.end)])
+    first = own[0][0] if own else step.end
+    groups = (rank.compute, rank.memory, rank.communication)
+    before = [b for b in (busy_until(group, first) for group in groups) if b is not None]
+    return first - max(before, default=step.start)

@@ -27,6 +27,8 @@ from commprof.results.report import Finding, ProfilerDistortion, Report
 from commprof.trace.model import RankTrace, RunTrace, Step
 
 MIN_GAIN = 0.01  # of the median step: smaller gains are not worth a finding
+STALL_SHARE = 0.05  # a rank idle this share of the step before its first operator is stalled (below it: the
+# Python between two steps, on every rank)
 DISTORTION_ABOVE = 0.10
 MAX_MODELLED_RANKS = 8  # the bucket model reads the buckets of this many ranks (they all run the same ones)
 RESAMPLES = 400
@@ -193,7 +195,7 @@ def _input_stalls(report: Report, step_ms: float) -> list[Finding]:
         return []
     estimates = {rank: median_ci(values) for rank, values in by_rank.items()}
     rank = max(estimates, key=lambda r: estimates[r].value)
-    stalled = sorted(r for r, e in estimates.items() if e.low > 0 and e.value >= MIN_GAIN * step_ms)
+    stalled = sorted(r for r, e in estimates.items() if e.low > 0 and e.value >= STALL_SHARE * step_ms)
     gain = estimates[rank]
     return [Finding(
         kind="input_stall", title=f"the steps start idle on {len(stalled)} of {len(estimates)} ranks",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from typing import Iterable, Sequence
 
 Interval = tuple[float, float]
@@ -69,6 +69,14 @@ def subtract(a: Sequence[Interval], b: Sequence[Interval]) -> list[Interval]:
     return result
 
 
+def busy_until(merged: Sequence[Interval], x: float) -> float | None:
+    """The last moment up to x at which merged intervals are busy (x itself when one covers it), or None."""
+    i = bisect_left(_Ends(merged), x)
+    if i < len(merged) and merged[i][0] < x:
+        return x
+    return merged[i - 1][1] if i > 0 else None
+
+
 class _Ends:
     """A read-only view of the interval ends, for bisect without copying."""
 
@@ -82,4 +90,4 @@ class _Ends:
         return self._merged[index][1]
 
 
-__all__ = ["Interval", "merge", "total", "clip", "intersect", "subtract"]
+__all__ = ["Interval", "merge", "total", "clip", "intersect", "subtract", "busy_until"]

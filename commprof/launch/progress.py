@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -14,6 +15,21 @@ class Progress:
     steps: int
     step_ms: float
     phase: str = "training"
+
+
+class Every:
+    """True at most once per `seconds` (and the first time): a rank's per-step files are rewritten at this pace,
+    not at every step, so that commprof's own bookkeeping stays out of the steps it measures."""
+
+    def __init__(self, seconds: float = 0.25):
+        self.seconds, self.last = seconds, float("-inf")
+
+    def __call__(self) -> bool:
+        now = time.monotonic()
+        if now - self.last < self.seconds:
+            return False
+        self.last = now
+        return True
 
 
 def write_progress(path: Path, progress: Progress) -> None:

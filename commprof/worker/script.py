@@ -38,7 +38,7 @@ from commprof.config import RunConfig
 from commprof.errors import what_went_wrong
 from commprof.instrument.ddp import DDPOverrides
 from commprof.instrument.profiler import make_profiler, trace_path, write_trace
-from commprof.launch.progress import Progress, write_progress
+from commprof.launch.progress import Every, Progress, write_progress
 from commprof.launch.runlog import now, write_run_json, write_step_log
 from commprof.worker.rank import (cpu_threads_per_rank, device_name, gpu_index, peak_memory_mb, tf32_settings,
                                   raise_stopped, versions)
@@ -61,6 +61,7 @@ class ScriptSession:
         self.device = torch.device("cuda", gpu_index(self.local_rank, torch.cuda.device_count())) if self.use_cuda \
             else torch.device("cpu")
         self.step_ms: list[float] = []
+        self.due = Every()
         self.counted: str | None = None  # the optimizer whose steps are steps
         self.counted_id: int | None = None
         self.others: set[str] = set()
@@ -108,14 +109,16 @@ class ScriptSession:
             self.profiler.step()
             if len(self.step_ms) >= self.config.schedule.total:
                 self._stop_profiler()
+        if self.config.max_steps is not None and len(self.step_ms) >= self.config.max_steps:
+            raise MaxStepsReached  # the step log is written when the script ends (finish)
+        if not self.due():
+            return
         write_step_log(self.config.run_dir, self.rank, self.host, self.step_ms)
         if self.local_rank == 0:
             total = self.config.max_steps or self.config.schedule.total
             phase = "training" if self.profiler is None else "profiling"
             write_progress(self.progress_path, Progress(len(self.step_ms), max(total, len(self.step_ms)),
                                                          self.step_ms[-1], phase))
-        if self.config.max_steps is not None and len(self.step_ms) >= self.config.max_steps:
-            raise MaxStepsReached
 
     def _start_scheduled_profiler(self) -> None:
         """At the first optimizer step: the start-up recording is dropped, the schedule's profiler begins. It

@@ -1,0 +1,29 @@
+"""Findings on real runs: a script whose rank 1 waits 40 ms for every batch must get the input stall on rank 1
+and rank 1 as the straggler, with the idle before its first operator named as what is slow."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import commprof
+
+pytestmark = pytest.mark.slow
+SCRIPT = Path(__file__).parent / "data" / "scripts" / "slow_input_on_rank1.py"
+
+
+def test_a_slow_input_on_one_rank(tmp_path):
+    result = commprof("run", "--run-id", "slow", "--max-steps", "12", "--schedule", "3,1,6", "--quiet", "--", str(SCRIPT), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    report = json.loads((tmp_path / "reports" / "slow" / "report.json").read_text())
+    found = {f["kind"]: f for f in report["findings"]}
+    assert {"input_stall", "straggler"} <= set(found), report["findings"]
+    stall = found["input_stall"]
+    assert stall["title"] == "the steps start idle on 1 of 2 ranks" and "rank 1 runs no operator" in stall["evidence"]
+    assert 39 <= stall["gain_ms"]["value"] <= 45  # the 40 ms sleep
+    straggler = found["straggler"]
+    assert straggler["title"] == "rank 1 is the straggler: the others wait for it"
+    assert "idle before its first operator" in straggler["action"] and straggler["gain_ms"]["low"] > 20
+    assert found["input_stall"] == report["findings"][0] or found["straggler"] == report["findings"][0]
+    page = (tmp_path / "reports" / "slow" / "report.md").read_text()
+    assert "## Findings" in page and "**1. " in page
