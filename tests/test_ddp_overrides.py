@@ -28,7 +28,7 @@ def test_options_that_differ_from_ddp_defaults_are_applied_and_recorded(one_rank
         overrides.uninstall()
     assert ddp.bucket_bytes_cap == int(0.5 * 2**20) and ddp.gradient_as_bucket_view and ddp.find_unused_parameters
     (built,) = overrides.built
-    assert built == {"module": "Linear", "built_by": "script", "parameters": 36,
+    assert built == {"module": "Linear", "built_by": "script", "parameters": 36, "parameter_sizes": [128, 16],
                      "asked": {"bucket_cap_mb": 10.0, "find_unused_parameters": True, "gradient_as_bucket_view": False,
                                "static_graph": False},
                      "applied": {"bucket_cap_mb": 0.5, "gradient_as_bucket_view": True, "comm_hook": "fp16"}}

@@ -35,6 +35,14 @@ def test_the_watchdog_abort_is_a_timeout_and_the_stuck_rank_is_named():
 
 
 
+
+def test_a_rank_the_launcher_stopped_is_never_the_cause():
+    """Rank 1 failed; the launcher's SIGTERM reached rank 0 in the same second, which torch recorded as an
+    error of its own ("Signal 15 (SIGTERM) received by PID ..."): rank 1 is the cause."""
+    outcomes = [RankOutcome(0, "SignalException: Signal 15 (SIGTERM) received by PID 12360", 1, timestamp=1_700_000_000),
+                RankOutcome(1, "RuntimeError: the script never initialized torch.distributed", 1, timestamp=1_700_000_000)]
+    assert root_cause(outcomes, "vm") == "rank 1 on vm failed: RuntimeError: the script never initialized torch.distributed"
+
 def test_a_stuck_rank_that_crashes_as_its_peers_leave_is_still_the_stuck_rank():
     """Rank 1 sleeps outside any collective; rank 0's all-reduce times out after 10 s and it leaves; Gloo then
     crashes rank 1 (SIGSEGV) when its peer's sockets close. The crash came after the timeout: rank 1 was stuck."""

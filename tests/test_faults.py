@@ -155,6 +155,6 @@ def test_same_run_id_at_the_same_time_never_mixes(tmp_path):
     record = json.loads((run_dir / "run.json").read_text())
     assert record["status"] == "complete"
     assert sorted(p.name for p in run_dir.iterdir()) == ["logs", "rank0.pt.trace.json", "rank0.steps.json",
-                                                         "rank1.pt.trace.json", "rank1.steps.json", "run.json",
-                                                         "tensorboard"]
+                                                         "rank0.steps.txt", "rank1.pt.trace.json", "rank1.steps.json",
+                                                         "rank1.steps.txt", "run.json", "tensorboard"]
     assert [p.name for p in (run_dir / "logs").iterdir()] == [socket.gethostname()]

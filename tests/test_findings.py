@@ -219,3 +219,21 @@ def test_the_newest_bench_of_the_same_host_and_backend_is_the_ceiling(tmp_path):
     (tmp_path / "a-run" / "report.json").write_text("{}")
     assert bench_ceiling(tmp_path, "node0", "gloo") == (4.0, "commprof bench new")
     assert bench_ceiling(tmp_path, "node2", "gloo") is None and bench_ceiling(tmp_path, "node0", "mpi") is None
+
+
+def test_a_scripts_own_ddp_arguments_are_its_current_setting():
+    """A script that builds DDP(bucket_cap_mb=1) trains with 1 MB buckets, whatever commprof's default; what
+    commprof applied on top (a sweep's setting) wins; Lightning's DDPStrategy is named as the builder."""
+    from commprof.analysis.findings import current_options
+    from commprof.results.report import Report
+
+    def run(asked, applied, built_by="script"):
+        built = [{"built_by": built_by, "asked": asked, "applied": applied}]
+        return Report("r", "run", "", [], [], [], run={"script": ["train.py"], "ddp_built": built,
+                                                       "config": {"ddp": {"bucket_cap_mb": 25.0}}})
+
+    options, framework = current_options(run({"bucket_cap_mb": 1, "static_graph": False}, {}))
+    assert (options.bucket_cap_mb, framework) == (1, "script")
+    options, framework = current_options(run({"bucket_cap_mb": None}, {"bucket_cap_mb": 10.0}, "lightning"))
+    assert (options.bucket_cap_mb, framework) == (10.0, "lightning")
+    assert current_options(Report("r", "run", "", [], [], [], run={"config": {"ddp": {"bucket_cap_mb": 50.0}}}))[0].bucket_cap_mb == 50.0

@@ -55,13 +55,15 @@ def _significant(finding: Finding, step_ms: float) -> bool:
     return gain is not None and gain.low > 0 and gain.value >= MIN_GAIN * step_ms
 
 
-def _current_options(report: Report) -> tuple[DDPOptions, str]:
-    """The DDP options the run used (commprof's defaults when the traces say nothing) and who built its DDP."""
-    ddp = (report.run.get("config") or {}).get("ddp") or {}
+def current_options(report: Report) -> tuple[DDPOptions, str]:
+    """The DDP options the run trained with, and who built its DDP. A script's own DDP arguments (what it asked
+    for, with what commprof applied on top) win over commprof's options, which it only applies when given."""
     known = {f.name for f in dataclasses.fields(DDPOptions)}
-    options = DDPOptions(**{k: v for k, v in ddp.items() if k in known})
-    built = (report.run.get("ddp_built") or [{}])[0]
-    return options, built.get("built_by", "script") if report.run.get("script") else "script"
+    options = {k: v for k, v in ((report.run.get("config") or {}).get("ddp") or {}).items() if k in known}
+    built = (report.run.get("ddp_built") or [{}])[0] if report.run.get("script") else {}
+    options.update({k: v for k, v in {**built.get("asked", {}), **built.get("applied", {})}.items()
+                    if k in known and v is not None})
+    return DDPOptions(**options), built.get("built_by", "script")
 
 
 def _samples(windows: list[tuple[RankTrace, list[Step]]]) -> list[StepProfile]:
@@ -118,7 +120,7 @@ def _settings(report: Report, windows, step_ms: float, ceiling: tuple[float, str
         link = fit_link(samples)
     except UsageError:
         return []
-    options, framework = _current_options(report)
+    options, framework = current_options(report)
     parameters = report.run.get("parameter_sizes") or None
     exposed = statistics.median(s.exposed_ms for s in samples)
     found = []

@@ -18,6 +18,7 @@ TOP = 3  # settings checked at most, best predicted first
 def advise(run: str | Path, reports_dir: Path, feedback: Feedback = SILENT, top: int = TOP,
            run_id: str | None = None, **rounds: Any) -> Outcome:
     """`run`: a run id under `reports_dir`, or a report.json (or its folder). `rounds`: as for sweep."""
+    from commprof.analysis.findings import current_options
     from commprof.commands.sweep import measure
 
     path = Path(run)
@@ -30,10 +31,10 @@ def advise(run: str | Path, reports_dir: Path, feedback: Feedback = SILENT, top:
     if not advised:
         raise UsageError(f"{run}: no finding of this run is a setting to try: nothing to advise "
                          f"({len(report.findings)} finding(s); see its report)")
-    baseline = config.ddp
+    baseline, _ = current_options(report)  # a script's own DDP arguments: its baseline is what it trains with
     settings = [dataclasses.replace(baseline, **f.setting) for f in advised]
     predicted = {setting_label(s): f.gain_ms for s, f in zip(settings, advised)}
-    request = _request(config, run_id or f"{config.run_id}-advise", reports_dir)
+    request = _request(dataclasses.replace(config, ddp=baseline), run_id or f"{config.run_id}-advise", reports_dir)
     feedback.info(f"advise {request.run_id}: {len(settings)} setting(s) from the findings of {config.run_id} against "
                   f"its own, {setting_label(baseline)}")
     return measure(request, [baseline, *settings], baseline, "advise", feedback, rounds, predicted=predicted)

@@ -38,7 +38,7 @@ def run_summary(meta: dict[str, Any]) -> dict[str, Any]:
                                if r.get("peak_memory_mb")},
         "tf32": meta.get("tf32"),
         "script": meta.get("script"), "ddp_built": meta.get("ddp_built"), "notes": meta.get("notes", []),
-        "parameter_sizes": meta.get("parameter_sizes"),
+        "parameter_sizes": meta.get("parameter_sizes") or (meta.get("ddp_built") or [{}])[0].get("parameter_sizes"),
     }
 
 

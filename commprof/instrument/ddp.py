@@ -112,6 +112,8 @@ class DDPOverrides:
             overrides.built.append({
                 "module": type(module).__name__, "built_by": framework_of(inspect.currentframe()),
                 "parameters": sum(p.numel() for p in module.parameters() if p.requires_grad),
+                # per parameter, registration order: findings re-bucket them as DDP would for another cap
+                "parameter_sizes": [p.numel() * p.element_size() for p in module.parameters() if p.requires_grad],
                 "asked": asked, "applied": {**overrides.options, **({"comm_hook": overrides.comm_hook}
                                                                     if overrides.comm_hook else {})},
             })

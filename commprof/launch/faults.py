@@ -17,6 +17,8 @@ from commprof.worker.rank import STOPPED_MESSAGE
 _PEER_GONE = re.compile(r"Connection (closed|reset) by peer|Broken pipe|remote worker|communicator was aborted|"
                         r"ProcessGroup.*(aborted|terminated)", re.IGNORECASE)
 _TIMED_OUT = re.compile(r"timed out|timeout", re.IGNORECASE)
+# torch elastic's own words for a worker it stopped (SignalException), when SIGTERM reaches it outside commprof's handler
+_TERMINATED = re.compile(r"Signal 15 \(SIGTERM\) received by PID")
 # NCCL's watchdog aborts a rank whose collective timed out (SIGABRT, no error file); its log says why
 WATCHDOG = re.compile(r"Watchdog caught collective operation timeout.*", re.IGNORECASE)
 
@@ -32,7 +34,8 @@ class RankOutcome:
     def kind(self) -> str:
         if WATCHDOG.search(self.message):
             return "timed out"
-        if STOPPED_MESSAGE in self.message or (not self.message and self.exitcode == -signal.SIGTERM):
+        if (STOPPED_MESSAGE in self.message or _TERMINATED.search(self.message)
+                or (not self.message and self.exitcode == -signal.SIGTERM)):
             return "stopped"
         if self.exitcode is None or (self.exitcode < 0 and self.exitcode != -signal.SIGTERM):
             return "killed"

@@ -16,6 +16,7 @@ from typing import Any
 
 RUN_JSON = "run.json"
 STEP_LOG_SUFFIX = ".steps.json"
+STEP_LINES_SUFFIX = ".steps.txt"
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
@@ -42,6 +43,21 @@ def write_step_log(run_dir: Path, rank: int, host: str, step_ms: list[float], in
     write_json_atomic(step_log_path(run_dir, rank), {**record, **({"info": info} if info else {})})
 
 
+class StepLines:
+    """A rank's step times as they happen, one line appended per step: cheap enough for every step (one write),
+    and complete up to the moment a rank is killed. The step log (JSON, with the host and what the rank learned)
+    is rewritten only now and then; readers take the steps from here when it has more."""
+
+    def __init__(self, run_dir: Path, rank: int):
+        self.path, self.file = run_dir / f"rank{rank}{STEP_LINES_SUFFIX}", None
+
+    def append(self, step_ms: float) -> None:
+        if self.file is None:  # opened at the first step: the run folder exists by then
+            self.file = open(self.path, "a", encoding="utf-8")
+        self.file.write(f"{step_ms!r}\n")
+        self.file.flush()
+
+
 def read_step_logs(run_dir: Path) -> dict[int, dict[str, Any]]:
     logs = {}
     for path in run_dir.glob(f"rank*{STEP_LOG_SUFFIX}"):
@@ -50,7 +66,24 @@ def read_step_logs(run_dir: Path) -> dict[int, dict[str, Any]]:
             logs[int(log["rank"])] = log
         except (OSError, ValueError, KeyError, TypeError):
             continue
+    for rank, log in logs.items():
+        steps = _step_lines(run_dir / f"rank{rank}{STEP_LINES_SUFFIX}")
+        if len(steps) > log["steps_done"]:
+            log.update(steps_done=len(steps), step_ms=steps)
     return logs
+
+
+def _step_lines(path: Path) -> list[float]:
+    """The complete lines (a kill can leave the last one half written)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return []
+    lines = text.split("\n")[:-1]  # what follows the last newline is not a complete line
+    try:
+        return [float(line) for line in lines]
+    except ValueError:
+        return []
 
 
 def read_run_json(run_dir: Path) -> dict[str, Any] | None:

@@ -16,7 +16,7 @@ from commprof.worker.clocks import ClockOffset, measure_clock_offsets
 from commprof.launch.progress import Every, Progress, write_progress
 from commprof.worker.rank import (RankContext, claim_run_dir, device_name, distributed, exit_on_error,
                                   mpi_through_mpi4py, peak_memory_mb, tf32_settings, versions)
-from commprof.launch.runlog import now, write_run_json, write_step_log
+from commprof.launch.runlog import StepLines, now, write_run_json, write_step_log
 from commprof.worker.training import Trainer, make_batches
 from commprof.workloads import Workload, load_workload
 
@@ -75,10 +75,12 @@ class StepRecorder:
         self.run_dir, self.ctx, self.progress_path, self.total = run_dir, ctx, progress_path, total_steps
         self.host = socket.gethostname()
         self.step_ms: list[float] = []
+        self.lines = StepLines(run_dir, ctx.rank)
         self.due = Every()
 
     def record(self, step_ms: float) -> None:
         self.step_ms.append(step_ms)
+        self.lines.append(step_ms)
         if not self.due() and len(self.step_ms) < self.total:
             return
         write_step_log(self.run_dir, self.ctx.rank, self.host, self.step_ms)

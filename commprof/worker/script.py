@@ -39,7 +39,7 @@ from commprof.errors import what_went_wrong
 from commprof.instrument.ddp import DDPOverrides
 from commprof.instrument.profiler import make_profiler, trace_path, write_trace
 from commprof.launch.progress import Every, Progress, write_progress
-from commprof.launch.runlog import now, write_run_json, write_step_log
+from commprof.launch.runlog import StepLines, now, write_run_json, write_step_log
 from commprof.worker.rank import (cpu_threads_per_rank, device_name, gpu_index, peak_memory_mb, tf32_settings,
                                   raise_stopped, versions)
 
@@ -61,6 +61,7 @@ class ScriptSession:
         self.device = torch.device("cuda", gpu_index(self.local_rank, torch.cuda.device_count())) if self.use_cuda \
             else torch.device("cpu")
         self.step_ms: list[float] = []
+        self.lines = StepLines(config.run_dir, self.rank)
         self.due = Every()
         self.counted: str | None = None  # the optimizer whose steps are steps
         self.counted_id: int | None = None
@@ -102,6 +103,7 @@ class ScriptSession:
         self.saw_distributed = self.saw_distributed or dist.is_initialized()
         now_s = time.perf_counter()
         self.step_ms.append((now_s - self.last) * 1e3)
+        self.lines.append(self.step_ms[-1])
         self.last = now_s
         if self.startup is not None:
             self._start_scheduled_profiler()
