@@ -3,8 +3,8 @@ then `commprof advise` reruns the settings its findings predict to be faster aga
 
     python benchmarks/bench_advice.py --workdir /tmp/bench-advice [--models mlp,convnet,transformer,mlstm]
 
-2 Gloo ranks on CPU. The script is tests/data/scripts/train_epochs.py (plain DDP, its own 1 MB buckets),
-30 optimizer steps. Prints a Markdown table: per workload, every finding, and for each setting finding the
+2 Gloo ranks on CPU. The script is tests/data/scripts/train_epochs.py --width 2048 (plain DDP, 4.3 M
+parameters, its own 1 MB buckets), 30 optimizer steps. `--models ""` runs the script alone. Prints a Markdown table: per workload, every finding, and for each setting finding the
 predicted gain and the measured one (ms per step, 95% CIs), the error and the verdict."""
 
 from __future__ import annotations
@@ -61,9 +61,10 @@ def main() -> None:
     args.workdir.mkdir(parents=True, exist_ok=True)
     print("| workload | finding / setting | predicted gain ms (95% CI) | measured gain ms (95% CI) | error ms | verdict |")
     print("|---|---|---|---|---|---|")
-    for model in args.models.split(","):
+    for model in filter(None, args.models.split(",")):
         print("\n".join(rows(args.workdir, model, ["--model", model])), flush=True)
-    print("\n".join(rows(args.workdir, "script", ["--max-steps", "30", "--", str(SCRIPT), "--epochs", "5"])))
+    print("\n".join(rows(args.workdir, "script", ["--max-steps", "30", "--", str(SCRIPT), "--epochs", "5",
+                                                    "--width", "2048"])))
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ def main():
     parser.add_argument("--lr", type=float, default=0.05)
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--checkpoint", default="checkpoint.pt")
+    parser.add_argument("--width", type=int, default=512)
     args = parser.parse_args()
 
     dist.init_process_group("gloo")
@@ -25,7 +26,8 @@ def main():
     data = TensorDataset(torch.randn(512, 64), torch.randint(0, 10, (512,)))
     sampler = DistributedSampler(data, shuffle=True)
     loader = DataLoader(data, batch_size=args.batch_size, sampler=sampler, num_workers=1)
-    model = DDP(nn.Sequential(nn.Linear(64, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10)),
+    width = args.width
+    model = DDP(nn.Sequential(nn.Linear(64, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(), nn.Linear(width, 10)),
                 bucket_cap_mb=1)
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr)
     schedule = torch.optim.lr_scheduler.StepLR(optimizer, step_size=10, gamma=0.5)
