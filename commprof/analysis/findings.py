@@ -33,6 +33,7 @@ DISTORTION_ABOVE = 0.10
 MAX_MODELLED_RANKS = 8  # the bucket model reads the buckets of this many ranks (they all run the same ones)
 RESAMPLES = 400
 SLOW_BELOW = 0.5  # an all-reduce below this share of the link's bandwidth is slow
+MAX_LISTED = 16  # ranks named in a finding's evidence
 # measured with `commprof advise` (docs/benchmarks.md): the exposed time falls as predicted, the step less
 SHARED_CORES = ("; CPU ranks share the host's cores, so communication moved under the backward also slows it: "
                 "the gain is an upper bound")
@@ -86,12 +87,17 @@ def _samples(windows: list[tuple[RankTrace, list[Step]]]) -> list[StepProfile]:
 def _model_gain(samples: list[StepProfile], link: LinkModel, make_buckets, no_latency: float | None = None) -> float:
     """The median over the samples of the model's step now minus its step with the candidate's buckets (and,
     with `no_latency` (GB/s), every all-reduce at that bandwidth with no latency)."""
+    return _median_gain(samples, [(rebucket(s, None, None), make_buckets(s)) for s in samples], link, no_latency)
+
+
+def _median_gain(samples: list[StepProfile], buckets: list[tuple[list, list]], link: LinkModel,
+                 no_latency: float | None) -> float:
     then_link = LinkModel(0.0, no_latency, "no latency") if no_latency else link
     gains = []
-    for sample in samples:
+    for sample, (now_buckets, then_buckets) in zip(samples, buckets):
         flat = ComputeModel(sample.compute_ms, 0.0)
-        now, _ = simulate_step(sample, flat, link, sample.world_size, rebucket(sample, None, None))
-        then, _ = simulate_step(sample, flat, then_link, sample.world_size, make_buckets(sample))
+        now, _ = simulate_step(sample, flat, link, sample.world_size, now_buckets)
+        then, _ = simulate_step(sample, flat, then_link, sample.world_size, then_buckets)
         gains.append(now - then)
     return statistics.median(gains)
 
@@ -99,17 +105,19 @@ def _model_gain(samples: list[StepProfile], link: LinkModel, make_buckets, no_la
 def _gain_ci(samples: list[StepProfile], make_buckets, no_latency: float | None = None) -> Estimate:
     """The predicted gain with a 95% bootstrap interval: each resample of the profiled steps refits the link too,
     so the interval carries the uncertainty of the fit as well as the steps' spread."""
+    buckets = [(rebucket(s, None, None), make_buckets(s)) for s in samples]  # once: resamples reuse them
     rng = random.Random(0)
     boots = []
     for _ in range(RESAMPLES):
-        chosen = rng.choices(samples, k=len(samples))
+        chosen = rng.choices(range(len(samples)), k=len(samples))
+        picked = [samples[i] for i in chosen]
         try:
-            boots.append(_model_gain(chosen, fit_link(chosen), make_buckets, no_latency))
+            boots.append(_median_gain(picked, [buckets[i] for i in chosen], fit_link(picked), no_latency))
         except UsageError:
             continue
     boots.sort()
     tail = int(0.025 * len(boots))
-    return Estimate(_model_gain(samples, fit_link(samples), make_buckets, no_latency), boots[tail], boots[-1 - tail])
+    return Estimate(_median_gain(samples, buckets, fit_link(samples), no_latency), boots[tail], boots[-1 - tail])
 
 
 def _settings(report: Report, windows, step_ms: float, ceiling: tuple[float, str] | None) -> list[Finding]:
@@ -189,22 +197,28 @@ def _slow_collectives(report: Report, samples: list[StepProfile], link: LinkMode
 
 
 def _input_stalls(report: Report, step_ms: float) -> list[Finding]:
-    """Idle at the start of the steps (waiting for the next batch), on every rank: the worst rank's."""
+    """Idle at the start of the steps (waiting for the next batch), on every rank: the worst rank's, with its
+    interval; the ranks whose median is at least STALL_SHARE of the step are listed (no interval per rank: a
+    job has thousands)."""
     by_rank: dict[int, list[float]] = defaultdict(list)
     for step in report.steps:
         by_rank[step.rank].append(step.start_idle_ms)
     if not by_rank or min(len(v) for v in by_rank.values()) < 2:
         return []
-    estimates = {rank: median_ci(values) for rank, values in by_rank.items()}
-    rank = max(estimates, key=lambda r: estimates[r].value)
-    stalled = sorted(r for r, e in estimates.items() if e.low > 0 and e.value >= STALL_SHARE * step_ms)
-    gain = estimates[rank]
+    medians = {rank: statistics.median(values) for rank, values in by_rank.items()}
+    stalled = sorted(r for r, m in medians.items() if m >= STALL_SHARE * step_ms)
+    if not stalled:
+        return []
+    rank = max(stalled, key=medians.get)
+    gain = median_ci(by_rank[rank])
+    shown = ", ".join(map(str, stalled[:MAX_LISTED])) + (f" and {len(stalled) - MAX_LISTED} more"
+                                                         if len(stalled) > MAX_LISTED else "")
     return [Finding(
-        kind="input_stall", title=f"the steps start idle on {len(stalled)} of {len(estimates)} ranks",
+        kind="input_stall", title=f"the steps start idle on {len(stalled)} of {len(by_rank)} ranks",
         evidence=(f"rank {rank} runs no operator for the first {gain.value:.1f} ms of each step: waiting for its "
-                  f"next batch, or Python between the steps (ranks idle at the start: {', '.join(map(str, stalled))})"),
+                  f"next batch, or Python between the steps (ranks idle at the start: {shown})"),
         action="DataLoader(..., num_workers=4, pin_memory=True, persistent_workers=True, prefetch_factor=2)",
-        gain_ms=gain, gain_pct=gain.value / step_ms * 100)] if stalled else []
+        gain_ms=gain, gain_pct=gain.value / step_ms * 100)]
 
 
 def _straggler(report: Report, windows, matching: Matching | None, step_ms: float) -> list[Finding]:
