@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from commprof.render.event_files import EventWriter
 from commprof.render.markdown import render_markdown
 from commprof.render.tables import headline, human_bytes
 from commprof.results.common import Result
@@ -44,10 +45,8 @@ def step_number(name: str, index: int) -> int:
     return int(match.group(1)) if match else index
 
 
-def _writer(folder: Path):
-    from torch.utils.tensorboard import SummaryWriter
-
-    return SummaryWriter(log_dir=str(folder))
+def _writer(folder: Path) -> EventWriter:
+    return EventWriter(folder)
 
 
 def _report(report: Report, logdir: Path) -> None:
@@ -88,8 +87,7 @@ def _hparams(report: Report, folder: Path) -> None:
                 {"bucket_cap_mb": s.bucket_cap_mb, "comm_hook": s.comm_hook, "grad_accum": s.grad_accum,
                  "static_graph": s.static_graph, "gradient_as_bucket_view": s.gradient_as_bucket_view},
                 {"hparam/step_ms": s.step_ms.value, "hparam/step_ms_ci_low": s.step_ms.low,
-                 "hparam/step_ms_ci_high": s.step_ms.high, "hparam/exposed_comm_ms": s.exposed_comm_ms},
-                run_name=".")
+                 "hparam/step_ms_ci_high": s.step_ms.high, "hparam/exposed_comm_ms": s.exposed_comm_ms})
 
 
 def _scale(report: ScaleReport, logdir: Path) -> None:
