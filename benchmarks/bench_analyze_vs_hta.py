@@ -1,9 +1,12 @@
 """commprof's analysis vs Holistic Trace Analysis on one large trace, as whole processes.
 
-    python benchmarks/bench_analyze_vs_hta.py ../shared/traces/nccl-v100-rank1-of-2-large --repeats 5
+    python benchmarks/bench_analyze_vs_hta.py ../shared/traces/nccl-v100-rank1-of-2-large --repeats 5 \
+        [--hta-python /tmp/hta/bin/python]
 
-Each repeat runs both tools in fresh processes, interleaved (A B A B ...), and records wall time
-and peak resident memory (ru_maxrss of the child). HTA must be installed for its half.
+Each repeat runs, in fresh processes and interleaved: `commprof analyze` as a user runs it (report.json, md,
+html with plots, timeline.json and the TensorBoard event files written), commprof's core alone (load,
+classify, analyze), and HTA (load, overlap, temporal breakdown). It records wall time and peak resident
+memory (ru_maxrss of the child). HTA runs in --hta-python (its own virtual environment) or this one.
 """
 
 from __future__ import annotations
@@ -25,6 +28,19 @@ import resource
 print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 """
 
+COMMAND = """
+import sys, tempfile
+from commprof.cli.app import main
+with tempfile.TemporaryDirectory() as reports:
+    try:
+        main(["analyze", sys.argv[1], "--name", "bench", "--reports-dir", reports, "--quiet"])
+    except SystemExit as exc:
+        if exc.code:
+            raise
+import resource
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
 HTA = """
 import sys, logging, warnings
 warnings.filterwarnings("ignore"); logging.disable(logging.WARNING)
@@ -37,10 +53,10 @@ print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 """
 
 
-def measure(code: str, folder: str) -> tuple[float, float]:
+def measure(code: str, folder: str, python: str = sys.executable) -> tuple[float, float]:
     """Wall seconds and the child's own peak RSS in MiB (it prints ru_maxrss, KiB on Linux)."""
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", code, folder], check=True, capture_output=True, text=True)
+    done = subprocess.run([python, "-c", code, folder], check=True, capture_output=True, text=True)
     wall = time.perf_counter() - start
     return wall, int(done.stdout.split()[-1]) / 1024
 
@@ -49,17 +65,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("folder")
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--hta-python", default=sys.executable, help="the Python that has HTA installed")
     args = parser.parse_args()
-    times = {"commprof": [], "hta": []}
-    peaks = {"commprof": [], "hta": []}
+    tools = (("commprof analyze", COMMAND, sys.executable), ("commprof core", COMMPROF, sys.executable),
+             ("hta", HTA, args.hta_python))
+    times = {name: [] for name, _, _ in tools}
+    peaks = {name: [] for name, _, _ in tools}
     for _ in range(args.repeats):
-        for name, code in (("commprof", COMMPROF), ("hta", HTA)):
-            wall, peak = measure(code, args.folder)
+        for name, code, python in tools:
+            wall, peak = measure(code, args.folder, python)
             times[name].append(wall)
             peaks[name].append(peak)
     result = {name: {"median_s": statistics.median(t), "min_s": min(t), "max_s": max(t),
                      "peak_mib": statistics.median(peaks[name])} for name, t in times.items()}
-    result["speedup"] = result["hta"]["median_s"] / result["commprof"]["median_s"]
+    for name in ("commprof analyze", "commprof core"):
+        result[name]["speedup_vs_hta"] = result["hta"]["median_s"] / result[name]["median_s"]
+        result[name]["memory_vs_hta"] = result[name]["peak_mib"] / result["hta"]["peak_mib"]
     print(json.dumps(result, indent=1))
 
 

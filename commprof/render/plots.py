@@ -1,28 +1,32 @@
-"""PNG plots (matplotlib, Agg, no display): `figures(report)` gives every plot the report supports."""
+"""PNG plots (matplotlib's Agg renderer, no display): `figures(report)` gives every plot the report supports.
+Figures are made directly, without pyplot: no global figure state, and a third less to import."""
 
 from __future__ import annotations
 
 import io
 
-import matplotlib
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-
-from commprof.results.bench import BenchResult  # noqa: E402
-from commprof.results.compare import BackendRun  # noqa: E402
-from commprof.results.report import Report, SettingResult, StepTimeline, SweepResult  # noqa: E402
-from commprof.render.tables import QUANTILES, TOP_RANKS, many_ranks  # noqa: E402
+from commprof.results.bench import BenchResult
+from commprof.results.compare import BackendRun
+from commprof.results.report import Report, SettingResult, StepTimeline, SweepResult
+from commprof.render.tables import QUANTILES, TOP_RANKS, many_ranks
 
 COLORS = {"compute": "#4C72B0", "overlap": "#8172B2", "exposed": "#DD8452", "idle": "#C8C8C8", "comm": "#DD8452",
           "memory": "#55A868"}
 
 
+def subplots(figsize: tuple[float, float]) -> tuple[Figure, Axes]:
+    fig = Figure(figsize=figsize, dpi=110)
+    FigureCanvasAgg(fig)
+    return fig, fig.subplots()
+
+
 def png_bytes(fig: Figure) -> bytes:
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png")
-    plt.close(fig)
     return buffer.getvalue()
 
 
@@ -30,7 +34,7 @@ def breakdown_plot(report: Report) -> bytes:
     """Stacked bars per rank: computation only, overlapped, exposed communication, idle (ms per step).
     For many ranks: the ranks at the step-time quantiles and the slowest ones."""
     ranks, labels = representative_ranks(report)
-    fig, ax = plt.subplots(figsize=(9, 0.35 * len(ranks) + 1.6), dpi=110)
+    fig, ax = subplots((9, 0.35 * len(ranks) + 1.6))
     parts = [("computation only", [r.compute_ms - r.overlap_ms for r in ranks], COLORS["compute"]),
              ("computation + communication", [r.overlap_ms for r in ranks], COLORS["overlap"]),
              ("exposed communication", [r.exposed_comm_ms for r in ranks], COLORS["exposed"]),
@@ -64,7 +68,7 @@ def representative_ranks(report: Report) -> tuple[list, list[str]]:
 
 def step_timeline_plot(timeline: StepTimeline) -> bytes:
     """One step of one rank: computation and communication as two lanes."""
-    fig, ax = plt.subplots(figsize=(8, 2.2), dpi=110)
+    fig, ax = subplots((8, 2.2))
     for lane, (name, intervals, color) in enumerate((("computation", timeline.compute, COLORS["compute"]),
                                                      ("communication", timeline.communication, COLORS["comm"]))):
         ax.broken_barh([(a, b - a) for a, b in intervals], (lane - 0.35, 0.7), color=color)
@@ -81,7 +85,7 @@ def sweep_plot(sweep: SweepResult) -> bytes:
     """Step time (median, 95% CI) and exposed communication against the setting, log axis for sizes."""
     settings = sorted(sweep.settings, key=lambda s: s.bucket_cap_mb)
     by_size = len({s.bucket_cap_mb for s in settings}) == len(settings)
-    fig, ax = plt.subplots(figsize=(7, 4), dpi=110)
+    fig, ax = subplots((7, 4))
     x = [s.bucket_cap_mb for s in settings] if by_size else list(range(len(settings)))
     errors = [[s.step_ms.value - s.step_ms.low for s in settings], [s.step_ms.high - s.step_ms.value for s in settings]]
     ax.errorbar(x, [s.step_ms.value for s in settings], yerr=errors, marker="o", capsize=4,
@@ -108,7 +112,7 @@ def sweep_plot(sweep: SweepResult) -> bytes:
 
 def bucket_timeline_plot(setting: SettingResult) -> bytes:
     """One backward pass: when each bucket became ready and when its all-reduce ran."""
-    fig, ax = plt.subplots(figsize=(7, 0.4 * len(setting.timeline) + 1.6), dpi=110)
+    fig, ax = subplots((7, 0.4 * len(setting.timeline) + 1.6))
     for bucket in setting.timeline:
         ax.barh(bucket.index, bucket.end_ms - bucket.start_ms, left=bucket.start_ms, color=COLORS["comm"], height=0.6)
         ax.plot([bucket.ready_ms], [bucket.index], marker="|", color="black", markersize=14)
@@ -138,7 +142,7 @@ def figures(report: Report) -> dict[str, bytes]:
 
 def busbw_plot(result: BenchResult) -> bytes:
     """Bus bandwidth against message size (log-log), one line per backend and op; DDP's bucket sizes marked."""
-    fig, ax = plt.subplots(figsize=(8, 4.5), dpi=110)
+    fig, ax = subplots((8, 4.5))
     for backend, op in sorted({(r.backend, r.op) for r in result.rows}):
         rows = [r for r in result.rows if r.backend == backend and r.op == op]
         ax.plot([r.bytes for r in rows], [r.busbw_gbps for r in rows], marker="o", markersize=3, label=f"{backend} {op}")
@@ -157,7 +161,7 @@ def busbw_plot(result: BenchResult) -> bytes:
 
 def compare_plot(rows: list[BackendRun]) -> bytes:
     """Step time per backend, split into computation-bound time and exposed communication."""
-    fig, ax = plt.subplots(figsize=(6, 0.5 * max(len(rows), 1) + 1.6), dpi=110)
+    fig, ax = subplots((6, 0.5 * max(len(rows), 1) + 1.6))
     names = [r.backend for r in rows]
     exposed = [r.exposed_comm_ms for r in rows]
     ax.barh(names, [r.step_ms - e for r, e in zip(rows, exposed)], color=COLORS["compute"], label="rest of the step")

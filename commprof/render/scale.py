@@ -75,9 +75,9 @@ def html(report: ScaleReport, pngs: dict[str, bytes]) -> str:
 
 def scale_plot(report: ScaleReport) -> bytes:
     """Speedup against world size, with the ideal line (and predictions dashed), like the mLSTM seed's figure."""
-    from commprof.render.plots import plt, png_bytes
+    from commprof.render.plots import png_bytes, subplots
 
-    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)
+    fig, ax = subplots((7, 4.5))
     base = report.points[0].world_size
     measured = [(p.world_size, p.speedup) for p in report.points]
     predicted = [(p.world_size, p.speedup) for p in report.predictions]
