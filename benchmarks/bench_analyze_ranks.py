@@ -1,11 +1,13 @@
 """`commprof analyze` at 64, 256 and 1024 ranks (issue 8): wall time and peak memory against rank count.
 
-    python benchmarks/bench_analyze_ranks.py --workdir /tmp/bench-ranks [--ranks 64,256,1024]
+    python benchmarks/bench_analyze_ranks.py --workdir /tmp/bench-ranks [--ranks 64,256,1024] [--local-cluster 2]
 
 The ranks are made from one real rank of a 300-rank Gloo job (benchmarks/make_rank_traces.py:
 clock offsets per host, speed jitter, one straggler). Each size is analysed by a fresh
 `commprof analyze` with every core; peak memory (VmHWM) of the main process and of the largest
-worker is read from /proc while it runs. Prints a table and the least-squares slopes."""
+worker is read from /proc while it runs. With --local-cluster N the map runs on a Dask LocalCluster of N worker
+processes started here (`commprof analyze --cluster`); the workers' memory is then not measured. Prints a table
+and the least-squares slopes."""
 
 from __future__ import annotations
 
@@ -41,10 +43,11 @@ def children(pid: int) -> list[int]:
     return found
 
 
-def analyse(folder: Path, reports: Path) -> dict:
+def analyse(folder: Path, reports: Path, cluster: str | None = None) -> dict:
     start = time.perf_counter()
     process = subprocess.Popen([sys.executable, "-m", "commprof", "analyze", str(folder), "--quiet",
-                                "--reports-dir", str(reports), "--name", folder.name],
+                                "--reports-dir", str(reports), "--name", folder.name,
+                                *(["--cluster", cluster] if cluster else [])],
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     main_peak, worker_peak, workers = 0, 0, set()
     while process.poll() is None:
@@ -65,7 +68,14 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, required=True)
     parser.add_argument("--ranks", default="64,256,1024")
     parser.add_argument("--source", type=Path, default=SOURCE)
+    parser.add_argument("--local-cluster", type=int, default=0, help="Dask worker processes (0: no Dask)")
     args = parser.parse_args()
+    cluster = None
+    if args.local_cluster:
+        from distributed import LocalCluster
+
+        cluster = LocalCluster(n_workers=args.local_cluster, threads_per_worker=1, processes=True,
+                               dashboard_address=None)
     rows = []
     for n in (int(x) for x in args.ranks.split(",")):
         folder = args.workdir / f"ranks-{n}"
@@ -73,7 +83,7 @@ def main() -> None:
             subprocess.run([sys.executable, str(REPO / "benchmarks" / "make_rank_traces.py"), str(args.source),
                             str(folder), "--ranks", str(n)], check=True, stdout=subprocess.DEVNULL)
         size = sum(p.stat().st_size for p in folder.iterdir())
-        result = analyse(folder, args.workdir / "reports")
+        result = analyse(folder, args.workdir / "reports", cluster.scheduler_address if cluster else None)
         report = json.loads((args.workdir / "reports" / folder.name / "report.json").read_text())
         rows.append({"ranks": n, "gzip_mb": size / 1e6, **result, "report_ranks": len(report["ranks"]),
                      "straggler": (report.get("cross_rank") or {}).get("straggler")})
@@ -91,6 +101,8 @@ def main() -> None:
               f"{memory_base:.0f} MiB + {1024 * memory_slope:.0f} KiB per rank; largest worker: "
               f"{min(r['worker_peak_mib'] for r in rows):.0f}-{max(r['worker_peak_mib'] for r in rows):.0f} MiB")
     (args.workdir / "results.json").write_text(json.dumps(rows, indent=2))
+    if cluster is not None:
+        cluster.close()
 
 
 if __name__ == "__main__":

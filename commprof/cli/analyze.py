@@ -25,11 +25,17 @@ def analyze(
         help="steps: one window per profiler step (the device's steps on GPU traces). hta: Holistic Trace "
              "Analysis's one window per GPU rank, only the device work launched before the last step, for "
              "comparing with HTA.")] = Windows.steps,
+    cluster: Annotated[Optional[str], typer.Option(
+        help="Address of a running Dask scheduler (tcp://HOST:8786): each trace is loaded and digested on its "
+             "workers, which must see the same paths (a shared file system); the report is made here. Needs "
+             "pip install 'commprof[cluster]'.", show_default=False)] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the report paths.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print the report as JSON on stdout and nothing else there.")] = False,
 ) -> None:
     """Analyse existing PyTorch profiler traces: compute vs communication, overlap, collectives."""
+    from commprof.cli.progress import ConsoleFeedback
     from commprof.commands.analyze import analyze as command
 
     console.set_json_mode(json_out)
-    console.finish(command(paths, name, reports_dir, workers, windows.value), quiet)
+    feedback = ConsoleFeedback(quiet or json_out)
+    console.finish(command(paths, name, reports_dir, workers, windows.value, cluster, feedback), quiet)

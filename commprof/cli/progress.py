@@ -4,11 +4,13 @@ local rank 0 rewrites each step), a spinner for work without steps, and one-line
 from __future__ import annotations
 
 import threading
+import time
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                           TimeRemainingColumn)
 
 from commprof.cli.console import err, info
 from commprof.launch.progress import read_progress
@@ -57,3 +59,21 @@ class ConsoleFeedback:
 
     def status(self, message: str) -> AbstractContextManager:
         return nullcontext() if self.quiet else err.status(message, spinner="dots")
+
+    @contextmanager
+    def counter(self, description: str) -> Iterator[Callable[[int, int], None]]:
+        if self.quiet:
+            yield lambda done, total: None
+            return
+        columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                   TextColumn("{task.fields[rate]}"), TimeRemainingColumn())
+        with Progress(*columns, console=err, transient=True) as progress:
+            task = progress.add_task(description, total=None, rate="")
+            start = time.monotonic()
+
+            def advance(done: int, total: int) -> None:
+                elapsed = time.monotonic() - start
+                progress.update(task, completed=done, total=total,
+                                rate=f"{done / elapsed:.1f}/s" if elapsed > 0 else "")
+
+            yield advance

@@ -2,20 +2,55 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
-from commprof.commands.outcome import Outcome
+from commprof.commands.outcome import SILENT, Feedback, Outcome
 from commprof.commands.reporting import report_from_traces, write_report
-from commprof.errors import UsageError
+from commprof.errors import RunFailed, UsageError
+from commprof.trace.files import find_trace_files
+
+HOW_TO_GET_DASK = "install Dask with: pip install 'commprof[cluster]'"
+EARLY_HEADLINE_FILES = 64  # from this many trace files on, the headline is said before the report is written
 
 
 def analyze(paths: list[Path], name: str | None = None, reports_dir: Path = Path("reports"),
-            workers: int | None = None, windows: str = "steps") -> Outcome:
+            workers: int | None = None, windows: str = "steps", cluster: str | None = None,
+            feedback: Feedback = SILENT) -> Outcome:
+    """`cluster`: the address of a running Dask scheduler; each rank's trace is loaded and digested there, on
+    workers that must see the same paths, and the report is reduced here, as without it."""
     if workers is not None and workers < 1:
         raise UsageError(f"--workers must be >= 1, got {workers}")
-    report, timeline = report_from_traces(paths, name=name or default_name(paths[0]), kind="analysis",
-                                          workers=workers, windows=windows, bench_dir=reports_dir)
+    files = len(find_trace_files(paths))
+    with _executor(cluster) as executor, feedback.counter("analysing trace files") as progress:
+        report, timeline = report_from_traces(paths, name=name or default_name(paths[0]), kind="analysis",
+                                              workers=workers, windows=windows, bench_dir=reports_dir,
+                                              executor=executor, progress=progress)
+    if files >= EARLY_HEADLINE_FILES:
+        from commprof.render.tables import headline
+
+        feedback.info(f"{headline(report)} (writing the report)")
     return Outcome(report, write_report(report, reports_dir, report.name, timeline))
+
+
+@contextmanager
+def _executor(cluster: str | None) -> Iterator:
+    if cluster is None:
+        yield None
+        return
+    try:
+        from distributed import Client
+    except ImportError:
+        raise UsageError(f"--cluster needs Dask's distributed package; {HOW_TO_GET_DASK}") from None
+    try:
+        client = Client(cluster, timeout="20s")
+    except (OSError, TimeoutError) as exc:
+        raise RunFailed(f"--cluster {cluster}: no Dask scheduler answered ({exc})") from None
+    try:
+        yield client.get_executor()
+    finally:
+        client.close()
 
 
 def default_name(path: Path) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Callable, Protocol
 
 from commprof.results.common import Result
 
@@ -27,6 +27,10 @@ class Feedback(Protocol):
 
     def status(self, message: str) -> AbstractContextManager: ...
 
+    def counter(self, description: str) -> AbstractContextManager[Callable[[int, int], None]]:
+        """A count of items done (files, say), with the rate and the time left; yields `advance(done, total)`."""
+        ...
+
 
 class Silent:
     def info(self, message: str) -> None:
@@ -37,6 +41,9 @@ class Silent:
 
     def status(self, message: str) -> AbstractContextManager:
         return nullcontext()
+
+    def counter(self, description: str) -> AbstractContextManager[Callable[[int, int], None]]:
+        return nullcontext(lambda done, total: None)
 
 
 SILENT = Silent()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from concurrent.futures import Executor
 from pathlib import Path
 from typing import Any, Callable
 
@@ -43,10 +44,13 @@ def run_summary(meta: dict[str, Any]) -> dict[str, Any]:
 
 
 def report_from_traces(paths: list[Path], name: str, kind: str, workers: int | None = None,
-                       windows: str = "steps", bench_dir: Path | None = None) -> tuple[Report, dict]:
+                       windows: str = "steps", bench_dir: Path | None = None, executor: Executor | None = None,
+                       progress: Callable[[int, int], None] | None = None) -> tuple[Report, dict]:
     """The report, and the job's aligned Chrome-trace timeline (timeline.json). windows="hta": HTA's one window
-    per GPU rank instead of the steps (analysis.whole_trace)."""
-    report, _, timeline = _analyse(paths, name, kind, workers, digest_hta if windows == "hta" else digest, bench_dir)
+    per GPU rank instead of the steps (analysis.whole_trace). `executor`: where each rank is loaded and digested
+    (a Dask cluster's); `progress(done, total)` as files are."""
+    report, _, timeline = _analyse(paths, name, kind, workers, digest_hta if windows == "hta" else digest, bench_dir,
+                                   executor, progress)
     if windows == "hta":
         report = dataclasses.replace(report, warnings=[*report.warnings, HTA_NOTE])
     return report, timeline
@@ -62,13 +66,14 @@ def report_and_trace(run_dir: Path, name: str) -> tuple[Report, RunTrace, dict]:
 
 
 def _analyse(paths: list[Path], name: str, kind: str, workers: int | None,
-             prepare: Callable[[RankTrace], tuple[RankTrace, Any]],
-             bench_dir: Path | None = None) -> tuple[Report, RunTrace, dict]:
+             prepare: Callable[[RankTrace], tuple[RankTrace, Any]], bench_dir: Path | None = None,
+             executor: Executor | None = None,
+             progress: Callable[[int, int], None] | None = None) -> tuple[Report, RunTrace, dict]:
     """`bench_dir`: where to look for a `commprof bench` of the traces' host, the all-reduce ceiling of the
     findings."""
     meta = read_run_json(paths[0]) if len(paths) == 1 and paths[0].is_dir() else None  # None: not commprof's run
     run = run_summary(meta) if meta else {}
-    loaded, breakdowns = load_run_with(paths, workers, prepare)
+    loaded, breakdowns = load_run_with(paths, workers, prepare, executor, progress)
     trace, incomplete = completed_steps_only(loaded, run)
     if not trace.ranks:
         raise UsageError(f"{paths[0]}: {incomplete}; nothing to report")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
@@ -30,18 +30,29 @@ def load_run(paths: list[Path], workers: int | None = None) -> RunTrace:
 
 
 def load_run_with(paths: list[Path], workers: int | None,
-                  prepare: Callable[[RankTrace], tuple[RankTrace, T]] | None) -> tuple[RunTrace, dict[str, T]]:
-    """Load every trace file in its own process (`workers` at once). `prepare` (a module-level function)
-    runs on each rank in the process that loaded it: it may slim the record, and what it returns beside
-    the record comes back by the file's path."""
+                  prepare: Callable[[RankTrace], tuple[RankTrace, T]] | None, executor: Executor | None = None,
+                  progress: Callable[[int, int], None] | None = None) -> tuple[RunTrace, dict[str, T]]:
+    """Load every trace file in its own process (`workers` at once), or as tasks of `executor` (a Dask cluster's:
+    on its workers, which must see the files). `prepare` (a module-level function) runs on each rank where it
+    was loaded: it may slim the record, and what it returns beside the record comes back by the file's path.
+    `progress(done, total)` after each file."""
     files = find_trace_files(paths)
     workers = min(len(files), workers or os.cpu_count() or 1)
     load = functools.partial(_load_and_prepare, prepare=prepare)
-    if workers > 1:
+    if executor is not None:
+        loaded = _in_order(executor, load, files, progress)
+    elif workers > 1 and progress is None:
         with ProcessPoolExecutor(max_workers=workers) as pool:
             loaded = list(pool.map(load, files, chunksize=max(1, len(files) // (8 * workers))))
+    elif workers > 1:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            loaded = _in_order(pool, load, files, progress)
     else:
-        loaded = [load(f) for f in files]
+        loaded = []
+        for path in files:
+            loaded.append(load(path))
+            if progress is not None:
+                progress(len(loaded), len(files))
     prepared = {trace.path: extra for trace, extra in loaded if isinstance(trace, RankTrace) and prepare is not None}
     ranks = _number_unranked([r for r, _ in loaded if isinstance(r, RankTrace)])
     skipped = [s for s, _ in loaded if isinstance(s, SkippedFile)]
@@ -51,6 +62,17 @@ def load_run_with(paths: list[Path], workers: int | None,
         raise UsageError("no usable trace: " + "; ".join(f"{s.path}: {s.reason}" for s in skipped))
     _check_one_run(ranks)
     return RunTrace(ranks=tuple(sorted(ranks, key=lambda r: r.rank)), skipped=tuple(skipped)), prepared
+
+
+def _in_order(executor: Executor, load, files: list[Path], progress) -> list:
+    """Every file as a task; results in file order, progress as they complete."""
+    futures = {executor.submit(load, path): index for index, path in enumerate(files)}
+    loaded: list = [None] * len(files)
+    for done, future in enumerate(as_completed(futures), 1):
+        loaded[futures[future]] = future.result()
+        if progress is not None:
+            progress(done, len(files))
+    return loaded
 
 
 def _load_and_prepare(path: Path, prepare) -> tuple[RankTrace | SkippedFile, Any]:
