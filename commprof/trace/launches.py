@@ -9,6 +9,7 @@ symmetric memory, vLLM's) are recognised the same way, through the op that launc
 from __future__ import annotations
 
 from collections import defaultdict
+from functools import cache
 from typing import Any
 
 from commprof.trace import rules
@@ -17,8 +18,12 @@ from commprof.trace.meta import CollectiveMeta, meta_from_args
 
 
 def is_collective_range(event: Event) -> bool:
-    return event.cat in rules.CPU_OP_CATS and (bool(rules.COLLECTIVE_LAUNCH.match(event.name))
-                                               or rules.comm_launching_backend(event.name) is not None)
+    return event.cat in rules.CPU_OP_CATS and _collective_name(event.name)
+
+
+@cache
+def _collective_name(name: str) -> bool:
+    return bool(rules.COLLECTIVE_LAUNCH.match(name)) or rules.comm_launching_backend(name) is not None
 
 
 def enclosing_ranges(events: list[Event], launches: dict[Any, Event]) -> dict[Any, list[Event]]:
@@ -37,11 +42,13 @@ def enclosing_ranges(events: list[Event], launches: dict[Any, Event]) -> dict[An
         items.sort(key=lambda item: (item[0], item[1], -(item[2].dur or 0) if item[1] == 0 else 0))
         open_ranges: list[Event] = []
         for ts, kind, item in items:
-            open_ranges = [r for r in open_ranges if r.ts + (r.dur or 0) >= ts]
+            if open_ranges and any(r.ts + (r.dur or 0) < ts for r in open_ranges):
+                open_ranges = [r for r in open_ranges if r.ts + (r.dur or 0) >= ts]
             if kind == 0:
                 open_ranges.append(item)
             elif open_ranges:
-                found[item] = sorted(open_ranges, key=lambda r: rules.trust_rank(r.name))
+                found[item] = open_ranges[0:1] if len(open_ranges) == 1 else sorted(
+                    open_ranges, key=lambda r: rules.trust_rank(r.name))
     return found
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import cache
 
 # GPU kernels that execute a collective, by name: (backend, pattern); a new family is one entry.
 COMM_KERNEL_FAMILIES = (
@@ -78,12 +79,14 @@ _DTYPE_BYTES = {
 }
 
 
+@cache  # a trace repeats a few hundred names hundreds of thousands of times
 def normalize_op(name: str) -> str | None:
     """'allreduce', 'AllReduce', 'all_reduce', 'nccl:all_reduce', 'c10d::allreduce_' -> 'all_reduce'."""
     key = name.split(":")[-1].lower().replace("_", "").strip()
     return _OP_ALIASES.get(key)
 
 
+@cache  # a trace repeats a few hundred names hundreds of thousands of times
 def op_in_name(name: str) -> str | None:
     """normalize_op, or the collective named inside a longer name: 'symm_mem::multimem_all_reduce_' -> 'all_reduce'."""
     found = normalize_op(name.rstrip("_"))
@@ -98,14 +101,17 @@ def op_from_kernel(name: str) -> str | None:
     return normalize_op(match.group(1) or match.group(2)) if match else op_in_name(name)
 
 
+@cache  # a trace repeats a few hundred names hundreds of thousands of times
 def comm_kernel_backend(name: str) -> str | None:
     return next((backend for backend, pattern in COMM_KERNEL_FAMILIES if pattern.search(name)), None)
 
 
+@cache  # a trace repeats a few hundred names hundreds of thousands of times
 def comm_launching_backend(name: str) -> str | None:
     return next((backend for backend, pattern in COMM_LAUNCHING_OPS if pattern.match(name)), None)
 
 
+@cache  # a trace repeats a few hundred names hundreds of thousands of times
 def trust_rank(name: str) -> int:
     """Position of a collective-named CPU range in ENCLOSING_TRUST (len() when it is none of them)."""
     return next((i for i, pattern in enumerate(ENCLOSING_TRUST) if pattern.match(name)), len(ENCLOSING_TRUST))
