@@ -15,7 +15,7 @@ def advise(
     run: Annotated[str, typer.Argument(help="The run: its id under --reports-dir, or its report.json (or folder).",
                                        show_default=False)],
     top: Annotated[int, typer.Option(help="Settings to check at most, the best predicted first.")] = 3,
-    run_id: Annotated[Optional[str], typer.Option(help="Name of the new run folder [default: RUN-advise].")] = None,
+    run_id: Annotated[Optional[str], typer.Option(help="Name of the new run folder \\[default: RUN-advise].")] = None,
     reports_dir: Annotated[Path, typer.Option(help="Where the run's report is, and the new one goes.")] = Path("reports"),
     repeats: RepeatsOpt = 5,
     steps_per_repeat: StepsPerRepeatOpt = 4,

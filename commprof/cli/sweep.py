@@ -22,7 +22,7 @@ ScriptArg = Annotated[Optional[list[str]], typer.Argument(
     help="Your training script and its arguments, after --: each setting gets launches of its own with "
          "--max-steps, turns interleaved.", show_default=False)]
 MaxLiveOpt = Annotated[Optional[int], Opt(help="Settings kept in memory at once (model, DDP buckets, optimizer); "
-                                               "when fewer than all, each turn rebuilds its setting [default: as "
+                                               "when fewer than all, each turn rebuilds its setting \\[default: as "
                                                "many as fit in GPU memory; all on CPU].")]
 
 
