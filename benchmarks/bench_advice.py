@@ -15,6 +15,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from commprof.render.tables import advice_verdict
+from commprof.results.common import Estimate
+
 MODELS = ("mlp", "convnet", "transformer", "mlstm")
 SCRIPT = Path(__file__).resolve().parent.parent / "tests" / "data" / "scripts" / "train_epochs.py"
 
@@ -25,10 +28,6 @@ def commprof(workdir: Path, *args: str) -> subprocess.CompletedProcess:
 
 def ci(estimate: dict) -> str:
     return f"{estimate['value']:+.1f} ({estimate['low']:+.1f} to {estimate['high']:+.1f})"
-
-
-def verdict(gain: dict) -> str:
-    return "holds" if gain["low"] > 0 else "slower" if gain["high"] < 0 else "inside the noise"
 
 
 def rows(workdir: Path, name: str, run_args: list[str]) -> list[str]:
@@ -49,7 +48,7 @@ def rows(workdir: Path, name: str, run_args: list[str]) -> list[str]:
         predicted, measured = setting["predicted_gain_ms"], setting["gain_ms"]
         if predicted:
             lines.append(f"| | {setting['label']} | {ci(predicted)} | {ci(measured)} | "
-                         f"{measured['value'] - predicted['value']:+.1f} | {verdict(measured)} |")
+                         f"{measured['value'] - predicted['value']:+.1f} | {advice_verdict(Estimate(**measured))} |")
     return lines
 
 

@@ -28,8 +28,7 @@ def breakdown_step(rank: RankTrace, step: Step) -> StepBreakdown:
     overlap = total(intersect(compute, comm))
     compute_us, comm_us = total(compute), total(comm)
     window_us = step.end - step.start
-    busy = merge([*compute, *comm, *memory])  # memcpy/memset keep the device busy: not idle
-    busy_us = total(busy)
+    busy_us = total(merge([*compute, *comm, *memory]))  # memcpy/memset keep the device busy: not idle
     return StepBreakdown(
         rank=rank.rank, step=step.name, window_ms=window_us / US_PER_MS,
         compute_ms=compute_us / US_PER_MS, comm_ms=comm_us / US_PER_MS, overlap_ms=overlap / US_PER_MS,

@@ -33,12 +33,16 @@ def profiler_distortion(run: dict[str, Any]) -> list[ProfilerDistortion]:
     return found
 
 
+def large_slowdown(found: list[ProfilerDistortion]) -> float | None:
+    """The profiler's slowdown of the steps it recorded (median over ranks) when above WARN_ABOVE, else None."""
+    slowdown = statistics.median(d.slowdown for d in found) if found else 0.0
+    return slowdown if slowdown > WARN_ABOVE else None
+
+
 def distortion_note(found: list[ProfilerDistortion]) -> str | None:
     """A warning when the profiler slowed the steps it recorded by more than WARN_ABOVE (median over ranks)."""
-    if not found:
-        return None
-    slowdown = statistics.median(d.slowdown for d in found)
-    if slowdown <= WARN_ABOVE:
+    slowdown = large_slowdown(found)
+    if slowdown is None:
         return None
     profiled, unprofiled = (statistics.median(getattr(d, a) for d in found) for a in ("profiled_ms", "unprofiled_ms"))
     return (f"the profiler slowed the steps it recorded by {slowdown:.0%} ({profiled:.1f} ms against {unprofiled:.1f} "

@@ -16,6 +16,7 @@ import statistics
 from collections import defaultdict
 
 from commprof.analysis.crossrank import Matching
+from commprof.analysis.distortion import large_slowdown
 from commprof.analysis.predict import (CANDIDATE_CAPS_MB, MB, ComputeModel, LinkModel, StepProfile, fit_link,
                                        rebucket, simulate_step, step_profile)
 from commprof.analysis.stats import median_ci
@@ -29,7 +30,6 @@ from commprof.trace.model import RankTrace, RunTrace, Step
 MIN_GAIN = 0.01  # of the median step: smaller gains are not worth a finding
 STALL_SHARE = 0.05  # a rank idle this share of the step before its first operator is stalled (below it: the
 # Python between two steps, on every rank)
-DISTORTION_ABOVE = 0.10
 MAX_MODELLED_RANKS = 8  # the bucket model reads the buckets of this many ranks (they all run the same ones)
 RESAMPLES = 400
 SLOW_BELOW = 0.5  # an all-reduce below this share of the link's bandwidth is slow
@@ -242,11 +242,15 @@ def _straggler(report: Report, windows, matching: Matching | None, step_ms: floa
     if len(costs) < 2:
         return []
     gain = median_ci(costs)
+    excess = _excess(report, straggler)
+    cause = ", ".join(f"{PARTS[part]} {ms:+.1f} ms" for part, ms in excess.items())
     return [Finding(
         kind="straggler", title=f"rank {straggler} is the straggler: the others wait for it",
         evidence=(f"it makes the others wait {cross.straggler_cost_ms:.1f} ms per step in all "
-                  f"({', '.join(f'{op} {ms:.1f}' for op, ms in cross.straggler_ops.items())}); {_cause(report, straggler)}"),
-        action=f"look at rank {straggler}'s {_slowest_part(report, straggler)} (its host, its data shard, its GPU clocks)",
+                  f"({', '.join(f'{op} {ms:.1f}' for op, ms in cross.straggler_ops.items())}); "
+                  f"against the others' median, its {cause}"),
+        action=f"look at rank {straggler}'s {PARTS[max(excess, key=excess.get)]} (its host, its data shard, its GPU "
+               "clocks)",
         gain_ms=gain, gain_pct=gain.value / step_ms * 100)]
 
 
@@ -264,21 +268,9 @@ def _excess(report: Report, rank: int) -> dict[str, float]:
     return {part: median_of({rank}, part) - median_of(others, part) for part in PARTS}
 
 
-def _slowest_part(report: Report, rank: int) -> str:
-    excess = _excess(report, rank)
-    return PARTS[max(excess, key=excess.get)]
-
-
-def _cause(report: Report, rank: int) -> str:
-    excess = _excess(report, rank)
-    return "against the others' median, its " + ", ".join(f"{PARTS[p]} {ms:+.1f} ms" for p, ms in excess.items())
-
-
 def _distortion(distortion: list[ProfilerDistortion]) -> list[Finding]:
-    if not distortion:
-        return []
-    slowdown = statistics.median(d.slowdown for d in distortion)
-    if slowdown <= DISTORTION_ABOVE:
+    slowdown = large_slowdown(distortion)
+    if slowdown is None:
         return []
     return [Finding(
         kind="profiler_distortion", title=f"the profiler slowed the steps it recorded by {slowdown:.0%}",

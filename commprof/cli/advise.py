@@ -31,9 +31,6 @@ def advise(
     from commprof.cli.progress import ConsoleFeedback
     from commprof.commands.advise import advise as command
 
-    if top < 1:
-        from commprof.errors import UsageError
-        raise UsageError(f"--top must be >= 1, got {top}")
     console.set_json_mode(json_out)
     quiet = quiet or json_out
     console.finish(command(run, reports_dir, ConsoleFeedback(quiet), top=top, run_id=run_id, repeats=repeats,

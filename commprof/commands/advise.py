@@ -21,6 +21,8 @@ def advise(run: str | Path, reports_dir: Path, feedback: Feedback = SILENT, top:
     from commprof.analysis.findings import current_options
     from commprof.commands.sweep import measure
 
+    if top < 1:
+        raise UsageError(f"--top must be >= 1, got {top}")
     path = Path(run)
     report = load_report(path if path.exists() else reports_dir / str(run))
     if report.kind != "run" or not report.run.get("config"):

@@ -9,10 +9,9 @@ from typing import Iterator
 from commprof.commands.outcome import SILENT, Feedback, Outcome
 from commprof.commands.reporting import report_from_traces, write_report
 from commprof.errors import RunFailed, UsageError
-from commprof.trace.files import find_trace_files
 
 HOW_TO_GET_DASK = "install Dask with: pip install 'commprof[cluster]'"
-EARLY_HEADLINE_FILES = 64  # from this many trace files on, the headline is said before the report is written
+EARLY_HEADLINE_FILES = 64  # from this many ranks' trace files on, the headline is said before the report is written
 
 
 def analyze(paths: list[Path], name: str | None = None, reports_dir: Path = Path("reports"),
@@ -22,12 +21,11 @@ def analyze(paths: list[Path], name: str | None = None, reports_dir: Path = Path
     workers that must see the same paths, and the report is reduced here, as without it."""
     if workers is not None and workers < 1:
         raise UsageError(f"--workers must be >= 1, got {workers}")
-    files = len(find_trace_files(paths))
     with _executor(cluster) as executor, feedback.counter("analysing trace files") as progress:
         report, timeline = report_from_traces(paths, name=name or default_name(paths[0]), kind="analysis",
                                               workers=workers, windows=windows, bench_dir=reports_dir,
                                               executor=executor, progress=progress)
-    if files >= EARLY_HEADLINE_FILES:
+    if len(report.sources) >= EARLY_HEADLINE_FILES:
         from commprof.render.tables import headline
 
         feedback.info(f"{headline(report)} (writing the report)")

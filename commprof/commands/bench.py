@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-import socket
 import json
+import socket
 import tempfile
 from pathlib import Path
 

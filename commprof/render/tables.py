@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import statistics
 
+from commprof.results.common import Estimate
 from commprof.results.report import (BucketEvent, CollectiveStats, CrossRank, Finding, RankSkew, RankSummary, Report,
                                      SettingResult)
 
@@ -232,9 +233,8 @@ def finding_lines(report: Report) -> list[tuple[str, str, str]]:
 ADVICE_HEADERS = ("setting", "predicted gain ms (95% CI)", "measured gain ms (95% CI)", "error ms", "verdict")
 
 
-def advice_verdict(setting: SettingResult) -> str:
-    """Whether the measured gain bears the prediction out."""
-    gain = setting.gain_ms
+def advice_verdict(gain: Estimate) -> str:
+    """Whether a measured gain bears the prediction out."""
     if gain.low > 0:
         return "holds: faster, beyond the noise"
     if gain.high < 0:
@@ -248,4 +248,4 @@ def advice_rows(sweep) -> list[tuple[str, ...]]:
         return f"{e.value:+.1f} ({e.low:+.1f} to {e.high:+.1f})"
 
     return [(s.label, ci(s.predicted_gain_ms), ci(s.gain_ms), f"{s.gain_ms.value - s.predicted_gain_ms.value:+.1f}",
-             advice_verdict(s)) for s in sweep.settings if s.predicted_gain_ms is not None and s.gain_ms is not None]
+             advice_verdict(s.gain_ms)) for s in sweep.settings if s.predicted_gain_ms is not None and s.gain_ms is not None]

@@ -47,8 +47,7 @@ def enclosing_ranges(events: list[Event], launches: dict[Any, Event]) -> dict[An
             if kind == 0:
                 open_ranges.append(item)
             elif open_ranges:
-                found[item] = open_ranges[0:1] if len(open_ranges) == 1 else sorted(
-                    open_ranges, key=lambda r: rules.trust_rank(r.name))
+                found[item] = sorted(open_ranges, key=lambda r: rules.trust_rank(r.name))
     return found
 
 

@@ -41,9 +41,6 @@ def load_run_with(paths: list[Path], workers: int | None,
     load = functools.partial(_load_and_prepare, prepare=prepare)
     if executor is not None:
         loaded = _in_order(executor, load, files, progress)
-    elif workers > 1 and progress is None:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            loaded = list(pool.map(load, files, chunksize=max(1, len(files) // (8 * workers))))
     elif workers > 1:
         with ProcessPoolExecutor(max_workers=workers) as pool:
             loaded = _in_order(pool, load, files, progress)
