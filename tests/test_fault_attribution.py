@@ -6,7 +6,7 @@ import signal
 
 from commprof.launch.faults import RankOutcome, root_cause
 from commprof.launch.flight_recorder import environment, read_dumps, who_never_arrived
-from commprof.worker.rank import STOPPED_MESSAGE
+from commprof.worker.rank import STOPPED_MESSAGE, RankStopped, error_to_record
 
 WATCHDOG = ("[PG ID 0 PG GUID 0(default_pg) Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, "
             "OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, Timeout(ms)=10000) ran for 10012 milliseconds "
@@ -54,6 +54,21 @@ def test_a_stuck_rank_that_crashes_as_its_peers_leave_is_still_the_stuck_rank():
         "rank 1 was then killed by signal 11 (SIGSEGV)")
     crashed_before = [outcomes[0], RankOutcome(1, "", -signal.SIGSEGV, timestamp=1_700_000_004)]
     assert root_cause(crashed_before, "vm", 10) == "rank 1 on vm was killed by signal 11 (SIGSEGV)"
+
+def test_a_stop_while_unwinding_from_a_timeout_records_the_timeout():
+    """Rank 0 times out; closing its process group crashes the stuck rank 1, and the launcher stops rank 0
+    while it is still unwinding. Rank 0's record must say it timed out, or rank 1's crash looks like the cause."""
+    timed_out = RuntimeError("[gloo/transport/tcp/unbound_buffer.cc:78] Timed out waiting 10000ms for recv")
+    try:
+        try:
+            raise timed_out
+        finally:
+            raise RankStopped(STOPPED_MESSAGE)
+    except RankStopped as stopped:
+        assert error_to_record(stopped) is timed_out
+    plain_stop = RankStopped(STOPPED_MESSAGE)
+    assert error_to_record(plain_stop) is plain_stop
+
 
 def dump(last_enqueued: int, names: dict[int, str]) -> dict:
     entries = [{"record_id": seq, "pg_id": 0, "process_group": ("0", "default_pg"), "collective_seq_id": seq,

@@ -58,14 +58,24 @@ def exit_on_error(entry: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return entry(*args, **kwargs)
         except BaseException as exc:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)  # leaving anyway: a stop must not cut the record short
             try:
-                get_error_handler().record_exception(exc)
+                get_error_handler().record_exception(error_to_record(exc))
                 sys.stdout.flush()
                 sys.stderr.flush()
             finally:
                 os._exit(1)
 
     return wrapper
+
+
+def error_to_record(exc: BaseException) -> BaseException:
+    """The error this rank failed with. A stop that came while the rank was already unwinding from an error of
+    its own (a collective timed out, and closing the process group made a peer crash) is not the cause: the
+    error it interrupted is."""
+    while isinstance(exc, RankStopped) and exc.__context__ is not None:
+        exc = exc.__context__
+    return exc
 
 
 def mpi_through_mpi4py(config: RunConfig) -> bool:
