@@ -16,7 +16,7 @@ from commprof.trace.gpu_steps import DeviceOp, device_steps, hta_view
 from commprof.trace.launches import enclosing_ranges, launching_backend, meta_from_ranges
 from commprof.trace.meta import CollectiveMeta, meta_from_args
 from commprof.trace.model import Collective, Interval, RankTrace, Step
-from commprof.trace.events import Event, TraceFile, decode_args
+from commprof.trace.events import Event, Links, TraceFile, decode_args, decode_links
 
 _RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
 
@@ -83,25 +83,25 @@ class _DeviceWork:
     communication (by name, or by the custom collective op that launched them) with the CPU ranges around them."""
 
     def __init__(self, events: list[Event], kernels: list[Event]):
-        self.kernels = [(k, decode_args(k)) for k in kernels]
-        self.memory = [(e, decode_args(e)) for e in events if e.cat in rules.MEMORY_CATS]
+        self.kernels = [(k, decode_links(k)) for k in kernels]
+        self.memory = [(e, decode_links(e)) for e in events if e.cat in rules.MEMORY_CATS]
         self.launch_ts: dict[Any, float] = {}
         self.launch_external: dict[Any, Any] = {}
         launches: dict[Any, Event] = {}
         for event in events:
             if event.cat in rules.RUNTIME_CATS:
-                args = decode_args(event)
-                correlation = args.get("correlation")
+                links = decode_links(event)
+                correlation = links.correlation
                 if correlation is not None:
                     self.launch_ts[correlation] = event.ts
                     launches[correlation] = event
-                    if "External id" in args:
-                        self.launch_external[correlation] = args["External id"]
+                    if links.external_id is not None:
+                        self.launch_external[correlation] = links.external_id
         self.enclosing = enclosing_ranges(events, launches)
         self.comm_backend: dict[int, str] = {}
-        for kernel, args in self.kernels:
+        for kernel, links in self.kernels:
             backend = rules.comm_kernel_backend(kernel.name) or launching_backend(
-                self.enclosing.get(args.get("correlation"), []))
+                self.enclosing.get(links.correlation, []))
             if backend is not None:
                 self.comm_backend[id(kernel)] = backend
 
@@ -114,9 +114,9 @@ class _GpuClock:
     ahead, so a CPU time says little about when the device did the work that the CPU asked for then."""
 
     def __init__(self, device: _DeviceWork):
-        work = sorted((launched, event.ts, event.ts + event.dur) for event, args in device.kernels + device.memory
+        work = sorted((launched, event.ts, event.ts + event.dur) for event, links in device.kernels + device.memory
                       if not device.is_comm(event)
-                      and (launched := device.launch_ts.get(args.get("correlation"))) is not None)
+                      and (launched := device.launch_ts.get(links.correlation)) is not None)
         self._launches = [launched for launched, _, _ in work]
         self._done = list(accumulate((end for _, _, end in work), max))
         self._first_start = list(accumulate((start for _, start, _ in reversed(work)), min))[::-1]
@@ -146,15 +146,16 @@ def _gpu(events: list[Event], device: _DeviceWork, info: dict[str, Any], cpu_ste
     compute = merge([(k.ts, k.ts + k.dur) for k, _ in device.kernels if not device.is_comm(k)])
     memory = merge([(e.ts, e.ts + e.dur) for e, _ in device.memory])
     collectives = []
-    for kernel, args in comm_kernels:
-        correlation = args.get("correlation")
+    for kernel, links in comm_kernels:
+        args = decode_args(kernel)  # a collective's kernel: every arg
+        correlation = links.correlation
         meta = meta_from_args(args)
-        external = args.get("External id") or device.launch_external.get(correlation)
+        external = links.external_id or device.launch_external.get(correlation)
         if external is not None and external != correlation:  # older Kineto: External id == correlation, no op
             meta = meta.filled_from(launch_meta.get(external, CollectiveMeta()))
         meta = meta.filled_from(meta_from_ranges(device.enclosing.get(correlation, [])))
         collectives.append(_collective(meta, rules.op_from_kernel(kernel.name), device.comm_backend[id(kernel)],
-                                       kernel, f"stream {args.get('stream', '?')}", info,
+                                       kernel, f"stream {'?' if links.stream is None else links.stream}", info,
                                        clock.ready(device.launch_ts.get(correlation), kernel.ts)))
     launch_ops = [e for e in events if e.cat in rules.CPU_OP_CATS and rules.LAUNCH_OP.match(e.name)]
     ranges, host_collectives = _backend_ranges(events, launch_ops, cpu_steps, info)
@@ -256,11 +257,11 @@ def _launch_op_meta(events: list[Event]) -> dict[Any, CollectiveMeta]:
 
 
 def _device_ops(events: list[Event], device: _DeviceWork) -> list[DeviceOp]:
-    def launched(args: dict[str, Any]) -> float | None:
-        return device.launch_ts.get(args.get("correlation"))
+    def launched(links: Links) -> float | None:
+        return device.launch_ts.get(links.correlation)
 
     ops = [DeviceOp(k.ts, k.ts + k.dur, launched(a), "comm" if device.is_comm(k) else "compute")
            for k, a in device.kernels]
     ops += [DeviceOp(e.ts, e.ts + e.dur, launched(a), "memory") for e, a in device.memory]
-    ops += [DeviceOp(e.ts, e.ts + e.dur, launched(decode_args(e)), "sync") for e in events if e.cat in rules.SYNC_CATS]
+    ops += [DeviceOp(e.ts, e.ts + e.dur, launched(decode_links(e)), "sync") for e in events if e.cat in rules.SYNC_CATS]
     return ops

@@ -11,7 +11,18 @@ from typing import Any
 import msgspec
 
 
-class Event(msgspec.Struct):
+NO_ARGS = msgspec.Raw()  # the one instance omit_defaults recognises
+
+
+class Links(msgspec.Struct, omit_defaults=True, gc=False):
+    """What ties device work to its launch and its CPU op: all a kernel's args that most analysis reads."""
+    correlation: Any = None
+    external_id: Any = msgspec.field(default=None, name="External id")
+    stream: Any = None
+
+
+# omitted defaults: big traces travel between processes as JSON; no reference cycles, so no garbage-collector tracking
+class Event(msgspec.Struct, omit_defaults=True, gc=False):
     ph: str = ""
     name: str = ""
     cat: str = ""
@@ -19,7 +30,9 @@ class Event(msgspec.Struct):
     tid: int | str = 0
     ts: float | None = None
     dur: float | None = None
-    args: msgspec.Raw = msgspec.Raw()
+    args: msgspec.Raw = NO_ARGS
+    # a big trace's events keep their links decoded, and no other args (trace.stream.keep_lean)
+    links: Links | None = msgspec.field(default=None, name="_commprof_links")
 
 
 class TraceFile(msgspec.Struct):
@@ -39,3 +52,18 @@ def decode_args(event: Event) -> dict[str, Any]:
         return _ARGS_DECODER.decode(event.args)
     except (msgspec.DecodeError, msgspec.ValidationError):
         return {}
+
+
+_LINKS_DECODER = msgspec.json.Decoder(Links)
+NO_LINKS = Links()
+
+
+def decode_links(event: Event) -> Links:
+    if event.links is not None:
+        return event.links
+    if not event.args:
+        return NO_LINKS
+    try:
+        return _LINKS_DECODER.decode(event.args)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return NO_LINKS

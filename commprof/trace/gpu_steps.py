@@ -13,7 +13,7 @@ from commprof.analysis.intervals import clip, merge, total
 from commprof.trace.model import DeviceView, Interval, Step
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class DeviceOp:
     """A kernel, memcpy, memset or sync on the device, and when the CPU launched it (None: not in the trace)."""
 
@@ -60,16 +60,17 @@ def hta_view(work: list[DeviceOp], cpu_steps: list[Step], ns_resolution: bool) -
     trace with sub-microsecond times HTA rounds every event inwards to whole microseconds (start up, end down)."""
     kept = [op for op in work if op.launched is not None and op.launched < cpu_steps[-1].start] \
         if len(cpu_steps) > 1 else work
-    spans = [((math.ceil(op.start), math.floor(op.end)) if ns_resolution else (op.start, op.end), op.kind)
-             for op in kept]
-    if not spans:
+    if not kept:
         return None
 
-    def of(*kinds: str) -> tuple[Interval, ...]:
-        return tuple(merge(span for span, kind in spans if kind in kinds and span[1] > span[0]))
+    def span(op: DeviceOp) -> Interval:
+        return (math.ceil(op.start), math.floor(op.end)) if ns_resolution else (op.start, op.end)
 
-    return DeviceView(window=(min(s for (s, _), _ in spans), max(e for (_, e), _ in spans)), compute=of("compute"),
-                      communication=of("comm"), other=of("memory", "sync"))
+    def of(*kinds: str) -> tuple[Interval, ...]:  # generators: a big trace's spans are never all held at once
+        return tuple(merge(s for op in kept if op.kind in kinds and (s := span(op))[1] > s[0]))
+
+    return DeviceView(window=(min(span(op)[0] for op in kept), max(span(op)[1] for op in kept)),
+                      compute=of("compute"), communication=of("comm"), other=of("memory", "sync"))
 
 
 def _step_index(starts: list[float], steps: list[Step], ts: float | None) -> int | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import zlib
 from pathlib import Path
 
 import msgspec
@@ -9,16 +10,17 @@ import msgspec
 from commprof.errors import TraceError
 from commprof.trace.events import TraceFile
 from commprof.trace.files import read_trace_bytes
+from commprof.trace.chunked import LayoutNotUnderstood, decode_in_chunks
 from commprof.trace.stream import stream_trace, uncompressed_size
 
 _DECODER = msgspec.json.Decoder(TraceFile)
-STREAM_ABOVE_BYTES = 256 * 1024 * 1024  # larger traces are streamed (commprof.trace.stream)
+STREAM_ABOVE_BYTES = 256 * 1024 * 1024  # larger traces are decoded in pieces and kept lean (trace.chunked)
 
 
 def parse_trace(path: Path) -> TraceFile:
     try:
         if uncompressed_size(path) > STREAM_ABOVE_BYTES:
-            return stream_trace(path)
+            return _decode_big(path)
     except OSError:
         pass  # reported below, by the reader
     data = read_trace_bytes(path)
@@ -32,3 +34,10 @@ def parse_trace(path: Path) -> TraceFile:
     if trace.traceEvents is None:
         raise TraceError(str(path), "JSON without 'traceEvents': not a Chrome/Kineto trace")
     return trace
+
+
+def _decode_big(path: Path) -> TraceFile:
+    try:
+        return decode_in_chunks(path)
+    except (LayoutNotUnderstood, OSError, EOFError, zlib.error):
+        return stream_trace(path)  # it reports what is wrong with the file, if anything

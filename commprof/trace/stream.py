@@ -1,11 +1,11 @@
-"""Traces too big to hold in memory: events decoded one at a time, kept lean.
+"""Big traces event by event (ijson), and what a big trace keeps of its events.
 
-ijson's C parser yields the `traceEvents` items one by one; each complete event ("ph": "X") the
-classifier reads becomes a lean Event whose name and category strings are shared, and whose args
-are kept only where the analysis reads them (collective kernels and ops: everything; other
-kernels, memory operations and runtime calls: the correlation ids). Everything else is dropped as
-it streams by. The header fields (distributedInfo, baseTimeNanoseconds, host_name) come from the
-first and last megabyte read."""
+The event-by-event path is the fallback for a file that cannot be cut into pieces (trace.chunked): it
+never holds the file, but decodes it in Python callbacks, several times slower. Both paths keep an event
+only where the classifier reads it (keep_lean, lean_events), with only the args it reads: collective
+kernels and ops keep everything, other kernels, memory operations and runtime calls their links
+(events.Links), the rest nothing. The header fields (distributedInfo, baseTimeNanoseconds, host_name)
+come from the first and last megabyte read."""
 
 from __future__ import annotations
 
@@ -16,17 +16,16 @@ import sys
 import zlib
 from collections import deque
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Callable
 
 import ijson
 import msgspec
 
 from commprof.errors import TraceError
 from commprof.trace import rules
-from commprof.trace.events import Event, TraceFile
+from commprof.trace.events import NO_ARGS, Event, TraceFile, decode_links
 
 EDGE_BYTES = 1 << 20
-_LINK_KEYS = ("correlation", "External id", "stream")
 _HEADER_KEY = re.compile(r'"(distributedInfo|baseTimeNanoseconds|host_name)"\s*:\s*')
 
 
@@ -54,22 +53,10 @@ class _EdgeKeepingReader:
 
 
 def stream_trace(path: Path) -> TraceFile:
-    """Two passes over the file, neither holding it: the first finds out whether the trace has GPU
-    kernels and which runtime calls launched device work; the second keeps only the events the
-    classifier reads. A GPU trace then keeps its kernels, memory operations, their launches and the
-    few named CPU ranges (steps, backward, collectives): about a tenth of its events. A CPU-only
-    trace keeps every complete event, as its operators are its computation."""
-    has_kernels, launches = False, set()
-    for item in _EdgeKeepingItems(path):
-        cat = item.get("cat")
-        if cat in rules.KERNEL_CATS or cat in rules.MEMORY_CATS or cat in rules.SYNC_CATS:
-            has_kernels = has_kernels or cat in rules.KERNEL_CATS
-            if isinstance(item.get("args"), dict):
-                launches.add(item["args"].get("correlation"))
-    events: list[Event] = []
-    for item in (reader := _EdgeKeepingItems(path)):
-        if not has_kernels or _used_with_kernels(item, launches):
-            events.append(_lean(item))
+    """The file's events one by one (ijson), never holding it: the fallback for a file that cannot be cut
+    into pieces (trace.chunked)."""
+    reader = _EdgeKeepingItems(path)
+    events = lean_events(lambda keep_all: [lean for item in reader if (lean := keep_lean(_event(item), keep_all))])
     header = _header(reader.head) | _header(reader.tail)
     if not events and b'"traceEvents"' not in reader.head + reader.tail:
         raise TraceError(str(path), "JSON without 'traceEvents': not a Chrome/Kineto trace")
@@ -77,15 +64,50 @@ def stream_trace(path: Path) -> TraceFile:
                      baseTimeNanoseconds=header.get("baseTimeNanoseconds"), host_name=header.get("host_name"))
 
 
-def _used_with_kernels(item: dict[str, Any], launches: set[Any]) -> bool:
-    cat, name = item.get("cat"), str(item.get("name", ""))
-    if cat in rules.KERNEL_CATS or cat in rules.MEMORY_CATS or cat in rules.SYNC_CATS:
-        return True
-    if cat in rules.RUNTIME_CATS:
-        args = item.get("args")
-        return isinstance(args, dict) and args.get("correlation") in launches
-    return cat in rules.CPU_OP_CATS and bool(rules.STEP_NAME.match(name) or rules.BACKWARD_OP.match(name)
-                                            or rules.BUCKET_COPY_BACK.match(name) or _needs_all_args(name, cat))
+def lean_events(decode: Callable[[bool], list[Event]]) -> list[Event]:
+    """What a big trace keeps: `decode(keep_all)` gives every complete event as keep_lean leaves it. A GPU
+    trace then keeps its kernels, memory operations, the runtime calls that launched them and the few named
+    CPU ranges (steps, backward, collectives): about a tenth of its events. A CPU trace (no kernels: decoded
+    a second time) keeps every complete event, as its operators are its computation."""
+    events = decode(False)
+    if not any(e.cat in rules.KERNEL_CATS for e in events):
+        return decode(True)
+    launches = {decode_links(e).correlation for e in events if e.cat in DEVICE_CATS}
+    return [e for e in events if e.cat not in rules.RUNTIME_CATS or decode_links(e).correlation in launches]
+
+
+def keep_lean(event: Event, keep_all: bool) -> Event | None:
+    """The event with only the args the classifier reads, or None where a GPU trace's analysis never reads
+    it (`keep_all`: keep every event). Runtime calls are kept with their correlation ids (lean_events keeps
+    those that launched device work)."""
+    keep = _KEEP.get((event.cat, event.name)) or _keeping(event.cat, event.name)
+    if keep == _DROP and not keep_all:
+        return None
+    if keep == _LINKS:
+        event.links = decode_links(event)
+    if keep != _ALL_ARGS:
+        event.args = NO_ARGS
+    return event
+
+
+_DROP, _NO_ARGS, _LINKS, _ALL_ARGS = 1, 2, 3, 4
+_KEEP: dict[tuple[str, str], int] = {}  # names repeat: one decision each
+
+
+def _keeping(cat: str, name: str) -> int:
+    if _needs_all_args(name, cat):
+        keep = _ALL_ARGS
+    elif cat in _LINKED_CATS:
+        keep = _LINKS
+    elif cat in rules.CPU_OP_CATS and (rules.STEP_NAME.match(name) or rules.BACKWARD_OP.match(name)
+                                       or rules.BUCKET_COPY_BACK.match(name)):
+        keep = _NO_ARGS
+    else:
+        keep = _DROP
+    _KEEP[cat, name] = keep
+    return keep
+
+
 
 
 class _EdgeKeepingItems:
@@ -97,7 +119,7 @@ class _EdgeKeepingItems:
     def __iter__(self):
         reader = None
         try:
-            with (gzip.open(self.path, "rb") if _is_gzip(self.path) else open(self.path, "rb")) as raw:
+            with (gzip.open(self.path, "rb") if is_gzip(self.path) else open(self.path, "rb")) as raw:
                 reader = _EdgeKeepingReader(raw)
                 for item in ijson.items(reader, "traceEvents.item", use_float=True):
                     if isinstance(item, dict) and item.get("ph") == "X":
@@ -114,16 +136,15 @@ class _EdgeKeepingItems:
                 self.head, self.tail = reader.head, reader.tail
 
 
-def _lean(item: dict[str, Any]) -> Event:
-    name, cat = sys.intern(str(item.get("name", ""))), sys.intern(str(item.get("cat", "")))
+def _event(item: dict[str, Any]) -> Event:
     args = item.get("args")
-    if isinstance(args, dict) and not _needs_all_args(name, cat):
-        args = {k: args[k] for k in _LINK_KEYS if k in args} if cat in _LINKED_CATS else None
-    return Event(ph="X", name=name, cat=cat, pid=item.get("pid", 0), tid=item.get("tid", 0), ts=item.get("ts"),
-                 dur=item.get("dur"), args=msgspec.Raw(msgspec.json.encode(args)) if args else msgspec.Raw())
+    return Event(ph="X", name=sys.intern(str(item.get("name", ""))), cat=sys.intern(str(item.get("cat", ""))),
+                 pid=item.get("pid", 0), tid=item.get("tid", 0), ts=item.get("ts"), dur=item.get("dur"),
+                 args=msgspec.Raw(msgspec.json.encode(args)) if isinstance(args, dict) and args else NO_ARGS)
 
 
-_LINKED_CATS = rules.KERNEL_CATS | rules.MEMORY_CATS | rules.SYNC_CATS | rules.RUNTIME_CATS
+DEVICE_CATS = rules.KERNEL_CATS | rules.MEMORY_CATS | rules.SYNC_CATS
+_LINKED_CATS = DEVICE_CATS | rules.RUNTIME_CATS
 
 
 def _needs_all_args(name: str, cat: str) -> bool:
@@ -144,14 +165,14 @@ def _header(data: bytes) -> dict[str, Any]:
     return found
 
 
-def _is_gzip(path: Path) -> bool:
+def is_gzip(path: Path) -> bool:
     with open(path, "rb") as f:
         return f.read(2) == b"\x1f\x8b"
 
 
 def uncompressed_size(path: Path) -> int:
     """The file's size, or for gzip the size its trailer records (modulo 4 GiB)."""
-    if not _is_gzip(path):
+    if not is_gzip(path):
         return path.stat().st_size
     with open(path, "rb") as f:
         f.seek(-4, 2)
