@@ -4,7 +4,7 @@ NCCL's watchdog line, Flight Recorder dumps (hand-made here as torch writes them
 import pickle
 import signal
 
-from commprof.launch.faults import RankOutcome, root_cause
+from commprof.launch.faults import RankOutcome, crash_site, root_cause
 from commprof.launch.flight_recorder import environment, read_dumps, who_never_arrived
 from commprof.worker.rank import STOPPED_MESSAGE, RankStopped, error_to_record
 
@@ -68,6 +68,31 @@ def test_a_stop_while_unwinding_from_a_timeout_records_the_timeout():
         assert error_to_record(stopped) is timed_out
     plain_stop = RankStopped(STOPPED_MESSAGE)
     assert error_to_record(plain_stop) is plain_stop
+
+
+CRASH_LOG = """USDT: profiler_start
+Fatal Python error: Segmentation fault
+
+Thread 0x00007fe815be16c0 (most recent call first):
+  File "/usr/lib/python3.11/threading.py", line 982 in run
+
+Current thread 0x00007fe816a51b80 (most recent call first):
+  File "/venv/lib/python3.11/site-packages/torch/profiler/profiler.py", line 233 in export_chrome_trace
+  File "/work/train.py", line 6 in <module>
+"""
+
+
+def test_a_crashed_rank_is_named_with_where_it_crashed():
+    """The workers enable faulthandler; the crashing thread's innermost frame says where."""
+    assert crash_site(CRASH_LOG) == "in export_chrome_trace (profiler/profiler.py:233)"
+    assert crash_site("Fatal Python error: Aborted\n\nCurrent thread 0x00007f (most recent call first):\n"
+                      "  <no Python frame>\n") == "in a thread running no Python code"
+    assert crash_site("Traceback (most recent call last):\n") == ""
+    outcome = RankOutcome(1, "", -signal.SIGSEGV, 1_700_000_000, crash_site(CRASH_LOG))
+    assert root_cause([outcome], "vm") == ("rank 1 on vm was killed by signal 11 (SIGSEGV) in export_chrome_trace "
+                                           "(profiler/profiler.py:233)")
+    unreported = RankOutcome(1, "", None, crash_site=crash_site(CRASH_LOG))  # torch found another rank's exit first
+    assert root_cause([unreported], "vm") == "rank 1 on vm crashed in export_chrome_trace (profiler/profiler.py:233)"
 
 
 def dump(last_enqueued: int, names: dict[int, str]) -> dict:

@@ -61,6 +61,16 @@ def test_rank_killed_mid_run(tmp_path):
     assert "INCOMPLETE" in (tmp_path / "reports" / "killed" / "report.md").read_text()
 
 
+def test_rank_that_crashes_is_named_with_where(tmp_path):
+    result, seconds = faulty_run(tmp_path, "crash", 9, "crashed")
+    assert result.returncode == 1 and seconds < TIMEOUT + STARTUP_ALLOWANCE
+    line = one_line_error(result)
+    # the workers enable faulthandler: the crashing frame comes from the rank's log
+    # (torch reports the crashed rank's signal only when it finds that rank's exit first)
+    assert "rank 1 on" in line and "in string_at (ctypes/__init__.py:" in line, line
+    assert "killed by signal 11 (SIGSEGV) in" in line or "crashed in" in line, line
+
+
 def test_rank_stuck_before_a_collective(tmp_path):
     # rank 1 sleeps in step index 5, inside the profiled window: rank 0 times out in the all-reduce
     result, seconds = faulty_run(tmp_path, "hang", 6, "stuck")

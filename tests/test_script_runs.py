@@ -143,13 +143,23 @@ def test_a_script_that_never_initializes_torch_distributed(tmp_path):
     assert "the script never initialized torch.distributed" in result.stderr.strip().splitlines()[-1]
 
 
+# torch 2.13's profiler can crash as it stops while a Gloo thread still ends its record of the collective that
+# just completed (teardown against in-flight RecordFunction callbacks, pytorch/pytorch#187483): 2 runs in 25 on
+# this machine under load. commprof names the crash and where; a run it ended is tried once more.
+PROFILER_STOP_RACE = "(SIGSEGV) in __exit__ (autograd/profiler.py:"
+
+
 def test_a_script_that_hangs_on_one_rank(tmp_path):
-    result = commprof("run", "--run-id", "hang", "--timeout", "10", "--quiet", "--wait", "0", "--warmup", "0",
-                      "--active", "2", "--", str(SCRIPTS / "hangs_on_rank1.py"), cwd=tmp_path, timeout=200)
+    for attempt in ("first", "again"):
+        result = commprof("run", "--run-id", f"hang-{attempt}", "--timeout", "10", "--quiet", "--wait", "0",
+                          "--warmup", "0", "--active", "2", "--", str(SCRIPTS / "hangs_on_rank1.py"), cwd=tmp_path,
+                          timeout=200)
+        line = result.stderr.strip().splitlines()[-1]
+        if PROFILER_STOP_RACE not in line:
+            break
     assert result.returncode == 1
-    line = result.stderr.strip().splitlines()[-1]
     assert "rank 1 on " in line and "stuck: never reached the collective that rank 0 waited for" in line, line
-    assert run_json(tmp_path, "hang")["status"] == "failed"
+    assert run_json(tmp_path, f"hang-{attempt}")["status"] == "failed"
 
 
 def test_a_script_that_never_steps_is_one_window(tmp_path):

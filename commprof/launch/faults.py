@@ -29,6 +29,7 @@ class RankOutcome:
     message: str  # the last line of its recorded error; "" when it recorded none
     exitcode: int | None  # negative: killed by that signal; None: ended without recording an error
     timestamp: float = 0.0  # when the error was recorded
+    crash_site: str = ""  # where a crashed rank's Python code was, from its log (crash_site)
 
     @property
     def kind(self) -> str:
@@ -61,10 +62,13 @@ def root_cause(outcomes: list[RankOutcome], host: str | None = None, timeout_s: 
                  key=lambda o: (o.timestamp or float("inf"), o.kind != "killed", o.rank))
     if own and own[0].kind == "killed":
         first = own[0]
+        if first.exitcode is None and first.crash_site:
+            return f"rank {first.rank} on {host} crashed {first.crash_site}"
         if first.exitcode is None:
             return (f"rank {first.rank} on {host} ended without recording an error: killed by a signal "
                     "(SIGKILL, the out-of-memory killer) or a crash")
-        return f"rank {first.rank} on {host} was killed by signal {_signal_name(-first.exitcode)}"
+        where = f" {first.crash_site}" if first.crash_site else ""
+        return f"rank {first.rank} on {host} was killed by signal {_signal_name(-first.exitcode)}{where}"
     if own:
         first = own[0]
         return f"rank {first.rank} on {host} failed: {first.message or f'exit code {first.exitcode}'}"
@@ -87,6 +91,24 @@ def root_cause(outcomes: list[RankOutcome], host: str | None = None, timeout_s: 
     if first is None:
         return f"the job failed on {host} without a recorded error"
     return f"rank {first.rank} on {host} failed: {first.message or f'exit code {first.exitcode}'}"
+
+
+_FATAL = re.compile(r"Fatal Python error: .*?\n\s*Current thread 0x[0-9a-f]+ \(most recent call first\):\n"
+                    r"(?:\s+File \"(?P<file>[^\"]+)\", line (?P<line>\d+) in (?P<function>\S+))?", re.DOTALL)
+
+
+def crash_site(log: str) -> str:
+    """`in FUNCTION (FILE:LINE)` of the crashing thread, from the stack faulthandler writes when a worker
+    crashes (the workers enable it); "" when the log holds none."""
+    found = None
+    for found in _FATAL.finditer(log):
+        pass
+    if found is None:
+        return ""
+    if not found.group("file"):
+        return "in a thread running no Python code"
+    path = "/".join(found.group("file").split("/")[-2:])
+    return f"in {found.group('function')} ({path}:{found.group('line')})"
 
 
 def _crashed_after_a_timeout(by_kind: dict[str, list[RankOutcome]]) -> list[RankOutcome]:

@@ -21,7 +21,7 @@ from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 from commprof.config import RunConfig
 from commprof.errors import RunFailed, what_went_wrong
 from commprof.launch import flight_recorder
-from commprof.launch.faults import WATCHDOG, RankOutcome, root_cause
+from commprof.launch.faults import WATCHDOG, RankOutcome, crash_site, root_cause
 from commprof.launch.job import LaunchResult
 from commprof.launch.runlog import mark_failed, started_by
 from commprof.native_logs import restore_for_workers
@@ -105,8 +105,10 @@ def _failure_summary(exc: ChildFailedError, log_dir: Path, config: RunConfig) ->
         failures.setdefault(first_global + local_rank,
                             ProcessFailure(local_rank=local_rank, pid=0, exitcode=1, error_file=str(path)))
     outcomes = [RankOutcome(rank, _message(failures[rank]) or _watchdog_line(log_dir, rank - first_global),
-                            failures[rank].exitcode, failures[rank].timestamp)
-                if rank in failures else RankOutcome(rank, "", None)  # every rank records an error, even if stopped
+                            failures[rank].exitcode, failures[rank].timestamp,
+                            crash_site(_stderr(log_dir, rank - first_global)))
+                if rank in failures  # every rank records an error, even if stopped: this one crashed
+                else RankOutcome(rank, "", None, crash_site=crash_site(_stderr(log_dir, rank - first_global)))
                 for rank in range(first_global, first_global + config.procs_per_node)]
     never_arrived = flight_recorder.who_never_arrived(flight_recorder.read_dumps(log_dir))
     return root_cause(outcomes, socket.gethostname(), config.timeout_s, never_arrived)
@@ -114,10 +116,12 @@ def _failure_summary(exc: ChildFailedError, log_dir: Path, config: RunConfig) ->
 
 def _watchdog_line(log_dir: Path, local_rank: int) -> str:
     """NCCL's watchdog aborts a rank without an error file; its stderr says which collective timed out."""
-    for log in log_dir.glob(f"*/attempt_*/{local_rank}/stderr.log"):
-        if match := WATCHDOG.search(log.read_text(errors="replace")):
-            return match.group(0).strip()
-    return ""
+    match = WATCHDOG.search(_stderr(log_dir, local_rank))
+    return match.group(0).strip() if match else ""
+
+
+def _stderr(log_dir: Path, local_rank: int) -> str:
+    return "".join(log.read_text(errors="replace") for log in log_dir.glob(f"*/attempt_*/{local_rank}/stderr.log"))
 
 
 def _rendezvous_problem(exc: Exception, config: RunConfig) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import faulthandler
 import functools
 import os
 import platform
@@ -54,6 +55,7 @@ def exit_on_error(entry: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(entry)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        faulthandler.enable(all_threads=True)  # a crash leaves its Python stack in the worker's log
         signal.signal(signal.SIGTERM, raise_stopped)
         try:
             return entry(*args, **kwargs)

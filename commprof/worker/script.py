@@ -18,6 +18,7 @@ Subprocesses the script starts (DataLoader workers) are left alone.
 from __future__ import annotations
 
 import dataclasses
+import faulthandler
 import json
 import os
 import runpy
@@ -180,6 +181,7 @@ def run_script(script: tuple[str, ...]) -> None:
 
 
 def main(payload_path: str, progress_path: str) -> None:
+    faulthandler.enable(all_threads=True)  # a crash leaves its Python stack in the worker's log
     code = run_rank(RunConfig.from_dict(json.loads(Path(payload_path).read_text())), Path(progress_path))
     os._exit(code)  # skips the teardown of a process group whose peers may be gone
 

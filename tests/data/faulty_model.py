@@ -1,9 +1,10 @@
 """A small MLP that misbehaves on one rank at one step, for the fault tests.
 
-COMMPROF_TEST_FAULT=kill|hang, COMMPROF_TEST_FAULT_RANK (default 1), COMMPROF_TEST_FAULT_STEP
-(default 6): at that training step's forward pass the rank SIGKILLs itself, or sleeps for an hour
-before the step's gradient all-reduce."""
+COMMPROF_TEST_FAULT=kill|crash|hang, COMMPROF_TEST_FAULT_RANK (default 1), COMMPROF_TEST_FAULT_STEP
+(default 6): at that training step's forward pass the rank SIGKILLs itself, crashes (reads address 0:
+SIGSEGV), or sleeps for an hour before the step's gradient all-reduce."""
 
+import ctypes
 import os
 import signal
 import time
@@ -27,6 +28,8 @@ class Faulty(nn.Sequential):
             if self.calls == FAULT_STEP and os.environ.get("RANK") == str(FAULT_RANK):
                 if FAULT == "kill":
                     os.kill(os.getpid(), signal.SIGKILL)
+                if FAULT == "crash":
+                    ctypes.string_at(0)
                 if FAULT == "hang":
                     time.sleep(3600)
         return super().forward(x)
