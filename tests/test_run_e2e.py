@@ -1,5 +1,7 @@
 """Real multi-process DDP over Gloo through the CLI, as a user runs it."""
 
+import json
+import shutil
 import socket
 import subprocess
 import sys
@@ -108,7 +110,8 @@ def test_ddp_options_reach_the_traces(tmp_path):
 
 def test_two_nodes_with_node_local_traces_folders(tmp_path):
     """Each 'node' runs in a folder of its own, as with a node-local traces/: every node writes its ranks'
-    traces and step logs there; the node with rank 0 reports on what it has and says what is missing."""
+    traces and step logs there; each rank digests its own trace, and the node with rank 0 reports on all
+    four ranks, as `commprof analyze` does over the traces copied together."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -125,8 +128,22 @@ def test_two_nodes_with_node_local_traces_folders(tmp_path):
     assert sorted(ranks) == [[0, 1], [2, 3]]
     assert all(len(list((f / "traces" / "local").glob("rank*.steps.json"))) == 2 for f in folders)
     (head,) = [f for f in folders if (f / "reports" / "local" / "report.json").exists()]
+    (other,) = [f for f in folders if f != head]
     report = load_report(head / "reports" / "local" / "report.json")
-    assert [r.rank for r in report.ranks] == [0, 1]
-    assert report.missing_ranks == [2, 3]
-    assert any("2 of 4 ranks have no trace here (ranks 2-3)" in w and "node-local --traces-dir" in w
-               for w in report.warnings)
+    assert [r.rank for r in report.ranks] == [0, 1, 2, 3] and report.missing_ranks == []
+    record = json.loads((head / "traces" / "local" / "run.json").read_text())
+    assert [r["trace_path"] for r in record["ranks"]] == [
+        str((f / "traces" / "local" / f"rank{r}.pt.trace.json").resolve())
+        for f, r in ((head, 0), (head, 1), (other, 2), (other, 3))]
+
+    together = tmp_path / "together"
+    shutil.copytree(head / "traces" / "local", together)
+    shutil.rmtree(together / "digests")
+    for trace in (other / "traces" / "local").glob("rank*.pt.trace.json"):
+        shutil.copy(trace, together)
+    result = commprof("analyze", str(together), "--name", "together", "--quiet", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    copied = load_report(tmp_path / "reports" / "together" / "report.json")
+    assert report.ranks == copied.ranks and report.steps == copied.steps
+    assert report.collectives == copied.collectives and report.cross_rank == copied.cross_rank
+    assert report.timeline == copied.timeline and report.findings == copied.findings

@@ -188,3 +188,30 @@ def test_a_script_on_two_emulated_nodes(tmp_path):
     run = run_json(tmp_path, "two")
     assert run["world_size"] == 2 and [len(r["step_ms"]) for r in run["ranks"]] == [20, 20]
     assert [r.rank for r in load_report(tmp_path / "reports" / "two").ranks] == [0, 1]
+
+
+def test_a_script_on_two_nodes_with_node_local_traces_folders(tmp_path):
+    """Each rank digests the trace it wrote; the node with rank 0 reports on both ranks."""
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    args = [sys.executable, "-m", "commprof", "run", "--nodes", "2", "--procs", "1", "--rdzv-endpoint",
+            f"127.0.0.1:{port}", "--run-id", "apart", "--max-steps", "6", "--wait", "1", "--warmup", "1", "--active", "3",
+            "--quiet", "--",
+            str(SCRIPTS / "train_epochs.py"), "--epochs", "50"]
+    folders = [tmp_path / "node0", tmp_path / "node1"]
+    for folder in folders:
+        folder.mkdir()
+    nodes = [subprocess.Popen(args, cwd=f, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for f in folders]
+    outputs = [node.communicate(timeout=300) for node in nodes]
+    assert [n.returncode for n in nodes] == [0, 0], outputs
+    (head,) = [f for f in folders if (f / "reports" / "apart" / "report.json").exists()]
+    report = load_report(head / "reports" / "apart")
+    assert [r.rank for r in report.ranks] == [0, 1] and report.missing_ranks == []
+    assert all(r.comm_ms > 0 for r in report.ranks)
+    assert [p.name for p in (head / "traces" / "apart" / "digests").iterdir()] == [
+        f"rank{1 - int(p.name[4])}.msgpack" for p in (head / "traces" / "apart").glob("rank*.pt.trace.json")]

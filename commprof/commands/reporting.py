@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 from commprof.analysis.analyze import analyze, analyze_run
 from commprof.analysis.crossrank import measured_offsets
-from commprof.analysis.digest import MAX_DETAILED_RANKS, digest, digest_hta
+from commprof.analysis.digest import MAX_DETAILED_RANKS, digest, digest_hta, with_digests_from_other_nodes
 from commprof.analysis.distortion import distortion_note, profiler_distortion
 from commprof.analysis.findings import findings
 from commprof.analysis.incomplete import completed_steps_only
@@ -74,6 +74,8 @@ def _analyse(paths: list[Path], name: str, kind: str, workers: int | None,
     meta = read_run_json(paths[0]) if len(paths) == 1 and paths[0].is_dir() else None  # None: not commprof's run
     run = run_summary(meta) if meta else {}
     loaded, breakdowns = load_run_with(paths, workers, prepare, executor, progress)
+    if meta and prepare is digest:  # a multi-node run's ranks whose traces stayed on their nodes
+        loaded, breakdowns = with_digests_from_other_nodes(loaded, breakdowns, paths[0])
     trace, incomplete = completed_steps_only(loaded, run)
     if not trace.ranks:
         raise UsageError(f"{paths[0]}: {incomplete}; nothing to report")

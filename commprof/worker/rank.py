@@ -20,7 +20,9 @@ import torch.distributed as dist
 from torch.distributed.elastic.multiprocessing.errors import get_error_handler
 
 import commprof
+from commprof.analysis.digest import own_digest, write_digests
 from commprof.config import RunConfig
+from commprof.instrument.profiler import trace_path
 
 
 @dataclass(frozen=True)
@@ -194,3 +196,16 @@ def versions() -> dict[str, Any]:
         nccl = ".".join(str(v) for v in torch.cuda.nccl.version())
     return {"commprof": commprof.__version__, "torch": torch.__version__, "cuda": torch.version.cuda,
             "nccl": nccl, "python": platform.python_version()}
+
+
+def gather_digests(run_dir: Path, rank: int, world: int, group: Any = None) -> None:
+    """On a job over several nodes, every rank digests its own trace where it wrote it, and rank 0 keeps the
+    digests of the ranks whose traces its node cannot see (node-local traces folders): the report covers
+    every rank, and the analysis is spread over the nodes. A collective: every rank calls it."""
+    if world == int(os.environ.get("LOCAL_WORLD_SIZE", world)):
+        return
+    gathered: list[Any] | None = [None] * world if rank == 0 else None
+    dist.gather_object(own_digest(trace_path(run_dir, rank)), gathered, dst=0, group=group)
+    if gathered is not None:
+        write_digests(run_dir, {r: data for r, data in enumerate(gathered)
+                                if data is not None and not trace_path(run_dir, r).exists()})

@@ -14,7 +14,7 @@ from commprof.instrument.ddp import ddp_logging_data
 from commprof.instrument.profiler import make_profiler, trace_path
 from commprof.worker.clocks import ClockOffset, measure_clock_offsets
 from commprof.launch.progress import Every, Progress, write_progress
-from commprof.worker.rank import (RankContext, claim_run_dir, device_name, distributed, exit_on_error,
+from commprof.worker.rank import (RankContext, claim_run_dir, device_name, distributed, exit_on_error, gather_digests,
                                   mpi_through_mpi4py, peak_memory_mb, tf32_settings, versions)
 from commprof.launch.runlog import StepLines, now, write_run_json, write_step_log
 from commprof.worker.training import Trainer, make_batches
@@ -40,6 +40,7 @@ def run_worker(config: RunConfig, progress_path: str, store: Any = None) -> dict
         result = _train(config, ctx, workload, run_dir, Path(progress_path))
         infos: list[Any] = [None] * ctx.world_size
         dist.all_gather_object(infos, result)
+        gather_digests(run_dir, ctx.rank, ctx.world_size)
         if ctx.rank == 0:
             write_run_json(run_dir, _final_record(started, infos))
         dist.barrier()  # every trace and run.json exists before any node starts analysing
@@ -61,6 +62,7 @@ def _train(config: RunConfig, ctx: RankContext, workload: Workload, run_dir: Pat
         "host": recorder.host,
         "device": device_name(ctx.device),
         "trace": trace_path(run_dir, ctx.rank).name,
+        "trace_path": str(trace_path(run_dir, ctx.rank).resolve()),  # on "host": nodes may share no file system
         "step_ms": recorder.step_ms,
         "ddp": ddp_logging_data(trainer.ddp),
         "peak_memory_mb": peak_memory_mb(ctx.device),
@@ -117,5 +119,5 @@ def _final_record(started: dict[str, Any], infos: list[dict[str, Any]]) -> dict[
         "status": "complete",
         "end_time": now(),
         "steps_completed": min(len(i["step_ms"]) for i in infos),
-        "ranks": [{k: i[k] for k in ("rank", "host", "device", "trace", "step_ms", "ddp")} for i in infos],
+        "ranks": [{k: i[k] for k in ("rank", "host", "device", "trace", "trace_path", "step_ms", "ddp")} for i in infos],
     }

@@ -41,8 +41,8 @@ from commprof.instrument.ddp import DDPOverrides
 from commprof.instrument.profiler import make_profiler, trace_path, write_trace
 from commprof.launch.progress import Every, Progress, write_progress
 from commprof.launch.runlog import StepLines, now, write_run_json, write_step_log
-from commprof.worker.rank import (cpu_threads_per_rank, device_name, gpu_index, peak_memory_mb, tf32_settings,
-                                  raise_stopped, versions)
+from commprof.worker.rank import (cpu_threads_per_rank, device_name, gather_digests, gpu_index, peak_memory_mb,
+                                  raise_stopped, tf32_settings, versions)
 
 
 class MaxStepsReached(BaseException):
@@ -203,7 +203,8 @@ def run_rank(config: RunConfig, progress_path: Path) -> int:
             raise RuntimeError("the script never initialized torch.distributed (dist.init_process_group): "
                                "its ranks did not communicate")
         session.finish()
-        if dist.is_initialized():
+        if dist.is_initialized():  # the script's own group, if it left it up; a CPU group beside it for the digests
+            gather_digests(config.run_dir, session.rank, session.world, dist.new_group(backend="gloo"))
             dist.destroy_process_group()
     except BaseException as exc:  # record why for the launcher, keep what was measured, leave at once
         code = 1
