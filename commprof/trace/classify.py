@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from commprof.analysis.intervals import merge, subtract
-from commprof.errors import TraceError
 from commprof.trace import rules
 from commprof.trace.gpu_steps import DeviceOp, device_steps, hta_view
 from commprof.trace.launches import enclosing_ranges, launching_backend, meta_from_ranges
 from commprof.trace.meta import CollectiveMeta, meta_from_args
 from commprof.trace.model import Collective, Interval, RankTrace, Step
+from commprof.trace.partition import Partition, partition
 from commprof.trace.events import Event, Links, TraceFile, decode_args, decode_links
 
 _RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
@@ -26,27 +26,20 @@ UNKNOWN_RANK = -1
 
 def classify(path: Path, trace: TraceFile) -> RankTrace:
     """A RankTrace; its rank is UNKNOWN_RANK when neither distributedInfo nor the file name tells."""
-    events = [e for e in trace.traceEvents or () if e.ph == "X"]
-    for event in events:
-        if event.ts is None:
-            raise TraceError(str(path), f"event {event.name!r} has no 'ts'")
-        if event.dur is None:
-            event.dur = 0.0
-        elif event.dur < 0:
-            raise TraceError(str(path), f"event {event.name!r} at ts={event.ts} has a negative duration")
+    events = partition(path, trace.traceEvents or ())
     info = trace.distributedInfo or {}
     rank, warnings = _rank(path, info)
-    cpu_steps = _steps(events)
-    kernels = [e for e in events if e.cat in rules.KERNEL_CATS]
+    cpu_steps = sorted((Step(e.name, e.ts, e.ts + e.dur) for e in events.steps), key=lambda s: s.start)
+    kernels = events.kernels
     hta, empty_steps = None, ()
     backward_starts, backward_ends = _backward_starts(events, cpu_steps), _backward_ends(events, cpu_steps)
     if kernels:
-        device = _DeviceWork(events, kernels)
+        device = _DeviceWork(events)
         clock = _GpuClock(device)
         compute, comm, memory, collectives = _gpu(events, device, info, cpu_steps, clock)
         work = _device_ops(events, device)
         steps, empty_steps = device_steps(work, cpu_steps) if cpu_steps else (cpu_steps, ())
-        hta = hta_view(work, cpu_steps, ns_resolution=any(e.ts != int(e.ts) for e in events))
+        hta = hta_view(work, cpu_steps, ns_resolution=events.fractional_times)
         backward_starts = tuple(clock.started_from(t) for t in backward_starts)
         backward_ends = tuple(clock.done_by(t) for t in backward_ends)
     else:
@@ -72,32 +65,25 @@ def _rank(path: Path, info: dict[str, Any]) -> tuple[int, list[str]]:
     return UNKNOWN_RANK, []
 
 
-def _steps(events: list[Event]) -> list[Step]:
-    steps = [Step(e.name, e.ts, e.ts + e.dur) for e in events
-             if e.cat in rules.CPU_OP_CATS and rules.STEP_NAME.match(e.name)]
-    return sorted(steps, key=lambda s: s.start)
-
-
 class _DeviceWork:
     """GPU kernels and memory operations with their args decoded once, their launches, and which kernels are
     communication (by name, or by the custom collective op that launched them) with the CPU ranges around them."""
 
-    def __init__(self, events: list[Event], kernels: list[Event]):
-        self.kernels = [(k, decode_links(k)) for k in kernels]
-        self.memory = [(e, decode_links(e)) for e in events if e.cat in rules.MEMORY_CATS]
+    def __init__(self, events: Partition):
+        self.kernels = [(k, decode_links(k)) for k in events.kernels]
+        self.memory = [(e, decode_links(e)) for e in events.memory]
         self.launch_ts: dict[Any, float] = {}
         self.launch_external: dict[Any, Any] = {}
         launches: dict[Any, Event] = {}
-        for event in events:
-            if event.cat in rules.RUNTIME_CATS:
-                links = decode_links(event)
-                correlation = links.correlation
-                if correlation is not None:
-                    self.launch_ts[correlation] = event.ts
-                    launches[correlation] = event
-                    if links.external_id is not None:
-                        self.launch_external[correlation] = links.external_id
-        self.enclosing = enclosing_ranges(events, launches)
+        for event in events.runtime:
+            links = decode_links(event)
+            correlation = links.correlation
+            if correlation is not None:
+                self.launch_ts[correlation] = event.ts
+                launches[correlation] = event
+                if links.external_id is not None:
+                    self.launch_external[correlation] = links.external_id
+        self.enclosing = enclosing_ranges(events.collective_ranges, launches)
         self.comm_backend: dict[int, str] = {}
         for kernel, links in self.kernels:
             backend = rules.comm_kernel_backend(kernel.name) or launching_backend(
@@ -139,7 +125,7 @@ class _GpuClock:
         return start if done is None else min(done, start)
 
 
-def _gpu(events: list[Event], device: _DeviceWork, info: dict[str, Any], cpu_steps: list[Step], clock: _GpuClock):
+def _gpu(events: Partition, device: _DeviceWork, info: dict[str, Any], cpu_steps: list[Step], clock: _GpuClock):
     """Kernels, and the ranges of a CPU backend (Gloo, MPI) that moves the data of CUDA tensors on the host."""
     launch_meta = _launch_op_meta(events)
     comm_kernels = [(k, a) for k, a in device.kernels if device.is_comm(k)]
@@ -157,27 +143,26 @@ def _gpu(events: list[Event], device: _DeviceWork, info: dict[str, Any], cpu_ste
         collectives.append(_collective(meta, rules.op_from_kernel(kernel.name), device.comm_backend[id(kernel)],
                                        kernel, f"stream {'?' if links.stream is None else links.stream}", info,
                                        clock.ready(device.launch_ts.get(correlation), kernel.ts)))
-    launch_ops = [e for e in events if e.cat in rules.CPU_OP_CATS and rules.LAUNCH_OP.match(e.name)]
-    ranges, host_collectives = _backend_ranges(events, launch_ops, cpu_steps, info)
+    ranges, host_collectives = _backend_ranges(events.comm_ranges, events.launch_ops, cpu_steps, info)
     collectives += [dataclasses.replace(c, ready=clock.ready(c.ready, c.start)) for c in host_collectives]
     comm = merge([(k.ts, k.ts + k.dur) for k, _ in comm_kernels] + ranges)
     return compute, comm, memory, collectives
 
 
-def _cpu(events: list[Event], steps: list[Step], info: dict[str, Any]):
-    ops = [e for e in events if e.cat in rules.CPU_COMPUTE_CATS and not rules.STEP_NAME.match(e.name)]
+def _cpu(events: Partition, steps: list[Step], info: dict[str, Any]):
+    ops = events.compute_ops
     training = _training_threads(ops, events)
     ops = [e for e in ops if (e.pid, e.tid) in training]
     launches = merge([(e.ts, e.ts + e.dur) for e in ops if rules.COLLECTIVE_LAUNCH.match(e.name)])
     compute = subtract(merge([(e.ts, e.ts + e.dur) for e in ops if not rules.COLLECTIVE_LAUNCH.match(e.name)]), launches)
-    comm, collectives = _backend_ranges(events, [e for e in ops if rules.LAUNCH_OP.match(e.name)], steps, info)
+    comm, collectives = _backend_ranges(events.comm_ranges, [e for e in ops if rules.LAUNCH_OP.match(e.name)], steps,
+                                        info)
     return compute, merge(comm), collectives
 
 
-def _backend_ranges(events: list[Event], launch_ops: list[Event], steps: list[Step],
+def _backend_ranges(comm_events: list[Event], launch_ops: list[Event], steps: list[Step],
                     info: dict[str, Any]) -> tuple[list[Interval], list[Collective]]:
     """The `gloo:`/`mpi:` ranges (on the backend's threads), each a collective ready at its launch op."""
-    comm_events = [e for e in events if rules.CPU_COMM_RANGE.match(e.name)]
     launch_times = _launch_times(comm_events, launch_ops, steps)
     collectives = [
         _collective(meta_from_args(decode_args(e)), rules.normalize_op(e.name), e.name.split(":")[0], e,
@@ -199,13 +184,13 @@ def _launch_times(comm_events: list[Event], launches: list[Event], steps: list[S
     return result
 
 
-def _backward_ends(events: list[Event], steps: list[Step]) -> tuple[float | None, ...]:
-    ends = [e.ts + e.dur for e in events if e.cat in rules.CPU_OP_CATS and rules.BUCKET_COPY_BACK.match(e.name)]
+def _backward_ends(events: Partition, steps: list[Step]) -> tuple[float | None, ...]:
+    ends = [e.ts + e.dur for e in events.copy_back]
     return tuple(max((t for t in ends if step.start <= t <= step.end), default=None) for step in steps)
 
 
-def _backward_starts(events: list[Event], steps: list[Step]) -> tuple[float | None, ...]:
-    starts = sorted(e.ts for e in events if e.cat in rules.CPU_OP_CATS and rules.BACKWARD_OP.match(e.name))
+def _backward_starts(events: Partition, steps: list[Step]) -> tuple[float | None, ...]:
+    starts = sorted(e.ts for e in events.backward)
     result = []
     for step in steps:
         i = bisect_right(starts, step.start - 1e-9)
@@ -213,9 +198,9 @@ def _backward_starts(events: list[Event], steps: list[Step]) -> tuple[float | No
     return tuple(result)
 
 
-def _training_threads(ops: list[Event], events: list[Event]) -> set:
+def _training_threads(ops: list[Event], events: Partition) -> set:
     """Threads that ran ProfilerStep ranges; without steps, every thread that ran a non-comm op."""
-    with_steps = {(e.pid, e.tid) for e in events if e.cat in rules.CPU_OP_CATS and rules.STEP_NAME.match(e.name)}
+    with_steps = {(e.pid, e.tid) for e in events.steps}
     if with_steps:
         return with_steps
     return {(e.pid, e.tid) for e in ops if not rules.COLLECTIVE_LAUNCH.match(e.name)}
@@ -239,29 +224,28 @@ def _default_group_size(info: dict[str, Any]) -> int | None:
     return info.get("world_size") if not sizes else None
 
 
-def _launch_op_meta(events: list[Event]) -> dict[Any, CollectiveMeta]:
+def _launch_op_meta(events: Partition) -> dict[Any, CollectiveMeta]:
     """External id -> what the CPU-side collective op says (record_param_comms, c10d::*, nccl:*)."""
     found: dict[Any, CollectiveMeta] = {}
-    for event in events:
-        if event.cat in rules.CPU_OP_CATS and rules.COLLECTIVE_LAUNCH.match(event.name):
-            args = decode_args(event)
-            external = args.get("External id")
-            if external is None:
-                continue
-            meta = meta_from_args(args)
-            if meta.op is None:
-                meta = meta.filled_from(CollectiveMeta(op=rules.normalize_op(event.name.rstrip("_"))))
-            previous = found.get(external)
-            found[external] = previous.filled_from(meta) if previous else meta
+    for event in events.collective_launches:
+        args = decode_args(event)
+        external = args.get("External id")
+        if external is None:
+            continue
+        meta = meta_from_args(args)
+        if meta.op is None:
+            meta = meta.filled_from(CollectiveMeta(op=rules.normalize_op(event.name.rstrip("_"))))
+        previous = found.get(external)
+        found[external] = previous.filled_from(meta) if previous else meta
     return found
 
 
-def _device_ops(events: list[Event], device: _DeviceWork) -> list[DeviceOp]:
+def _device_ops(events: Partition, device: _DeviceWork) -> list[DeviceOp]:
     def launched(links: Links) -> float | None:
         return device.launch_ts.get(links.correlation)
 
     ops = [DeviceOp(k.ts, k.ts + k.dur, launched(a), "comm" if device.is_comm(k) else "compute")
            for k, a in device.kernels]
     ops += [DeviceOp(e.ts, e.ts + e.dur, launched(a), "memory") for e, a in device.memory]
-    ops += [DeviceOp(e.ts, e.ts + e.dur, launched(decode_links(e)), "sync") for e in events if e.cat in rules.SYNC_CATS]
+    ops += [DeviceOp(e.ts, e.ts + e.dur, launched(decode_links(e)), "sync") for e in events.sync]
     return ops

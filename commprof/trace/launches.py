@@ -9,7 +9,6 @@ symmetric memory, vLLM's) are recognised the same way, through the op that launc
 from __future__ import annotations
 
 from collections import defaultdict
-from functools import cache
 from typing import Any
 
 from commprof.trace import rules
@@ -17,22 +16,17 @@ from commprof.trace.events import Event, decode_args
 from commprof.trace.meta import CollectiveMeta, meta_from_args
 
 
-def is_collective_range(event: Event) -> bool:
-    return event.cat in rules.CPU_OP_CATS and _collective_name(event.name)
-
-
-@cache
-def _collective_name(name: str) -> bool:
+def is_collective_name(name: str) -> bool:
     return bool(rules.COLLECTIVE_LAUNCH.match(name)) or rules.comm_launching_backend(name) is not None
 
 
-def enclosing_ranges(events: list[Event], launches: dict[Any, Event]) -> dict[Any, list[Event]]:
-    """correlation -> the collective-named CPU ranges open on the launching thread when it launched, most
-    trusted first (rules.ENCLOSING_TRUST); launches inside none are left out."""
+def enclosing_ranges(collective_ranges: list[Event], launches: dict[Any, Event]) -> dict[Any, list[Event]]:
+    """correlation -> the collective-named CPU ranges (partition.Partition.collective_ranges) open on the
+    launching thread when it launched, most trusted first (rules.ENCLOSING_TRUST); launches inside none are
+    left out."""
     by_thread: dict[Any, list[tuple[float, int, Any]]] = defaultdict(list)
-    for event in events:
-        if is_collective_range(event):
-            by_thread[(event.pid, event.tid)].append((event.ts, 0, event))
+    for event in collective_ranges:
+        by_thread[(event.pid, event.tid)].append((event.ts, 0, event))
     for correlation, launch in launches.items():
         if (launch.pid, launch.tid) in by_thread:
             by_thread[(launch.pid, launch.tid)].append((launch.ts, 1, correlation))

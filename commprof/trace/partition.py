@@ -1,0 +1,77 @@
+"""A rank's complete events sorted once by what the classifier reads them for: one pass over the trace, with
+each distinct (category, name) judged once, instead of one filtering pass per question."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from commprof.errors import TraceError
+from commprof.trace import rules
+from commprof.trace.events import Event
+from commprof.trace.launches import is_collective_name
+
+
+@dataclass
+class Partition:
+    events: list[Event] = field(default_factory=list)  # every complete event, in file order
+    kernels: list[Event] = field(default_factory=list)
+    memory: list[Event] = field(default_factory=list)
+    sync: list[Event] = field(default_factory=list)
+    runtime: list[Event] = field(default_factory=list)
+    steps: list[Event] = field(default_factory=list)  # ProfilerStep ranges
+    backward: list[Event] = field(default_factory=list)  # CPU ops that begin a backward pass
+    copy_back: list[Event] = field(default_factory=list)  # DDP's bucket copy-backs: a backward's end
+    collective_ranges: list[Event] = field(default_factory=list)  # CPU ranges named after a collective
+    collective_launches: list[Event] = field(default_factory=list)  # CPU ops that launch one (rules.COLLECTIVE_LAUNCH)
+    launch_ops: list[Event] = field(default_factory=list)  # c10d:: ops
+    comm_ranges: list[Event] = field(default_factory=list)  # a CPU backend's gloo:/mpi: ranges
+    compute_ops: list[Event] = field(default_factory=list)  # CPU operators other than steps
+    fractional_times: bool = False  # sub-microsecond timestamps
+
+
+def partition(path: Path, events: list[Event]) -> Partition:
+    """The complete events, checked (a time each, no negative duration; a missing duration is 0) and sorted."""
+    part = Partition()
+    lists: dict[tuple[str, str], tuple[list[Event], ...]] = {}
+    for event in events:
+        if event.ph != "X":
+            continue
+        if event.ts is None:
+            raise TraceError(str(path), f"event {event.name!r} has no 'ts'")
+        if event.dur is None:
+            event.dur = 0.0
+        elif event.dur < 0:
+            raise TraceError(str(path), f"event {event.name!r} at ts={event.ts} has a negative duration")
+        if not part.fractional_times and event.ts != int(event.ts):
+            part.fractional_times = True
+        part.events.append(event)
+        key = (event.cat, event.name)
+        found = lists.get(key)
+        if found is None:
+            found = lists[key] = _lists_for(part, event.cat, event.name)
+        for kept in found:
+            kept.append(event)
+    return part
+
+
+def _lists_for(part: Partition, cat: str, name: str) -> tuple[list[Event], ...]:
+    chosen = []
+    for cats, kept in ((rules.KERNEL_CATS, part.kernels), (rules.MEMORY_CATS, part.memory),
+                       (rules.SYNC_CATS, part.sync), (rules.RUNTIME_CATS, part.runtime)):
+        if cat in cats:
+            chosen.append(kept)
+    step = bool(rules.STEP_NAME.match(name))
+    if cat in rules.CPU_OP_CATS:
+        for matches, kept in ((step, part.steps), (rules.BACKWARD_OP.match(name), part.backward),
+                              (rules.BUCKET_COPY_BACK.match(name), part.copy_back),
+                              (is_collective_name(name), part.collective_ranges),
+                              (rules.COLLECTIVE_LAUNCH.match(name), part.collective_launches),
+                              (rules.LAUNCH_OP.match(name), part.launch_ops)):
+            if matches:
+                chosen.append(kept)
+    if rules.CPU_COMM_RANGE.match(name):
+        chosen.append(part.comm_ranges)
+    if cat in rules.CPU_COMPUTE_CATS and not step:
+        chosen.append(part.compute_ops)
+    return tuple(chosen)
