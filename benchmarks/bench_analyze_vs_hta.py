@@ -6,7 +6,7 @@
 Each repeat runs, in fresh processes and interleaved: `commprof analyze` as a user runs it (report.json, md,
 html with plots, timeline.json and the TensorBoard event files written), commprof's core alone (load,
 classify, analyze), and HTA (load, overlap, temporal breakdown). It records wall time and peak resident
-memory (ru_maxrss of the child). HTA runs in --hta-python (its own virtual environment) or this one.
+memory (ru_maxrss of the child; for `commprof analyze`, plus its figure process's). HTA runs in --hta-python (its own virtual environment) or this one.
 """
 
 from __future__ import annotations
@@ -37,8 +37,8 @@ with tempfile.TemporaryDirectory() as reports:
     except SystemExit as exc:
         if exc.code:
             raise
-import resource
-print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+import resource  # its own peak plus its figure process's (forked: their shared pages counted twice)
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss + resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
 """
 
 HTA = """

@@ -38,4 +38,5 @@ def analyze(
 
     console.set_json_mode(json_out)
     feedback = ConsoleFeedback(quiet or json_out)
-    console.finish(command(paths, name, reports_dir, workers, windows.value, cluster, feedback), quiet)
+    console.finish(command(paths, name, reports_dir, workers, windows.value, cluster, feedback, figures_apart=True),
+                   quiet)

@@ -9,27 +9,46 @@ from typing import Iterator
 from commprof.commands.outcome import SILENT, Feedback, Outcome
 from commprof.commands.reporting import report_from_traces, write_report
 from commprof.errors import RunFailed, UsageError
+from commprof.trace.files import find_trace_files
 
 HOW_TO_GET_DASK = "install Dask with: pip install 'commprof[cluster]'"
+FIGURES_APART_ABOVE_BYTES = 16 << 20  # smaller traces are analysed in less time than matplotlib takes to import
 EARLY_HEADLINE_FILES = 64  # from this many ranks' trace files on, the headline is said before the report is written
 
 
 def analyze(paths: list[Path], name: str | None = None, reports_dir: Path = Path("reports"),
             workers: int | None = None, windows: str = "steps", cluster: str | None = None,
-            feedback: Feedback = SILENT) -> Outcome:
+            feedback: Feedback = SILENT, figures_apart: bool = False) -> Outcome:
     """`cluster`: the address of a running Dask scheduler; each rank's trace is loaded and digested there, on
-    workers that must see the same paths, and the report is reduced here, as without it."""
+    workers that must see the same paths, and the report is reduced here, as without it. `figures_apart`:
+    for traces over 16 MB, the plots are drawn in a process started now, beside the analysis
+    (render.figure_process)."""
     if workers is not None and workers < 1:
         raise UsageError(f"--workers must be >= 1, got {workers}")
-    with _executor(cluster) as executor, feedback.counter("analysing trace files") as progress:
-        report, timeline = report_from_traces(paths, name=name or default_name(paths[0]), kind="analysis",
-                                              workers=workers, windows=windows, bench_dir=reports_dir,
-                                              executor=executor, progress=progress)
-    if len(report.sources) >= EARLY_HEADLINE_FILES:
-        from commprof.render.tables import headline
+    with _figures(figures_apart and _bytes(paths) > FIGURES_APART_ABOVE_BYTES) as figures:
+        with _executor(cluster) as executor, feedback.counter("analysing trace files") as progress:
+            report, timeline = report_from_traces(paths, name=name or default_name(paths[0]), kind="analysis",
+                                                  workers=workers, windows=windows, bench_dir=reports_dir,
+                                                  executor=executor, progress=progress)
+        if len(report.sources) >= EARLY_HEADLINE_FILES:
+            from commprof.render.tables import headline
 
-        feedback.info(f"{headline(report)} (writing the report)")
-    return Outcome(report, write_report(report, reports_dir, report.name, timeline))
+            feedback.info(f"{headline(report)} (writing the report)")
+        return Outcome(report, write_report(report, reports_dir, report.name, timeline, figures=figures))
+
+
+@contextmanager
+def _figures(apart: bool) -> Iterator:
+    if not apart:
+        yield None
+        return
+    from commprof.render.figure_process import FigureProcess
+
+    process = FigureProcess()
+    try:
+        yield process.images
+    finally:
+        process.close()
 
 
 @contextmanager
@@ -49,6 +68,13 @@ def _executor(cluster: str | None) -> Iterator:
         yield client.get_executor()
     finally:
         client.close()
+
+
+def _bytes(paths: list[Path]) -> int:
+    try:
+        return sum(f.stat().st_size for f in find_trace_files(paths))
+    except (OSError, UsageError):
+        return 0  # the analysis says what is wrong with them
 
 
 def default_name(path: Path) -> str:

@@ -145,10 +145,10 @@ def prepare_report_dir(reports_dir: Path, name: str) -> Path:
 
 
 def write_report(result: Result, reports_dir: Path, name: str, timeline: dict | None = None,
-                 traces: Path | None = None) -> list[Path]:
+                 traces: Path | None = None, figures: Callable[[Result], dict[str, bytes]] | None = None) -> list[Path]:
     """A new folder reports_dir/name with every file of the result (render.outputs), the page first; the
     TensorBoard event files go next to the traces (traces/tensorboard) when commprof made them."""
     from commprof.render.outputs import write_result
 
     return write_result(result, prepare_report_dir(reports_dir, name), timeline,
-                        traces / "tensorboard" if traces is not None else None)
+                        traces / "tensorboard" if traces is not None else None, figures)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from types import ModuleType
+from typing import Callable
 
 from rich.console import Console
 
@@ -19,7 +20,7 @@ from commprof.results.store import save_result
 from commprof.render.tensorboard import write_events
 
 
-def _view(result: Result) -> ModuleType:
+def view_of(result: Result) -> ModuleType:
     """The render module of this kind: show(result, console), markdown(result), html(result, images), images(result)."""
     from commprof.render import backends, bench, compare, diff, report_view, scale
 
@@ -29,19 +30,21 @@ def _view(result: Result) -> ModuleType:
 
 
 def show(result: Result, console: Console) -> None:
-    _view(result).show(result, console)
+    view_of(result).show(result, console)
 
 
 def markdown(result: Result) -> str:
-    return _view(result).markdown(result)
+    return view_of(result).markdown(result)
 
 
-def write_result(result: Result, folder: Path, timeline: dict | None = None, events_dir: Path | None = None) -> list[Path]:
+def write_result(result: Result, folder: Path, timeline: dict | None = None, events_dir: Path | None = None,
+                 figures: Callable[[Result], dict[str, bytes]] | None = None) -> list[Path]:
     """report.json, the plots, report.md (which shows them) and the self-contained report.html; for a run,
     timeline.json (the job's aligned trace) when given; for bench, bench.csv; TensorBoard event files in
-    `events_dir` (next to the traces) or else folder/tensorboard. The page comes first."""
-    view = _view(result)
-    images = view.images(result)
+    `events_dir` (next to the traces) or else folder/tensorboard. The page comes first. `figures`: who
+    draws the plots (figure_process.FigureProcess.images), else this process."""
+    view = view_of(result)
+    images = (figures or view.images)(result)
     texts = {"report.md": view.markdown(result), "report.html": view.html(result, images)}
     if timeline is not None:
         texts["timeline.json"] = json.dumps(timeline)
