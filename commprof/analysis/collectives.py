@@ -7,7 +7,7 @@ from collections import defaultdict
 
 from commprof.results.report import CollectiveStats, CollectiveStep
 from commprof.trace.model import Collective, RankTrace, Step
-from commprof.trace.rules import busbw_factor
+from commprof.trace.rules import PHASES, busbw_factor
 
 
 def in_windows(collectives: tuple[Collective, ...], windows: list[Step]) -> list[Collective]:
@@ -31,7 +31,7 @@ def collective_stats(per_rank: list[tuple[RankTrace, list[Step]]]) -> list[Colle
             step = _step_of(call, windows)
             if step is None:
                 continue
-            key = (call.op, call.backend, call.dtype, call.nbytes, call.group_size)
+            key = (call.op, call.backend, call.dtype, call.nbytes, call.group_size, call.phase, call.purpose)
             groups[key].append(call.end - call.start)
             by_step[key][step].append(call.end - call.start)
             keys_here.add(key)
@@ -39,7 +39,7 @@ def collective_stats(per_rank: list[tuple[RankTrace, list[Step]]]) -> list[Colle
             steps_seen[key] += len(windows)
     stats = []
     for key, durations_us in groups.items():
-        op, backend, dtype, nbytes, group_size = key
+        op, backend, dtype, nbytes, group_size, phase, purpose = key
         mean_ms, algbw, busbw = _speeds(statistics.fmean(durations_us), op, nbytes, group_size)
         steps = []
         for step, durations in sorted(by_step[key].items(), key=lambda item: step_order[item[0]]):
@@ -48,8 +48,11 @@ def collective_stats(per_rank: list[tuple[RankTrace, list[Step]]]) -> list[Colle
         stats.append(CollectiveStats(
             op=op, backend=backend, dtype=dtype, bytes=nbytes, group_size=group_size, count=len(durations_us),
             calls_per_step=len(durations_us) / steps_seen[key], mean_ms=mean_ms, algbw_gbps=algbw,
-            busbw_gbps=busbw, steps=steps))
-    return sorted(stats, key=lambda s: (s.op, s.bytes or 0))
+            busbw_gbps=busbw, steps=steps, phase=phase, purpose=purpose))
+    return sorted(stats, key=lambda s: (s.op, s.bytes or 0, _PHASE_ORDER.get(s.phase, len(_PHASE_ORDER)), s.purpose or ""))
+
+
+_PHASE_ORDER = {phase: i for i, phase in enumerate(PHASES)}
 
 
 def _speeds(mean_us: float, op: str, nbytes: int | None,

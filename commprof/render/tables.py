@@ -11,7 +11,8 @@ from commprof.results.report import (BucketEvent, CollectiveStats, CrossRank, Fi
 BREAKDOWN_HEADERS = ("rank", "step ms", "p95", "compute", "comm", "overlap", "exposed", "copies", "idle", "ratio")
 SKEW_HEADERS = ("rank", "step ms", "wait ms", "transfer ms", "makes others wait ms", "arrived last",
                 "clock offset us")
-COLLECTIVE_HEADERS = ("op", "backend", "dtype", "ranks", "calls/step", "bytes/call", "ms", "algbw", "busbw")
+COLLECTIVE_HEADERS = ("phase", "op", "for", "backend", "dtype", "ranks", "calls/step", "bytes/call", "ms", "algbw",
+                      "busbw")
 
 
 def _ms_pct(value: float, step: float) -> str:
@@ -123,7 +124,8 @@ def _num(value: float | None, fmt: str = ".2f") -> str:
 
 
 def collective_row(c: CollectiveStats) -> tuple[str, ...]:
-    return (c.op, c.backend, c.dtype or "unknown", str(c.group_size or "unknown"), f"{c.calls_per_step:.2f}",
+    return (c.phase or "-", c.op, c.purpose or "-", c.backend, c.dtype or "unknown", str(c.group_size or "unknown"),
+            f"{c.calls_per_step:.2f}",
             human_bytes(c.bytes), f"{c.mean_ms:.3f}", _num(c.algbw_gbps), _num(c.busbw_gbps))
 
 

@@ -81,6 +81,8 @@ class CollectiveStats:
     algbw_gbps: float | None
     busbw_gbps: float | None
     steps: list[CollectiveStep] = field(default_factory=list)  # in step order
+    phase: str | None = None  # "forward", "backward", "optimizer": when in the step it was launched
+    purpose: str | None = None  # what it is for, when the trace says ("parameter all-gather", ...)
 
 
 @dataclass(frozen=True)

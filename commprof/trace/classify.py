@@ -16,6 +16,7 @@ from commprof.trace.launches import enclosing_ranges, launching_backend, meta_fr
 from commprof.trace.meta import CollectiveMeta, meta_from_args
 from commprof.trace.model import Collective, Interval, RankTrace, Step
 from commprof.trace.partition import Partition, partition
+from commprof.trace.roles import Roles
 from commprof.trace.events import Event, Links, TraceFile, decode_args, decode_links
 
 _RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
@@ -33,10 +34,11 @@ def classify(path: Path, trace: TraceFile) -> RankTrace:
     kernels = events.kernels
     hta, empty_steps = None, ()
     backward_starts, backward_ends = _backward_starts(events, cpu_steps), _backward_ends(events, cpu_steps)
+    roles = Roles(events, cpu_steps, backward_starts)  # CPU times: before they are moved to the GPU's timeline
     if kernels:
         device = _DeviceWork(events)
         clock = _GpuClock(device)
-        compute, comm, memory, collectives = _gpu(events, device, info, cpu_steps, clock)
+        compute, comm, memory, collectives = _gpu(events, device, info, cpu_steps, clock, roles)
         work = _device_ops(events, device)
         steps, empty_steps = device_steps(work, cpu_steps) if cpu_steps else (cpu_steps, ())
         hta = hta_view(work, cpu_steps, ns_resolution=events.fractional_times)
@@ -44,7 +46,7 @@ def classify(path: Path, trace: TraceFile) -> RankTrace:
         backward_ends = tuple(clock.done_by(t) for t in backward_ends)
     else:
         steps = cpu_steps
-        compute, comm, collectives = _cpu(events, steps, info)
+        compute, comm, collectives = _cpu(events, steps, info, roles)
         memory = []
     return RankTrace(
         backward_starts=backward_starts, backward_ends=backward_ends, path=str(path), rank=rank, world_size=info.get("world_size"), backend=info.get("backend"),
@@ -74,16 +76,16 @@ class _DeviceWork:
         self.memory = [(e, decode_links(e)) for e in events.memory]
         self.launch_ts: dict[Any, float] = {}
         self.launch_external: dict[Any, Any] = {}
-        launches: dict[Any, Event] = {}
+        self.launches: dict[Any, Event] = {}  # correlation -> the runtime call that launched it
         for event in events.runtime:
             links = decode_links(event)
             correlation = links.correlation
             if correlation is not None:
                 self.launch_ts[correlation] = event.ts
-                launches[correlation] = event
+                self.launches[correlation] = event
                 if links.external_id is not None:
                     self.launch_external[correlation] = links.external_id
-        self.enclosing = enclosing_ranges(events.collective_ranges, launches)
+        self.enclosing = enclosing_ranges(events.collective_ranges, self.launches)
         self.comm_backend: dict[int, str] = {}
         for kernel, links in self.kernels:
             backend = rules.comm_kernel_backend(kernel.name) or launching_backend(
@@ -125,7 +127,8 @@ class _GpuClock:
         return start if done is None else min(done, start)
 
 
-def _gpu(events: Partition, device: _DeviceWork, info: dict[str, Any], cpu_steps: list[Step], clock: _GpuClock):
+def _gpu(events: Partition, device: _DeviceWork, info: dict[str, Any], cpu_steps: list[Step], clock: _GpuClock,
+         roles: Roles):
     """Kernels, and the ranges of a CPU backend (Gloo, MPI) that moves the data of CUDA tensors on the host."""
     launch_meta = _launch_op_meta(events)
     comm_kernels = [(k, a) for k, a in device.kernels if device.is_comm(k)]
@@ -140,47 +143,51 @@ def _gpu(events: Partition, device: _DeviceWork, info: dict[str, Any], cpu_steps
         if external is not None and external != correlation:  # older Kineto: External id == correlation, no op
             meta = meta.filled_from(launch_meta.get(external, CollectiveMeta()))
         meta = meta.filled_from(meta_from_ranges(device.enclosing.get(correlation, [])))
-        collectives.append(_collective(meta, rules.op_from_kernel(kernel.name), device.comm_backend[id(kernel)],
+        op = meta.op or rules.op_from_kernel(kernel.name) or "unknown"
+        collectives.append(_collective(meta, op, device.comm_backend[id(kernel)],
                                        kernel, f"stream {'?' if links.stream is None else links.stream}", info,
-                                       clock.ready(device.launch_ts.get(correlation), kernel.ts)))
-    ranges, host_collectives = _backend_ranges(events.comm_ranges, events.launch_ops, cpu_steps, info)
+                                       clock.ready(device.launch_ts.get(correlation), kernel.ts),
+                                       roles.of(device.launches.get(correlation), op)))
+    ranges, host_collectives = _backend_ranges(events.comm_ranges, events.launch_ops, cpu_steps, info, roles)
     collectives += [dataclasses.replace(c, ready=clock.ready(c.ready, c.start)) for c in host_collectives]
     comm = merge([(k.ts, k.ts + k.dur) for k, _ in comm_kernels] + ranges)
     return compute, comm, memory, collectives
 
 
-def _cpu(events: Partition, steps: list[Step], info: dict[str, Any]):
+def _cpu(events: Partition, steps: list[Step], info: dict[str, Any], roles: Roles):
     ops = events.compute_ops
     training = _training_threads(ops, events)
     ops = [e for e in ops if (e.pid, e.tid) in training]
     launches = merge([(e.ts, e.ts + e.dur) for e in ops if rules.COLLECTIVE_LAUNCH.match(e.name)])
     compute = subtract(merge([(e.ts, e.ts + e.dur) for e in ops if not rules.COLLECTIVE_LAUNCH.match(e.name)]), launches)
     comm, collectives = _backend_ranges(events.comm_ranges, [e for e in ops if rules.LAUNCH_OP.match(e.name)], steps,
-                                        info)
+                                        info, roles)
     return compute, merge(comm), collectives
 
 
 def _backend_ranges(comm_events: list[Event], launch_ops: list[Event], steps: list[Step],
-                    info: dict[str, Any]) -> tuple[list[Interval], list[Collective]]:
+                    info: dict[str, Any], roles: Roles) -> tuple[list[Interval], list[Collective]]:
     """The `gloo:`/`mpi:` ranges (on the backend's threads), each a collective ready at its launch op."""
-    launch_times = _launch_times(comm_events, launch_ops, steps)
-    collectives = [
-        _collective(meta_from_args(decode_args(e)), rules.normalize_op(e.name), e.name.split(":")[0], e,
-                    f"thread {e.tid}", info, launch_times.get(id(e)))
-        for e in comm_events
-    ]
+    launched_by = _launch_ops(comm_events, launch_ops, steps)
+    collectives = []
+    for e in comm_events:
+        launch = launched_by.get(id(e))
+        collectives.append(_collective(
+            meta_from_args(decode_args(e)), rules.normalize_op(e.name), e.name.split(":")[0], e, f"thread {e.tid}",
+            info, launch.ts if launch else None,
+            roles.of(launch, rules.normalize_op(launch.name) or rules.normalize_op(e.name)) if launch else {}))
     return [(e.ts, e.ts + e.dur) for e in comm_events], collectives
 
 
-def _launch_times(comm_events: list[Event], launches: list[Event], steps: list[Step]) -> dict[int, float]:
+def _launch_ops(comm_events: list[Event], launches: list[Event], steps: list[Step]) -> dict[int, Event]:
     """CPU backends: the k-th launch op in a step started the k-th collective of that step."""
-    result: dict[int, float] = {}
+    result: dict[int, Event] = {}
     windows = steps or [Step("all", float("-inf"), float("inf"))]
     for window in windows:
         ranges = sorted((e for e in comm_events if window.start <= e.ts < window.end), key=lambda e: e.ts)
-        starts = sorted(e.ts for e in launches if window.start <= e.ts < window.end)
-        if len(ranges) == len(starts):
-            result.update({id(e): ts for e, ts in zip(ranges, starts)})
+        started = sorted((e for e in launches if window.start <= e.ts < window.end), key=lambda e: e.ts)
+        if len(ranges) == len(started):
+            result.update({id(e): launch for e, launch in zip(ranges, started)})
     return result
 
 
@@ -207,12 +214,12 @@ def _training_threads(ops: list[Event], events: Partition) -> set:
 
 
 def _collective(meta: CollectiveMeta, op_hint: str | None, backend: str, event: Event, lane: str,
-                info: dict[str, Any], ready: float | None = None) -> Collective:
+                info: dict[str, Any], ready: float | None = None, roles: dict[str, str | None] | None = None) -> Collective:
     group_size = meta.group_size or _default_group_size(info)
     return Collective(
         op=meta.op or op_hint or "unknown", backend=backend, start=event.ts, end=event.ts + event.dur,
         nbytes=meta.nbytes, dtype=meta.dtype, group_size=group_size, process_group=meta.process_group, lane=lane,
-        ready=ready, peer=meta.peer, sends=meta.sends,
+        ready=ready, peer=meta.peer, sends=meta.sends, **(roles or {}),
     )
 
 

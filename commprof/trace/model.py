@@ -44,6 +44,9 @@ class Collective:
     ready: float | None = None
     peer: int | None = None  # send/recv: the global rank at the other end, when the trace names it
     sends: bool | None = None  # send/recv: True for a send, False for a recv
+    phase: str | None = None  # when it was launched: "forward", "backward" or "optimizer" (rules.PHASES)
+    purpose: str | None = None  # what it is for, when the trace says: "parameter all-gather" (FSDP), ...
+    module: str | None = None  # the module it serves, when the trace says (FSDP's label)
 
 
 @dataclass(frozen=True)

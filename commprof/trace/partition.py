@@ -27,6 +27,8 @@ class Partition:
     launch_ops: list[Event] = field(default_factory=list)  # c10d:: ops
     comm_ranges: list[Event] = field(default_factory=list)  # a CPU backend's gloo:/mpi: ranges
     compute_ops: list[Event] = field(default_factory=list)  # CPU operators other than steps
+    fsdp_ranges: list[Event] = field(default_factory=list)  # FSDP2's own ranges (rules.FSDP_RANGE)
+    optimizer_steps: list[Event] = field(default_factory=list)  # Optimizer.step#... ranges
     fractional_times: bool = False  # sub-microsecond timestamps
 
 
@@ -67,7 +69,9 @@ def _lists_for(part: Partition, cat: str, name: str) -> tuple[list[Event], ...]:
                               (rules.BUCKET_COPY_BACK.match(name), part.copy_back),
                               (is_collective_name(name), part.collective_ranges),
                               (rules.COLLECTIVE_LAUNCH.match(name), part.collective_launches),
-                              (rules.LAUNCH_OP.match(name), part.launch_ops)):
+                              (rules.LAUNCH_OP.match(name), part.launch_ops),
+                              (rules.FSDP_RANGE.match(name), part.fsdp_ranges),
+                              (rules.OPTIMIZER_STEP.match(name), part.optimizer_steps)):
             if matches:
                 chosen.append(kept)
     if rules.CPU_COMM_RANGE.match(name):

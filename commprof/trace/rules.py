@@ -46,6 +46,15 @@ BACKWARD_OP = re.compile(r"^autograd::engine::evaluate_function")
 BUCKET_COPY_BACK = re.compile(r"^torch\.distributed\.ddp\.reducer::copy_bucket_to_grad")
 # The CPU op whose start marks a collective's launch (the outermost one DDP calls).
 LAUNCH_OP = re.compile(r"^c10d::")
+# FSDP2's record_function ranges on the training thread: what it is doing, for which module (its label).
+FSDP_RANGE = re.compile(r"^FSDP::(?P<doing>[a-z_]+)(?: \((?P<module>[^)]*)\))?$")
+# What a collective launched inside one of them is for. In post_backward_reduce a reduce-scatter is the
+# gradient's; an all-reduce there is hybrid sharding's replicate all-reduce (Gloo, which has no
+# reduce-scatter, runs FSDP's as an all-reduce: the launch op, c10d::_reduce_scatter_base_, tells them apart).
+FSDP_PURPOSE = {"all_gather": "parameter all-gather", "post_backward_reduce": "gradient reduce-scatter"}
+REPLICATE_ALL_REDUCE = "replicate all-reduce"
+OPTIMIZER_STEP = re.compile(r"^Optimizer\.step#")
+PHASES = ("forward", "backward", "optimizer")
 
 # Names seen for each collective -> nccl-tests op name.
 _OP_ALIASES = {

@@ -100,7 +100,8 @@ def _keeping(cat: str, name: str) -> int:
     elif cat in _LINKED_CATS:
         keep = _LINKS
     elif cat in rules.CPU_OP_CATS and (rules.STEP_NAME.match(name) or rules.BACKWARD_OP.match(name)
-                                       or rules.BUCKET_COPY_BACK.match(name)):
+                                       or rules.BUCKET_COPY_BACK.match(name) or rules.OPTIMIZER_STEP.match(name)
+                                       or rules.FSDP_RANGE.match(name)):
         keep = _NO_ARGS
     else:
         keep = _DROP
