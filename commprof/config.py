@@ -19,6 +19,7 @@ BACKENDS = ("gloo", "nccl", "mpi")
 PRECISIONS = ("fp32", "bf16", "fp16")
 COMM_HOOKS = ("none", "fp16", "bf16")
 BUILTIN_MODELS = ("mlp", "transformer", "convnet", "mlstm")
+STRATEGIES = ("ddp", "fsdp")
 MODEL_SIZES = ("small", "medium", "large")
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
@@ -106,6 +107,8 @@ class RunRequest:
     backend: str = option("auto", "auto, nccl, gloo or mpi; auto is nccl on GPUs, gloo on CPU.")
     model: str = option("mlp", "mlp, transformer, convnet, mlstm, or your own: pkg.mod:build or file.py:build.")
     model_size: str = option("small", "Size of a built-in model: small, medium or large.")
+    strategy: str = option("ddp", "ddp: DistributedDataParallel. fsdp: FSDP2's fully_shard on each block of the "
+                                  "model, then on the whole (a script that shards its model itself needs no option).")
     batch_size: int = option(32, "Per-rank batch size.")
     steps: int = option(20, "Training steps (optimizer steps); at least wait + warmup + active.")
     precision: str = option("fp32", "fp32, bf16 or fp16 (autocast; fp16 adds a GradScaler).")
@@ -146,6 +149,7 @@ class RunConfig:
     procs_per_node: int = 2
     model: str = "mlp"
     model_size: str = "small"
+    strategy: str = "ddp"
     batch_size: int = 32
     steps: int = 20
     seed: int = 0
@@ -171,6 +175,14 @@ class RunConfig:
         _require(self.nodes >= 1, f"--nodes must be >= 1, got {self.nodes}")
         _require(self.procs_per_node >= 1, f"ranks per node must be >= 1, got {self.procs_per_node}")
         _require(self.model_size in MODEL_SIZES, f"--model-size must be one of {', '.join(MODEL_SIZES)}")
+        _require(self.strategy in STRATEGIES, f"--strategy must be one of {', '.join(STRATEGIES)}, got {self.strategy!r}")
+        if self.strategy == "fsdp":
+            _require(not self.script, "--strategy fsdp is for a built-in or --model model; a script that calls "
+                                      "fully_shard itself is profiled as it is, without --strategy")
+            _require(self.backend != "mpi", "--strategy fsdp runs over nccl or gloo, not mpi")
+            changed = [f.name.replace("_", "-") for f in dataclasses.fields(DDPOptions)
+                       if getattr(self.ddp, f.name) != f.default]
+            _require(not changed, f"--{', --'.join(changed)}: DDP options; --strategy fsdp has none of them")
         _require(self.batch_size >= 1, f"--batch-size must be >= 1, got {self.batch_size}")
         _require(self.precision in PRECISIONS, f"--precision must be one of {', '.join(PRECISIONS)}")
         _require(self.timeout_s > 0, "--timeout must be > 0")

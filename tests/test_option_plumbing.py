@@ -32,6 +32,7 @@ CASES = {
     "backend": (["--backend", "gloo"], lambda w: w.config.backend == "gloo"),
     "model": (["--model", "convnet"], lambda w: w.config.model == "convnet"),
     "model_size": (["--model-size", "medium"], lambda w: w.config.model_size == "medium"),
+    "strategy": (["--strategy", "fsdp"], lambda w: w.config.strategy == "fsdp"),
     "batch_size": (["--batch-size", "7"], lambda w: w.config.batch_size == 7),
     "steps": (["--steps", "40"], lambda w: w.config.steps == 40),
     "precision": (["--precision", "bf16"], lambda w: w.config.precision == "bf16"),
@@ -57,6 +58,7 @@ CASES = {
     "find_unused_parameters": (["--find-unused-parameters"], ddp("find_unused_parameters", True)),
 }
 COMMANDS = {"run": [], "sweep": [], "tune": [], "compare": ["--backends", "nccl,gloo"], "scale": ["--world-sizes", "1,2"]}
+RUN_ONLY = {"strategy"}  # the other commands refuse it (test_run_only_options_are_refused_elsewhere)
 
 
 class Launched(Exception):
@@ -102,11 +104,21 @@ def test_every_shared_option_has_a_case():
     assert {p.name for p in RUN_OPTIONS} - NOT_CONFIG == set(CASES)
 
 
-@pytest.mark.parametrize("command, option", [(c, o) for c in COMMANDS for o in accepted(c)])
+@pytest.mark.parametrize("command, option", [(c, o) for c in COMMANDS for o in accepted(c)
+                                             if c == "run" or o not in RUN_ONLY])
 def test_option_reaches_the_workers(launches, command, option):
     args, reached = CASES[option]
     worker = launches([command, *COMMANDS[command], "--quiet", *args])
     assert reached(worker), (command, option, worker.config, worker.ddp_settings)
+
+
+@pytest.mark.parametrize("command", [c for c in COMMANDS if c != "run"])
+def test_run_only_options_are_refused_elsewhere(launches, command, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main([command, *COMMANDS[command], "--quiet", "--strategy", "fsdp"])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.strip() == (f"error: --strategy fsdp is for commprof run in this version; commprof "
+                                                f"{'sweep' if command == 'tune' else command} runs DDP")
 
 
 def test_sweep_grid_keeps_the_options_it_does_not_sweep(launches):

@@ -106,6 +106,21 @@ def test_ddp_options_reach_the_traces(tmp_path):
     assert report.run["config"]["ddp"]["comm_hook"] == "fp16"
     assert all(c.dtype == "c10::Half" and c.calls_per_step == 1 for c in report.collectives)
     assert sorted(c.bytes for c in report.collectives) == sorted(b // 2 for b in buckets)
+    assert {c.phase for c in report.collectives} == {"backward"}  # DDP's bucket all-reduces run in the backward
+
+
+def test_fsdp_run_names_its_collectives(tmp_path):
+    """--strategy fsdp: FSDP2 on each decoder block and the root; its all-gathers and reduce-scatters named."""
+    result = commprof("run", "--strategy", "fsdp", "--model", "transformer", "--run-id", "fsdp", "--quiet", *FAST_RUN,
+                      cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    report = load_report(tmp_path / "reports" / "fsdp" / "report.json")
+    assert report.run["config"]["strategy"] == "fsdp"
+    roles = {(c.phase, c.op, c.purpose) for c in report.collectives}
+    # Gloo has no reduce-scatter: FSDP's runs as an all-reduce, named by what it is for
+    assert roles == {("forward", "all_gather", "parameter all-gather"), ("backward", "all_gather", "parameter all-gather"),
+                     ("backward", "all_reduce", "gradient reduce-scatter")}
+    assert not [f for f in report.findings if f.kind in ("bucket_cap", "compression")]  # DDP's knobs: not advised
 
 
 def test_two_nodes_with_node_local_traces_folders(tmp_path):

@@ -56,6 +56,14 @@ def _significant(finding: Finding, step_ms: float) -> bool:
     return gain is not None and gain.low > 0 and gain.value >= MIN_GAIN * step_ms
 
 
+def _trained_with_ddp(report: Report) -> bool:
+    """DDP's settings are advice only for a run that trained with DDP (unknown for someone else's traces: yes)."""
+    run = report.run
+    if (run.get("config") or {}).get("strategy", "ddp") != "ddp":
+        return False
+    return not run.get("script") or bool(run.get("ddp_built"))
+
+
 def current_options(report: Report) -> tuple[DDPOptions, str]:
     """The DDP options the run trained with, and who built its DDP. A script's own DDP arguments (what it asked
     for, with what commprof applied on top) win over commprof's options, which it only applies when given."""
@@ -121,6 +129,8 @@ def _gain_ci(samples: list[StepProfile], make_buckets, no_latency: float | None 
 
 
 def _settings(report: Report, windows, step_ms: float, ceiling: tuple[float, str] | None) -> list[Finding]:
+    if not _trained_with_ddp(report):
+        return []
     samples = _samples(windows)
     if len(samples) < 2 or samples[0].world_size < 2:
         return []

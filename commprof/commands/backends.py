@@ -7,6 +7,7 @@ import json
 import tempfile
 from pathlib import Path
 
+from commprof.commands.common import ddp_only
 from commprof.commands.outcome import SILENT, Feedback, Outcome
 from commprof.config import RunRequest
 from commprof.errors import CommprofError, UsageError
@@ -73,6 +74,7 @@ def _try_backend(backend: str, devices: list[str], timeout_s: float) -> dict:
         request = RunRequest(device="cuda" if cuda_only else "cpu", backend=backend,
                              procs=None if cuda_only else MATRIX_RANKS, gpus=MATRIX_RANKS if cuda_only else None,
                              traces_dir=Path(tmp) / "t", reports_dir=Path(tmp) / "r", timeout_s=timeout_s)
+        ddp_only(request, "backends")
         config = resolve(request, probe)
         payload = {"run": config.to_dict(), "devices": devices, "out": str(out)}
         # under mpirun the whole matrix runs in one go: the time of every op in it

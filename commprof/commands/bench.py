@@ -8,6 +8,7 @@ import socket
 import tempfile
 from pathlib import Path
 
+from commprof.commands.common import ddp_only
 from commprof.commands.outcome import SILENT, Feedback, Outcome
 from commprof.commands.reporting import prepare_report_dir
 from commprof.config import BACKENDS, BenchPlan, RunRequest
@@ -72,6 +73,7 @@ def _measure(backend: str, plan: BenchPlan, procs: int, device: str, timeout_s: 
         cuda = device == "cuda"
         request = RunRequest(device=device, backend=backend, procs=None if cuda else procs, gpus=procs if cuda else None,
                              traces_dir=Path(tmp) / "traces", reports_dir=Path(tmp) / "reports", timeout_s=timeout_s)
+        ddp_only(request, "bench")
         config = resolve(request, MachineProbe.detect())
         payload = {**dataclasses.asdict(plan), "out": str(out), "run": config.to_dict()}
         run_job(config, Task(bench_main, "commprof.worker.bench", payload))

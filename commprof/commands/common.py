@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from commprof.commands.outcome import SILENT, Feedback
-from commprof.config import RunConfig
-from commprof.errors import ModelRunError
+from commprof.config import RunConfig, RunRequest
+from commprof.errors import ModelRunError, UsageError
 
 
 def check_model(config: RunConfig, feedback: Feedback = SILENT):
@@ -25,3 +25,10 @@ def check_model(config: RunConfig, feedback: Feedback = SILENT):
 def describe(config: RunConfig, workload) -> str:
     return (f"{workload.name} ({workload.parameter_count:,} parameters) on {config.world_size} {config.device} "
             f"rank(s), {config.backend}")
+
+
+def ddp_only(request: RunRequest, command: str) -> None:
+    """The commands that are DDP's alone in this version refuse --strategy fsdp rather than ignore it."""
+    if request.strategy != "ddp":
+        raise UsageError(f"--strategy {request.strategy} is for commprof run in this version; commprof {command} "
+                         "runs DDP")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import statistics
 
-from commprof.commands.common import check_model
+from commprof.commands.common import check_model, ddp_only
 from commprof.commands.outcome import SILENT, Feedback, Outcome
 from commprof.commands.reporting import prepare_report_dir, report_from_traces
 from commprof.config import BACKENDS, RunRequest
@@ -17,6 +17,7 @@ from commprof.results.report import Report
 def compare(request: RunRequest, backends: list[str], feedback: Feedback = SILENT) -> Outcome:
     """One run per backend (one that cannot run here is listed with the reason); each backend's full
     report goes in a folder of its own inside the comparison's."""
+    ddp_only(request, "compare")
     from commprof.launch.job import run_job
     from commprof.launch.resolve import MachineProbe, new_run_id, resolve
     from commprof.render.outputs import write_result

@@ -11,7 +11,7 @@ from typing import Callable
 from commprof.analysis.predict import (LinkModel, StepProfile, fit_compute, fit_link, parse_link, rebucket,
                                        simulate_step, step_profile)
 from commprof.analysis.scaling import SizeMeasurement, job_step_times, predict, scale_points
-from commprof.commands.common import check_model
+from commprof.commands.common import check_model, ddp_only
 from commprof.commands.outcome import SILENT, Feedback, Outcome
 from commprof.commands.reporting import prepare_report_dir, report_and_trace, write_report
 from commprof.config import RunConfig, RunRequest
@@ -24,6 +24,7 @@ def scale(request: RunRequest, world_sizes: list[int], feedback: Feedback = SILE
           repeats: int = 2, predict_sizes: list[int] | None = None, link: str | None = None,
           base_lr: float = 0.1) -> Outcome:
     """Every world size `repeats` times, interleaved; each run gets its own full report beside this one."""
+    ddp_only(request, "scale")
     from commprof.launch.job import run_job
     from commprof.launch.resolve import MachineProbe, new_run_id, resolve
     from commprof.render.outputs import write_result

@@ -13,6 +13,7 @@ import time
 from datetime import datetime, timezone
 from typing import Any
 
+from commprof.commands.common import ddp_only
 from commprof.commands.outcome import Feedback, Outcome
 from commprof.commands.reporting import sweep_report, write_report
 from commprof.config import DDPOptions, ProfileSchedule, RunConfig, RunRequest, SweepPlan, setting_label
@@ -32,6 +33,7 @@ def measure_script(request: RunRequest, settings: list[DDPOptions], baseline: DD
     from commprof.commands.run import check_script
     from commprof.launch.resolve import MachineProbe, resolve
 
+    ddp_only(request, "sweep")
     config = resolve(request, MachineProbe.detect())
     check_script(request)
     plan = SweepPlan(run=config, settings=tuple(settings), baseline=baseline, tune=tune, **rounds)

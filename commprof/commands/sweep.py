@@ -7,7 +7,7 @@ import dataclasses
 import itertools
 from typing import Any
 
-from commprof.commands.common import check_model, describe
+from commprof.commands.common import check_model, ddp_only, describe
 from commprof.commands.outcome import SILENT, Feedback, Outcome
 from commprof.commands.reporting import sweep_report, write_report
 from commprof.config import DDPOptions, RunRequest, SweepPlan, setting_label
@@ -47,6 +47,7 @@ def measure(request: RunRequest, settings: list[DDPOptions], baseline: DDPOption
         from commprof.commands.script_sweep import measure_script
 
         return measure_script(request, settings, baseline, kind, feedback, rounds, tune, predicted)
+    ddp_only(request, "sweep")
     config = resolve(request, MachineProbe.detect())
     plan = SweepPlan(run=config, settings=tuple(settings), baseline=baseline, tune=tune, **rounds)
     workload = check_model(config, feedback)

@@ -1,4 +1,4 @@
-"""One DDP training setup and its step: shared by `run` and the sweep workers."""
+"""One training setup (DDP, or FSDP2 with --strategy fsdp) and its step: shared by `run` and the sweep workers."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from torch import nn
 
 from commprof.config import DDPOptions
 from commprof.instrument.ddp import wrap_ddp
+from commprof.instrument.fsdp import shard
 from commprof.instrument.profiler import cuda_synchronize
 from commprof.workloads.workload import Workload, call_model, to_device
 
@@ -25,13 +26,18 @@ def make_batches(workload: Workload, batch_size: int, seed: int, rank: int, devi
 
 
 class Trainer:
-    """A model wrapped in DDP with its optimizer; `step()` runs one optimizer step and times it."""
+    """A model wrapped in DDP (or sharded with FSDP2) with its optimizer; `step()` runs one optimizer step and
+    times it."""
 
     def __init__(self, model: nn.Module, workload: Workload, batches: list[Any], options: DDPOptions,
-                 device: torch.device, precision: str, mpi_gradients: bool = False, ddp_logging_every_step: bool = True):
-        self.ddp = wrap_ddp(model.to(device), options, device, mpi_gradients)
-        if ddp_logging_every_step:
-            self.ddp._set_ddp_runtime_logging_sample_rate(1)  # DDP's own averages then cover every step
+                 device: torch.device, precision: str, mpi_gradients: bool = False, ddp_logging_every_step: bool = True,
+                 strategy: str = "ddp"):
+        if strategy == "fsdp":  # the model itself, sharded in place (no DDP options: the config refuses them)
+            self.ddp: Any = shard(model.to(device))
+        else:
+            self.ddp = wrap_ddp(model.to(device), options, device, mpi_gradients)
+            if ddp_logging_every_step:
+                self.ddp._set_ddp_runtime_logging_sample_rate(1)  # DDP's own averages then cover every step
         self.optimizer = torch.optim.SGD(self.ddp.parameters(), lr=1e-3, momentum=0.9)
         self.loss = workload.loss
         self.batches = batches
