@@ -215,3 +215,16 @@ def test_a_script_on_two_nodes_with_node_local_traces_folders(tmp_path):
     assert all(r.comm_ms > 0 for r in report.ranks)
     assert [p.name for p in (head / "traces" / "apart" / "digests").iterdir()] == [
         f"rank{1 - int(p.name[4])}.msgpack" for p in (head / "traces" / "apart").glob("rank*.pt.trace.json")]
+
+
+def test_a_script_that_shards_its_model_with_fsdp(tmp_path):
+    result = commprof("run", "--run-id", "fsdp", "--quiet", "--wait", "1", "--warmup", "1", "--active", "3", "--",
+                      str(SCRIPTS / "train_fsdp.py"), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    report = load_report(tmp_path / "reports" / "fsdp")
+    assert {(c.phase, c.purpose) for c in report.collectives} == {
+        ("forward", "parameter all-gather"), ("backward", "parameter all-gather"), ("backward", "gradient reduce-scatter")}
+    # the four blocks' reduce-scatters, one per block per step (the root's holds the head)
+    (blocks,) = [c for c in report.collectives if c.purpose == "gradient reduce-scatter" and c.calls_per_step == 4]
+    assert blocks.op == "all_reduce"  # Gloo's reduce-scatter is an all-reduce; its purpose says what it is
+    assert all(f.kind not in ("bucket_cap", "compression") for f in report.findings)  # no DDP here to tune
