@@ -76,3 +76,18 @@ def test_gpu_kernels_take_the_role_of_their_launch(tmp_path):
     assert [(c.op, c.phase, c.purpose, c.module) for c in rank.collectives] == [
         ("all_gather", "forward", "parameter all-gather", "2"),
         ("reduce_scatter", "backward", "gradient reduce-scatter", "2")]
+
+
+def test_each_step_broken_down_by_phase(tmp_path):
+    """Step [0,100]: forward [0,30) holds aten::mm [5,25]; backward [30,70) the backward op [30,50] (less the
+    all-reduce's launch [40,42]: 18 ms of compute) and gloo:all_reduce [45,55] (10 ms, 5 of them under the backward
+    op); optimizer [70,100) aten::add_ [72,78] inside Optimizer.step [70,80] (an annotation, not computation)."""
+    b = TraceBuilder().step(1, 0, 100)
+    b.x("aten::mm", 5, 20).x("autograd::engine::evaluate_function: AddmmBackward0", 30, 20)
+    b.x("c10d::allreduce_", 40, 2).x("gloo:all_reduce", 45, 10, cat="user_annotation", thread=GLOO)
+    b.x("Optimizer.step#SGD.step", 70, 10, cat="user_annotation").x("aten::add_", 72, 6)
+    report = analyze(load_run([b.write(tmp_path / "rank0.pt.trace.json")]), "phases", "analysis")
+    shares = [(p.phase, *(round(v * 1000, 9) for v in (p.window_ms, p.compute_ms, p.comm_ms, p.overlap_ms,
+                                                           p.exposed_comm_ms))) for p in report.phases]
+    assert shares == [("forward", 30, 20, 0, 0, 0), ("backward", 40, 18, 10, 5, 5), ("optimizer", 30, 6, 0, 0, 0)]  # µs
+    assert report.steps[0].phases == report.phases  # one rank, one step

@@ -5,6 +5,7 @@ from __future__ import annotations
 import statistics
 
 from commprof.analysis.intervals import busy_until, clip, intersect, merge, total
+from commprof.analysis.phases import phase_shares
 from commprof.results.report import RankSummary, Stat, StepBreakdown
 from commprof.trace.model import RankTrace, Step
 
@@ -34,7 +35,7 @@ def breakdown_step(rank: RankTrace, step: Step) -> StepBreakdown:
         compute_ms=compute_us / US_PER_MS, comm_ms=comm_us / US_PER_MS, overlap_ms=overlap / US_PER_MS,
         exposed_comm_ms=(comm_us - overlap) / US_PER_MS, idle_ms=(window_us - busy_us) / US_PER_MS,
         memory_ms=total(memory) / US_PER_MS, carried_over_ms=step.carried_over_us / US_PER_MS,
-        start_idle_ms=_idle_before_first(rank, step) / US_PER_MS,
+        start_idle_ms=_idle_before_first(rank, step) / US_PER_MS, phases=phase_shares(rank, step),
     )
 
 

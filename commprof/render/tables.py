@@ -123,6 +123,16 @@ def _num(value: float | None, fmt: str = ".2f") -> str:
     return "-" if value is None else format(value, fmt)
 
 
+PHASE_HEADERS = ("phase", "ms", "compute", "comm", "hidden", "exposed")
+PHASE_NOTE = ("Per phase of the step (mean over every rank's steps, ms): forward from the step's start, backward from "
+              "its first backward op, optimizer from Optimizer.step; hidden: communication under computation")
+
+
+def phase_rows(report: Report) -> list[tuple[str, ...]]:
+    return [(p.phase, f"{p.window_ms:.1f}", f"{p.compute_ms:.1f}", f"{p.comm_ms:.1f}", f"{p.overlap_ms:.1f}",
+             f"{p.exposed_comm_ms:.1f}") for p in report.phases]
+
+
 def collective_row(c: CollectiveStats) -> tuple[str, ...]:
     return (c.phase or "-", c.op, c.purpose or "-", c.backend, c.dtype or "unknown", str(c.group_size or "unknown"),
             f"{c.calls_per_step:.2f}",

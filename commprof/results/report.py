@@ -20,6 +20,19 @@ class Stat:
 
 
 @dataclass(frozen=True)
+class PhaseShare:
+    """One phase of a step (forward, backward, optimizer): its window and what happened in it, in ms. overlap: the
+    communication hidden behind computation; exposed: the rest."""
+
+    phase: str
+    window_ms: float
+    compute_ms: float
+    comm_ms: float
+    overlap_ms: float
+    exposed_comm_ms: float
+
+
+@dataclass(frozen=True)
 class StepBreakdown:
     rank: int
     step: str
@@ -32,6 +45,7 @@ class StepBreakdown:
     memory_ms: float
     carried_over_ms: float = 0.0  # GPU: device work from before the step still running in its window
     start_idle_ms: float = 0.0  # from the step's start to its first computation, communication or copy
+    phases: list[PhaseShare] = field(default_factory=list)  # [] when the trace marks no backward in the step
 
 
 @dataclass(frozen=True)
@@ -234,4 +248,5 @@ class Report(Result):
     # GPU ranks: ProfilerSteps that launched no device work, by rank (listed, not counted as steps)
     empty_steps: dict[str, list[str]] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)  # ranked, largest predicted gain first
+    phases: list[PhaseShare] = field(default_factory=list)  # per phase, the mean over every rank's steps
     schema_version: int = SCHEMA_VERSION

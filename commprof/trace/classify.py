@@ -35,6 +35,7 @@ def classify(path: Path, trace: TraceFile) -> RankTrace:
     hta, empty_steps = None, ()
     backward_starts, backward_ends = _backward_starts(events, cpu_steps), _backward_ends(events, cpu_steps)
     roles = Roles(events, cpu_steps, backward_starts)  # CPU times: before they are moved to the GPU's timeline
+    optimizer_starts = _first_in_steps(sorted(e.ts for e in events.optimizer_steps), cpu_steps)
     if kernels:
         device = _DeviceWork(events)
         clock = _GpuClock(device)
@@ -42,6 +43,7 @@ def classify(path: Path, trace: TraceFile) -> RankTrace:
         work = _device_ops(events, device)
         steps, empty_steps = device_steps(work, cpu_steps) if cpu_steps else (cpu_steps, ())
         hta = hta_view(work, cpu_steps, ns_resolution=events.fractional_times)
+        optimizer_starts = tuple(clock.started_from(t) for t in optimizer_starts)
         backward_starts = tuple(clock.started_from(t) for t in backward_starts)
         backward_ends = tuple(clock.done_by(t) for t in backward_ends)
     else:
@@ -49,7 +51,8 @@ def classify(path: Path, trace: TraceFile) -> RankTrace:
         compute, comm, collectives = _cpu(events, steps, info, roles)
         memory = []
     return RankTrace(
-        backward_starts=backward_starts, backward_ends=backward_ends, path=str(path), rank=rank, world_size=info.get("world_size"), backend=info.get("backend"),
+        backward_starts=backward_starts, backward_ends=backward_ends,
+        phase_marks=tuple(zip((s.name for s in cpu_steps), backward_starts, optimizer_starts)), path=str(path), rank=rank, world_size=info.get("world_size"), backend=info.get("backend"),
         kind="gpu" if kernels else "cpu",
         base_us=(trace.baseTimeNanoseconds or 0) / 1000.0,
         steps=tuple(steps), compute=tuple(compute), communication=tuple(comm), memory=tuple(memory),
@@ -197,7 +200,11 @@ def _backward_ends(events: Partition, steps: list[Step]) -> tuple[float | None, 
 
 
 def _backward_starts(events: Partition, steps: list[Step]) -> tuple[float | None, ...]:
-    starts = sorted(e.ts for e in events.backward)
+    return _first_in_steps(sorted(e.ts for e in events.backward), steps)
+
+
+def _first_in_steps(starts: list[float], steps: list[Step]) -> tuple[float | None, ...]:
+    """Per step, the first of the (sorted) times inside it, or None."""
     result = []
     for step in steps:
         i = bisect_right(starts, step.start - 1e-9)

@@ -74,6 +74,9 @@ class RankTrace:
     # per step: end of DDP's last copy of a reduced bucket into the gradients, or None; on GPU traces when
     # the device had finished the work launched up to then
     backward_ends: tuple[float | None, ...] = ()
+    # per ProfilerStep, by name: where its backward and its optimizer step begin (None: not in it), on the same
+    # timeline as `steps` (on GPU traces when the device began the first work launched from then on)
+    phase_marks: tuple[tuple[str, float | None, float | None], ...] = ()
     intervals_dropped: bool = False  # compute/communication/memory emptied to save memory (analysis.digest)
 
 

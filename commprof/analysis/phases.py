@@ -1,0 +1,42 @@
+"""Each step split by phase: forward (from the step's start), backward (from its first backward op) and
+optimizer (from its Optimizer.step), each phase's window broken down as the whole step is (breakdown)."""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+
+from commprof.analysis.intervals import clip, intersect, total
+from commprof.results.report import PhaseShare, StepBreakdown
+from commprof.trace.model import RankTrace, Step
+from commprof.trace.rules import PHASES
+
+US_PER_MS = 1000.0
+
+
+def phase_shares(rank: RankTrace, step: Step) -> list[PhaseShare]:
+    """The step's phases as the trace marks them ([] for a step it does not mark, or with no backward)."""
+    marks = {name: (backward, optimizer) for name, backward, optimizer in rank.phase_marks}
+    if step.name not in marks or marks[step.name][0] is None:
+        return []
+    backward, optimizer = marks[step.name]
+    inside = [min(max(t, step.start), step.end) for t in (backward, optimizer if optimizer is not None else step.end)]
+    bounds = [step.start, inside[0], max(inside)]
+    shares = []
+    for phase, start, end in zip(PHASES, bounds, [*bounds[1:], step.end]):
+        compute, comm = clip(rank.compute, start, end), clip(rank.communication, start, end)
+        overlap = total(intersect(compute, comm))
+        shares.append(PhaseShare(phase, (end - start) / US_PER_MS, total(compute) / US_PER_MS,
+                                 total(comm) / US_PER_MS, overlap / US_PER_MS, (total(comm) - overlap) / US_PER_MS))
+    return shares
+
+
+def phase_means(steps: list[StepBreakdown]) -> list[PhaseShare]:
+    """Each phase's mean over every rank's steps that mark it."""
+    by_phase: dict[str, list[PhaseShare]] = defaultdict(list)
+    for step in steps:
+        for share in step.phases:
+            by_phase[share.phase].append(share)
+    return [PhaseShare(phase, *(statistics.fmean(getattr(s, field) for s in by_phase[phase])
+                                for field in ("window_ms", "compute_ms", "comm_ms", "overlap_ms", "exposed_comm_ms")))
+            for phase in PHASES if by_phase.get(phase)]
