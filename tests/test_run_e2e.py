@@ -121,6 +121,12 @@ def test_fsdp_run_names_its_collectives(tmp_path):
     assert roles == {("forward", "all_gather", "parameter all-gather"), ("backward", "all_gather", "parameter all-gather"),
                      ("backward", "all_reduce", "gradient reduce-scatter")}
     assert not [f for f in report.findings if f.kind in ("bucket_cap", "compression")]  # DDP's knobs: not advised
+    assert [p.phase for p in report.phases] == ["forward", "backward", "optimizer"]
+    # its parameter all-gathers: in the forward, and again in the backward (FSDP2 reshards after the forward)
+    assert all(p.comm_ms > 0 for p in report.phases[:2])
+    peaks = report.run["peak_rss_mb"]  # on CPU, each rank's peak resident set
+    assert sorted(peaks) == ["0", "1"] and all(100 < mb < 4000 for mb in peaks.values())
+    assert "Peak memory (process resident set): rank 0 " in (tmp_path / "reports" / "fsdp" / "report.md").read_text()
 
 
 def test_two_nodes_with_node_local_traces_folders(tmp_path):

@@ -36,7 +36,9 @@ def run_summary(meta: dict[str, Any]) -> dict[str, Any]:
         "steps_completed": meta.get("steps_completed"), "clock_offsets": meta.get("clock_offsets", []),
         "ddp": {str(r["rank"]): r.get("ddp", {}) for r in meta.get("ranks", [])},
         "peak_gpu_memory_mb": {str(r["rank"]): r["peak_memory_mb"] for r in meta.get("ranks", [])
-                               if r.get("peak_memory_mb")},
+                               if "allocated" in (r.get("peak_memory_mb") or {})},
+        "peak_rss_mb": {str(r["rank"]): r["peak_memory_mb"]["rss"] for r in meta.get("ranks", [])
+                        if "rss" in (r.get("peak_memory_mb") or {})},
         "tf32": meta.get("tf32"),
         "script": meta.get("script"), "ddp_built": meta.get("ddp_built"), "notes": meta.get("notes", []),
         "parameter_sizes": meta.get("parameter_sizes") or (meta.get("ddp_built") or [{}])[0].get("parameter_sizes"),

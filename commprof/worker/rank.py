@@ -6,6 +6,7 @@ import faulthandler
 import functools
 import os
 import platform
+import resource
 import signal
 import socket
 import sys
@@ -174,10 +175,11 @@ def _check_owner(run_dir: Path, launch_id: str) -> str:
     return ""
 
 
-def peak_memory_mb(device: torch.device) -> dict[str, float] | None:
-    """The most GPU memory this rank's tensors took, and what PyTorch's caching allocator held, in MiB."""
+def peak_memory_mb(device: torch.device) -> dict[str, float]:
+    """On a GPU, the most memory this rank's tensors took and what PyTorch's caching allocator held; on CPU, the
+    process's peak resident set. MiB."""
     if device.type != "cuda":
-        return None
+        return {"rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}  # KiB on Linux
     return {"allocated": torch.cuda.max_memory_allocated(device) / 2**20,
             "reserved": torch.cuda.max_memory_reserved(device) / 2**20}
 

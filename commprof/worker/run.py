@@ -119,5 +119,6 @@ def _final_record(started: dict[str, Any], infos: list[dict[str, Any]]) -> dict[
         "status": "complete",
         "end_time": now(),
         "steps_completed": min(len(i["step_ms"]) for i in infos),
-        "ranks": [{k: i[k] for k in ("rank", "host", "device", "trace", "trace_path", "step_ms", "ddp")} for i in infos],
+        "ranks": [{k: i[k] for k in ("rank", "host", "device", "trace", "trace_path", "step_ms", "ddp", "peak_memory_mb")}
+                  for i in infos],
     }
