@@ -3,7 +3,7 @@
 import gzip
 import json
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from commprof.analysis.analyze import analyze
@@ -47,5 +47,6 @@ def test_field_mutations(tmp_path, edits):
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.integers(0, len(RAW)), st.binary(max_size=4))
+@example(cut=10441, garbage=b'\x80"')  # once a UnicodeDecodeError out of msgspec, not a one-line error
 def test_truncation_and_garbage(tmp_path, cut, garbage):
     _check(tmp_path, RAW[:cut] + garbage)

@@ -168,7 +168,7 @@ def _default_workers() -> int:
 def _decoded(data: bytes, decoder: msgspec.json.Decoder) -> list:
     try:
         return decoder.decode(b"[" + data + b"]")
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError) as exc:
         raise LayoutNotUnderstood(f"a piece is not a list of events ({exc})") from None
 
 

@@ -31,6 +31,8 @@ def parse_trace(path: Path) -> TraceFile:
     except msgspec.DecodeError as exc:
         problem = "truncated JSON" if "truncated" in str(exc).lower() else f"not valid JSON ({exc})"
         raise TraceError(str(path), problem) from None
+    except UnicodeDecodeError as exc:  # msgspec's own error for most bytes, but not for every place they can be
+        raise TraceError(str(path), f"not valid JSON (not UTF-8 at byte {exc.start})") from None
     if trace.traceEvents is None:
         raise TraceError(str(path), "JSON without 'traceEvents': not a Chrome/Kineto trace")
     return trace
