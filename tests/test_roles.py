@@ -91,3 +91,14 @@ def test_each_step_broken_down_by_phase(tmp_path):
                                                            p.exposed_comm_ms))) for p in report.phases]
     assert shares == [("forward", 30, 20, 0, 0, 0), ("backward", 40, 18, 10, 5, 5), ("optimizer", 30, 6, 0, 0, 0)]  # µs
     assert report.steps[0].phases == report.phases  # one rank, one step
+
+
+def test_fsdp_all_gathers_by_module_with_what_no_computation_hid(tmp_path):
+    """aten::mm [26,30] (less the launch [25,27] that overlaps it: [27,30]) hides [28,30] of block 0's forward
+    all-gather [28,32]: 2 of its 4 µs exposed. The backward op [100,110] (less its launch [105,107]) hides [108,110]
+    of block 0's backward one [108,112]. Nothing hides the root's [8,12]."""
+    trace = fsdp_cpu_trace().x("aten::mm", 26, 4)
+    report = analyze(load_run([trace.write(tmp_path / "rank0.pt.trace.json")]), "fsdp", "analysis")
+    assert [(g.module, g.phase, g.calls_per_step, round(g.ms * 1000, 9), round(g.exposed_ms * 1000, 9))
+            for g in report.gathers] == [("root", "forward", 1, 4, 4), ("0", "forward", 1, 4, 2),
+                                         ("0", "backward", 1, 4, 2)]

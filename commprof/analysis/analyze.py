@@ -11,7 +11,7 @@ from commprof.analysis.breakdown import breakdown_step, step_windows, summarize_
 from commprof.analysis.collectives import collective_stats
 from commprof.analysis.crossrank import Matching, MeasuredClocks, cross_rank, match_collectives
 from commprof.analysis.incomplete import missing_note, missing_ranks
-from commprof.analysis.phases import phase_means
+from commprof.analysis.phases import gathers_by_module, phase_means
 from commprof.analysis.intervals import clip
 from commprof.results.report import Report, SkippedFileInfo, StepBreakdown, StepTimeline
 from commprof.errors import UsageError
@@ -66,7 +66,7 @@ def analyze_run(trace: RunTrace, name: str, kind: str, run: dict[str, Any] | Non
         warnings=warnings, timeline=_typical_step(per_rank, steps),
         cross_rank=cross_rank(matching, per_rank, {s.rank: s.step_time_ms.median for s in summaries}),
         missing_ranks=missing, empty_steps={str(r.rank): list(r.empty_steps) for r, _ in per_rank if r.empty_steps},
-        phases=phase_means(steps),
+        phases=phase_means(steps), gathers=gathers_by_module(per_rank),
     )
     return RunAnalysis(report, per_rank, matching)
 

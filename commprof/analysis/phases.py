@@ -1,5 +1,6 @@
 """Each step split by phase: forward (from the step's start), backward (from its first backward op) and
-optimizer (from its Optimizer.step), each phase's window broken down as the whole step is (breakdown)."""
+optimizer (from its Optimizer.step), each phase's window broken down as the whole step is (breakdown); and
+FSDP's parameter all-gathers by module, with what of them no computation hid."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import statistics
 from collections import defaultdict
 
 from commprof.analysis.intervals import clip, intersect, total
-from commprof.results.report import PhaseShare, StepBreakdown
+from commprof.results.report import ModuleGathers, PhaseShare, StepBreakdown
 from commprof.trace.model import RankTrace, Step
 from commprof.trace.rules import PHASES
 
@@ -40,3 +41,28 @@ def phase_means(steps: list[StepBreakdown]) -> list[PhaseShare]:
     return [PhaseShare(phase, *(statistics.fmean(getattr(s, field) for s in by_phase[phase])
                                 for field in ("window_ms", "compute_ms", "comm_ms", "overlap_ms", "exposed_comm_ms")))
             for phase in PHASES if by_phase.get(phase)]
+
+
+GATHER = "parameter all-gather"
+
+
+def gathers_by_module(per_rank: list[tuple[RankTrace, list[Step]]]) -> list[ModuleGathers]:
+    """FSDP's parameter all-gathers per module and phase, per step: how long, and how much of it no computation
+    hid (prefetch did not start it early enough: the block waited). Ranks whose intervals were dropped
+    (analysis.digest, beyond the first ranks) are left out. Most exposed first."""
+    calls: dict[tuple[str | None, str | None], list[tuple[float, float]]] = defaultdict(list)
+    steps = 0
+    for rank, windows in per_rank:
+        if rank.intervals_dropped:
+            continue
+        steps += len(windows)
+        for call in rank.collectives:
+            if call.purpose != GATHER or not any(w.start <= call.start < w.end for w in windows):
+                continue
+            hidden = total(clip(rank.compute, call.start, call.end))
+            calls[(call.module, call.phase)].append((call.end - call.start, call.end - call.start - hidden))
+    if not steps:
+        return []
+    found = [ModuleGathers(module or "root", phase, len(spans) / steps, sum(d for d, _ in spans) / steps / US_PER_MS,
+                           sum(e for _, e in spans) / steps / US_PER_MS) for (module, phase), spans in calls.items()]
+    return sorted(found, key=lambda g: -g.exposed_ms)

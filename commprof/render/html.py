@@ -6,7 +6,7 @@ import base64
 from html import escape
 
 from commprof.results.report import Report
-from commprof.render.tables import (PHASE_HEADERS, PHASE_NOTE, phase_rows, ADVICE_HEADERS, BREAKDOWN_HEADERS, COLLECTIVE_HEADERS, DDP_CHECK_HEADERS,
+from commprof.render.tables import (GATHER_HEADERS, GATHER_NOTE, gather_rows, PHASE_HEADERS, PHASE_NOTE, phase_rows, ADVICE_HEADERS, BREAKDOWN_HEADERS, COLLECTIVE_HEADERS, DDP_CHECK_HEADERS,
                                     SKEW_HEADERS, SWEEP_HEADERS, TIMELINE_HEADERS, advice_rows, breakdown_notes,
                                     breakdown_rows, collective_row, ddp_check_row, finding_lines, has_findings,
                                     headline, skew_rows, skew_summary, step_clock, sweep_row, timeline_row)
@@ -71,6 +71,9 @@ def render_html(report: Report, images: dict[str, bytes]) -> str:
         parts += ["<h2>One step on the timeline</h2>", html_image(images, "timeline.png", "step timeline")]
     if report.phases:
         parts += ["<h2>By phase</h2>", f"<p>{escape(PHASE_NOTE)}.</p>", html_table(PHASE_HEADERS, phase_rows(report))]
+    if report.gathers:
+        parts += ["<h2>FSDP all-gathers by module</h2>", f"<p>{escape(GATHER_NOTE)}.</p>",
+                  html_table(GATHER_HEADERS, gather_rows(report))]
     parts.append("<h2>Collectives</h2>")
     parts.append(html_table(COLLECTIVE_HEADERS, [collective_row(c) for c in report.collectives]) if report.collectives
                  else "<p>No collective ran in the profiled steps.</p>")

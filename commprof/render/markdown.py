@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from commprof.results.report import Report
-from commprof.render.tables import (PHASE_HEADERS, PHASE_NOTE, phase_rows, ADVICE_HEADERS, BREAKDOWN_HEADERS, COLLECTIVE_HEADERS, DDP_CHECK_HEADERS,
+from commprof.render.tables import (GATHER_HEADERS, GATHER_NOTE, gather_rows, PHASE_HEADERS, PHASE_NOTE, phase_rows, ADVICE_HEADERS, BREAKDOWN_HEADERS, COLLECTIVE_HEADERS, DDP_CHECK_HEADERS,
                                     SKEW_HEADERS, SWEEP_HEADERS, TIMELINE_HEADERS, advice_rows, breakdown_notes,
                                     breakdown_rows, collective_row, ddp_check_row, finding_lines, has_findings,
                                     headline, skew_rows, skew_summary, step_clock, sweep_row, timeline_row)
@@ -48,6 +48,9 @@ def render_markdown(report: Report) -> str:
                   "![timeline](timeline.png)", ""]
     if report.phases:
         lines += ["## By phase", "", f"{PHASE_NOTE}.", ""] + markdown_table(PHASE_HEADERS, phase_rows(report)) + [""]
+    if report.gathers:
+        lines += ["## FSDP all-gathers by module", "", f"{GATHER_NOTE}.", ""]
+        lines += markdown_table(GATHER_HEADERS, gather_rows(report)) + [""]
     lines += ["## Collectives", ""]
     if report.collectives:
         lines += markdown_table(COLLECTIVE_HEADERS, [collective_row(c) for c in report.collectives]) + [""]

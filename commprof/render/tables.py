@@ -138,6 +138,17 @@ def phase_rows(report: Report) -> list[tuple[str, ...]]:
              f"{p.exposed_comm_ms:.1f}") for p in report.phases]
 
 
+GATHER_HEADERS = ("module", "phase", "calls/step", "ms/step", "exposed ms/step")
+GATHER_NOTE = ("FSDP's parameter all-gathers by module, most exposed first: exposed is what no computation hid, the "
+               "time the block waited for its parameters (first 64 ranks)")
+TOP_GATHERS = 10
+
+
+def gather_rows(report: Report) -> list[tuple[str, ...]]:
+    return [(g.module, g.phase or "-", f"{g.calls_per_step:.2f}", f"{g.ms:.2f}", f"{g.exposed_ms:.2f}")
+            for g in report.gathers[:TOP_GATHERS]]
+
+
 def collective_row(c: CollectiveStats) -> tuple[str, ...]:
     return (c.phase or "-", c.op, c.purpose or "-", c.backend, c.dtype or "unknown", str(c.group_size or "unknown"),
             f"{c.calls_per_step:.2f}",

@@ -33,6 +33,18 @@ class PhaseShare:
 
 
 @dataclass(frozen=True)
+class ModuleGathers:
+    """FSDP's parameter all-gathers for one module in one phase, per step (ms): exposed is the part no computation
+    hid, the time the block waited for its parameters."""
+
+    module: str
+    phase: str | None
+    calls_per_step: float
+    ms: float
+    exposed_ms: float
+
+
+@dataclass(frozen=True)
 class StepBreakdown:
     rank: int
     step: str
@@ -249,4 +261,5 @@ class Report(Result):
     empty_steps: dict[str, list[str]] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)  # ranked, largest predicted gain first
     phases: list[PhaseShare] = field(default_factory=list)  # per phase, the mean over every rank's steps
+    gathers: list[ModuleGathers] = field(default_factory=list)  # FSDP runs: all-gathers by module, most exposed first
     schema_version: int = SCHEMA_VERSION
