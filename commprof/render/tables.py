@@ -149,6 +149,12 @@ def gather_rows(report: Report) -> list[tuple[str, ...]]:
             for g in report.gathers[:TOP_GATHERS]]
 
 
+def without_empty_columns(headers: tuple[str, ...], rows: list[tuple[str, ...]]) -> tuple[tuple[str, ...], list]:
+    """The columns where some row says something (not "-"): a terminal has no width to spare."""
+    keep = [i for i in range(len(headers)) if any(row[i] != "-" for row in rows)]
+    return tuple(headers[i] for i in keep), [tuple(row[i] for i in keep) for row in rows]
+
+
 def collective_row(c: CollectiveStats) -> tuple[str, ...]:
     return (c.phase or "-", c.op, c.purpose or "-", c.backend, c.dtype or "unknown", str(c.group_size or "unknown"),
             f"{c.calls_per_step:.2f}",

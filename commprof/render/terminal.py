@@ -8,7 +8,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from commprof.results.report import Report
-from commprof.render.tables import (GATHER_HEADERS, GATHER_NOTE, gather_rows, PHASE_HEADERS, PHASE_NOTE, phase_rows, ADVICE_HEADERS, BREAKDOWN_HEADERS, COLLECTIVE_HEADERS, SKEW_HEADERS,
+from commprof.render.tables import (without_empty_columns, GATHER_HEADERS, GATHER_NOTE, gather_rows, PHASE_HEADERS, PHASE_NOTE, phase_rows, ADVICE_HEADERS, BREAKDOWN_HEADERS, COLLECTIVE_HEADERS, SKEW_HEADERS,
                                     SWEEP_HEADERS, advice_rows, breakdown_notes, breakdown_rows, collective_row,
                                     finding_lines, has_findings, headline, many_ranks, skew_rows, skew_summary,
                                     step_clock, sweep_row)
@@ -67,8 +67,9 @@ def show(report: Report, console: Console) -> None:
     if report.gathers:
         console.print(rich_table(GATHER_NOTE, GATHER_HEADERS, gather_rows(report), left=("module", "phase")))
     if report.collectives:
-        console.print(rich_table("Collectives in the profiled steps (algbw, busbw in GB/s)", COLLECTIVE_HEADERS,
-                                 [collective_row(c) for c in report.collectives], left=("phase", "op", "for", "backend", "dtype")))
+        headers, rows = without_empty_columns(COLLECTIVE_HEADERS, [collective_row(c) for c in report.collectives])
+        console.print(rich_table("Collectives in the profiled steps (algbw, busbw in GB/s)", headers, rows,
+                                 left=("phase", "op", "for", "backend", "dtype")))
     else:
         console.print("No collective ran in the profiled steps.")
     if report.cross_rank is not None:
