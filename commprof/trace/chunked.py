@@ -22,7 +22,7 @@ from typing import Any, Iterator
 import msgspec
 
 from commprof.trace import rules
-from commprof.trace.events import Event, TraceFile, decode_links
+from commprof.trace.events import Event, Links, TraceFile, decode_links
 from commprof.trace.stream import DEVICE_CATS, EDGE_BYTES, is_gzip, keep_lean
 
 CHUNK_BYTES = 2 << 20
@@ -172,13 +172,9 @@ def _decoded(data: bytes, decoder: msgspec.json.Decoder) -> list:
         raise LayoutNotUnderstood(f"a piece is not a list of events ({exc})") from None
 
 
-class _Links(msgspec.Struct):
-    correlation: Any = None
-
-
-class _Linked(msgspec.Struct):
+class _Linked(msgspec.Struct):  # what the first pass reads of an event
     cat: str = ""
-    args: _Links | None = None
+    args: Links | None = None
 
 
 _LINKED = msgspec.json.Decoder(list[_Linked])

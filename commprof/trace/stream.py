@@ -109,8 +109,6 @@ def _keeping(cat: str, name: str) -> int:
     return keep
 
 
-
-
 class _EdgeKeepingItems:
     """The complete events of the file, one at a time, remembering the first and last bytes read."""
 
