@@ -26,3 +26,25 @@ def test_backends_side_by_side(tmp_path):
     assert (folder / "gloo" / "report.html").exists() and (folder / "compare.png").stat().st_size > 1000
     page = (folder / "report.html").read_text()
     assert "data:image/png;base64," in page and "<script" not in page and "not run:" in page
+
+
+def test_ddp_against_fsdp_on_the_same_model(tmp_path):
+    result = commprof("compare", "--strategies", "ddp,fsdp", "--model", "transformer", "--run-id", "ways", "--json",
+                      *FAST_RUN, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["compared"] == "strategy"
+    rows = {r["label"]: r for r in data["rows"]}
+    assert sorted(rows) == ["ddp", "fsdp"] and all(r["available"] and r["backend"] == "gloo" for r in rows.values())
+    assert rows["fsdp"]["strategy"] == "fsdp" and all(r["peak_memory_mb"] > 50 for r in rows.values())
+    # FSDP gathers parameters and reduce-scatters gradients: more communication than DDP's bucket all-reduces
+    assert rows["fsdp"]["comm_ms"] > 0 and rows["ddp"]["comm_ms"] > 0
+    assert " wins: " in data["summary"]
+    folder = tmp_path / "reports" / "ways"
+    assert (folder / "fsdp" / "report.md").read_text().count("parameter all-gather") >= 2
+    assert "| strategy | step ms (median) |" in (folder / "report.md").read_text()
+
+
+def test_unknown_strategy_is_one_line(tmp_path):
+    result = commprof("compare", "--strategies", "ddp,zero3", "--quiet", *FAST_RUN, cwd=tmp_path)
+    assert result.returncode == 2 and result.stderr.strip() == "error: unknown strategy: zero3 (ddp, fsdp)"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 
@@ -15,10 +15,15 @@ def compare(
     request,
     quiet: bool,
     backends: Annotated[str, typer.Option(help="Backends to compare, comma-separated.")] = "nccl,gloo,mpi",
+    strategies: Annotated[Optional[str], typer.Option(
+        help="Compare strategies instead, on one backend: ddp,fsdp (the same model with DDP and with FSDP2).",
+        show_default=False)] = None,
 ) -> None:
-    """Run the same workload on each backend; compare step time, communication, overlap and busbw."""
+    """Run the same workload on each backend (or strategy); compare step time, communication, overlap, peak memory
+    and busbw."""
     from commprof.cli.progress import ConsoleFeedback
     from commprof.cli.sweep import parse_list
     from commprof.commands.compare import compare as command
 
-    console.finish(command(request, parse_list("--backends", backends, str), ConsoleFeedback(quiet)), quiet)
+    chosen = parse_list("--strategies", strategies, str) if strategies else None
+    console.finish(command(request, parse_list("--backends", backends, str), ConsoleFeedback(quiet), chosen), quiet)

@@ -162,7 +162,7 @@ def busbw_plot(result: BenchResult) -> bytes:
 def compare_plot(rows: list[BackendRun]) -> bytes:
     """Step time per backend, split into computation-bound time and exposed communication."""
     fig, ax = subplots((6, 0.5 * max(len(rows), 1) + 1.6))
-    names = [r.backend for r in rows]
+    names = [r.name for r in rows]
     exposed = [r.exposed_comm_ms for r in rows]
     ax.barh(names, [r.step_ms - e for r, e in zip(rows, exposed)], color=COLORS["compute"], label="rest of the step")
     ax.barh(names, exposed, left=[r.step_ms - e for r, e in zip(rows, exposed)], color=COLORS["exposed"],

@@ -3,7 +3,7 @@ HParams per sweep setting, scale curves, backends side by side, and the report's
 
 Layout under the folder given (`<run>/tensorboard` next to the profiler traces): `rank<r>/` (per-step
 breakdown, the first MAX_RANK_RUNS ranks), `job/` (collectives, cross-rank, text), `hparams/<setting>/` (sweep and tune), `scale/`,
-`backend-<name>/` (compare). TensorBoard shows each subfolder as a run.
+`backend-<name>/` or `strategy-<name>/` (compare). TensorBoard shows each subfolder as a run.
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ def _compare(result: CompareResult, logdir: Path) -> None:
     for row in result.rows:
         if not row.available:
             continue
-        with _writer(logdir / f"backend-{row.backend}") as writer:
+        with _writer(logdir / f"{result.compared}-{row.name}") as writer:
             for figure in ("step_ms", "comm_ms", "exposed_comm_ms", "overlap_ms"):
                 if getattr(row, figure) is not None:
                     writer.add_scalar(f"backend/{figure}", getattr(row, figure), 0)

@@ -9,7 +9,7 @@ from commprof.results.common import SCHEMA_VERSION, Result
 
 @dataclass(frozen=True)
 class BackendRun:
-    """One backend's run: means over ranks of the per-step figures, or why it could not run."""
+    """One backend's (or strategy's) run: means over ranks of the per-step figures, or why it could not run."""
 
     backend: str
     available: bool
@@ -19,13 +19,21 @@ class BackendRun:
     exposed_comm_ms: float | None = None
     overlap_ms: float | None = None
     busbw_by_size: dict[str, float | None] = field(default_factory=dict)  # all-reduce bytes -> busbw GB/s
+    strategy: str = "ddp"
+    peak_memory_mb: float | None = None  # the largest over ranks: GPU memory allocated, or on CPU process RSS
+    label: str = ""  # what tells this run from the others: its backend, or its strategy (compare --strategies)
+
+    @property
+    def name(self) -> str:
+        return self.label or self.backend
 
 
 @dataclass(frozen=True)
 class CompareResult(Result):
     run_id: str
     rows: list[BackendRun]
-    summary: str  # which backend wins, and by how much
+    summary: str  # which backend (or strategy) wins, and by how much
+    compared: str = "backend"  # or "strategy"
     kind: str = "compare"
     schema_version: int = SCHEMA_VERSION
 
