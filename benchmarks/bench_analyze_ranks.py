@@ -24,9 +24,15 @@ SOURCE = REPO.parent / "shared" / "traces" / "gloo-cpu-rank34-of-300" / "rank-34
 
 
 def peak_kib(pid: int) -> int:
+    """The process's peak resident set (VmHWM)."""
+    return proc_kib(pid, "status", "VmHWM:")
+
+
+def proc_kib(pid: int, file: str, key: str) -> int:
+    """A KiB figure from /proc/PID/FILE (0 when the process is gone)."""
     try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
+        for line in Path(f"/proc/{pid}/{file}").read_text().splitlines():
+            if line.startswith(key):
                 return int(line.split()[1])
     except OSError:
         pass

@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench_analyze_ranks import children, peak_kib
+from bench_analyze_ranks import children, peak_kib, proc_kib
 
 REPO = Path(__file__).resolve().parent.parent
 SOURCE = REPO.parent / "shared" / "traces" / "nccl-a100-rank0-of-16" / "rank0.json.gz"
@@ -40,13 +40,8 @@ print(json.dumps([r.steps, r.step_time_ms.median, r.compute_ms, r.comm_ms, r.ove
 
 
 def pss_kib(pid: int) -> int:
-    try:
-        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-            if line.startswith("Pss:"):
-                return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
+    """The process's proportional set size: shared pages split between the processes sharing them."""
+    return proc_kib(pid, "smaps_rollup", "Pss:")
 
 
 def analyse(path: Path, mode: str) -> dict:

@@ -117,8 +117,9 @@ def test_run_only_options_are_refused_elsewhere(launches, command, capsys):
     with pytest.raises(SystemExit) as exit_info:
         main([command, *COMMANDS[command], "--quiet", "--strategy", "fsdp"])
     assert exit_info.value.code == 2
+    instead = " (to compare DDP with FSDP: --strategies ddp,fsdp)" if command == "compare" else ""
     assert capsys.readouterr().err.strip() == (f"error: --strategy fsdp is for commprof run in this version; commprof "
-                                                f"{'sweep' if command == 'tune' else command} runs DDP")
+                                                f"{'sweep' if command == 'tune' else command} runs DDP{instead}")
 
 
 def test_sweep_grid_keeps_the_options_it_does_not_sweep(launches):

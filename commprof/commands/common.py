@@ -27,8 +27,8 @@ def describe(config: RunConfig, workload) -> str:
             f"rank(s), {config.backend}")
 
 
-def ddp_only(request: RunRequest, command: str) -> None:
+def ddp_only(request: RunRequest, command: str, instead: str = "") -> None:
     """The commands that are DDP's alone in this version refuse --strategy fsdp rather than ignore it."""
     if request.strategy != "ddp":
         raise UsageError(f"--strategy {request.strategy} is for commprof run in this version; commprof {command} "
-                         "runs DDP")
+                         f"runs DDP{instead}")

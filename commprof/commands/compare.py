@@ -18,7 +18,7 @@ def compare(request: RunRequest, backends: list[str], feedback: Feedback = SILEN
             strategies: list[str] | None = None) -> Outcome:
     """One run per backend, or per strategy on the request's backend (one that cannot run here is listed with
     the reason); each run's full report goes in a folder of its own inside the comparison's."""
-    ddp_only(request, "compare")
+    ddp_only(request, "compare", " (to compare DDP with FSDP: --strategies ddp,fsdp)")
     from commprof.launch.job import run_job
     from commprof.launch.resolve import MachineProbe, new_run_id, resolve
     from commprof.render.outputs import write_result
