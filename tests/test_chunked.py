@@ -29,6 +29,14 @@ def test_pieces_equal_decoded(path, monkeypatch):
 
 
 @pytest.mark.slow
+def test_pieces_in_worker_processes_equal_decoded(monkeypatch):
+    """Two worker processes, as `commprof analyze` uses on a big trace: a real GPU trace in 100 KB pieces."""
+    monkeypatch.setattr(chunked, "CHUNK_BYTES", 100_000)
+    path = TRACES / "nccl-a100-rank0-of-16" / "rank0.json.gz"
+    same_analysis(path, decode_in_chunks(path, workers=2))
+
+
+@pytest.mark.slow
 @pytest.mark.skipif(not LARGE_TRACE.is_dir(), reason="the 54 MB benchmark trace is not in ../shared/traces")
 def test_pieces_in_worker_processes_equal_decoded_on_the_large_trace(monkeypatch):
     monkeypatch.setattr(chunked, "CHUNK_BYTES", 4 << 20)
