@@ -102,3 +102,17 @@ def test_fsdp_all_gathers_by_module_with_what_no_computation_hid(tmp_path):
     assert [(g.module, g.phase, g.calls_per_step, round(g.ms * 1000, 9), round(g.exposed_ms * 1000, 9))
             for g in report.gathers] == [("root", "forward", 1, 4, 4), ("0", "forward", 1, 4, 2),
                                          ("0", "backward", 1, 4, 2)]
+
+
+def test_phase_of_a_launch_and_the_phase_windows_agree(tmp_path):
+    """The optimizer phase runs from the step's first Optimizer.step to the step's end: an all-reduce launched at
+    95, after Optimizer.step [80,90] ended, is the optimizer's, as the optimizer window [80,100] says."""
+    b = TraceBuilder().step(1, 0, 100)
+    b.x("autograd::engine::evaluate_function: AddmmBackward0", 20, 10)
+    b.x("Optimizer.step#SGD.step", 80, 10, cat="user_annotation")
+    b.x("c10d::allreduce_", 95, 1).x("gloo:all_reduce", 96, 3, cat="user_annotation", thread=GLOO)
+    report = analyze(load_run([b.write(tmp_path / "rank0.pt.trace.json")]), "late", "analysis")
+    (stats,) = report.collectives
+    assert stats.phase == "optimizer"
+    assert [(p.phase, round(p.window_ms * 1000, 9), round(p.comm_ms * 1000, 9)) for p in report.phases] == [
+        ("forward", 20, 0), ("backward", 60, 0), ("optimizer", 20, 3)]

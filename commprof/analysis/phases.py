@@ -10,6 +10,7 @@ from collections import defaultdict
 from commprof.analysis.intervals import clip, intersect, total
 from commprof.results.report import ModuleGathers, PhaseShare, StepBreakdown
 from commprof.trace.model import RankTrace, Step
+from commprof.trace.roles import phase_bounds
 from commprof.trace.rules import PHASES
 
 US_PER_MS = 1000.0
@@ -17,12 +18,11 @@ US_PER_MS = 1000.0
 
 def phase_shares(rank: RankTrace, step: Step) -> list[PhaseShare]:
     """The step's phases as the trace marks them ([] for a step it does not mark, or with no backward)."""
-    marks = {name: (backward, optimizer) for name, backward, optimizer in rank.phase_marks}
-    if step.name not in marks or marks[step.name][0] is None:
+    mark = next(((b, o) for name, b, o in rank.phase_marks if name == step.name), (None, None))
+    backward, optimizer = phase_bounds(step, *mark)
+    if backward is None:
         return []
-    backward, optimizer = marks[step.name]
-    inside = [min(max(t, step.start), step.end) for t in (backward, optimizer if optimizer is not None else step.end)]
-    bounds = [step.start, inside[0], max(inside)]
+    bounds = [step.start, backward, step.end if optimizer is None else optimizer]
     shares = []
     for phase, start, end in zip(PHASES, bounds, [*bounds[1:], step.end]):
         compute, comm = clip(rank.compute, start, end), clip(rank.communication, start, end)

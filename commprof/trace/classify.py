@@ -33,9 +33,9 @@ def classify(path: Path, trace: TraceFile) -> RankTrace:
     cpu_steps = sorted((Step(e.name, e.ts, e.ts + e.dur) for e in events.steps), key=lambda s: s.start)
     kernels = events.kernels
     hta, empty_steps = None, ()
-    backward_starts, backward_ends = _backward_starts(events, cpu_steps), _backward_ends(events, cpu_steps)
-    roles = Roles(events, cpu_steps, backward_starts)  # CPU times: before they are moved to the GPU's timeline
-    optimizer_starts = _first_in_steps(sorted(e.ts for e in events.optimizer_steps), cpu_steps)
+    backward_starts, backward_ends = _first_in_steps(events.backward, cpu_steps), _backward_ends(events, cpu_steps)
+    optimizer_starts = _first_in_steps(events.optimizer_steps, cpu_steps)
+    roles = Roles(events, cpu_steps, backward_starts, optimizer_starts)  # CPU times, before the GPU's timeline
     if kernels:
         device = _DeviceWork(events)
         clock = _GpuClock(device)
@@ -52,7 +52,8 @@ def classify(path: Path, trace: TraceFile) -> RankTrace:
         memory = []
     return RankTrace(
         backward_starts=backward_starts, backward_ends=backward_ends,
-        phase_marks=tuple(zip((s.name for s in cpu_steps), backward_starts, optimizer_starts)), path=str(path), rank=rank, world_size=info.get("world_size"), backend=info.get("backend"),
+        phase_marks=tuple(zip((s.name for s in cpu_steps), backward_starts, optimizer_starts)), path=str(path),
+        rank=rank, world_size=info.get("world_size"), backend=info.get("backend"),
         kind="gpu" if kernels else "cpu",
         base_us=(trace.baseTimeNanoseconds or 0) / 1000.0,
         steps=tuple(steps), compute=tuple(compute), communication=tuple(comm), memory=tuple(memory),
@@ -199,12 +200,9 @@ def _backward_ends(events: Partition, steps: list[Step]) -> tuple[float | None, 
     return tuple(max((t for t in ends if step.start <= t <= step.end), default=None) for step in steps)
 
 
-def _backward_starts(events: Partition, steps: list[Step]) -> tuple[float | None, ...]:
-    return _first_in_steps(sorted(e.ts for e in events.backward), steps)
-
-
-def _first_in_steps(starts: list[float], steps: list[Step]) -> tuple[float | None, ...]:
-    """Per step, the first of the (sorted) times inside it, or None."""
+def _first_in_steps(events: list[Event], steps: list[Step]) -> tuple[float | None, ...]:
+    """Per step, the start of the first of the events inside it, or None."""
+    starts = sorted(e.ts for e in events)
     result = []
     for step in steps:
         i = bisect_right(starts, step.start - 1e-9)

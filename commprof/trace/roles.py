@@ -1,6 +1,6 @@
 """What each collective is for and when in its step it was launched. The phase (forward, backward, optimizer)
-comes from the CPU launch time: inside an Optimizer.step range, after the step's first backward op, or
-before it. FSDP's purpose and module come from the innermost FSDP2 range that names one (rules.FSDP_PURPOSE),
+comes from the CPU launch time and the step's phase bounds (phase_bounds, which the breakdown by phase
+shares): from the step's first Optimizer.step on, from its first backward op on, or before that. FSDP's purpose and module come from the innermost FSDP2 range that names one (rules.FSDP_PURPOSE),
 open around the launch on the launching thread."""
 
 from __future__ import annotations
@@ -15,11 +15,23 @@ from commprof.trace.model import Step
 from commprof.trace.partition import Partition
 
 
+def phase_bounds(step: Step, backward: float | None, optimizer: float | None) -> tuple[float | None, float | None]:
+    """Where the step's backward and optimizer phases begin, inside the step: the first backward op, and the
+    first Optimizer.step (never before the backward). None: the trace marks no such phase in the step."""
+    def inside(t: float | None) -> float | None:
+        return None if t is None else min(max(t, step.start), step.end)
+
+    backward, optimizer = inside(backward), inside(optimizer)
+    if backward is not None and optimizer is not None:
+        optimizer = max(backward, optimizer)
+    return backward, optimizer
+
+
 class Roles:
-    def __init__(self, events: Partition, cpu_steps: list[Step], backward_starts: tuple[float | None, ...]):
-        self._steps, self._backward = cpu_steps, backward_starts
+    def __init__(self, events: Partition, cpu_steps: list[Step], backward_starts: tuple[float | None, ...],
+                 optimizer_starts: tuple[float | None, ...]):
+        self._steps, self._backward, self._optimizer = cpu_steps, backward_starts, optimizer_starts
         self._step_starts = [s.start for s in cpu_steps]
-        self._optimizer = sorted((e.ts, e.ts + e.dur) for e in events.optimizer_steps)
         self._fsdp: dict[Any, list[Event]] = defaultdict(list)
         for event in sorted(events.fsdp_ranges, key=lambda e: e.ts):
             self._fsdp[(event.pid, event.tid)].append(event)
@@ -34,13 +46,13 @@ class Roles:
         return {"phase": self.phase(launch.ts), "purpose": purpose, "module": module}
 
     def phase(self, ts: float) -> str | None:
-        i = bisect_right(self._optimizer, (ts, float("inf"))) - 1
-        if i >= 0 and self._optimizer[i][0] <= ts <= self._optimizer[i][1]:
-            return "optimizer"
+        """The phase of the step (phase_bounds) that `ts` falls in; None outside every step."""
         i = bisect_right(self._step_starts, ts) - 1
         if i < 0 or ts > self._steps[i].end:
             return None
-        backward = self._backward[i] if i < len(self._backward) else None
+        backward, optimizer = phase_bounds(self._steps[i], self._backward[i], self._optimizer[i])
+        if optimizer is not None and ts >= optimizer:
+            return "optimizer"
         return "backward" if backward is not None and ts >= backward else "forward"
 
     def _fsdp_purpose(self, launch: Event, op: str) -> tuple[str | None, str | None]:
