@@ -25,7 +25,7 @@ def analyze(paths: list[Path], name: str | None = None, reports_dir: Path = Path
     (render.figure_process)."""
     if workers is not None and workers < 1:
         raise UsageError(f"--workers must be >= 1, got {workers}")
-    with _figures(figures_apart and _bytes(paths) > FIGURES_APART_ABOVE_BYTES) as figures:
+    with _figures(figures_apart and _big(paths)) as figures:
         with _executor(cluster) as executor, feedback.counter("analysing trace files") as progress:
             report, timeline = report_from_traces(paths, name=name or default_name(paths[0]), kind="analysis",
                                                   workers=workers, windows=windows, bench_dir=reports_dir,
@@ -70,11 +70,17 @@ def _executor(cluster: str | None) -> Iterator:
         client.close()
 
 
-def _bytes(paths: list[Path]) -> int:
+def _big(paths: list[Path]) -> bool:
+    """Whether the traces hold more than FIGURES_APART_ABOVE_BYTES (stat stops as soon as they do)."""
+    total = 0
     try:
-        return sum(f.stat().st_size for f in find_trace_files(paths))
+        for file in find_trace_files(paths):
+            total += file.stat().st_size
+            if total > FIGURES_APART_ABOVE_BYTES:
+                return True
     except (OSError, UsageError):
-        return 0  # the analysis says what is wrong with them
+        pass  # the analysis says what is wrong with them
+    return False
 
 
 def default_name(path: Path) -> str:

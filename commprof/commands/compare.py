@@ -10,7 +10,7 @@ from commprof.commands.outcome import SILENT, Feedback, Outcome
 from commprof.commands.reporting import prepare_report_dir, report_from_traces
 from commprof.config import BACKENDS, STRATEGIES, RunRequest
 from commprof.errors import CommprofError, UsageError
-from commprof.results.compare import BackendRun, CompareResult
+from commprof.results.compare import PLURAL, BackendRun, CompareResult
 from commprof.results.report import Report
 
 
@@ -27,8 +27,8 @@ def compare(request: RunRequest, backends: list[str], feedback: Feedback = SILEN
     if unknown := [n for n in names if n not in allowed]:
         raise UsageError(f"unknown {compared}: {', '.join(unknown)} ({', '.join(allowed)})")
     if len(set(names)) < 2:
-        raise UsageError(f"--{compared.replace('y', 'ie')}s needs at least two different {compared.replace('y', 'ie')}s "
-                         f"to compare, got {','.join(names)!r}")
+        plural = PLURAL[compared]
+        raise UsageError(f"--{plural} needs at least two different {plural} to compare, got {','.join(names)!r}")
     run_id = request.run_id or new_run_id()
     folder = prepare_report_dir(request.reports_dir, run_id)
     rows, probe = [], MachineProbe.detect()  # one probe for every run

@@ -9,7 +9,7 @@ from rich.console import Console
 from commprof.render.html import html_image, html_table, page
 from commprof.render.markdown import markdown_table
 from commprof.render.tables import busbw_by_size
-from commprof.results.compare import CompareResult
+from commprof.results.compare import PLURAL, CompareResult
 
 def headers(result: CompareResult) -> tuple[str, ...]:
     return (result.compared, "step ms (median)", "communication ms", "exposed ms", "overlap ms", "peak memory MiB",
@@ -33,7 +33,7 @@ def show(result: CompareResult, console: Console) -> None:
 
 def html(result: CompareResult, pngs: dict[str, bytes]) -> str:
     body = [f"<h1>commprof compare: {escape(result.run_id)}</h1>", f'<p class="headline">{escape(result.summary)}</p>',
-            html_image(pngs, "compare.png", f"{result.compared}s compared".replace("ys ", "ies ")), html_table(headers(result), rows(result)),
+            html_image(pngs, "compare.png", f"{PLURAL[result.compared]} compared"), html_table(headers(result), rows(result)),
             f'<p class="meta">Each {result.compared}\'s full report: its folder beside this file.</p>']
     return page(f"commprof compare: {result.run_id}", body)
 

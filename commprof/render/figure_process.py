@@ -4,7 +4,7 @@ matplotlib (about 0.3 s) and drawing run on another core while the traces are de
 from __future__ import annotations
 
 import importlib
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor
 
 from commprof.results.common import Result
 
@@ -12,10 +12,9 @@ from commprof.results.common import Result
 class FigureProcess:
     def __init__(self) -> None:
         self._pool = ProcessPoolExecutor(max_workers=1)
-        self._ready: Future = self._pool.submit(_import_plots)  # starts the process and its import now
+        self._pool.submit(_import_plots)  # starts the process and its import now; the drawing queues behind it
 
     def images(self, result: Result) -> dict[str, bytes]:
-        self._ready.result()
         return self._pool.submit(_images, result).result()
 
     def close(self) -> None:

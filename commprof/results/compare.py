@@ -28,6 +28,9 @@ class BackendRun:
         return self.label or self.backend
 
 
+PLURAL = {"backend": "backends", "strategy": "strategies"}  # what a comparison compares, and its option
+
+
 @dataclass(frozen=True)
 class CompareResult(Result):
     run_id: str

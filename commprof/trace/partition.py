@@ -51,31 +51,26 @@ def partition(path: Path, events: list[Event]) -> Partition:
         key = (event.cat, event.name)
         found = lists.get(key)
         if found is None:
-            found = lists[key] = _lists_for(part, event.cat, event.name)
+            found = lists[key] = tuple(getattr(part, name) for name in lists_for(event.cat, event.name))
         for kept in found:
             kept.append(event)
     return part
 
 
-def _lists_for(part: Partition, cat: str, name: str) -> tuple[list[Event], ...]:
-    chosen = []
-    for cats, kept in ((rules.KERNEL_CATS, part.kernels), (rules.MEMORY_CATS, part.memory),
-                       (rules.SYNC_CATS, part.sync), (rules.RUNTIME_CATS, part.runtime)):
-        if cat in cats:
-            chosen.append(kept)
+def lists_for(cat: str, name: str) -> tuple[str, ...]:
+    """The Partition lists an event of this category and name goes in (by field name)."""
+    chosen = [field for cats, field in ((rules.KERNEL_CATS, "kernels"), (rules.MEMORY_CATS, "memory"),
+                                        (rules.SYNC_CATS, "sync"), (rules.RUNTIME_CATS, "runtime")) if cat in cats]
     step = bool(rules.STEP_NAME.match(name))
     if cat in rules.CPU_OP_CATS:
-        for matches, kept in ((step, part.steps), (rules.BACKWARD_OP.match(name), part.backward),
-                              (rules.BUCKET_COPY_BACK.match(name), part.copy_back),
-                              (is_collective_name(name), part.collective_ranges),
-                              (rules.COLLECTIVE_LAUNCH.match(name), part.collective_launches),
-                              (rules.LAUNCH_OP.match(name), part.launch_ops),
-                              (rules.FSDP_RANGE.match(name), part.fsdp_ranges),
-                              (rules.OPTIMIZER_STEP.match(name), part.optimizer_steps)):
-            if matches:
-                chosen.append(kept)
+        chosen += [field for matches, field in (
+            (step, "steps"), (rules.BACKWARD_OP.match(name), "backward"),
+            (rules.BUCKET_COPY_BACK.match(name), "copy_back"), (is_collective_name(name), "collective_ranges"),
+            (rules.COLLECTIVE_LAUNCH.match(name), "collective_launches"), (rules.LAUNCH_OP.match(name), "launch_ops"),
+            (rules.FSDP_RANGE.match(name), "fsdp_ranges"), (rules.OPTIMIZER_STEP.match(name), "optimizer_steps"))
+            if matches]
     if rules.CPU_COMM_RANGE.match(name):
-        chosen.append(part.comm_ranges)
+        chosen.append("comm_ranges")
     if cat in rules.CPU_COMPUTE_CATS and not step:
-        chosen.append(part.compute_ops)
+        chosen.append("compute_ops")
     return tuple(chosen)

@@ -24,6 +24,7 @@ import msgspec
 from commprof.errors import TraceError
 from commprof.trace import rules
 from commprof.trace.events import NO_ARGS, Event, TraceFile, decode_links
+from commprof.trace.partition import lists_for
 
 EDGE_BYTES = 1 << 20
 _HEADER_KEY = re.compile(r'"(distributedInfo|baseTimeNanoseconds|host_name)"\s*:\s*')
@@ -99,9 +100,7 @@ def _keeping(cat: str, name: str) -> int:
         keep = _ALL_ARGS
     elif cat in _LINKED_CATS:
         keep = _LINKS
-    elif cat in rules.CPU_OP_CATS and (rules.STEP_NAME.match(name) or rules.BACKWARD_OP.match(name)
-                                       or rules.BUCKET_COPY_BACK.match(name) or rules.OPTIMIZER_STEP.match(name)
-                                       or rules.FSDP_RANGE.match(name)):
+    elif any(field != "compute_ops" for field in lists_for(cat, name)):  # read beside the kernels (partition)
         keep = _NO_ARGS
     else:
         keep = _DROP
