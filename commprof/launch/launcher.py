@@ -104,20 +104,20 @@ def _failure_summary(exc: ChildFailedError, log_dir: Path, config: RunConfig) ->
         local_rank = int(path.parent.name)
         failures.setdefault(first_global + local_rank,
                             ProcessFailure(local_rank=local_rank, pid=0, exitcode=1, error_file=str(path)))
-    outcomes = [RankOutcome(rank, _message(failures[rank]) or _watchdog_line(log_dir, rank - first_global),
-                            failures[rank].exitcode, failures[rank].timestamp,
-                            crash_site(_stderr(log_dir, rank - first_global)))
-                if rank in failures  # every rank records an error, even if stopped: this one crashed
-                else RankOutcome(rank, "", None, crash_site=crash_site(_stderr(log_dir, rank - first_global)))
+    outcomes = [_outcome(rank, failures.get(rank), _stderr(log_dir, rank - first_global))
                 for rank in range(first_global, first_global + config.procs_per_node)]
     never_arrived = flight_recorder.who_never_arrived(flight_recorder.read_dumps(log_dir))
     return root_cause(outcomes, socket.gethostname(), config.timeout_s, never_arrived)
 
 
-def _watchdog_line(log_dir: Path, local_rank: int) -> str:
-    """NCCL's watchdog aborts a rank without an error file; its stderr says which collective timed out."""
-    match = WATCHDOG.search(_stderr(log_dir, local_rank))
-    return match.group(0).strip() if match else ""
+def _outcome(rank: int, failure: ProcessFailure | None, stderr: str) -> RankOutcome:
+    """Every rank records an error, even if stopped: one without a failure crashed. NCCL's watchdog aborts a rank
+    without an error file (its stderr says which collective timed out); faulthandler leaves a crash's stack there."""
+    if failure is None:
+        return RankOutcome(rank, "", None, crash_site=crash_site(stderr))
+    watchdog = WATCHDOG.search(stderr)
+    return RankOutcome(rank, _message(failure) or (watchdog.group(0).strip() if watchdog else ""), failure.exitcode,
+                       failure.timestamp, crash_site(stderr))
 
 
 def _stderr(log_dir: Path, local_rank: int) -> str:
