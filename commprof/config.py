@@ -20,6 +20,7 @@ PRECISIONS = ("fp32", "bf16", "fp16")
 COMM_HOOKS = ("none", "fp16", "bf16")
 BUILTIN_MODELS = ("mlp", "transformer", "convnet", "mlstm")
 STRATEGIES = ("ddp", "fsdp")
+REDUCE_DTYPES = ("fp32", "bf16", "fp16")
 MODEL_SIZES = ("small", "medium", "large")
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
@@ -81,8 +82,46 @@ class DDPOptions:
                  "the first backward under no_sync() fails an internal assert); use one or the other")
 
 
-def setting_label(options: DDPOptions) -> str:
-    """A folder-safe name for one DDP setting, e.g. 'bucket-25mb' or 'bucket-5mb_hook-fp16'."""
+@dataclass(frozen=True)
+class FSDPOptions:
+    """Options given to FSDP2's fully_shard (with --strategy fsdp) on each block and the root."""
+
+    reshard_after_forward: bool = option(True, "FSDP: free the gathered parameters after each block's forward "
+                                               "(they are all-gathered again in backward).")
+    forward_prefetch: int = option(0, "FSDP: blocks whose all-gathers each block issues ahead in forward "
+                                      "(0: FSDP2's implicit overlap).")
+    backward_prefetch: int = option(1, "FSDP: blocks whose all-gathers each block issues ahead in backward "
+                                       "(1: FSDP2's default).")
+    reduce_dtype: str = option("fp32", "FSDP: dtype of the gradient reduce-scatter (MixedPrecisionPolicy): "
+                                       "fp32, bf16 or fp16.")
+
+    def __post_init__(self) -> None:
+        _require(self.forward_prefetch >= 0, f"--forward-prefetch must be >= 0, got {self.forward_prefetch}")
+        _require(self.backward_prefetch >= 1, f"--backward-prefetch must be >= 1 (FSDP2 always prefetches one "
+                                              f"block in backward), got {self.backward_prefetch}")
+        _require(self.reduce_dtype in REDUCE_DTYPES, f"--reduce-dtype must be one of {', '.join(REDUCE_DTYPES)}")
+
+
+SettingOptions = DDPOptions | FSDPOptions
+OPTIONS_OF_STRATEGY: dict[str, type] = {"ddp": DDPOptions, "fsdp": FSDPOptions}
+
+
+def changed_options(options: SettingOptions) -> list[str]:
+    """The options (as flags, without dashes) that differ from their defaults."""
+    return [f.name.replace("_", "-") for f in dataclasses.fields(options) if getattr(options, f.name) != f.default]
+
+
+def setting_label(options: SettingOptions) -> str:
+    """A folder-safe name for one setting, e.g. 'bucket-25mb', 'bucket-5mb_hook-fp16' or 'no-reshard_fwd-prefetch-2'."""
+    if isinstance(options, FSDPOptions):
+        parts = ["reshard" if options.reshard_after_forward else "no-reshard"]
+        if options.forward_prefetch:
+            parts.append(f"fwd-prefetch-{options.forward_prefetch}")
+        if options.backward_prefetch != 1:
+            parts.append(f"bwd-prefetch-{options.backward_prefetch}")
+        if options.reduce_dtype != "fp32":
+            parts.append(f"reduce-{options.reduce_dtype}")
+        return "_".join(parts)
     parts = [f"bucket-{options.bucket_cap_mb:g}mb"]
     if options.comm_hook != "none":
         parts.append(f"hook-{options.comm_hook}")
@@ -125,6 +164,7 @@ class RunRequest:
     script: tuple[str, ...] = ()  # the user's training script and its arguments (or -m module and arguments)
     schedule: ProfileSchedule = field(default_factory=ProfileSchedule)
     ddp: DDPOptions = field(default_factory=DDPOptions)
+    fsdp: FSDPOptions = field(default_factory=FSDPOptions)
     cli_args: tuple[str, ...] = ()  # the options as given on the command line (non-defaults), to repeat them
 
 
@@ -156,6 +196,7 @@ class RunConfig:
     precision: str = "fp32"
     schedule: ProfileSchedule = field(default_factory=ProfileSchedule)
     ddp: DDPOptions = field(default_factory=DDPOptions)
+    fsdp: FSDPOptions = field(default_factory=FSDPOptions)
     traces_dir: Path = Path("traces")
     reports_dir: Path = Path("reports")
     rdzv_endpoint: str | None = None
@@ -180,9 +221,11 @@ class RunConfig:
             _require(not self.script, "--strategy fsdp is for a built-in or --model model; a script that calls "
                                       "fully_shard itself is profiled as it is, without --strategy")
             _require(self.backend != "mpi", "--strategy fsdp runs over nccl or gloo, not mpi")
-            changed = [f.name.replace("_", "-") for f in dataclasses.fields(DDPOptions)
-                       if getattr(self.ddp, f.name) != f.default]
+            changed = changed_options(self.ddp)
             _require(not changed, f"--{', --'.join(changed)}: DDP options; --strategy fsdp has none of them")
+        else:
+            changed = changed_options(self.fsdp)
+            _require(not changed, f"--{', --'.join(changed)}: FSDP options; they need --strategy fsdp")
         _require(self.batch_size >= 1, f"--batch-size must be >= 1, got {self.batch_size}")
         _require(self.precision in PRECISIONS, f"--precision must be one of {', '.join(PRECISIONS)}")
         _require(self.timeout_s > 0, "--timeout must be > 0")
@@ -206,6 +249,11 @@ class RunConfig:
         return self.nodes * self.procs_per_node
 
     @property
+    def options(self) -> SettingOptions:
+        """The options of its strategy: DDP's or FSDP's."""
+        return self.fsdp if self.strategy == "fsdp" else self.ddp
+
+    @property
     def run_dir(self) -> Path:
         return self.traces_dir / self.run_id
 
@@ -224,6 +272,7 @@ class RunConfig:
         data = dict(data)
         data["schedule"] = ProfileSchedule(**data["schedule"])
         data["ddp"] = DDPOptions(**data["ddp"])
+        data["fsdp"] = FSDPOptions(**data.get("fsdp", {}))
         data["traces_dir"] = Path(data["traces_dir"])
         data["reports_dir"] = Path(data["reports_dir"])
         data["script"] = tuple(data.get("script", ()))
@@ -233,13 +282,14 @@ class RunConfig:
 
 @dataclass(frozen=True)
 class SweepPlan:
-    """Several DDP settings measured in one launch: warmup each, then interleaved repeats.
+    """Several settings (of DDP, or of FSDP with --strategy fsdp) measured in one launch: warmup each, then
+    interleaved repeats.
 
     With `tune`, rank 0 chooses further bucket sizes after the first round (analysis.tune)."""
 
     run: RunConfig
-    settings: tuple[DDPOptions, ...]
-    baseline: DDPOptions
+    settings: tuple[SettingOptions, ...]
+    baseline: SettingOptions
     warmup_steps: int = 3
     repeats: int = 5
     steps_per_repeat: int = 4
@@ -252,6 +302,8 @@ class SweepPlan:
         labels = [setting_label(s) for s in self.settings]
         _require(len(set(labels)) == len(labels), f"settings repeat: {', '.join(labels)}")
         _require(self.baseline in self.settings, "the baseline must be one of the settings")
+        _require(all(isinstance(s, OPTIONS_OF_STRATEGY[self.run.strategy]) for s in self.settings),
+                 f"--strategy {self.run.strategy} sweeps its own options only")
         _require(self.warmup_steps >= 1, "--warmup-steps must be >= 1 (DDP rebuilds its buckets after the first step)")
         _require(self.repeats >= 2, "--repeats must be >= 2 (a confidence interval needs repeats)")
         _require(self.steps_per_repeat >= 1, "--steps-per-repeat must be >= 1")
@@ -265,8 +317,10 @@ class SweepPlan:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SweepPlan:
-        return cls(**{**data, "run": RunConfig.from_dict(data["run"]), "baseline": DDPOptions(**data["baseline"]),
-                      "settings": tuple(DDPOptions(**s) for s in data["settings"])})
+        run = RunConfig.from_dict(data["run"])
+        options = OPTIONS_OF_STRATEGY[run.strategy]
+        return cls(**{**data, "run": run, "baseline": options(**data["baseline"]),
+                      "settings": tuple(options(**s) for s in data["settings"])})
 
 
 @dataclass(frozen=True)

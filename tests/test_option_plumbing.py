@@ -10,7 +10,7 @@ import pytest
 
 from commprof.cli.app import app, main
 from commprof.cli.options import RUN_OPTIONS
-from commprof.config import RunConfig, SweepPlan
+from commprof.config import FSDPOptions, RunConfig, SweepPlan
 from commprof.launch import job
 from commprof.launch.resolve import MachineProbe
 
@@ -21,6 +21,10 @@ NOT_CONFIG = {"quiet", "json_out"}
 
 def ddp(field, value):
     return lambda w: all(getattr(d, field) == value for d in w.ddp_settings)
+
+
+def fsdp(field, value):
+    return lambda w: w.config.strategy == "fsdp" and getattr(w.config.fsdp, field) == value
 
 
 # CLI option -> (its arguments, what the ranks must see); the machine has 4 GPUs, so cpu/gloo are not defaults
@@ -56,9 +60,15 @@ CASES = {
     "static_graph": (["--static-graph"], ddp("static_graph", True)),
     "gradient_as_bucket_view": (["--gradient-as-bucket-view"], ddp("gradient_as_bucket_view", True)),
     "find_unused_parameters": (["--find-unused-parameters"], ddp("find_unused_parameters", True)),
+    "reshard_after_forward": (["--strategy", "fsdp", "--no-reshard-after-forward"],
+                              fsdp("reshard_after_forward", False)),
+    "forward_prefetch": (["--strategy", "fsdp", "--forward-prefetch", "2"], fsdp("forward_prefetch", 2)),
+    "backward_prefetch": (["--strategy", "fsdp", "--backward-prefetch", "3"], fsdp("backward_prefetch", 3)),
+    "reduce_dtype": (["--strategy", "fsdp", "--reduce-dtype", "bf16"], fsdp("reduce_dtype", "bf16")),
 }
 COMMANDS = {"run": [], "sweep": [], "tune": [], "compare": ["--backends", "nccl,gloo"], "scale": ["--world-sizes", "1,2"]}
-RUN_ONLY = {"strategy"}  # the other commands refuse it (test_run_only_options_are_refused_elsewhere)
+RUN_ONLY = {"strategy"}  # the other commands refuse it (test_run_only_options_are_refused_elsewhere); sweep
+# takes it and sweeps FSDP's options, which are its own list options (test_fsdp_sweep_grid)
 
 
 class Launched(Exception):
@@ -112,14 +122,49 @@ def test_option_reaches_the_workers(launches, command, option):
     assert reached(worker), (command, option, worker.config, worker.ddp_settings)
 
 
-@pytest.mark.parametrize("command", [c for c in COMMANDS if c != "run"])
+REFUSED = {"tune": "tune, which runs DDP bucket sizes (FSDP's knobs: commprof sweep --strategy fsdp)",
+           "compare": "compare, which runs DDP (to compare DDP with FSDP: --strategies ddp,fsdp)",
+           "scale": "scale, which runs DDP"}
+
+
+@pytest.mark.parametrize("command", REFUSED)
 def test_run_only_options_are_refused_elsewhere(launches, command, capsys):
     with pytest.raises(SystemExit) as exit_info:
         main([command, *COMMANDS[command], "--quiet", "--strategy", "fsdp"])
     assert exit_info.value.code == 2
-    instead = " (to compare DDP with FSDP: --strategies ddp,fsdp)" if command == "compare" else ""
-    assert capsys.readouterr().err.strip() == (f"error: --strategy fsdp is for commprof run in this version; commprof "
-                                                f"{'sweep' if command == 'tune' else command} runs DDP{instead}")
+    assert capsys.readouterr().err.strip() == f"error: --strategy fsdp is not for commprof {REFUSED[command]}"
+
+
+def test_fsdp_sweep_grid(launches):
+    worker = launches(["sweep", "--strategy", "fsdp", "--forward-prefetch", "0,1", "--reduce-dtype", "fp32,bf16",
+                       "--quiet"])
+    assert worker.config.strategy == "fsdp" and worker.config.fsdp == FSDPOptions()
+    assert {(s.reshard_after_forward, s.forward_prefetch, s.backward_prefetch, s.reduce_dtype)
+            for s in worker.ddp_settings} == {(reshard, prefetch, 1, dtype) for reshard in (True, False)
+                                              for prefetch in (0, 1) for dtype in ("fp32", "bf16")}
+
+
+@pytest.mark.parametrize("argv, error", [
+    (["sweep", "--strategy", "fsdp", "--bucket-cap-mb", "5,25"],
+     "--bucket-cap-mb: not swept with --strategy fsdp (it sweeps --reshard-after-forward, --forward-prefetch, "
+     "--backward-prefetch, --reduce-dtype)"),
+    (["sweep", "--forward-prefetch", "1,2"],
+     "--forward-prefetch: not swept with --strategy ddp (it sweeps --bucket-cap-mb, --comm-hook, --grad-accum, "
+     "--static-graph, --gradient-as-bucket-view)"),
+    (["sweep", "--strategy", "fsdp", "--backward-prefetch", "0,1"],
+     "--backward-prefetch must be >= 1 (FSDP2 always prefetches one block in backward), got 0"),
+    (["sweep", "--strategy", "fsdp", "--", "train.py"],
+     "--strategy fsdp is not for commprof sweep -- SCRIPT, which runs DDP settings on a script (one that calls "
+     "fully_shard itself keeps its own)"),
+    (["run", "--no-reshard-after-forward", "--reduce-dtype", "bf16"],
+     "--reshard-after-forward, --reduce-dtype: FSDP options; they need --strategy fsdp"),
+    (["run", "--strategy", "fsdp", "--reduce-dtype", "fp64"], "--reduce-dtype must be one of fp32, bf16, fp16"),
+])
+def test_fsdp_options_refused_where_they_do_not_apply(launches, capsys, argv, error):
+    with pytest.raises(SystemExit) as exit_info:
+        main([*argv[:1], "--quiet", *argv[1:]])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.strip() == f"error: {error}"
 
 
 def test_sweep_grid_keeps_the_options_it_does_not_sweep(launches):

@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from commprof.analysis.analyze import analyze
 from commprof.analysis.buckets import backward_times
 from commprof.results.store import load_report
 from commprof.trace.load import load_run
@@ -69,7 +70,7 @@ def test_tune_recommends_or_says_the_default_is_as_good(tmp_path):
     result = commprof("tune", "--run-id", "tu", *SMALL_SWEEP, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     sweep = load_report(tmp_path / "reports" / "tu" / "report.json").sweep
-    tried = sorted(s.bucket_cap_mb for s in sweep.settings)
+    tried = sorted(s.options["bucket_cap_mb"] for s in sweep.settings)
     assert sweep.kind == "tune" and {1.0, 5.0, 25.0, 100.0} <= set(tried) and len(tried) <= 6
     if sweep.paste:
         assert sweep.paste.startswith("DDP(model, bucket_cap_mb=") and "faster" in sweep.recommendation
@@ -118,3 +119,28 @@ def test_settings_that_fit_stay_alive(tmp_path):
     assert result.returncode == 0, result.stderr
     raw = json.loads((tmp_path / "traces" / "all" / "sweep.json").read_text())
     assert raw["timings"]["most_live_settings"] == 2
+
+
+def test_fsdp_knobs_swept_in_one_launch(tmp_path):
+    """FSDP2 on mlp-small's 9 linear layers: resharding after forward costs a second all-gather of every layer in
+    backward, and the reduce dtype reaches the reduce-scatter."""
+    result = commprof("sweep", "--strategy", "fsdp", "--forward-prefetch", "0", "--reduce-dtype", "fp32,bf16",
+                      "--run-id", "fs", *SMALL_SWEEP, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    raw = load_json(tmp_path / "traces" / "fs" / "sweep.json")
+    labels = ["no-reshard", "no-reshard_reduce-bf16", "reshard", "reshard_reduce-bf16"]
+    assert sorted(raw["settings"]) == labels and raw["order"][:4] == raw["order"][4:]  # A B C D A B C D
+    report = load_report(tmp_path / "reports" / "fs" / "report.json")
+    sweep = report.sweep
+    assert sweep.strategy == "fsdp" and sweep.baseline == "reshard"
+    assert sorted(s.label for s in sweep.settings) == labels
+    for s in sweep.settings:
+        assert s.gathers_per_step == (18 if s.options["reshard_after_forward"] else 9)
+        assert s.buckets == 0 and s.timeline == [] and s.ddp_check is None
+    for label, dtype in (("reshard", "float"), ("reshard_reduce-bf16", "c10::BFloat16")):
+        setting = analyze(load_run([tmp_path / "traces" / "fs" / label], workers=1), name=label, kind="run")
+        reduced = [c for c in setting.collectives if c.purpose == "gradient reduce-scatter"]
+        assert reduced and {c.dtype for c in reduced} == {dtype}
+    markdown = (tmp_path / "reports" / "fs" / "report.md").read_text()
+    assert "| setting | step ms | 95% CI | speedup | exposed | overlap | gathers/step |" in markdown
+    assert "Buckets DDP built" not in markdown and not (tmp_path / "reports" / "fs" / "buckets.png").exists()

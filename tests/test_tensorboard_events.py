@@ -72,8 +72,8 @@ def swept(report):
     """The report as a sweep of two settings (as the HParams dashboard gets them)."""
 
     def setting(label, cap, step_ms, exposed, best=False):
-        return SettingResult(label=label, bucket_cap_mb=cap, comm_hook="none", grad_accum=1, static_graph=False,
-                             gradient_as_bucket_view=False, buckets=2, bucket_sizes=[1, 2],
+        return SettingResult(label=label, options={"bucket_cap_mb": cap, "comm_hook": "none"}, buckets=2,
+                             bucket_sizes=[1, 2],
                              step_ms=Estimate(step_ms, step_ms - 1, step_ms + 2), samples=10,
                              speedup=Estimate(1.0, 0.9, 1.1), significant=False, exposed_comm_ms=exposed,
                              overlap_pct=50.0, allreduce_calls_per_step=2.0, traces="t", best=best)

@@ -9,7 +9,8 @@ from typing import Any
 from commprof.analysis.buckets import backward_times, bucket_timelines, median_timeline
 from commprof.results.report import DDPCrossCheck, Report, SettingResult, SweepResult
 from commprof.analysis.stats import difference_ci, median_ci, speedup_ci
-from commprof.config import DDPOptions, setting_label
+from commprof.config import OPTIONS_OF_STRATEGY, FSDPOptions, SettingOptions, setting_label
+from commprof.trace.rules import FSDP_PURPOSE
 from commprof.trace.model import RankTrace
 
 NS_PER_MS = 1e6
@@ -25,8 +26,10 @@ def _ms(ddp: dict[str, Any], key: str) -> float | None:
     return value / NS_PER_MS if isinstance(value, (int, float)) and value > 0 else None
 
 
-def paste_line(options: DDPOptions, framework: str = "script") -> str:
-    """What to write in the training script for this setting, in the terms of whatever built its DDP."""
+def paste_line(options: SettingOptions, framework: str = "script") -> str:
+    """What to write in the training script for this setting, in the terms of whatever built its DDP (or FSDP)."""
+    if isinstance(options, FSDPOptions):
+        return fsdp_paste_line(options)
     args = [f"bucket_cap_mb={options.bucket_cap_mb:g}"]
     if options.gradient_as_bucket_view:
         args.append("gradient_as_bucket_view=True")
@@ -47,35 +50,50 @@ def paste_line(options: DDPOptions, framework: str = "script") -> str:
     return line
 
 
+def fsdp_paste_line(options: FSDPOptions) -> str:
+    """fully_shard's arguments (each block, then the model) and each block's prefetch set."""
+    args = ["each block, then the model"] + ([] if options.reshard_after_forward else ["reshard_after_forward=False"])
+    if options.reduce_dtype != "fp32":
+        dtype = {"bf16": "bfloat16", "fp16": "float16"}[options.reduce_dtype]
+        args.append(f"mp_policy=MixedPrecisionPolicy(reduce_dtype=torch.{dtype})")
+    parts = [f"fully_shard({', '.join(args)})"]
+    if options.forward_prefetch:
+        parts.append(f"blocks[i].set_modules_to_forward_prefetch(blocks[i + 1:i + {options.forward_prefetch + 1}])")
+    if options.backward_prefetch > 1:
+        depth = options.backward_prefetch
+        parts.append(f"blocks[i].set_modules_to_backward_prefetch(blocks[max(0, i - {depth}):i][::-1])")
+    return "; ".join(parts)
+
+
 def setting_result(label: str, raw: dict[str, Any], baseline_steps: list[float], report: Report,
                    rank0: RankTrace | None) -> SettingResult:
-    options = DDPOptions(**raw["options"])
     estimate, gain = median_ci(raw["step_ms"]), speedup_ci(baseline_steps, raw["step_ms"])
     comm = statistics.fmean(r.comm_ms for r in report.ranks)
     overlap = statistics.fmean(r.overlap_ms for r in report.ranks)
     ddp0 = raw["ddp"].get("0", {})
-    timelines = bucket_timelines(rank0) if rank0 is not None else []
-    from_trace = backward_times(rank0) if rank0 is not None else None
+    ddp = "bucket_cap_mb" in raw["options"]  # buckets and DDP's own figures: DDP's settings only
+    timelines = bucket_timelines(rank0) if ddp and rank0 is not None else []
+    from_trace = backward_times(rank0) if ddp and rank0 is not None else None
     sizes = _bucket_sizes(ddp0)
     return SettingResult(
-        label=label, bucket_cap_mb=options.bucket_cap_mb, comm_hook=options.comm_hook, grad_accum=options.grad_accum,
-        static_graph=options.static_graph, gradient_as_bucket_view=options.gradient_as_bucket_view,
-        buckets=len(sizes), bucket_sizes=sizes,
+        label=label, options=dict(raw["options"]), buckets=len(sizes), bucket_sizes=sizes,
         step_ms=estimate, samples=len(raw["step_ms"]),
         speedup=gain, significant=gain.excludes(1.0),
         exposed_comm_ms=statistics.fmean(r.exposed_comm_ms for r in report.ranks),
         overlap_pct=100 * overlap / comm if comm > 0 else 0.0,
         allreduce_calls_per_step=sum(c.calls_per_step for c in report.collectives if c.op == "all_reduce"),
+        gathers_per_step=sum(c.calls_per_step for c in report.collectives
+                             if c.purpose == FSDP_PURPOSE["all_gather"]),
         traces=label, timeline=median_timeline(timelines), gain_ms=difference_ci(raw["step_ms"], baseline_steps),
         ddp_check=DDPCrossCheck(
             _ms(ddp0, "avg_backward_compute_time"), _ms(ddp0, "avg_backward_comm_time"),
             _ms(ddp0, "avg_backward_compute_comm_overlap_time"),
             from_trace.compute_ms if from_trace else None, from_trace.comm_ms if from_trace else None,
-            from_trace.overlap_ms if from_trace else None),
+            from_trace.overlap_ms if from_trace else None) if ddp else None,
     )
 
 
-def recommend(settings: list[SettingResult], baseline: SettingResult, options: dict[str, DDPOptions],
+def recommend(settings: list[SettingResult], baseline: SettingResult, options: dict[str, SettingOptions],
               framework: str = "script") -> tuple[str, str | None]:
     best = min(settings, key=lambda s: s.step_ms.value)
     gain = best.speedup
@@ -92,15 +110,18 @@ def recommend(settings: list[SettingResult], baseline: SettingResult, options: d
 
 
 def sweep_result(raw: dict[str, Any], analysed: dict[str, tuple[Report, RankTrace | None]], kind: str) -> SweepResult:
-    baseline_label = setting_label(DDPOptions(**raw["plan"]["baseline"]))
+    strategy = raw["plan"]["run"].get("strategy", "ddp")
+    options_of = OPTIONS_OF_STRATEGY[strategy]
+    baseline_label = setting_label(options_of(**raw["plan"]["baseline"]))
     baseline_steps = raw["settings"][baseline_label]["step_ms"]
     results = [setting_result(label, setting, baseline_steps, *analysed[label])
                for label, setting in raw["settings"].items()]
-    results.sort(key=lambda s: (s.bucket_cap_mb, s.label))
+    results.sort(key=lambda s: (s.options.get("bucket_cap_mb", 0), s.label))
     baseline = next(s for s in results if s.label == baseline_label)
-    options = {label: DDPOptions(**setting["options"]) for label, setting in raw["settings"].items()}
+    options = {label: options_of(**setting["options"]) for label, setting in raw["settings"].items()}
     text, paste = recommend(results, baseline, options, raw.get("framework", "script"))
     best = min(results, key=lambda s: s.step_ms.value).label
     results = [dataclasses.replace(s, best=s.label == best) for s in results]
     return SweepResult(kind=kind, baseline=baseline_label, best=best, settings=results, recommendation=text,
-                       paste=paste, rounds=raw.get("rounds", 1), timings=raw.get("timings", {}))
+                       paste=paste, rounds=raw.get("rounds", 1), timings=raw.get("timings", {}),
+                       strategy=strategy)

@@ -7,10 +7,10 @@ from typing import Annotated, Optional
 import typer
 
 from commprof.cli import console
-from commprof.cli.options import with_run_options
+from commprof.cli.options import FSDP_OPTIONS, with_run_options
 
 
-@with_run_options(exclude=frozenset({"backend", "max_steps"}))
+@with_run_options(exclude=frozenset({"backend", "max_steps"}) | FSDP_OPTIONS)
 def compare(
     request,
     quiet: bool,

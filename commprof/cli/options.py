@@ -1,5 +1,5 @@
 """The options of every command that launches training (run, sweep, tune, compare, scale), made from
-the fields of RunRequest, ProfileSchedule and DDPOptions (commprof.config), where each is declared once.
+the fields of RunRequest, ProfileSchedule, DDPOptions and FSDPOptions (commprof.config), where each is declared once.
 
 `@with_run_options` appends them to a command's own parameters and hands the command one RunRequest.
 (This module avoids `from __future__ import annotations` so that Typer sees real annotations.)"""
@@ -12,7 +12,7 @@ from typing import Annotated, Any, Callable, Optional
 
 import typer
 
-from commprof.config import DDPOptions, ProfileSchedule, RunRequest, by_fields, option_fields
+from commprof.config import DDPOptions, FSDPOptions, ProfileSchedule, RunRequest, by_fields, option_fields
 
 
 def _cli_type(hint: Any) -> Any:
@@ -26,7 +26,7 @@ def _cli_type(hint: Any) -> Any:
 def _declared() -> list[tuple[str, str, inspect.Parameter]]:
     """(owner, field name, CLI parameter) for every option field, in declaration order."""
     declared = []
-    for owner in (RunRequest, ProfileSchedule, DDPOptions):
+    for owner in (RunRequest, ProfileSchedule, DDPOptions, FSDPOptions):
         hints = typing.get_type_hints(owner)
         for f in option_fields(owner):
             name = f.metadata["flag"] or f.name
@@ -52,6 +52,7 @@ DECLARED = _declared()
 FIELD_OF = {p.name: field for _, field, p in DECLARED}  # CLI name -> field name
 RUN_OPTIONS = [p for _, _, p in DECLARED] + list(inspect.signature(_extra).parameters.values())
 DEFAULTS = {p.name: p.default for p in RUN_OPTIONS}
+FSDP_OPTIONS = frozenset(f.name for f in option_fields(FSDPOptions))  # only commands that run FSDP take them
 
 
 def build_request(values: dict[str, Any]) -> RunRequest:
@@ -59,6 +60,7 @@ def build_request(values: dict[str, Any]) -> RunRequest:
     given = {FIELD_OF.get(name, name): value for name, value in {**DEFAULTS, **values}.items()}
     schedule = ProfileSchedule.parse(given["schedule"]) if given["schedule"] else by_fields(ProfileSchedule, given)
     return by_fields(RunRequest, given, schedule=schedule, ddp=by_fields(DDPOptions, given),
+                     fsdp=by_fields(FSDPOptions, given),
                      cli_args=as_cli_args(values))
 
 

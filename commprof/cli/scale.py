@@ -7,12 +7,12 @@ from typing import Annotated, Optional
 import typer
 
 from commprof.cli import console
-from commprof.cli.options import with_run_options
+from commprof.cli.options import FSDP_OPTIONS, with_run_options
 
 Opt = typer.Option
 
 
-@with_run_options(exclude=frozenset({"procs", "gpus", "nodes", "rdzv_endpoint", "max_steps"}))
+@with_run_options(exclude=frozenset({"procs", "gpus", "nodes", "rdzv_endpoint", "max_steps"}) | FSDP_OPTIONS)
 def scale(
     request,
     quiet: bool,

@@ -1,5 +1,5 @@
-"""`commprof sweep`: several DDP settings measured and compared (one launch for a built-in model; for a
-script, one per setting and turn)."""
+"""`commprof sweep`: several DDP (or, with --strategy fsdp, FSDP) settings measured and compared (one launch for
+a built-in model; for a script, one per setting and turn)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,23 @@ from typing import Annotated, Optional
 import typer
 
 from commprof.cli import console
-from commprof.cli.options import with_run_options
+from commprof.cli.options import FSDP_OPTIONS, with_run_options
+from commprof.errors import UsageError
 
 UNUSED = frozenset({"steps", "wait", "warmup", "active", "schedule", "max_steps"})  # its own schedule
-SWEPT = frozenset({"bucket_cap_mb", "comm_hook", "grad_accum", "static_graph", "gradient_as_bucket_view"})
+DDP_SWEPT = {"bucket_cap_mb": "1,5,10,25,50,100", "comm_hook": "none", "grad_accum": "1", "static_graph": "false",
+             "gradient_as_bucket_view": "false"}  # the values each is swept over by default
+FSDP_SWEPT = {"reshard_after_forward": "true,false", "forward_prefetch": "0,2", "backward_prefetch": "1",
+              "reduce_dtype": "fp32"}
+SWEPT = frozenset(DDP_SWEPT) | FSDP_OPTIONS
 Opt = typer.Option
+
+
+def Values(help: str):  # noqa: N802 (used as an annotation)
+    """A comma-separated list option: the values one option is swept over."""
+    return Annotated[str, Opt(help=help)]
+
+
 RepeatsOpt = Annotated[int, Opt(help="Rounds in which every setting takes its turn (interleaved).")]
 StepsPerRepeatOpt = Annotated[int, Opt(help="Timed steps per setting per round.")]
 WarmupStepsOpt = Annotated[int, Opt(help="Untimed steps per setting first (DDP rebuilds buckets after step 1).")]
@@ -27,8 +39,6 @@ MaxLiveOpt = Annotated[Optional[int], Opt(help="Settings kept in memory at once 
 
 
 def parse_list(option: str, text: str, convert) -> list:
-    from commprof.errors import UsageError
-
     try:
         values = [convert(part.strip()) for part in text.split(",") if part.strip()]
     except ValueError:
@@ -36,6 +46,10 @@ def parse_list(option: str, text: str, convert) -> list:
     if not values:
         raise UsageError(f"{option} needs at least one value")
     return values
+
+
+def flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
 
 
 def _bool(text: str) -> bool:
@@ -46,31 +60,55 @@ def _bool(text: str) -> bool:
     raise ValueError(text)
 
 
+BucketCapMbValues = Values("Bucket caps in MB to compare, comma-separated.")
+CommHookValues = Values("Gradient compression hooks to compare: none, fp16, bf16.")
+GradAccumValues = Values("Micro-batches per step to compare (no_sync for all but the last).")
+StaticGraphValues = Values("static_graph values to compare: false, true.")
+GradientAsBucketViewValues = Values("gradient_as_bucket_view values to compare.")
+ReshardAfterForwardValues = Values("With --strategy fsdp: reshard_after_forward values to compare (false keeps each "
+                                   "block's gathered parameters until its backward).")
+ForwardPrefetchValues = Values("With --strategy fsdp: forward prefetch depths to compare (blocks all-gathered "
+                               "ahead; 0: FSDP2's implicit).")
+BackwardPrefetchValues = Values("With --strategy fsdp: backward prefetch depths to compare (1: FSDP2's default).")
+ReduceDtypeValues = Values("With --strategy fsdp: reduce-scatter dtypes to compare: fp32, bf16, fp16.")
+CONVERT = {"bucket_cap_mb": float, "comm_hook": str, "grad_accum": int, "static_graph": _bool,
+           "gradient_as_bucket_view": _bool, "reshard_after_forward": _bool, "forward_prefetch": int,
+           "backward_prefetch": int, "reduce_dtype": str}
+
+
 @with_run_options(exclude=SWEPT | UNUSED)
 def sweep(
     request,
     quiet: bool,
     script: ScriptArg = None,
-    bucket_cap_mb: Annotated[str, Opt(help="Bucket caps in MB to compare, comma-separated.")] = "1,5,10,25,50,100",
-    comm_hook: Annotated[str, Opt(help="Gradient compression hooks to compare: none, fp16, bf16.")] = "none",
-    grad_accum: Annotated[str, Opt(help="Micro-batches per step to compare (no_sync for all but the last).")] = "1",
-    static_graph: Annotated[str, Opt(help="static_graph values to compare: false, true.")] = "false",
-    gradient_as_bucket_view: Annotated[str, Opt(help="gradient_as_bucket_view values to compare.")] = "false",
+    bucket_cap_mb: BucketCapMbValues = DDP_SWEPT["bucket_cap_mb"],
+    comm_hook: CommHookValues = DDP_SWEPT["comm_hook"],
+    grad_accum: GradAccumValues = DDP_SWEPT["grad_accum"],
+    static_graph: StaticGraphValues = DDP_SWEPT["static_graph"],
+    gradient_as_bucket_view: GradientAsBucketViewValues = DDP_SWEPT["gradient_as_bucket_view"],
+    reshard_after_forward: ReshardAfterForwardValues = FSDP_SWEPT["reshard_after_forward"],
+    forward_prefetch: ForwardPrefetchValues = FSDP_SWEPT["forward_prefetch"],
+    backward_prefetch: BackwardPrefetchValues = FSDP_SWEPT["backward_prefetch"],
+    reduce_dtype: ReduceDtypeValues = FSDP_SWEPT["reduce_dtype"],
     repeats: RepeatsOpt = 5,
     steps_per_repeat: StepsPerRepeatOpt = 4,
     warmup_steps: WarmupStepsOpt = 3,
     profile_steps: ProfileStepsOpt = 3,
     max_live_settings: MaxLiveOpt = None,
 ) -> None:
-    """Compare DDP settings (bucket size and other knobs) in one launch, with confidence intervals."""
+    """Compare DDP settings (bucket size and other knobs), or FSDP's with --strategy fsdp (resharding, prefetch,
+    reduce dtype), in one launch, with confidence intervals."""
     from commprof.cli.progress import ConsoleFeedback
     from commprof.commands.sweep import sweep as command
 
-    grid = {"bucket_cap_mb": parse_list("--bucket-cap-mb", bucket_cap_mb, float),
-            "comm_hook": parse_list("--comm-hook", comm_hook, str),
-            "grad_accum": parse_list("--grad-accum", grad_accum, int),
-            "static_graph": parse_list("--static-graph", static_graph, _bool),
-            "gradient_as_bucket_view": parse_list("--gradient-as-bucket-view", gradient_as_bucket_view, _bool)}
+    given = dict(bucket_cap_mb=bucket_cap_mb, comm_hook=comm_hook, grad_accum=grad_accum, static_graph=static_graph,
+                 gradient_as_bucket_view=gradient_as_bucket_view, reshard_after_forward=reshard_after_forward,
+                 forward_prefetch=forward_prefetch, backward_prefetch=backward_prefetch, reduce_dtype=reduce_dtype)
+    swept, other = (FSDP_SWEPT, DDP_SWEPT) if request.strategy == "fsdp" else (DDP_SWEPT, FSDP_SWEPT)
+    if wrong := [flag(name) for name in other if given[name] != other[name]]:
+        raise UsageError(f"{', '.join(wrong)}: not swept with --strategy {request.strategy} (it sweeps "
+                         f"{', '.join(flag(name) for name in swept)})")
+    grid = {name: parse_list(flag(name), given[name], CONVERT[name]) for name in swept}
     request = dataclasses.replace(request, script=tuple(script or ()))
     console.finish(command(request, grid, ConsoleFeedback(quiet), repeats=repeats, steps_per_repeat=steps_per_repeat,
                            warmup_steps=warmup_steps, profile_steps=profile_steps,

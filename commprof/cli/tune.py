@@ -5,12 +5,12 @@ from __future__ import annotations
 import dataclasses
 
 from commprof.cli import console
-from commprof.cli.options import with_run_options
+from commprof.cli.options import FSDP_OPTIONS, with_run_options
 from commprof.cli.sweep import (UNUSED, MaxLiveOpt, ProfileStepsOpt, RepeatsOpt, ScriptArg, StepsPerRepeatOpt,
                                 WarmupStepsOpt)
 
 
-@with_run_options(exclude=frozenset({"bucket_cap_mb"}) | UNUSED)
+@with_run_options(exclude=frozenset({"bucket_cap_mb"}) | FSDP_OPTIONS | UNUSED)
 def tune(request, quiet: bool, script: ScriptArg = None, repeats: RepeatsOpt = 5, steps_per_repeat: StepsPerRepeatOpt = 4,
          warmup_steps: WarmupStepsOpt = 3, profile_steps: ProfileStepsOpt = 3,
          max_live_settings: MaxLiveOpt = None) -> None:

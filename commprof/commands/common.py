@@ -30,5 +30,4 @@ def describe(config: RunConfig, workload) -> str:
 def ddp_only(request: RunRequest, command: str, instead: str = "") -> None:
     """The commands that are DDP's alone in this version refuse --strategy fsdp rather than ignore it."""
     if request.strategy != "ddp":
-        raise UsageError(f"--strategy {request.strategy} is for commprof run in this version; commprof {command} "
-                         f"runs DDP{instead}")
+        raise UsageError(f"--strategy {request.strategy} is not for commprof {command}, which runs DDP{instead}")

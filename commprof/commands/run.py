@@ -11,7 +11,7 @@ from typing import Mapping
 from commprof.commands.common import check_model, describe
 from commprof.commands.outcome import SILENT, Feedback, Outcome
 from commprof.commands.reporting import report_from_traces, write_report
-from commprof.config import RunRequest
+from commprof.config import RunRequest, setting_label
 from commprof.errors import CommprofError, RunFailed, UsageError
 from commprof.launch.runlog import finish_script_run
 
@@ -34,7 +34,9 @@ def run(request: RunRequest, feedback: Feedback = SILENT, env: Mapping[str, str]
                       f"{config.backend}")
     else:
         workload = check_model(config, feedback)
-        feedback.info(f"run {config.run_id}: {describe(config, workload)}, bucket_cap_mb={config.ddp.bucket_cap_mb:g}")
+        settings = (f"FSDP {setting_label(config.fsdp)}" if config.strategy == "fsdp"
+                    else f"bucket_cap_mb={config.ddp.bucket_cap_mb:g}")
+        feedback.info(f"run {config.run_id}: {describe(config, workload)}, {settings}")
     try:
         launched = run_job(config, total_steps=config.max_steps or config.steps, watch=feedback.watch)
     except RunFailed as failure:

@@ -33,7 +33,7 @@ def measure_script(request: RunRequest, settings: list[DDPOptions], baseline: DD
     from commprof.commands.run import check_script
     from commprof.launch.resolve import MachineProbe, resolve
 
-    ddp_only(request, "sweep")
+    ddp_only(request, "sweep -- SCRIPT", " settings on a script (one that calls fully_shard itself keeps its own)")
     config = resolve(request, MachineProbe.detect())
     check_script(request)
     plan = SweepPlan(run=config, settings=tuple(settings), baseline=baseline, tune=tune, **rounds)

@@ -1,5 +1,5 @@
-"""`commprof sweep` and `commprof tune`: several DDP settings measured, then compared: a built-in model in
-one launch (worker.sweep), a script in one launch per setting and turn (commands.script_sweep)."""
+"""`commprof sweep` and `commprof tune`: several DDP (or FSDP) settings measured, then compared: a built-in model
+in one launch (worker.sweep), a script in one launch per setting and turn (commands.script_sweep)."""
 
 from __future__ import annotations
 
@@ -10,30 +10,33 @@ from typing import Any
 from commprof.commands.common import check_model, ddp_only, describe
 from commprof.commands.outcome import SILENT, Feedback, Outcome
 from commprof.commands.reporting import sweep_report, write_report
-from commprof.config import DDPOptions, RunRequest, SweepPlan, setting_label
+from commprof.config import RunRequest, SettingOptions, SweepPlan, setting_label
 from commprof.results.common import Estimate
 
 
-def grid_settings(base: DDPOptions, grid: dict[str, list[Any]]) -> list[DDPOptions]:
+def grid_settings(base: SettingOptions, grid: dict[str, list[Any]]) -> list[SettingOptions]:
     """Every combination of the listed values; each other option as in `base`."""
     return [dataclasses.replace(base, **dict(zip(grid, values))) for values in itertools.product(*grid.values())]
 
 
 def sweep(request: RunRequest, grid: dict[str, list[Any]], feedback: Feedback = SILENT, **rounds: Any) -> Outcome:
-    """`rounds`: SweepPlan's warmup_steps, repeats, steps_per_repeat, profile_steps and max_live_settings."""
-    return measure(request, grid_settings(request.ddp, grid), request.ddp, "sweep", feedback, rounds)
+    """`grid`: the strategy's options (DDP's, or FSDP's with --strategy fsdp) and the values each takes. `rounds`:
+    SweepPlan's warmup_steps, repeats, steps_per_repeat, profile_steps and max_live_settings."""
+    base = request.fsdp if request.strategy == "fsdp" else request.ddp
+    return measure(request, grid_settings(base, grid), base, "sweep", feedback, rounds)
 
 
 def tune(request: RunRequest, feedback: Feedback = SILENT, **rounds: Any) -> Outcome:
     """A coarse log grid of bucket sizes first; rank 0 then refines around the best (analysis.tune)."""
     from commprof.analysis.tune import COARSE_GRID_MB
 
+    ddp_only(request, "tune", " bucket sizes (FSDP's knobs: commprof sweep --strategy fsdp)")
     settings = grid_settings(request.ddp, {"bucket_cap_mb": list(COARSE_GRID_MB)})
     return measure(request, settings, request.ddp, "tune", feedback, rounds, tune=True)
 
 
-def measure(request: RunRequest, settings: list[DDPOptions], baseline: DDPOptions, kind: str, feedback: Feedback,
-            rounds: dict[str, Any], tune: bool = False, predicted: dict[str, Estimate] | None = None) -> Outcome:
+def measure(request: RunRequest, settings: list[SettingOptions], baseline: SettingOptions, kind: str,
+            feedback: Feedback, rounds: dict[str, Any], tune: bool = False, predicted: dict[str, Estimate] | None = None) -> Outcome:
     """Resolve, check the model, launch the sweep worker once, analyse every setting, report. `predicted`: the
     gain predicted for some settings (by label), shown beside the measured one (commprof advise)."""
     from commprof.launch.job import Task, run_job
@@ -47,7 +50,6 @@ def measure(request: RunRequest, settings: list[DDPOptions], baseline: DDPOption
         from commprof.commands.script_sweep import measure_script
 
         return measure_script(request, settings, baseline, kind, feedback, rounds, tune, predicted)
-    ddp_only(request, "sweep")
     config = resolve(request, MachineProbe.detect())
     plan = SweepPlan(run=config, settings=tuple(settings), baseline=baseline, tune=tune, **rounds)
     workload = check_model(config, feedback)

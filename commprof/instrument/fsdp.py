@@ -6,7 +6,12 @@ from __future__ import annotations
 
 from typing import Iterator
 
+import torch
 from torch import nn
+
+from commprof.config import FSDPOptions
+
+_REDUCE_DTYPES = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}  # None: the parameters' own
 
 
 def blocks(model: nn.Module) -> Iterator[nn.Module]:
@@ -17,12 +22,21 @@ def blocks(model: nn.Module) -> Iterator[nn.Module]:
             yield child
 
 
-def shard(model: nn.Module) -> nn.Module:
-    from torch.distributed.fsdp import fully_shard
+def shard(model: nn.Module, options: FSDPOptions = FSDPOptions()) -> nn.Module:
+    """fully_shard on each block and the root, with `options`; prefetch beyond FSDP2's own set block by block
+    (forward: the next N blocks; backward: the N blocks before, which run next)."""
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
-    for block in list(blocks(model)):
-        fully_shard(block)
-    fully_shard(model)
+    policy = MixedPrecisionPolicy(reduce_dtype=_REDUCE_DTYPES[options.reduce_dtype])
+    sharded = list(blocks(model))
+    for block in sharded:
+        fully_shard(block, reshard_after_forward=options.reshard_after_forward, mp_policy=policy)
+    fully_shard(model, reshard_after_forward=options.reshard_after_forward, mp_policy=policy)
+    for index, block in enumerate(sharded):
+        if options.forward_prefetch and index + 1 < len(sharded):
+            block.set_modules_to_forward_prefetch(sharded[index + 1:index + 1 + options.forward_prefetch])
+        if options.backward_prefetch > 1 and index > 0:
+            block.set_modules_to_backward_prefetch(sharded[max(0, index - options.backward_prefetch):index][::-1])
     return model
 
 

@@ -6,10 +6,11 @@ import base64
 from html import escape
 
 from commprof.results.report import Report
-from commprof.render.tables import (GATHER_HEADERS, GATHER_NOTE, gather_rows, PHASE_HEADERS, PHASE_NOTE, phase_rows, ADVICE_HEADERS, BREAKDOWN_HEADERS, COLLECTIVE_HEADERS, DDP_CHECK_HEADERS,
-                                    SKEW_HEADERS, SWEEP_HEADERS, TIMELINE_HEADERS, advice_rows, breakdown_notes,
-                                    breakdown_rows, collective_row, ddp_check_row, finding_lines, has_findings,
-                                    headline, skew_rows, skew_summary, step_clock, sweep_row, timeline_row)
+from commprof.render.tables import (ADVICE_HEADERS, BREAKDOWN_HEADERS, COLLECTIVE_HEADERS, DDP_CHECK_HEADERS,
+                                    GATHER_HEADERS, GATHER_NOTE, PHASE_HEADERS, PHASE_NOTE, SKEW_HEADERS,
+                                    TIMELINE_HEADERS, advice_rows, breakdown_notes, breakdown_rows, collective_row,
+                                    ddp_check_row, finding_lines, gather_rows, has_findings, headline, phase_rows,
+                                    skew_rows, skew_summary, step_clock, sweep_table, timeline_row)
 
 STYLE = """
 body { font-family: system-ui, -apple-system, 'Segoe UI', sans-serif; margin: 2em auto; max-width: 1100px;
@@ -94,11 +95,13 @@ def _sweep(report: Report, images: dict[str, bytes]) -> str:
     parts += [html_image(images, "sweep.png", "step time against setting"),
               f"<p>Median step time of the job over interleaved rounds with 95% CI; speedup against "
               f"{escape(sweep.baseline)} (~: inside the noise); * best. The sections below are the best setting's.</p>",
-              html_table(SWEEP_HEADERS, [sweep_row(s) for s in sweep.settings]),
+              html_table(*sweep_table(sweep)),
               *(["<h3>The findings, checked</h3><p>Gain per step against the run's own setting: predicted by the "
                  "finding, measured here (95% CI).</p>", html_table(ADVICE_HEADERS, advice_rows(sweep))]
-                if sweep.kind == "advise" else []),
-              "<h3>Buckets DDP built (bytes)</h3>",
+                if sweep.kind == "advise" else [])]
+    if sweep.strategy != "ddp":
+        return "".join(parts)
+    parts += ["<h3>Buckets DDP built (bytes)</h3>",
               html_table(("setting", "bucket sizes"), [(s.label, ", ".join(map(str, s.bucket_sizes))) for s in sweep.settings])]
     best = next(s for s in sweep.settings if s.best)
     if best.timeline:

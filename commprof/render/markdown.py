@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from commprof.results.report import Report
-from commprof.render.tables import (GATHER_HEADERS, GATHER_NOTE, gather_rows, PHASE_HEADERS, PHASE_NOTE, phase_rows, ADVICE_HEADERS, BREAKDOWN_HEADERS, COLLECTIVE_HEADERS, DDP_CHECK_HEADERS,
-                                    SKEW_HEADERS, SWEEP_HEADERS, TIMELINE_HEADERS, advice_rows, breakdown_notes,
-                                    breakdown_rows, collective_row, ddp_check_row, finding_lines, has_findings,
-                                    headline, skew_rows, skew_summary, step_clock, sweep_row, timeline_row)
+from commprof.render.tables import (ADVICE_HEADERS, BREAKDOWN_HEADERS, COLLECTIVE_HEADERS, DDP_CHECK_HEADERS,
+                                    GATHER_HEADERS, GATHER_NOTE, PHASE_HEADERS, PHASE_NOTE, SKEW_HEADERS,
+                                    TIMELINE_HEADERS, advice_rows, breakdown_notes, breakdown_rows, collective_row,
+                                    ddp_check_row, finding_lines, gather_rows, has_findings, headline, phase_rows,
+                                    skew_rows, skew_summary, step_clock, sweep_table, timeline_row)
 
 
 def markdown_table(headers: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
@@ -75,11 +76,13 @@ def _sweep_section(report: Report) -> list[str]:
     lines += [f"Median step time of the job (slowest rank per step) over interleaved rounds, 95% bootstrap CI; "
               f"speedup against {sweep.baseline} (~: its CI contains 1, inside the noise); * marks the best. "
               f"The breakdown below is the best setting's.", ""]
-    lines += markdown_table(SWEEP_HEADERS, [sweep_row(s) for s in sweep.settings]) + ["", "![sweep](sweep.png)", ""]
+    lines += markdown_table(*sweep_table(sweep)) + ["", "![sweep](sweep.png)", ""]
     if sweep.kind == "advise":
         lines += ["### The findings, checked", "", "Gain per step against the run's own setting: predicted by the "
                   "finding, measured here (median difference of the job's step times, 95% bootstrap CI).", ""]
         lines += markdown_table(ADVICE_HEADERS, advice_rows(sweep)) + [""]
+    if sweep.strategy != "ddp":
+        return lines
     lines += ["### Buckets DDP built", "", "| setting | bucket sizes (bytes) |", "|---|---|"]
     lines += [f"| {s.label} | {', '.join(map(str, s.bucket_sizes))} |" for s in sweep.settings] + [""]
     best = next(s for s in sweep.settings if s.best)

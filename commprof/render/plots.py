@@ -83,10 +83,11 @@ def step_timeline_plot(timeline: StepTimeline) -> bytes:
 
 def sweep_plot(sweep: SweepResult) -> bytes:
     """Step time (median, 95% CI) and exposed communication against the setting, log axis for sizes."""
-    settings = sorted(sweep.settings, key=lambda s: s.bucket_cap_mb)
-    by_size = len({s.bucket_cap_mb for s in settings}) == len(settings)
+    settings = sorted(sweep.settings, key=lambda s: (s.options.get("bucket_cap_mb", 0), s.label))
+    sizes = [s.options.get("bucket_cap_mb") for s in settings]
+    by_size = None not in sizes and len(set(sizes)) == len(settings)
     fig, ax = subplots((7, 4))
-    x = [s.bucket_cap_mb for s in settings] if by_size else list(range(len(settings)))
+    x = sizes if by_size else list(range(len(settings)))
     errors = [[s.step_ms.value - s.step_ms.low for s in settings], [s.step_ms.high - s.step_ms.value for s in settings]]
     ax.errorbar(x, [s.step_ms.value for s in settings], yerr=errors, marker="o", capsize=4,
                 label="step time (median, 95% CI)")
@@ -105,7 +106,7 @@ def sweep_plot(sweep: SweepResult) -> bytes:
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    ax.set_title(f"{sweep.kind}: step time against DDP setting")
+    ax.set_title(f"{sweep.kind}: step time against {sweep.strategy.upper()} setting")
     fig.tight_layout()
     return png_bytes(fig)
 

@@ -6,7 +6,7 @@ import statistics
 
 from commprof.results.common import Estimate
 from commprof.results.report import (BucketEvent, CollectiveStats, CrossRank, Finding, RankSkew, RankSummary, Report,
-                                     SettingResult)
+                                     SettingResult, SweepResult)
 
 BREAKDOWN_HEADERS = ("rank", "step ms", "p95", "compute", "comm", "overlap", "exposed", "copies", "idle", "ratio")
 SKEW_HEADERS = ("rank", "step ms", "wait ms", "transfer ms", "makes others wait ms", "arrived last",
@@ -211,16 +211,21 @@ def skew_summary(report: Report) -> str:
     return " ".join(parts)
 
 
-SWEEP_HEADERS = ("setting", "buckets", "step ms", "95% CI", "speedup", "exposed", "overlap", "AR/step")
 TIMELINE_HEADERS = ("bucket", "size", "ready ms", "all-reduce start", "end", "took ms")
 DDP_CHECK_HEADERS = ("setting", "backward compute ms (DDP / trace)", "backward comm ms", "overlap ms")
 
 
-def sweep_row(s: SettingResult) -> tuple[str, ...]:
-    mark = " *" if s.best else ""
-    return (s.label + mark, str(s.buckets), f"{s.step_ms.value:.1f}", f"{s.step_ms.low:.0f}-{s.step_ms.high:.0f}",
-            f"{s.speedup.value:.2f}x" + ("" if s.significant else "~"), f"{s.exposed_comm_ms:.1f}",
-            f"{s.overlap_pct:.0f}%", f"{s.allreduce_calls_per_step:.1f}")
+def sweep_table(sweep: SweepResult) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """Headers and a row per setting: DDP's with its buckets and all-reduces per step, FSDP's with its parameter
+    all-gathers per step."""
+    fsdp = sweep.strategy == "fsdp"
+    headers = ("setting", *(() if fsdp else ("buckets",)), "step ms", "95% CI", "speedup", "exposed", "overlap",
+               "gathers/step" if fsdp else "AR/step")
+    rows = [(s.label + (" *" if s.best else ""), *(() if fsdp else (str(s.buckets),)), f"{s.step_ms.value:.1f}",
+             f"{s.step_ms.low:.0f}-{s.step_ms.high:.0f}", f"{s.speedup.value:.2f}x" + ("" if s.significant else "~"),
+             f"{s.exposed_comm_ms:.1f}", f"{s.overlap_pct:.0f}%",
+             f"{s.gathers_per_step if fsdp else s.allreduce_calls_per_step:.1f}") for s in sweep.settings]
+    return headers, rows
 
 
 def timeline_row(b: BucketEvent) -> tuple[str, ...]:

@@ -84,8 +84,7 @@ def _hparams(report: Report, folder: Path) -> None:
     for s in report.sweep.settings:
         with _writer(folder / s.label) as writer:
             writer.add_hparams(
-                {"bucket_cap_mb": s.bucket_cap_mb, "comm_hook": s.comm_hook, "grad_accum": s.grad_accum,
-                 "static_graph": s.static_graph, "gradient_as_bucket_view": s.gradient_as_bucket_view},
+                dict(s.options),
                 {"hparam/step_ms": s.step_ms.value, "hparam/step_ms_ci_low": s.step_ms.low,
                  "hparam/step_ms_ci_high": s.step_ms.high, "hparam/exposed_comm_ms": s.exposed_comm_ms})
 

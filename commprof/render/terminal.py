@@ -8,10 +8,11 @@ from rich.markup import escape
 from rich.table import Table
 
 from commprof.results.report import Report
-from commprof.render.tables import (without_empty_columns, GATHER_HEADERS, GATHER_NOTE, gather_rows, PHASE_HEADERS, PHASE_NOTE, phase_rows, ADVICE_HEADERS, BREAKDOWN_HEADERS, COLLECTIVE_HEADERS, SKEW_HEADERS,
-                                    SWEEP_HEADERS, advice_rows, breakdown_notes, breakdown_rows, collective_row,
-                                    finding_lines, has_findings, headline, many_ranks, skew_rows, skew_summary,
-                                    step_clock, sweep_row)
+from commprof.render.tables import (ADVICE_HEADERS, BREAKDOWN_HEADERS, COLLECTIVE_HEADERS, GATHER_HEADERS,
+                                    GATHER_NOTE, PHASE_HEADERS, PHASE_NOTE, SKEW_HEADERS, advice_rows,
+                                    breakdown_notes, breakdown_rows, collective_row, finding_lines, gather_rows,
+                                    has_findings, headline, many_ranks, phase_rows, skew_rows, skew_summary,
+                                    step_clock, sweep_table, without_empty_columns)
 
 
 def rich_table(title: str, headers: tuple[str, ...], rows, left: tuple[str, ...] = ("rank",),
@@ -28,8 +29,9 @@ def rich_table(title: str, headers: tuple[str, ...], rows, left: tuple[str, ...]
 def render_sweep(report: Report, console: Console) -> None:
     sweep = report.sweep
     console.print(rich_table(f"{sweep.kind}: job step time, median of interleaved rounds (ms); speedup vs "
-                         f"{sweep.baseline}; * best, ~ inside the noise; exposed comm ms; AR = all-reduces",
-                         SWEEP_HEADERS, [sweep_row(s) for s in sweep.settings], left=("setting",)))
+                         f"{sweep.baseline}; * best, ~ inside the noise; exposed comm ms; "
+                         f"{'gathers = FSDP parameter all-gathers' if sweep.strategy == 'fsdp' else 'AR = all-reduces'}",
+                         *sweep_table(sweep), left=("setting",)))
     console.print(f"[bold]{escape(sweep.recommendation)}[/]")
     if sweep.paste:
         console.print(f"  {escape(sweep.paste)}")

@@ -164,11 +164,7 @@ class DDPCrossCheck:
 @dataclass(frozen=True)
 class SettingResult:
     label: str
-    bucket_cap_mb: float
-    comm_hook: str
-    grad_accum: int
-    static_graph: bool
-    gradient_as_bucket_view: bool
+    options: dict[str, Any]  # the setting's options by name: DDP's (bucket_cap_mb, ...) or FSDP's
     buckets: int
     bucket_sizes: list[int]  # bytes, as DDP built them after its first iteration
     step_ms: Estimate  # median of the job's step time (slowest rank per step) and its 95% CI
@@ -179,6 +175,7 @@ class SettingResult:
     overlap_pct: float  # share of communication hidden behind computation
     allreduce_calls_per_step: float
     traces: str
+    gathers_per_step: float = 0.0  # FSDP's parameter all-gathers
     timeline: list[BucketEvent] = field(default_factory=list)
     ddp_check: DDPCrossCheck | None = None
     best: bool = False
@@ -196,6 +193,7 @@ class SweepResult:
     paste: str | None  # e.g. "DDP(model, bucket_cap_mb=10)"; None when the default is as good
     rounds: int = 1
     timings: dict[str, float] = field(default_factory=dict)
+    strategy: str = "ddp"  # whose settings: "ddp" or "fsdp"
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,6 @@ import torch
 import torch.distributed as dist
 
 from commprof.config import RunConfig
-from commprof.instrument.ddp import ddp_logging_data
 from commprof.instrument.profiler import make_profiler, trace_path
 from commprof.worker.clocks import ClockOffset, measure_clock_offsets
 from commprof.launch.progress import Every, Progress, write_progress
@@ -49,8 +48,8 @@ def run_worker(config: RunConfig, progress_path: str, store: Any = None) -> dict
 
 def _train(config: RunConfig, ctx: RankContext, workload: Workload, run_dir: Path, progress_path: Path) -> dict[str, Any]:
     batches = make_batches(workload, config.batch_size, config.seed, ctx.rank, ctx.device)
-    trainer = Trainer(workload.model, workload, batches, config.ddp, ctx.device, config.precision,
-                      mpi_gradients=mpi_through_mpi4py(config), strategy=config.strategy)
+    trainer = Trainer(workload.model, workload, batches, config.options, ctx.device, config.precision,
+                      mpi_gradients=mpi_through_mpi4py(config))
     recorder = StepRecorder(run_dir, ctx, progress_path, config.steps)
     with make_profiler(config.schedule, ctx.device.type == "cuda", run_dir, ctx.rank) as prof:
         for _ in range(config.steps):
@@ -64,7 +63,7 @@ def _train(config: RunConfig, ctx: RankContext, workload: Workload, run_dir: Pat
         "trace": trace_path(run_dir, ctx.rank).name,
         "trace_path": str(trace_path(run_dir, ctx.rank).resolve()),  # on "host": nodes may share no file system
         "step_ms": recorder.step_ms,
-        "ddp": ddp_logging_data(trainer.ddp) if config.strategy == "ddp" else {},
+        "ddp": trainer.ddp_logging_data(),
         "peak_memory_mb": peak_memory_mb(ctx.device),
     }
 

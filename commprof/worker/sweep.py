@@ -1,8 +1,8 @@
-"""Per-rank entry point of `commprof sweep` / `tune`: many DDP settings in one launch.
+"""Per-rank entry point of `commprof sweep` / `tune`: many DDP (or FSDP) settings in one launch.
 
-Every setting gets a fresh copy of the same initial model wrapped in its own DDP, a warmup (DDP
-rebuilds its buckets after the first step), then the settings take turns for `repeats` rounds
-(A B C A B C ...) so that machine drift does not favour one of them. Each setting is profiled in
+Every setting gets a fresh copy of the same initial model wrapped in its own DDP (or sharded with its
+own FSDP options), a warmup (DDP rebuilds its buckets after the first step), then the settings take
+turns for `repeats` rounds (A B C A B C ...) so that machine drift does not favour one of them. Each setting is profiled in
 a separate block afterwards, so profiling never slows the timed steps.
 
 When the settings' models, DDP buckets and optimizer states do not all fit in memory at once (a
@@ -25,8 +25,7 @@ import torch
 import torch.distributed as dist
 
 from commprof.analysis.tune import next_bucket_sizes
-from commprof.config import DDPOptions, ProfileSchedule, SweepPlan, setting_label
-from commprof.instrument.ddp import ddp_logging_data
+from commprof.config import ProfileSchedule, SettingOptions, SweepPlan, setting_label
 from commprof.instrument.profiler import cuda_synchronize, make_profiler
 from commprof.launch.progress import Progress, write_progress
 from commprof.worker.rank import RankContext, claim_run_dir, distributed, exit_on_error, versions
@@ -88,7 +87,7 @@ class _ProgressWriter:
 
 
 class _Trainers:
-    """Each setting's trainer: a fresh copy of the same initial model in its own DDP, with its optimizer. Counts
+    """Each setting's trainer: a fresh copy of the same initial model in its own DDP or FSDP, with its optimizer. Counts
     how many are alive at once (what a GPU must hold: models, DDP buckets, optimizer states)."""
 
     def __init__(self, workload, batches, ctx: RankContext, precision: str):
@@ -96,7 +95,7 @@ class _Trainers:
         self._alive: weakref.WeakSet[Trainer] = weakref.WeakSet()
         self.most_alive = 0
 
-    def build(self, setting: DDPOptions) -> Trainer:
+    def build(self, setting: SettingOptions) -> Trainer:
         self.free()
         trainer = Trainer(copy.deepcopy(self.workload.model), self.workload, self.batches, setting, self.ctx.device,
                           self.precision)
@@ -111,7 +110,7 @@ class _Trainers:
             torch.cuda.empty_cache()
 
 
-def _how_many_fit(plan: SweepPlan, ctx: RankContext, trainers: _Trainers, settings: list[DDPOptions],
+def _how_many_fit(plan: SweepPlan, ctx: RankContext, trainers: _Trainers, settings: list[SettingOptions],
                   warm) -> int:
     """How many settings' trainers fit in memory at once: --max-live-settings, or on a GPU what the first one
     took (resident, and a step's peak) against the free memory, a tenth kept spare; on CPU all of them.
@@ -134,8 +133,9 @@ def _how_many_fit(plan: SweepPlan, ctx: RankContext, trainers: _Trainers, settin
     return min(answers)
 
 
-def _measure_round(plan: SweepPlan, ctx: RankContext, trainers: _Trainers, settings: list[DDPOptions], run_dir: Path,
-                   progress: _ProgressWriter, phases: dict[str, float], order: list[str]) -> dict[str, dict[str, Any]]:
+def _measure_round(plan: SweepPlan, ctx: RankContext, trainers: _Trainers, settings: list[SettingOptions],
+                   run_dir: Path, progress: _ProgressWriter, phases: dict[str, float],
+                   order: list[str]) -> dict[str, dict[str, Any]]:
     """Warm up, then the settings take turns for `repeats` rounds, then each is profiled. When they do not all
     fit in memory at once, each turn builds its setting afresh (and warms it up again) and frees it after."""
 
@@ -150,7 +150,7 @@ def _measure_round(plan: SweepPlan, ctx: RankContext, trainers: _Trainers, setti
     progress.add_settings(len(settings), rebuilt_turns=0 if all_live else plan.repeats)
     live = {setting_label(s): warm(trainers.build(s), setting_label(s)) for s in settings} if all_live else {}
 
-    def trainer_for(setting: DDPOptions) -> Trainer:
+    def trainer_for(setting: SettingOptions) -> Trainer:
         label = setting_label(setting)
         return live[label] if all_live else warm(trainers.build(setting), label)
 
@@ -174,7 +174,7 @@ def _measure_round(plan: SweepPlan, ctx: RankContext, trainers: _Trainers, setti
             for _ in range(plan.profile_steps + 1):
                 progress.step(trainer.step(), f"profiling {label}")
                 prof.step()
-        ddp[label] = ddp_logging_data(trainer.ddp)
+        ddp[label] = trainer.ddp_logging_data()
         del trainer
     live.clear()
     trainers.free()
@@ -191,7 +191,8 @@ def _measure_round(plan: SweepPlan, ctx: RankContext, trainers: _Trainers, setti
     } for s in settings}
 
 
-def _next_round(plan: SweepPlan, ctx: RankContext, results: dict[str, dict[str, Any]], round_index: int) -> list[DDPOptions]:
+def _next_round(plan: SweepPlan, ctx: RankContext, results: dict[str, dict[str, Any]],
+                round_index: int) -> list[SettingOptions]:
     """Rank 0 decides the next bucket sizes from everyone's measurements; all ranks follow."""
     decision: list[Any] = [None]
     if ctx.rank == 0:

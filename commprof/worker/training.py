@@ -9,8 +9,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from commprof.config import DDPOptions
-from commprof.instrument.ddp import wrap_ddp
+from commprof.config import FSDPOptions, SettingOptions
+from commprof.instrument.ddp import ddp_logging_data, wrap_ddp
 from commprof.instrument.fsdp import shard
 from commprof.instrument.profiler import cuda_synchronize
 from commprof.workloads.workload import Workload, call_model, to_device
@@ -29,24 +29,29 @@ class Trainer:
     """A model wrapped in DDP (or sharded with FSDP2) with its optimizer; `step()` runs one optimizer step and
     times it."""
 
-    def __init__(self, model: nn.Module, workload: Workload, batches: list[Any], options: DDPOptions,
-                 device: torch.device, precision: str, mpi_gradients: bool = False, ddp_logging_every_step: bool = True,
-                 strategy: str = "ddp"):
-        if strategy == "fsdp":  # the model itself, sharded in place (no DDP options: the config refuses them)
-            self.ddp: Any = shard(model.to(device))
-        else:
-            self.ddp = wrap_ddp(model.to(device), options, device, mpi_gradients)
+    def __init__(self, model: nn.Module, workload: Workload, batches: list[Any], options: SettingOptions,
+                 device: torch.device, precision: str, mpi_gradients: bool = False,
+                 ddp_logging_every_step: bool = True):
+        self.is_ddp = not isinstance(options, FSDPOptions)
+        if self.is_ddp:
+            self.ddp: Any = wrap_ddp(model.to(device), options, device, mpi_gradients)
             if ddp_logging_every_step:
                 self.ddp._set_ddp_runtime_logging_sample_rate(1)  # DDP's own averages then cover every step
+        else:  # the model itself, sharded in place
+            self.ddp = shard(model.to(device), options)
         self.optimizer = torch.optim.SGD(self.ddp.parameters(), lr=1e-3, momentum=0.9)
         self.loss = workload.loss
         self.batches = batches
-        self.accum = options.grad_accum
+        self.accum = options.grad_accum if self.is_ddp else 1
         self.device = device
         self.use_cuda = device.type == "cuda"
         self.amp_dtype = _DTYPES.get(precision)
         self.scaler = torch.amp.GradScaler(device.type, enabled=precision == "fp16")
         self.steps_done = 0
+
+    def ddp_logging_data(self) -> dict[str, Any]:
+        """DDP's own measurements, to cross-check the traces; none for FSDP."""
+        return ddp_logging_data(self.ddp) if self.is_ddp else {}
 
     def step(self) -> float:
         """One optimizer step, timed (GPU work included); milliseconds."""
