@@ -10,14 +10,21 @@ Interval = tuple[float, float]
 
 def merge(intervals: Iterable[Interval]) -> list[Interval]:
     """Union as sorted, disjoint intervals; empty intervals are dropped."""
-    result: list[list[float]] = []
-    for start, end in sorted(i for i in intervals if i[1] > i[0]):
-        if result and start <= result[-1][1]:
-            if end > result[-1][1]:
-                result[-1][1] = end
+    result: list[Interval] = []
+    first = last = None
+    for start, end in sorted(intervals):
+        if end <= start:
+            continue
+        if last is not None and start <= last:
+            if end > last:
+                last = end
         else:
-            result.append([start, end])
-    return [(s, e) for s, e in result]
+            if last is not None:
+                result.append((first, last))
+            first, last = start, end
+    if last is not None:
+        result.append((first, last))
+    return result
 
 
 def total(intervals: Iterable[Interval]) -> float:

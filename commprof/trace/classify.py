@@ -13,7 +13,7 @@ from commprof.analysis.intervals import merge, subtract
 from commprof.trace import rules
 from commprof.trace.gpu_steps import DeviceOp, device_steps, hta_view
 from commprof.trace.launches import enclosing_ranges, launching_backend, meta_from_ranges
-from commprof.trace.meta import CollectiveMeta, meta_from_args
+from commprof.trace.meta import NO_META, CollectiveMeta, meta_from_args
 from commprof.trace.model import Collective, Interval, RankTrace, Step
 from commprof.trace.partition import Partition, partition
 from commprof.trace.roles import Roles
@@ -89,7 +89,9 @@ class _DeviceWork:
                 self.launches[correlation] = event
                 if links.external_id is not None:
                     self.launch_external[correlation] = links.external_id
-        self.enclosing = enclosing_ranges(events.collective_ranges, self.launches)
+        kernel_launches = {links.correlation: launch for _, links in self.kernels
+                           if (launch := self.launches.get(links.correlation)) is not None}
+        self.enclosing = enclosing_ranges(events.collective_ranges, kernel_launches)  # kernels' only
         self.comm_backend: dict[int, str] = {}
         for kernel, links in self.kernels:
             backend = rules.comm_kernel_backend(kernel.name) or launching_backend(
@@ -134,7 +136,8 @@ class _GpuClock:
 def _gpu(events: Partition, device: _DeviceWork, info: dict[str, Any], cpu_steps: list[Step], clock: _GpuClock,
          roles: Roles):
     """Kernels, and the ranges of a CPU backend (Gloo, MPI) that moves the data of CUDA tensors on the host."""
-    launch_meta = _launch_op_meta(events)
+    metas = _Metas()
+    launch_meta = _launch_op_meta(events, metas)
     comm_kernels = [(k, a) for k, a in device.kernels if device.is_comm(k)]
     compute = merge([(k.ts, k.ts + k.dur) for k, _ in device.kernels if not device.is_comm(k)])
     memory = merge([(e.ts, e.ts + e.dur) for e, _ in device.memory])
@@ -145,8 +148,8 @@ def _gpu(events: Partition, device: _DeviceWork, info: dict[str, Any], cpu_steps
         meta = meta_from_args(args)
         external = links.external_id or device.launch_external.get(correlation)
         if external is not None and external != correlation:  # older Kineto: External id == correlation, no op
-            meta = meta.filled_from(launch_meta.get(external, CollectiveMeta()))
-        meta = meta.filled_from(meta_from_ranges(device.enclosing.get(correlation, [])))
+            meta = meta.filled_from(launch_meta.get(external, NO_META))
+        meta = meta.filled_from(meta_from_ranges(device.enclosing.get(correlation, []), metas))
         op = meta.op or rules.op_from_kernel(kernel.name) or "unknown"
         collectives.append(_collective(meta, op, device.comm_backend[id(kernel)],
                                        kernel, f"stream {'?' if links.stream is None else links.stream}", info,
@@ -236,15 +239,31 @@ def _default_group_size(info: dict[str, Any]) -> int | None:
     return info.get("world_size") if not sizes else None
 
 
-def _launch_op_meta(events: Partition) -> dict[Any, CollectiveMeta]:
+class _Metas:
+    """What each CPU op's args say (meta_from_args), decoded once: the ops that launch a collective are also the
+    ranges around its kernels."""
+
+    def __init__(self) -> None:
+        self._found: dict[int, tuple[Any, CollectiveMeta]] = {}
+
+    def __call__(self, event: Event) -> CollectiveMeta:
+        return self.with_external_id(event)[1]
+
+    def with_external_id(self, event: Event) -> tuple[Any, CollectiveMeta]:
+        found = self._found.get(id(event))
+        if found is None:
+            args = decode_args(event)
+            found = self._found[id(event)] = (args.get("External id"), meta_from_args(args))
+        return found
+
+
+def _launch_op_meta(events: Partition, metas: _Metas) -> dict[Any, CollectiveMeta]:
     """External id -> what the CPU-side collective op says (record_param_comms, c10d::*, nccl:*)."""
     found: dict[Any, CollectiveMeta] = {}
     for event in events.collective_launches:
-        args = decode_args(event)
-        external = args.get("External id")
+        external, meta = metas.with_external_id(event)
         if external is None:
             continue
-        meta = meta_from_args(args)
         if meta.op is None:
             meta = meta.filled_from(CollectiveMeta(op=rules.normalize_op(event.name.rstrip("_"))))
         previous = found.get(external)

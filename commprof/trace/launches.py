@@ -8,12 +8,14 @@ symmetric memory, vLLM's) are recognised the same way, through the op that launc
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections import defaultdict
-from typing import Any
+from operator import itemgetter
+from typing import Any, Callable
 
 from commprof.trace import rules
 from commprof.trace.events import Event, decode_args
-from commprof.trace.meta import CollectiveMeta, meta_from_args
+from commprof.trace.meta import NO_META, CollectiveMeta, meta_from_args
 
 
 def is_collective_name(name: str) -> bool:
@@ -22,34 +24,34 @@ def is_collective_name(name: str) -> bool:
 
 def enclosing_ranges(collective_ranges: list[Event], launches: dict[Any, Event]) -> dict[Any, list[Event]]:
     """correlation -> the collective-named CPU ranges (partition.Partition.collective_ranges) open on the
-    launching thread when it launched, most trusted first (rules.ENCLOSING_TRUST); launches inside none are
-    left out."""
-    by_thread: dict[Any, list[tuple[float, int, Any]]] = defaultdict(list)
+    launching thread when it launched (from its start to its end, both included), most trusted first
+    (rules.ENCLOSING_TRUST), then outermost first; launches inside none are left out."""
+    ranges_on: dict[Any, list[Event]] = defaultdict(list)
     for event in collective_ranges:
-        by_thread[(event.pid, event.tid)].append((event.ts, 0, event))
+        ranges_on[(event.pid, event.tid)].append(event)
+    launched_on: dict[Any, list[tuple[float, Any]]] = defaultdict(list)
     for correlation, launch in launches.items():
-        if (launch.pid, launch.tid) in by_thread:
-            by_thread[(launch.pid, launch.tid)].append((launch.ts, 1, correlation))
-    found: dict[Any, list[Event]] = {}
-    for items in by_thread.values():
-        # ranges before launches at the same time, and the longer of two ranges first (it encloses the other)
-        items.sort(key=lambda item: (item[0], item[1], -(item[2].dur or 0) if item[1] == 0 else 0))
-        open_ranges: list[Event] = []
-        for ts, kind, item in items:
-            if open_ranges and any(r.ts + (r.dur or 0) < ts for r in open_ranges):
-                open_ranges = [r for r in open_ranges if r.ts + (r.dur or 0) >= ts]
-            if kind == 0:
-                open_ranges.append(item)
-            elif open_ranges:
-                found[item] = sorted(open_ranges, key=lambda r: rules.trust_rank(r.name))
-    return found
+        if (launch.pid, launch.tid) in ranges_on:
+            launched_on[(launch.pid, launch.tid)].append((launch.ts, correlation))
+    found: dict[Any, list[Event]] = defaultdict(list)
+    for thread, ranges in ranges_on.items():
+        inside = sorted(launched_on.get(thread, ()), key=itemgetter(0))
+        times = [ts for ts, _ in inside]
+        for event in sorted(ranges, key=lambda r: (r.ts, -(r.dur or 0))):  # of two that start together, the outer
+            for _, correlation in inside[bisect_left(times, event.ts):bisect_right(times, event.ts + (event.dur or 0))]:
+                found[correlation].append(event)
+    for ranges in found.values():
+        if len(ranges) > 1:
+            ranges.sort(key=lambda r: rules.trust_rank(r.name))
+    return dict(found)
 
 
-def meta_from_ranges(ranges: list[Event]) -> CollectiveMeta:
+def meta_from_ranges(ranges: list[Event], meta_of: Callable[[Event], CollectiveMeta] | None = None) -> CollectiveMeta:
     """The collective as the most trusted range names it; the element count is the largest any of them records
-    (as with In/Out msg nelems: the output of an all_gather, the input of a reduce_scatter, nccl-tests' sizes)."""
-    metas = [meta_from_args(decode_args(r)) for r in ranges]
-    merged = CollectiveMeta()
+    (as with In/Out msg nelems: the output of an all_gather, the input of a reduce_scatter, nccl-tests' sizes).
+    `meta_of`: what an event's args say (meta_from_args)."""
+    metas = [meta_of(r) if meta_of else meta_from_args(decode_args(r)) for r in ranges]
+    merged = NO_META
     for event, meta in zip(ranges, metas):
         if meta.op is None:
             meta = meta.filled_from(CollectiveMeta(op=rules.op_in_name(event.name)))

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import math
-from operator import attrgetter
-from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, NamedTuple
 
 from commprof.trace import rules
 
 
-@dataclass(frozen=True)
-class CollectiveMeta:
+class CollectiveMeta(NamedTuple):  # a tuple: built tens of thousands of times per trace, cheaply
     op: str | None = None
     nelems: int | None = None
     dtype: str | None = None
@@ -30,12 +27,13 @@ class CollectiveMeta:
         return None not in (self.op, self.nbytes, self.group_size)
 
     def filled_from(self, other: CollectiveMeta) -> CollectiveMeta:
-        """Keep what is known here; take the rest from `other`. (Field by field: this runs for every collective
-        launch of a trace, and dataclasses.replace costs several times as much.)"""
-        return CollectiveMeta(*(mine if mine is not None else theirs for mine, theirs in zip(_values(self), _values(other))))
+        """Keep what is known here; take the rest from `other`."""
+        if other is NO_META or None not in self:
+            return self
+        return CollectiveMeta(*[mine if mine is not None else theirs for mine, theirs in zip(self, other)])
 
 
-_values = attrgetter(*(f.name for f in fields(CollectiveMeta)))  # every field, in order
+NO_META = CollectiveMeta()
 
 
 def meta_from_args(args: dict[str, Any]) -> CollectiveMeta:

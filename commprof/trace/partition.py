@@ -36,24 +36,27 @@ def partition(path: Path, events: list[Event]) -> Partition:
     """The complete events, checked (a time each, no negative duration; a missing duration is 0) and sorted."""
     part = Partition()
     lists: dict[tuple[str, str], tuple[list[Event], ...]] = {}
+    keep, fractional = part.events.append, False  # (names bound once: this loop runs for every event)
     for event in events:
         if event.ph != "X":
             continue
-        if event.ts is None:
+        ts, dur = event.ts, event.dur
+        if ts is None:
             raise TraceError(str(path), f"event {event.name!r} has no 'ts'")
-        if event.dur is None:
+        if dur is None:
             event.dur = 0.0
-        elif event.dur < 0:
-            raise TraceError(str(path), f"event {event.name!r} at ts={event.ts} has a negative duration")
-        if not part.fractional_times and event.ts != int(event.ts):
-            part.fractional_times = True
-        part.events.append(event)
+        elif dur < 0:
+            raise TraceError(str(path), f"event {event.name!r} at ts={ts} has a negative duration")
+        if not fractional and ts % 1:
+            fractional = True
+        keep(event)
         key = (event.cat, event.name)
         found = lists.get(key)
         if found is None:
             found = lists[key] = tuple(getattr(part, name) for name in lists_for(event.cat, event.name))
         for kept in found:
             kept.append(event)
+    part.fractional_times = fractional
     return part
 
 
