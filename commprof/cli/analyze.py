@@ -20,7 +20,9 @@ def analyze(
     paths: Annotated[list[Path], typer.Argument(help="Trace folders or files (.json, .json.gz).", show_default=False)],
     name: Annotated[Optional[str], typer.Option(help="Report folder name \\[default: the folder or file name].")] = None,
     reports_dir: Annotated[Path, typer.Option(help="Where reports/<name>/ is written.")] = Path("reports"),
-    workers: Annotated[Optional[int], typer.Option(help="Parallel processes for parsing \\[default: all cores].")] = None,
+    workers: Annotated[Optional[int], typer.Option(
+        help="Parallel processes for parsing (1: everything in this process, the figures too) \\[default: all "
+             "cores].")] = None,
     windows: Annotated[Windows, typer.Option(
         help="steps: one window per profiler step (the device's steps on GPU traces). hta: Holistic Trace "
              "Analysis's one window per GPU rank, only the device work launched before the last step, for "

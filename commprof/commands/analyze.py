@@ -21,11 +21,11 @@ def analyze(paths: list[Path], name: str | None = None, reports_dir: Path = Path
             feedback: Feedback = SILENT, figures_apart: bool = False) -> Outcome:
     """`cluster`: the address of a running Dask scheduler; each rank's trace is loaded and digested there, on
     workers that must see the same paths, and the report is reduced here, as without it. `figures_apart`:
-    for traces over 16 MB, the plots are drawn in a process started now, beside the analysis
-    (render.figure_process)."""
+    for traces over 16 MB (uncompressed), the plots are drawn and the TensorBoard files written in a process
+    started now, beside the analysis (render.figure_process), unless `workers` is 1."""
     if workers is not None and workers < 1:
         raise UsageError(f"--workers must be >= 1, got {workers}")
-    with _figures(figures_apart and _big(paths)) as figures:
+    with _figure_process(figures_apart and workers != 1 and big_traces(paths)) as apart:
         with _executor(cluster) as executor, feedback.counter("analysing trace files") as progress:
             report, timeline = report_from_traces(paths, name=name or default_name(paths[0]), kind="analysis",
                                                   workers=workers, windows=windows, bench_dir=reports_dir,
@@ -34,19 +34,19 @@ def analyze(paths: list[Path], name: str | None = None, reports_dir: Path = Path
             from commprof.render.tables import headline
 
             feedback.info(f"{headline(report)} (writing the report)")
-        return Outcome(report, write_report(report, reports_dir, report.name, timeline, figures=figures))
+        return Outcome(report, write_report(report, reports_dir, report.name, timeline, apart=apart))
 
 
 @contextmanager
-def _figures(apart: bool) -> Iterator:
-    if not apart:
+def _figure_process(wanted: bool) -> Iterator:
+    if not wanted:
         yield None
         return
     from commprof.render.figure_process import FigureProcess
 
     process = FigureProcess()
     try:
-        yield process.images
+        yield process
     finally:
         process.close()
 
@@ -70,12 +70,15 @@ def _executor(cluster: str | None) -> Iterator:
         client.close()
 
 
-def _big(paths: list[Path]) -> bool:
-    """Whether the traces hold more than FIGURES_APART_ABOVE_BYTES (stat stops as soon as they do)."""
+def big_traces(paths: list[Path]) -> bool:
+    """Whether the traces hold more than FIGURES_APART_ABOVE_BYTES, gzip's uncompressed (stops as soon as they
+    do)."""
+    from commprof.trace.stream import uncompressed_size
+
     total = 0
     try:
         for file in find_trace_files(paths):
-            total += file.stat().st_size
+            total += uncompressed_size(file)
             if total > FIGURES_APART_ABOVE_BYTES:
                 return True
     except (OSError, UsageError):

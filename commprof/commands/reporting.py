@@ -6,7 +6,7 @@ import dataclasses
 import json
 from concurrent.futures import Executor
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from commprof.analysis.analyze import analyze, analyze_run
 from commprof.analysis.crossrank import measured_offsets
@@ -22,6 +22,9 @@ from commprof.results.common import Estimate, Result
 from commprof.results.report import Report
 from commprof.trace.load import load_run, load_run_with
 from commprof.trace.model import RankTrace, RunTrace
+
+if TYPE_CHECKING:
+    from commprof.render.figure_process import FigureProcess
 
 
 def run_summary(meta: dict[str, Any]) -> dict[str, Any]:
@@ -147,10 +150,11 @@ def prepare_report_dir(reports_dir: Path, name: str) -> Path:
 
 
 def write_report(result: Result, reports_dir: Path, name: str, timeline: dict | None = None,
-                 traces: Path | None = None, figures: Callable[[Result], dict[str, bytes]] | None = None) -> list[Path]:
+                 traces: Path | None = None, apart: FigureProcess | None = None) -> list[Path]:
     """A new folder reports_dir/name with every file of the result (render.outputs), the page first; the
-    TensorBoard event files go next to the traces (traces/tensorboard) when commprof made them."""
+    TensorBoard event files go next to the traces (traces/tensorboard) when commprof made them. `apart`: the
+    process that draws the figures and writes the event files (render.figure_process)."""
     from commprof.render.outputs import write_result
 
     return write_result(result, prepare_report_dir(reports_dir, name), timeline,
-                        traces / "tensorboard" if traces is not None else None, figures)
+                        traces / "tensorboard" if traces is not None else None, apart)

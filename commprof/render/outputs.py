@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from types import ModuleType
-from typing import Callable
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
@@ -18,6 +18,9 @@ from commprof.results.report import Report
 from commprof.results.scale import ScaleReport
 from commprof.results.store import save_result
 from commprof.render.tensorboard import write_events
+
+if TYPE_CHECKING:
+    from commprof.render.figure_process import FigureProcess
 
 
 def view_of(result: Result) -> ModuleType:
@@ -38,23 +41,28 @@ def markdown(result: Result) -> str:
 
 
 def write_result(result: Result, folder: Path, timeline: dict | None = None, events_dir: Path | None = None,
-                 figures: Callable[[Result], dict[str, bytes]] | None = None) -> list[Path]:
+                 apart: FigureProcess | None = None) -> list[Path]:
     """report.json, the plots, report.md (which shows them) and the self-contained report.html; for a run,
     timeline.json (the job's aligned trace) when given; for bench, bench.csv; TensorBoard event files in
-    `events_dir` (next to the traces) or else folder/tensorboard. The page comes first. `figures`: who
-    draws the plots (figure_process.FigureProcess.images), else this process."""
+    `events_dir` (next to the traces) or else folder/tensorboard. The page comes first. `apart`: a process
+    that draws the plots and writes the event files while this one writes the rest; else this one does."""
     view = view_of(result)
-    images = (figures or view.images)(result)
-    texts = {"report.md": view.markdown(result), "report.html": view.html(result, images)}
+    logdir = events_dir or folder / "tensorboard"
+    if apart is not None:
+        drawn, events_written = apart.draw(result), apart.write_events(result, logdir)
+    else:
+        drawn, events_written = (lambda: view.images(result)), (lambda: write_events(result, logdir))
+    texts = {"report.md": view.markdown(result)}
     if timeline is not None:
         texts["timeline.json"] = json.dumps(timeline)
     if isinstance(result, BenchResult):
         texts["bench.csv"] = view.csv(result)
     save_result(result, folder)
-    for name, png in images.items():
-        (folder / name).write_bytes(png)
     for name, text in texts.items():
         (folder / name).write_text(text)
-    events = write_events(result, events_dir or folder / "tensorboard")
+    images, events = drawn(), events_written()
+    for name, png in images.items():
+        (folder / name).write_bytes(png)
+    (folder / "report.html").write_text(view.html(result, images))
     names = ["report.html", "report.json", "report.md", *images, *(n for n in texts if not n.startswith("report."))]
     return [folder / name for name in names] + ([events] if events is not None else [])
