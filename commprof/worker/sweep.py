@@ -2,8 +2,8 @@
 
 Every setting gets a fresh copy of the same initial model wrapped in its own DDP (or sharded with its
 own FSDP options), a warmup (DDP rebuilds its buckets after the first step), then the settings take
-turns for `repeats` rounds (A B C A B C ...) so that machine drift does not favour one of them. Each setting is profiled in
-a separate block afterwards, so profiling never slows the timed steps.
+turns for `repeats` rounds (A B C A B C ...) so that machine drift does not favour one of them. Each
+setting is profiled in a separate block afterwards, so profiling never slows the timed steps.
 
 When the settings' models, DDP buckets and optimizer states do not all fit in memory at once (a
 large model on a GPU), each turn builds its setting afresh from the same initial model, warms it
