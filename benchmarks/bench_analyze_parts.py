@@ -3,7 +3,8 @@
     python benchmarks/bench_analyze_parts.py ../shared/traces/nccl-v100-rank1-of-2-large [--repeats 5]
 
 Times, separately and as medians: reading the file (with gunzip), reading and decoding it into typed records
-(the decode floor), classifying the records, and digesting the rank (its step breakdowns)."""
+(the decode floor), classifying the records, and digesting the rank (its step breakdowns); then the three as
+`commprof analyze` runs them, with the cyclic garbage collector paused."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from pathlib import Path
 from commprof.analysis.digest import digest
 from commprof.trace.classify import classify
 from commprof.trace.files import find_trace_files, read_trace_bytes
+from commprof.trace.load import collector_paused
 from commprof.trace.parse import parse_trace
 
 
@@ -24,7 +26,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
     (path,) = find_trace_files([args.trace])
-    parts: dict[str, list[float]] = {"read": [], "read and decode": [], "classify": [], "digest": []}
+    parts: dict[str, list[float]] = {"read": [], "read and decode": [], "classify": [], "digest": [],
+                                     "decode, classify, digest (collector paused, as analyze runs them)": []}
     for _ in range(args.repeats):
         start = time.perf_counter()
         read_trace_bytes(path)
@@ -35,7 +38,12 @@ def main() -> None:
         classified = time.perf_counter()
         digest(rank)
         done = time.perf_counter()
-        for name, seconds in zip(parts, (read - start, decoded - read, classified - decoded, done - classified)):
+        del trace, rank
+        with collector_paused():
+            digest(classify(path, parse_trace(path)))
+        paused = time.perf_counter() - done
+        for name, seconds in zip(parts, (read - start, decoded - read, classified - decoded, done - classified,
+                                         paused)):
             parts[name].append(seconds)
     print("| part | median s |\n|---|---|")
     for name, seconds in parts.items():

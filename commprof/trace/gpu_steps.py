@@ -7,14 +7,13 @@ from __future__ import annotations
 import math
 from bisect import bisect_left, bisect_right
 from collections import defaultdict
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from commprof.analysis.intervals import clip, merge, total
 from commprof.trace.model import DeviceView, Interval, Step
 
 
-@dataclass(frozen=True, slots=True)
-class DeviceOp:
+class DeviceOp(NamedTuple):  # a tuple: one per kernel, built cheaply
     """A kernel, memcpy, memset or sync on the device, and when the CPU launched it (None: not in the trace)."""
 
     start: float
