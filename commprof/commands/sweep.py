@@ -36,7 +36,8 @@ def tune(request: RunRequest, feedback: Feedback = SILENT, **rounds: Any) -> Out
 
 
 def measure(request: RunRequest, settings: list[SettingOptions], baseline: SettingOptions, kind: str,
-            feedback: Feedback, rounds: dict[str, Any], tune: bool = False, predicted: dict[str, Estimate] | None = None) -> Outcome:
+            feedback: Feedback, rounds: dict[str, Any], tune: bool = False,
+            predicted: dict[str, Estimate] | None = None) -> Outcome:
     """Resolve, check the model, launch the sweep worker once, analyse every setting, report. `predicted`: the
     gain predicted for some settings (by label), shown beside the measured one (commprof advise)."""
     from commprof.launch.job import Task, run_job
