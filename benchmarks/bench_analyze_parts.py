@@ -4,11 +4,13 @@
 
 Times, separately and as medians: reading the file (with gunzip), reading and decoding it into typed records
 (the decode floor), classifying the records, and digesting the rank (its step breakdowns); then the three as
-`commprof analyze` runs them, with the cyclic garbage collector paused."""
+`commprof analyze` runs them, with the cyclic garbage collector on and paused (in turn, each repeat)."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import gc
 import statistics
 import time
 from pathlib import Path
@@ -27,6 +29,7 @@ def main() -> None:
     args = parser.parse_args()
     (path,) = find_trace_files([args.trace])
     parts: dict[str, list[float]] = {"read": [], "read and decode": [], "classify": [], "digest": [],
+                                     "decode, classify, digest (collector on)": [],
                                      "decode, classify, digest (collector paused, as analyze runs them)": []}
     for _ in range(args.repeats):
         start = time.perf_counter()
@@ -39,15 +42,20 @@ def main() -> None:
         digest(rank)
         done = time.perf_counter()
         del trace, rank
-        with collector_paused():
-            digest(classify(path, parse_trace(path)))
-        paused = time.perf_counter() - done
         for name, seconds in zip(parts, (read - start, decoded - read, classified - decoded, done - classified,
-                                         paused)):
+                                         _all_three(path, contextlib.nullcontext()), _all_three(path, collector_paused()))):
             parts[name].append(seconds)
     print("| part | median s |\n|---|---|")
     for name, seconds in parts.items():
         print(f"| {name} | {statistics.median(seconds):.3f} |")
+
+
+def _all_three(path: Path, collector) -> float:
+    gc.collect()
+    start = time.perf_counter()
+    with collector:
+        digest(classify(path, parse_trace(path)))
+    return time.perf_counter() - start
 
 
 if __name__ == "__main__":

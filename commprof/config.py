@@ -134,8 +134,19 @@ def setting_label(options: SettingOptions) -> str:
     return "_".join(parts)
 
 
+class _StrategyOptions:
+    strategy: str
+    ddp: DDPOptions
+    fsdp: FSDPOptions
+
+    @property
+    def options(self) -> SettingOptions:
+        """The options of its strategy: DDP's or FSDP's."""
+        return self.fsdp if self.strategy == "fsdp" else self.ddp
+
+
 @dataclass(frozen=True)
-class RunRequest:
+class RunRequest(_StrategyOptions):
     """The options of the commands that launch training, as typed: None and 'auto' mean 'not given'
     and are resolved for this machine (launch.resolve) into a RunConfig."""
 
@@ -179,7 +190,7 @@ def by_fields(cls: type, values: dict[str, Any], **overrides: Any) -> Any:
 
 
 @dataclass(frozen=True)
-class RunConfig:
+class RunConfig(_StrategyOptions):
     """Everything a run needs, with every 'auto' already resolved."""
 
     run_id: str
@@ -247,11 +258,6 @@ class RunConfig:
     @property
     def world_size(self) -> int:
         return self.nodes * self.procs_per_node
-
-    @property
-    def options(self) -> SettingOptions:
-        """The options of its strategy: DDP's or FSDP's."""
-        return self.fsdp if self.strategy == "fsdp" else self.ddp
 
     @property
     def run_dir(self) -> Path:

@@ -7,7 +7,7 @@ import pytest
 from commprof.cli.app import main
 from commprof.commands.analyze import big_traces
 from commprof.results.store import load_report
-from tests.conftest import LARGE_TRACE, TRACES
+from tests.conftest import LARGE_TRACE, TRACES, needs_large_trace
 
 FOLDERS = ["gloo-cpu-rank34-of-300", "missing-fields", "nccl-a100-rank0-of-16", "nccl-a100-rank0-of-2",
            "nccl-sampled-2-of-128", "nccl-trace-diff/control", "nccl-trace-diff/test", "nccl-v100-world1",
@@ -29,7 +29,7 @@ def test_every_folder_gives_a_report(tmp_path, capsys, folder):
     assert report.ranks and all(r.step_time_ms.median > 0 for r in report.ranks)
 
 
-@pytest.mark.skipif(not LARGE_TRACE.is_dir(), reason="the 54 MB benchmark trace is not in ../shared/traces")
+@needs_large_trace
 def test_the_large_trace_gives_a_report(tmp_path, capsys):
     code, output = analyze_cli(tmp_path, LARGE_TRACE, capsys)
     assert code == 0, output.err

@@ -11,7 +11,7 @@ from commprof.trace import chunked
 from commprof.trace.chunked import LayoutNotUnderstood, decode_in_chunks
 from commprof.trace.classify import classify
 from commprof.trace.parse import parse_trace
-from conftest import LARGE_TRACE, TRACES
+from conftest import LARGE_TRACE, TRACES, needs_large_trace
 
 FILES = sorted(p for p in TRACES.rglob("*.json*") if "nccl-trace-diff" not in str(p))
 
@@ -37,7 +37,7 @@ def test_pieces_in_worker_processes_equal_decoded(monkeypatch):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not LARGE_TRACE.is_dir(), reason="the 54 MB benchmark trace is not in ../shared/traces")
+@needs_large_trace
 def test_pieces_in_worker_processes_equal_decoded_on_the_large_trace(monkeypatch):
     monkeypatch.setattr(chunked, "CHUNK_BYTES", 4 << 20)
     (path,) = LARGE_TRACE.glob("*.json*")

@@ -8,7 +8,7 @@ from commprof.trace.classify import classify
 from commprof.trace.parse import parse_trace
 from commprof.trace.stream import stream_trace, uncompressed_size
 from commprof.errors import TraceError
-from conftest import LARGE_TRACE, TRACES
+from conftest import LARGE_TRACE, TRACES, needs_large_trace
 
 FILES = sorted(p for p in TRACES.rglob("*.json*") if "nccl-trace-diff" not in str(p))
 
@@ -20,7 +20,7 @@ def test_streamed_equals_decoded(path):
         assert getattr(streamed, field.name) == getattr(whole, field.name), field.name
 
 
-@pytest.mark.skipif(not LARGE_TRACE.is_dir(), reason="the 54 MB benchmark trace is not in ../shared/traces")
+@needs_large_trace
 def test_streamed_equals_decoded_on_the_large_trace():
     (path,) = LARGE_TRACE.glob("*.json*")
     test_streamed_equals_decoded(path)

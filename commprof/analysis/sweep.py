@@ -66,12 +66,12 @@ def fsdp_paste_line(options: FSDPOptions) -> str:
 
 
 def setting_result(label: str, raw: dict[str, Any], baseline_steps: list[float], report: Report,
-                   rank0: RankTrace | None) -> SettingResult:
+                   rank0: RankTrace | None, strategy: str = "ddp") -> SettingResult:
     estimate, gain = median_ci(raw["step_ms"]), speedup_ci(baseline_steps, raw["step_ms"])
     comm = statistics.fmean(r.comm_ms for r in report.ranks)
     overlap = statistics.fmean(r.overlap_ms for r in report.ranks)
     ddp0 = raw["ddp"].get("0", {})
-    ddp = "bucket_cap_mb" in raw["options"]  # buckets and DDP's own figures: DDP's settings only
+    ddp = strategy == "ddp"  # buckets and DDP's own figures: DDP's settings only
     timelines = bucket_timelines(rank0) if ddp and rank0 is not None else []
     from_trace = backward_times(rank0) if ddp and rank0 is not None else None
     sizes = _bucket_sizes(ddp0)
@@ -114,7 +114,7 @@ def sweep_result(raw: dict[str, Any], analysed: dict[str, tuple[Report, RankTrac
     options_of = OPTIONS_OF_STRATEGY[strategy]
     baseline_label = setting_label(options_of(**raw["plan"]["baseline"]))
     baseline_steps = raw["settings"][baseline_label]["step_ms"]
-    results = [setting_result(label, setting, baseline_steps, *analysed[label])
+    results = [setting_result(label, setting, baseline_steps, *analysed[label], strategy)
                for label, setting in raw["settings"].items()]
     results.sort(key=lambda s: (s.options.get("bucket_cap_mb", 0), s.label))
     baseline = next(s for s in results if s.label == baseline_label)

@@ -22,8 +22,7 @@ def grid_settings(base: SettingOptions, grid: dict[str, list[Any]]) -> list[Sett
 def sweep(request: RunRequest, grid: dict[str, list[Any]], feedback: Feedback = SILENT, **rounds: Any) -> Outcome:
     """`grid`: the strategy's options (DDP's, or FSDP's with --strategy fsdp) and the values each takes. `rounds`:
     SweepPlan's warmup_steps, repeats, steps_per_repeat, profile_steps and max_live_settings."""
-    base = request.fsdp if request.strategy == "fsdp" else request.ddp
-    return measure(request, grid_settings(base, grid), base, "sweep", feedback, rounds)
+    return measure(request, grid_settings(request.options, grid), request.options, "sweep", feedback, rounds)
 
 
 def tune(request: RunRequest, feedback: Feedback = SILENT, **rounds: Any) -> Outcome:
