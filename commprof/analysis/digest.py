@@ -20,7 +20,7 @@ import msgspec
 from commprof.analysis.breakdown import breakdown_step, step_windows
 from commprof.analysis.whole_trace import hta_windows
 from commprof.results.report import StepBreakdown
-from commprof.trace.load import load_rank
+from commprof.trace.load import load_and_prepare
 from commprof.trace.model import RankTrace, RunTrace
 
 MAX_DETAILED_RANKS = 64
@@ -50,8 +50,8 @@ def own_digest(trace: Path) -> bytes | None:
     when the trace is missing or unusable (the report then says that rank is missing)."""
     if not trace.is_file():
         return None
-    loaded = load_rank(trace)
-    return msgspec.msgpack.encode(digest(loaded)) if isinstance(loaded, RankTrace) else None
+    loaded, breakdowns = load_and_prepare(trace, digest)
+    return msgspec.msgpack.encode((loaded, breakdowns)) if isinstance(loaded, RankTrace) else None
 
 
 def write_digests(run_dir: Path, digests: dict[int, bytes]) -> None:

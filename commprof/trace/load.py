@@ -54,7 +54,7 @@ def load_run_with(paths: list[Path], workers: int | None,
     `progress(done, total)` after each file."""
     files = find_trace_files(paths)
     workers = min(len(files), workers or os.cpu_count() or 1)
-    load = functools.partial(_load_and_prepare, prepare=prepare)
+    load = functools.partial(load_and_prepare, prepare=prepare)
     if executor is not None:
         loaded = _in_order(executor, load, files, progress)
     elif workers > 1:
@@ -88,7 +88,8 @@ def _in_order(executor: Executor, load, files: list[Path], progress) -> list:
     return loaded
 
 
-def _load_and_prepare(path: Path, prepare) -> tuple[RankTrace | SkippedFile, Any]:
+def load_and_prepare(path: Path, prepare) -> tuple[RankTrace | SkippedFile, Any]:
+    """One rank's trace loaded and `prepare`d (e.g. analysis.digest.digest), the collector paused."""
     with collector_paused():
         loaded = load_rank(path)
         return prepare(loaded) if prepare is not None and isinstance(loaded, RankTrace) else (loaded, None)
