@@ -45,8 +45,15 @@ class ProcessStarted(AssertionError):
     pass
 
 
+@pytest.fixture(scope="session")
+def _matplotlib_font_cache():
+    """matplotlib builds its font cache on its first import on a machine, running fc-list: build it before the
+    guard below, so that a fresh machine's first run of the fast tier passes as its second does."""
+    import matplotlib.font_manager  # noqa: F401
+
+
 @pytest.fixture(autouse=True)
-def _fast_tier_starts_no_process(request, monkeypatch):
+def _fast_tier_starts_no_process(request, monkeypatch, _matplotlib_font_cache):
     """A test not marked slow may not start a process: the fast tier stays fast and launches nothing."""
     if request.node.get_closest_marker("slow"):
         return
