@@ -13,11 +13,13 @@ growing on a CPU host whose cores the ranks share)."""
 
 from __future__ import annotations
 
+import itertools
 import re
 import statistics
 from dataclasses import dataclass, field
 
 from commprof.analysis.buckets import GRADIENT_OPS
+from commprof.analysis.ddp_buckets import layout
 from commprof.errors import UsageError
 from commprof.trace.model import RunTrace
 
@@ -164,23 +166,14 @@ def fit_compute(profiles: list[StepProfile]) -> ComputeModel:
 
 
 def rebucket(reference: StepProfile, parameter_bytes: list[int] | None, cap_mb: float | None) -> list[tuple[int, float]]:
-    """(bytes, ready fraction) per bucket: as measured, or for another cap with the buckets DDP rebuilds
-    after its first step (parameters in the order their gradients become ready, about the reverse of
-    registration; a bucket closes once it reaches the cap) and ready times interpolated along the
-    measured buckets by cumulative bytes."""
+    """(bytes, ready fraction) per bucket: as measured, or for an explicit cap with the buckets DDP rebuilds
+    after its first step (analysis/ddp_buckets.layout) and ready times interpolated along the measured buckets
+    by cumulative bytes."""
     if cap_mb is None or not parameter_bytes:
         return list(zip(reference.bucket_bytes, reference.bucket_ready))
-    ends, sizes, size, total = [], [], 0, 0
-    for nbytes in reversed(parameter_bytes):
-        size += nbytes
-        total += nbytes
-        if size >= cap_mb * MB:
-            ends.append(total)
-            sizes.append(size)
-            size = 0
-    if size:
-        ends.append(total)
-        sizes.append(size)
+    sizes = layout(parameter_bytes, cap_mb)
+    total = sum(sizes)
+    ends = list(itertools.accumulate(sizes))
     xs, ys, running = [0.0], [0.0], 0
     for nbytes, ready in zip(reference.bucket_bytes, reference.bucket_ready):
         running += nbytes

@@ -1,0 +1,61 @@
+"""The gradient buckets DDP really builds for a bucket_cap_mb, by DDP's own rules; settings are compared by these.
+
+DDP (torch/nn/parallel/distributed.py and reducer.cpp's compute_bucket_assignment_by_size) walks the parameters
+in the order their gradients become ready (after its first step it rebuilds the buckets in that order; about the
+reverse of registration) and closes a bucket as soon as it holds at least the current limit. The limits:
+- `bucket_cap_mb` not given (None): a first bucket of 1 MiB (`dist._DEFAULT_FIRST_BUCKET_BYTES`), then 25 MiB;
+- `bucket_cap_mb` given, even 25: that cap for every bucket, the first included.
+So two caps are the same setting when they build the same buckets, and `bucket_cap_mb=25` is not DDP's default.
+A parameter larger than the cap is a bucket of its own. `gradient_as_bucket_view` changes no layout."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+MB = 1024 * 1024
+FIRST_BUCKET_BYTES = MB  # dist._DEFAULT_FIRST_BUCKET_BYTES
+DEFAULT_CAP_MB = 25.0
+
+
+def limits(cap_mb: float | None) -> list[int]:
+    """DDP's bucket size limits in bytes: the first bucket's, then every later one's."""
+    if cap_mb is None:
+        return [FIRST_BUCKET_BYTES, int(DEFAULT_CAP_MB * MB)]
+    return [int(cap_mb * MB)]
+
+
+def layout(parameter_bytes: Sequence[int], cap_mb: float | None) -> tuple[int, ...]:
+    """Bucket sizes (bytes) in the order they become ready, for parameters given in registration order."""
+    caps = limits(cap_mb)
+    sizes: list[int] = []
+    size = 0
+    for nbytes in reversed(parameter_bytes):
+        size += nbytes
+        if size >= caps[min(len(sizes), len(caps) - 1)]:
+            sizes.append(size)
+            size = 0
+    if size:
+        sizes.append(size)
+    return tuple(sizes)
+
+
+def describe(sizes: Sequence[int]) -> str:
+    """'one bucket of 32.1 MB', or '2 buckets: 28.1, 4.0 MB' (MB = MiB, as DDP counts them)."""
+    if len(sizes) == 1:
+        return f"one bucket of {sizes[0] / MB:.1f} MB"
+    return f"{len(sizes)} buckets: " + ", ".join(f"{s / MB:.1f}" for s in sizes) + " MB"
+
+
+def cap_label(cap_mb: float | None) -> str:
+    return "DDP's default (no bucket_cap_mb: 1 MB first bucket, then 25)" if cap_mb is None else f"bucket_cap_mb={cap_mb:g}"
+
+
+def distinct_caps(parameter_bytes: Sequence[int], candidates: Sequence[float],
+                  now: tuple[int, ...]) -> dict[float, tuple[int, ...]]:
+    """Of the candidate caps, one per layout (the smallest cap that builds it), leaving out the layout `now`."""
+    chosen: dict[tuple[int, ...], float] = {}
+    for cap in sorted(candidates):
+        built = layout(parameter_bytes, cap)
+        if built != now and built not in chosen:
+            chosen[built] = cap
+    return {cap: built for built, cap in chosen.items()}
