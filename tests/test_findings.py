@@ -18,10 +18,11 @@ FLOATS_25_MIB = 25 * MB // 4
 DDP_RUN = {"parameter_sizes": [5 * MB] * 5, "config": {"ddp": {"bucket_cap_mb": 25.0}}}
 
 
-def ddp_rank(rank, steps=2, late_us=0.0, first_op_us=0.0, allreduce_us=10_000.0, optimizer_us=5_000.0):
+def ddp_rank(rank, steps=2, late_us=0.0, first_op_us=0.0, allreduce_us=10_000.0, optimizer_us=5_000.0, gap_us=0.0):
     """Each 50 ms step: forward [0, 10] ms, backward [10, 30], the one 25 MiB bucket launched at 30 and
     all-reduced for 10 ms (nothing left to hide it), the optimizer [40, 45], idle to 50. `late_us` shifts this
-    rank's backward end and all-reduce later; `first_op_us` leaves the step's start idle (waiting for data)."""
+    rank's backward end and all-reduce later; `gap_us` only the all-reduce and the optimizer (nothing runs in
+    between); `first_op_us` leaves the step's start idle (waiting for data)."""
     trace = TraceBuilder(rank=rank)
     trace.header["host_name"] = "node0"  # one host: one clock, so lateness is not aligned away
     for k in range(steps):
@@ -29,10 +30,11 @@ def ddp_rank(rank, steps=2, late_us=0.0, first_op_us=0.0, allreduce_us=10_000.0,
         trace.step(k + 1, t, 50_000)
         trace.x("aten::mm", t + first_op_us, 10_000 - first_op_us)
         trace.x("autograd::engine::evaluate_function: MmBackward0", t + 10_000, 20_000 + late_us)
-        trace.x("c10d::allreduce_", t + 30_000 + late_us, 10)
-        trace.x("gloo:all_reduce", t + 30_000 + late_us, allreduce_us, cat="user_annotation", thread=GLOO,
+        late = late_us + gap_us
+        trace.x("c10d::allreduce_", t + 30_000 + late, 10)
+        trace.x("gloo:all_reduce", t + 30_000 + late, allreduce_us, cat="user_annotation", thread=GLOO,
                 Input_Dims=[[FLOATS_25_MIB]], Input_type=["float"])
-        trace.x("aten::add_", t + 40_000 + late_us, optimizer_us)
+        trace.x("aten::add_", t + 40_000 + late, optimizer_us)
     return trace
 
 
@@ -90,8 +92,10 @@ def test_an_exposed_allreduce_gets_a_bucket_cap(tmp_path):
     assert bucket.gain_pct == pytest.approx(16.0) and bucket.setting == {"bucket_cap_mb": 10}
     assert bucket.action == "DDP(model, bucket_cap_mb=10)"
     assert "10.0 ms of each step is exposed" in bucket.evidence and "2.62 GB/s" in bucket.evidence
+    assert "now one bucket of 25.0 MB (bucket_cap_mb=25)" in bucket.evidence
     markdown = render_markdown(dataclasses.replace(report, findings=result))
-    assert "**1. bucket_cap_mb=10 hides more of the gradient all-reduce: -8.0 ms per step (16%" in markdown
+    assert ("**1. bucket_cap_mb=10 (3 buckets: 10.0, 10.0, 5.0 MB) hides more of the gradient all-reduce: -8.0 ms "
+            "per step (16%") in markdown
 
 
 def test_an_exposed_nccl_allreduce_also_gets_compression(tmp_path):
@@ -164,6 +168,17 @@ def test_the_straggler_and_what_makes_it_slow(tmp_path):
     assert straggler.title == "rank 1 is the straggler: the others wait for it"
     assert straggler.gain_ms.value == pytest.approx(3.0) and straggler.gain_ms.low == pytest.approx(3.0)
     assert "its compute +3.0 ms" in straggler.evidence and "look at rank 1's compute" in straggler.action
+    assert "its host's cores" in straggler.action and "GPU" not in straggler.action  # a CPU run: no GPU advice
+
+
+def test_a_straggler_with_no_part_in_excess_is_not_sent_to_its_input_pipeline(tmp_path):
+    """Rank 1 starts its all-reduce 3 ms late with nothing running in between: its compute and its input wait are
+    the others', so the advice names no part of the step and no hardware it did not use."""
+    result, _ = found(tmp_path, ddp_rank(0, steps=3), ddp_rank(1, steps=3, gap_us=3_000))
+    straggler = next(f for f in result if f.kind == "straggler")
+    assert straggler.gain_ms.value == pytest.approx(3.0)
+    assert straggler.action.startswith("none of rank 1's compute, input wait or communication is larger")
+    assert "DataLoader" not in straggler.action and "GPU" not in straggler.action
 
 
 def test_steps_that_start_idle_waiting_for_data(tmp_path):
@@ -237,3 +252,22 @@ def test_a_scripts_own_ddp_arguments_are_its_current_setting():
     options, framework = current_options(run({"bucket_cap_mb": None}, {"bucket_cap_mb": 10.0}, "lightning"))
     assert (options.bucket_cap_mb, framework) == (10.0, "lightning")
     assert current_options(Report("r", "run", "", [], [], [], run={"config": {"ddp": {"bucket_cap_mb": 50.0}}}))[0].bucket_cap_mb == 50.0
+
+
+def test_the_current_cap_is_none_when_nobody_gave_one():
+    """A script that passes no bucket_cap_mb trains with DDP's default layout (a 1 MB first bucket), not with an
+    explicit 25; commprof's built-in runs always pass theirs."""
+    from commprof.analysis.ddp_buckets import layout
+    from commprof.analysis.findings import current_cap
+    from commprof.results.report import Report
+
+    def script(asked, applied):
+        built = [{"built_by": "script", "asked": asked, "applied": applied}]
+        return Report("r", "run", "", [], [], [], run={"script": ["train.py"], "ddp_built": built,
+                                                       "config": {"ddp": {"bucket_cap_mb": 25.0}}})
+
+    assert current_cap(script({"bucket_cap_mb": None}, {})) is None
+    assert layout([5 * MB] * 5, None) == (5 * MB, 20 * MB)
+    assert current_cap(script({"bucket_cap_mb": 1}, {})) == 1.0
+    assert current_cap(script({"bucket_cap_mb": None}, {"bucket_cap_mb": 10.0})) == 10.0
+    assert current_cap(Report("r", "run", "", [], [], [], run={"config": {"ddp": {"bucket_cap_mb": 25.0}}})) == 25.0

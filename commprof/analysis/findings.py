@@ -1,7 +1,8 @@
 """Findings: what to change, with the gain the measured step predicts, ranked; none on noise.
 
 Each finding's gain is a median over the profiled steps (of every analysed rank) with a 95% bootstrap
-interval, and fires only when that interval excludes zero and the gain is at least MIN_GAIN of the step.
+interval, and fires only when that interval excludes zero and the gain is at least stats.PRACTICAL_SHARE of
+the step.
 Settings (bucket_cap_mb, gradient compression) are predicted by re-running the measured step through the
 bucket model of `commprof scale` (analysis/predict.py, docs/prediction.md): each profiled step's backward,
 buckets and ready times, the link fitted to its all-reduces, the buckets re-made as DDP makes them for the
@@ -16,10 +17,11 @@ import statistics
 from collections import defaultdict
 
 from commprof.analysis.crossrank import Matching
+from commprof.analysis.ddp_buckets import DEFAULT_CAP_MB, cap_label, describe, distinct_caps, layout
 from commprof.analysis.distortion import large_slowdown
 from commprof.analysis.predict import (CANDIDATE_CAPS_MB, MB, ComputeModel, LinkModel, StepProfile, fit_link,
                                        rebucket, simulate_step, step_profile)
-from commprof.analysis.stats import median_ci
+from commprof.analysis.stats import median_ci, real_gain
 from commprof.analysis.sweep import paste_line
 from commprof.config import DDPOptions
 from commprof.errors import UsageError
@@ -27,7 +29,6 @@ from commprof.results.common import Estimate
 from commprof.results.report import Finding, ProfilerDistortion, Report
 from commprof.trace.model import RankTrace, RunTrace, Step
 
-MIN_GAIN = 0.01  # of the median step: smaller gains are not worth a finding
 STALL_SHARE = 0.05  # a rank idle this share of the step before its first operator is stalled (below it: the
 # Python between two steps, on every rank)
 MAX_MODELLED_RANKS = 8  # the bucket model reads the buckets of this many ranks (they all run the same ones)
@@ -52,8 +53,7 @@ def findings(report: Report, windows: list[tuple[RankTrace, list[Step]]], matchi
 
 
 def _significant(finding: Finding, step_ms: float) -> bool:
-    gain = finding.gain_ms
-    return gain is not None and gain.low > 0 and gain.value >= MIN_GAIN * step_ms
+    return finding.gain_ms is not None and real_gain(finding.gain_ms, step_ms)
 
 
 def _trained_with_ddp(report: Report) -> bool:
@@ -73,6 +73,16 @@ def current_options(report: Report) -> tuple[DDPOptions, str]:
     options.update({k: v for k, v in {**built.get("asked", {}), **built.get("applied", {})}.items()
                     if k in known and v is not None})
     return DDPOptions(**options), built.get("built_by", "script")
+
+
+def current_cap(report: Report) -> float | None:
+    """The bucket_cap_mb DDP was built with; None when nobody gave one (DDP's default, with its 1 MB first bucket).
+    commprof's built-in runs always pass theirs; a script's is what it asked for, or what commprof applied."""
+    if not report.run.get("script"):
+        return ((report.run.get("config") or {}).get("ddp") or {}).get("bucket_cap_mb", DEFAULT_CAP_MB)
+    built = (report.run.get("ddp_built") or [{}])[0]
+    given = built.get("applied", {}).get("bucket_cap_mb") or built.get("asked", {}).get("bucket_cap_mb")
+    return float(given) if given is not None else None
 
 
 def _samples(windows: list[tuple[RankTrace, list[Step]]]) -> list[StepProfile]:
@@ -145,17 +155,19 @@ def _settings(report: Report, windows, step_ms: float, ceiling: tuple[float, str
     total = sum(samples[0].bucket_bytes)
     # without the parameters' sizes (someone else's traces), the measured buckets are the units: merged, never split
     units = parameters or list(reversed(samples[0].bucket_bytes))
-    by_cap = {cap: _model_gain(samples, link, lambda s, cap=cap: rebucket(s, units, cap))
-              for cap in CANDIDATE_CAPS_MB if cap * MB < 2 * total and cap != options.bucket_cap_mb}
+    now = layout(parameters, current_cap(report)) if parameters else tuple(samples[0].bucket_bytes)
+    candidates = distinct_caps(units, CANDIDATE_CAPS_MB, now)  # one cap per layout DDP would build; not today's
+    by_cap = {cap: _model_gain(samples, link, lambda s, cap=cap: rebucket(s, units, cap)) for cap in candidates}
     if by_cap:
         cap = max(by_cap, key=lambda c: (round(by_cap[c], 6), c))  # of equal gains, the largest cap: fewest calls
         gain = _gain_ci(samples, lambda s: rebucket(s, units, cap))
-        sizes = ", ".join(f"{b / MB:.1f}" for b in samples[0].bucket_bytes)
+        then = candidates[cap]
         found.append(Finding(
-            kind="bucket_cap", title=f"bucket_cap_mb={cap:g} hides more of the gradient all-reduce",
-            evidence=(f"{exposed:.1f} ms of each step is exposed all-reduce after the backward pass; buckets now "
-                      f"{sizes} MB (cap {options.bucket_cap_mb:g}); link fitted: {link.bandwidth_gbps:.2f} GB/s, "
-                      f"{link.alpha_us:.0f} us per ring step" + (SHARED_CORES if windows[0][0].kind == "cpu" else "")),
+            kind="bucket_cap", title=(f"bucket_cap_mb={cap:g} ({describe(then)}) hides more of the gradient "
+                                      "all-reduce"),
+            evidence=(f"{exposed:.1f} ms of each step is exposed all-reduce after the backward pass; now "
+                      f"{describe(now)} ({cap_label(current_cap(report))}); link fitted: {link.bandwidth_gbps:.2f} "
+                      f"GB/s, {link.alpha_us:.0f} us per ring step" + (SHARED_CORES if windows[0][0].kind == "cpu" else "")),
             action=paste_line(dataclasses.replace(options, bucket_cap_mb=cap), framework),
             gain_ms=gain, gain_pct=gain.value / step_ms * 100, setting={"bucket_cap_mb": cap}))
     byte_us = statistics.median(2 * (s.world_size - 1) / s.world_size * b / (link.bandwidth_gbps * 1e3)
@@ -254,16 +266,31 @@ def _straggler(report: Report, windows, matching: Matching | None, step_ms: floa
     gain = median_ci(costs)
     excess = _excess(report, straggler)
     cause = ", ".join(f"{PARTS[part]} {ms:+.1f} ms" for part, ms in excess.items())
+    gpu = any(r.kind == "gpu" for r in report.ranks if r.rank == straggler)
     return [Finding(
         kind="straggler", title=f"rank {straggler} is the straggler: the others wait for it",
         evidence=(f"it makes the others wait {cross.straggler_cost_ms:.1f} ms per step in all "
                   f"({', '.join(f'{op} {ms:.1f}' for op, ms in cross.straggler_ops.items())}); "
                   f"against the others' median, its {cause}"),
-        action=f"look at rank {straggler}'s {PARTS[max(excess, key=excess.get)]} (its host, its data shard, its GPU "
-               "clocks)",
+        action=_straggler_action(straggler, excess, gpu),
         gain_ms=gain, gain_pct=gain.value / step_ms * 100)]
 
 
+def _straggler_action(rank: int, excess: dict[str, float], gpu: bool) -> str:
+    """Where to look: the part of the step that is really larger on the straggler, and only hardware it ran on."""
+    part = max(excess, key=lambda p: excess[p])
+    if excess[part] <= EXCESS_FLOOR_MS:
+        return (f"none of rank {rank}'s compute, input wait or communication is larger than the others': it starts its "
+                "collectives late from time outside the profiled operators (Python, the host's scheduler); look at "
+                f"what else runs on its host{' and its GPU' if gpu else ''}")
+    where = {"compute_ms": ("its GPU's clocks and temperature (nvidia-smi -q -d CLOCK,PERFORMANCE), its data shard"
+                            if gpu else "what else runs on its host's cores (its CPU threads), its data shard"),
+             "start_idle_ms": "its DataLoader workers and storage",
+             "exposed_comm_ms": "its network link and NIC" if gpu else "its network link"}[part]
+    return f"look at rank {rank}'s {PARTS[part]} ({excess[part]:+.1f} ms per step against the others): {where}"
+
+
+EXCESS_FLOOR_MS = 0.05  # below this, a part is not in excess
 PARTS = {"compute_ms": "compute", "start_idle_ms": "idle before its first operator (input pipeline)",
          "exposed_comm_ms": "exposed communication"}
 

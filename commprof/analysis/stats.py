@@ -9,6 +9,25 @@ from commprof.results.common import Estimate
 
 RESAMPLES = 2000
 CONFIDENCE = 0.95
+# The one rule for every claim (findings, sweep, tune, advise, diff, compare): a difference counts when its
+# interval excludes no change AND it is at least this share of the step; smaller is not worth acting on.
+PRACTICAL_SHARE = 0.03
+
+
+def real_gain(gain: Estimate, step_ms: float) -> bool:
+    """A gain in ms per step worth a claim: its interval excludes 0 and it is PRACTICAL_SHARE of the step or more."""
+    return gain.low > 0 and gain.value >= PRACTICAL_SHARE * step_ms
+
+
+def real_change(change: Estimate, base: float) -> bool:
+    """A difference of medians (either way) worth a claim, against the value it changed from."""
+    return change.excludes(0.0) and abs(change.value) >= PRACTICAL_SHARE * abs(base)
+
+
+def real_speedup(speedup: Estimate) -> bool:
+    """A speedup (baseline / candidate, either way) worth a claim: its interval excludes 1 and it changes the step
+    by PRACTICAL_SHARE or more."""
+    return speedup.excludes(1.0) and abs(1 - 1 / speedup.value) >= PRACTICAL_SHARE
 
 
 def _bounds(samples: list[float]) -> tuple[float, float]:

@@ -7,8 +7,9 @@ import statistics
 from typing import Any
 
 from commprof.analysis.buckets import backward_times, bucket_timelines, median_timeline
+from commprof.analysis.ddp_buckets import describe
 from commprof.results.report import DDPCrossCheck, Report, SettingResult, SweepResult
-from commprof.analysis.stats import difference_ci, median_ci, speedup_ci
+from commprof.analysis.stats import PRACTICAL_SHARE, difference_ci, median_ci, real_speedup, speedup_ci
 from commprof.config import OPTIONS_OF_STRATEGY, FSDPOptions, SettingOptions, setting_label
 from commprof.trace.rules import FSDP_PURPOSE
 from commprof.trace.model import RankTrace
@@ -78,7 +79,7 @@ def setting_result(label: str, raw: dict[str, Any], baseline_steps: list[float],
     return SettingResult(
         label=label, options=dict(raw["options"]), buckets=len(sizes), bucket_sizes=sizes,
         step_ms=estimate, samples=len(raw["step_ms"]),
-        speedup=gain, significant=gain.excludes(1.0),
+        speedup=gain, significant=real_speedup(gain),
         exposed_comm_ms=statistics.fmean(r.exposed_comm_ms for r in report.ranks),
         overlap_pct=100 * overlap / comm if comm > 0 else 0.0,
         allreduce_calls_per_step=sum(c.calls_per_step for c in report.collectives if c.op == "all_reduce"),
@@ -97,11 +98,15 @@ def recommend(settings: list[SettingResult], baseline: SettingResult, options: d
               framework: str = "script") -> tuple[str, str | None]:
     best = min(settings, key=lambda s: s.step_ms.value)
     gain = best.speedup
+    if best.label != baseline.label and best.same_buckets(baseline):
+        return (f"The fastest, {best.label}, builds the same buckets as the default ({baseline.label}: "
+                f"{describe(best.bucket_sizes)}): it is the same setting, and {gain.value:.2f}x (95% CI "
+                f"{gain.low:.2f}-{gain.high:.2f}) is the noise between repeats of it. Keep the default."), None
     if best.label == baseline.label:
         return (f"The default ({baseline.label}, {baseline.step_ms.value:.1f} ms per step) is the fastest setting "
                 "measured. Keep it."), None
     if not best.significant or gain.value <= 1:
-        return (f"No setting is significantly better than the default ({baseline.label}, "
+        return (f"No setting is significantly better (by {PRACTICAL_SHARE:.0%} of the step or more) than the default ({baseline.label}, "
                 f"{baseline.step_ms.value:.1f} ms per step): the fastest, {best.label}, is {gain.value:.2f}x "
                 f"(95% CI {gain.low:.2f}-{gain.high:.2f}), inside the noise. Keep the default."), None
     return (f"{best.label} is best: {best.step_ms.value:.1f} ms per step vs {baseline.step_ms.value:.1f} ms for "

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import statistics
 
-from commprof.analysis.stats import speedup_ci
+from commprof.analysis.stats import real_speedup, speedup_ci
 
 COARSE_GRID_MB = (1.0, 5.0, 25.0, 100.0)
 MAX_ROUNDS = 2
@@ -23,7 +23,7 @@ def round_mb(value: float) -> float:
 def within_noise(step_ms: dict[float, list[float]]) -> bool:
     """True when no tried setting is significantly slower or faster than the best one."""
     best = min(step_ms, key=lambda mb: statistics.median(step_ms[mb]))
-    return all(not speedup_ci(step_ms[mb], step_ms[best]).excludes(1.0) for mb in step_ms if mb != best)
+    return all(not real_speedup(speedup_ci(step_ms[mb], step_ms[best])) for mb in step_ms if mb != best)
 
 
 def refine_around(best_mb: float, tried: list[float]) -> list[float]:

@@ -8,7 +8,11 @@ from commprof.results.common import Estimate
 from commprof.results.report import (BucketEvent, CollectiveStats, CrossRank, Finding, RankSkew, RankSummary, Report,
                                      SettingResult, SweepResult)
 
-BREAKDOWN_HEADERS = ("rank", "step ms", "p95", "compute", "comm", "overlap", "exposed", "copies", "idle", "ratio")
+# The step is the mean over profiled steps, as every part is: compute + exposed + copies + idle = step, exactly;
+# comm = overlap + exposed. The median and p95 step stand beside it, named.
+BREAKDOWN_HEADERS = ("rank", "mean step ms", "median", "p95", "compute", "comm", "overlap", "exposed", "copies",
+                     "idle", "ratio")
+BREAKDOWN_SUM = "means per step: compute + exposed + copies + idle = mean step; comm = overlap + exposed"
 SKEW_HEADERS = ("rank", "step ms", "wait ms", "transfer ms", "makes others wait ms", "arrived last",
                 "clock offset us")
 COLLECTIVE_HEADERS = ("phase", "op", "for", "backend", "dtype", "ranks", "calls/step", "bytes/call", "ms", "algbw",
@@ -22,7 +26,7 @@ def _ms_pct(value: float, step: float) -> str:
 def breakdown_row(r: RankSummary, label: str | None = None) -> tuple[str, ...]:
     step = r.step_time_ms.mean
     ratio = f"{r.comm_compute_ratio:.2f}" if r.comm_compute_ratio is not None else "-"
-    return (label or str(r.rank), f"{r.step_time_ms.median:.1f}", f"{r.step_time_ms.p95:.1f}",
+    return (label or str(r.rank), f"{step:.1f}", f"{r.step_time_ms.median:.1f}", f"{r.step_time_ms.p95:.1f}",
             _ms_pct(r.compute_ms, step), _ms_pct(r.comm_ms, step), _ms_pct(r.overlap_ms, step),
             _ms_pct(r.exposed_comm_ms, step), _ms_pct(r.memory_only_ms, step), _ms_pct(r.idle_ms, step), ratio)
 
@@ -106,7 +110,7 @@ def breakdown_rows(report: Report) -> list[tuple[str, ...]]:
         step = {k: _quantile([getattr(r.step_time_ms, k) for r in ranks], q) for k in ("median", "p95", "mean")}
         ratios = [r.comm_compute_ratio for r in ranks if r.comm_compute_ratio is not None]
         ratio = f"{_quantile(ratios, q):.2f}" if ratios else "-"
-        rows.append((f"{name} of {len(ranks)}", f"{step['median']:.1f}", f"{step['p95']:.1f}",
+        rows.append((f"{name} of {len(ranks)}", f"{step['mean']:.1f}", f"{step['median']:.1f}", f"{step['p95']:.1f}",
                      *(_ms_pct(pick(a), step["mean"]) for a in ("compute_ms", "comm_ms", "overlap_ms",
                                                               "exposed_comm_ms", "memory_only_ms", "idle_ms")),
                      ratio))
@@ -207,7 +211,9 @@ def skew_summary(report: Report) -> str:
         parts.append(f"Straggler: rank {skew.straggler}, which makes the others wait {skew.straggler_cost_ms:.2f} ms per "
                      f"step in all (at {where}){runner_up}. When last it arrives {skew.straggler_late_ms:.2f} ms after "
                      "the median of the others.")
-    parts.append(f"Step time spread: {skew.step_spread_ms:.1f} ms (slowest rank {skew.slowest_rank}).")
+    why = (f": its steps are the longest because they include waiting; rank {skew.straggler}'s make the others wait"
+           if skew.straggler is not None and skew.slowest_rank != skew.straggler else "")
+    parts.append(f"Step time spread: {skew.step_spread_ms:.1f} ms (slowest rank {skew.slowest_rank}{why}).")
     return " ".join(parts)
 
 
@@ -221,7 +227,10 @@ def sweep_table(sweep: SweepResult) -> tuple[tuple[str, ...], list[tuple[str, ..
     fsdp = sweep.strategy == "fsdp"
     headers = ("setting", *(() if fsdp else ("buckets",)), "step ms", "95% CI", "speedup", "exposed", "overlap",
                "gathers/step" if fsdp else "AR/step")
-    rows = [(s.label + (" *" if s.best else ""), *(() if fsdp else (str(s.buckets),)), f"{s.step_ms.value:.1f}",
+    twin = {s.label: next((t.label for t in sweep.settings[:i] if s.same_buckets(t)), None)
+            for i, s in enumerate(sweep.settings)}
+    rows = [(s.label + (" *" if s.best else "") + (f" (= {twin[s.label]})" if twin[s.label] else ""),
+             *(() if fsdp else (str(s.buckets),)), f"{s.step_ms.value:.1f}",
              f"{s.step_ms.low:.0f}-{s.step_ms.high:.0f}", f"{s.speedup.value:.2f}x" + ("" if s.significant else "~"),
              f"{s.exposed_comm_ms:.1f}", f"{s.overlap_pct:.0f}%",
              f"{s.gathers_per_step if fsdp else s.allreduce_calls_per_step:.1f}") for s in sweep.settings]

@@ -8,7 +8,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from commprof.results.report import Report
-from commprof.render.tables import (ADVICE_HEADERS, BREAKDOWN_HEADERS, COLLECTIVE_HEADERS, GATHER_HEADERS,
+from commprof.render.tables import (ADVICE_HEADERS, BREAKDOWN_HEADERS, BREAKDOWN_SUM, COLLECTIVE_HEADERS, GATHER_HEADERS,
                                     GATHER_NOTE, PHASE_HEADERS, PHASE_NOTE, SKEW_HEADERS, advice_rows,
                                     breakdown_notes, breakdown_rows, collective_row, finding_lines, gather_rows,
                                     has_findings, headline, many_ranks, phase_rows, skew_rows, skew_summary,
@@ -60,8 +60,8 @@ def show(report: Report, console: Console) -> None:
         render_sweep(report, console)
         console.print(f"Breakdown of the best setting, {escape(report.sweep.best)}:")
     per = "quantiles over ranks, then the slowest ranks" if many_ranks(report) else "per rank"
-    console.print(rich_table(f"Where the step goes, {per} (ms per step and % of the step; all ranks in report.json; "
-                             f"{step_clock(report)})", BREAKDOWN_HEADERS, breakdown_rows(report)))
+    console.print(rich_table(f"Where the step goes, {per} (ms and % of the mean step; {BREAKDOWN_SUM}; all ranks in "
+                             f"report.json; {step_clock(report)})", BREAKDOWN_HEADERS, breakdown_rows(report)))
     for line in breakdown_notes(report):
         console.print(escape(line))
     if report.phases:

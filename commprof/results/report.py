@@ -170,7 +170,7 @@ class SettingResult:
     step_ms: Estimate  # median of the job's step time (slowest rank per step) and its 95% CI
     samples: int
     speedup: Estimate  # median(baseline) / median(this), with a 95% CI; > 1 is faster
-    significant: bool  # the speedup's CI excludes 1
+    significant: bool  # the speedup's CI excludes 1 and it changes the step by stats.PRACTICAL_SHARE or more
     exposed_comm_ms: float
     overlap_pct: float  # share of communication hidden behind computation
     allreduce_calls_per_step: float
@@ -181,6 +181,12 @@ class SettingResult:
     best: bool = False
     gain_ms: Estimate | None = None  # median(baseline) - median(this) per step, with its 95% CI; > 0 is faster
     predicted_gain_ms: Estimate | None = None  # `commprof advise`: what the finding predicted for this setting
+
+    def same_buckets(self, other: SettingResult) -> bool:
+        """Differs from `other` in bucket_cap_mb alone and DDP built the same buckets: one setting twice."""
+        def rest(s: SettingResult) -> dict[str, Any]:
+            return {k: v for k, v in s.options.items() if k != "bucket_cap_mb"}
+        return bool(self.bucket_sizes) and self.bucket_sizes == other.bucket_sizes and rest(self) == rest(other)
 
 
 @dataclass(frozen=True)
