@@ -1,6 +1,7 @@
 """commprof compare: one run per backend; a backend that cannot run gets a row that says why."""
 
 import json
+import re
 
 import pytest
 
@@ -8,6 +9,8 @@ from commprof.launch.mpi import mpi_unavailable
 from tests.conftest import FAST_RUN, commprof
 
 pytestmark = pytest.mark.slow
+# FAST_RUN leaves one unprofiled step: no interval, so no winner; longer runs get one only with a real interval
+CLAIM = re.compile(r" wins: .*x faster than .*95% CI|No significant difference|too few unprofiled steps")
 
 
 def test_backends_side_by_side(tmp_path):
@@ -19,7 +22,7 @@ def test_backends_side_by_side(tmp_path):
     assert not rows["nccl"]["available"] and "CUDA" in rows["nccl"]["reason"]
     if mpi_unavailable() is None:  # MPI through mpi4py trains for real: the same workload, a winner and a ratio
         assert rows["mpi"]["available"] and rows["mpi"]["busbw_by_size"], rows["mpi"]["reason"]
-        assert " wins: " in data["summary"] and "x faster than" in data["summary"]
+        assert CLAIM.search(data["summary"]), data["summary"]
     else:
         assert not rows["mpi"]["available"] and "mpi" in rows["mpi"]["reason"].lower()
     folder = tmp_path / "reports" / "cmp"
@@ -39,7 +42,7 @@ def test_ddp_against_fsdp_on_the_same_model(tmp_path):
     assert rows["fsdp"]["strategy"] == "fsdp" and all(r["peak_memory_mb"] > 50 for r in rows.values())
     # FSDP gathers parameters and reduce-scatters gradients: more communication than DDP's bucket all-reduces
     assert rows["fsdp"]["comm_ms"] > 0 and rows["ddp"]["comm_ms"] > 0
-    assert " wins: " in data["summary"]
+    assert CLAIM.search(data["summary"]), data["summary"]
     folder = tmp_path / "reports" / "ways"
     assert (folder / "fsdp" / "report.md").read_text().count("parameter all-gather") >= 2
     assert "| strategy | step ms (median) |" in (folder / "report.md").read_text()

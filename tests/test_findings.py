@@ -163,12 +163,30 @@ def test_a_hidden_allreduce_gets_nothing(tmp_path):
 def test_the_straggler_and_what_makes_it_slow(tmp_path):
     """Rank 1's backward is 3 ms longer each of 3 steps: rank 0 waits 3 ms for it at every all-reduce; the job
     loses 3 ms a step, and rank 1's compute is the part that is longer."""
-    result, _ = found(tmp_path, ddp_rank(0, steps=3), ddp_rank(1, steps=3, late_us=3_000))
+    result, report = found(tmp_path, ddp_rank(0, steps=3), ddp_rank(1, steps=3, late_us=3_000))
     straggler = next(f for f in result if f.kind == "straggler")
     assert straggler.title == "rank 1 is the straggler: the others wait for it"
     assert straggler.gain_ms.value == pytest.approx(3.0) and straggler.gain_ms.low == pytest.approx(3.0)
     assert "its compute +3.0 ms" in straggler.evidence and "look at rank 1's compute" in straggler.action
     assert "its host's cores" in straggler.action and "GPU" not in straggler.action  # a CPU run: no GPU advice
+    from commprof.render.tables import skew_summary
+
+    summary = skew_summary(dataclasses.replace(report, findings=result))
+    assert "Straggler: rank 1, which makes the others wait 3.00 ms per step" in summary
+    assert "slowest rank 0: its steps are the longest because they include waiting; rank 1's make the others wait" \
+        in summary
+
+
+def test_a_rank_that_waits_a_little_is_named_no_straggler(tmp_path):
+    """Rank 1 is 0.5 ms late a step (1% of the 50 ms step): the others wait for it, but under the practical
+    threshold; the report says so instead of naming a straggler."""
+    from commprof.render.tables import skew_summary
+
+    result, report = found(tmp_path, ddp_rank(0, steps=3), ddp_rank(1, steps=3, late_us=500))
+    assert not [f for f in result if f.kind == "straggler"] and report.cross_rank.straggler == 1
+    summary = skew_summary(dataclasses.replace(report, findings=result))
+    assert "No rank is a straggler worth acting on: rank 1 made the others wait most, 0.50 ms per step" in summary
+    assert "Straggler:" not in summary and "include waiting" not in summary
 
 
 def test_a_straggler_with_no_part_in_excess_is_not_sent_to_its_input_pipeline(tmp_path):

@@ -6,10 +6,10 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+from commprof.results.common import WARN_SLOWDOWN
 from commprof.results.report import ProfilerDistortion
 
 SKIP_FIRST_STEPS = 3  # warm-up: allocator, autograd graph, connections
-WARN_ABOVE = 0.10
 
 
 def profiler_distortion(run: dict[str, Any]) -> list[ProfilerDistortion]:
@@ -33,14 +33,25 @@ def profiler_distortion(run: dict[str, Any]) -> list[ProfilerDistortion]:
     return found
 
 
+def unprofiled_job_steps(run: dict[str, Any]) -> list[float]:
+    """The job's step time (its slowest rank's) at each step the profiler did not touch, after the warm-up steps:
+    what the job costs without commprof watching. Empty when run.json lacks them."""
+    schedule = (run.get("config") or {}).get("schedule")
+    ranks = [r.get("step_ms") or [] for r in run.get("ranks") or []]
+    if not schedule or not ranks or not all(ranks):
+        return []
+    traced = range(schedule["wait"], schedule["wait"] + schedule["warmup"] + schedule["active"])
+    return [max(steps) for i, steps in enumerate(zip(*ranks)) if i >= SKIP_FIRST_STEPS and i not in traced]
+
+
 def large_slowdown(found: list[ProfilerDistortion]) -> float | None:
-    """The profiler's slowdown of the steps it recorded (median over ranks) when above WARN_ABOVE, else None."""
+    """The profiler's slowdown of the steps it recorded (median over ranks) when above WARN_SLOWDOWN, else None."""
     slowdown = statistics.median(d.slowdown for d in found) if found else 0.0
-    return slowdown if slowdown > WARN_ABOVE else None
+    return slowdown if slowdown > WARN_SLOWDOWN else None
 
 
 def distortion_note(found: list[ProfilerDistortion]) -> str | None:
-    """A warning when the profiler slowed the steps it recorded by more than WARN_ABOVE (median over ranks)."""
+    """A warning when the profiler slowed the steps it recorded by more than WARN_SLOWDOWN (median over ranks)."""
     slowdown = large_slowdown(found)
     if slowdown is None:
         return None

@@ -5,13 +5,10 @@ from __future__ import annotations
 import random
 import statistics
 
-from commprof.results.common import Estimate
+from commprof.results.common import PRACTICAL_SHARE, Estimate
 
 RESAMPLES = 2000
 CONFIDENCE = 0.95
-# The one rule for every claim (findings, sweep, tune, advise, diff, compare): a difference counts when its
-# interval excludes no change AND it is at least this share of the step; smaller is not worth acting on.
-PRACTICAL_SHARE = 0.03
 
 
 def real_gain(gain: Estimate, step_ms: float) -> bool:

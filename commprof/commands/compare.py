@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 import statistics
 
+from commprof.analysis.distortion import unprofiled_job_steps
+from commprof.analysis.stats import PRACTICAL_SHARE, real_speedup, speedup_ci
 from commprof.commands.common import check_model, ddp_only
 from commprof.commands.outcome import SILENT, Feedback, Outcome
 from commprof.commands.reporting import prepare_report_dir, report_from_traces
@@ -20,6 +22,7 @@ def compare(request: RunRequest, backends: list[str], feedback: Feedback = SILEN
     the reason); each run's full report goes in a folder of its own inside the comparison's."""
     ddp_only(request, "compare", " (to compare DDP with FSDP: --strategies ddp,fsdp)")
     from commprof.launch.job import run_job
+    from commprof.launch.runlog import read_run_json
     from commprof.launch.resolve import MachineProbe, new_run_id, resolve
     from commprof.render.outputs import write_result
 
@@ -42,7 +45,9 @@ def compare(request: RunRequest, backends: list[str], feedback: Feedback = SILEN
             report, timeline = report_from_traces([launched.run_dir], name=name, kind="run")
             (folder / name).mkdir()
             write_result(report, folder / name, timeline, launched.run_dir / "tensorboard")
-            rows.append(backend_run(config.backend, report, config.strategy, name))
+            job_steps = unprofiled_job_steps(read_run_json(launched.run_dir) or {})
+            rows.append(dataclasses.replace(backend_run(config.backend, report, config.strategy, name),
+                                            job_steps_ms=job_steps))
         except CommprofError as exc:
             rows.append(BackendRun(backend=request.backend if compared == "strategy" else name, available=False,
                                    reason=str(exc), label=name))
@@ -71,5 +76,15 @@ def summary(rows: list[BackendRun]) -> str:
     if len(ran) == 1:
         return f"Only {ran[0].name} could run here ({ran[0].step_ms:.1f} ms per step)."
     best, runner_up = ran[0], ran[1]
-    return (f"{best.name} wins: {best.step_ms:.1f} ms per step, {runner_up.step_ms / best.step_ms:.2f}x "
-            f"faster than {runner_up.name} ({runner_up.step_ms:.1f} ms).")
+    if len(best.job_steps_ms) < 2 or len(runner_up.job_steps_ms) < 2:
+        return (f"{best.name} took {best.step_ms:.1f} ms per step, {runner_up.name} {runner_up.step_ms:.1f} ms; too "
+                "few unprofiled steps to tell them apart from the noise (run more --steps). No winner.")
+    gain = speedup_ci(runner_up.job_steps_ms, best.job_steps_ms)
+    steps = (f"the job's step without the profiler: {statistics.median(best.job_steps_ms):.1f} ms against "
+             f"{statistics.median(runner_up.job_steps_ms):.1f} ms")
+    if not real_speedup(gain):
+        return (f"No significant difference between {best.name} and {runner_up.name}: {gain.value:.2f}x (95% CI "
+                f"{gain.low:.2f}-{gain.high:.2f}), within the noise or under {PRACTICAL_SHARE:.0%} of the step "
+                f"({steps}).")
+    return (f"{best.name} wins: {gain.value:.2f}x faster than {runner_up.name} (95% CI {gain.low:.2f}-"
+            f"{gain.high:.2f}; {steps}).")

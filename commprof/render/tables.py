@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import statistics
 
-from commprof.results.common import Estimate
+from commprof.results.common import PRACTICAL_SHARE, WARN_SLOWDOWN, Estimate
 from commprof.results.report import (BucketEvent, CollectiveStats, CrossRank, Finding, RankSkew, RankSummary, Report,
                                      SettingResult, SweepResult)
 
@@ -95,8 +95,9 @@ def profiler_cost(report: Report) -> str | None:
         return None
     profiled, unprofiled, slowdown = (statistics.median(getattr(d, a) for d in found)
                                       for a in ("profiled_ms", "unprofiled_ms", "slowdown"))
+    slowed = "; the breakdown describes these slowed steps" if slowdown > WARN_SLOWDOWN else ""
     return (f"Profiler's own cost: the profiled steps took {profiled:.1f} ms against {unprofiled:.1f} ms outside its "
-            f"window ({slowdown:+.0%}, median over ranks, wall clock)")
+            f"window ({slowdown:+.0%}, median over ranks, wall clock){slowed}")
 
 
 def breakdown_rows(report: Report) -> list[tuple[str, ...]]:
@@ -170,9 +171,16 @@ def headline(report: Report) -> str:
     worst = max(report.ranks, key=lambda r: r.exposed_fraction)
     step = worst.step_time_ms.mean or 1.0
     hidden = 100 * worst.overlap_ms / worst.comm_ms if worst.comm_ms else 0.0
-    return (f"{100 * worst.exposed_fraction:.0f}% of the step is exposed communication on rank {worst.rank}; "
+    text = (f"{100 * worst.exposed_fraction:.0f}% of the step is exposed communication on rank {worst.rank}; "
             f"communication takes {100 * worst.comm_ms / step:.0f}% of the step, {hidden:.0f}% of it hidden "
             "behind computation")
+    found = report.profiler_distortion
+    if not found:
+        return text
+    job = max(d.unprofiled_ms for d in found)
+    slowdown = statistics.median(d.slowdown for d in found)
+    return (f"The job's step takes {job:.1f} ms without the profiler (median of its unprofiled steps, slowest rank)"
+            + (f"; the profiled steps {slowdown:+.0%}, in which " if slowdown > WARN_SLOWDOWN else "; ") + text)
 
 
 def skew_row(r: RankSkew) -> tuple[str, ...]:
@@ -203,7 +211,12 @@ def skew_summary(report: Report) -> str:
     if skew.unmatched_calls:
         parts.append(f"{skew.unmatched_calls} call(s) matched no other rank's (send/recv without a named peer, or a "
                      "collective missing on the other ranks).")
-    if skew.straggler is not None:
+    named = any(f.kind == "straggler" for f in report.findings)  # significant across steps, and worth acting on
+    if skew.straggler is not None and not named:
+        parts.append(f"No rank is a straggler worth acting on: rank {skew.straggler} made the others wait most, "
+                     f"{skew.straggler_cost_ms:.2f} ms per step, not significantly so across the steps or under "
+                     f"{PRACTICAL_SHARE:.0%} of the step.")
+    elif skew.straggler is not None:
         where = ", ".join(f"{op} {ms:.2f} ms" for op, ms in skew.straggler_ops.items())
         others = sorted((r for r in skew.ranks if r.rank != skew.straggler and r.wait_caused_ms > 0),
                         key=lambda r: -r.wait_caused_ms)[:2]
@@ -212,7 +225,7 @@ def skew_summary(report: Report) -> str:
                      f"step in all (at {where}){runner_up}. When last it arrives {skew.straggler_late_ms:.2f} ms after "
                      "the median of the others.")
     why = (f": its steps are the longest because they include waiting; rank {skew.straggler}'s make the others wait"
-           if skew.straggler is not None and skew.slowest_rank != skew.straggler else "")
+           if named and skew.slowest_rank != skew.straggler else "")
     parts.append(f"Step time spread: {skew.step_spread_ms:.1f} ms (slowest rank {skew.slowest_rank}{why}).")
     return " ".join(parts)
 

@@ -20,6 +20,14 @@ class Result:
         return json.dumps(self.to_dict(), indent=2)
 
 
+# The one rule for every claim (findings, sweep, tune, advise, diff, compare; analysis/stats.py applies it): a
+# difference counts when its interval excludes no change AND it is at least this share of the step.
+PRACTICAL_SHARE = 0.03
+# Beyond this slowdown of the profiled steps against the unprofiled ones, every breakdown says it describes slowed
+# steps (analysis/distortion.py measures it).
+WARN_SLOWDOWN = 0.05
+
+
 @dataclass(frozen=True)
 class Estimate:
     """A value with its 95% confidence interval."""

@@ -22,6 +22,7 @@ class BackendRun:
     strategy: str = "ddp"
     peak_memory_mb: float | None = None  # the largest over ranks: GPU memory allocated, or on CPU process RSS
     label: str = ""  # what tells this run from the others: its backend, or its strategy (compare --strategies)
+    job_steps_ms: list[float] = field(default_factory=list)  # the job's unprofiled steps (slowest rank), in order
 
     @property
     def name(self) -> str:

@@ -1,0 +1,37 @@
+"""compare's verdict: a winner only with an interval on the job's unprofiled steps that clears the noise and the
+practical threshold (3% of the step); otherwise it says there is no significant difference."""
+
+from commprof.analysis.distortion import unprofiled_job_steps
+from commprof.commands.compare import summary
+from commprof.results.compare import BackendRun
+
+
+def ran(name: str, steps: list[float]) -> BackendRun:
+    return BackendRun(backend=name, available=True, step_ms=sorted(steps)[len(steps) // 2], comm_ms=1.0,
+                      exposed_comm_ms=0.5, overlap_ms=0.5, job_steps_ms=steps)
+
+
+def test_a_clear_winner_is_named_with_its_interval():
+    text = summary([ran("gloo", [20.0, 21.0, 19.5, 20.5, 20.2]), ran("mpi", [10.0, 10.5, 9.8, 10.2, 10.1])])
+    assert text.startswith("mpi wins: 2.00x faster than gloo (95% CI ")
+    assert "the job's step without the profiler: 10.1 ms against 20.2 ms" in text
+
+
+def test_overlapping_runs_and_a_tiny_steady_gain_have_no_winner():
+    noisy = summary([ran("gloo", [10.0, 14.0, 9.0, 13.0, 11.0]), ran("mpi", [9.5, 13.5, 10.5, 12.0, 11.5])])
+    assert noisy.startswith("No significant difference between ")
+    steady = summary([ran("gloo", [10.2, 10.21, 10.22, 10.2, 10.21]), ran("mpi", [10.0, 10.01, 10.02, 10.0, 10.01])])
+    assert steady.startswith("No significant difference between mpi and gloo: 1.02x")  # CI excludes 1, but < 3%
+
+
+def test_one_unprofiled_step_gives_no_winner():
+    assert "too few unprofiled steps" in summary([ran("gloo", [20.0]), ran("mpi", [10.0])])
+
+
+def test_the_jobs_unprofiled_steps_are_its_slowest_ranks_outside_the_window():
+    """Schedule 1,1,2 traces steps 1-3; the first 3 steps are warm-up: steps 4 and 5 remain, each the slower
+    rank's."""
+    run = {"config": {"schedule": {"wait": 1, "warmup": 1, "active": 2}},
+           "ranks": [{"rank": 0, "step_ms": [90, 50, 50, 50, 10, 12]}, {"rank": 1, "step_ms": [90, 50, 50, 50, 11, 9]}]}
+    assert unprofiled_job_steps(run) == [11, 12]
+    assert unprofiled_job_steps({}) == []
