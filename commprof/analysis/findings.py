@@ -35,9 +35,11 @@ MAX_MODELLED_RANKS = 8  # the bucket model reads the buckets of this many ranks 
 RESAMPLES = 400
 SLOW_BELOW = 0.5  # an all-reduce below this share of the link's bandwidth is slow
 MAX_LISTED = 16  # ranks named in a finding's evidence
-# measured with `commprof advise` (docs/benchmarks.md): the exposed time falls as predicted, the step less
-SHARED_CORES = ("; CPU ranks share the host's cores, so communication moved under the backward also slows it: "
-                "the gain is an upper bound")
+# measured with `commprof advise` (docs/benchmarks.md): on CPU ranks the exposed time fell as the overlap model
+# predicted and the step did not (Gloo's threads run on the cores the backward uses), so there the model counts every
+# all-reduce in full, hidden or not: what a setting can save is calls (latency) and bytes, not overlap
+SERIAL_NOTE = ("; on CPU ranks communication takes the backward's cores whether or not it overlaps it, so the model "
+               "counts every all-reduce in full: the gain is what fewer calls save")
 
 
 def findings(report: Report, windows: list[tuple[RankTrace, list[Step]]], matching: Matching | None,
@@ -102,10 +104,20 @@ def _samples(windows: list[tuple[RankTrace, list[Step]]]) -> list[StepProfile]:
     return samples
 
 
-def _model_gain(samples: list[StepProfile], link: LinkModel, make_buckets, no_latency: float | None = None) -> float:
+def _pairs(samples: list[StepProfile], make_buckets, serial: bool) -> list[tuple[list, list]]:
+    """Per sample, its buckets now and with the candidate's setting; `serial`: none of them overlaps the backward
+    (each ready when it ends)."""
+    pairs = [(rebucket(s, None, None), make_buckets(s)) for s in samples]
+    if serial:
+        pairs = [([(b, 1.0) for b, _ in now], [(b, 1.0) for b, _ in then]) for now, then in pairs]
+    return pairs
+
+
+def _model_gain(samples: list[StepProfile], link: LinkModel, make_buckets, no_latency: float | None = None,
+                serial: bool = False) -> float:
     """The median over the samples of the model's step now minus its step with the candidate's buckets (and,
     with `no_latency` (GB/s), every all-reduce at that bandwidth with no latency)."""
-    return _median_gain(samples, [(rebucket(s, None, None), make_buckets(s)) for s in samples], link, no_latency)
+    return _median_gain(samples, _pairs(samples, make_buckets, serial), link, no_latency)
 
 
 def _median_gain(samples: list[StepProfile], buckets: list[tuple[list, list]], link: LinkModel,
@@ -120,10 +132,11 @@ def _median_gain(samples: list[StepProfile], buckets: list[tuple[list, list]], l
     return statistics.median(gains)
 
 
-def _gain_ci(samples: list[StepProfile], make_buckets, no_latency: float | None = None) -> Estimate:
+def _gain_ci(samples: list[StepProfile], make_buckets, no_latency: float | None = None,
+             serial: bool = False) -> Estimate:
     """The predicted gain with a 95% bootstrap interval: each resample of the profiled steps refits the link too,
     so the interval carries the uncertainty of the fit as well as the steps' spread."""
-    buckets = [(rebucket(s, None, None), make_buckets(s)) for s in samples]  # once: resamples reuse them
+    buckets = _pairs(samples, make_buckets, serial)  # once: resamples reuse them
     rng = random.Random(0)
     boots = []
     for _ in range(RESAMPLES):
@@ -157,17 +170,27 @@ def _settings(report: Report, windows, step_ms: float, ceiling: tuple[float, str
     units = parameters or list(reversed(samples[0].bucket_bytes))
     now = layout(parameters, current_cap(report)) if parameters else tuple(samples[0].bucket_bytes)
     candidates = distinct_caps(units, CANDIDATE_CAPS_MB, now)  # one cap per layout DDP would build; not today's
-    by_cap = {cap: _model_gain(samples, link, lambda s, cap=cap: rebucket(s, units, cap)) for cap in candidates}
+    serial = windows[0][0].kind == "cpu"
+    by_cap = {cap: _model_gain(samples, link, lambda s, cap=cap: rebucket(s, units, cap), serial=serial)
+              for cap in candidates}
     if by_cap:
-        cap = max(by_cap, key=lambda c: (round(by_cap[c], 6), c))  # of equal gains, the largest cap: fewest calls
-        gain = _gain_ci(samples, lambda s: rebucket(s, units, cap))
+        best = max(by_cap, key=lambda c: (round(by_cap[c], 6), c))
+        best_gain = _gain_ci(samples, lambda s: rebucket(s, units, best), serial=serial)
+        # the caps whose gain is inside the best one's interval are as good, as far as the steps can tell: the
+        # largest of them (fewest calls) is named, so that a rerun's noise does not flip the advice between them
+        cap = max(c for c, g in by_cap.items() if g >= best_gain.low)
+        gain = best_gain if cap == best else _gain_ci(samples, lambda s: rebucket(s, units, cap), serial=serial)
+        as_good = sorted(c for c, g in by_cap.items() if g >= best_gain.low and c != cap)
         then = candidates[cap]
         found.append(Finding(
-            kind="bucket_cap", title=(f"bucket_cap_mb={cap:g} ({describe(then)}) hides more of the gradient "
-                                      "all-reduce"),
+            kind="bucket_cap", title=(f"bucket_cap_mb={cap:g} ({describe(then)}) "
+                                      + ("saves all-reduce calls" if serial else
+                                         "hides more of the gradient all-reduce")),
             evidence=(f"{exposed:.1f} ms of each step is exposed all-reduce after the backward pass; now "
                       f"{describe(now)} ({cap_label(current_cap(report))}); link fitted: {link.bandwidth_gbps:.2f} "
-                      f"GB/s, {link.alpha_us:.0f} us per ring step" + (SHARED_CORES if windows[0][0].kind == "cpu" else "")),
+                      f"GB/s, {link.alpha_us:.0f} us per ring step"
+                      + (f"; as good within the interval: {', '.join(f'{c:g}' for c in as_good)}" if as_good else "")
+                      + (SERIAL_NOTE if serial else "")),
             action=paste_line(dataclasses.replace(options, bucket_cap_mb=cap), framework),
             gain_ms=gain, gain_pct=gain.value / step_ms * 100, setting={"bucket_cap_mb": cap}))
     byte_us = statistics.median(2 * (s.world_size - 1) / s.world_size * b / (link.bandwidth_gbps * 1e3)
@@ -185,7 +208,7 @@ def _settings(report: Report, windows, step_ms: float, ceiling: tuple[float, str
                       f"moving bytes against {latency_us:.0f} us of latency"),
             action=paste_line(dataclasses.replace(options, comm_hook="fp16"), framework),
             gain_ms=gain, gain_pct=gain.value / step_ms * 100, setting={"comm_hook": "fp16"}))
-    slow = _slow_collectives(report, samples, link, step_ms, total, ceiling)
+    slow = _slow_collectives(report, samples, link, step_ms, total, ceiling, serial)
     if slow and found and found[0].kind == "bucket_cap" and _significant(found[0], step_ms):  # one advice on buckets
         return [dataclasses.replace(found[0], evidence=f"{found[0].evidence}; slow all-reduces: {slow[0].evidence}"),
                 *found[1:]]
@@ -193,7 +216,7 @@ def _settings(report: Report, windows, step_ms: float, ceiling: tuple[float, str
 
 
 def _slow_collectives(report: Report, samples: list[StepProfile], link: LinkModel, step_ms: float,
-                      gradient_bytes: int, ceiling: tuple[float, str] | None) -> list[Finding]:
+                      gradient_bytes: int, ceiling: tuple[float, str] | None, serial: bool) -> list[Finding]:
     """All-reduces far below the bandwidth the link reaches with large messages (`commprof bench` on this host, or
     the fitted B). The gain: the model's step now against the same buckets at that bandwidth, so a slow
     all-reduce hidden under the backward gains nothing. Small buckets are the usual cause: latency dominates."""
@@ -203,7 +226,7 @@ def _slow_collectives(report: Report, samples: list[StepProfile], link: LinkMode
             and c.busbw_gbps < SLOW_BELOW * top]
     if not slow:
         return []
-    gain = _gain_ci(samples, lambda s: rebucket(s, None, None), no_latency=top)
+    gain = _gain_ci(samples, lambda s: rebucket(s, None, None), no_latency=top, serial=serial)
     ranks = samples[0].world_size
     reach_bytes = 4 * link.alpha_us * link.bandwidth_gbps * 1e3 * ranks  # bus bytes >= 4 x latency x B: 80% of B
     sizes = ", ".join(f"{c.bytes / MB:.2f} MB at {c.busbw_gbps:.2f} GB/s" for c in slow)

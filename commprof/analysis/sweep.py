@@ -106,9 +106,10 @@ def recommend(settings: list[SettingResult], baseline: SettingResult, options: d
         return (f"The default ({baseline.label}, {baseline.step_ms.value:.1f} ms per step) is the fastest setting "
                 "measured. Keep it."), None
     if not best.significant or gain.value <= 1:
-        return (f"No setting is significantly better (by {PRACTICAL_SHARE:.0%} of the step or more) than the default ({baseline.label}, "
-                f"{baseline.step_ms.value:.1f} ms per step): the fastest, {best.label}, is {gain.value:.2f}x "
-                f"(95% CI {gain.low:.2f}-{gain.high:.2f}), inside the noise. Keep the default."), None
+        return (f"No setting is significantly better than the default ({baseline.label}, "
+                f"{baseline.step_ms.value:.1f} ms per step) by {PRACTICAL_SHARE:.0%} of the step or more: the "
+                f"fastest, {best.label}, is {gain.value:.2f}x (95% CI {gain.low:.2f}-{gain.high:.2f}). Keep the "
+                "default."), None
     return (f"{best.label} is best: {best.step_ms.value:.1f} ms per step vs {baseline.step_ms.value:.1f} ms for "
             f"{baseline.label}, {gain.value:.2f}x faster (95% CI {gain.low:.2f}-{gain.high:.2f}), "
             f"{100 * (1 - 1 / gain.value):.0f}% less step time."), paste_line(options[best.label], framework)

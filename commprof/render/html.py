@@ -6,7 +6,7 @@ import base64
 from html import escape
 
 from commprof.results.report import Report
-from commprof.render.tables import (ADVICE_HEADERS, BREAKDOWN_HEADERS, COLLECTIVE_HEADERS, DDP_CHECK_HEADERS,
+from commprof.render.tables import (NOT_SIGNIFICANT, ADVICE_HEADERS, BREAKDOWN_HEADERS, COLLECTIVE_HEADERS, DDP_CHECK_HEADERS,
                                     GATHER_HEADERS, GATHER_NOTE, PHASE_HEADERS, PHASE_NOTE, SKEW_HEADERS,
                                     TIMELINE_HEADERS, advice_rows, breakdown_notes, breakdown_rows, collective_row,
                                     ddp_check_row, finding_lines, gather_rows, has_findings, headline, phase_rows,
@@ -94,7 +94,7 @@ def _sweep(report: Report, images: dict[str, bytes]) -> str:
         parts.append(f"<pre>{escape(sweep.paste)}</pre>")
     parts += [html_image(images, "sweep.png", "step time against setting"),
               f"<p>Median step time of the job over interleaved rounds with 95% CI; speedup against "
-              f"{escape(sweep.baseline)} (~: inside the noise); * best. The sections below are the best setting's.</p>",
+              f"{escape(sweep.baseline)} ({NOT_SIGNIFICANT}); * best. The sections below are the best setting's.</p>",
               html_table(*sweep_table(sweep)),
               *(["<h3>The findings, checked</h3><p>Gain per step against the run's own setting: predicted by the "
                  "finding, measured here (95% CI).</p>", html_table(ADVICE_HEADERS, advice_rows(sweep))]

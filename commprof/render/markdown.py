@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from commprof.results.report import Report
-from commprof.render.tables import (ADVICE_HEADERS, BREAKDOWN_HEADERS, COLLECTIVE_HEADERS, DDP_CHECK_HEADERS,
+from commprof.render.tables import (NOT_SIGNIFICANT, ADVICE_HEADERS, BREAKDOWN_HEADERS, COLLECTIVE_HEADERS, DDP_CHECK_HEADERS,
                                     GATHER_HEADERS, GATHER_NOTE, PHASE_HEADERS, PHASE_NOTE, SKEW_HEADERS,
                                     TIMELINE_HEADERS, advice_rows, breakdown_notes, breakdown_rows, collective_row,
                                     ddp_check_row, finding_lines, gather_rows, has_findings, headline, phase_rows,
@@ -74,7 +74,7 @@ def _sweep_section(report: Report) -> list[str]:
     if sweep.paste:
         lines += ["```python", sweep.paste, "```", ""]
     lines += [f"Median step time of the job (slowest rank per step) over interleaved rounds, 95% bootstrap CI; "
-              f"speedup against {sweep.baseline} (~: its CI contains 1, inside the noise); * marks the best. "
+              f"speedup against {sweep.baseline} ({NOT_SIGNIFICANT}); * marks the best. "
               f"The breakdown below is the best setting's.", ""]
     lines += markdown_table(*sweep_table(sweep)) + ["", "![sweep](sweep.png)", ""]
     if sweep.kind == "advise":

@@ -234,6 +234,9 @@ TIMELINE_HEADERS = ("bucket", "size", "ready ms", "all-reduce start", "end", "to
 DDP_CHECK_HEADERS = ("setting", "backward compute ms (DDP / trace)", "backward comm ms", "overlap ms")
 
 
+NOT_SIGNIFICANT = f"~: its CI contains 1, or it changes the step by under {PRACTICAL_SHARE:.0%}"
+
+
 def sweep_table(sweep: SweepResult) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
     """Headers and a row per setting: DDP's with its buckets and all-reduces per step, FSDP's with its parameter
     all-gathers per step."""
@@ -294,13 +297,13 @@ def finding_lines(report: Report) -> list[tuple[str, str, str]]:
 ADVICE_HEADERS = ("setting", "predicted gain ms (95% CI)", "measured gain ms (95% CI)", "error ms", "verdict")
 
 
-def advice_verdict(gain: Estimate) -> str:
-    """Whether a measured gain bears the prediction out."""
-    if gain.low > 0:
+def advice_verdict(setting: SettingResult) -> str:
+    """Whether a measured gain bears the prediction out, by the claims' one rule (setting.significant)."""
+    if setting.significant and setting.speedup.value > 1:
         return "holds: faster, beyond the noise"
-    if gain.high < 0:
+    if setting.significant:
         return "does not hold: slower here"
-    return "not confirmed: inside the noise"
+    return f"not confirmed: inside the noise or under {PRACTICAL_SHARE:.0%} of the step"
 
 
 def advice_rows(sweep) -> list[tuple[str, ...]]:
@@ -309,4 +312,4 @@ def advice_rows(sweep) -> list[tuple[str, ...]]:
         return f"{e.value:+.1f} ({e.low:+.1f} to {e.high:+.1f})"
 
     return [(s.label, ci(s.predicted_gain_ms), ci(s.gain_ms), f"{s.gain_ms.value - s.predicted_gain_ms.value:+.1f}",
-             advice_verdict(s.gain_ms)) for s in sweep.settings if s.predicted_gain_ms is not None and s.gain_ms is not None]
+             advice_verdict(s)) for s in sweep.settings if s.predicted_gain_ms is not None and s.gain_ms is not None]

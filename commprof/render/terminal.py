@@ -8,7 +8,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from commprof.results.report import Report
-from commprof.render.tables import (ADVICE_HEADERS, BREAKDOWN_HEADERS, BREAKDOWN_SUM, COLLECTIVE_HEADERS, GATHER_HEADERS,
+from commprof.render.tables import (NOT_SIGNIFICANT, ADVICE_HEADERS, BREAKDOWN_HEADERS, BREAKDOWN_SUM, COLLECTIVE_HEADERS, GATHER_HEADERS,
                                     GATHER_NOTE, PHASE_HEADERS, PHASE_NOTE, SKEW_HEADERS, advice_rows,
                                     breakdown_notes, breakdown_rows, collective_row, finding_lines, gather_rows,
                                     has_findings, headline, many_ranks, phase_rows, skew_rows, skew_summary,
@@ -29,7 +29,7 @@ def rich_table(title: str, headers: tuple[str, ...], rows, left: tuple[str, ...]
 def render_sweep(report: Report, console: Console) -> None:
     sweep = report.sweep
     console.print(rich_table(f"{sweep.kind}: job step time, median of interleaved rounds (ms); speedup vs "
-                         f"{sweep.baseline}; * best, ~ inside the noise; exposed comm ms; "
+                         f"{sweep.baseline}; * best, {NOT_SIGNIFICANT}; exposed comm ms; "
                          f"{'gathers = FSDP parameter all-gathers' if sweep.strategy == 'fsdp' else 'AR = all-reduces'}",
                          *sweep_table(sweep), left=("setting",)))
     console.print(f"[bold]{escape(sweep.recommendation)}[/]")
