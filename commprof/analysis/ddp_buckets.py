@@ -15,6 +15,7 @@ from collections.abc import Sequence
 MB = 1024 * 1024
 FIRST_BUCKET_BYTES = MB  # dist._DEFAULT_FIRST_BUCKET_BYTES
 DEFAULT_CAP_MB = 25.0
+MAX_LISTED = 6  # bucket sizes named one by one
 
 
 def limits(cap_mb: float | None) -> list[int]:
@@ -40,9 +41,12 @@ def layout(parameter_bytes: Sequence[int], cap_mb: float | None) -> tuple[int, .
 
 
 def describe(sizes: Sequence[int]) -> str:
-    """'one bucket of 32.1 MB', or '2 buckets: 28.1, 4.0 MB' (MB = MiB, as DDP counts them)."""
+    """'one bucket of 32.1 MB', '2 buckets: 28.1, 4.0 MB', or '64 buckets of 0.3 to 4.0 MB' (MB = MiB, as DDP
+    counts them)."""
     if len(sizes) == 1:
         return f"one bucket of {sizes[0] / MB:.1f} MB"
+    if len(sizes) > MAX_LISTED:
+        return f"{len(sizes)} buckets of {min(sizes) / MB:.1f} to {max(sizes) / MB:.1f} MB"
     return f"{len(sizes)} buckets: " + ", ".join(f"{s / MB:.1f}" for s in sizes) + " MB"
 
 

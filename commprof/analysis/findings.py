@@ -20,6 +20,7 @@ from commprof.analysis.crossrank import Matching
 from commprof.analysis.ddp_buckets import DEFAULT_CAP_MB, cap_label, describe, distinct_caps, layout
 from commprof.analysis.distortion import large_slowdown
 from commprof.analysis.predict import (CANDIDATE_CAPS_MB, MB, ComputeModel, LinkModel, StepProfile, fit_link,
+                                       probed_link,
                                        rebucket, simulate_step, step_profile)
 from commprof.analysis.stats import median_ci, real_gain
 from commprof.analysis.sweep import paste_line
@@ -132,23 +133,30 @@ def _median_gain(samples: list[StepProfile], buckets: list[tuple[list, list]], l
     return statistics.median(gains)
 
 
-def _gain_ci(samples: list[StepProfile], make_buckets, no_latency: float | None = None,
-             serial: bool = False) -> Estimate:
-    """The predicted gain with a 95% bootstrap interval: each resample of the profiled steps refits the link too,
-    so the interval carries the uncertainty of the fit as well as the steps' spread."""
+def _gain_ci(samples: list[StepProfile], make_buckets, no_latency: float | None = None, serial: bool = False,
+             probe: list[dict] | None = None) -> Estimate:
+    """The predicted gain with a 95% bootstrap interval: each resample of the profiled steps refits the link too (from
+    a resample of the run's link probe, or of the steps' own all-reduces), so the interval carries the uncertainty of
+    the link as well as the steps' spread."""
     buckets = _pairs(samples, make_buckets, serial)  # once: resamples reuse them
     rng = random.Random(0)
+
+    def link_of(picked: list[StepProfile], resample: bool) -> LinkModel:
+        if not probe:
+            return fit_link(picked)
+        return probed_link(probe, picked[0].world_size, (lambda t: rng.choices(t, k=len(t))) if resample else None)
+
     boots = []
     for _ in range(RESAMPLES):
         chosen = rng.choices(range(len(samples)), k=len(samples))
         picked = [samples[i] for i in chosen]
         try:
-            boots.append(_median_gain(picked, [buckets[i] for i in chosen], fit_link(picked), no_latency))
+            boots.append(_median_gain(picked, [buckets[i] for i in chosen], link_of(picked, True), no_latency))
         except UsageError:
             continue
     boots.sort()
     tail = int(0.025 * len(boots))
-    return Estimate(_median_gain(samples, buckets, fit_link(samples), no_latency), boots[tail], boots[-1 - tail])
+    return Estimate(_median_gain(samples, buckets, link_of(samples, False), no_latency), boots[tail], boots[-1 - tail])
 
 
 def _settings(report: Report, windows, step_ms: float, ceiling: tuple[float, str] | None) -> list[Finding]:
@@ -157,8 +165,9 @@ def _settings(report: Report, windows, step_ms: float, ceiling: tuple[float, str
     samples = _samples(windows)
     if len(samples) < 2 or samples[0].world_size < 2:
         return []
+    probe = report.run.get("link_probe") or None  # commprof's own runs time the link alone after training
     try:
-        link = fit_link(samples)
+        link = probed_link(probe, samples[0].world_size) if probe else fit_link(samples)
     except UsageError:
         return []
     options, framework = current_options(report)
@@ -175,11 +184,12 @@ def _settings(report: Report, windows, step_ms: float, ceiling: tuple[float, str
               for cap in candidates}
     if by_cap:
         best = max(by_cap, key=lambda c: (round(by_cap[c], 6), c))
-        best_gain = _gain_ci(samples, lambda s: rebucket(s, units, best), serial=serial)
+        best_gain = _gain_ci(samples, lambda s: rebucket(s, units, best), serial=serial, probe=probe)
         # the caps whose gain is inside the best one's interval are as good, as far as the steps can tell: the
         # largest of them (fewest calls) is named, so that a rerun's noise does not flip the advice between them
         cap = max(c for c, g in by_cap.items() if g >= best_gain.low)
-        gain = best_gain if cap == best else _gain_ci(samples, lambda s: rebucket(s, units, cap), serial=serial)
+        gain = best_gain if cap == best else _gain_ci(samples, lambda s: rebucket(s, units, cap), serial=serial,
+                                                           probe=probe)
         as_good = sorted(c for c, g in by_cap.items() if g >= best_gain.low and c != cap)
         then = candidates[cap]
         found.append(Finding(
@@ -187,8 +197,9 @@ def _settings(report: Report, windows, step_ms: float, ceiling: tuple[float, str
                                       + ("saves all-reduce calls" if serial else
                                          "hides more of the gradient all-reduce")),
             evidence=(f"{exposed:.1f} ms of each step is exposed all-reduce after the backward pass; now "
-                      f"{describe(now)} ({cap_label(current_cap(report))}); link fitted: {link.bandwidth_gbps:.2f} "
-                      f"GB/s, {link.alpha_us:.0f} us per ring step"
+                      f"{describe(now)} ({cap_label(current_cap(report))}); link {'measured' if probe else 'fitted'}: "
+                      f"{link.bandwidth_gbps:.2f} GB/s, {link.alpha_us:.0f} us per ring step"
+                      + (f" ({link.source})" if probe else "")
                       + (f"; as good within the interval: {', '.join(f'{c:g}' for c in as_good)}" if as_good else "")
                       + (SERIAL_NOTE if serial else "")),
             action=paste_line(dataclasses.replace(options, bucket_cap_mb=cap), framework),
@@ -200,7 +211,7 @@ def _settings(report: Report, windows, step_ms: float, ceiling: tuple[float, str
     # cost more than they save (Gloo sums fp16 on the host; `commprof advise` measured it slower, docs/benchmarks.md)
     nccl = all(c.backend == "nccl" for c in report.collectives if c.op == "all_reduce")
     if nccl and options.comm_hook == "none" and exposed > 0 and byte_us > latency_us:
-        gain = _gain_ci(samples, lambda s: [(b // 2, r) for b, r in rebucket(s, None, None)])
+        gain = _gain_ci(samples, lambda s: [(b // 2, r) for b, r in rebucket(s, None, None)], probe=probe)
         found.append(Finding(
             kind="compression", title="fp16 gradient compression halves the bytes of an all-reduce that is "
                                       "bandwidth-bound",
@@ -220,13 +231,15 @@ def _slow_collectives(report: Report, samples: list[StepProfile], link: LinkMode
     """All-reduces far below the bandwidth the link reaches with large messages (`commprof bench` on this host, or
     the fitted B). The gain: the model's step now against the same buckets at that bandwidth, so a slow
     all-reduce hidden under the backward gains nothing. Small buckets are the usual cause: latency dominates."""
-    top, source = ceiling or (link.bandwidth_gbps, f"the alpha-beta fit to the run's all-reduces, {link.alpha_us:.0f} "
-                                                   "us per ring step; their durations include any wait for late ranks")
+    fitted = (f"the alpha-beta fit to the run's all-reduces, {link.alpha_us:.0f} us per ring step; their durations "
+              "include any wait for late ranks")
+    top, source = ceiling or (link.bandwidth_gbps, link.source if report.run.get("link_probe") else fitted)
     slow = [c for c in report.collectives if c.op == "all_reduce" and c.bytes and c.busbw_gbps is not None
             and c.busbw_gbps < SLOW_BELOW * top]
     if not slow:
         return []
-    gain = _gain_ci(samples, lambda s: rebucket(s, None, None), no_latency=top, serial=serial)
+    gain = _gain_ci(samples, lambda s: rebucket(s, None, None), no_latency=top, serial=serial,
+                    probe=report.run.get("link_probe") or None)
     ranks = samples[0].world_size
     reach_bytes = 4 * link.alpha_us * link.bandwidth_gbps * 1e3 * ranks  # bus bytes >= 4 x latency x B: 80% of B
     sizes = ", ".join(f"{c.bytes / MB:.2f} MB at {c.busbw_gbps:.2f} GB/s" for c in slow)
@@ -288,6 +301,8 @@ def _straggler(report: Report, windows, matching: Matching | None, step_ms: floa
         return []
     gain = median_ci(costs)
     excess = _excess(report, straggler)
+    if _shares_one_cpu_host(report) and _excess(report, straggler, ("idle_ms",))["idle_ms"] < gain.value / 2:
+        return []  # late from computing slower on cores the ranks share: contention that moves between reruns
     cause = ", ".join(f"{PARTS[part]} {ms:+.1f} ms" for part, ms in excess.items())
     gpu = any(r.kind == "gpu" for r in report.ranks if r.rank == straggler)
     return [Finding(
@@ -318,14 +333,21 @@ PARTS = {"compute_ms": "compute", "start_idle_ms": "idle before its first operat
          "exposed_comm_ms": "exposed communication"}
 
 
-def _excess(report: Report, rank: int) -> dict[str, float]:
+def _shares_one_cpu_host(report: Report) -> bool:
+    """Every rank a CPU process on one host: they take turns on its cores, so a rank that computes slower took the
+    cores from another, and which one does changes from run to run. Only time a rank spends running nothing
+    (waiting for data, sleeping) makes it a straggler there."""
+    return all(r.kind == "cpu" for r in report.ranks) and len({r.host for r in report.ranks}) == 1
+
+
+def _excess(report: Report, rank: int, parts=tuple(PARTS)) -> dict[str, float]:
     """How much more of each part of the step this rank spends than the median of the other ranks (ms)."""
     def median_of(ranks: set[int], part: str) -> float:
         values = [getattr(s, part) for s in report.steps if s.rank in ranks]
         return statistics.median(values) if values else 0.0
 
     others = {r.rank for r in report.ranks} - {rank}
-    return {part: median_of({rank}, part) - median_of(others, part) for part in PARTS}
+    return {part: median_of({rank}, part) - median_of(others, part) for part in parts}
 
 
 def _distortion(distortion: list[ProfilerDistortion]) -> list[Finding]:

@@ -50,7 +50,8 @@ class StepProfile:
     exposed_ms: float
     bucket_bytes: list[int]  # in the order the buckets became ready
     bucket_ready: list[float]  # fraction of backward_ms at which each became ready
-    transfers: list[tuple[int, int, float]] = field(default_factory=list)  # (bytes, ranks, us), fastest rank
+    # (bytes, ranks, us), fastest rank; only all-reduces that ran alone (the link model's durations)
+    transfers: list[tuple[int, int, float]] = field(default_factory=list)
 
     @property
     def compute_ms(self) -> float:
@@ -91,6 +92,8 @@ def step_profile(trace: RunTrace) -> StepProfile:
             for index, call in enumerate(calls):
                 fraction = (call.ready - backward) / backward_us if backward_us > 0 else 1.0
                 buckets.setdefault(index, []).append((call.nbytes, fraction))
+                if any(other is not call and other.start < call.end and call.start < other.end for other in calls):
+                    continue  # in flight beside another (Gloo's threads): its duration is not its own transfer time
                 key = (number, index)
                 duration = call.end - call.start
                 if key not in transfer or duration < transfer[key][1]:
@@ -111,10 +114,31 @@ def step_profile(trace: RunTrace) -> StepProfile:
 
 def fit_link(profiles: list[StepProfile]) -> LinkModel:
     """Least squares of t = alpha·2(n-1) + (1/B)·2(n-1)/n·S over every measured all-reduce (n >= 2)."""
-    rows = [(2 * (n - 1), 2 * (n - 1) / n * nbytes, us) for p in profiles for nbytes, n, us in p.transfers if n >= 2]
-    if len(rows) < 2:
+    transfers = [(nbytes, n, us) for p in profiles for nbytes, n, us in p.transfers if n >= 2]
+    if len(transfers) < 2:
         raise UsageError("fitting the link needs all-reduces measured at 2 ranks or more: add a world size >= 2, "
                          "or give --link BANDWIDTH,LATENCY")
+    sizes = sorted({n for _, n, _ in transfers})
+    return fit_transfers(transfers, f"fitted to {len(transfers)} measured all-reduces at {', '.join(map(str, sizes))} "
+                                    "ranks")
+
+
+def probed_link(probe: list[dict], ranks: int, pick=None) -> LinkModel:
+    """The link from the run's own probe (instrument/link_probe.py: all-reduces timed alone): bandwidth from the
+    smallest and largest sizes' medians, latency what the smallest takes beyond its bytes. `pick(times)` chooses
+    each size's times (a bootstrap's resample); by default all of them."""
+    small, large = min(probe, key=lambda r: r["bytes"]), max(probe, key=lambda r: r["bytes"])
+    t_small, t_large = (statistics.median(pick(r["us"]) if pick else r["us"]) for r in (small, large))
+    bus = 2 * (ranks - 1) / ranks
+    inverse_bw = max(t_large - t_small, 1e-9) / (bus * (large["bytes"] - small["bytes"]))  # us per byte
+    alpha = max(0.0, t_small - bus * small["bytes"] * inverse_bw) / (2 * (ranks - 1))
+    return LinkModel(alpha, 1 / inverse_bw / 1e3, f"all-reduces of {small['bytes'] // 1024} KiB to "
+                                                  f"{large['bytes'] // 1024 ** 2} MiB timed alone after training")
+
+
+def fit_transfers(transfers: list[tuple[int, int, float]], source: str) -> LinkModel:
+    """Least squares of t = alpha·2(n-1) + (1/B)·2(n-1)/n·S over (S bytes, n ranks, t us)."""
+    rows = [(2 * (n - 1), 2 * (n - 1) / n * nbytes, us) for nbytes, n, us in transfers]
     sxx = sum(a * a for a, _, _ in rows)
     sxy = sum(a * b for a, b, _ in rows)
     syy = sum(b * b for _, b, _ in rows)
@@ -126,9 +150,7 @@ def fit_link(profiles: list[StepProfile]) -> LinkModel:
         alpha = 0.0
         inverse_bw = syt / syy
     alpha = max(alpha, 0.0)
-    sizes = sorted({n for _, n, _ in (t for p in profiles for t in p.transfers) if n >= 2})
-    return LinkModel(alpha, 1 / inverse_bw / 1e3, f"fitted to {len(rows)} measured all-reduces at "
-                                                  f"{', '.join(map(str, sizes))} ranks")
+    return LinkModel(alpha, 1 / inverse_bw / 1e3, source)
 
 
 def parse_link(text: str) -> LinkModel:

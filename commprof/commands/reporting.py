@@ -44,6 +44,7 @@ def run_summary(meta: dict[str, Any]) -> dict[str, Any]:
                         if "rss" in (r.get("peak_memory_mb") or {})},
         "tf32": meta.get("tf32"),
         "script": meta.get("script"), "ddp_built": meta.get("ddp_built"), "notes": meta.get("notes", []),
+        "link_probe": meta.get("link_probe") or [],
         "parameter_sizes": meta.get("parameter_sizes") or (meta.get("ddp_built") or [{}])[0].get("parameter_sizes"),
     }
 

@@ -214,8 +214,9 @@ def skew_summary(report: Report) -> str:
     named = any(f.kind == "straggler" for f in report.findings)  # significant across steps, and worth acting on
     if skew.straggler is not None and not named:
         parts.append(f"No rank is a straggler worth acting on: rank {skew.straggler} made the others wait most, "
-                     f"{skew.straggler_cost_ms:.2f} ms per step, not significantly so across the steps or under "
-                     f"{PRACTICAL_SHARE:.0%} of the step.")
+                     f"{skew.straggler_cost_ms:.2f} ms per step, not significantly so across the steps, under "
+                     f"{PRACTICAL_SHARE:.0%} of the step, or (CPU ranks sharing one host's cores) from computing "
+                     "slower, which moves between ranks from run to run.")
     elif skew.straggler is not None:
         where = ", ".join(f"{op} {ms:.2f} ms" for op, ms in skew.straggler_ops.items())
         others = sorted((r for r in skew.ranks if r.rank != skew.straggler and r.wait_caused_ms > 0),

@@ -10,6 +10,7 @@ import torch
 import torch.distributed as dist
 
 from commprof.config import RunConfig
+from commprof.instrument.link_probe import probe_link
 from commprof.instrument.profiler import make_profiler, trace_path
 from commprof.worker.clocks import ClockOffset, measure_clock_offsets
 from commprof.launch.progress import Every, Progress, write_progress
@@ -56,6 +57,7 @@ def _train(config: RunConfig, ctx: RankContext, workload: Workload, run_dir: Pat
             recorder.record(trainer.step())
             prof.step()
     recorder.writing_traces()
+    probe = [] if mpi_through_mpi4py(config) else probe_link(ctx.device)
     return {
         "rank": ctx.rank,
         "host": recorder.host,
@@ -65,6 +67,7 @@ def _train(config: RunConfig, ctx: RankContext, workload: Workload, run_dir: Pat
         "step_ms": recorder.step_ms,
         "ddp": trainer.ddp_logging_data(),
         "peak_memory_mb": peak_memory_mb(ctx.device),
+        "link_probe": probe,
     }
 
 
@@ -118,6 +121,7 @@ def _final_record(started: dict[str, Any], infos: list[dict[str, Any]]) -> dict[
         "status": "complete",
         "end_time": now(),
         "steps_completed": min(len(i["step_ms"]) for i in infos),
+        "link_probe": infos[0]["link_probe"],  # the slowest rank's times: the same on every rank
         "ranks": [{k: i[k] for k in ("rank", "host", "device", "trace", "trace_path", "step_ms", "ddp", "peak_memory_mb")}
                   for i in infos],
     }

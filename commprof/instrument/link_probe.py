@@ -1,0 +1,39 @@
+"""The link the gradients travel, timed alone: all-reduces at a few sizes after training.
+
+The trace's all-reduce durations are not each call's own cost wherever calls run side by side (Gloo's worker
+threads run several at once) or wait for a late rank; the bucket model's latency and bandwidth need it alone.
+A fraction of a second: REPEATS all-reduces of each size, each between two barriers."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from commprof.instrument.profiler import cuda_synchronize
+
+PROBE_BYTES = (4 * 1024, 256 * 1024, 4 * 1024 * 1024)
+REPEATS = 7
+
+
+def probe_link(device: torch.device) -> list[dict[str, Any]]:
+    """Per size: every repeat's time in us, the slowest rank's (an all-reduce ends when the last rank is done)."""
+    use_cuda = device.type == "cuda"
+    rows = []
+    for nbytes in PROBE_BYTES:
+        tensor = torch.zeros(nbytes // 4, dtype=torch.float32, device=device)
+        dist.all_reduce(tensor)  # warm-up: connections, buffers
+        times = []
+        for _ in range(REPEATS):
+            dist.barrier()
+            cuda_synchronize(use_cuda)
+            start = time.perf_counter()
+            dist.all_reduce(tensor)
+            cuda_synchronize(use_cuda)
+            times.append((time.perf_counter() - start) * 1e6)
+        gathered: list[Any] = [None] * dist.get_world_size()
+        dist.all_gather_object(gathered, times)
+        rows.append({"bytes": nbytes, "us": [max(t) for t in zip(*gathered)]})
+    return rows
