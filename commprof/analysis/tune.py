@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Callable
 
 from commprof.analysis.stats import real_speedup, speedup_ci
 
@@ -35,9 +36,30 @@ def refine_around(best_mb: float, tried: list[float]) -> list[float]:
     return [mb for mb in (round_mb(lower), round_mb(upper)) if mb not in tried]
 
 
-def next_bucket_sizes(step_ms: dict[float, list[float]], round_index: int) -> list[float]:
-    """Bucket sizes for the next round; empty when tuning is done."""
+def next_bucket_sizes(step_ms: dict[float, list[float]], round_index: int,
+                      layout_of: Callable[[float], tuple[int, ...]] | None = None) -> list[float]:
+    """Bucket sizes for the next round; empty when tuning is done. With `layout_of` (a cap's buckets, as DDP builds
+    them: analysis/ddp_buckets), a size that builds the buckets of one already tried is not tried again."""
     if round_index + 1 >= MAX_ROUNDS or within_noise(step_ms):
         return []
     best = min(step_ms, key=lambda mb: statistics.median(step_ms[mb]))
-    return refine_around(best, list(step_ms))
+    candidates = refine_around(best, list(step_ms))
+    if layout_of is None:
+        return candidates
+    seen = {layout_of(mb) for mb in step_ms}
+    fresh = []
+    for mb in candidates:
+        if layout_of(mb) not in seen:
+            seen.add(layout_of(mb))
+            fresh.append(mb)
+    return fresh
+
+
+def distinct_layouts(caps: list[float], keep: float, layout_of: Callable[[float], tuple[int, ...]]) -> list[float]:
+    """One cap per layout DDP would build: `keep` (the baseline) first, then the others in order."""
+    seen, chosen = {layout_of(keep)}, [keep]
+    for mb in caps:
+        if layout_of(mb) not in seen:
+            seen.add(layout_of(mb))
+            chosen.append(mb)
+    return chosen

@@ -34,6 +34,15 @@ def tune(request: RunRequest, feedback: Feedback = SILENT, **rounds: Any) -> Out
     return measure(request, settings, request.ddp, "tune", feedback, rounds, tune=True)
 
 
+def _distinct_buckets(settings: list[SettingOptions], baseline: SettingOptions, workload) -> list[SettingOptions]:
+    from commprof.analysis.ddp_buckets import layout
+    from commprof.analysis.tune import distinct_layouts
+
+    sizes = workload.parameter_sizes
+    caps = distinct_layouts([s.bucket_cap_mb for s in settings], baseline.bucket_cap_mb, lambda mb: layout(sizes, mb))
+    return [dataclasses.replace(baseline, bucket_cap_mb=mb) for mb in caps]
+
+
 def measure(request: RunRequest, settings: list[SettingOptions], baseline: SettingOptions, kind: str,
             feedback: Feedback, rounds: dict[str, Any], tune: bool = False,
             predicted: dict[str, Estimate] | None = None) -> Outcome:
@@ -51,8 +60,10 @@ def measure(request: RunRequest, settings: list[SettingOptions], baseline: Setti
 
         return measure_script(request, settings, baseline, kind, feedback, rounds, tune, predicted)
     config = resolve(request, MachineProbe.detect())
-    plan = SweepPlan(run=config, settings=tuple(settings), baseline=baseline, tune=tune, **rounds)
     workload = check_model(config, feedback)
+    if tune:  # caps that build the same buckets are one setting: measured once
+        settings = _distinct_buckets(settings, baseline, workload)
+    plan = SweepPlan(run=config, settings=tuple(settings), baseline=baseline, tune=tune, **rounds)
     feedback.info(f"{kind} {config.run_id}: {describe(config, workload)}; "
                   f"{len(settings)} settings x {plan.repeats} interleaved rounds")
     per_setting = plan.warmup_steps + plan.repeats * plan.steps_per_repeat + plan.profile_steps + 1

@@ -108,7 +108,7 @@ def _start_record(config: RunConfig, ctx: RankContext, workload: Workload, clock
         "parameters": workload.parameter_count,
         "parameter_bytes": workload.parameter_bytes,
         # per parameter, registration order: `findings` re-buckets them as DDP would for another cap
-        "parameter_sizes": [p.numel() * p.element_size() for p in workload.model.parameters() if p.requires_grad],
+        "parameter_sizes": workload.parameter_sizes,
         "start_time": now(),
         "clock_offsets": [c.to_dict() for c in clocks],
         "tf32": tf32_settings(),

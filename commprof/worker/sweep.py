@@ -24,6 +24,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from commprof.analysis.ddp_buckets import layout
 from commprof.analysis.tune import next_bucket_sizes
 from commprof.config import ProfileSchedule, SettingOptions, SweepPlan, setting_label
 from commprof.instrument.profiler import cuda_synchronize, make_profiler
@@ -53,7 +54,7 @@ def sweep_main(plan_dict: dict[str, Any], progress_path: str) -> dict[str, Any]:
         while pending:
             measured = _measure_round(plan, ctx, trainers, pending, run_dir, progress, phases, order)
             results.update(measured)
-            pending = _next_round(plan, ctx, results, round_index) if plan.tune else []
+            pending = _next_round(plan, ctx, results, round_index, workload.parameter_sizes) if plan.tune else []
             round_index += 1
         if ctx.rank == 0:
             phases.update(setup_s=setup_s, worker_s=time.perf_counter() - started)
@@ -192,11 +193,11 @@ def _measure_round(plan: SweepPlan, ctx: RankContext, trainers: _Trainers, setti
 
 
 def _next_round(plan: SweepPlan, ctx: RankContext, results: dict[str, dict[str, Any]],
-                round_index: int) -> list[SettingOptions]:
+                round_index: int, parameter_sizes: list[int]) -> list[SettingOptions]:
     """Rank 0 decides the next bucket sizes from everyone's measurements; all ranks follow."""
     decision: list[Any] = [None]
     if ctx.rank == 0:
         by_size = {r["options"]["bucket_cap_mb"]: r["step_ms"] for r in results.values()}
-        decision[0] = next_bucket_sizes(by_size, round_index)
+        decision[0] = next_bucket_sizes(by_size, round_index, lambda mb: layout(parameter_sizes, mb))
     dist.broadcast_object_list(decision, src=0)
     return [dataclasses.replace(plan.baseline, bucket_cap_mb=mb) for mb in decision[0]]

@@ -27,6 +27,11 @@ class Workload:
     def parameter_bytes(self) -> int:
         return sum(p.numel() * p.element_size() for p in self.model.parameters())
 
+    @property
+    def parameter_sizes(self) -> list[int]:
+        """Bytes of each parameter with a gradient, in registration order (what DDP buckets)."""
+        return [p.numel() * p.element_size() for p in self.model.parameters() if p.requires_grad]
+
 
 def to_device(value: Any, device: torch.device) -> Any:
     """Move a tensor, or a tuple/list/dict of tensors, to `device`."""
