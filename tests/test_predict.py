@@ -111,3 +111,16 @@ def test_one_nccl_rank_gives_the_shape_of_its_computation():
     assert compute.slope_ms == pytest.approx((101.0 - alone.compute_ms) / 1)
     step_ms, exposed_ms = simulate_step(profile(), compute, LinkModel(5.0, 25.0, "test"), 1, [])
     assert exposed_ms == 0.0 and step_ms == pytest.approx(compute.at(1))
+
+
+def test_the_link_from_the_runs_own_probe_ignores_slow_repeats():
+    """4 KiB in 200 us and 4 MiB in 4200 us at the lower quartile, whatever the preempted repeats took: on 2 ranks
+    t = 2·alpha + S/B, so B = (4 MiB - 4 KiB) / 4000 us = 1.05 GB/s and alpha = (200 - 3.9) / 2 = 98 us."""
+    from commprof.analysis.predict import probed_link
+
+    probe = [{"bytes": 4096, "us": [200.0, 210, 4000, 190, 205, 3900, 230, 200]},
+             {"bytes": 4 * 2**20, "us": [4200.0, 4300, 9000, 4100, 4250, 4200, 8800, 4210]}]
+    link = probed_link(probe, 2)
+    assert link.bandwidth_gbps == pytest.approx((4 * 2**20 - 4096) / 4000 / 1e3)
+    assert link.alpha_us == pytest.approx((200 - 4096 / (link.bandwidth_gbps * 1e3)) / 2)
+    assert link.allreduce_us(4096, 2) == pytest.approx(200.0) and link.allreduce_us(4 * 2**20, 2) == pytest.approx(4200.0)

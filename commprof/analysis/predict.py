@@ -125,15 +125,21 @@ def fit_link(profiles: list[StepProfile]) -> LinkModel:
 
 def probed_link(probe: list[dict], ranks: int, pick=None) -> LinkModel:
     """The link from the run's own probe (instrument/link_probe.py: all-reduces timed alone): bandwidth from the
-    smallest and largest sizes' medians, latency what the smallest takes beyond its bytes. `pick(times)` chooses
-    each size's times (a bootstrap's resample); by default all of them."""
+    smallest and largest sizes, latency what the smallest takes beyond its bytes; each size's time is the lower
+    quartile of its repeats (a busy host only adds time: preemption, a late thread). `pick(times)` chooses each
+    size's times (a bootstrap's resample); by default all of them."""
     small, large = min(probe, key=lambda r: r["bytes"]), max(probe, key=lambda r: r["bytes"])
-    t_small, t_large = (statistics.median(pick(r["us"]) if pick else r["us"]) for r in (small, large))
+    t_small, t_large = (_lower_quartile(pick(r["us"]) if pick else r["us"]) for r in (small, large))
     bus = 2 * (ranks - 1) / ranks
     inverse_bw = max(t_large - t_small, 1e-9) / (bus * (large["bytes"] - small["bytes"]))  # us per byte
     alpha = max(0.0, t_small - bus * small["bytes"] * inverse_bw) / (2 * (ranks - 1))
     return LinkModel(alpha, 1 / inverse_bw / 1e3, f"all-reduces of {small['bytes'] // 1024} KiB to "
                                                   f"{large['bytes'] // 1024 ** 2} MiB timed alone after training")
+
+
+def _lower_quartile(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[(len(ordered) - 1) // 4]
 
 
 def fit_transfers(transfers: list[tuple[int, int, float]], source: str) -> LinkModel:

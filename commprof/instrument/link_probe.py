@@ -2,7 +2,9 @@
 
 The trace's all-reduce durations are not each call's own cost wherever calls run side by side (Gloo's worker
 threads run several at once) or wait for a late rank; the bucket model's latency and bandwidth need it alone.
-A fraction of a second: REPEATS all-reduces of each size, each between two barriers."""
+A fraction of a second: REPEATS all-reduces of each size, each after a barrier. Each repeat keeps the time of the
+rank that arrived last (the others' include waiting for it); the analysis takes the fastest repeats, since a busy
+host only ever adds time (analysis/predict.probed_link)."""
 
 from __future__ import annotations
 
@@ -15,11 +17,11 @@ import torch.distributed as dist
 from commprof.instrument.profiler import cuda_synchronize
 
 PROBE_BYTES = (4 * 1024, 256 * 1024, 4 * 1024 * 1024)
-REPEATS = 7
+REPEATS = 15
 
 
 def probe_link(device: torch.device) -> list[dict[str, Any]]:
-    """Per size: every repeat's time in us, the slowest rank's (an all-reduce ends when the last rank is done)."""
+    """Per size: every repeat's time in us, the fastest rank's (the last to arrive: it waited for no one)."""
     use_cuda = device.type == "cuda"
     rows = []
     for nbytes in PROBE_BYTES:
@@ -35,5 +37,5 @@ def probe_link(device: torch.device) -> list[dict[str, Any]]:
             times.append((time.perf_counter() - start) * 1e6)
         gathered: list[Any] = [None] * dist.get_world_size()
         dist.all_gather_object(gathered, times)
-        rows.append({"bytes": nbytes, "us": [max(t) for t in zip(*gathered)]})
+        rows.append({"bytes": nbytes, "us": [min(t) for t in zip(*gathered)]})
     return rows

@@ -1,0 +1,96 @@
+"""Claims survive a rerun: three identical runs never contradict each other, and the positive controls (a rank that
+sleeps 40 ms a step, a bucket cap so small that per-call latency dominates) are found every time, by run, sweep,
+tune and advise. A tool that never claims anything fails the controls; one that claims noise fails the repeats."""
+
+import json
+
+import pytest
+
+from commprof.instrument.link_probe import REPEATS as PROBE_REPEATS
+from tests.conftest import REPO, commprof, load_json
+
+pytestmark = pytest.mark.slow
+SLEEPER = REPO / "tests" / "data" / "scripts" / "slow_input_on_rank1.py"  # rank 1 sleeps 40 ms before each batch
+DEEP_MLP = f"{REPO / 'tests' / 'data' / 'deep_mlp.py'}:build"  # 128 small parameters: 64 buckets at a tiny cap
+TINY_CAP = "0.001"
+REPEATS = 3
+
+
+def claims(report: dict) -> dict[str, str]:
+    """What a report tells the user to do, by kind: the setting advised, the rank named straggler, the ranks
+    stalled. Two runs contradict each other when a kind has different values in them."""
+    found = {}
+    for f in report["findings"]:
+        if f["setting"]:
+            found[f["kind"]] = json.dumps(f["setting"], sort_keys=True)
+        elif f["kind"] in ("straggler", "input_stall"):
+            found[f["kind"]] = f["title"]
+    return found
+
+
+def no_contradiction(reports: list[dict]) -> None:
+    every = [claims(r) for r in reports]
+    for kind in set().union(*every):
+        said = {c[kind] for c in every if kind in c}
+        assert len(said) == 1, f"{kind}: {said} over {REPEATS} identical runs"
+
+
+def runs(tmp_path, name: str, *args: str) -> list[dict]:
+    reports = []
+    for i in range(REPEATS):
+        result = commprof("run", "--run-id", f"{name}{i}", "--quiet", *args, cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+        reports.append(load_json(tmp_path / "reports" / f"{name}{i}" / "report.json"))
+    return reports
+
+
+def test_three_default_runs_never_contradict_each_other(tmp_path):
+    reports = runs(tmp_path, "default")
+    no_contradiction(reports)
+    for report in reports:  # two identical CPU ranks of mlp-small: a second bucket costs no measurable latency
+        assert not [f for f in report["findings"] if f["kind"] in ("bucket_cap", "straggler")], report["findings"]
+        assert report["run"]["link_probe"] and all(len(row["us"]) == PROBE_REPEATS for row in report["run"]["link_probe"])
+
+
+def test_a_sleeping_rank_is_the_straggler_every_time(tmp_path):
+    """Rank 1 of a script sleeps 40 ms before each batch: named the straggler in every run, its cost to the others
+    within 25% of the 40 ms it makes them wait."""
+    reports = runs(tmp_path, "sleeper", "--max-steps", "12", "--schedule", "3,1,6", "--", str(SLEEPER))
+    no_contradiction(reports)
+    for report in reports:
+        straggler = next(f for f in report["findings"] if f["kind"] == "straggler")
+        assert straggler["title"] == "rank 1 is the straggler: the others wait for it"
+        assert 30 <= straggler["gain_ms"]["value"] <= 50 and straggler["gain_ms"]["low"] > 0
+        assert "idle before its first operator" in straggler["action"]
+
+
+def test_a_tiny_bucket_cap_loses_every_time(tmp_path):
+    """64 all-reduces a step where DDP's default makes one: every run advises the one bucket, advise measures it
+    faster, and every sweep and tune has the tiny cap slower than the default."""
+    reports = runs(tmp_path, "tiny", "--model", DEEP_MLP, "--bucket-cap-mb", TINY_CAP)
+    no_contradiction(reports)
+    for report in reports:
+        bucket = next(f for f in report["findings"] if f["kind"] == "bucket_cap")
+        assert bucket["setting"] == {"bucket_cap_mb": 25} and "saves all-reduce calls" in bucket["title"]
+        assert bucket["gain_ms"]["low"] > 0 and "64 buckets" in bucket["evidence"]
+
+    result = commprof("advise", "tiny0", "--json", "--quiet", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    checked = {s["label"]: s for s in json.loads(result.stdout)["sweep"]["settings"]}
+    assert checked["bucket-25mb"]["significant"] and checked["bucket-25mb"]["gain_ms"]["low"] > 0
+
+    for i in range(2):
+        result = commprof("sweep", "--model", DEEP_MLP, "--bucket-cap-mb", f"{TINY_CAP},25", "--run-id", f"sw{i}",
+                          "--json", "--quiet", cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+        sweep = json.loads(result.stdout)["sweep"]
+        tiny = next(s for s in sweep["settings"] if s["options"]["bucket_cap_mb"] == float(TINY_CAP))
+        assert sweep["best"] == "bucket-25mb" and tiny["speedup"]["high"] < 1 and tiny["significant"]
+
+    result = commprof("tune", "--model", DEEP_MLP, "--run-id", "tu", "--json", "--quiet", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    sweep = json.loads(result.stdout)["sweep"]
+    smallest = min(sweep["settings"], key=lambda s: s["options"]["bucket_cap_mb"])  # 1 MB: 16 all-reduces a step
+    assert smallest["options"]["bucket_cap_mb"] == 1.0 and not smallest["best"] and smallest["speedup"]["value"] < 1
+    layouts = [tuple(s["bucket_sizes"]) for s in sweep["settings"]]
+    assert len(layouts) == len(set(layouts))  # one cap per layout DDP builds
