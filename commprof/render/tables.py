@@ -298,11 +298,11 @@ def finding_lines(report: Report) -> list[tuple[str, str, str]]:
 ADVICE_HEADERS = ("setting", "predicted gain ms (95% CI)", "measured gain ms (95% CI)", "error ms", "verdict")
 
 
-def advice_verdict(setting: SettingResult) -> str:
-    """Whether a measured gain bears the prediction out, by the claims' one rule (setting.significant)."""
-    if setting.significant and setting.speedup.value > 1:
+def advice_verdict(significant: bool, speedup: float) -> str:
+    """Whether a measured setting bears its finding out, by the claims' one rule (SettingResult.significant)."""
+    if significant and speedup > 1:
         return "holds: faster, beyond the noise"
-    if setting.significant:
+    if significant:
         return "does not hold: slower here"
     return f"not confirmed: inside the noise or under {PRACTICAL_SHARE:.0%} of the step"
 
@@ -313,4 +313,4 @@ def advice_rows(sweep) -> list[tuple[str, ...]]:
         return f"{e.value:+.1f} ({e.low:+.1f} to {e.high:+.1f})"
 
     return [(s.label, ci(s.predicted_gain_ms), ci(s.gain_ms), f"{s.gain_ms.value - s.predicted_gain_ms.value:+.1f}",
-             advice_verdict(s)) for s in sweep.settings if s.predicted_gain_ms is not None and s.gain_ms is not None]
+             advice_verdict(s.significant, s.speedup.value)) for s in sweep.settings if s.predicted_gain_ms is not None and s.gain_ms is not None]
