@@ -46,7 +46,8 @@ def describe(sizes: Sequence[int]) -> str:
     if len(sizes) == 1:
         return f"one bucket of {sizes[0] / MB:.1f} MB"
     if len(sizes) > MAX_LISTED:
-        return f"{len(sizes)} buckets of {min(sizes) / MB:.1f} to {max(sizes) / MB:.1f} MB"
+        low, high = f"{min(sizes) / MB:.1f}", f"{max(sizes) / MB:.1f}"
+        return f"{len(sizes)} buckets of {low if low == high else f'{low} to {high}'} MB"
     return f"{len(sizes)} buckets: " + ", ".join(f"{s / MB:.1f}" for s in sizes) + " MB"
 
 

@@ -132,7 +132,7 @@ def finish_script_run(run_dir: Path, launch_id: str) -> None:
         status="complete", end_time=now(), hosts=sorted({log["host"] for log in logs.values()}),
         steps_completed=min((log["steps_done"] for log in logs.values()), default=0),
         model=built[0]["module"] if built else None, parameters=built[0]["parameters"] if built else None,
-        tf32=first.get("tf32"), ddp_built=built, notes=first.get("notes", []),
+        tf32=first.get("tf32"), ddp_built=built, notes=first.get("notes", []), link_probe=first.get("link_probe", []),
         ranks=[{"rank": rank, "host": log["host"], "device": infos[rank].get("device"), "trace": infos[rank].get("trace"),
                 "step_ms": log["step_ms"], "ddp": infos[rank].get("ddp", {}),
                 "peak_memory_mb": infos[rank].get("peak_memory_mb")} for rank, log in sorted(logs.items())])

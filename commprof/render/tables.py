@@ -274,7 +274,7 @@ def busbw_by_size(busbw: dict[str, float | None]) -> str:
 
 
 BALANCED = ("Nothing to gain beyond the noise: no setting, straggler or input stall predicts a gain whose 95% "
-            "interval excludes zero")
+            f"interval excludes zero and that is {PRACTICAL_SHARE:.0%} of the step or more")
 
 
 def finding_gain(finding: Finding) -> str:

@@ -41,6 +41,7 @@ from commprof.instrument.ddp import DDPOverrides
 from commprof.instrument.profiler import make_profiler, trace_path, write_trace
 from commprof.launch.progress import Every, Progress, write_progress
 from commprof.launch.runlog import StepLines, now, write_run_json, write_step_log
+from commprof.instrument.link_probe import probe_link
 from commprof.worker.rank import (cpu_threads_per_rank, device_name, gather_digests, gpu_index, peak_memory_mb,
                                   raise_stopped, tf32_settings, versions)
 
@@ -54,6 +55,7 @@ class ScriptSession:
     """Everything commprof does around one rank of the user's script."""
 
     def __init__(self, config: RunConfig, progress_path: Path):
+        self.link_probe: list[dict[str, Any]] = []  # all-reduces timed alone after the script (instrument/link_probe.py)
         self.config, self.progress_path = config, progress_path
         self.rank, self.local_rank = int(os.environ["RANK"]), int(os.environ["LOCAL_RANK"])
         self.world = int(os.environ["WORLD_SIZE"])
@@ -160,6 +162,7 @@ class ScriptSession:
             notes.append("the script built no DistributedDataParallel: the DDP options had no effect")
         trace = trace_path(self.config.run_dir, self.rank)
         return {"device": device_name(self.device), "trace": trace.name if trace.exists() else None,
+                "link_probe": self.link_probe,
                 "ddp": self.ddp.logging_data(), "ddp_built": self.ddp.built, "optimizer": self.counted,
                 "peak_memory_mb": peak_memory_mb(self.device), "tf32": tf32_settings(), "notes": notes}
 
@@ -202,6 +205,8 @@ def run_rank(config: RunConfig, progress_path: Path) -> int:
         if session.world > 1 and not (session.saw_distributed or session.ddp.built or dist.is_initialized()):
             raise RuntimeError("the script never initialized torch.distributed (dist.init_process_group): "
                                "its ranks did not communicate")
+        if dist.is_initialized() and dist.get_backend() in ("gloo", "nccl"):  # the script left its group up
+            session.link_probe = probe_link(session.device)
         session.finish()
         if dist.is_initialized():  # the script's own group, if it left it up; a CPU group beside it for the digests
             gather_digests(config.run_dir, session.rank, session.world, dist.new_group(backend="gloo"))
