@@ -49,7 +49,8 @@ def test_three_default_runs_never_contradict_each_other(tmp_path):
     no_contradiction(reports)
     for report in reports:  # two identical CPU ranks of mlp-small: a second bucket costs no measurable latency
         assert not [f for f in report["findings"] if f["kind"] in ("bucket_cap", "straggler")], report["findings"]
-        assert report["run"]["link_probe"] and all(len(row["us"]) == PROBE_REPEATS for row in report["run"]["link_probe"])
+        probe = report["run"]["link_probe"]
+        assert probe and all(len(row["us"]) == PROBE_REPEATS for row in probe)
 
 
 def test_a_sleeping_rank_is_the_straggler_every_time(tmp_path):

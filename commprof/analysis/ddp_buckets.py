@@ -52,7 +52,9 @@ def describe(sizes: Sequence[int]) -> str:
 
 
 def cap_label(cap_mb: float | None) -> str:
-    return "DDP's default (no bucket_cap_mb: 1 MB first bucket, then 25)" if cap_mb is None else f"bucket_cap_mb={cap_mb:g}"
+    if cap_mb is None:
+        return "DDP's default (no bucket_cap_mb: 1 MB first bucket, then 25)"
+    return f"bucket_cap_mb={cap_mb:g}"
 
 
 def distinct_caps(parameter_bytes: Sequence[int], candidates: Sequence[float],

@@ -137,6 +137,12 @@ def probed_link(probe: list[dict], ranks: int, pick=None) -> LinkModel:
                                                   f"{large['bytes'] // 1024 ** 2} MiB timed alone after training")
 
 
+def probed_transfers(probe: list[dict], ranks: int) -> list[tuple[int, int, float]]:
+    """(bytes, ranks, us) per probed size, at its repeats' lower quartile: what fit_transfers takes, so that probes
+    at several world sizes fit one link (commprof scale)."""
+    return [(row["bytes"], ranks, _lower_quartile(row["us"])) for row in probe]
+
+
 def _lower_quartile(values: list[float]) -> float:
     ordered = sorted(values)
     return ordered[(len(ordered) - 1) // 4]

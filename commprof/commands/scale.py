@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from commprof.analysis.predict import (LinkModel, StepProfile, fit_compute, fit_link, parse_link, rebucket,
-                                       simulate_step, step_profile)
+from commprof.analysis.predict import (LinkModel, StepProfile, fit_compute, fit_link, fit_transfers, parse_link,
+                                       probed_transfers, rebucket, simulate_step, step_profile)
 from commprof.analysis.scaling import SizeMeasurement, job_step_times, predict, scale_points
 from commprof.commands.common import check_model, ddp_only
 from commprof.commands.outcome import SILENT, Feedback, Outcome
@@ -92,13 +92,17 @@ def run_scale(plan: ScalePlan, launch: Callable[[RunConfig], Path], reports_dir:
     measured: dict[int, list[SizeMeasurement]] = {}
     profiles: dict[int, list[StepProfile]] = {}
     runs, done = [], {n: 0 for n in plan.configs}
+    probed: list[tuple[int, int, float]] = []  # every run's link probe: all-reduces timed alone
     for n in plan.order():
         done[n] += 1
         config = dataclasses.replace(plan.configs[n], run_id=f"{plan.name}-ws{n}-r{done[n]}")
         run_dir = launch(config)
         report, trace, timeline = report_and_trace(run_dir, name=config.run_id)
         write_report(report, reports_dir, config.run_id, timeline, run_dir)
-        measured.setdefault(n, []).append(_measurement(n, report, read_run_json(run_dir), config))
+        run = read_run_json(run_dir)
+        measured.setdefault(n, []).append(_measurement(n, report, run, config))
+        if n >= 2:
+            probed += probed_transfers((run or {}).get("link_probe") or [], n)
         profiles.setdefault(n, []).append(step_profile(trace))
         runs.append(config.run_id)
     first = plan.configs[min(plan.configs)]
@@ -110,7 +114,8 @@ def run_scale(plan: ScalePlan, launch: Callable[[RunConfig], Path], reports_dir:
     every = [p for ps in profiles.values() for p in ps]
     if not any(n >= 2 for n in profiles) and plan.link is None:
         return scale
-    link = plan.link or fit_link(every)
+    link = plan.link or (fit_transfers(probed, f"fitted to {len(probed)} all-reduce sizes timed alone after the runs")
+                         if len(probed) >= 2 else fit_link(every))
     compute = fit_compute(every)
     reference = _median_profile(profiles[max(profiles)])
     overhead = statistics.median(statistics.median(m.job_step_ms) / m.profiled_step_ms

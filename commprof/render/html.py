@@ -6,11 +6,11 @@ import base64
 from html import escape
 
 from commprof.results.report import Report
-from commprof.render.tables import (NOT_SIGNIFICANT, ADVICE_HEADERS, BREAKDOWN_HEADERS, COLLECTIVE_HEADERS, DDP_CHECK_HEADERS,
+from commprof.render.tables import (ADVICE_HEADERS, BREAKDOWN_HEADERS, COLLECTIVE_HEADERS, DDP_CHECK_HEADERS,
                                     GATHER_HEADERS, GATHER_NOTE, PHASE_HEADERS, PHASE_NOTE, SKEW_HEADERS,
                                     TIMELINE_HEADERS, advice_rows, breakdown_notes, breakdown_rows, collective_row,
                                     ddp_check_row, finding_lines, gather_rows, has_findings, headline, phase_rows,
-                                    skew_rows, skew_summary, step_clock, sweep_table, timeline_row)
+                                    skew_rows, skew_summary, step_clock, sweep_table, timeline_row, NOT_SIGNIFICANT)
 
 STYLE = """
 body { font-family: system-ui, -apple-system, 'Segoe UI', sans-serif; margin: 2em auto; max-width: 1100px;

@@ -8,11 +8,11 @@ from rich.markup import escape
 from rich.table import Table
 
 from commprof.results.report import Report
-from commprof.render.tables import (NOT_SIGNIFICANT, ADVICE_HEADERS, BREAKDOWN_HEADERS, BREAKDOWN_SUM, COLLECTIVE_HEADERS, GATHER_HEADERS,
+from commprof.render.tables import (ADVICE_HEADERS, BREAKDOWN_HEADERS, BREAKDOWN_SUM, COLLECTIVE_HEADERS, GATHER_HEADERS,
                                     GATHER_NOTE, PHASE_HEADERS, PHASE_NOTE, SKEW_HEADERS, advice_rows,
                                     breakdown_notes, breakdown_rows, collective_row, finding_lines, gather_rows,
                                     has_findings, headline, many_ranks, phase_rows, skew_rows, skew_summary,
-                                    step_clock, sweep_table, without_empty_columns)
+                                    step_clock, sweep_table, without_empty_columns, NOT_SIGNIFICANT)
 
 
 def rich_table(title: str, headers: tuple[str, ...], rows, left: tuple[str, ...] = ("rank",),

@@ -55,7 +55,7 @@ class ScriptSession:
     """Everything commprof does around one rank of the user's script."""
 
     def __init__(self, config: RunConfig, progress_path: Path):
-        self.link_probe: list[dict[str, Any]] = []  # all-reduces timed alone after the script (instrument/link_probe.py)
+        self.link_probe: list[dict[str, Any]] = []  # all-reduces timed alone after the script (instrument/link_probe)
         self.config, self.progress_path = config, progress_path
         self.rank, self.local_rank = int(os.environ["RANK"]), int(os.environ["LOCAL_RANK"])
         self.world = int(os.environ["WORLD_SIZE"])
