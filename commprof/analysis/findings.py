@@ -1,13 +1,13 @@
 """Findings: what to change, with the gain the measured step predicts, ranked; none on noise.
 
 Each finding's gain is a median over the profiled steps (of every analysed rank) with a 95% bootstrap
-interval, and fires only when that interval excludes zero and the gain is at least stats.PRACTICAL_SHARE of
-the step.
-Settings (bucket_cap_mb, gradient compression) are predicted by re-running the measured step through the
-bucket model of `commprof scale` (analysis/predict.py, docs/prediction.md): each profiled step's backward,
-buckets and ready times, the link fitted to its all-reduces, the buckets re-made as DDP makes them for the
-candidate setting. The gain is the model's step now minus the model's step then, so the model's own bias
-cancels."""
+interval, and fires only when that interval excludes zero and the gain is at least 3% of the step (the one rule
+of analysis/stats.py). Settings (bucket_cap_mb, gradient compression) are predicted by re-running the measured
+step through the bucket model of `commprof scale` (analysis/predict.py, docs/prediction.md): each profiled step's
+backward, buckets and ready times, the link the run timed alone (or, for others' traces, fitted to the all-reduces
+that ran alone), the buckets re-made as DDP makes them for the candidate setting (analysis/ddp_buckets.py). The
+gain is the model's step now minus the model's step then, so the model's own bias cancels. On CPU ranks every
+all-reduce counts in full (docs/semantics.md, "Claims")."""
 
 from __future__ import annotations
 
