@@ -20,8 +20,7 @@ from commprof.analysis.crossrank import Matching
 from commprof.analysis.ddp_buckets import DEFAULT_CAP_MB, cap_label, describe, distinct_caps, layout
 from commprof.analysis.distortion import large_slowdown
 from commprof.analysis.predict import (CANDIDATE_CAPS_MB, MB, ComputeModel, LinkModel, StepProfile, fit_link,
-                                       probed_link,
-                                       rebucket, simulate_step, step_profile)
+                                       probed_link, rebucket, simulate_step, step_profile)
 from commprof.analysis.stats import median_ci, real_gain
 from commprof.analysis.sweep import paste_line
 from commprof.config import DDPOptions
