@@ -5,6 +5,7 @@ Format as its specification describes it (tests/data/chrome_trace_schema.json), 
 format's rule that complete events on one thread nest. Perfetto's own trace processor would
 download a binary at run time, which cannot work here."""
 
+import dataclasses
 import json
 import re
 from collections import defaultdict
@@ -91,6 +92,21 @@ def test_diff_separates_real_changes_from_noise(tmp_path):
     assert rows["communication"].delta == pytest.approx(0.0) and not rows["communication"].significant
     same = diff_reports(before, before)
     assert not any(r.significant for r in same.rows)
+
+
+def test_diff_discounts_a_difference_in_the_profilers_own_cost(tmp_path):
+    """The same +50% compute change, but the profiler slowed run b's recorded steps 60% against run a's 0%: a change
+    of less than that gap is not claimed, and a note says why."""
+    from commprof.analysis.diff import diff_reports
+    from commprof.results.report import ProfilerDistortion
+
+    before, after = _run(tmp_path, "a", 400.0), _run(tmp_path, "b", 600.0)
+    before = dataclasses.replace(before, profiler_distortion=[ProfilerDistortion(0, 10.0, 10.0, 0.0)])
+    after = dataclasses.replace(after, profiler_distortion=[ProfilerDistortion(0, 16.0, 10.0, 0.6)])
+    result = diff_reports(before, after)
+    assert not any(r.significant for r in result.rows)
+    assert "the profiler slowed a's recorded steps +0% and b's +60%: a change counts only beyond that gap, 60%" \
+        in result.notes
 
 
 def test_the_profilers_own_cost_is_measured_and_warned_about():

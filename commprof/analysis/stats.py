@@ -16,9 +16,10 @@ def real_gain(gain: Estimate, step_ms: float) -> bool:
     return gain.low > 0 and gain.value >= PRACTICAL_SHARE * step_ms
 
 
-def real_change(change: Estimate, base: float) -> bool:
-    """A difference of medians (either way) worth a claim, against the value it changed from."""
-    return change.excludes(0.0) and abs(change.value) >= PRACTICAL_SHARE * abs(base)
+def real_change(change: Estimate, base: float, share: float = PRACTICAL_SHARE) -> bool:
+    """A difference of medians (either way) worth a claim, against the value it changed from: at least `share` of it
+    (PRACTICAL_SHARE, or more where something else moves the values that much: commprof diff)."""
+    return change.excludes(0.0) and abs(change.value) >= max(share, PRACTICAL_SHARE) * abs(base)
 
 
 def real_speedup(speedup: Estimate) -> bool:

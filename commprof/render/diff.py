@@ -16,7 +16,8 @@ HEADERS = ("metric", "A", "B", "B-A", "change", "95% CI of B-A", "real?")
 
 
 def title(result: DiffResult) -> str:
-    return f"A = {result.a}, B = {result.b}: median ms per step; real? = beyond the noise of both runs"
+    return (f"A = {result.a}, B = {result.b}: median ms per step; real? = beyond the noise of both runs, 3% and any "
+            "gap between their profilers' slowdowns")
 
 
 def rows(result: DiffResult, only_real: bool = False) -> list[tuple[str, ...]]:
