@@ -29,9 +29,10 @@ def test_one_unprofiled_step_gives_no_winner():
 
 
 def test_the_jobs_unprofiled_steps_are_its_slowest_ranks_outside_the_window():
-    """Schedule 1,1,2 traces steps 1-3; the first 3 steps are warm-up: steps 4 and 5 remain, each the slower
-    rank's."""
+    """Schedule 1,1,2 traces steps 1-3 and writes the traces before step 4 (which waits for the slower
+    writer); the first 3 steps are warm-up: steps 5 and 6 remain, each the slower rank's."""
     run = {"config": {"schedule": {"wait": 1, "warmup": 1, "active": 2}},
-           "ranks": [{"rank": 0, "step_ms": [90, 50, 50, 50, 10, 12]}, {"rank": 1, "step_ms": [90, 50, 50, 50, 11, 9]}]}
+           "ranks": [{"rank": 0, "step_ms": [90, 50, 50, 50, 70, 10, 12]},
+                     {"rank": 1, "step_ms": [90, 50, 50, 50, 80, 11, 9]}]}
     assert unprofiled_job_steps(run) == [11, 12]
     assert unprofiled_job_steps({}) == []

@@ -204,6 +204,15 @@ def test_a_rank_that_waits_a_little_is_named_no_straggler(tmp_path):
     assert "Straggler:" not in summary and "include waiting" not in summary
 
 
+def test_a_gain_is_a_share_of_the_jobs_step_without_the_profiler(tmp_path):
+    """The same NCCL job, whose unprofiled steps (run.json) take 40 ms on its slowest rank: the 8 ms the cap saves
+    is 20% of the job's step, whatever the profiled steps took."""
+    unprofiled = [ProfilerDistortion(0, 44.0, 36.0, 44 / 36 - 1), ProfilerDistortion(1, 44.0, 40.0, 0.1)]
+    result, _ = found(tmp_path, nccl_rank(0), nccl_rank(1), run=DDP_RUN, distortion=unprofiled)
+    bucket = next(f for f in result if f.kind == "bucket_cap")
+    assert bucket.gain_ms.value == pytest.approx(8.0) and bucket.gain_pct == pytest.approx(20.0)
+
+
 def test_steps_that_start_idle_waiting_for_data(tmp_path):
     """Rank 1's first operator comes 6 ms into every step (rank 0's at once, its optimizer running to the end of
     the step before): an input stall on rank 1 alone."""

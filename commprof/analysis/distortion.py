@@ -12,15 +12,21 @@ from commprof.results.report import ProfilerDistortion
 SKIP_FIRST_STEPS = 3  # warm-up: allocator, autograd graph, connections
 
 
+def touched_steps(schedule: dict[str, int]) -> range:
+    """The steps the profiler touched: its warm-up and active steps, and the one after them, whose collectives
+    wait for the ranks still writing their traces (the write runs between the last active step and that one)."""
+    return range(schedule["wait"], schedule["wait"] + schedule["warmup"] + schedule["active"] + 1)
+
+
 def profiler_distortion(run: dict[str, Any]) -> list[ProfilerDistortion]:
-    """Per rank: median step inside the active window, median outside the profiler's warm-up and active steps
-    (after the first few), and the slowdown. Empty when run.json lacks either kind of step."""
+    """Per rank: median step inside the active window, median of the steps the profiler did not touch (after
+    the first few), and the slowdown. Empty when run.json lacks either kind of step."""
     schedule = (run.get("config") or {}).get("schedule")
     if not schedule or not run.get("ranks"):
         return []
     active_from = schedule["wait"] + schedule["warmup"]
     active = range(active_from, active_from + schedule["active"])
-    traced = range(schedule["wait"], active.stop)
+    traced = touched_steps(schedule)
     found = []
     for rank in run["ranks"]:
         steps = rank.get("step_ms") or []
@@ -40,7 +46,7 @@ def unprofiled_job_steps(run: dict[str, Any]) -> list[float]:
     ranks = [r.get("step_ms") or [] for r in run.get("ranks") or []]
     if not schedule or not ranks or not all(ranks):
         return []
-    traced = range(schedule["wait"], schedule["wait"] + schedule["warmup"] + schedule["active"])
+    traced = touched_steps(schedule)
     return [max(steps) for i, steps in enumerate(zip(*ranks)) if i >= SKIP_FIRST_STEPS and i not in traced]
 
 

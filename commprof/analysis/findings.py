@@ -26,7 +26,7 @@ from commprof.analysis.sweep import paste_line
 from commprof.config import DDPOptions
 from commprof.errors import UsageError
 from commprof.results.common import Estimate
-from commprof.results.report import Finding, ProfilerDistortion, Report
+from commprof.results.report import Finding, ProfilerDistortion, Report, job_step_ms
 from commprof.trace.model import RankTrace, RunTrace, Step
 
 STALL_SHARE = 0.05  # a rank idle this share of the step before its first operator is stalled (below it: the
@@ -49,7 +49,10 @@ def findings(report: Report, windows: list[tuple[RankTrace, list[Step]]], matchi
     step_ms = statistics.median(r.step_time_ms.median for r in report.ranks)
     found = [*_settings(report, windows, step_ms, ceiling), *_input_stalls(report, step_ms),
              *_straggler(report, windows, matching, step_ms)]
-    found = [f for f in found if _significant(f, step_ms)]
+    # a gain is a share of the job's step without the profiler, where the run measured it
+    job_ms = job_step_ms(distortion) or step_ms
+    found = [dataclasses.replace(f, gain_pct=f.gain_ms.value / job_ms * 100) for f in found
+             if _significant(f, job_ms)]
     found.sort(key=lambda f: -f.gain_ms.value)
     return found + _distortion(distortion)
 
@@ -202,7 +205,7 @@ def _settings(report: Report, windows, step_ms: float, ceiling: tuple[float, str
                       + (f"; as good within the interval: {', '.join(f'{c:g}' for c in as_good)}" if as_good else "")
                       + (SERIAL_NOTE if serial else "")),
             action=paste_line(dataclasses.replace(options, bucket_cap_mb=cap), framework),
-            gain_ms=gain, gain_pct=gain.value / step_ms * 100, setting={"bucket_cap_mb": cap}))
+            gain_ms=gain, setting={"bucket_cap_mb": cap}))
     byte_us = statistics.median(2 * (s.world_size - 1) / s.world_size * b / (link.bandwidth_gbps * 1e3)
                                 for s in samples for b in s.bucket_bytes)
     latency_us = 2 * (samples[0].world_size - 1) * link.alpha_us
@@ -217,7 +220,7 @@ def _settings(report: Report, windows, step_ms: float, ceiling: tuple[float, str
             evidence=(f"{exposed:.1f} ms exposed all-reduce per step; a typical bucket spends {byte_us:.0f} us "
                       f"moving bytes against {latency_us:.0f} us of latency"),
             action=paste_line(dataclasses.replace(options, comm_hook="fp16"), framework),
-            gain_ms=gain, gain_pct=gain.value / step_ms * 100, setting={"comm_hook": "fp16"}))
+            gain_ms=gain, setting={"comm_hook": "fp16"}))
     slow = _slow_collectives(report, samples, link, step_ms, total, ceiling, serial)
     if slow and found and found[0].kind == "bucket_cap" and _significant(found[0], step_ms):  # one advice on buckets
         return [dataclasses.replace(found[0], evidence=f"{found[0].evidence}; slow all-reduces: {slow[0].evidence}"),
@@ -250,7 +253,7 @@ def _slow_collectives(report: Report, samples: list[StepProfile], link: LinkMode
                 else f"the link's latency: it needs {reach_bytes / MB:.0f} MB messages to reach 80% of its bandwidth, "
                      f"more than the {gradient_bytes / MB:.0f} MB of gradients; a faster interconnect or fewer ranks "
                      "per link"),
-        gain_ms=gain, gain_pct=gain.value / step_ms * 100)]
+        gain_ms=gain)]
 
 
 def _input_stalls(report: Report, step_ms: float) -> list[Finding]:
@@ -275,7 +278,7 @@ def _input_stalls(report: Report, step_ms: float) -> list[Finding]:
         evidence=(f"rank {rank} runs no operator for the first {gain.value:.1f} ms of each step: waiting for its "
                   f"next batch, or Python between the steps (ranks idle at the start: {shown})"),
         action="DataLoader(..., num_workers=4, pin_memory=True, persistent_workers=True, prefetch_factor=2)",
-        gain_ms=gain, gain_pct=gain.value / step_ms * 100)]
+        gain_ms=gain)]
 
 
 def _straggler(report: Report, windows, matching: Matching | None, step_ms: float) -> list[Finding]:
@@ -310,7 +313,7 @@ def _straggler(report: Report, windows, matching: Matching | None, step_ms: floa
                   f"({', '.join(f'{op} {ms:.1f}' for op, ms in cross.straggler_ops.items())}); "
                   f"against the others' median, its {cause}"),
         action=_straggler_action(straggler, excess, gpu),
-        gain_ms=gain, gain_pct=gain.value / step_ms * 100)]
+        gain_ms=gain)]
 
 
 def _straggler_action(rank: int, excess: dict[str, float], gpu: bool) -> str:

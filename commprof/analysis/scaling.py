@@ -7,12 +7,12 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
+from commprof.analysis.distortion import SKIP_FIRST_STEPS, touched_steps
 from commprof.analysis.predict import (CANDIDATE_CAPS_MB, ComputeModel, LinkModel, StepProfile, rebucket,
                                        simulate_step)
 from commprof.analysis.stats import median_ci
 from commprof.results.scale import Prediction, ScalePoint
 
-SKIP_FIRST_STEPS = 3  # warm-up: allocator, autograd graph, gloo connections
 
 
 @dataclass(frozen=True)
@@ -29,10 +29,10 @@ class SizeMeasurement:
 
 
 def job_step_times(run: dict[str, Any], schedule: dict[str, int]) -> list[float]:
-    """Per step outside the profiler's warm-up and active window (after the first few), the slowest rank's
+    """Per step the profiler did not touch (after the first few), the slowest rank's
     time; every step but the first when the run has no such step."""
     ranks = [r["step_ms"] for r in run["ranks"]]
-    traced = range(schedule["wait"], schedule["wait"] + schedule["warmup"] + schedule["active"])
+    traced = touched_steps(schedule)
     count = min(len(r) for r in ranks)
     steps = [i for i in range(SKIP_FIRST_STEPS, count) if i not in traced] or list(range(min(1, count - 1), count))
     return [max(r[i] for r in ranks) for i in steps]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import statistics
 
-from commprof.results.common import PRACTICAL_SHARE, WARN_SLOWDOWN, Estimate
+from commprof.results.common import PRACTICAL_SHARE, WARN_SLOWDOWN
 from commprof.results.report import (BucketEvent, CollectiveStats, CrossRank, Finding, RankSkew, RankSummary, Report,
-                                     SettingResult, SweepResult)
+                                     SettingResult, SweepResult, job_step_ms)
 
 # The step is the mean over profiled steps, as every part is: compute + exposed + copies + idle = step, exactly;
 # comm = overlap + exposed. The median and p95 step stand beside it, named.
@@ -177,7 +177,7 @@ def headline(report: Report) -> str:
     found = report.profiler_distortion
     if not found:
         return text
-    job = max(d.unprofiled_ms for d in found)
+    job = job_step_ms(found)
     slowdown = statistics.median(d.slowdown for d in found)
     return (f"The job's step takes {job:.1f} ms without the profiler (median of its unprofiled steps, slowest rank)"
             + (f"; the profiled steps {slowdown:+.0%}, in which " if slowdown > WARN_SLOWDOWN else "; ") + text)

@@ -223,6 +223,11 @@ class ProfilerDistortion:
     slowdown: float  # profiled / unprofiled - 1
 
 
+def job_step_ms(found: list[ProfilerDistortion]) -> float | None:
+    """The job's step without the profiler: its slowest rank's median unprofiled step (None when unmeasured)."""
+    return max((d.unprofiled_ms for d in found), default=None)
+
+
 @dataclass(frozen=True)
 class Finding:
     """One thing to change, ranked by its predicted gain: what the numbers show, the line to paste, and
@@ -233,7 +238,7 @@ class Finding:
     evidence: str
     action: str
     gain_ms: Estimate | None = None
-    gain_pct: float | None = None  # of the median step
+    gain_pct: float | None = None  # of the job's step without the profiler (else the profiled median step)
     setting: dict[str, Any] = field(default_factory=dict)  # what `commprof advise` runs: {"bucket_cap_mb": 50}
 
 

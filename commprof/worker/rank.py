@@ -24,6 +24,7 @@ import commprof
 from commprof.analysis.digest import own_digest, write_digests
 from commprof.config import RunConfig
 from commprof.instrument.profiler import trace_path
+from commprof.worker.torch_settings import configure_rank
 
 
 @dataclass(frozen=True)
@@ -96,12 +97,7 @@ def distributed(config: RunConfig, store: Any = None) -> Iterator[RankContext]:
               else torch.device("cpu"))
     if device.type == "cuda":
         torch.cuda.set_device(device)
-    if config.tf32 is not None:  # None: torch's own defaults stand
-        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = config.tf32
-    elif "OMP_NUM_THREADS" not in os.environ:
-        # torchrun sets OMP_NUM_THREADS=1 for several ranks per node; elastic_launch does not. Without a
-        # share each, CPU ranks oversubscribe the cores and stall for seconds in OpenMP spin-waits.
-        torch.set_num_threads(cpu_threads_per_rank(int(os.environ.get("LOCAL_WORLD_SIZE", "1"))))
+    configure_rank(device, config.tf32)
     backend = "gloo" if mpi_through_mpi4py(config) else config.backend
     if store is not None:
         dist.init_process_group(backend, store=store, rank=rank, world_size=int(os.environ["WORLD_SIZE"]),
@@ -122,10 +118,6 @@ def gpu_index(local_rank: int, visible: int) -> int:
     if local_rank < visible:
         return local_rank
     raise RuntimeError(f"local rank {local_rank} sees {visible} GPU(s): expected one GPU per local rank, or exactly one")
-
-
-def cpu_threads_per_rank(local_ranks: int) -> int:
-    return max(1, len(os.sched_getaffinity(0)) // max(1, local_ranks))
 
 
 OWNER_FILE = ".launch"  # while ranks claim the run folder: the launch id of the rank that created it

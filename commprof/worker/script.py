@@ -42,7 +42,8 @@ from commprof.instrument.profiler import make_profiler, trace_path, write_trace
 from commprof.launch.progress import Every, Progress, write_progress
 from commprof.launch.runlog import StepLines, now, write_run_json, write_step_log
 from commprof.instrument.link_probe import probe_link
-from commprof.worker.rank import (cpu_threads_per_rank, device_name, gather_digests, gpu_index, peak_memory_mb,
+from commprof.worker.torch_settings import configure_rank
+from commprof.worker.rank import (device_name, gather_digests, gpu_index, peak_memory_mb,
                                   raise_stopped, tf32_settings, versions)
 
 
@@ -85,10 +86,7 @@ class ScriptSession:
                 "clock_offsets": [], "script": list(self.config.script)})
         if self.use_cuda:
             torch.cuda.set_device(self.device)
-        elif "OMP_NUM_THREADS" not in os.environ:  # each CPU rank its share of the cores, as built-in runs
-            torch.set_num_threads(cpu_threads_per_rank(int(os.environ.get("LOCAL_WORLD_SIZE", "1"))))
-        if self.config.tf32 is not None:
-            torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = self.config.tf32
+        configure_rank(self.device, self.config.tf32)
         self.ddp.install()
         self._hook = register_optimizer_step_post_hook(self._after_step)
         if self.config.profiled:

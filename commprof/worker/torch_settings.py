@@ -1,0 +1,41 @@
+"""The process-wide torch settings every rank gets, built-in run or user script alike: its CPU threads and TF32.
+Decided by a pure function (tested for every combination), then applied."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Mapping
+
+import torch
+
+
+@dataclass(frozen=True)
+class TorchSettings:
+    threads: int | None  # intra-op threads; None: left as they are (OMP_NUM_THREADS set, or a GPU rank)
+    tf32: bool | None  # None: torch's own defaults stand
+
+
+def rank_settings(device_type: str, tf32: bool | None, environ: Mapping[str, str], cores: int) -> TorchSettings:
+    """What a rank on `device_type` applies, given the launcher's environment and the cores it may use."""
+    cpu = device_type == "cpu"
+    threads = None
+    if cpu and "OMP_NUM_THREADS" not in environ:
+        # torchrun sets OMP_NUM_THREADS=1 for several ranks per node; elastic_launch does not. Without a share
+        # each, CPU ranks oversubscribe the cores and stall for seconds in OpenMP spin-waits.
+        threads = max(1, cores // max(1, int(environ.get("LOCAL_WORLD_SIZE", "1"))))
+    return TorchSettings(threads=threads, tf32=tf32)
+
+
+def apply_settings(settings: TorchSettings) -> None:
+    if settings.threads is not None:
+        torch.set_num_threads(settings.threads)
+    if settings.tf32 is not None:
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = settings.tf32
+
+
+def configure_rank(device: torch.device, tf32: bool | None) -> TorchSettings:
+    """Decide and apply this process's settings (after the rank's device is chosen)."""
+    settings = rank_settings(device.type, tf32, os.environ, len(os.sched_getaffinity(0)))
+    apply_settings(settings)
+    return settings
