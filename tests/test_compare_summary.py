@@ -1,7 +1,9 @@
 """compare's verdict: a winner only with an interval on the job's unprofiled steps that clears the noise and the
 practical threshold (3% of the step); otherwise it says there is no significant difference."""
 
-from commprof.analysis.distortion import unprofiled_job_steps
+import pytest
+
+from commprof.analysis.distortion import job_drift_ms, unprofiled_job_steps
 from commprof.commands.compare import summary
 from commprof.results.compare import BackendRun
 
@@ -26,6 +28,16 @@ def test_overlapping_runs_and_a_tiny_steady_gain_have_no_winner():
 
 def test_one_unprofiled_step_gives_no_winner():
     assert "too few unprofiled steps" in summary([ran("gloo", [20.0]), ran("mpi", [10.0])])
+
+
+def test_the_jobs_own_drift_across_the_window():
+    """Schedule 5,1,2 traces steps 5-7: steps 3 and 4 before it (slowest rank 20 and 22: median 21), step 8 waits
+    for the traces, steps 9 and 10 after it (25 and 27: median 26): the job's step moved 5 ms on its own."""
+    run = {"config": {"schedule": {"wait": 5, "warmup": 1, "active": 2}},
+           "ranks": [{"rank": 0, "step_ms": [90, 50, 50, 20, 22, 9, 9, 9, 70, 25, 27]},
+                     {"rank": 1, "step_ms": [90, 50, 50, 19, 21, 9, 9, 9, 80, 24, 26]}]}
+    assert job_drift_ms(run) == pytest.approx(5.0)
+    assert job_drift_ms({**run, "config": {"schedule": {"wait": 3, "warmup": 1, "active": 2}}}) == 0.0  # none before
 
 
 def test_the_jobs_unprofiled_steps_are_its_slowest_ranks_outside_the_window():

@@ -58,11 +58,11 @@ def nccl_rank(rank, steps=2):
     return trace
 
 
-def found(tmp_path, *ranks, run=None, distortion=()):
+def found(tmp_path, *ranks, run=None, distortion=(), drift_ms=0.0):
     paths = [r.write(tmp_path / f"rank{i}.json") for i, r in enumerate(ranks)]
     analysis = analyze_run(load_run(paths, workers=1), "t", "run", run or {})
     report = analysis.report
-    return findings(report, analysis.windows, analysis.matching, list(distortion)), report
+    return findings(report, analysis.windows, analysis.matching, list(distortion), drift_ms=drift_ms), report
 
 
 def test_rebucketing_by_hand():
@@ -211,6 +211,17 @@ def test_a_gain_is_a_share_of_the_jobs_step_without_the_profiler(tmp_path):
     result, _ = found(tmp_path, nccl_rank(0), nccl_rank(1), run=DDP_RUN, distortion=unprofiled)
     bucket = next(f for f in result if f.kind == "bucket_cap")
     assert bucket.gain_ms.value == pytest.approx(8.0) and bucket.gain_pct == pytest.approx(20.0)
+
+
+def test_a_gain_smaller_than_the_jobs_own_drift_is_no_claim(tmp_path):
+    """The cap's 8 ms (interval 8 to 8) widened by a drift of 3 ms is 5 to 11: still a claim. Against a drift of
+    9 ms both intervals (the cap's 8 ms, the fp16 hook's 5 ms) reach below zero: no claim."""
+    (tmp_path / "a").mkdir()
+    result, _ = found(tmp_path / "a", nccl_rank(0), nccl_rank(1), run=DDP_RUN, drift_ms=3.0)
+    bucket = next(f for f in result if f.kind == "bucket_cap")
+    assert (bucket.gain_ms.low, bucket.gain_ms.high) == pytest.approx((5.0, 11.0))
+    (tmp_path / "b").mkdir()
+    assert found(tmp_path / "b", nccl_rank(0), nccl_rank(1), run=DDP_RUN, drift_ms=9.0)[0] == []
 
 
 def test_steps_that_start_idle_waiting_for_data(tmp_path):

@@ -50,6 +50,20 @@ def unprofiled_job_steps(run: dict[str, Any]) -> list[float]:
     return [max(steps) for i, steps in enumerate(zip(*ranks)) if i >= SKIP_FIRST_STEPS and i not in traced]
 
 
+def job_drift_ms(run: dict[str, Any]) -> float:
+    """How far the job's step moved on its own within this launch: the median of its unprofiled steps before the
+    profiler's window against the median of those after it (0 where either side has none). The profiled window
+    lies between the two, so a difference smaller than this is not one a rerun would keep."""
+    schedule = (run.get("config") or {}).get("schedule")
+    steps = unprofiled_job_steps(run)
+    if not schedule or not steps:
+        return 0.0
+    before = max(0, schedule["wait"] - SKIP_FIRST_STEPS)  # unprofiled_job_steps keeps them in step order
+    if not 0 < before < len(steps):
+        return 0.0
+    return abs(statistics.median(steps[:before]) - statistics.median(steps[before:]))
+
+
 def large_slowdown(found: list[ProfilerDistortion]) -> float | None:
     """The profiler's slowdown of the steps it recorded (median over ranks) when above WARN_SLOWDOWN, else None."""
     slowdown = statistics.median(d.slowdown for d in found) if found else 0.0

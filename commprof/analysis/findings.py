@@ -43,18 +43,30 @@ SERIAL_NOTE = ("; on CPU ranks communication takes the backward's cores whether 
 
 
 def findings(report: Report, windows: list[tuple[RankTrace, list[Step]]], matching: Matching | None,
-             distortion: list[ProfilerDistortion], ceiling: tuple[float, str] | None = None) -> list[Finding]:
+             distortion: list[ProfilerDistortion], ceiling: tuple[float, str] | None = None,
+             drift_ms: float = 0.0) -> list[Finding]:
     """`ceiling`: the all-reduce bus bandwidth `commprof bench` measured on this host (GB/s, which bench); without
-    it, the link fitted to the run's own all-reduces is the ceiling."""
+    it, the link fitted to the run's own all-reduces is the ceiling. `drift_ms`: how far the job's unprofiled step
+    moved within the launch (analysis/distortion.job_drift_ms); every gain's interval is widened by it."""
     step_ms = statistics.median(r.step_time_ms.median for r in report.ranks)
     found = [*_settings(report, windows, step_ms, ceiling), *_input_stalls(report, step_ms),
              *_straggler(report, windows, matching, step_ms)]
-    # a gain is a share of the job's step without the profiler, where the run measured it
     job_ms = job_step_ms(distortion) or step_ms
-    found = [dataclasses.replace(f, gain_pct=f.gain_ms.value / job_ms * 100) for f in found
-             if _significant(f, job_ms)]
-    found.sort(key=lambda f: -f.gain_ms.value)
-    return found + _distortion(distortion)
+    claims = [claim for f in found if (claim := _as_claim(f, job_ms, drift_ms))]
+    claims.sort(key=lambda f: -f.gain_ms.value)
+    return claims + _distortion(distortion)
+
+
+def _as_claim(finding: Finding, job_ms: float, drift_ms: float) -> Finding | None:
+    """The finding with its interval widened by the job's own drift and its gain a share of the job's step without
+    the profiler (else of the profiled step); None when that gain is not worth a claim."""
+    gain = finding.gain_ms
+    if gain is None:
+        return None
+    widened = Estimate(gain.value, gain.low - drift_ms, gain.high + drift_ms)
+    if not real_gain(widened, job_ms):
+        return None
+    return dataclasses.replace(finding, gain_ms=widened, gain_pct=widened.value / job_ms * 100)
 
 
 def _significant(finding: Finding, step_ms: float) -> bool:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from commprof.analysis.analyze import analyze, analyze_run
 from commprof.analysis.crossrank import measured_offsets
 from commprof.analysis.digest import MAX_DETAILED_RANKS, digest, digest_hta, with_digests_from_other_nodes
-from commprof.analysis.distortion import distortion_note, profiler_distortion
+from commprof.analysis.distortion import distortion_note, job_drift_ms, profiler_distortion
 from commprof.analysis.findings import findings
 from commprof.analysis.incomplete import completed_steps_only
 from commprof.analysis.sweep import sweep_result
@@ -93,7 +93,8 @@ def _analyse(paths: list[Path], name: str, kind: str, workers: int | None,
     warnings = [*analysis.report.warnings, *run.get("notes", []), *([note] if note else [])]
     host = next((r.host for r in trace.ranks if r.host), None) or (run.get("hosts") or [None])[0]
     ceiling = bench_ceiling(bench_dir, host, trace.ranks[0].backend) if bench_dir else None
-    found = findings(analysis.report, analysis.windows, analysis.matching, distortion, ceiling)
+    found = findings(analysis.report, analysis.windows, analysis.matching, distortion, ceiling,
+                     job_drift_ms(meta) if meta else 0.0)
     return dataclasses.replace(analysis.report, incomplete=incomplete, warnings=warnings,
                                profiler_distortion=distortion, findings=found), trace, timeline
 

@@ -11,6 +11,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile, schedule
 
 from commprof.config import ProfileSchedule
+from commprof.instrument.host_heap import HeapDuringWindow
 
 # Both torch-tb-profiler (worker name before '.pt.trace.json') and HTA (rank from
 # distributedInfo, any *.json) load this name; one file per rank.
@@ -32,7 +33,9 @@ def make_profiler(sched: ProfileSchedule | None, use_cuda: bool, run_dir: Path, 
         return profile(activities=activities, record_shapes=record_shapes)
     return profile(
         activities=activities,
-        schedule=schedule(wait=sched.wait, warmup=sched.warmup, active=sched.active, repeat=1),
+        # CPU ranks: the records kept away from the tensors while recorded (instrument/host_heap.py)
+        schedule=HeapDuringWindow(schedule(wait=sched.wait, warmup=sched.warmup, active=sched.active, repeat=1),
+                                  enabled=not use_cuda),
         on_trace_ready=lambda prof: write_trace(prof, trace_path(run_dir, rank)), record_shapes=record_shapes,
     )
 
