@@ -58,6 +58,8 @@ CASES: list[tuple[list[str], str]] = [
     (["view", "missing"], "missing"),
     (["view", "--port", "70000"], "--port must be 0..65535"),
     (["diff", "notreport.json", "missing.json"], "not a commprof report"),
+    (["diff", "notreport.json"], "diff takes two reports, or several on each side of 'vs'; got 1"),
+    (["diff", "notreport.json", "vs"], "at least one report on each side of one 'vs'"),
     (["bench", "--backend", "smoke-signals"], "smoke-signals"),
     (["bench", "--min-bytes", "1Q"], "1Q"),
     (["bench", "--min-bytes", "16M", "--max-bytes", "1K"], "--min-bytes"),

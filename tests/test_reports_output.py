@@ -85,28 +85,40 @@ def _run(tmp_path: Path, name: str, compute_us: float):
 
 
 def test_diff_separates_real_changes_from_noise(tmp_path):
-    before, after = _run(tmp_path, "a", 400.0), _run(tmp_path, "b", 600.0)
-    rows = {r.metric: r for r in diff_reports(before, after).rows}
-    assert rows["compute"].delta == pytest.approx(0.2, abs=0.01) and rows["compute"].significant
+    """Two launches a side: compute 400 and 410 us against 600 and 590 (+0.19 ms between the sides' pooled
+    medians), communication the same 250 us everywhere."""
+    before = [_run(tmp_path, "a1", 400.0), _run(tmp_path, "a2", 410.0)]
+    after = [_run(tmp_path, "b1", 600.0), _run(tmp_path, "b2", 590.0)]
+    result = diff_reports(before, after)
+    rows = {r.metric: r for r in result.rows}
+    assert result.tested and rows["compute"].significant
+    assert rows["compute"].delta == pytest.approx(0.19, abs=0.015) and rows["compute"].low > 0
     assert rows["step time"].significant and rows["step time"].delta_pct > 0
     assert rows["communication"].delta == pytest.approx(0.0) and not rows["communication"].significant
-    same = diff_reports(before, before)
-    assert not any(r.significant for r in same.rows)
+    assert not any(r.significant for r in diff_reports(before, before[::-1]).rows)
+
+
+def test_diff_of_one_launch_a_side_claims_nothing(tmp_path):
+    """The same +50% compute, one launch a side: its interval cannot hold the spread between launches."""
+    result = diff_reports([_run(tmp_path, "a", 400.0)], [_run(tmp_path, "b", 600.0)])
+    rows = {r.metric: r for r in result.rows}
+    assert not result.tested and not any(r.significant for r in result.rows)
+    assert rows["compute"].delta == pytest.approx(0.2, abs=0.01) and rows["compute"].low > 0  # still shown
+    assert result.notes[0].startswith("one launch on a side")
 
 
 def test_diff_discounts_a_difference_in_the_profilers_own_cost(tmp_path):
-    """The same +50% compute change, but the profiler slowed run b's recorded steps 60% against run a's 0%: a change
-    of less than that gap is not claimed, and a note says why."""
-    from commprof.analysis.diff import diff_reports
+    """The same +50% compute change, but the profiler slowed side b's recorded steps 60% against side a's 0%: a
+    change of less than that gap is not claimed, and a note says why."""
     from commprof.results.report import ProfilerDistortion
 
-    before, after = _run(tmp_path, "a", 400.0), _run(tmp_path, "b", 600.0)
-    before = dataclasses.replace(before, profiler_distortion=[ProfilerDistortion(0, 10.0, 10.0, 0.0)])
-    after = dataclasses.replace(after, profiler_distortion=[ProfilerDistortion(0, 16.0, 10.0, 0.6)])
+    unslowed, slowed = [ProfilerDistortion(0, 10.0, 10.0, 0.0)], [ProfilerDistortion(0, 16.0, 10.0, 0.6)]
+    before = [dataclasses.replace(_run(tmp_path, f"a{i}", 400.0 + i), profiler_distortion=unslowed) for i in (1, 2)]
+    after = [dataclasses.replace(_run(tmp_path, f"b{i}", 600.0 - i), profiler_distortion=slowed) for i in (1, 2)]
     result = diff_reports(before, after)
-    assert not any(r.significant for r in result.rows)
-    assert "the profiler slowed a's recorded steps +0% and b's +60%: a change counts only beyond that gap, 60%" \
-        in result.notes
+    assert result.tested and not any(r.significant for r in result.rows)
+    assert ("the profiler slowed a1 and 1 more's recorded steps +0% and b1 and 1 more's +60%: a change counts only "
+            "beyond that gap, 60%") in result.notes
 
 
 def test_the_profilers_own_cost_is_measured_and_warned_about():

@@ -1,53 +1,69 @@
-"""Compare two reports: side-by-side numbers, deltas, and which deltas are larger than the noise.
+"""Compare two sides, each one report or the reports of several launches of the same job: side-by-side
+numbers, deltas, and which deltas are larger than the noise.
 
-The noise of each report is its own step-to-step spread: the per-step values (every rank, every
-profiled step) are resampled, and a delta counts when the bootstrap interval of the difference
-of medians excludes zero and the change is at least stats.PRACTICAL_SHARE of the value before, and more than the
-gap between the two runs' profiler slowdowns.
+A side's per-step values (every rank, every profiled step of every launch) are resampled in two levels, launches
+then steps, so the interval of the difference of medians holds the spread between launches when each side has
+two or more. A delta counts only then, when that interval excludes zero, the change is at least
+stats.PRACTICAL_SHARE of the value before, and it is more than the gap between the two sides' profiler slowdowns.
+With one launch on a side no delta is claimed: identical launches differ by more than one launch's steps show.
 """
 
 from __future__ import annotations
 
 import statistics
 
+from commprof.analysis.stats import launches_difference_ci, real_change
+from commprof.errors import UsageError
+from commprof.results.common import PRACTICAL_SHARE
 from commprof.results.diff import DiffResult, DiffRow
 from commprof.results.report import Report
-from commprof.analysis.stats import difference_ci, real_change
-from commprof.results.common import PRACTICAL_SHARE
-from commprof.errors import UsageError
 
 METRICS = (("step time", "window_ms"), ("compute", "compute_ms"), ("communication", "comm_ms"),
            ("overlap", "overlap_ms"), ("exposed communication", "exposed_comm_ms"), ("idle", "idle_ms"))
 
 
-def profiler_slowdown(report: Report) -> float:
-    """How much slower the profiler made the steps it recorded (median over ranks); 0 when the report does not say."""
-    found = report.profiler_distortion
-    return statistics.median(d.slowdown for d in found) if found else 0.0
+def profiler_slowdown(reports: list[Report]) -> float:
+    """How much slower the profiler made the steps it recorded (median over ranks and launches); 0 when the reports
+    do not say."""
+    found = [d.slowdown for report in reports for d in report.profiler_distortion]
+    return statistics.median(found) if found else 0.0
 
 
-def diff_reports(a: Report, b: Report) -> DiffResult:
-    """Each metric's change with its interval. It counts when the interval excludes 0 and the change is 3% or more,
-    and more than the gap between the two runs' profiler slowdowns: both describe profiled steps, and a profiler
-    that slowed one run's steps 20% more than the other's moves every figure by about that much."""
-    rows, notes = [], []
-    for report in (a, b):
+def side_name(reports: list[Report]) -> str:
+    return reports[0].name + (f" and {len(reports) - 1} more" if len(reports) > 1 else "")
+
+
+def diff_reports(a: list[Report], b: list[Report]) -> DiffResult:
+    """Each metric's change with its interval; see the module's docstring for when it counts. A profiler that slowed
+    one side's steps 20% more than the other's moves every figure by about that much."""
+    for report in (*a, *b):
         if not report.steps:
             raise UsageError(f"report {report.name} has no per-step data to compare")
-    slowed = (profiler_slowdown(a), profiler_slowdown(b))
+    names = side_name(a), side_name(b)
+    between_launches = len(a) > 1 and len(b) > 1
+    slowed = profiler_slowdown(a), profiler_slowdown(b)
     gap = abs(slowed[0] - slowed[1])
+    rows = []
     for label, attr in METRICS:
-        before, after = [getattr(s, attr) for s in a.steps], [getattr(s, attr) for s in b.steps]
-        change = difference_ci(before, after)
-        base = statistics.median(before)
-        rows.append(DiffRow(label, base, statistics.median(after), change.value,
+        before, after = ([[getattr(s, attr) for s in r.steps] for r in side] for side in (a, b))
+        change = launches_difference_ci(before, after)
+        base = statistics.median([v for launch in before for v in launch])
+        enough = all(len(launch) > 1 for launch in (*before, *after))
+        rows.append(DiffRow(label, base, base + change.value, change.value,
                             100 * change.value / base if base else None, change.low, change.high,
-                            len(before) > 1 and len(after) > 1 and real_change(change, base, gap)))
+                            between_launches and enough and real_change(change, base, gap)))
+    notes = []
+    if not between_launches:
+        notes.append("one launch on a side: its interval holds that launch's steps, not the spread between launches "
+                     "(identical runs differ by more), so no change is claimed; give each side's reports of two or "
+                     "more launches (commprof diff A1 A2 vs B1 B2) to test one")
     if gap > PRACTICAL_SHARE:
-        notes.append(f"the profiler slowed {a.name}'s recorded steps {slowed[0]:+.0%} and {b.name}'s {slowed[1]:+.0%}: "
-                     f"a change counts only beyond that gap, {gap:.0%}")
-    if a.sweep and b.sweep and a.sweep.best != b.sweep.best:
-        notes.append(f"best setting changed: {a.sweep.best} -> {b.sweep.best}")
-    if a.run.get("world_size") != b.run.get("world_size"):
-        notes.append(f"world size differs: {a.run.get('world_size')} vs {b.run.get('world_size')}")
-    return DiffResult(a.name, b.name, rows, notes)
+        notes.append(f"the profiler slowed {names[0]}'s recorded steps {slowed[0]:+.0%} and {names[1]}'s "
+                     f"{slowed[1]:+.0%}: a change counts only beyond that gap, {gap:.0%}")
+    best = {r.sweep.best for r in (a[0], b[0]) if r.sweep}
+    if a[0].sweep and b[0].sweep and len(best) > 1:
+        notes.append(f"best setting changed: {a[0].sweep.best} -> {b[0].sweep.best}")
+    sizes = [r.run.get("world_size") for r in (a[0], b[0])]
+    if sizes[0] != sizes[1]:
+        notes.append(f"world size differs: {sizes[0]} vs {sizes[1]}")
+    return DiffResult(names[0], names[1], rows, notes, tested=between_launches)

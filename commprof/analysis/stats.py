@@ -56,3 +56,18 @@ def difference_ci(before: list[float], after: list[float], seed: int = 0) -> Est
     boots = [statistics.median(rng.choices(after, k=len(after))) -
              statistics.median(rng.choices(before, k=len(before))) for _ in range(RESAMPLES)]
     return Estimate(statistics.median(after) - statistics.median(before), *_bounds(boots))
+
+
+def launches_difference_ci(before: list[list[float]], after: list[list[float]], seed: int = 0) -> Estimate:
+    """median(after) - median(before) over launches of each side (each a list of per-step values), with a two-level
+    bootstrap: launches resampled, then the steps of each launch picked. The interval holds the spread between
+    launches only when a side has two or more."""
+    rng = random.Random(seed)
+
+    def resampled_median(launches: list[list[float]]) -> float:
+        return statistics.median([v for launch in rng.choices(launches, k=len(launches))
+                                  for v in rng.choices(launch, k=len(launch))])
+
+    boots = [resampled_median(after) - resampled_median(before) for _ in range(RESAMPLES)]
+    pooled = [statistics.median([v for launch in side for v in launch]) for side in (before, after)]
+    return Estimate(pooled[1] - pooled[0], *_bounds(boots))

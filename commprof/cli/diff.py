@@ -1,4 +1,4 @@
-"""`commprof diff A B`: two reports side by side, and which differences are beyond the noise."""
+"""`commprof diff A B` or `commprof diff A1 A2 vs B1 B2`: two sides, and which differences are beyond the noise."""
 
 from __future__ import annotations
 
@@ -11,16 +11,20 @@ from commprof.cli import console
 
 
 def diff(
-    a: Annotated[Path, typer.Argument(help="First report.json (or its folder).", show_default=False)],
-    b: Annotated[Path, typer.Argument(help="Second report.json (or its folder).", show_default=False)],
+    reports: Annotated[list[Path], typer.Argument(
+        help="Two report.json files (or folders): A B. To test a change, the reports of two or more launches of each "
+             "side, split by 'vs': A1 A2 vs B1 B2.", show_default=False)],
     json_out: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON on stdout, nothing else.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the metrics that changed beyond the noise.")] = False,
 ) -> None:
-    """Compare two reports (runs, sweeps or analyses): numbers, deltas, and whether each delta beats the noise."""
+    """Compare two reports (runs, sweeps or analyses): numbers, deltas, and whether each delta beats the noise.
+    A delta is tested only with two or more launches on each side: one launch cannot show the spread between
+    launches."""
     from commprof.commands.diff import diff as command
+    from commprof.commands.diff import split_sides
     from commprof.render import diff as render
 
-    result = command(a, b).result
+    result = command(*split_sides(reports)).result
     if json_out:
         console.out.print_json(result.to_json())
     else:

@@ -16,14 +16,20 @@ HEADERS = ("metric", "A", "B", "B-A", "change", "95% CI of B-A", "real?")
 
 
 def title(result: DiffResult) -> str:
-    return (f"A = {result.a}, B = {result.b}: median ms per step; real? = beyond the noise of both runs, 3% and any "
-            "gap between their profilers' slowdowns")
+    return (f"A = {result.a}, B = {result.b}: median ms per step; real? = beyond the spread between launches and "
+            "steps of both sides, 3% and any gap between their profilers' slowdowns")
+
+
+def verdict(result: DiffResult, significant: bool) -> str:
+    if not result.tested:
+        return "untested"
+    return "yes" if significant else "noise"
 
 
 def rows(result: DiffResult, only_real: bool = False) -> list[tuple[str, ...]]:
     return [(r.metric, f"{r.a:.1f}", f"{r.b:.1f}", f"{r.delta:+.1f}",
              f"{r.delta_pct:+.1f}%" if r.delta_pct is not None else "-", f"{r.low:+.1f}..{r.high:+.1f}",
-             "yes" if r.significant else "noise") for r in result.rows if r.significant or not only_real]
+             verdict(result, r.significant)) for r in result.rows if r.significant or not only_real]
 
 
 def show(result: DiffResult, console: Console, only_real: bool = False) -> None:

@@ -1,4 +1,5 @@
-"""`commprof diff A B`: each metric's medians, the difference and its 95% CI, and whether it is real."""
+"""`commprof diff A B`: each metric's medians, the difference and its 95% CI, and whether it is real (tested only
+when each side has two or more launches)."""
 
 from __future__ import annotations
 
@@ -25,5 +26,6 @@ class DiffResult(Result):
     b: str
     rows: list[DiffRow]
     notes: list[str] = field(default_factory=list)
+    tested: bool = True  # each side several launches: `significant` says whether a change is real
     kind: str = "diff"
     schema_version: int = SCHEMA_VERSION
