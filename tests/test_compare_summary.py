@@ -31,13 +31,14 @@ def test_one_unprofiled_step_gives_no_winner():
 
 
 def test_the_jobs_own_drift_across_the_window():
-    """Schedule 5,1,2 traces steps 5-7: steps 3 and 4 before it (slowest rank 20 and 22: median 21), step 8 waits
-    for the traces, steps 9 and 10 after it (25 and 27: median 26): the job's step moved 5 ms on its own."""
-    run = {"config": {"schedule": {"wait": 5, "warmup": 1, "active": 2}},
-           "ranks": [{"rank": 0, "step_ms": [90, 50, 50, 20, 22, 9, 9, 9, 70, 25, 27]},
-                     {"rank": 1, "step_ms": [90, 50, 50, 19, 21, 9, 9, 9, 80, 24, 26]}]}
+    """Schedule 6,1,2 traces steps 6-8: steps 3-5 before it (slowest rank 20, 22, 21: median 21), step 9 waits
+    for the traces, steps 10-12 after it (25, 27, 26: median 26): the job's step moved 5 ms on its own. With two
+    steps on a side it is not measured."""
+    run = {"config": {"schedule": {"wait": 6, "warmup": 1, "active": 2}},
+           "ranks": [{"rank": 0, "step_ms": [90, 50, 50, 20, 22, 21, 9, 9, 9, 70, 25, 27, 26]},
+                     {"rank": 1, "step_ms": [90, 50, 50, 19, 21, 20, 9, 9, 9, 80, 24, 26, 25]}]}
     assert job_drift_ms(run) == pytest.approx(5.0)
-    assert job_drift_ms({**run, "config": {"schedule": {"wait": 3, "warmup": 1, "active": 2}}}) == 0.0  # none before
+    assert job_drift_ms({**run, "config": {"schedule": {"wait": 5, "warmup": 1, "active": 2}}}) == 0.0
 
 
 def test_the_jobs_unprofiled_steps_are_its_slowest_ranks_outside_the_window():

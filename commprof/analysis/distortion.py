@@ -10,6 +10,7 @@ from commprof.results.common import WARN_SLOWDOWN
 from commprof.results.report import ProfilerDistortion
 
 SKIP_FIRST_STEPS = 3  # warm-up: allocator, autograd graph, connections
+DRIFT_STEPS = 3  # unprofiled steps on each side of the window, at least, to measure the job's drift
 
 
 def touched_steps(schedule: dict[str, int]) -> range:
@@ -52,14 +53,15 @@ def unprofiled_job_steps(run: dict[str, Any]) -> list[float]:
 
 def job_drift_ms(run: dict[str, Any]) -> float:
     """How far the job's step moved on its own within this launch: the median of its unprofiled steps before the
-    profiler's window against the median of those after it (0 where either side has none). The profiled window
-    lies between the two, so a difference smaller than this is not one a rerun would keep."""
+    profiler's window against the median of those after it (0, unmeasured, where either side has fewer than
+    DRIFT_STEPS: two steps just out of warm-up read as a drift of 50%). The profiled window lies between the two,
+    so a difference smaller than this is not one a rerun would keep."""
     schedule = (run.get("config") or {}).get("schedule")
     steps = unprofiled_job_steps(run)
     if not schedule or not steps:
         return 0.0
     before = max(0, schedule["wait"] - SKIP_FIRST_STEPS)  # unprofiled_job_steps keeps them in step order
-    if not 0 < before < len(steps):
+    if before < DRIFT_STEPS or len(steps) - before < DRIFT_STEPS:
         return 0.0
     return abs(statistics.median(steps[:before]) - statistics.median(steps[before:]))
 
