@@ -26,7 +26,8 @@ def commprof(*args: str, cwd: Path, timeout: float = 300) -> subprocess.Complete
 def cpu_run(tmp_path_factory):
     """One real 2-rank Gloo run through the CLI, shared by the tests that inspect its output."""
     cwd = tmp_path_factory.mktemp("run")
-    result = commprof("run", *FAST_RUN, "--run-id", "e2e", cwd=cwd)
+    # one step more than FAST_RUN: step 7 waits for the traces, step 8 is the unprofiled one
+    result = commprof("run", "--steps", "9", *FAST_RUN[2:], "--run-id", "e2e", cwd=cwd)
     assert result.returncode == 0, result.stderr
     return cwd, result
 

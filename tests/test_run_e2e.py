@@ -25,16 +25,16 @@ def test_run_writes_traces_run_json_and_report(cpu_run):
     meta = load_json(run_dir / "run.json")
     assert meta["world_size"] == 2 and meta["config"]["backend"] == "gloo" and meta["parameters"] > 0
     assert meta["versions"]["torch"] and meta["hosts"] and meta["start_time"] < meta["end_time"]
-    assert [len(r["step_ms"]) for r in meta["ranks"]] == [8, 8]
+    assert [len(r["step_ms"]) for r in meta["ranks"]] == [9, 9]
     assert "Where the step goes" in result.stdout and "all_reduce" in result.stdout
 
 
 def test_report_numbers_are_consistent(cpu_run):
     cwd, _ = cpu_run
     report = load_report(cwd / "reports" / "e2e" / "report.json")
-    # steps 3-6 profiled (--schedule 2,1,4) against step 7, from run.json's wall-clock times
+    # steps 3-6 profiled (--schedule 2,1,4) against step 8 (step 7 waits for the traces), from run.json's times
     meta = load_json(cwd / "traces" / "e2e" / "run.json")
-    assert [(d.rank, d.unprofiled_ms) for d in report.profiler_distortion] == [(r["rank"], r["step_ms"][7])
+    assert [(d.rank, d.unprofiled_ms) for d in report.profiler_distortion] == [(r["rank"], r["step_ms"][8])
                                                                                  for r in meta["ranks"]]
     assert "Profiler's own cost" in (cwd / "reports" / "e2e" / "report.md").read_text()
     assert report.schema_version == 1 and [r.rank for r in report.ranks] == [0, 1]
