@@ -60,10 +60,9 @@ def diff_reports(a: list[Report], b: list[Report]) -> DiffResult:
     if gap > PRACTICAL_SHARE:
         notes.append(f"the profiler slowed {names[0]}'s recorded steps {slowed[0]:+.0%} and {names[1]}'s "
                      f"{slowed[1]:+.0%}: a change counts only beyond that gap, {gap:.0%}")
-    best = {r.sweep.best for r in (a[0], b[0]) if r.sweep}
-    if a[0].sweep and b[0].sweep and len(best) > 1:
-        notes.append(f"best setting changed: {a[0].sweep.best} -> {b[0].sweep.best}")
-    sizes = [r.run.get("world_size") for r in (a[0], b[0])]
-    if sizes[0] != sizes[1]:
-        notes.append(f"world size differs: {sizes[0]} vs {sizes[1]}")
+    first_a, first_b = a[0], b[0]
+    if first_a.sweep and first_b.sweep and first_a.sweep.best != first_b.sweep.best:
+        notes.append(f"best setting changed: {first_a.sweep.best} -> {first_b.sweep.best}")
+    if first_a.run.get("world_size") != first_b.run.get("world_size"):
+        notes.append(f"world size differs: {first_a.run.get('world_size')} vs {first_b.run.get('world_size')}")
     return DiffResult(names[0], names[1], rows, notes, tested=between_launches)

@@ -14,7 +14,6 @@ from commprof.analysis.stats import median_ci
 from commprof.results.scale import Prediction, ScalePoint
 
 
-
 @dataclass(frozen=True)
 class SizeMeasurement:
     """One launch at one world size: the job's step times outside the profiler window, and its report."""
@@ -29,8 +28,8 @@ class SizeMeasurement:
 
 
 def job_step_times(run: dict[str, Any], schedule: dict[str, int]) -> list[float]:
-    """Per step the profiler did not touch (after the first few), the slowest rank's
-    time; every step but the first when the run has no such step."""
+    """Per step the profiler did not touch (after the first few), the slowest rank's time; every step but the
+    first when the run has no such step."""
     ranks = [r["step_ms"] for r in run["ranks"]]
     traced = touched_steps(schedule)
     count = min(len(r) for r in ranks)

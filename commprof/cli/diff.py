@@ -20,8 +20,7 @@ def diff(
     """Compare two reports (runs, sweeps or analyses): numbers, deltas, and whether each delta beats the noise.
     A delta is tested only with two or more launches on each side: one launch cannot show the spread between
     launches."""
-    from commprof.commands.diff import diff as command
-    from commprof.commands.diff import split_sides
+    from commprof.commands.diff import diff as command, split_sides
     from commprof.render import diff as render
 
     result = command(*split_sides(reports)).result
