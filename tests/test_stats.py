@@ -1,3 +1,4 @@
+import pytest
 import random
 
 from commprof.analysis.stats import median_ci, speedup_ci
@@ -21,3 +22,15 @@ def test_speedup_detects_a_real_difference_and_not_noise():
     gain = speedup_ci(base, faster)
     assert 1.2 < gain.value < 1.3 and gain.excludes(1.0)
     assert not speedup_ci(base, same).excludes(1.0)
+
+
+def test_welch_interval_between_launches_by_hand():
+    """Launches 1, 3 against 5, 7: difference 4, each side's variance 2 over 2 launches, standard error sqrt(2),
+    Welch's degrees of freedom 4 / (1 + 1) = 2, t = 4.303: 4 +- 6.085, no claim; a level shift (identical spread)
+    is no error: 10, 10 against 12, 12 is exactly 2."""
+    from commprof.analysis.stats import launches_difference_ci
+
+    got = launches_difference_ci([1.0, 3.0], [5.0, 7.0])
+    assert (got.value, got.low, got.high) == pytest.approx((4.0, 4.0 - 4.303 * 2**0.5, 4.0 + 4.303 * 2**0.5))
+    same = launches_difference_ci([10.0, 10.0], [12.0, 12.0])
+    assert (same.value, same.low, same.high) == (2.0, 2.0, 2.0)

@@ -1,18 +1,19 @@
 """Compare two sides, each one report or the reports of several launches of the same job: side-by-side
 numbers, deltas, and which deltas are larger than the noise.
 
-A side's per-step values (every rank, every profiled step of every launch) are resampled in two levels, launches
-then steps, so the interval of the difference of medians holds the spread between launches when each side has
-two or more. A delta counts only then, when that interval excludes zero, the change is at least
-stats.PRACTICAL_SHARE of the value before, and it is more than the gap between the two sides' profiler slowdowns.
-With one launch on a side no delta is claimed: identical launches differ by more than one launch's steps show.
+With two or more launches a side, each launch is one value (the median over its ranks' profiled steps) and the
+interval of the difference of the sides' means is Welch's, so it holds the spread between launches. A delta
+counts only then, when that interval excludes zero, the change is at least stats.PRACTICAL_SHARE of the value
+before, and it is more than the gap between the two sides' profiler slowdowns. With one launch a side, the
+interval is its steps' bootstrap, shown, and no delta is claimed: identical launches differ by more than one
+launch's steps show.
 """
 
 from __future__ import annotations
 
 import statistics
 
-from commprof.analysis.stats import launches_difference_ci, real_change
+from commprof.analysis.stats import difference_ci, launches_difference_ci, real_change
 from commprof.errors import UsageError
 from commprof.results.common import PRACTICAL_SHARE
 from commprof.results.diff import DiffResult, DiffRow
@@ -46,12 +47,14 @@ def diff_reports(a: list[Report], b: list[Report]) -> DiffResult:
     rows = []
     for label, attr in METRICS:
         before, after = ([[getattr(s, attr) for s in r.steps] for r in side] for side in (a, b))
-        change = launches_difference_ci(before, after)
-        base = statistics.median([v for launch in before for v in launch])
-        enough = all(len(launch) > 1 for launch in (*before, *after))
+        if between_launches:  # each launch one value, its median step: the launches' spread is the noise
+            medians = [statistics.median(launch) for launch in before], [statistics.median(launch) for launch in after]
+            base, change = statistics.fmean(medians[0]), launches_difference_ci(*medians)
+        else:  # one launch a side: its steps' spread, shown but not tested
+            base, change = statistics.median(before[0]), difference_ci(before[0], after[0])
         rows.append(DiffRow(label, base, base + change.value, change.value,
                             100 * change.value / base if base else None, change.low, change.high,
-                            between_launches and enough and real_change(change, base, gap)))
+                            between_launches and real_change(change, base, gap)))
     notes = []
     if not between_launches:
         notes.append("one launch on a side: its interval holds that launch's steps, not the spread between launches "
