@@ -39,8 +39,11 @@ def rows(workdir: Path, name: str, run_args: list[str]) -> list[str]:
         return [f"| {name} | run failed: {done.stderr.strip().splitlines()[-1]} | | | | |"]
     report = json.loads((workdir / "reports" / name / "report.json").read_text())
     step = sorted(r["step_time_ms"]["median"] for r in report["ranks"])[len(report["ranks"]) // 2]
-    others = [f"{f['kind']} ({ci(f['gain_ms'])})" if f["gain_ms"] else f["kind"]
-              for f in report["findings"] if not f["setting"]]
+    others = [
+        f"{f['kind']} ({ci(f['gain_ms'])})" if f["gain_ms"] else f["kind"]
+        for f in report["findings"]
+        if not f["setting"]
+    ]
     lines = [f"| {name} | {step:.1f} ms; other findings: {', '.join(others) or 'none'} | | | | |"]
     if not any(f["setting"] for f in report["findings"]):
         return lines + ["| | no setting finding | | | | |"]
@@ -51,11 +54,14 @@ def rows(workdir: Path, name: str, run_args: list[str]) -> list[str]:
         predicted, measured = setting["predicted_gain_ms"], setting["gain_ms"]
         if predicted:
             inside = predicted["low"] <= measured["value"] <= predicted["high"]
-            TALLY.append((kind_of(report, setting), advice_verdict(setting["significant"], setting["speedup"]["value"]),
-                          inside))
-            lines.append(f"| | {setting['label']} | {ci(predicted)} | {ci(measured)} | "
-                         f"{measured['value'] - predicted['value']:+.1f} | "
-                         f"{advice_verdict(setting['significant'], setting['speedup']['value'])} |")
+            TALLY.append(
+                (kind_of(report, setting), advice_verdict(setting["significant"], setting["speedup"]["value"]), inside)
+            )
+            lines.append(
+                f"| | {setting['label']} | {ci(predicted)} | {ci(measured)} | "
+                f"{measured['value'] - predicted['value']:+.1f} | "
+                f"{advice_verdict(setting['significant'], setting['speedup']['value'])} |"
+            )
     return lines
 
 
@@ -72,8 +78,11 @@ def kind_of(report: dict, setting: dict) -> str:
 
 
 def summary() -> list[str]:
-    lines = ["", "| finding kind | checked | holds (faster beyond the noise and 3%) | measured inside the predicted CI |",
-             "|---|---|---|---|"]
+    lines = [
+        "",
+        "| finding kind | checked | holds (faster beyond the noise and 3%) | measured inside the predicted CI |",
+        "|---|---|---|---|",
+    ]
     for kind in sorted({k for k, _, _ in TALLY}):
         rows = [t for t in TALLY if t[0] == kind]
         holds = sum(v.startswith("holds") for _, v, _ in rows)
@@ -89,11 +98,15 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=1, help="each workload run (and advised) this many times")
     args = parser.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
-    print("| workload | finding / setting | predicted gain ms (95% CI) | measured gain ms (95% CI) | error ms | verdict |")
+    print(
+        "| workload | finding / setting | predicted gain ms (95% CI) | measured gain ms (95% CI) | error ms | verdict |"
+    )
     print("|---|---|---|---|---|---|")
     workloads = [(model, ["--model", model]) for model in filter(None, args.models.split(","))]
-    workloads += [("script", ["--max-steps", "30", "--", str(SCRIPT), "--epochs", "5", "--width", "2048"]),
-                  ("tiny-cap", ["--model", f"{DEEP_MLP}:build", "--bucket-cap-mb", "0.001"])]
+    workloads += [
+        ("script", ["--max-steps", "30", "--", str(SCRIPT), "--epochs", "5", "--width", "2048"]),
+        ("tiny-cap", ["--model", f"{DEEP_MLP}:build", "--bucket-cap-mb", "0.001"]),
+    ]
     for i in range(args.repeats):
         for name, run_args in workloads:
             print("\n".join(rows(args.workdir, f"{name}-{i}", run_args)), flush=True)

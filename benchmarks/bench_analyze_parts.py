@@ -28,9 +28,14 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
     (path,) = find_trace_files([args.trace])
-    parts: dict[str, list[float]] = {"read": [], "read and decode": [], "classify": [], "digest": [],
-                                     "decode, classify, digest (collector on)": [],
-                                     "decode, classify, digest (collector paused, as analyze runs them)": []}
+    parts: dict[str, list[float]] = {
+        "read": [],
+        "read and decode": [],
+        "classify": [],
+        "digest": [],
+        "decode, classify, digest (collector on)": [],
+        "decode, classify, digest (collector paused, as analyze runs them)": [],
+    }
     for _ in range(args.repeats):
         start = time.perf_counter()
         read_trace_bytes(path)
@@ -42,8 +47,18 @@ def main() -> None:
         digest(rank)
         done = time.perf_counter()
         del trace, rank
-        for name, seconds in zip(parts, (read - start, decoded - read, classified - decoded, done - classified,
-                                         _all_three(path, contextlib.nullcontext()), _all_three(path, collector_paused()))):
+        for name, seconds in zip(
+            parts,
+            (
+                read - start,
+                decoded - read,
+                classified - decoded,
+                done - classified,
+                _all_three(path, contextlib.nullcontext()),
+                _all_three(path, collector_paused()),
+            ),
+            strict=False,
+        ):
             parts[name].append(seconds)
     print("| part | median s |\n|---|---|")
     for name, seconds in parts.items():

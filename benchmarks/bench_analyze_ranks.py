@@ -51,10 +51,24 @@ def children(pid: int) -> list[int]:
 
 def analyse(folder: Path, reports: Path, cluster: str | None = None) -> dict:
     start = time.perf_counter()
-    process = subprocess.Popen([sys.executable, "-m", "commprof", "analyze", str(folder), "--quiet",
-                                "--reports-dir", str(reports), "--name", folder.name,
-                                *(["--cluster", cluster] if cluster else [])],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "commprof",
+            "analyze",
+            str(folder),
+            "--quiet",
+            "--reports-dir",
+            str(reports),
+            "--name",
+            folder.name,
+            *(["--cluster", cluster] if cluster else []),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     main_peak, worker_peak, workers = 0, 0, set()
     while process.poll() is None:
         main_peak = max(main_peak, peak_kib(process.pid))
@@ -65,8 +79,12 @@ def analyse(folder: Path, reports: Path, cluster: str | None = None) -> dict:
     seconds = time.perf_counter() - start
     if process.returncode != 0:
         raise SystemExit(f"analyze failed: {process.stderr.read()}")
-    return {"seconds": seconds, "main_peak_mib": main_peak / 1024, "worker_peak_mib": worker_peak / 1024,
-            "workers": len(workers)}
+    return {
+        "seconds": seconds,
+        "main_peak_mib": main_peak / 1024,
+        "worker_peak_mib": worker_peak / 1024,
+        "workers": len(workers),
+    }
 
 
 def main() -> None:
@@ -80,32 +98,54 @@ def main() -> None:
     if args.local_cluster:
         from distributed import LocalCluster
 
-        cluster = LocalCluster(n_workers=args.local_cluster, threads_per_worker=1, processes=True,
-                               dashboard_address=None)
+        cluster = LocalCluster(
+            n_workers=args.local_cluster, threads_per_worker=1, processes=True, dashboard_address=None
+        )
     rows = []
     for n in (int(x) for x in args.ranks.split(",")):
         folder = args.workdir / f"ranks-{n}"
         if not folder.is_dir():
-            subprocess.run([sys.executable, str(REPO / "benchmarks" / "make_rank_traces.py"), str(args.source),
-                            str(folder), "--ranks", str(n)], check=True, stdout=subprocess.DEVNULL)
+            subprocess.run(
+                [
+                    sys.executable,
+                    str(REPO / "benchmarks" / "make_rank_traces.py"),
+                    str(args.source),
+                    str(folder),
+                    "--ranks",
+                    str(n),
+                ],
+                check=True,
+                stdout=subprocess.DEVNULL,
+            )
         size = sum(p.stat().st_size for p in folder.iterdir())
         result = analyse(folder, args.workdir / "reports", cluster.scheduler_address if cluster else None)
         report = json.loads((args.workdir / "reports" / folder.name / "report.json").read_text())
-        rows.append({"ranks": n, "gzip_mb": size / 1e6, **result, "report_ranks": len(report["ranks"]),
-                     "straggler": (report.get("cross_rank") or {}).get("straggler")})
+        rows.append(
+            {
+                "ranks": n,
+                "gzip_mb": size / 1e6,
+                **result,
+                "report_ranks": len(report["ranks"]),
+                "straggler": (report.get("cross_rank") or {}).get("straggler"),
+            }
+        )
         (args.workdir / "reports" / folder.name).rename(args.workdir / f"report-{n}-{int(time.time())}")
     print("| ranks | traces (gzip) | wall s | main process peak MiB | largest worker peak MiB | straggler found |")
     print("|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['ranks']} | {r['gzip_mb']:.0f} MB | {r['seconds']:.1f} | {r['main_peak_mib']:.0f} | "
-              f"{r['worker_peak_mib']:.0f} | rank {r['straggler']} |")
+        print(
+            f"| {r['ranks']} | {r['gzip_mb']:.0f} MB | {r['seconds']:.1f} | {r['main_peak_mib']:.0f} | "
+            f"{r['worker_peak_mib']:.0f} | rank {r['straggler']} |"
+        )
     if len(rows) > 1:
         ranks = [r["ranks"] for r in rows]
         time_slope, time_base = statistics.linear_regression(ranks, [r["seconds"] for r in rows])
         memory_slope, memory_base = statistics.linear_regression(ranks, [r["main_peak_mib"] for r in rows])
-        print(f"time: {time_base:.1f} s + {1000 * time_slope:.1f} ms per rank; main process memory: "
-              f"{memory_base:.0f} MiB + {1024 * memory_slope:.0f} KiB per rank; largest worker: "
-              f"{min(r['worker_peak_mib'] for r in rows):.0f}-{max(r['worker_peak_mib'] for r in rows):.0f} MiB")
+        print(
+            f"time: {time_base:.1f} s + {1000 * time_slope:.1f} ms per rank; main process memory: "
+            f"{memory_base:.0f} MiB + {1024 * memory_slope:.0f} KiB per rank; largest worker: "
+            f"{min(r['worker_peak_mib'] for r in rows):.0f}-{max(r['worker_peak_mib'] for r in rows):.0f} MiB"
+        )
     (args.workdir / "results.json").write_text(json.dumps(rows, indent=2))
     if cluster is not None:
         cluster.close()

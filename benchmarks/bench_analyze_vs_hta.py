@@ -6,7 +6,8 @@
 Each repeat runs, in fresh processes and interleaved: `commprof analyze` as a user runs it (report.json, md,
 html with plots, timeline.json and the TensorBoard event files written), commprof's core alone (load,
 classify, analyze), and HTA (load, overlap, temporal breakdown). It records wall time and peak resident
-memory (ru_maxrss of the child; for `commprof analyze`, plus its figure process's). HTA runs in --hta-python (its own virtual environment) or this one.
+memory (ru_maxrss of the child; for `commprof analyze`, plus its figure process's). HTA runs in --hta-python (its
+own virtual environment) or this one.
 """
 
 from __future__ import annotations
@@ -67,8 +68,11 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--hta-python", default=sys.executable, help="the Python that has HTA installed")
     args = parser.parse_args()
-    tools = (("commprof analyze", COMMAND, sys.executable), ("commprof core", COMMPROF, sys.executable),
-             ("hta", HTA, args.hta_python))
+    tools = (
+        ("commprof analyze", COMMAND, sys.executable),
+        ("commprof core", COMMPROF, sys.executable),
+        ("hta", HTA, args.hta_python),
+    )
     times = {name: [] for name, _, _ in tools}
     peaks = {name: [] for name, _, _ in tools}
     for _ in range(args.repeats):
@@ -76,8 +80,15 @@ def main() -> None:
             wall, peak = measure(code, args.folder, python)
             times[name].append(wall)
             peaks[name].append(peak)
-    result = {name: {"median_s": statistics.median(t), "min_s": min(t), "max_s": max(t),
-                     "peak_mib": statistics.median(peaks[name])} for name, t in times.items()}
+    result = {
+        name: {
+            "median_s": statistics.median(t),
+            "min_s": min(t),
+            "max_s": max(t),
+            "peak_mib": statistics.median(peaks[name]),
+        }
+        for name, t in times.items()
+    }
     for name in ("commprof analyze", "commprof core"):
         result[name]["speedup_vs_hta"] = result["hta"]["median_s"] / result[name]["median_s"]
         result[name]["memory_vs_hta"] = result[name]["peak_mib"] / result["hta"]["peak_mib"]

@@ -53,8 +53,12 @@ def analyse(path: Path, mode: str) -> dict:
         peak = max(peak, tree, peak_kib(process.pid))
         time.sleep(0.05)
     out = process.stdout.read()
-    return {"mode": mode, "seconds": time.perf_counter() - start, "peak_mib": peak / 1024,
-            "breakdown": json.loads(out) if process.returncode == 0 else None}
+    return {
+        "mode": mode,
+        "seconds": time.perf_counter() - start,
+        "peak_mib": peak / 1024,
+        "breakdown": json.loads(out) if process.returncode == 0 else None,
+    }
 
 
 def main() -> None:
@@ -65,8 +69,17 @@ def main() -> None:
     args.workdir.mkdir(parents=True, exist_ok=True)
     big = args.workdir / "big.pt.trace.json"
     if not big.exists():
-        subprocess.run([sys.executable, str(REPO / "benchmarks" / "make_big_trace.py"), str(SOURCE), str(big),
-                        "--megabytes", str(args.megabytes)], check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                str(REPO / "benchmarks" / "make_big_trace.py"),
+                str(SOURCE),
+                str(big),
+                "--megabytes",
+                str(args.megabytes),
+            ],
+            check=True,
+        )
     size = big.stat().st_size / 2**20
     rows = [analyse(big, mode) for mode in ("pieces", "event by event", "whole")]
     print(f"| {size:.0f} MiB trace | wall s | peak MiB | peak / file size |")

@@ -23,9 +23,27 @@ MODELS = ("mlp", "transformer", "convnet", "mlstm")
 
 
 def one_run(workdir: Path, model: str, run_id: str, steps: int) -> list[dict]:
-    subprocess.run([sys.executable, "-m", "commprof", "run", "--model", model, "--steps", str(steps),
-                    "--traces-dir", str(workdir / "traces"), "--reports-dir", str(workdir / "reports"),
-                    "--run-id", run_id, "--quiet"], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "commprof",
+            "run",
+            "--model",
+            model,
+            "--steps",
+            str(steps),
+            "--traces-dir",
+            str(workdir / "traces"),
+            "--reports-dir",
+            str(workdir / "reports"),
+            "--run-id",
+            run_id,
+            "--quiet",
+        ],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     return json.loads((workdir / "reports" / run_id / "report.json").read_text())["profiler_distortion"]
 
 
@@ -47,10 +65,12 @@ def main() -> None:
     for model, runs in found.items():
         every = [d for run in runs for d in run]
         per_run = [statistics.median(d["slowdown"] for d in run) for run in runs]
-        print(f"| {model}-small | {statistics.median(d['unprofiled_ms'] for d in every):.1f} | "
-              f"{statistics.median(d['profiled_ms'] for d in every):.1f} | "
-              f"**{statistics.median(d['slowdown'] for d in every):+.1%}** | "
-              f"{min(per_run):+.1%} to {max(per_run):+.1%} |")
+        print(
+            f"| {model}-small | {statistics.median(d['unprofiled_ms'] for d in every):.1f} | "
+            f"{statistics.median(d['profiled_ms'] for d in every):.1f} | "
+            f"**{statistics.median(d['slowdown'] for d in every):+.1%}** | "
+            f"{min(per_run):+.1%} to {max(per_run):+.1%} |"
+        )
 
 
 if __name__ == "__main__":

@@ -31,22 +31,41 @@ WORKLOADS = "mlp,convnet,transformer,mlstm"
 
 
 def measure(model: str, size: str, rounds: int, block: int, workdir: Path, record_shapes: bool) -> dict:
-    config = resolve(RunRequest(model=model, model_size=size, run_id=f"overhead-{model}-{size}",
-                                traces_dir=workdir / "traces", reports_dir=workdir / "reports"), MachineProbe.detect())
-    result = run_job(config, Task(overhead_main, None, {"config": config.to_dict(), "rounds": rounds, "block": block,
-                                                        "record_shapes": record_shapes}))
+    config = resolve(
+        RunRequest(
+            model=model,
+            model_size=size,
+            run_id=f"overhead-{model}-{size}",
+            traces_dir=workdir / "traces",
+            reports_dir=workdir / "reports",
+        ),
+        MachineProbe.detect(),
+    )
+    result = run_job(
+        config,
+        Task(
+            overhead_main,
+            None,
+            {"config": config.to_dict(), "rounds": rounds, "block": block, "record_shapes": record_shapes},
+        ),
+    )
     data = json.loads((result.run_dir / "overhead.json").read_text())
     # each round's blocks ran back to back: per-round ratios cancel the machine's slow drifts
-    outside = median_ci([i / p for i, p in zip(data["instrumented"], data["plain"])])
-    inside = median_ci([a / p for a, p in zip(data["active"], data["plain_for_active"])])
+    outside = median_ci([i / p for i, p in zip(data["instrumented"], data["plain"], strict=False)])
+    inside = median_ci([a / p for a, p in zip(data["active"], data["plain_for_active"], strict=False)])
     steady = statistics.median(data["plain"])
     settle = next((i for i, ms in enumerate(data["first_steps_ms"]) if ms <= 1.05 * steady), None)
     return {
-        "workload": f"{model}-{size}", "plain_ms": steady, "instrumented_ms": statistics.median(data["instrumented"]),
-        "active_ms": statistics.median(data["active"]), "active_first_ms": statistics.median(data["active_first"]),
+        "workload": f"{model}-{size}",
+        "plain_ms": steady,
+        "instrumented_ms": statistics.median(data["instrumented"]),
+        "active_ms": statistics.median(data["active"]),
+        "active_first_ms": statistics.median(data["active_first"]),
         "overhead_outside": [outside.value - 1, outside.low - 1, outside.high - 1],
         "overhead_inside": [inside.value - 1, inside.low - 1, inside.high - 1],
-        "first_steps_ms": data["first_steps_ms"], "steps_to_steady": settle, "raw": data,
+        "first_steps_ms": data["first_steps_ms"],
+        "steps_to_steady": settle,
+        "raw": data,
     }
 
 
@@ -59,15 +78,19 @@ def main() -> int:
     parser.add_argument("--no-record-shapes", dest="record_shapes", action="store_false")
     args = parser.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
-    results = [measure(model, "small", args.rounds, args.block, args.workdir, args.record_shapes)
-               for model in args.workloads.split(",")]
+    results = [
+        measure(model, "small", args.rounds, args.block, args.workdir, args.record_shapes)
+        for model in args.workloads.split(",")
+    ]
     (args.workdir / "overhead-results.json").write_text(json.dumps(results, indent=2))
     print("| workload | plain ms/step | outside the active window | inside it | first active step | steps to steady |")
     print("|---|---|---|---|---|---|")
     for r in results:
         out, ins = r["overhead_outside"], r["overhead_inside"]
-        print(f"| {r['workload']} | {r['plain_ms']:.1f} | {out[0]:+.1%} [{out[1]:+.1%}, {out[2]:+.1%}] | "
-              f"{ins[0]:+.1%} [{ins[1]:+.1%}, {ins[2]:+.1%}] | {r['active_first_ms']:.1f} ms | {r['steps_to_steady']} |")
+        print(
+            f"| {r['workload']} | {r['plain_ms']:.1f} | {out[0]:+.1%} [{out[1]:+.1%}, {out[2]:+.1%}] | "
+            f"{ins[0]:+.1%} [{ins[1]:+.1%}, {ins[2]:+.1%}] | {r['active_first_ms']:.1f} ms | {r['steps_to_steady']} |"
+        )
     return 0 if all(r["overhead_outside"][0] <= GOAL and r["overhead_inside"][0] < GOAL_INSIDE for r in results) else 1
 
 

@@ -20,8 +20,8 @@ import tempfile
 from pathlib import Path
 
 from commprof.analysis.predict import CANDIDATE_CAPS_MB
-from commprof.config import RunConfig
 from commprof.commands.scale import ScalePlan, run_scale
+from commprof.config import RunConfig
 from commprof.workloads import load_workload
 
 REPO = Path(__file__).resolve().parent.parent
@@ -35,41 +35,85 @@ def commprof(cwd: Path, *args: str) -> None:
 
 def predict_from(cwd: Path, name: str, sizes: list[int], target: int, model: str, repeats: int):
     """The scale analysis re-run on the recorded runs of `sizes` only, predicting `target`."""
-    base = RunConfig.from_dict(json.loads((cwd / "traces" / f"{name}-ws{sizes[0]}-r1" / "run.json").read_text())["config"])
+    base = RunConfig.from_dict(
+        json.loads((cwd / "traces" / f"{name}-ws{sizes[0]}-r1" / "run.json").read_text())["config"]
+    )
     workload = load_workload(model, base.model_size)
-    plan = ScalePlan(name=name, configs={n: dataclasses.replace(base, procs_per_node=n, traces_dir=cwd / "traces")
-                                         for n in sizes},
-                     repeats=repeats, strong=False, base_lr=0.1, predict_sizes=[target], link=None,
-                     parameters=workload.parameter_count,
-                     parameter_bytes=[p.numel() * p.element_size() for p in workload.model.parameters()])
+    plan = ScalePlan(
+        name=name,
+        configs={n: dataclasses.replace(base, procs_per_node=n, traces_dir=cwd / "traces") for n in sizes},
+        repeats=repeats,
+        strong=False,
+        base_lr=0.1,
+        predict_sizes=[target],
+        link=None,
+        parameters=workload.parameter_count,
+        parameter_bytes=[p.numel() * p.element_size() for p in workload.model.parameters()],
+    )
     with tempfile.TemporaryDirectory() as reports:
         return run_scale(plan, lambda config: config.run_dir, Path(reports))
 
 
 def step_time(cwd: Path, repeats: int, steps: int) -> dict:
-    commprof(cwd, "scale", "--world-sizes", "1,2,3,4", "--repeats", str(repeats), "--steps", str(steps),
-             "--run-id", "steps")
-    measured = next(p for p in json.loads((cwd / "reports" / "steps" / "report.json").read_text())["points"]
-                    if p["world_size"] == 4)
+    commprof(
+        cwd, "scale", "--world-sizes", "1,2,3,4", "--repeats", str(repeats), "--steps", str(steps), "--run-id", "steps"
+    )
+    measured = next(
+        p for p in json.loads((cwd / "reports" / "steps" / "report.json").read_text())["points"] if p["world_size"] == 4
+    )
     report = predict_from(cwd, "steps", [1, 2, 3], 4, "mlp", repeats)
     predicted = report.predictions[0].step_ms
-    return {"predicted_ms": predicted, "measured_ms": measured["step_ms"], "error": predicted / measured["step_ms"]["value"] - 1,
-            "link": report.link, "compute": report.compute, "overhead": report.profiling_overhead}
+    return {
+        "predicted_ms": predicted,
+        "measured_ms": measured["step_ms"],
+        "error": predicted / measured["step_ms"]["value"] - 1,
+        "link": report.link,
+        "compute": report.compute,
+        "overhead": report.profiling_overhead,
+    }
 
 
 def best_bucket(cwd: Path, repeats: int, steps: int) -> dict:
-    commprof(cwd, "scale", "--model", DEEP_MLP, "--world-sizes", "1,2,3", "--repeats", str(repeats), "--steps",
-             str(steps), "--run-id", "buckets")
+    commprof(
+        cwd,
+        "scale",
+        "--model",
+        DEEP_MLP,
+        "--world-sizes",
+        "1,2,3",
+        "--repeats",
+        str(repeats),
+        "--steps",
+        str(steps),
+        "--run-id",
+        "buckets",
+    )
     prediction = predict_from(cwd, "buckets", [1, 2, 3], 4, DEEP_MLP, repeats).predictions[0]
     caps = [c for c in CANDIDATE_CAPS_MB if c <= 100]
-    commprof(cwd, "sweep", "--model", DEEP_MLP, "--procs", "4", "--bucket-cap-mb", ",".join(map(str, caps)),
-             "--repeats", str(max(3, repeats)), "--run-id", "sweep4")
+    commprof(
+        cwd,
+        "sweep",
+        "--model",
+        DEEP_MLP,
+        "--procs",
+        "4",
+        "--bucket-cap-mb",
+        ",".join(map(str, caps)),
+        "--repeats",
+        str(max(3, repeats)),
+        "--run-id",
+        "sweep4",
+    )
     settings = json.loads((cwd / "reports" / "sweep4" / "report.json").read_text())["sweep"]["settings"]
     measured = {s["bucket_cap_mb"]: s["step_ms"]["value"] for s in settings}
     best = min(measured, key=measured.get)
-    return {"predicted_cap": prediction.best_bucket_cap_mb, "predicted_step_ms": prediction.best_step_ms,
-            "measured_ms": measured, "measured_best_cap": best,
-            "loss_at_predicted": measured[prediction.best_bucket_cap_mb] / measured[best] - 1}
+    return {
+        "predicted_cap": prediction.best_bucket_cap_mb,
+        "predicted_step_ms": prediction.best_step_ms,
+        "measured_ms": measured,
+        "measured_best_cap": best,
+        "loss_at_predicted": measured[prediction.best_bucket_cap_mb] / measured[best] - 1,
+    }
 
 
 def main() -> int:
@@ -82,10 +126,14 @@ def main() -> int:
     steps = step_time(args.workdir, args.repeats, args.steps)
     buckets = best_bucket(args.workdir, args.repeats, args.steps)
     print(json.dumps({"step_time": steps, "best_bucket": buckets}, indent=2))
-    print(f"step time at 4 ranks: predicted {steps['predicted_ms']:.1f} ms, measured "
-          f"{steps['measured_ms']['value']:.1f} ms, error {steps['error']:+.1%} (goal within {GOAL:.0%})")
-    print(f"best bucket_cap_mb at 4 ranks: predicted {buckets['predicted_cap']:g}, measured best "
-          f"{buckets['measured_best_cap']:g}; the predicted cap is {buckets['loss_at_predicted']:+.1%} from the best")
+    print(
+        f"step time at 4 ranks: predicted {steps['predicted_ms']:.1f} ms, measured "
+        f"{steps['measured_ms']['value']:.1f} ms, error {steps['error']:+.1%} (goal within {GOAL:.0%})"
+    )
+    print(
+        f"best bucket_cap_mb at 4 ranks: predicted {buckets['predicted_cap']:g}, measured best "
+        f"{buckets['measured_best_cap']:g}; the predicted cap is {buckets['loss_at_predicted']:+.1%} from the best"
+    )
     return 0 if abs(steps["error"]) <= GOAL and buckets["loss_at_predicted"] <= GOAL else 1
 
 

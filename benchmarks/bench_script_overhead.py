@@ -49,11 +49,16 @@ def main() -> None:
         order = ("torchrun", "commprof") if pair % 2 == 0 else ("commprof", "torchrun")
         ms = {mode: launch(mode, args.workdir, f"{mode}-{pair}", args.steps) for mode in order}
         ratios.append(ms["commprof"] / ms["torchrun"])
-        print(f"pair {pair}: torchrun {ms['torchrun']:.1f} ms, commprof {ms['commprof']:.1f} ms per step "
-              f"(steps {SKIP}-{args.steps - 1})", flush=True)
+        print(
+            f"pair {pair}: torchrun {ms['torchrun']:.1f} ms, commprof {ms['commprof']:.1f} ms per step "
+            f"(steps {SKIP}-{args.steps - 1})",
+            flush=True,
+        )
     overhead = median_ci([r - 1 for r in ratios])
-    print(f"overhead outside the profiler's window: {overhead.value:+.1%} [{overhead.low:+.1%}, {overhead.high:+.1%}] "
-          f"over {args.pairs} pairs (goal <= {GOAL:.0%})")
+    print(
+        f"overhead outside the profiler's window: {overhead.value:+.1%} [{overhead.low:+.1%}, {overhead.high:+.1%}] "
+        f"over {args.pairs} pairs (goal <= {GOAL:.0%})"
+    )
     sys.exit(0 if overhead.value <= GOAL else 1)
 
 

@@ -38,19 +38,56 @@ def report(cwd: Path, run_id: str) -> dict:
 
 def efficiency(cwd: Path, repeats: int, steps_per_repeat: int) -> dict:
     startup = commprof(cwd, "run", "--steps", "1", "--schedule", "0,0,1", "--run-id", "startup")
-    wall = commprof(cwd, "sweep", "--bucket-cap-mb", ",".join(EFFICIENCY_SIZES), "--repeats", str(repeats),
-                    "--steps-per-repeat", str(steps_per_repeat), "--run-id", "eff-sweep")
+    wall = commprof(
+        cwd,
+        "sweep",
+        "--bucket-cap-mb",
+        ",".join(EFFICIENCY_SIZES),
+        "--repeats",
+        str(repeats),
+        "--steps-per-repeat",
+        str(steps_per_repeat),
+        "--run-id",
+        "eff-sweep",
+    )
     measured = report(cwd, "eff-sweep")["sweep"]["timings"]["measured_s"]
     steps = repeats * steps_per_repeat
-    separate = sum(commprof(cwd, "run", "--bucket-cap-mb", mb, "--steps", str(steps + 4), "--schedule", "1,1,2",
-                            "--run-id", f"eff-run-{mb}") for mb in EFFICIENCY_SIZES)
-    return {"settings": len(EFFICIENCY_SIZES), "startup_s": startup, "measured_s": measured, "sweep_wall_s": wall,
-            "ratio": wall / (startup + measured), "separate_runs_wall_s": separate}
+    separate = sum(
+        commprof(
+            cwd,
+            "run",
+            "--bucket-cap-mb",
+            mb,
+            "--steps",
+            str(steps + 4),
+            "--schedule",
+            "1,1,2",
+            "--run-id",
+            f"eff-run-{mb}",
+        )
+        for mb in EFFICIENCY_SIZES
+    )
+    return {
+        "settings": len(EFFICIENCY_SIZES),
+        "startup_s": startup,
+        "measured_s": measured,
+        "sweep_wall_s": wall,
+        "ratio": wall / (startup + measured),
+        "separate_runs_wall_s": separate,
+    }
 
 
 def quality(cwd: Path, repeats: int, steps_per_repeat: int) -> dict:
-    common = ["--model", DEEP_MLP, "--batch-size", "16", "--repeats", str(repeats), "--steps-per-repeat",
-              str(steps_per_repeat)]
+    common = [
+        "--model",
+        DEEP_MLP,
+        "--batch-size",
+        "16",
+        "--repeats",
+        str(repeats),
+        "--steps-per-repeat",
+        str(steps_per_repeat),
+    ]
     commprof(cwd, "sweep", "--bucket-cap-mb", ",".join(EXHAUSTIVE_SIZES), *common, "--run-id", "exhaustive")
     commprof(cwd, "tune", *common, "--run-id", "tuned")
     exhaustive = {s["bucket_cap_mb"]: s["step_ms"]["value"] for s in report(cwd, "exhaustive")["sweep"]["settings"]}
@@ -59,10 +96,15 @@ def quality(cwd: Path, repeats: int, steps_per_repeat: int) -> dict:
     chosen = tuned["best"] if tuned["paste"] else tuned["baseline"]
     pick = next(s["bucket_cap_mb"] for s in tuned["settings"] if s["label"] == chosen)
     best = min(exhaustive, key=exhaustive.get)
-    return {"exhaustive_ms": exhaustive, "exhaustive_best_mb": best, "tune_pick_mb": pick,
-            "tune_trials": len(tuned["settings"]), "exhaustive_trials": len(exhaustive),
-            "pick_vs_best": exhaustive[pick] / exhaustive[best] if pick in exhaustive else None,
-            "recommendation": tuned["recommendation"]}
+    return {
+        "exhaustive_ms": exhaustive,
+        "exhaustive_best_mb": best,
+        "tune_pick_mb": pick,
+        "tune_trials": len(tuned["settings"]),
+        "exhaustive_trials": len(exhaustive),
+        "pick_vs_best": exhaustive[pick] / exhaustive[best] if pick in exhaustive else None,
+        "recommendation": tuned["recommendation"],
+    }
 
 
 def main() -> None:
@@ -72,8 +114,10 @@ def main() -> None:
     parser.add_argument("--steps-per-repeat", type=int, default=4)
     args = parser.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
-    result = {"efficiency": efficiency(args.workdir, args.repeats, args.steps_per_repeat),
-              "quality": quality(args.workdir, args.repeats, args.steps_per_repeat)}
+    result = {
+        "efficiency": efficiency(args.workdir, args.repeats, args.steps_per_repeat),
+        "quality": quality(args.workdir, args.repeats, args.steps_per_repeat),
+    }
     print(json.dumps(result, indent=1))
     quality_ratio = result["quality"]["pick_vs_best"]
     ok = result["efficiency"]["ratio"] <= 1.3 and quality_ratio is not None and quality_ratio <= 1.03

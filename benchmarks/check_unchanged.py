@@ -33,8 +33,19 @@ def commprof(code: Path, cwd: Path, *args: str) -> None:
 
 
 def analysis(code: Path, work: Path, source: Path, name: str) -> dict:
-    commprof(code, work, "analyze", str(source), "--name", name, "--reports-dir", str(work / "reports"), "--quiet",
-             "--workers", "1")
+    commprof(
+        code,
+        work,
+        "analyze",
+        str(source),
+        "--name",
+        name,
+        "--reports-dir",
+        str(work / "reports"),
+        "--quiet",
+        "--workers",
+        "1",
+    )
     return normalized(json.loads((work / "reports" / name / "report.json").read_text()))
 
 

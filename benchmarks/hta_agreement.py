@@ -27,18 +27,25 @@ def per_step_shares(rank) -> dict[str, float | None]:
     kept = steps[:-1] if len(steps) > 1 else steps
     window, compute, idle = (sum(getattr(s, a) for s in kept) for a in ("window_ms", "compute_ms", "idle_ms"))
     comm, overlap = sum(s.comm_ms for s in kept), sum(s.overlap_ms for s in kept)
-    return {"idle_pct": 100 * idle / window, "compute_pct": 100 * compute / window,
-            "non_compute_pct": 100 * (window - compute - idle) / window,
-            "overlap_pct": 100 * overlap / comm if comm else None}
+    return {
+        "idle_pct": 100 * idle / window,
+        "compute_pct": 100 * compute / window,
+        "non_compute_pct": 100 * (window - compute - idle) / window,
+        "overlap_pct": 100 * overlap / comm if comm else None,
+    }
 
 
 def without_launch(path: Path) -> tuple[int, float]:
     """Device operations whose correlation matches no launch in the trace, and their busy time (ms)."""
-    with (gzip.open(path) if path.suffix == ".gz" else open(path)) as f:
+    with gzip.open(path) if path.suffix == ".gz" else open(path) as f:
         events = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X"]
     launched = {e["args"].get("correlation") for e in events if e.get("cat") in rules.RUNTIME_CATS and e.get("args")}
-    device = [e for e in events if e.get("cat") in rules.KERNEL_CATS | rules.MEMORY_CATS
-              and (e.get("args") or {}).get("correlation") not in launched]
+    device = [
+        e
+        for e in events
+        if e.get("cat") in rules.KERNEL_CATS | rules.MEMORY_CATS
+        and (e.get("args") or {}).get("correlation") not in launched
+    ]
     return len(device), total(merge((e["ts"], e["ts"] + e["dur"]) for e in device)) / 1000
 
 
@@ -55,8 +62,10 @@ def main() -> None:
             hta = ranks[str(rank.rank)]
             whole = whole_trace(rank)
             count, busy_ms = without_launch(Path(rank.path))
-            print(f"| {folder} | {rank.rank} | {differences({k: getattr(whole, k) for k in FIGURES}, hta)} | "
-                  f"{differences(per_step_shares(rank), hta)} | {count} ({busy_ms:.1f} ms) |")
+            print(
+                f"| {folder} | {rank.rank} | {differences({k: getattr(whole, k) for k in FIGURES}, hta)} | "
+                f"{differences(per_step_shares(rank), hta)} | {count} ({busy_ms:.1f} ms) |"
+            )
 
 
 if __name__ == "__main__":

@@ -14,8 +14,14 @@ import sys
 import warnings
 from pathlib import Path
 
-FOLDERS = ["nccl-a100-rank0-of-2", "nccl-a100-rank0-of-16", "nccl-trace-diff/control", "nccl-trace-diff/test",
-           "nccl-sampled-2-of-128", "nccl-v100-world1"]
+FOLDERS = [
+    "nccl-a100-rank0-of-2",
+    "nccl-a100-rank0-of-16",
+    "nccl-trace-diff/control",
+    "nccl-trace-diff/test",
+    "nccl-sampled-2-of-128",
+    "nccl-v100-world1",
+]
 
 
 def hta_figures(folder: Path) -> dict[str, dict[str, float]]:
@@ -28,8 +34,10 @@ def hta_figures(folder: Path) -> dict[str, dict[str, float]]:
     for row in temporal.to_dict(orient="records"):
         value = overlap.get(row["rank"])
         figures[str(row["rank"])] = {
-            "window_us": float(row["kernel_time(us)"]), "idle_pct": row["idle_time_pctg"],
-            "compute_pct": row["compute_time_pctg"], "non_compute_pct": row["non_compute_time_pctg"],
+            "window_us": float(row["kernel_time(us)"]),
+            "idle_pct": row["idle_time_pctg"],
+            "compute_pct": row["compute_time_pctg"],
+            "non_compute_pct": row["non_compute_time_pctg"],
             "overlap_pct": None if value != value else float(value),  # NaN: no communication
         }
     return figures

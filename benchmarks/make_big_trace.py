@@ -28,8 +28,10 @@ def copy_event(event: dict, k: int, span: float, steps: int) -> dict:
         event["name"] = f"ProfilerStep#{int(match.group(1)) + k * steps}"
     args = event.get("args")
     if isinstance(args, dict):
-        event["args"] = {key: value + k * ID_STRIDE if key in ("correlation", "External id") and isinstance(value, int)
-                         else value for key, value in args.items()}
+        event["args"] = {
+            key: value + k * ID_STRIDE if key in ("correlation", "External id") and isinstance(value, int) else value
+            for key, value in args.items()
+        }
     if isinstance(event.get("id"), int):  # flow events pair by id
         event["id"] = event["id"] + k * ID_STRIDE
     return event

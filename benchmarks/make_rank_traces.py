@@ -56,7 +56,9 @@ def main() -> None:
         stretch = 1.15 if rank == straggler else 1 + rng.gauss(0, 0.02)
         trace = rank_trace(source, rank, args.ranks, stretch, host_shift[rank // args.ranks_per_host])
         trace["host_name"] = f"host{rank // args.ranks_per_host:04d}"
-        (args.out / f"rank{rank}.pt.trace.json.gz").write_bytes(gzip.compress(msgspec.json.encode(trace), compresslevel=1))
+        (args.out / f"rank{rank}.pt.trace.json.gz").write_bytes(
+            gzip.compress(msgspec.json.encode(trace), compresslevel=1)
+        )
     print(f"{args.ranks} ranks in {args.out}, straggler rank {straggler}")
 
 

@@ -23,10 +23,10 @@ import torch
 
 from commprof.config import ProfileSchedule, RunConfig
 from commprof.instrument.profiler import cuda_synchronize, make_profiler
-from commprof.worker.rank import claim_run_dir, distributed, exit_on_error
 from commprof.launch.runlog import write_json_atomic
-from commprof.worker.training import Trainer, make_batches
+from commprof.worker.rank import claim_run_dir, distributed, exit_on_error
 from commprof.worker.run import StepRecorder
+from commprof.worker.training import Trainer, make_batches
 from commprof.workloads import load_workload
 
 WARMUP_STEPS = 12
@@ -41,26 +41,42 @@ def overhead_main(payload: dict[str, Any], progress_path: str) -> dict[str, Any]
         torch.manual_seed(config.seed)
         workload = load_workload(config.model, config.model_size)
         batches = make_batches(workload, config.batch_size, config.seed, ctx.rank, ctx.device)
-        plain = Trainer(copy.deepcopy(workload.model), workload, batches, config.ddp, ctx.device, config.precision,
-                        ddp_logging_every_step=False)
-        instrumented = Trainer(copy.deepcopy(workload.model), workload, batches, config.ddp, ctx.device,
-                               config.precision)
+        plain = Trainer(
+            copy.deepcopy(workload.model),
+            workload,
+            batches,
+            config.ddp,
+            ctx.device,
+            config.precision,
+            ddp_logging_every_step=False,
+        )
+        instrumented = Trainer(
+            copy.deepcopy(workload.model), workload, batches, config.ddp, ctx.device, config.precision
+        )
         cuda = ctx.device.type == "cuda"
         first_steps = [_timed(plain.train_step, cuda) for _ in range(WARMUP_STEPS)]  # how long until steady
         for _ in range(WARMUP_STEPS):
             instrumented.step()
         recorder = StepRecorder(run_dir, ctx, Path(progress_path), rounds * block)
         waiting = make_profiler(ProfileSchedule(wait=10**9, warmup=0, active=1), cuda, run_dir, ctx.rank)
-        results: dict[str, list[float]] = {"plain": [], "instrumented": [], "plain_for_active": [], "active": [],
-                                           "active_first": []}
+        results: dict[str, list[float]] = {
+            "plain": [],
+            "instrumented": [],
+            "plain_for_active": [],
+            "active": [],
+            "active_first": [],
+        }
         with waiting:
             for round_index in range(rounds):
                 flip = round_index % 2 == 1
                 # outside the active window: a plain block and an instrumented one, back to back
                 for kind in ("instrumented", "plain") if flip else ("plain", "instrumented"):
                     gc.collect()
-                    step = plain.train_step if kind == "plain" else \
-                        (lambda: _instrumented_step(instrumented, recorder, waiting))
+                    step = (
+                        plain.train_step
+                        if kind == "plain"
+                        else (lambda: _instrumented_step(instrumented, recorder, waiting))
+                    )
                     results[kind].append(_block(step, block, cuda))
                 # inside it: a plain block and an active one (its trace export is not timed)
                 for kind in ("active", "plain") if flip else ("plain", "active"):
@@ -68,8 +84,9 @@ def overhead_main(payload: dict[str, Any], progress_path: str) -> dict[str, Any]
                     if kind == "plain":
                         results["plain_for_active"].append(_block(plain.train_step, block, cuda))
                     else:
-                        first, rest = _active_block(instrumented, recorder, block, cuda, ctx.rank,
-                                                    payload.get("record_shapes", True))
+                        first, rest = _active_block(
+                            instrumented, recorder, block, cuda, ctx.rank, payload.get("record_shapes", True)
+                        )
                         results["active_first"].append(first)
                         results["active"].append(rest)
         if ctx.rank == 0:
@@ -100,8 +117,9 @@ def _instrumented_step(trainer: Trainer, recorder: StepRecorder, prof) -> None:
     prof.step()
 
 
-def _active_block(trainer: Trainer, recorder: StepRecorder, steps: int, cuda: bool, rank: int,
-                  record_shapes: bool) -> tuple[float, float]:
+def _active_block(
+    trainer: Trainer, recorder: StepRecorder, steps: int, cuda: bool, rank: int, record_shapes: bool
+) -> tuple[float, float]:
     """(first recorded step, mean of the next steps - 1) in an active window; the export is not timed."""
     with tempfile.TemporaryDirectory() as tmp:
         prof = make_profiler(ProfileSchedule(wait=0, warmup=1, active=steps), cuda, Path(tmp), rank, record_shapes)

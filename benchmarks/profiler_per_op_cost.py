@@ -51,10 +51,12 @@ def main() -> None:
             growth.append((_resident_mib() - before) / args.block)
         ops.append(sum(1 for e in prof.events() if e.device_type.name == "CPU") / args.block)
     plain_ms, profiled_ms, per_step = statistics.median(plain), statistics.median(profiled), statistics.median(ops)
-    print(f"{workload.name}: {plain_ms:.1f} ms/step unprofiled, {profiled_ms:.1f} profiled "
-          f"({profiled_ms / plain_ms - 1:+.1%}); {per_step:.0f} operators recorded per step, "
-          f"{(profiled_ms - plain_ms) * 1e3 / per_step:.2f} µs each; resident memory "
-          f"+{statistics.median(growth):.0f} MiB per profiled step")
+    print(
+        f"{workload.name}: {plain_ms:.1f} ms/step unprofiled, {profiled_ms:.1f} profiled "
+        f"({profiled_ms / plain_ms - 1:+.1%}); {per_step:.0f} operators recorded per step, "
+        f"{(profiled_ms - plain_ms) * 1e3 / per_step:.2f} µs each; resident memory "
+        f"+{statistics.median(growth):.0f} MiB per profiled step"
+    )
 
 
 def _resident_mib() -> float:

@@ -77,28 +77,37 @@ class DDPOptions:
         _require(self.bucket_cap_mb > 0, f"--bucket-cap-mb must be > 0, got {self.bucket_cap_mb:g}")
         _require(self.comm_hook in COMM_HOOKS, f"--comm-hook must be one of {', '.join(COMM_HOOKS)}")
         _require(self.grad_accum >= 1, f"--grad-accum must be >= 1, got {self.grad_accum}")
-        _require(not (self.static_graph and self.grad_accum > 1),
-                 "--static-graph with --grad-accum > 1 hits a known DDP bug (pytorch/pytorch#143580: "
-                 "the first backward under no_sync() fails an internal assert); use one or the other")
+        _require(
+            not (self.static_graph and self.grad_accum > 1),
+            "--static-graph with --grad-accum > 1 hits a known DDP bug (pytorch/pytorch#143580: "
+            "the first backward under no_sync() fails an internal assert); use one or the other",
+        )
 
 
 @dataclass(frozen=True)
 class FSDPOptions:
     """Options given to FSDP2's fully_shard (with --strategy fsdp) on each block and the root."""
 
-    reshard_after_forward: bool = option(True, "FSDP: free the gathered parameters after each block's forward "
-                                               "(they are all-gathered again in backward).")
-    forward_prefetch: int = option(0, "FSDP: blocks whose all-gathers each block issues ahead in forward "
-                                      "(0: FSDP2's implicit overlap).")
-    backward_prefetch: int = option(1, "FSDP: blocks whose all-gathers each block issues ahead in backward "
-                                       "(1: FSDP2's default).")
-    reduce_dtype: str = option("fp32", "FSDP: dtype of the gradient reduce-scatter (MixedPrecisionPolicy): "
-                                       "fp32, bf16 or fp16.")
+    reshard_after_forward: bool = option(
+        True, "FSDP: free the gathered parameters after each block's forward (they are all-gathered again in backward)."
+    )
+    forward_prefetch: int = option(
+        0, "FSDP: blocks whose all-gathers each block issues ahead in forward (0: FSDP2's implicit overlap)."
+    )
+    backward_prefetch: int = option(
+        1, "FSDP: blocks whose all-gathers each block issues ahead in backward (1: FSDP2's default)."
+    )
+    reduce_dtype: str = option(
+        "fp32", "FSDP: dtype of the gradient reduce-scatter (MixedPrecisionPolicy): fp32, bf16 or fp16."
+    )
 
     def __post_init__(self) -> None:
         _require(self.forward_prefetch >= 0, f"--forward-prefetch must be >= 0, got {self.forward_prefetch}")
-        _require(self.backward_prefetch >= 1, f"--backward-prefetch must be >= 1 (FSDP2 always prefetches one "
-                                              f"block in backward), got {self.backward_prefetch}")
+        _require(
+            self.backward_prefetch >= 1,
+            f"--backward-prefetch must be >= 1 (FSDP2 always prefetches one "
+            f"block in backward), got {self.backward_prefetch}",
+        )
         _require(self.reduce_dtype in REDUCE_DTYPES, f"--reduce-dtype must be one of {', '.join(REDUCE_DTYPES)}")
 
 
@@ -127,8 +136,11 @@ def setting_label(options: SettingOptions) -> str:
         parts.append(f"hook-{options.comm_hook}")
     if options.grad_accum > 1:
         parts.append(f"accum-{options.grad_accum}")
-    for flag, name in ((options.static_graph, "static-graph"), (options.gradient_as_bucket_view, "bucket-view"),
-                       (options.find_unused_parameters, "find-unused")):
+    for flag, name in (
+        (options.static_graph, "static-graph"),
+        (options.gradient_as_bucket_view, "bucket-view"),
+        (options.find_unused_parameters, "find-unused"),
+    ):
         if flag:
             parts.append(name)
     return "_".join(parts)
@@ -157,8 +169,11 @@ class RunRequest(_StrategyOptions):
     backend: str = option("auto", "auto, nccl, gloo or mpi; auto is nccl on GPUs, gloo on CPU.")
     model: str = option("mlp", "mlp, transformer, convnet, mlstm, or your own: pkg.mod:build or file.py:build.")
     model_size: str = option("small", "Size of a built-in model: small, medium or large.")
-    strategy: str = option("ddp", "ddp: DistributedDataParallel. fsdp: FSDP2's fully_shard on each block of the "
-                                  "model, then on the whole (a script that shards its model itself needs no option).")
+    strategy: str = option(
+        "ddp",
+        "ddp: DistributedDataParallel. fsdp: FSDP2's fully_shard on each block of the "
+        "model, then on the whole (a script that shards its model itself needs no option).",
+    )
     batch_size: int = option(32, "Per-rank batch size.")
     steps: int = option(22, "Training steps (optimizer steps); at least wait + warmup + active.")
     precision: str = option("fp32", "fp32, bf16 or fp16 (autocast; fp16 adds a GradScaler).")
@@ -168,10 +183,16 @@ class RunRequest(_StrategyOptions):
     seed: int = option(0, "Seed for weights and synthetic data.")
     rdzv_endpoint: str | None = option(None, "HOST:PORT of the c10d rendezvous, the same on every node.")
     timeout_s: float = option(300.0, "Seconds to wait for rendezvous and for any collective.", flag="timeout")
-    tf32: bool | None = option(None, "TF32 for float32 matmuls and convolutions on GPUs \\[default: torch's own, "
-                                     "matmul off and cuDNN on; run.json records what ran].")
-    max_steps: int | None = option(None, "With a script: end it cleanly on every rank after this many optimizer "
-                                         "steps \\[default: the script's own length].")
+    tf32: bool | None = option(
+        None,
+        "TF32 for float32 matmuls and convolutions on GPUs \\[default: torch's own, "
+        "matmul off and cuDNN on; run.json records what ran].",
+    )
+    max_steps: int | None = option(
+        None,
+        "With a script: end it cleanly on every rank after this many optimizer "
+        "steps \\[default: the script's own length].",
+    )
     script: tuple[str, ...] = ()  # the user's training script and its arguments (or -m module and arguments)
     schedule: ProfileSchedule = field(default_factory=ProfileSchedule)
     ddp: DDPOptions = field(default_factory=DDPOptions)
@@ -220,17 +241,24 @@ class RunConfig(_StrategyOptions):
     launch_id: str = ""  # random per `commprof run` process: tells this launch's run folder from another's
 
     def __post_init__(self) -> None:
-        _require(bool(_RUN_ID.match(self.run_id)),
-                 f"--run-id {self.run_id!r} must be letters, digits, '.', '_' or '-' (at most 128)")
+        _require(
+            bool(_RUN_ID.match(self.run_id)),
+            f"--run-id {self.run_id!r} must be letters, digits, '.', '_' or '-' (at most 128)",
+        )
         _require(self.device in DEVICES, f"--device must be one of auto, {', '.join(DEVICES)}")
         _require(self.backend in BACKENDS, f"--backend must be one of auto, {', '.join(BACKENDS)}")
         _require(self.nodes >= 1, f"--nodes must be >= 1, got {self.nodes}")
         _require(self.procs_per_node >= 1, f"ranks per node must be >= 1, got {self.procs_per_node}")
         _require(self.model_size in MODEL_SIZES, f"--model-size must be one of {', '.join(MODEL_SIZES)}")
-        _require(self.strategy in STRATEGIES, f"--strategy must be one of {', '.join(STRATEGIES)}, got {self.strategy!r}")
+        _require(
+            self.strategy in STRATEGIES, f"--strategy must be one of {', '.join(STRATEGIES)}, got {self.strategy!r}"
+        )
         if self.strategy == "fsdp":
-            _require(not self.script, "--strategy fsdp is for a built-in or --model model; a script that calls "
-                                      "fully_shard itself is profiled as it is, without --strategy")
+            _require(
+                not self.script,
+                "--strategy fsdp is for a built-in or --model model; a script that calls "
+                "fully_shard itself is profiled as it is, without --strategy",
+            )
             _require(self.backend != "mpi", "--strategy fsdp runs over nccl or gloo, not mpi")
             changed = changed_options(self.ddp)
             _require(not changed, f"--{', --'.join(changed)}: DDP options; --strategy fsdp has none of them")
@@ -241,19 +269,30 @@ class RunConfig(_StrategyOptions):
         _require(self.precision in PRECISIONS, f"--precision must be one of {', '.join(PRECISIONS)}")
         _require(self.timeout_s > 0, "--timeout must be > 0")
         steps_option, steps = ("--max-steps", self.max_steps) if self.script else ("--steps", self.steps)
-        _require(steps is None or not self.profiled or steps >= self.schedule.total,
-                 f"{steps_option} {steps} is smaller than the profiler schedule "
-                 f"(wait {self.schedule.wait} + warmup {self.schedule.warmup} + active {self.schedule.active}"
-                 f" = {self.schedule.total})")
-        _require(self.max_steps is None or bool(self.script), "--max-steps is for a script (commprof run -- train.py); "
-                 "a built-in model runs --steps")
-        _require(self.nodes == 1 or self.rdzv_endpoint is not None,
-                 "--nodes > 1 needs --rdzv-endpoint HOST:PORT (the same on every node)")
+        _require(
+            steps is None or not self.profiled or steps >= self.schedule.total,
+            f"{steps_option} {steps} is smaller than the profiler schedule "
+            f"(wait {self.schedule.wait} + warmup {self.schedule.warmup} + active {self.schedule.active}"
+            f" = {self.schedule.total})",
+        )
+        _require(
+            self.max_steps is None or bool(self.script),
+            "--max-steps is for a script (commprof run -- train.py); a built-in model runs --steps",
+        )
+        _require(
+            self.nodes == 1 or self.rdzv_endpoint is not None,
+            "--nodes > 1 needs --rdzv-endpoint HOST:PORT (the same on every node)",
+        )
         if self.rdzv_endpoint is not None:
             host, _, port = self.rdzv_endpoint.rpartition(":")
-            _require(bool(host) and port.isdigit() and 0 < int(port) < 65536,
-                     f"--rdzv-endpoint must be HOST:PORT, got {self.rdzv_endpoint!r}")
-        _require(self.backend != "nccl" or self.device == "cuda", "--backend nccl needs --device cuda (NCCL runs on GPUs only)")
+            _require(
+                bool(host) and port.isdigit() and 0 < int(port) < 65536,
+                f"--rdzv-endpoint must be HOST:PORT, got {self.rdzv_endpoint!r}",
+            )
+        _require(
+            self.backend != "nccl" or self.device == "cuda",
+            "--backend nccl needs --device cuda (NCCL runs on GPUs only)",
+        )
 
     @property
     def world_size(self) -> int:
@@ -308,8 +347,10 @@ class SweepPlan:
         labels = [setting_label(s) for s in self.settings]
         _require(len(set(labels)) == len(labels), f"settings repeat: {', '.join(labels)}")
         _require(self.baseline in self.settings, "the baseline must be one of the settings")
-        _require(all(isinstance(s, OPTIONS_OF_STRATEGY[self.run.strategy]) for s in self.settings),
-                 f"--strategy {self.run.strategy} sweeps its own options only")
+        _require(
+            all(isinstance(s, OPTIONS_OF_STRATEGY[self.run.strategy]) for s in self.settings),
+            f"--strategy {self.run.strategy} sweeps its own options only",
+        )
         _require(self.warmup_steps >= 1, "--warmup-steps must be >= 1 (DDP rebuilds its buckets after the first step)")
         _require(self.repeats >= 2, "--repeats must be >= 2 (a confidence interval needs repeats)")
         _require(self.steps_per_repeat >= 1, "--steps-per-repeat must be >= 1")
@@ -325,8 +366,14 @@ class SweepPlan:
     def from_dict(cls, data: dict[str, Any]) -> SweepPlan:
         run = RunConfig.from_dict(data["run"])
         options = OPTIONS_OF_STRATEGY[run.strategy]
-        return cls(**{**data, "run": run, "baseline": options(**data["baseline"]),
-                      "settings": tuple(options(**s) for s in data["settings"])})
+        return cls(
+            **{
+                **data,
+                "run": run,
+                "baseline": options(**data["baseline"]),
+                "settings": tuple(options(**s) for s in data["settings"]),
+            }
+        )
 
 
 @dataclass(frozen=True)
@@ -343,7 +390,11 @@ class BenchPlan:
     bursts: int = 5  # timed bursts per size: the spread across them is the noise
 
     def __post_init__(self) -> None:
-        for label, value, least in (("--factor", self.factor, 2), ("--warmup", self.warmup, 0),
-                                    ("--iters", self.iters, 1), ("--bursts", self.bursts, 2)):
+        for label, value, least in (
+            ("--factor", self.factor, 2),
+            ("--warmup", self.warmup, 0),
+            ("--iters", self.iters, 1),
+            ("--bursts", self.bursts, 2),
+        ):
             _require(value >= least, f"{label} must be >= {least}, got {value}")
         _require(self.max_bytes is None or self.min_bytes <= self.max_bytes, "--min-bytes is larger than --max-bytes")

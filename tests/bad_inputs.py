@@ -83,8 +83,10 @@ CASES: list[tuple[list[str], str]] = [
     (["scale", "--world-sizes", "1,2", "--repeats", "0"], "--repeats must be >= 1"),
 ]
 
-TRACE = ('{"traceEvents": [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "ts": 0, "dur": 100, '
-         '"pid": 1, "tid": 1}, {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 10, "dur": 50, "pid": 1, "tid": 1}]}')
+TRACE = (
+    '{"traceEvents": [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "ts": 0, "dur": 100, '
+    '"pid": 1, "tid": 1}, {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 10, "dur": 50, "pid": 1, "tid": 1}]}'
+)
 
 
 def make_sandbox(folder: Path) -> None:

@@ -10,16 +10,18 @@ REPO = Path(__file__).resolve().parent.parent
 TRACES = REPO / "tests" / "data" / "traces"  # real traces, in the repo (README there)
 # the 54 MB size benchmark stays outside the repo; tests that need it skip without it
 LARGE_TRACE = REPO.parent / "shared" / "traces" / "nccl-v100-rank1-of-2-large"
-needs_large_trace = pytest.mark.skipif(not LARGE_TRACE.is_dir(),
-                                       reason="the 54 MB benchmark trace is not in ../shared/traces")
+needs_large_trace = pytest.mark.skipif(
+    not LARGE_TRACE.is_dir(), reason="the 54 MB benchmark trace is not in ../shared/traces"
+)
 FAST_RUN = ["--steps", "8", "--schedule", "2,1,4", "--batch-size", "8"]
 
 
 def commprof(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
     """Run the installed CLI as a user would, in its own process."""
     env = {**os.environ, "COLUMNS": "120"}
-    return subprocess.run([sys.executable, "-m", "commprof", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "commprof", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env
+    )
 
 
 @pytest.fixture(scope="session")

@@ -15,9 +15,17 @@ from pathlib import Path
 DATA = Path(__file__).resolve().parent / "data"
 TRACES = DATA / "traces"
 GOLDEN = DATA / "golden"
-FOLDERS = ["gloo-cpu-rank34-of-300", "missing-fields", "nccl-a100-rank0-of-16", "nccl-a100-rank0-of-2",
-           "nccl-sampled-2-of-128", "nccl-trace-diff/control", "nccl-trace-diff/test", "nccl-v100-world1",
-           "rccl-mi300-rank0-of-8"]
+FOLDERS = [
+    "gloo-cpu-rank34-of-300",
+    "missing-fields",
+    "nccl-a100-rank0-of-16",
+    "nccl-a100-rank0-of-2",
+    "nccl-sampled-2-of-128",
+    "nccl-trace-diff/control",
+    "nccl-trace-diff/test",
+    "nccl-v100-world1",
+    "rccl-mi300-rank0-of-8",
+]
 VOLATILE = ("created", "sources")
 
 
@@ -37,8 +45,19 @@ def analyze_folder(folder: str, out: Path) -> dict:
     from commprof.cli.app import main
 
     try:
-        main(["analyze", str(TRACES / folder), "--name", "golden", "--reports-dir", str(out), "--quiet",
-              "--workers", "1"])
+        main(
+            [
+                "analyze",
+                str(TRACES / folder),
+                "--name",
+                "golden",
+                "--reports-dir",
+                str(out),
+                "--quiet",
+                "--workers",
+                "1",
+            ]
+        )
     except SystemExit as exc:
         if exc.code:
             raise RuntimeError(f"commprof analyze {folder} exited {exc.code}") from None
@@ -56,10 +75,17 @@ def differences(expected, actual, where: str = "") -> list[str]:
     if isinstance(expected, list) and isinstance(actual, list):
         if len(expected) != len(actual):
             return [f"{where}: {len(expected)} items, now {len(actual)}"]
-        return [d for i, (e, a) in enumerate(zip(expected, actual)) for d in differences(e, a, f"{where}[{i}]")]
+        return [
+            d
+            for i, (e, a) in enumerate(zip(expected, actual, strict=False))
+            for d in differences(e, a, f"{where}[{i}]")
+        ]
     if isinstance(expected, float) or isinstance(actual, float):
-        if isinstance(expected, (int, float)) and isinstance(actual, (int, float)) and \
-                math.isclose(expected, actual, rel_tol=1e-9, abs_tol=1e-9):
+        if (
+            isinstance(expected, (int, float))
+            and isinstance(actual, (int, float))
+            and math.isclose(expected, actual, rel_tol=1e-9, abs_tol=1e-9)
+        ):
             return []
     elif expected == actual:
         return []

@@ -19,10 +19,25 @@ def test_advise_checks_a_runs_setting_findings(tmp_path):
     report = json.loads(path.read_text())
     gain = {"value": 2.0, "low": 1.0, "high": 3.0}
     report["findings"] = [
-        {"kind": "bucket_cap", "title": "bucket_cap_mb=5", "evidence": "", "action": "", "gain_ms": gain,
-         "gain_pct": 3.0, "setting": {"bucket_cap_mb": 5}},
-        {"kind": "input_stall", "title": "stall", "evidence": "", "action": "", "gain_ms": gain, "gain_pct": 3.0,
-         "setting": {}}]
+        {
+            "kind": "bucket_cap",
+            "title": "bucket_cap_mb=5",
+            "evidence": "",
+            "action": "",
+            "gain_ms": gain,
+            "gain_pct": 3.0,
+            "setting": {"bucket_cap_mb": 5},
+        },
+        {
+            "kind": "input_stall",
+            "title": "stall",
+            "evidence": "",
+            "action": "",
+            "gain_ms": gain,
+            "gain_pct": 3.0,
+            "setting": {},
+        },
+    ]
     path.write_text(json.dumps(report))
     result = commprof("advise", "base", "--json", *ROUNDS, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
@@ -43,6 +58,9 @@ def test_advise_refuses_what_it_cannot_check(tmp_path, cpu_run):
     report["findings"] = [f for f in report["findings"] if not f["setting"]]
     (tmp_path / "no-settings.json").write_text(json.dumps(report))
     result = commprof("advise", str(tmp_path / "no-settings.json"), cwd=cwd)
-    assert result.returncode == 2 and "no finding of this run is a setting to try" in result.stderr.strip().splitlines()[-1]
+    assert (
+        result.returncode == 2
+        and "no finding of this run is a setting to try" in result.stderr.strip().splitlines()[-1]
+    )
     result = commprof("advise", "nonexistent", cwd=cwd)
     assert result.returncode == 2 and "nonexistent" in result.stderr and "Traceback" not in result.stderr

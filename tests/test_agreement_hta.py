@@ -17,6 +17,7 @@ REFERENCE = json.loads((Path(__file__).parent / "data" / "hta_reference.json").r
 FIGURES = ("idle_pct", "compute_pct", "non_compute_pct", "overlap_pct")
 TOLERANCE_PP = 0.1  # HTA rounds its shares to 0.01 pp
 
+
 def cases():
     for folder, ranks in REFERENCE["traces"].items():
         for rank, figures in ranks.items():
@@ -36,7 +37,9 @@ def test_whole_trace_figures_match_hta(folder, rank, hta):
 
 
 def test_live_hta_matches_the_recorded_numbers():
-    pytest.importorskip("hta", reason="Holistic Trace Analysis is not installed (optional: pip install HolisticTraceAnalysis)")
+    pytest.importorskip(
+        "hta", reason="Holistic Trace Analysis is not installed (optional: pip install HolisticTraceAnalysis)"
+    )
     from benchmarks.hta_reference import hta_figures
 
     assert hta_figures(TRACES / "nccl-a100-rank0-of-2") == REFERENCE["traces"]["nccl-a100-rank0-of-2"]

@@ -26,8 +26,11 @@ def launch_ops(path):
     """Collective launch ops on the training thread, straight from the JSON."""
     events = [e for e in json.load(open(path))["traceEvents"] if e.get("ph") == "X"]
     training = {(e["pid"], e["tid"]) for e in events if str(e.get("name", "")).startswith("ProfilerStep#")}
-    return merge((e["ts"], e["ts"] + e["dur"]) for e in events
-                 if (e["pid"], e["tid"]) in training and LAUNCH.match(e.get("name", "")))
+    return merge(
+        (e["ts"], e["ts"] + e["dur"])
+        for e in events
+        if (e["pid"], e["tid"]) in training and LAUNCH.match(e.get("name", ""))
+    )
 
 
 def test_every_step_of_every_rank_matches_the_plugin(cpu_run, tmp_path):
@@ -39,18 +42,25 @@ def test_every_step_of_every_rank_matches_the_plugin(cpu_run, tmp_path):
         launches = launch_ops(rank.path)
         windows = {w.name.removeprefix("ProfilerStep#"): w for w in step_windows(rank)}
         assert sorted(plugin.steps_names) == sorted(windows)
-        for name, costs in zip(plugin.steps_names, plugin.comm_overlap_costs):
+        for name, costs in zip(plugin.steps_names, plugin.comm_overlap_costs, strict=False):
             w = windows[name]
             ours_compute = clip(rank.compute, w.start, w.end)
             comm = clip(rank.communication, w.start, w.end)
             launch = clip(launches, w.start, w.end)
             as_plugin = merge(ours_compute + launch)  # the plugin's computation: ours plus the launch ops
             window = w.end - w.start
-            expected = {"computation": total(as_plugin), "communication": total(comm),
-                        "overlapping": total(intersect(as_plugin, comm)),
-                        "other": window - total(merge(as_plugin + comm))}
-            theirs = {"computation": costs.computation, "communication": costs.communication,
-                      "overlapping": costs.overlap, "other": costs.other}
+            expected = {
+                "computation": total(as_plugin),
+                "communication": total(comm),
+                "overlapping": total(intersect(as_plugin, comm)),
+                "other": window - total(merge(as_plugin + comm)),
+            }
+            theirs = {
+                "computation": costs.computation,
+                "communication": costs.communication,
+                "overlapping": costs.overlap,
+                "other": costs.other,
+            }
             for label in expected:
                 assert abs(theirs[label] - expected[label]) <= TOLERANCE * window, (rank.rank, name, label)
             # commprof's own computation differs from the plugin's by no more than the launch ops

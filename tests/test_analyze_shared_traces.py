@@ -9,15 +9,34 @@ from commprof.commands.analyze import big_traces
 from commprof.results.store import load_report
 from tests.conftest import LARGE_TRACE, TRACES, needs_large_trace
 
-FOLDERS = ["gloo-cpu-rank34-of-300", "missing-fields", "nccl-a100-rank0-of-16", "nccl-a100-rank0-of-2",
-           "nccl-sampled-2-of-128", "nccl-trace-diff/control", "nccl-trace-diff/test", "nccl-v100-world1",
-           "rccl-mi300-rank0-of-8"]
+FOLDERS = [
+    "gloo-cpu-rank34-of-300",
+    "missing-fields",
+    "nccl-a100-rank0-of-16",
+    "nccl-a100-rank0-of-2",
+    "nccl-sampled-2-of-128",
+    "nccl-trace-diff/control",
+    "nccl-trace-diff/test",
+    "nccl-v100-world1",
+    "rccl-mi300-rank0-of-8",
+]
 
 
 def analyze_cli(tmp_path, folder, capsys):
     with pytest.raises(SystemExit) as exit_info:
-        main(["analyze", str(TRACES / folder), "--name", "r", "--reports-dir", str(tmp_path), "--quiet",
-              "--workers", "1"])
+        main(
+            [
+                "analyze",
+                str(TRACES / folder),
+                "--name",
+                "r",
+                "--reports-dir",
+                str(tmp_path),
+                "--quiet",
+                "--workers",
+                "1",
+            ]
+        )
     return exit_info.value.code, capsys.readouterr()
 
 
@@ -49,8 +68,19 @@ def test_known_facts_of_the_real_traces(tmp_path, capsys):
     assert all(c.bytes and c.busbw_gbps for c in report.collectives)  # sizes from the kernel args
     rccl = tmp_path / "rccl"
     with pytest.raises(SystemExit):
-        main(["analyze", str(TRACES / "rccl-mi300-rank0-of-8"), "--name", "x", "--reports-dir", str(rccl), "--quiet",
-              "--workers", "1"])
+        main(
+            [
+                "analyze",
+                str(TRACES / "rccl-mi300-rank0-of-8"),
+                "--name",
+                "x",
+                "--reports-dir",
+                str(rccl),
+                "--quiet",
+                "--workers",
+                "1",
+            ]
+        )
     rccl_report = load_report(rccl / "x" / "report.json")
     assert rccl_report.ranks[0].comm_ms > 0  # ncclDevKernel_Generic on device 2 is communication
     assert {c.group_size for c in rccl_report.collectives} == {8}

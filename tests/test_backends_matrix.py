@@ -5,8 +5,8 @@ import json
 import pytest
 
 from commprof.instrument.matrix import MATRIX_OPS
-from commprof.worker.matrix import combine, try_each
 from commprof.launch.mpi import mpi_unavailable
+from commprof.worker.matrix import combine, try_each
 from tests.conftest import commprof
 
 

@@ -9,16 +9,19 @@ from tests.tracebuilder import TraceBuilder
 GOOD = TraceBuilder(rank=0).step(1, 0, 10).x("aten::mm", 0, 5)
 
 
-@pytest.mark.parametrize("content, problem", [
-    (b'{"traceEvents": [{"ph": "X", "name": "a", "ts": 1', "truncated JSON"),
-    (b"", "the file is empty"),
-    (b"hello, not json", "not valid JSON"),
-    (b'{"schemaVersion": 1}', "without 'traceEvents'"),
-    (b"\x1f\x8b\x08\x00broken", "broken gzip"),
-    (b'{"traceEvents": [{"ph": "X", "name": "a", "ts": 5, "dur": -3}]}', "negative duration"),
-    (b'{"traceEvents": [{"ph": "X", "name": "a", "dur": 3}]}', "has no 'ts'"),
-    (b'{"traceEvents": [{"ph": "X", "name": 17, "ts": 1}]}', "not a profiler trace"),
-])
+@pytest.mark.parametrize(
+    "content, problem",
+    [
+        (b'{"traceEvents": [{"ph": "X", "name": "a", "ts": 1', "truncated JSON"),
+        (b"", "the file is empty"),
+        (b"hello, not json", "not valid JSON"),
+        (b'{"schemaVersion": 1}', "without 'traceEvents'"),
+        (b"\x1f\x8b\x08\x00broken", "broken gzip"),
+        (b'{"traceEvents": [{"ph": "X", "name": "a", "ts": 5, "dur": -3}]}', "negative duration"),
+        (b'{"traceEvents": [{"ph": "X", "name": "a", "dur": 3}]}', "has no 'ts'"),
+        (b'{"traceEvents": [{"ph": "X", "name": 17, "ts": 1}]}', "not a profiler trace"),
+    ],
+)
 def test_one_bad_file_is_one_clear_error(tmp_path, content, problem):
     path = tmp_path / "rank0.json"
     path.write_bytes(content)
@@ -55,8 +58,10 @@ def test_missing_ranks_are_named(tmp_path):
         TraceBuilder(rank=rank, world_size=4).step(1, 0, 10).x("aten::mm", 0, 5).write(tmp_path / f"r{rank}.json")
     report = analyze(load_run([tmp_path], workers=1), "m", "analysis")
     assert report.missing_ranks == [1, 3]
-    assert "2 of 4 ranks have no trace here (ranks 1, 3): every figure, across ranks too, covers the 2 present" in \
-        report.warnings[-1]
+    assert (
+        "2 of 4 ranks have no trace here (ranks 1, 3): every figure, across ranks too, covers the 2 present"
+        in report.warnings[-1]
+    )
     assert "Only the 2 ranks present: 2 have no trace here." in skew_summary(report)
 
 

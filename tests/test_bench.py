@@ -26,8 +26,10 @@ def test_alpha_beta_fit_recovers_a_known_model():
 
 
 def test_busbw_uses_nccl_tests_factors_and_marks_ddp_sizes():
-    raw = [{"op": op, "bytes": 1 << 20, "dtype": "float32", "times_us": [1000.0, 1000.0, 1000.0], "correct": True}
-           for op in ("all_reduce", "all_gather", "broadcast")]
+    raw = [
+        {"op": op, "bytes": 1 << 20, "dtype": "float32", "times_us": [1000.0, 1000.0, 1000.0], "correct": True}
+        for op in ("all_reduce", "all_gather", "broadcast")
+    ]
     rows = {r.op: r for r in summarize("gloo", 4, raw, buckets=[1_000_000])}
     assert rows["all_reduce"].algbw_gbps == pytest.approx((1 << 20) / 1e-3 / 1e9)
     assert rows["all_reduce"].busbw_gbps == pytest.approx(rows["all_reduce"].algbw_gbps * 1.5)
@@ -46,11 +48,31 @@ def test_bad_size():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("backend", ["gloo", pytest.param("mpi", marks=pytest.mark.skipif(
-    mpi_unavailable() is not None, reason=str(mpi_unavailable())))])
+@pytest.mark.parametrize(
+    "backend",
+    [
+        "gloo",
+        pytest.param("mpi", marks=pytest.mark.skipif(mpi_unavailable() is not None, reason=str(mpi_unavailable()))),
+    ],
+)
 def test_every_op_runs_for_real_and_is_correct(tmp_path, backend):
-    result = commprof("bench", "--backend", f"{backend},nccl", "--min-bytes", "1K", "--max-bytes", "64K", "--iters", "3",
-                      "--model", "mlp", "--name", "b", "--json", cwd=tmp_path)
+    result = commprof(
+        "bench",
+        "--backend",
+        f"{backend},nccl",
+        "--min-bytes",
+        "1K",
+        "--max-bytes",
+        "64K",
+        "--iters",
+        "3",
+        "--model",
+        "mlp",
+        "--name",
+        "b",
+        "--json",
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
     rows = [r for r in data["rows"] if r["backend"] == backend]
@@ -86,11 +108,23 @@ class OneRankComm(Comm):
 
 def test_bursts_back_to_back_and_a_refused_op_keeps_the_others():
     comm = OneRankComm(refuses="reduce_scatter")
-    plan = {"ops": ["all_reduce", "reduce_scatter", "broadcast"], "min_bytes": 1024, "max_bytes": 4096, "factor": 4,
-            "dtype": "float32", "warmup": 2, "iters": 7, "bursts": 3}
+    plan = {
+        "ops": ["all_reduce", "reduce_scatter", "broadcast"],
+        "min_bytes": 1024,
+        "max_bytes": 4096,
+        "factor": 4,
+        "dtype": "float32",
+        "warmup": 2,
+        "iters": 7,
+        "bursts": 3,
+    }
     rows, refused = measure(comm, plan, torch.device("cpu"))
-    assert [(r["op"], r["bytes"]) for r in rows] == [("all_reduce", 1024), ("all_reduce", 4096), ("broadcast", 1024),
-                                                     ("broadcast", 4096)]
+    assert [(r["op"], r["bytes"]) for r in rows] == [
+        ("all_reduce", 1024),
+        ("all_reduce", 4096),
+        ("broadcast", 1024),
+        ("broadcast", 4096),
+    ]
     assert all(len(r["times_us"]) == 3 and r["correct"] for r in rows)  # a time per burst; one rank: already right
     assert comm.calls == 4 * (1 + 2 + 3 * 7)  # per size: the checked call, the warm-up, three bursts of seven
     assert refused == {"reduce_scatter": "ProcessGroupGloo::reduce_scatter: unsupported device type cuda"}

@@ -6,12 +6,12 @@ import gzip
 import json
 
 import pytest
+from conftest import LARGE_TRACE, TRACES, needs_large_trace
 
 from commprof.trace import chunked
 from commprof.trace.chunked import LayoutNotUnderstood, decode_in_chunks
 from commprof.trace.classify import classify
 from commprof.trace.parse import parse_trace
-from conftest import LARGE_TRACE, TRACES, needs_large_trace
 
 FILES = sorted(p for p in TRACES.rglob("*.json*") if "nccl-trace-diff" not in str(p))
 
@@ -45,14 +45,33 @@ def test_pieces_in_worker_processes_equal_decoded_on_the_large_trace(monkeypatch
 
 
 def events(n: int) -> list[dict]:
-    return [{"ph": "X", "cat": "cpu_op", "name": f"aten::op{i}", "pid": 1, "tid": 1, "ts": 10 * i, "dur": 5,
-             "args": {"External id": i}} for i in range(n)]
+    return [
+        {
+            "ph": "X",
+            "cat": "cpu_op",
+            "name": f"aten::op{i}",
+            "pid": 1,
+            "tid": 1,
+            "ts": 10 * i,
+            "dur": 5,
+            "args": {"External id": i},
+        }
+        for i in range(n)
+    ]
 
 
 def test_header_fields_from_both_sides_of_the_array(tmp_path, monkeypatch):
     monkeypatch.setattr(chunked, "CHUNK_BYTES", 300)
-    text = json.dumps({"schemaVersion": 1, "distributedInfo": {"rank": 3, "world_size": 4},
-                       "traceEvents": events(40), "traceName": "x]y", "baseTimeNanoseconds": 17}, indent=1)
+    text = json.dumps(
+        {
+            "schemaVersion": 1,
+            "distributedInfo": {"rank": 3, "world_size": 4},
+            "traceEvents": events(40),
+            "traceName": "x]y",
+            "baseTimeNanoseconds": 17,
+        },
+        indent=1,
+    )
     path = tmp_path / "t.json.gz"
     path.write_bytes(gzip.compress(text.encode()))
     trace = decode_in_chunks(path, workers=1)
@@ -74,8 +93,9 @@ def test_a_cut_inside_an_event_is_noticed_and_the_file_streamed(tmp_path, monkey
     assert [e.name for e in parse_trace(path).traceEvents] == ["aten::op0", "aten::op1", "aten::op2"]
 
 
-@pytest.mark.parametrize("text", ['{"hello": 1}', '{"traceEvents": [{"ph": "X", "name": "a"}], "x": [1, 2',
-                                  "not json at all"])
+@pytest.mark.parametrize(
+    "text", ['{"hello": 1}', '{"traceEvents": [{"ph": "X", "name": "a"}], "x": [1, 2', "not json at all"]
+)
 def test_files_it_cannot_cut(tmp_path, text):
     path = tmp_path / "t.json"
     path.write_text(text)

@@ -13,16 +13,19 @@ def cpu_trace(rank=0):
     # comm = gloo:all_reduce [52,90] = 38; overlap = [55,70] + [85,90] = 20; exposed 18; idle 100-83 = 17
     # The annotation Optimizer.step [84,96] is not computation; the cpu_op inside it [85,95] is.
     # Step 2 [100,200]: compute 50, nothing else.
-    return (TraceBuilder(rank=rank)
-            .step(1, 0, 100).step(2, 100, 100)
-            .x("aten::mm", 0, 30)
-            .x("autograd::engine::evaluate_function: AddmmBackward0", 40, 30)
-            .x("c10d::allreduce_", 50, 5)
-            .x("Optimizer.step#SGD.step", 84, 12, cat="user_annotation")
-            .x("aten::add_", 85, 10)
-            .x("gloo:all_reduce", 52, 38, cat="user_annotation", thread=GLOO, Input_Dims=[[1000]], Input_type=["float"])
-            .x("aten::mm", 100, 50)
-            .x("aten::mm", 250, 10))  # outside every step: ignored
+    return (
+        TraceBuilder(rank=rank)
+        .step(1, 0, 100)
+        .step(2, 100, 100)
+        .x("aten::mm", 0, 30)
+        .x("autograd::engine::evaluate_function: AddmmBackward0", 40, 30)
+        .x("c10d::allreduce_", 50, 5)
+        .x("Optimizer.step#SGD.step", 84, 12, cat="user_annotation")
+        .x("aten::add_", 85, 10)
+        .x("gloo:all_reduce", 52, 38, cat="user_annotation", thread=GLOO, Input_Dims=[[1000]], Input_type=["float"])
+        .x("aten::mm", 100, 50)
+        .x("aten::mm", 250, 10)
+    )  # outside every step: ignored
 
 
 def test_cpu_breakdown_exact(tmp_path):
@@ -37,7 +40,14 @@ def test_cpu_breakdown_exact(tmp_path):
 def test_cpu_collectives_table(tmp_path):
     report = analyze(load_run([cpu_trace().write(tmp_path / "rank0.json")]), "t", "analysis")
     (call,) = report.collectives
-    assert (call.op, call.backend, call.dtype, call.bytes, call.group_size, call.count) == ("all_reduce", "gloo", "float", 4000, 2, 1)
+    assert (call.op, call.backend, call.dtype, call.bytes, call.group_size, call.count) == (
+        "all_reduce",
+        "gloo",
+        "float",
+        4000,
+        2,
+        1,
+    )
     assert call.calls_per_step == 0.5
     assert call.mean_ms == pytest.approx(0.038)
     assert call.algbw_gbps == pytest.approx(4000 / 38e-6 / 1e9)
@@ -52,15 +62,28 @@ def gpu_trace(comm_kernel="ncclDevKernel_AllReduce_RING_LL(ncclDevKernelArgsStor
     # compute = [100,160] + [210,230] = 80; comm = [150,200] = 50; overlap = [150,160] = 10
     # exposed = 40; memory = memcpy [200,205] = 5 (the memcpy has no launch: not the step's own, so it does not
     # move the window); idle = 130 - (80 + 50 - 10) - 5 = 5
-    return (TraceBuilder(rank=1, world_size=4, backend="nccl")
-            .step(5, 0, 50)
-            .launch(10, correlation=1).launch(20, correlation=2, external_id=99).launch(30, correlation=3)
-            .x("record_param_comms", 18, 7, External_id=99, Collective_name="allreduce", In_msg_nelems=256,
-               Out_msg_nelems=256, dtype="Float", Group_size=4)
-            .kernel("volta_sgemm_128x64_nn", 100, 60, correlation=1)
-            .kernel(comm_kernel, 150, 50, correlation=2, stream=9, **kernel_args)
-            .kernel("vectorized_elementwise_kernel", 210, 20, correlation=3)
-            .x("Memcpy DtoD", 200, 5, cat="gpu_memcpy", thread=(0, 7)))
+    return (
+        TraceBuilder(rank=1, world_size=4, backend="nccl")
+        .step(5, 0, 50)
+        .launch(10, correlation=1)
+        .launch(20, correlation=2, external_id=99)
+        .launch(30, correlation=3)
+        .x(
+            "record_param_comms",
+            18,
+            7,
+            External_id=99,
+            Collective_name="allreduce",
+            In_msg_nelems=256,
+            Out_msg_nelems=256,
+            dtype="Float",
+            Group_size=4,
+        )
+        .kernel("volta_sgemm_128x64_nn", 100, 60, correlation=1)
+        .kernel(comm_kernel, 150, 50, correlation=2, stream=9, **kernel_args)
+        .kernel("vectorized_elementwise_kernel", 210, 20, correlation=3)
+        .x("Memcpy DtoD", 200, 5, cat="gpu_memcpy", thread=(0, 7))
+    )
 
 
 def test_gpu_breakdown_uses_device_window(tmp_path):
@@ -81,12 +104,15 @@ def test_gpu_collective_metadata_from_cpu_op_by_correlation(tmp_path):
     assert call.busbw_gbps == pytest.approx(call.algbw_gbps * 2 * 3 / 4)
 
 
-@pytest.mark.parametrize("name", [
-    "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)",
-    "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
-    "ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)",
-    "ncclAllReduceRingLLKernel_sum_f32(ncclColl)",
-])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)",
+        "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+        "ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)",
+        "ncclAllReduceRingLLKernel_sum_f32(ncclColl)",
+    ],
+)
 def test_every_nccl_kernel_naming_is_communication(tmp_path, name):
     report = analyze(load_run([gpu_trace(name).write(tmp_path / "t.json")]), "t", "analysis")
     assert report.ranks[0].comm_ms == pytest.approx(0.050)
@@ -94,8 +120,9 @@ def test_every_nccl_kernel_naming_is_communication(tmp_path, name):
 
 
 def test_kernel_args_win_over_cpu_op(tmp_path):
-    path = gpu_trace(Collective_name="allgather", In_msg_nelems=64, Out_msg_nelems=256, dtype="BFloat16",
-                     Group_size=4).write(tmp_path / "t.json")
+    path = gpu_trace(
+        Collective_name="allgather", In_msg_nelems=64, Out_msg_nelems=256, dtype="BFloat16", Group_size=4
+    ).write(tmp_path / "t.json")
     (call,) = analyze(load_run([path]), "t", "analysis").collectives
     assert (call.op, call.bytes, call.dtype) == ("all_gather", 512, "BFloat16")
     assert call.busbw_gbps == pytest.approx(call.algbw_gbps * 3 / 4)
@@ -105,12 +132,21 @@ def test_no_step_markers_means_one_window(tmp_path):
     trace = TraceBuilder().x("aten::mm", 10, 20).x("gloo:all_reduce", 25, 15, cat="user_annotation", thread=GLOO)
     (rank,) = analyze(load_run([trace.write(tmp_path / "r.json")]), "t", "analysis").ranks
     assert rank.steps == 1
-    assert (rank.step_time_ms.median, rank.compute_ms, rank.comm_ms, rank.overlap_ms) == pytest.approx((0.030, 0.020, 0.015, 0.005))
+    assert (rank.step_time_ms.median, rank.compute_ms, rank.comm_ms, rank.overlap_ms) == pytest.approx(
+        (0.030, 0.020, 0.015, 0.005)
+    )
 
 
 def test_relative_timestamps_keep_their_base(tmp_path):
-    run = load_run([cpu_trace().__class__(base_ns=1_700_000_000_000_000_000).step(1, 0, 10).x("aten::mm", 0, 5)
-                    .write(tmp_path / "r.json")])
+    run = load_run(
+        [
+            cpu_trace()
+            .__class__(base_ns=1_700_000_000_000_000_000)
+            .step(1, 0, 10)
+            .x("aten::mm", 0, 5)
+            .write(tmp_path / "r.json")
+        ]
+    )
     assert run.ranks[0].base_us == 1_700_000_000_000_000.0
 
 
@@ -127,15 +163,37 @@ def test_rank_from_file_name_then_from_order(tmp_path):
 def test_collectives_per_step(tmp_path):
     """Two ranks, two steps: the 1000-float all-reduce takes 38 and 42 µs in step 1 (mean 40), 18 and 22 in
     step 2 (mean 20); the mean over all four calls is 30 µs. busbw per step from that step's mean."""
+
     def rank_trace(rank, first_us, second_us):
-        return (TraceBuilder(rank=rank).step(1, 0, 100).step(2, 100, 100)
-                .x("gloo:all_reduce", 10, first_us, cat="user_annotation", thread=GLOO, Input_Dims=[[1000]],
-                   Input_type=["float"])
-                .x("gloo:all_reduce", 110, second_us, cat="user_annotation", thread=GLOO, Input_Dims=[[1000]],
-                   Input_type=["float"]))
+        return (
+            TraceBuilder(rank=rank)
+            .step(1, 0, 100)
+            .step(2, 100, 100)
+            .x(
+                "gloo:all_reduce",
+                10,
+                first_us,
+                cat="user_annotation",
+                thread=GLOO,
+                Input_Dims=[[1000]],
+                Input_type=["float"],
+            )
+            .x(
+                "gloo:all_reduce",
+                110,
+                second_us,
+                cat="user_annotation",
+                thread=GLOO,
+                Input_Dims=[[1000]],
+                Input_type=["float"],
+            )
+        )
+
     paths = [rank_trace(0, 38, 18).write(tmp_path / "rank0.json"), rank_trace(1, 42, 22).write(tmp_path / "rank1.json")]
     (call,) = analyze(load_run(paths, workers=1), "t", "analysis").collectives
     assert (call.count, call.calls_per_step, call.mean_ms) == (4, 1.0, pytest.approx(0.030))
-    assert [(s.step, s.mean_ms) for s in call.steps] == [("ProfilerStep#1", pytest.approx(0.040)),
-                                                         ("ProfilerStep#2", pytest.approx(0.020))]
+    assert [(s.step, s.mean_ms) for s in call.steps] == [
+        ("ProfilerStep#1", pytest.approx(0.040)),
+        ("ProfilerStep#2", pytest.approx(0.020)),
+    ]
     assert [s.busbw_gbps for s in call.steps] == pytest.approx([4000 / 40e-6 / 1e9 * 2 * 1 / 2, 4000 / 20e-6 / 1e9])

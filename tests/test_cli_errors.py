@@ -1,8 +1,8 @@
 """Every bad input: one line on stderr, exit code 2, nothing launched."""
 
 import pytest
-
 from bad_inputs import CASES, make_sandbox, run_case
+
 from commprof.cli.app import main
 
 
@@ -37,12 +37,18 @@ def test_reports_dir_is_a_file(tmp_path, monkeypatch, capsys):
     assert code == 2 and "reports exists and is not a folder" in err
 
 
-@pytest.mark.parametrize("command, stated", [
-    (["run", "--help"], ["[default: 2]", "[default: time stamp + random suffix]", "[default: the script's own length]"]),
-    (["analyze", "--help"], ["[default: the folder or file name]", "[default: all cores]"]),
-    (["sweep", "--help"], ["[default: as many as fit in GPU memory; all on CPU]"]),
-    (["bench", "--help"], ["[default: 1G on GPUs, 16M on CPU]", "[default: bench-<time stamp>]"]),
-])
+@pytest.mark.parametrize(
+    "command, stated",
+    [
+        (
+            ["run", "--help"],
+            ["[default: 2]", "[default: time stamp + random suffix]", "[default: the script's own length]"],
+        ),
+        (["analyze", "--help"], ["[default: the folder or file name]", "[default: all cores]"]),
+        (["sweep", "--help"], ["[default: as many as fit in GPU memory; all on CPU]"]),
+        (["bench", "--help"], ["[default: 1G on GPUs, 16M on CPU]", "[default: bench-<time stamp>]"]),
+    ],
+)
 def test_help_states_the_defaults_it_cannot_show_otherwise(command, stated, capsys, monkeypatch):
     """Defaults that depend on the machine are written in the help text; rich must not take them for markup."""
     monkeypatch.setenv("COLUMNS", "250")

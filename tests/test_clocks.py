@@ -9,8 +9,8 @@ import pytest
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from commprof.worker.clocks import measure_clock_offsets
 from commprof.commands.reporting import report_from_traces
+from commprof.worker.clocks import measure_clock_offsets
 
 SKEW_NS = 5_000_000  # host "b" runs 5 ms ahead
 
@@ -49,15 +49,17 @@ def test_analysis_aligns_ranks_with_the_measured_offsets(cpu_run, tmp_path):
             event["ts"] += 7345
     (shifted / "rank1.pt.trace.json").write_text(json.dumps(trace))
     run = json.loads((shifted / "run.json").read_text())
-    run["clock_offsets"] = [{"host": host0, "offset_us": 0.0, "round_trip_us": 0.0},
-                            {"host": "node-b", "offset_us": 7345.0, "round_trip_us": 40.0}]
+    run["clock_offsets"] = [
+        {"host": host0, "offset_us": 0.0, "round_trip_us": 0.0},
+        {"host": "node-b", "offset_us": 7345.0, "round_trip_us": 40.0},
+    ]
     (shifted / "run.json").write_text(json.dumps(run))
 
     before, _ = report_from_traces([original], name="a", kind="run")
     after, _ = report_from_traces([shifted], name="b", kind="run")
     assert "measured at start" in after.cross_rank.alignment
     assert [r.clock_offset_us for r in after.cross_rank.ranks] == [0.0, -7345.0]
-    for old, new in zip(before.cross_rank.ranks, after.cross_rank.ranks):
+    for old, new in zip(before.cross_rank.ranks, after.cross_rank.ranks, strict=False):
         assert new.wait_ms == pytest.approx(old.wait_ms, abs=1e-6)
         assert new.transfer_ms == pytest.approx(old.transfer_ms, abs=1e-6)
     assert after.cross_rank.straggler == before.cross_rank.straggler

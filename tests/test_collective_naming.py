@@ -28,11 +28,24 @@ def older_kineto() -> TraceBuilder:
       nccl:all_reduce [55, 65] (1000 floats)."""
     b = TraceBuilder(rank=0, world_size=4, backend="nccl").step(1, 0, 1000)
     b.x("c10d::broadcast_", 5, 2, External_id=21, Input_Dims=[[7]], Input_type=["long"])
-    b.x("c10d::alltoall_base_", 10, 30, External_id=101, Input_Dims=[[262144], [262144], [], []],
-        Input_type=["float", "float", "", ""])
+    b.x(
+        "c10d::alltoall_base_",
+        10,
+        30,
+        External_id=101,
+        Input_Dims=[[262144], [262144], [], []],
+        Input_type=["float", "float", "", ""],
+    )
     b.x("record_param_comms", 12, 26, External_id=102, Input_Dims=[[], []], Input_type=["Scalar", "Scalar"])
-    b.x("nccl:all_to_all", 15, 20, cat="user_annotation", External_id=103, Input_Dims=[[1024, 256]],
-        Input_type=["float"])
+    b.x(
+        "nccl:all_to_all",
+        15,
+        20,
+        cat="user_annotation",
+        External_id=103,
+        Input_Dims=[[1024, 256]],
+        Input_type=["float"],
+    )
     b.launch(20, 21, external_id=21).kernel(SENDRECV, 100, 100, 21, External_id=21)
     b.x("c10d::allreduce_", 50, 20, External_id=104, Input_Dims=[[], [], []], Input_type=["TensorList", "", "Scalar"])
     b.x("nccl:all_reduce", 55, 10, cat="user_annotation", External_id=105, Input_Dims=[[1000]], Input_type=["float"])
@@ -55,8 +68,9 @@ def test_collectives_are_named_and_sized_from_the_ranges_around_their_launch(tmp
 def test_the_kernels_own_args_outrank_the_ranges(tmp_path):
     b = older_kineto()
     sendrecv = next(e for e in b.events if e["name"] == SENDRECV)
-    sendrecv["args"].update({"Collective name": "all_gather", "In msg nelems": 10, "Out msg nelems": 40,
-                             "dtype": "Float", "Group size": 4})
+    sendrecv["args"].update(
+        {"Collective name": "all_gather", "In msg nelems": 10, "Out msg nelems": 40, "dtype": "Float", "Group size": 4}
+    )
     report, _ = analysed(b, tmp_path)
     gather = next(c for c in report.collectives if c.op == "all_gather")
     assert (gather.bytes, gather.group_size) == (160, 4)
@@ -76,8 +90,7 @@ def symmetric_memory() -> TraceBuilder:
     b = TraceBuilder(rank=0, world_size=8, backend="nccl").step(1, 0, 1000)
     b.launch(10, 1).kernel("sm90_xmma_gemm_bf16bf16_bf16f32", 0, 400, 1)
     b.x("vllm::all_reduce", 100, 50, Input_Dims=[[2621440]], Input_type=["c10::BFloat16"])
-    b.x("symm_mem::multimem_all_reduce_", 110, 30, Input_Dims=[[2621440], [], []],
-        Input_type=["c10::BFloat16", "", ""])
+    b.x("symm_mem::multimem_all_reduce_", 110, 30, Input_Dims=[[2621440], [], []], Input_type=["c10::BFloat16", "", ""])
     b.launch(120, 2).kernel(MULTIMEM, 400, 200, 2)
     b.launch(160, 3).kernel("sm90_xmma_gemm_bf16bf16_bf16f32", 600, 200, 3)
     return b
@@ -88,7 +101,11 @@ def test_symmetric_memory_all_reduce_is_communication(tmp_path):
     assert (rank.compute_ms, rank.comm_ms, rank.exposed_comm_ms) == pytest.approx((0.6, 0.2, 0.2))
     (collective,) = report.collectives
     assert (collective.op, collective.backend, collective.bytes, collective.group_size) == (
-        "all_reduce", "symm_mem", 5242880, 8)
+        "all_reduce",
+        "symm_mem",
+        5242880,
+        8,
+    )
 
 
 def test_a_custom_all_reduce_kernel_is_known_by_the_op_that_launched_it(tmp_path):

@@ -32,8 +32,18 @@ def test_backends_side_by_side(tmp_path):
 
 
 def test_ddp_against_fsdp_on_the_same_model(tmp_path):
-    result = commprof("compare", "--strategies", "ddp,fsdp", "--model", "transformer", "--run-id", "ways", "--json",
-                      *FAST_RUN, cwd=tmp_path)
+    result = commprof(
+        "compare",
+        "--strategies",
+        "ddp,fsdp",
+        "--model",
+        "transformer",
+        "--run-id",
+        "ways",
+        "--json",
+        *FAST_RUN,
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
     assert data["compared"] == "strategy"

@@ -9,8 +9,15 @@ from commprof.results.compare import BackendRun
 
 
 def ran(name: str, steps: list[float]) -> BackendRun:
-    return BackendRun(backend=name, available=True, step_ms=sorted(steps)[len(steps) // 2], comm_ms=1.0,
-                      exposed_comm_ms=0.5, overlap_ms=0.5, job_steps_ms=steps)
+    return BackendRun(
+        backend=name,
+        available=True,
+        step_ms=sorted(steps)[len(steps) // 2],
+        comm_ms=1.0,
+        exposed_comm_ms=0.5,
+        overlap_ms=0.5,
+        job_steps_ms=steps,
+    )
 
 
 def test_a_clear_winner_is_named_with_its_interval():
@@ -34,9 +41,13 @@ def test_the_jobs_own_drift_across_the_window():
     """Schedule 6,1,2 traces steps 6-8: steps 3-5 before it (slowest rank 20, 22, 21: median 21), step 9 waits
     for the traces, steps 10-12 after it (25, 27, 26: median 26): the job's step moved 5 ms on its own. With two
     steps on a side it is not measured."""
-    run = {"config": {"schedule": {"wait": 6, "warmup": 1, "active": 2}},
-           "ranks": [{"rank": 0, "step_ms": [90, 50, 50, 20, 22, 21, 9, 9, 9, 70, 25, 27, 26]},
-                     {"rank": 1, "step_ms": [90, 50, 50, 19, 21, 20, 9, 9, 9, 80, 24, 26, 25]}]}
+    run = {
+        "config": {"schedule": {"wait": 6, "warmup": 1, "active": 2}},
+        "ranks": [
+            {"rank": 0, "step_ms": [90, 50, 50, 20, 22, 21, 9, 9, 9, 70, 25, 27, 26]},
+            {"rank": 1, "step_ms": [90, 50, 50, 19, 21, 20, 9, 9, 9, 80, 24, 26, 25]},
+        ],
+    }
     assert job_drift_ms(run) == pytest.approx(5.0)
     assert job_drift_ms({**run, "config": {"schedule": {"wait": 5, "warmup": 1, "active": 2}}}) == 0.0
 
@@ -44,8 +55,12 @@ def test_the_jobs_own_drift_across_the_window():
 def test_the_jobs_unprofiled_steps_are_its_slowest_ranks_outside_the_window():
     """Schedule 1,1,2 traces steps 1-3 and writes the traces before step 4 (which waits for the slower
     writer); the first 3 steps are warm-up: steps 5 and 6 remain, each the slower rank's."""
-    run = {"config": {"schedule": {"wait": 1, "warmup": 1, "active": 2}},
-           "ranks": [{"rank": 0, "step_ms": [90, 50, 50, 50, 70, 10, 12]},
-                     {"rank": 1, "step_ms": [90, 50, 50, 50, 80, 11, 9]}]}
+    run = {
+        "config": {"schedule": {"wait": 1, "warmup": 1, "active": 2}},
+        "ranks": [
+            {"rank": 0, "step_ms": [90, 50, 50, 50, 70, 10, 12]},
+            {"rank": 1, "step_ms": [90, 50, 50, 50, 80, 11, 9]},
+        ],
+    }
     assert unprofiled_job_steps(run) == [11, 12]
     assert unprofiled_job_steps({}) == []

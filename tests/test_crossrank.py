@@ -63,7 +63,7 @@ def test_real_run_alignment_follows_an_injected_offset(cpu_run, tmp_path):
     as_recorded = _copy_on_two_hosts(source, tmp_path / "a", 0.0)
     shifted = _copy_on_two_hosts(source, tmp_path / "b", 2_500.0)
     assert shifted.ranks[1].clock_offset_us == pytest.approx(as_recorded.ranks[1].clock_offset_us - 2_500.0, abs=1e-3)
-    for before, after in zip(as_recorded.ranks, shifted.ranks):
+    for before, after in zip(as_recorded.ranks, shifted.ranks, strict=False):
         assert (after.wait_ms, after.transfer_ms) == pytest.approx((before.wait_ms, before.transfer_ms), abs=1e-6)
     # On one host the clocks agree; the estimate from collective ends is off by how unevenly Gloo's
     # all-reduces end under CPU contention (a few ms on 2 shared cores), never by the step time.

@@ -27,8 +27,9 @@ def four_ranks(tmp_path):
         for i, (op, starts, end) in enumerate(CALLS, start=1):
             launch = 10 * i
             b.x(f"nccl:{op}", launch - 2, 5, cat="user_annotation", Input_Dims=[[1024]], Input_type=["float"])
-            b.launch(launch, i).kernel(SENDRECV if op == "all_to_all" else ALLREDUCE, starts[rank],
-                                       end - starts[rank], i)
+            b.launch(launch, i).kernel(
+                SENDRECV if op == "all_to_all" else ALLREDUCE, starts[rank], end - starts[rank], i
+            )
         b.write(tmp_path / f"rank{rank}.json")
     return analyze(load_run([tmp_path], workers=1), "t", "analysis").cross_rank
 
@@ -43,7 +44,8 @@ def test_the_straggler_is_the_rank_that_costs_the_others_most_waiting(tmp_path):
     assert skew.straggler_ops == pytest.approx({"all_to_all": 0.570})
     assert skew.straggler_late_ms == pytest.approx(0.190)  # 300 - median(100, 110, 120)
     assert {r.rank: r.wait_ms for r in skew.ranks} == pytest.approx(
-        {0: 0.355, 1: 0.190 + 0 + 0.045 + 0.004, 2: 0 + 0.090 + 0.040 + 0.003, 3: 0.180 + 0.080 + 0 + 0})
+        {0: 0.355, 1: 0.190 + 0 + 0.045 + 0.004, 2: 0 + 0.090 + 0.040 + 0.003, 3: 0.180 + 0.080 + 0 + 0}
+    )
 
 
 def p2p_rank(rank: int, calls) -> TraceBuilder:

@@ -28,10 +28,19 @@ def test_options_that_differ_from_ddp_defaults_are_applied_and_recorded(one_rank
         overrides.uninstall()
     assert ddp.bucket_bytes_cap == int(0.5 * 2**20) and ddp.gradient_as_bucket_view and ddp.find_unused_parameters
     (built,) = overrides.built
-    assert built == {"module": "Linear", "built_by": "script", "parameters": 36, "parameter_sizes": [128, 16],
-                     "asked": {"bucket_cap_mb": 10.0, "find_unused_parameters": True, "gradient_as_bucket_view": False,
-                               "static_graph": False},
-                     "applied": {"bucket_cap_mb": 0.5, "gradient_as_bucket_view": True, "comm_hook": "fp16"}}
+    assert built == {
+        "module": "Linear",
+        "built_by": "script",
+        "parameters": 36,
+        "parameter_sizes": [128, 16],
+        "asked": {
+            "bucket_cap_mb": 10.0,
+            "find_unused_parameters": True,
+            "gradient_as_bucket_view": False,
+            "static_graph": False,
+        },
+        "applied": {"bucket_cap_mb": 0.5, "gradient_as_bucket_view": True, "comm_hook": "fp16"},
+    }
     assert overrides.logging_data()["bucket_sizes"]  # DDP's own logging data, from the instance it built
     untouched = ImportedEarly(nn.Linear(8, 4), bucket_cap_mb=10.0)
     assert untouched.bucket_bytes_cap == int(10 * 2**20)  # uninstalled: DDP as it was
@@ -56,11 +65,15 @@ def test_the_recommendation_speaks_the_framework_that_built_the_ddp():
         exec("def where():\n    return sys._getframe()", namespace)
         return namespace["where"]()
 
-    assert [framework_of(frame_in(m)) for m in ("transformers.trainer", "accelerate.accelerator",
-                                               "lightning.pytorch.strategies.ddp", "train")] == \
-        ["transformers", "transformers", "lightning", "script"]
+    assert [
+        framework_of(frame_in(m))
+        for m in ("transformers.trainer", "accelerate.accelerator", "lightning.pytorch.strategies.ddp", "train")
+    ] == ["transformers", "transformers", "lightning", "script"]
     best = DDPOptions(bucket_cap_mb=50, comm_hook="bf16")
-    assert paste_line(best, "script") == ("DDP(model, bucket_cap_mb=50); ddp.register_comm_hook(None, "
-                                          "default_hooks.bf16_compress_hook)")
-    assert paste_line(best, "lightning") == "DDPStrategy(bucket_cap_mb=50, ddp_comm_hook=default_hooks.bf16_compress_hook)"
+    assert paste_line(best, "script") == (
+        "DDP(model, bucket_cap_mb=50); ddp.register_comm_hook(None, default_hooks.bf16_compress_hook)"
+    )
+    assert (
+        paste_line(best, "lightning") == "DDPStrategy(bucket_cap_mb=50, ddp_comm_hook=default_hooks.bf16_compress_hook)"
+    )
     assert paste_line(DDPOptions(bucket_cap_mb=50), "transformers") == "TrainingArguments(..., ddp_bucket_cap_mb=50)"

@@ -15,23 +15,32 @@ DDP_UNUSED = (
     "function and the structure of the return value of `forward` of your module when reporting this issue (e.g. list, "
     "dict, iterable).\nParameter indices which did not receive grad for rank 0: 2 3\n In addition, you can set the "
     "environment variable TORCH_DISTRIBUTED_DEBUG to either INFO or DETAIL to print out information about which "
-    "particular parameters did not receive gradient on this rank as part of this error")
+    "particular parameters did not receive gradient on this rank as part of this error"
+)
 
 
 def test_ddp_unused_parameters_first_sentence_and_what_to_do():
     assert what_went_wrong(DDP_UNUSED) == (
         "RuntimeError: Expected to have finished reduction in the prior iteration before starting a new one. "
-        "(some parameters received no gradient: pass --find-unused-parameters)")
+        "(some parameters received no gradient: pass --find-unused-parameters)"
+    )
 
 
-@pytest.mark.parametrize("message, line", [
-    ("ValueError: batch has 3 rows, expected 4", "ValueError: batch has 3 rows, expected 4"),
-    ("DistBackendError: [pair.cc:534] Connection closed by peer [127.0.0.1]:1234\nException raised from recv at "
-     "pair.cc:534 (most recent call first):\nframe #0: c10::Error::Error()", 
-     "DistBackendError: [pair.cc:534] Connection closed by peer [127.0.0.1]:1234"),
-    ("\n\nRankStopped: stopped by the launcher (SIGTERM) while still running\n",
-     "RankStopped: stopped by the launcher (SIGTERM) while still running"),
-    ("", ""),
-])
+@pytest.mark.parametrize(
+    "message, line",
+    [
+        ("ValueError: batch has 3 rows, expected 4", "ValueError: batch has 3 rows, expected 4"),
+        (
+            "DistBackendError: [pair.cc:534] Connection closed by peer [127.0.0.1]:1234\nException raised from recv at "
+            "pair.cc:534 (most recent call first):\nframe #0: c10::Error::Error()",
+            "DistBackendError: [pair.cc:534] Connection closed by peer [127.0.0.1]:1234",
+        ),
+        (
+            "\n\nRankStopped: stopped by the launcher (SIGTERM) while still running\n",
+            "RankStopped: stopped by the launcher (SIGTERM) while still running",
+        ),
+        ("", ""),
+    ],
+)
 def test_first_line_without_cpp_context(message, line):
     assert what_went_wrong(message) == line

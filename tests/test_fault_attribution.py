@@ -8,52 +8,71 @@ from commprof.launch.faults import RankOutcome, crash_site, root_cause
 from commprof.launch.flight_recorder import environment, read_dumps, who_never_arrived
 from commprof.worker.rank import STOPPED_MESSAGE, RankStopped, error_to_record
 
-WATCHDOG = ("[PG ID 0 PG GUID 0(default_pg) Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, "
-            "OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, Timeout(ms)=10000) ran for 10012 milliseconds "
-            "before timing out.")
+WATCHDOG = (
+    "[PG ID 0 PG GUID 0(default_pg) Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, "
+    "OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, Timeout(ms)=10000) ran for 10012 milliseconds "
+    "before timing out."
+)
 
 
 def test_a_rank_killed_after_another_failed_is_not_the_cause():
     """Rank 1 raised; rank 0, blocked on the GPU, outlived the launcher's grace period and was SIGKILLed 15 s
     later: rank 1's error is the cause."""
-    outcomes = [RankOutcome(0, "", -signal.SIGKILL, timestamp=1_700_000_015),
-                RankOutcome(1, "RuntimeError: CUDA error: an illegal memory access", 1, timestamp=1_700_000_000)]
-    assert root_cause(outcomes, "gpu-07") == "rank 1 on gpu-07 failed: RuntimeError: CUDA error: an illegal memory access"
+    outcomes = [
+        RankOutcome(0, "", -signal.SIGKILL, timestamp=1_700_000_015),
+        RankOutcome(1, "RuntimeError: CUDA error: an illegal memory access", 1, timestamp=1_700_000_000),
+    ]
+    assert (
+        root_cause(outcomes, "gpu-07") == "rank 1 on gpu-07 failed: RuntimeError: CUDA error: an illegal memory access"
+    )
 
 
 def test_a_rank_killed_first_is_the_cause():
-    outcomes = [RankOutcome(0, "", -signal.SIGKILL, timestamp=1_700_000_000),
-                RankOutcome(1, "RuntimeError: something after", 1, timestamp=1_700_000_003)]
+    outcomes = [
+        RankOutcome(0, "", -signal.SIGKILL, timestamp=1_700_000_000),
+        RankOutcome(1, "RuntimeError: something after", 1, timestamp=1_700_000_003),
+    ]
     assert root_cause(outcomes, "gpu-07") == "rank 0 on gpu-07 was killed by signal 9 (SIGKILL)"
 
 
 def test_the_watchdog_abort_is_a_timeout_and_the_stuck_rank_is_named():
-    outcomes = [RankOutcome(0, WATCHDOG, -signal.SIGABRT, timestamp=1_700_000_010),
-                RankOutcome(1, STOPPED_MESSAGE, 1, timestamp=1_700_000_011)]
+    outcomes = [
+        RankOutcome(0, WATCHDOG, -signal.SIGABRT, timestamp=1_700_000_010),
+        RankOutcome(1, STOPPED_MESSAGE, 1, timestamp=1_700_000_011),
+    ]
     assert root_cause(outcomes, "gpu-07", 10) == (
-        "rank 1 on gpu-07 stuck: never reached the collective that rank 0 waited for (timed out after 10 s)")
-
-
+        "rank 1 on gpu-07 stuck: never reached the collective that rank 0 waited for (timed out after 10 s)"
+    )
 
 
 def test_a_rank_the_launcher_stopped_is_never_the_cause():
     """Rank 1 failed; the launcher's SIGTERM reached rank 0 in the same second, which torch recorded as an
     error of its own ("Signal 15 (SIGTERM) received by PID ..."): rank 1 is the cause."""
-    outcomes = [RankOutcome(0, "SignalException: Signal 15 (SIGTERM) received by PID 12360", 1, timestamp=1_700_000_000),
-                RankOutcome(1, "RuntimeError: the script never initialized torch.distributed", 1, timestamp=1_700_000_000)]
-    assert root_cause(outcomes, "vm") == "rank 1 on vm failed: RuntimeError: the script never initialized torch.distributed"
+    outcomes = [
+        RankOutcome(0, "SignalException: Signal 15 (SIGTERM) received by PID 12360", 1, timestamp=1_700_000_000),
+        RankOutcome(1, "RuntimeError: the script never initialized torch.distributed", 1, timestamp=1_700_000_000),
+    ]
+    assert (
+        root_cause(outcomes, "vm")
+        == "rank 1 on vm failed: RuntimeError: the script never initialized torch.distributed"
+    )
+
 
 def test_a_stuck_rank_that_crashes_as_its_peers_leave_is_still_the_stuck_rank():
     """Rank 1 sleeps outside any collective; rank 0's all-reduce times out after 10 s and it leaves; Gloo then
     crashes rank 1 (SIGSEGV) when its peer's sockets close. The crash came after the timeout: rank 1 was stuck."""
     timed_out = "RuntimeError: [../gloo/transport/tcp/pair.cc:534] Read error [127.0.0.1]:2345: Timed out"
-    outcomes = [RankOutcome(0, timed_out, 1, timestamp=1_700_000_010),
-                RankOutcome(1, "", -signal.SIGSEGV, timestamp=1_700_000_010)]
+    outcomes = [
+        RankOutcome(0, timed_out, 1, timestamp=1_700_000_010),
+        RankOutcome(1, "", -signal.SIGSEGV, timestamp=1_700_000_010),
+    ]
     assert root_cause(outcomes, "vm", 10) == (
         "rank 1 on vm stuck: never reached the collective that rank 0 waited for (timed out after 10 s); "
-        "rank 1 was then killed by signal 11 (SIGSEGV)")
+        "rank 1 was then killed by signal 11 (SIGSEGV)"
+    )
     crashed_before = [outcomes[0], RankOutcome(1, "", -signal.SIGSEGV, timestamp=1_700_000_004)]
     assert root_cause(crashed_before, "vm", 10) == "rank 1 on vm was killed by signal 11 (SIGSEGV)"
+
 
 def test_a_stop_while_unwinding_from_a_timeout_records_the_timeout():
     """Rank 0 times out; closing its process group crashes the stuck rank 1, and the launcher stops rank 0
@@ -85,24 +104,49 @@ Current thread 0x00007fe816a51b80 (most recent call first):
 def test_a_crashed_rank_is_named_with_where_it_crashed():
     """The workers enable faulthandler; the crashing thread's innermost frame says where."""
     assert crash_site(CRASH_LOG) == "in export_chrome_trace (profiler/profiler.py:233)"
-    assert crash_site("Fatal Python error: Aborted\n\nCurrent thread 0x00007f (most recent call first):\n"
-                      "  <no Python frame>\n") == "in a thread running no Python code"
+    assert (
+        crash_site(
+            "Fatal Python error: Aborted\n\nCurrent thread 0x00007f (most recent call first):\n  <no Python frame>\n"
+        )
+        == "in a thread running no Python code"
+    )
     assert crash_site("Traceback (most recent call last):\n") == ""
     outcome = RankOutcome(1, "", -signal.SIGSEGV, 1_700_000_000, crash_site(CRASH_LOG))
-    assert root_cause([outcome], "vm") == ("rank 1 on vm was killed by signal 11 (SIGSEGV) in export_chrome_trace "
-                                           "(profiler/profiler.py:233)")
+    assert root_cause([outcome], "vm") == (
+        "rank 1 on vm was killed by signal 11 (SIGSEGV) in export_chrome_trace (profiler/profiler.py:233)"
+    )
     unreported = RankOutcome(1, "", None, crash_site=crash_site(CRASH_LOG))  # torch found another rank's exit first
     assert root_cause([unreported], "vm") == "rank 1 on vm crashed in export_chrome_trace (profiler/profiler.py:233)"
 
 
 def dump(last_enqueued: int, names: dict[int, str]) -> dict:
-    entries = [{"record_id": seq, "pg_id": 0, "process_group": ("0", "default_pg"), "collective_seq_id": seq,
-                "p2p_seq_id": 0, "op_id": seq, "profiling_name": name, "state": "completed", "is_p2p": False}
-               for seq, name in names.items() if seq <= last_enqueued]
-    return {"version": "2.4", "pg_config": {"0": {"name": "0", "desc": "default_pg", "ranks": "[0, 1, 2, 3]"}},
-            "pg_status": {"0": {"last_enqueued_collective": last_enqueued, "last_started_collective": last_enqueued,
-                                "last_completed_collective": last_enqueued - 1}},
-            "entries": entries}
+    entries = [
+        {
+            "record_id": seq,
+            "pg_id": 0,
+            "process_group": ("0", "default_pg"),
+            "collective_seq_id": seq,
+            "p2p_seq_id": 0,
+            "op_id": seq,
+            "profiling_name": name,
+            "state": "completed",
+            "is_p2p": False,
+        }
+        for seq, name in names.items()
+        if seq <= last_enqueued
+    ]
+    return {
+        "version": "2.4",
+        "pg_config": {"0": {"name": "0", "desc": "default_pg", "ranks": "[0, 1, 2, 3]"}},
+        "pg_status": {
+            "0": {
+                "last_enqueued_collective": last_enqueued,
+                "last_started_collective": last_enqueued,
+                "last_completed_collective": last_enqueued - 1,
+            }
+        },
+        "entries": entries,
+    }
 
 
 def test_flight_recorder_names_the_rank_that_never_arrived(tmp_path):
@@ -111,8 +155,10 @@ def test_flight_recorder_names_the_rank_that_never_arrived(tmp_path):
         (tmp_path / f"nccl_trace_rank_{rank}").write_bytes(pickle.dumps(dump(last, names)))
     (tmp_path / "nccl_trace_rank_9").write_bytes(b"not a pickle")  # unreadable dumps are ignored
     sentence = who_never_arrived(read_dumps(tmp_path))
-    assert sentence == ("rank 2 never reached collective #7 (all_gather) of process group 0, which ranks 0, 1, 3 "
-                        "entered (NCCL flight recorder)")
+    assert sentence == (
+        "rank 2 never reached collective #7 (all_gather) of process group 0, which ranks 0, 1, 3 "
+        "entered (NCCL flight recorder)"
+    )
     outcomes = [RankOutcome(r, WATCHDOG, -signal.SIGABRT, timestamp=1_700_000_010) for r in (0, 1, 3)]
     outcomes.append(RankOutcome(2, STOPPED_MESSAGE, 1, timestamp=1_700_000_011))
     assert root_cause(outcomes, "gpu-07", 10, sentence) == sentence + "; the others timed out after 10 s on gpu-07"
@@ -126,5 +172,8 @@ def test_flight_recorder_with_every_rank_level_names_no_one(tmp_path):
 def test_flight_recorder_dumps_go_where_commprof_reads_them(tmp_path):
     variables = environment(tmp_path)
     assert variables["TORCH_NCCL_DUMP_ON_TIMEOUT"] == "1" and int(variables["TORCH_FR_BUFFER_SIZE"]) > 0
-    assert variables["TORCH_FR_DUMP_TEMP_FILE"] == variables["TORCH_NCCL_DEBUG_INFO_TEMP_FILE"] == \
-        str(tmp_path / "nccl_trace_rank_")
+    assert (
+        variables["TORCH_FR_DUMP_TEMP_FILE"]
+        == variables["TORCH_NCCL_DEBUG_INFO_TEMP_FILE"]
+        == str(tmp_path / "nccl_trace_rank_")
+    )

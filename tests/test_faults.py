@@ -12,9 +12,9 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import REPO, commprof
 
 from commprof.results.store import load_report
-from conftest import REPO, commprof
 
 FAULTY = REPO / "tests" / "data" / "faulty_model.py"
 STEPS = ["--steps", "10", "--schedule", "2,1,4", "--batch-size", "8", "--quiet"]
@@ -26,9 +26,26 @@ STARTUP_ALLOWANCE = 60  # interpreter, torch import and process start on a slow 
 def faulty_run(tmp_path: Path, fault: str, step: int, run_id: str) -> tuple[subprocess.CompletedProcess, float]:
     env = {**os.environ, "COMMPROF_TEST_FAULT": fault, "COMMPROF_TEST_FAULT_STEP": str(step)}
     started = time.monotonic()
-    result = subprocess.run([sys.executable, "-m", "commprof", "run", "--model", f"{FAULTY}:build", *STEPS,
-                             "--timeout", str(TIMEOUT), "--run-id", run_id],
-                            cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "commprof",
+            "run",
+            "--model",
+            f"{FAULTY}:build",
+            *STEPS,
+            "--timeout",
+            str(TIMEOUT),
+            "--run-id",
+            run_id,
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
     return result, time.monotonic() - started
 
 
@@ -92,8 +109,19 @@ def test_node_that_never_joins(tmp_path):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     started = time.monotonic()
-    result = commprof("run", "--nodes", "2", "--rdzv-endpoint", f"127.0.0.1:{port}", "--run-id", "alone",
-                      "--timeout", "5", *STEPS, cwd=tmp_path)
+    result = commprof(
+        "run",
+        "--nodes",
+        "2",
+        "--rdzv-endpoint",
+        f"127.0.0.1:{port}",
+        "--run-id",
+        "alone",
+        "--timeout",
+        "5",
+        *STEPS,
+        cwd=tmp_path,
+    )
     assert result.returncode == 1 and time.monotonic() - started < 5 + STARTUP_ALLOWANCE
     line = one_line_error(result)
     assert "timed out after 5 s" in line and "not all 2 nodes joined run 'alone'" in line, line
@@ -112,8 +140,10 @@ def test_rendezvous_port_in_use(tmp_path):
 
 
 def _unshare_works() -> bool:
-    return shutil.which("unshare") is not None and subprocess.run(
-        ["unshare", "-Urm", "true"], capture_output=True).returncode == 0
+    return (
+        shutil.which("unshare") is not None
+        and subprocess.run(["unshare", "-Urm", "true"], capture_output=True).returncode == 0
+    )
 
 
 @pytest.fixture
@@ -124,14 +154,22 @@ def mount_namespace():
 
 def in_mount_namespace(script: str, cwd: Path) -> subprocess.CompletedProcess:
     """Run a shell script as root of a private mount namespace: it may mount file systems."""
-    return subprocess.run(["unshare", "-Urm", "sh", "-c", script], cwd=cwd, capture_output=True, text=True,
-                          timeout=300, env={**os.environ, "PYTHON": sys.executable})
+    return subprocess.run(
+        ["unshare", "-Urm", "sh", "-c", script],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHON": sys.executable},
+    )
 
 
 def test_read_only_traces_folder(tmp_path, mount_namespace):
     (tmp_path / "ro").mkdir()
-    result = in_mount_namespace("mount --bind ro ro && mount -o remount,bind,ro ro && "
-                                '"$PYTHON" -m commprof run --traces-dir ro/traces --quiet', tmp_path)
+    result = in_mount_namespace(
+        'mount --bind ro ro && mount -o remount,bind,ro ro && "$PYTHON" -m commprof run --traces-dir ro/traces --quiet',
+        tmp_path,
+    )
     assert result.returncode == 2
     assert one_line_error(result) == "error: ro/traces: cannot write there (Read-only file system)"
 
@@ -139,9 +177,12 @@ def test_read_only_traces_folder(tmp_path, mount_namespace):
 def test_traces_folder_fills_up_mid_run(tmp_path, mount_namespace):
     # 200 KiB: run.json and the step logs fit, a trace does not
     (tmp_path / "tiny").mkdir()
-    result = in_mount_namespace('mount -t tmpfs -o size=200k tmpfs tiny && "$PYTHON" -m commprof run '
-                                f'--traces-dir tiny --run-id full --timeout {TIMEOUT} {" ".join(STEPS)}; '
-                                'code=$?; cp -r tiny/full copy; exit $code', tmp_path)
+    result = in_mount_namespace(
+        'mount -t tmpfs -o size=200k tmpfs tiny && "$PYTHON" -m commprof run '
+        f"--traces-dir tiny --run-id full --timeout {TIMEOUT} {' '.join(STEPS)}; "
+        "code=$?; cp -r tiny/full copy; exit $code",
+        tmp_path,
+    )
     assert result.returncode == 1
     line = one_line_error(result)
     assert "cannot write trace tiny/full/rank" in line and "KiB free there" in line, line
@@ -154,8 +195,10 @@ def test_traces_folder_fills_up_mid_run(tmp_path, mount_namespace):
 
 def test_same_run_id_at_the_same_time_never_mixes(tmp_path):
     args = [sys.executable, "-m", "commprof", "run", "--run-id", "twice", *STEPS]
-    runs = [subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            for _ in range(2)]
+    runs = [
+        subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
     outputs = [r.communicate(timeout=300) for r in runs]
     codes = sorted(r.returncode for r in runs)
     assert codes in ([0, 1], [0, 2]), outputs  # 2: refused before launch; 1: lost the race for the folder
@@ -164,7 +207,15 @@ def test_same_run_id_at_the_same_time_never_mixes(tmp_path):
     run_dir = tmp_path / "traces" / "twice"
     record = json.loads((run_dir / "run.json").read_text())
     assert record["status"] == "complete"
-    assert sorted(p.name for p in run_dir.iterdir()) == ["logs", "rank0.pt.trace.json", "rank0.steps.json",
-                                                         "rank0.steps.txt", "rank1.pt.trace.json", "rank1.steps.json",
-                                                         "rank1.steps.txt", "run.json", "tensorboard"]
+    assert sorted(p.name for p in run_dir.iterdir()) == [
+        "logs",
+        "rank0.pt.trace.json",
+        "rank0.steps.json",
+        "rank0.steps.txt",
+        "rank1.pt.trace.json",
+        "rank1.steps.json",
+        "rank1.steps.txt",
+        "run.json",
+        "tensorboard",
+    ]
     assert [p.name for p in (run_dir / "logs").iterdir()] == [socket.gethostname()]

@@ -7,7 +7,7 @@ import pytest
 
 from commprof.analysis.analyze import analyze_run
 from commprof.analysis.findings import findings
-from commprof.analysis.predict import MB, LinkModel, StepProfile, rebucket, simulate_step, ComputeModel
+from commprof.analysis.predict import MB, ComputeModel, LinkModel, StepProfile, rebucket, simulate_step
 from commprof.render.markdown import render_markdown
 from commprof.render.tables import BALANCED
 from commprof.results.report import ProfilerDistortion
@@ -30,8 +30,15 @@ def ddp_rank(rank, steps=2, late_us=0.0, first_op_us=0.0, allreduce_us=10_000.0,
         trace.x("aten::mm", t + first_op_us, 10_000 - first_op_us)
         trace.x("autograd::engine::evaluate_function: MmBackward0", t + 10_000, 20_000 + late_us)
         trace.x("c10d::allreduce_", t + 30_000 + late_us, 10)
-        trace.x("gloo:all_reduce", t + 30_000 + late_us, allreduce_us, cat="user_annotation", thread=GLOO,
-                Input_Dims=[[FLOATS_25_MIB]], Input_type=["float"])
+        trace.x(
+            "gloo:all_reduce",
+            t + 30_000 + late_us,
+            allreduce_us,
+            cat="user_annotation",
+            thread=GLOO,
+            Input_Dims=[[FLOATS_25_MIB]],
+            Input_type=["float"],
+        )
         trace.x("aten::add_", t + 40_000 + late_us, optimizer_us)
     return trace
 
@@ -46,14 +53,28 @@ def nccl_rank(rank, steps=2):
         trace.step(k + 1, t, 1_000)
         trace.x("aten::mm", t + 10, 5).launch(t + 11, correlation=c + 1)
         trace.x("autograd::engine::evaluate_function: MmBackward0", t + 20, 5).launch(t + 21, correlation=c + 2)
-        trace.x("record_param_comms", t + 30, 5, External_id=c + 9, Collective_name="allreduce",
-                In_msg_nelems=FLOATS_25_MIB, Out_msg_nelems=FLOATS_25_MIB, dtype="Float", Group_size=2)
+        trace.x(
+            "record_param_comms",
+            t + 30,
+            5,
+            External_id=c + 9,
+            Collective_name="allreduce",
+            In_msg_nelems=FLOATS_25_MIB,
+            Out_msg_nelems=FLOATS_25_MIB,
+            dtype="Float",
+            Group_size=2,
+        )
         trace.launch(t + 31, correlation=c + 3, external_id=c + 9)
         trace.x("aten::add_", t + 40, 5).launch(t + 41, correlation=c + 4)
         trace.kernel("volta_sgemm_128x64_nn", t, 10_000, correlation=c + 1)
         trace.kernel("volta_sgemm_128x64_nt", t + 10_000, 20_000, correlation=c + 2)
-        trace.kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage)", t + 30_000, 10_000,
-                     correlation=c + 3, stream=9)
+        trace.kernel(
+            "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage)",
+            t + 30_000,
+            10_000,
+            correlation=c + 3,
+            stream=9,
+        )
         trace.kernel("vectorized_elementwise_kernel", t + 40_000, 5_000, correlation=c + 4)
     return trace
 
@@ -103,11 +124,14 @@ def test_an_exposed_nccl_allreduce_gets_a_bucket_cap_and_compression(tmp_path):
     assert "10.0 ms of each step is exposed" in bucket.evidence and "2.62 GB/s" in bucket.evidence
     assert "now one bucket of 25.0 MB (bucket_cap_mb=25)" in bucket.evidence and "as good within" in bucket.evidence
     markdown = render_markdown(dataclasses.replace(report, findings=result))
-    assert ("**1. bucket_cap_mb=10 (3 buckets: 10.0, 10.0, 5.0 MB) hides more of the gradient all-reduce: -8.0 ms "
-            "per step (17%") in markdown
+    assert (
+        "**1. bucket_cap_mb=10 (3 buckets: 10.0, 10.0, 5.0 MB) hides more of the gradient all-reduce: -8.0 ms "
+        "per step (17%"
+    ) in markdown
     assert compression.gain_ms.value == pytest.approx(5.0) and compression.setting == {"comm_hook": "fp16"}
-    assert compression.action == ("DDP(model, bucket_cap_mb=25); "
-                                  "ddp.register_comm_hook(None, default_hooks.fp16_compress_hook)")
+    assert compression.action == (
+        "DDP(model, bucket_cap_mb=25); ddp.register_comm_hook(None, default_hooks.fp16_compress_hook)"
+    )
 
 
 def two_bucket_rank(rank, steps=2, big_at=20_000):
@@ -122,11 +146,20 @@ def two_bucket_rank(rank, steps=2, big_at=20_000):
         trace.x("aten::mm", t, 10_000)
         trace.x("autograd::engine::evaluate_function: MmBackward0", t + 10_000, 20_000)
         # launched when ready; Gloo runs them one after the other
-        for launch, start, dur, floats in ((big_at, big_at, 10_000, FLOATS_25_MIB),
-                                           (30_000, max(30_000, big_at + 10_000), 2_000, MB // 4)):
+        for launch, start, dur, floats in (
+            (big_at, big_at, 10_000, FLOATS_25_MIB),
+            (30_000, max(30_000, big_at + 10_000), 2_000, MB // 4),
+        ):
             trace.x("c10d::allreduce_", t + launch, 10)
-            trace.x("gloo:all_reduce", t + start, dur, cat="user_annotation", thread=GLOO, Input_Dims=[[floats]],
-                    Input_type=["float"])
+            trace.x(
+                "gloo:all_reduce",
+                t + start,
+                dur,
+                cat="user_annotation",
+                thread=GLOO,
+                Input_Dims=[[floats]],
+                Input_type=["float"],
+            )
         trace.x("aten::add_", t + 40_000, 5_000)
     return trace
 
@@ -180,9 +213,11 @@ def test_where_the_straggler_advice_points():
     from commprof.analysis.findings import _straggler_action
 
     compute = {"compute_ms": 3.0, "start_idle_ms": -0.1, "exposed_comm_ms": -3.0}
-    assert _straggler_action(1, compute, gpu=False) == ("look at rank 1's compute (+3.0 ms per step against the "
-                                                        "others): what else runs on its host's cores (its CPU "
-                                                        "threads), its data shard")
+    assert _straggler_action(1, compute, gpu=False) == (
+        "look at rank 1's compute (+3.0 ms per step against the "
+        "others): what else runs on its host's cores (its CPU "
+        "threads), its data shard"
+    )
     assert "nvidia-smi" in _straggler_action(1, compute, gpu=True)
     stalled = {"compute_ms": 0.0, "start_idle_ms": 40.0, "exposed_comm_ms": -40.0}
     assert _straggler_action(1, stalled, gpu=False).startswith("look at rank 1's idle before its first operator")
@@ -227,8 +262,11 @@ def test_a_gain_smaller_than_the_jobs_own_drift_is_no_claim(tmp_path):
 def test_steps_that_start_idle_waiting_for_data(tmp_path):
     """Rank 1's first operator comes 6 ms into every step (rank 0's at once, its optimizer running to the end of
     the step before): an input stall on rank 1 alone."""
-    result, report = found(tmp_path, ddp_rank(0, steps=3, optimizer_us=10_000),
-                           ddp_rank(1, steps=3, first_op_us=6_000, optimizer_us=10_000))
+    result, report = found(
+        tmp_path,
+        ddp_rank(0, steps=3, optimizer_us=10_000),
+        ddp_rank(1, steps=3, first_op_us=6_000, optimizer_us=10_000),
+    )
     stall = next(f for f in result if f.kind == "input_stall")
     assert [s.start_idle_ms for s in report.steps if s.rank == 1] == pytest.approx([6.0] * 3)
     assert stall.title == "the steps start idle on 1 of 2 ranks"
@@ -251,8 +289,9 @@ def test_the_ceiling_from_commprof_bench_on_this_host(tmp_path):
     paths = [two_bucket_rank(r).write(tmp_path / f"rank{r}.json") for r in (0, 1)]
     analysis = analyze_run(load_run(paths, workers=1), "t", "run", {})
     (bucket,) = findings(analysis.report, analysis.windows, analysis.matching, [], (5.0, "commprof bench b1"))
-    assert bucket.evidence.endswith("slow all-reduces: 1.00 MB at 0.52 GB/s, against 5.00 GB/s for large messages on "
-                                    "this link (commprof bench b1)")
+    assert bucket.evidence.endswith(
+        "slow all-reduces: 1.00 MB at 0.52 GB/s, against 5.00 GB/s for large messages on this link (commprof bench b1)"
+    )
 
 
 def test_the_newest_bench_of_the_same_host_and_backend_is_the_ceiling(tmp_path):
@@ -264,8 +303,10 @@ def test_the_newest_bench_of_the_same_host_and_backend_is_the_ceiling(tmp_path):
     def bench(name, host, busbw, mtime):
         folder = tmp_path / name
         folder.mkdir()
-        fits = [{"backend": "gloo", "op": "all_reduce", "busbw_gbps": busbw},
-                {"backend": "nccl", "op": "all_reduce", "busbw_gbps": 100.0}]
+        fits = [
+            {"backend": "gloo", "op": "all_reduce", "busbw_gbps": busbw},
+            {"backend": "nccl", "op": "all_reduce", "busbw_gbps": 100.0},
+        ]
         (folder / "report.json").write_text(json.dumps({"kind": "bench", "name": name, "host": host, "fits": fits}))
         (folder / "bench.csv").write_text("")
         os.utime(folder / "bench.csv", (mtime, mtime))
@@ -287,14 +328,26 @@ def test_a_scripts_own_ddp_arguments_are_its_current_setting():
 
     def run(asked, applied, built_by="script"):
         built = [{"built_by": built_by, "asked": asked, "applied": applied}]
-        return Report("r", "run", "", [], [], [], run={"script": ["train.py"], "ddp_built": built,
-                                                       "config": {"ddp": {"bucket_cap_mb": 25.0}}})
+        return Report(
+            "r",
+            "run",
+            "",
+            [],
+            [],
+            [],
+            run={"script": ["train.py"], "ddp_built": built, "config": {"ddp": {"bucket_cap_mb": 25.0}}},
+        )
 
     options, framework = current_options(run({"bucket_cap_mb": 1, "static_graph": False}, {}))
     assert (options.bucket_cap_mb, framework) == (1, "script")
     options, framework = current_options(run({"bucket_cap_mb": None}, {"bucket_cap_mb": 10.0}, "lightning"))
     assert (options.bucket_cap_mb, framework) == (10.0, "lightning")
-    assert current_options(Report("r", "run", "", [], [], [], run={"config": {"ddp": {"bucket_cap_mb": 50.0}}}))[0].bucket_cap_mb == 50.0
+    assert (
+        current_options(Report("r", "run", "", [], [], [], run={"config": {"ddp": {"bucket_cap_mb": 50.0}}}))[
+            0
+        ].bucket_cap_mb
+        == 50.0
+    )
 
 
 def test_the_current_cap_is_none_when_nobody_gave_one():
@@ -306,8 +359,15 @@ def test_the_current_cap_is_none_when_nobody_gave_one():
 
     def script(asked, applied):
         built = [{"built_by": "script", "asked": asked, "applied": applied}]
-        return Report("r", "run", "", [], [], [], run={"script": ["train.py"], "ddp_built": built,
-                                                       "config": {"ddp": {"bucket_cap_mb": 25.0}}})
+        return Report(
+            "r",
+            "run",
+            "",
+            [],
+            [],
+            [],
+            run={"script": ["train.py"], "ddp_built": built, "config": {"ddp": {"bucket_cap_mb": 25.0}}},
+        )
 
     assert current_cap(script({"bucket_cap_mb": None}, {})) is None
     assert layout([5 * MB] * 5, None) == (5 * MB, 20 * MB)

@@ -13,7 +13,19 @@ SCRIPT = Path(__file__).parent / "data" / "scripts" / "slow_input_on_rank1.py"
 
 
 def test_a_slow_input_on_one_rank(tmp_path):
-    result = commprof("run", "--run-id", "slow", "--max-steps", "12", "--schedule", "3,1,6", "--quiet", "--", str(SCRIPT), cwd=tmp_path)
+    result = commprof(
+        "run",
+        "--run-id",
+        "slow",
+        "--max-steps",
+        "12",
+        "--schedule",
+        "3,1,6",
+        "--quiet",
+        "--",
+        str(SCRIPT),
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     report = json.loads((tmp_path / "reports" / "slow" / "report.json").read_text())
     found = {f["kind"]: f for f in report["findings"]}

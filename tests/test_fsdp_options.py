@@ -27,8 +27,10 @@ def prefetched(model: nn.Module) -> tuple[list[list[int]], list[list[int]]]:
     sharded = list(blocks(model))
     index = {id(b._get_fsdp_state()): i for i, b in enumerate(sharded)}
     state = [b._get_fsdp_state() for b in sharded]
-    return ([[index[id(s)] for s in st._states_to_forward_prefetch] for st in state],
-            [[index[id(s)] for s in st._states_to_backward_prefetch] for st in state])
+    return (
+        [[index[id(s)] for s in st._states_to_forward_prefetch] for st in state],
+        [[index[id(s)] for s in st._states_to_backward_prefetch] for st in state],
+    )
 
 
 def test_defaults_leave_fsdp2_its_own_prefetching(one_rank):
@@ -40,8 +42,10 @@ def test_defaults_leave_fsdp2_its_own_prefetching(one_rank):
 
 
 def test_prefetch_depths_reshard_and_reduce_dtype(one_rank):
-    model = shard(five_blocks(), FSDPOptions(reshard_after_forward=False, forward_prefetch=2, backward_prefetch=2,
-                                            reduce_dtype="bf16"))
+    model = shard(
+        five_blocks(),
+        FSDPOptions(reshard_after_forward=False, forward_prefetch=2, backward_prefetch=2, reduce_dtype="bf16"),
+    )
     forward, backward = prefetched(model)
     assert forward == [[1, 2], [2, 3], [3, 4], [4], []]
     assert backward == [[], [0], [1, 0], [2, 1], [3, 2]]  # backward runs the blocks in reverse
@@ -58,6 +62,8 @@ def test_labels_and_paste_lines():
         "fully_shard(each block, then the model, reshard_after_forward=False, "
         "mp_policy=MixedPrecisionPolicy(reduce_dtype=torch.float16)); "
         "blocks[i].set_modules_to_forward_prefetch(blocks[i + 1:i + 3]); "
-        "blocks[i].set_modules_to_backward_prefetch(blocks[max(0, i - 3):i][::-1])")
+        "blocks[i].set_modules_to_backward_prefetch(blocks[max(0, i - 3):i][::-1])"
+    )
     assert paste_line(FSDPOptions(forward_prefetch=1)) == (
-        "fully_shard(each block, then the model); blocks[i].set_modules_to_forward_prefetch(blocks[i + 1:i + 2])")
+        "fully_shard(each block, then the model); blocks[i].set_modules_to_forward_prefetch(blocks[i + 1:i + 2])"
+    )

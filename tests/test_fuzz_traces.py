@@ -14,8 +14,14 @@ from tests.conftest import TRACES
 SOURCE = TRACES / "missing-fields" / "rank_non_gpu.json.gz"
 RAW = gzip.decompress(SOURCE.read_bytes())
 EVENTS = json.loads(RAW)["traceEvents"]
-VALUES = st.one_of(st.none(), st.integers(-10**6, 10**12), st.floats(allow_nan=True), st.text(max_size=5),
-                   st.lists(st.integers(), max_size=3), st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))
+VALUES = st.one_of(
+    st.none(),
+    st.integers(-(10**6), 10**12),
+    st.floats(allow_nan=True),
+    st.text(max_size=5),
+    st.lists(st.integers(), max_size=3),
+    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+)
 FIELDS = ["ph", "name", "cat", "pid", "tid", "ts", "dur", "args"]
 
 
@@ -40,7 +46,9 @@ def _check(tmp_path, content: bytes) -> None:
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(st.tuples(st.integers(0, 10**6), st.sampled_from(FIELDS), VALUES, st.booleans()), min_size=1, max_size=8))
+@given(
+    st.lists(st.tuples(st.integers(0, 10**6), st.sampled_from(FIELDS), VALUES, st.booleans()), min_size=1, max_size=8)
+)
 def test_field_mutations(tmp_path, edits):
     _check(tmp_path, _mutate_events(EVENTS, edits))
 

@@ -32,15 +32,27 @@ def pipelined() -> TraceBuilder:
     b.launch(30, 3).kernel("vectorized_elementwise_kernel", 145, 20, 3, stream=8)
     b.launch(105, 4).x("Memcpy HtoD (Pageable -> Device)", 150, 5, cat="gpu_memcpy", thread=(0, 7), correlation=4)
     b.launch(110, 5).kernel("sm80_xmma_gemm_f32f32", 160, 40, 5)
-    b.launch(120, 6).kernel(NCCL, 170, 90, 6, stream=9, Collective_name="allreduce", In_msg_nelems=1024,
-                            Out_msg_nelems=1024, dtype="Float", Group_size=2)
+    b.launch(120, 6).kernel(
+        NCCL,
+        170,
+        90,
+        6,
+        stream=9,
+        Collective_name="allreduce",
+        In_msg_nelems=1024,
+        Out_msg_nelems=1024,
+        dtype="Float",
+        Group_size=2,
+    )
     return b
 
 
 def test_device_steps_tile_the_timeline_and_carry_work_over(tmp_path):
     (rank,) = load_run([pipelined().write(tmp_path / "r.json")], workers=1).ranks
     assert [(s.name, s.start, s.end, s.carried_over_us) for s in rank.steps] == [
-        ("ProfilerStep#1", 50, 150, 20), ("ProfilerStep#2", 150, 260, 15)]
+        ("ProfilerStep#1", 50, 150, 20),
+        ("ProfilerStep#2", 150, 260, 15),
+    ]
     assert rank.empty_steps == ("ProfilerStep#3",)
 
 
@@ -48,9 +60,17 @@ def test_breakdown_of_the_device_steps(tmp_path):
     report = analyze(load_run([pipelined().write(tmp_path / "r.json")], workers=1), "t", "analysis")
     first, second = report.steps
     assert (first.window_ms, first.compute_ms, first.idle_ms, first.memory_ms, first.carried_over_ms) == pytest.approx(
-        (0.100, 0.095, 0.005, 0.010, 0.020))
-    assert (second.window_ms, second.compute_ms, second.comm_ms, second.overlap_ms, second.exposed_comm_ms,
-            second.idle_ms, second.carried_over_ms) == pytest.approx((0.110, 0.050, 0.090, 0.030, 0.060, 0.0, 0.015))
+        (0.100, 0.095, 0.005, 0.010, 0.020)
+    )
+    assert (
+        second.window_ms,
+        second.compute_ms,
+        second.comm_ms,
+        second.overlap_ms,
+        second.exposed_comm_ms,
+        second.idle_ms,
+        second.carried_over_ms,
+    ) == pytest.approx((0.110, 0.050, 0.090, 0.030, 0.060, 0.0, 0.015))
     (summary,) = report.ranks
     assert summary.steps == 2 and summary.step_time_ms.median == pytest.approx(0.105)  # the empty step is no step
     assert report.empty_steps == {"0": ["ProfilerStep#3"]}
@@ -64,7 +84,8 @@ def test_idle_leaves_out_copies_that_run_alone(tmp_path):
     b.launch(2, 2).kernel("sm80_xmma_gemm_f32f32", 40, 60, 2)
     (rank,) = analyze(load_run([b.write(tmp_path / "r.json")], workers=1), "t", "analysis").ranks
     assert (rank.step_time_ms.mean, rank.compute_ms, rank.memory_only_ms, rank.idle_ms) == pytest.approx(
-        (0.090, 0.060, 0.020, 0.010))
+        (0.090, 0.060, 0.020, 0.010)
+    )
 
 
 def test_hta_view_keeps_only_work_launched_before_the_last_step(tmp_path):

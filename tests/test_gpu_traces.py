@@ -24,13 +24,23 @@ def lagging_trace() -> TraceBuilder:
     b = TraceBuilder(rank=0, world_size=2, backend="nccl").step(3, 0, 500)
     b.x("autograd::engine::evaluate_function: AddmmBackward0", 100, 120)
     b.x("torch.distributed.ddp.reducer::copy_bucket_to_grad", 220, 10)
-    for correlation, (cpu, gpu_start, gpu_end) in enumerate([(50, 1050, 1100), (100, 1100, 1200), (150, 1200, 1300),
-                                                            (200, 1300, 1400), (225, 1550, 1560)], start=1):
+    for correlation, (cpu, gpu_start, gpu_end) in enumerate(
+        [(50, 1050, 1100), (100, 1100, 1200), (150, 1200, 1300), (200, 1300, 1400), (225, 1550, 1560)], start=1
+    ):
         b.launch(cpu, correlation).kernel("volta_sgemm_128x64_nn", gpu_start, gpu_end - gpu_start, correlation)
     for correlation, (cpu, gpu_start, gpu_end) in ((11, (160, 1300, 1450)), (12, (210, 1450, 1550))):
-        b.launch(cpu, correlation).kernel(NCCL, gpu_start, gpu_end - gpu_start, correlation, stream=9,
-                                          Collective_name="allreduce", In_msg_nelems=1024, Out_msg_nelems=1024,
-                                          dtype="Float", Group_size=2)
+        b.launch(cpu, correlation).kernel(
+            NCCL,
+            gpu_start,
+            gpu_end - gpu_start,
+            correlation,
+            stream=9,
+            Collective_name="allreduce",
+            In_msg_nelems=1024,
+            Out_msg_nelems=1024,
+            dtype="Float",
+            Group_size=2,
+        )
     return b
 
 
@@ -41,7 +51,8 @@ def test_bucket_timeline_is_on_the_gpu_clock(tmp_path):
     assert [c.ready for c in rank.collectives] == [1300, 1400]
     (timeline,) = bucket_timelines(rank)
     assert [t for b in timeline for t in (b.ready_ms, b.start_ms, b.end_ms)] == pytest.approx(
-        [0.2, 0.2, 0.35, 0.3, 0.35, 0.45])
+        [0.2, 0.2, 0.35, 0.3, 0.35, 0.45]
+    )
     times = backward_times(rank)  # DDP's own three figures, from the same GPU times
     assert (times.compute_ms, times.comm_ms, times.overlap_ms) == pytest.approx((0.3, 0.46 - 0.2, 0.1))
 
@@ -51,19 +62,25 @@ def test_prediction_profile_is_on_the_gpu_clock(tmp_path):
     # before backward 1050 -> 1100; backward 1100 -> last bucket ready 1400; all-reduces end 1550: exposed
     # 0.15 ms after the last bucket; the step ends at 1560: 0.01 ms tail
     assert (profile.before_backward_ms, profile.backward_ms, profile.exposed_ms, profile.tail_ms) == pytest.approx(
-        (0.05, 0.3, 0.15, 0.01))
+        (0.05, 0.3, 0.15, 0.01)
+    )
     assert profile.bucket_ready == pytest.approx([2 / 3, 1.0])  # of the backward pass, when each was ready
 
 
 def gloo_on_gpu_trace() -> TraceBuilder:
     """Gloo all-reduces CUDA tensors on the host: CPU step [0, 300]; kernels launched at 10 and 250 run at
     [100, 200] and [400, 450]; Gloo's range on its worker thread [200, 380] after the c10d op at 190."""
-    return (TraceBuilder(rank=0, world_size=2, backend="gloo").step(1, 0, 300)
-            .launch(10, 1).kernel("volta_sgemm_128x64_nn", 100, 100, 1)
-            .x("c10d::allreduce_", 190, 5)
-            .x("gloo:all_reduce", 200, 180, cat="user_annotation", thread=GLOO, Input_Dims=[[1024]], Input_type=["float"])
-            .launch(250, 2).kernel("vectorized_elementwise_kernel", 400, 50, 2)
-            .x("Memcpy DtoH (Device -> Pageable)", 195, 5, cat="gpu_memcpy", thread=(0, 7)))
+    return (
+        TraceBuilder(rank=0, world_size=2, backend="gloo")
+        .step(1, 0, 300)
+        .launch(10, 1)
+        .kernel("volta_sgemm_128x64_nn", 100, 100, 1)
+        .x("c10d::allreduce_", 190, 5)
+        .x("gloo:all_reduce", 200, 180, cat="user_annotation", thread=GLOO, Input_Dims=[[1024]], Input_type=["float"])
+        .launch(250, 2)
+        .kernel("vectorized_elementwise_kernel", 400, 50, 2)
+        .x("Memcpy DtoH (Device -> Pageable)", 195, 5, cat="gpu_memcpy", thread=(0, 7))
+    )
 
 
 def test_gloo_next_to_cuda_kernels_is_communication(tmp_path):

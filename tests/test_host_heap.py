@@ -15,8 +15,12 @@ def calls_over(steps: int, enabled: bool, monkeypatch) -> tuple[list[ProfilerAct
 
 def test_the_threshold_drops_for_the_window_and_comes_back(monkeypatch):
     actions, calls = calls_over(8, True, monkeypatch)
-    assert actions == [ProfilerAction.NONE] * 2 + [ProfilerAction.WARMUP, ProfilerAction.RECORD,
-                                                   ProfilerAction.RECORD_AND_SAVE] + [ProfilerAction.NONE] * 3
+    assert (
+        actions
+        == [ProfilerAction.NONE] * 2
+        + [ProfilerAction.WARMUP, ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE]
+        + [ProfilerAction.NONE] * 3
+    )
     assert calls == [(M_MMAP_THRESHOLD, OWN_MAPPING_FROM), (M_MMAP_THRESHOLD, HEAP_UP_TO)]
 
 

@@ -6,35 +6,71 @@ import subprocess
 import sys
 
 import pytest
+from conftest import FAST_RUN, commprof, load_json
 
-from commprof.errors import UsageError
 from commprof.config import RunRequest
+from commprof.errors import UsageError
 from commprof.launch.resolve import MachineProbe
+from commprof.launch.slurm import apply_slurm, expand_hostlist, sbatch_script, slurm_step
 from commprof.worker.mpi_identity import identity_from_env, started_by_mpi_launcher
 from commprof.worker.mpi_rank import rank_config
 from commprof.worker.rank import gpu_index
-from commprof.launch.slurm import apply_slurm, expand_hostlist, sbatch_script, slurm_step
-from conftest import FAST_RUN, commprof, load_json
 
 # What `srun --nodes=2 --ntasks-per-node=1` exports to the task on the second node (Slurm 23.x).
 SRUN_TASK_ON_NODE_1 = {
-    "SLURM_JOB_ID": "812345", "SLURM_JOBID": "812345", "SLURM_JOB_NAME": "commprof", "SLURM_JOB_NUM_NODES": "2",
-    "SLURM_JOB_NODELIST": "gpu-[07-08]", "SLURM_NNODES": "2", "SLURM_NODELIST": "gpu-[07-08]",
-    "SLURM_STEP_ID": "0", "SLURM_STEPID": "0", "SLURM_STEP_NUM_NODES": "2", "SLURM_STEP_NUM_TASKS": "2",
-    "SLURM_STEP_NODELIST": "gpu-[07-08]", "SLURM_STEP_TASKS_PER_NODE": "1(x2)", "SLURM_NODEID": "1",
-    "SLURM_PROCID": "1", "SLURM_LOCALID": "0", "SLURM_NTASKS": "2", "SLURM_TASKS_PER_NODE": "1(x2)",
-    "SLURMD_NODENAME": "gpu-08", "SLURM_GPUS_ON_NODE": "8", "SLURM_CPUS_ON_NODE": "64",
+    "SLURM_JOB_ID": "812345",
+    "SLURM_JOBID": "812345",
+    "SLURM_JOB_NAME": "commprof",
+    "SLURM_JOB_NUM_NODES": "2",
+    "SLURM_JOB_NODELIST": "gpu-[07-08]",
+    "SLURM_NNODES": "2",
+    "SLURM_NODELIST": "gpu-[07-08]",
+    "SLURM_STEP_ID": "0",
+    "SLURM_STEPID": "0",
+    "SLURM_STEP_NUM_NODES": "2",
+    "SLURM_STEP_NUM_TASKS": "2",
+    "SLURM_STEP_NODELIST": "gpu-[07-08]",
+    "SLURM_STEP_TASKS_PER_NODE": "1(x2)",
+    "SLURM_NODEID": "1",
+    "SLURM_PROCID": "1",
+    "SLURM_LOCALID": "0",
+    "SLURM_NTASKS": "2",
+    "SLURM_TASKS_PER_NODE": "1(x2)",
+    "SLURMD_NODENAME": "gpu-08",
+    "SLURM_GPUS_ON_NODE": "8",
+    "SLURM_CPUS_ON_NODE": "64",
 }
 # The batch script itself (no srun): only the batch host runs commprof.
-SBATCH_SHELL = {"SLURM_JOB_ID": "812346", "SLURM_JOB_NUM_NODES": "2", "SLURM_JOB_NODELIST": "gpu-[07-08]",
-                "SLURM_NNODES": "2", "SLURM_NODEID": "0", "SLURMD_NODENAME": "gpu-07"}
+SBATCH_SHELL = {
+    "SLURM_JOB_ID": "812346",
+    "SLURM_JOB_NUM_NODES": "2",
+    "SLURM_JOB_NODELIST": "gpu-[07-08]",
+    "SLURM_NNODES": "2",
+    "SLURM_NODEID": "0",
+    "SLURMD_NODENAME": "gpu-07",
+}
 # `mpirun -np 4` (Open MPI 4/5), rank 2 of 4 on the second node
-OPEN_MPI_RANK_2 = {"OMPI_COMM_WORLD_RANK": "2", "OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_LOCAL_RANK": "0",
-                   "OMPI_COMM_WORLD_LOCAL_SIZE": "2", "OMPI_COMM_WORLD_NODE_RANK": "1", "OMPI_UNIVERSE_SIZE": "4",
-                   "PMIX_RANK": "2", "OMPI_MCA_orte_ess_num_procs": "4"}
+OPEN_MPI_RANK_2 = {
+    "OMPI_COMM_WORLD_RANK": "2",
+    "OMPI_COMM_WORLD_SIZE": "4",
+    "OMPI_COMM_WORLD_LOCAL_RANK": "0",
+    "OMPI_COMM_WORLD_LOCAL_SIZE": "2",
+    "OMPI_COMM_WORLD_NODE_RANK": "1",
+    "OMPI_UNIVERSE_SIZE": "4",
+    "PMIX_RANK": "2",
+    "OMPI_MCA_orte_ess_num_procs": "4",
+}
 # `mpiexec -n 4` (MPICH 4 Hydra), rank 3 of 4
-MPICH_RANK_3 = {"PMI_RANK": "3", "PMI_SIZE": "4", "PMI_FD": "9", "MPI_LOCALRANKID": "1", "MPI_LOCALNRANKS": "2",
-                "PMI_SUBVERSION": "1", "PMI_VERSION": "1", "HYDI_CONTROL_FD": "7"}
+MPICH_RANK_3 = {
+    "PMI_RANK": "3",
+    "PMI_SIZE": "4",
+    "PMI_FD": "9",
+    "MPI_LOCALRANKID": "1",
+    "MPI_LOCALNRANKS": "2",
+    "PMI_SUBVERSION": "1",
+    "PMI_VERSION": "1",
+    "HYDI_CONTROL_FD": "7",
+}
 
 
 def test_hostlists():
@@ -56,10 +92,13 @@ def test_batch_shell_runs_on_one_node():
     assert apply_slurm(1, None, None, step) == (1, None, "slurm-812346")
 
 
-@pytest.mark.parametrize("env, nodes, message", [
-    ({**SRUN_TASK_ON_NODE_1, "SLURM_STEP_NUM_TASKS": "16"}, 1, "use srun --ntasks-per-node=1"),
-    (SRUN_TASK_ON_NODE_1, 4, "--nodes 4 contradicts the SLURM job step, which spans 2 node(s)"),
-])
+@pytest.mark.parametrize(
+    "env, nodes, message",
+    [
+        ({**SRUN_TASK_ON_NODE_1, "SLURM_STEP_NUM_TASKS": "16"}, 1, "use srun --ntasks-per-node=1"),
+        (SRUN_TASK_ON_NODE_1, 4, "--nodes 4 contradicts the SLURM job step, which spans 2 node(s)"),
+    ],
+)
 def test_slurm_contradictions(env, nodes, message):
     with pytest.raises(UsageError, match=message.replace("(", r"\(").replace(")", r"\)")):
         apply_slurm(nodes, None, None, slurm_step(env))
@@ -70,10 +109,18 @@ def test_no_slurm_outside_a_job():
 
 
 def test_mpi_launcher_environments():
-    assert identity_from_env(OPEN_MPI_RANK_2) == {"RANK": "2", "WORLD_SIZE": "4", "LOCAL_RANK": "0",
-                                                  "LOCAL_WORLD_SIZE": "2"}
-    assert identity_from_env(MPICH_RANK_3) == {"RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "1",
-                                               "LOCAL_WORLD_SIZE": "2"}
+    assert identity_from_env(OPEN_MPI_RANK_2) == {
+        "RANK": "2",
+        "WORLD_SIZE": "4",
+        "LOCAL_RANK": "0",
+        "LOCAL_WORLD_SIZE": "2",
+    }
+    assert identity_from_env(MPICH_RANK_3) == {
+        "RANK": "3",
+        "WORLD_SIZE": "4",
+        "LOCAL_RANK": "1",
+        "LOCAL_WORLD_SIZE": "2",
+    }
 
 
 def test_commprof_run_knows_when_an_mpi_launcher_started_it():
@@ -83,14 +130,19 @@ def test_commprof_run_knows_when_an_mpi_launcher_started_it():
     # srun --mpi=pmi2 exports PMI_RANK to every task: one task per node is still one commprof per node ...
     assert not started_by_mpi_launcher({**SRUN_TASK_ON_NODE_1, "PMI_RANK": "1", "PMI_SIZE": "2"})
     # ... while eight tasks per node are eight ranks
-    assert started_by_mpi_launcher({**SRUN_TASK_ON_NODE_1, "SLURM_STEP_NUM_TASKS": "16", "PMI_RANK": "9",
-                                    "PMI_SIZE": "16"})
+    assert started_by_mpi_launcher(
+        {**SRUN_TASK_ON_NODE_1, "SLURM_STEP_NUM_TASKS": "16", "PMI_RANK": "9", "PMI_SIZE": "16"}
+    )
 
 
 def test_local_rank_from_mpi_when_the_launcher_gives_none():
     plain_pmi = {"PMI_RANK": "9", "PMI_SIZE": "16"}
-    assert identity_from_env(plain_pmi, lambda: (1, 8)) == {"RANK": "9", "WORLD_SIZE": "16", "LOCAL_RANK": "1",
-                                                            "LOCAL_WORLD_SIZE": "8"}
+    assert identity_from_env(plain_pmi, lambda: (1, 8)) == {
+        "RANK": "9",
+        "WORLD_SIZE": "16",
+        "LOCAL_RANK": "1",
+        "LOCAL_WORLD_SIZE": "8",
+    }
     with pytest.raises(UsageError, match="no local rank"):
         identity_from_env(plain_pmi)  # never the global rank taken for a local one
 
@@ -115,16 +167,30 @@ def test_one_gpu_bound_to_each_rank(tmp_path, monkeypatch):
 
 @pytest.mark.slow  # bash -n checks the script
 def test_emit_sbatch_prints_a_valid_script(tmp_path):
-    result = commprof("run", "--emit-sbatch", "--nodes", "2", "--gpus", "8", "--bucket-cap-mb", "50", "--static-graph",
-                      "--run-id", "ignored", cwd=tmp_path)
+    result = commprof(
+        "run",
+        "--emit-sbatch",
+        "--nodes",
+        "2",
+        "--gpus",
+        "8",
+        "--bucket-cap-mb",
+        "50",
+        "--static-graph",
+        "--run-id",
+        "ignored",
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     script = result.stdout
     assert script.startswith("#!/bin/bash\n") and "#SBATCH --nodes=2" in script
     for line in ("#SBATCH --ntasks-per-node=1", "#SBATCH --exclusive", "#SBATCH --gpus-per-node=8"):
         assert line in script
     last = script.strip().splitlines()[-1]
-    assert last == ('srun --ntasks-per-node=1 --kill-on-bad-exit=1 --cpus-per-task="$SLURM_CPUS_ON_NODE" commprof run '
-                    "--nodes 2 --gpus 8 --bucket-cap-mb 50.0 --static-graph")
+    assert last == (
+        'srun --ntasks-per-node=1 --kill-on-bad-exit=1 --cpus-per-task="$SLURM_CPUS_ON_NODE" commprof run '
+        "--nodes 2 --gpus 8 --bucket-cap-mb 50.0 --static-graph"
+    )
     assert subprocess.run(["bash", "-n"], input=script, text=True).returncode == 0
 
 
@@ -141,10 +207,25 @@ def test_two_nodes_from_a_slurm_step(tmp_path):
     host = socket.gethostname()
     nodes = []
     for node in (0, 1):
-        env = {**os.environ, **SRUN_TASK_ON_NODE_1, "SLURM_NODEID": str(node), "SLURM_PROCID": str(node),
-               "SLURM_JOB_ID": "4242", "SLURM_STEP_NODELIST": f"{host},{host}", "SLURMD_NODENAME": host}
-        nodes.append(subprocess.Popen([sys.executable, "-m", "commprof", "run", "--procs", "1", "--quiet", *FAST_RUN],
-                                      cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        env = {
+            **os.environ,
+            **SRUN_TASK_ON_NODE_1,
+            "SLURM_NODEID": str(node),
+            "SLURM_PROCID": str(node),
+            "SLURM_JOB_ID": "4242",
+            "SLURM_STEP_NODELIST": f"{host},{host}",
+            "SLURMD_NODENAME": host,
+        }
+        nodes.append(
+            subprocess.Popen(
+                [sys.executable, "-m", "commprof", "run", "--procs", "1", "--quiet", *FAST_RUN],
+                cwd=tmp_path,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
     outputs = [n.communicate(timeout=300) for n in nodes]
     assert [n.returncode for n in nodes] == [0, 0], outputs
     run = load_json(tmp_path / "traces" / "slurm-4242.0" / "run.json")
@@ -155,5 +236,7 @@ def test_two_nodes_from_a_slurm_step(tmp_path):
 def test_sbatch_script_runs_the_users_script():
     from commprof.commands.run import sbatch
 
-    script = sbatch(RunRequest(nodes=2, gpus=8, script=("train.py", "--lr", "0.1"), cli_args=("--nodes", "2", "--gpus", "8")))
+    script = sbatch(
+        RunRequest(nodes=2, gpus=8, script=("train.py", "--lr", "0.1"), cli_args=("--nodes", "2", "--gpus", "8"))
+    )
     assert script.strip().splitlines()[-1].endswith("commprof run --nodes 2 --gpus 8 -- train.py --lr 0.1")

@@ -5,12 +5,12 @@ import subprocess
 import sys
 
 import pytest
+from conftest import REPO, TRACES, commprof
 
 from commprof.analysis.digest import MAX_DETAILED_RANKS, digest
 from commprof.render.tables import MAX_RANK_ROWS, TOP_RANKS
 from commprof.results.store import load_report
 from commprof.trace.load import load_run, load_run_with
-from conftest import REPO, TRACES, commprof
 
 SOURCE = TRACES / "gloo-cpu-rank34-of-300" / "rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"
 RANKS = 24
@@ -18,8 +18,18 @@ pytestmark = pytest.mark.slow  # the trace copies are parsed in parallel process
 
 
 def make_ranks(folder, ranks=RANKS):
-    subprocess.run([sys.executable, str(REPO / "benchmarks" / "make_rank_traces.py"), str(SOURCE), str(folder),
-                    "--ranks", str(ranks)], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "benchmarks" / "make_rank_traces.py"),
+            str(SOURCE),
+            str(folder),
+            "--ranks",
+            str(ranks),
+        ],
+        check=True,
+        capture_output=True,
+    )
 
 
 def test_report_of_many_ranks_is_summarised(tmp_path):

@@ -4,17 +4,21 @@ import subprocess
 
 import pytest
 
-from commprof.results.store import load_report
-from commprof.launch.mpi import mpi_unavailable
-from commprof.worker.mpi_identity import identity_from_env
 from commprof.errors import UsageError
+from commprof.launch.mpi import mpi_unavailable
+from commprof.results.store import load_report
 from commprof.trace.load import load_run
+from commprof.worker.mpi_identity import identity_from_env
 from tests.conftest import FAST_RUN, REPO, commprof, load_json
 
 
 def test_identity_from_open_mpi_and_pmi_environments():
-    open_mpi = {"OMPI_COMM_WORLD_RANK": "3", "OMPI_COMM_WORLD_SIZE": "8", "OMPI_COMM_WORLD_LOCAL_RANK": "1",
-                "OMPI_COMM_WORLD_LOCAL_SIZE": "2"}
+    open_mpi = {
+        "OMPI_COMM_WORLD_RANK": "3",
+        "OMPI_COMM_WORLD_SIZE": "8",
+        "OMPI_COMM_WORLD_LOCAL_RANK": "1",
+        "OMPI_COMM_WORLD_LOCAL_SIZE": "2",
+    }
     assert identity_from_env(open_mpi) == {"RANK": "3", "WORLD_SIZE": "8", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2"}
     mpich = {"PMI_RANK": "5", "PMI_SIZE": "6", "MPI_LOCALRANKID": "2", "MPI_LOCALNRANKS": "3"}
     assert identity_from_env(mpich) == {"RANK": "5", "WORLD_SIZE": "6", "LOCAL_RANK": "2", "LOCAL_WORLD_SIZE": "3"}
@@ -25,12 +29,18 @@ def test_identity_from_open_mpi_and_pmi_environments():
 @pytest.mark.slow
 @pytest.mark.skipif(mpi_unavailable() is not None, reason=str(mpi_unavailable()))
 def test_ddp_gradients_over_mpi_are_traced_and_analysed(tmp_path):
-    result = commprof("run", "--backend", "mpi", "--run-id", "mpi", "--quiet", "--timeout", "120", *FAST_RUN, cwd=tmp_path)
+    result = commprof(
+        "run", "--backend", "mpi", "--run-id", "mpi", "--quiet", "--timeout", "120", *FAST_RUN, cwd=tmp_path
+    )
     assert result.returncode == 0, result.stderr
     run = load_run([tmp_path / "traces" / "mpi"], workers=1)
     assert [r.rank for r in run.ranks] == [0, 1]
-    buckets = sorted(int(b) for b in load_json(tmp_path / "traces" / "mpi" / "run.json")["ranks"][0]["ddp"]
-                     ["rebuilt_bucket_sizes"].split(","))
+    buckets = sorted(
+        int(b)
+        for b in load_json(tmp_path / "traces" / "mpi" / "run.json")["ranks"][0]["ddp"]["rebuilt_bucket_sizes"].split(
+            ","
+        )
+    )
     report = load_report(tmp_path / "reports" / "mpi" / "report.json")
     mpi_calls = [c for c in report.collectives if c.backend == "mpi"]
     assert [c.op for c in mpi_calls] == ["all_reduce"] * len(buckets)
@@ -44,14 +54,15 @@ def test_commprof_run_started_by_mpirun_is_one_job(tmp_path):
     """`mpirun -n 2 commprof run --backend gloo`: two processes, one rank each, one run folder."""
     from commprof.launch.mpi import mpi_command
 
-    command, env = mpi_command(2, "commprof", ["run", "--backend", "gloo", "--run-id", "viampi", "--quiet",
-                                               *FAST_RUN])
+    command, env = mpi_command(2, "commprof", ["run", "--backend", "gloo", "--run-id", "viampi", "--quiet", *FAST_RUN])
     done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr + done.stdout
     run = load_json(tmp_path / "traces" / "viampi" / "run.json")
     assert run["world_size"] == 2 and run["status"] == "complete" and run["config"]["procs_per_node"] == 2
-    assert sorted(p.name for p in (tmp_path / "traces" / "viampi").glob("*.pt.trace.json")) == \
-        ["rank0.pt.trace.json", "rank1.pt.trace.json"]
+    assert sorted(p.name for p in (tmp_path / "traces" / "viampi").glob("*.pt.trace.json")) == [
+        "rank0.pt.trace.json",
+        "rank1.pt.trace.json",
+    ]
     report = load_report(tmp_path / "reports" / "viampi" / "report.json")
     assert {c.group_size for c in report.collectives} == {2}
 
@@ -63,8 +74,11 @@ def test_a_script_started_by_mpirun(tmp_path):
     from commprof.launch.mpi import mpi_command
 
     script = REPO / "tests" / "data" / "scripts" / "train_epochs.py"
-    command, env = mpi_command(2, "commprof", ["run", "--run-id", "mpiscript", "--max-steps", "20", "--quiet", "--",
-                                               str(script), "--epochs", "50"])
+    command, env = mpi_command(
+        2,
+        "commprof",
+        ["run", "--run-id", "mpiscript", "--max-steps", "20", "--quiet", "--", str(script), "--epochs", "50"],
+    )
     done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr + done.stdout
     run = load_json(tmp_path / "traces" / "mpiscript" / "run.json")

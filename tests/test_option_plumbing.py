@@ -14,8 +14,9 @@ from commprof.config import FSDPOptions, RunConfig, SweepPlan
 from commprof.launch import job
 from commprof.launch.resolve import MachineProbe
 
-FOUR_GPUS = MachineProbe(cuda_available=True, gpu_count=4, nccl_available=True, mpi_available=False,
-                         mpi4py_problem="not installed here")
+FOUR_GPUS = MachineProbe(
+    cuda_available=True, gpu_count=4, nccl_available=True, mpi_available=False, mpi4py_problem="not installed here"
+)
 NOT_CONFIG = {"quiet", "json_out"}
 
 
@@ -29,7 +30,10 @@ def fsdp(field, value):
 
 # CLI option -> (its arguments, what the ranks must see); the machine has 4 GPUs, so cpu/gloo are not defaults
 CASES = {
-    "nodes": (["--nodes", "2", "--rdzv-endpoint", "127.0.0.1:29400", "--run-id", "plumbed"], lambda w: w.config.nodes == 2),
+    "nodes": (
+        ["--nodes", "2", "--rdzv-endpoint", "127.0.0.1:29400", "--run-id", "plumbed"],
+        lambda w: w.config.nodes == 2,
+    ),
     "gpus": (["--gpus", "3"], lambda w: w.config.procs_per_node == 3 and w.config.device == "cuda"),
     "procs": (["--device", "cpu", "--procs", "3"], lambda w: w.config.procs_per_node == 3),
     "device": (["--device", "cpu"], lambda w: w.config.device == "cpu"),
@@ -47,26 +51,38 @@ CASES = {
     "rdzv_endpoint": (["--rdzv-endpoint", "127.0.0.1:29400"], lambda w: w.config.rdzv_endpoint == "127.0.0.1:29400"),
     "timeout": (["--timeout", "42"], lambda w: w.config.timeout_s == 42),
     "tf32": (["--tf32"], lambda w: w.config.tf32 is True),
-    "max_steps": (["--max-steps", "30", "--", "train.py", "--lr", "1"],
-                  lambda w: w.config.max_steps == 30 and w.config.script == ("train.py", "--lr", "1")),
+    "max_steps": (
+        ["--max-steps", "30", "--", "train.py", "--lr", "1"],
+        lambda w: w.config.max_steps == 30 and w.config.script == ("train.py", "--lr", "1"),
+    ),
     "wait": (["--wait", "3"], lambda w: w.config.schedule.wait == 3),
     "warmup": (["--warmup", "1"], lambda w: w.config.schedule.warmup == 1),
     "active": (["--active", "4"], lambda w: w.config.schedule.active == 4),
-    "schedule": (["--schedule", "4,3,2"], lambda w: (w.config.schedule.wait, w.config.schedule.warmup,
-                                                      w.config.schedule.active) == (4, 3, 2)),
+    "schedule": (
+        ["--schedule", "4,3,2"],
+        lambda w: (w.config.schedule.wait, w.config.schedule.warmup, w.config.schedule.active) == (4, 3, 2),
+    ),
     "bucket_cap_mb": (["--bucket-cap-mb", "7.5"], ddp("bucket_cap_mb", 7.5)),
     "comm_hook": (["--comm-hook", "fp16"], ddp("comm_hook", "fp16")),
     "grad_accum": (["--grad-accum", "2"], ddp("grad_accum", 2)),
     "static_graph": (["--static-graph"], ddp("static_graph", True)),
     "gradient_as_bucket_view": (["--gradient-as-bucket-view"], ddp("gradient_as_bucket_view", True)),
     "find_unused_parameters": (["--find-unused-parameters"], ddp("find_unused_parameters", True)),
-    "reshard_after_forward": (["--strategy", "fsdp", "--no-reshard-after-forward"],
-                              fsdp("reshard_after_forward", False)),
+    "reshard_after_forward": (
+        ["--strategy", "fsdp", "--no-reshard-after-forward"],
+        fsdp("reshard_after_forward", False),
+    ),
     "forward_prefetch": (["--strategy", "fsdp", "--forward-prefetch", "2"], fsdp("forward_prefetch", 2)),
     "backward_prefetch": (["--strategy", "fsdp", "--backward-prefetch", "3"], fsdp("backward_prefetch", 3)),
     "reduce_dtype": (["--strategy", "fsdp", "--reduce-dtype", "bf16"], fsdp("reduce_dtype", "bf16")),
 }
-COMMANDS = {"run": [], "sweep": [], "tune": [], "compare": ["--backends", "nccl,gloo"], "scale": ["--world-sizes", "1,2"]}
+COMMANDS = {
+    "run": [],
+    "sweep": [],
+    "tune": [],
+    "compare": ["--backends", "nccl,gloo"],
+    "scale": ["--world-sizes", "1,2"],
+}
 RUN_ONLY = {"strategy"}  # the other commands refuse it (test_run_only_options_are_refused_elsewhere); sweep
 # takes it and sweeps FSDP's options, which are its own list options (test_fsdp_sweep_grid)
 
@@ -114,17 +130,20 @@ def test_every_shared_option_has_a_case():
     assert {p.name for p in RUN_OPTIONS} - NOT_CONFIG == set(CASES)
 
 
-@pytest.mark.parametrize("command, option", [(c, o) for c in COMMANDS for o in accepted(c)
-                                             if c == "run" or o not in RUN_ONLY])
+@pytest.mark.parametrize(
+    "command, option", [(c, o) for c in COMMANDS for o in accepted(c) if c == "run" or o not in RUN_ONLY]
+)
 def test_option_reaches_the_workers(launches, command, option):
     args, reached = CASES[option]
     worker = launches([command, *COMMANDS[command], "--quiet", *args])
     assert reached(worker), (command, option, worker.config, worker.ddp_settings)
 
 
-REFUSED = {"tune": "tune, which runs DDP bucket sizes (FSDP's knobs: commprof sweep --strategy fsdp)",
-           "compare": "compare, which runs DDP (to compare DDP with FSDP: --strategies ddp,fsdp)",
-           "scale": "scale, which runs DDP"}
+REFUSED = {
+    "tune": "tune, which runs DDP bucket sizes (FSDP's knobs: commprof sweep --strategy fsdp)",
+    "compare": "compare, which runs DDP (to compare DDP with FSDP: --strategies ddp,fsdp)",
+    "scale": "scale, which runs DDP",
+}
 
 
 @pytest.mark.parametrize("command", REFUSED)
@@ -136,30 +155,46 @@ def test_run_only_options_are_refused_elsewhere(launches, command, capsys):
 
 
 def test_fsdp_sweep_grid(launches):
-    worker = launches(["sweep", "--strategy", "fsdp", "--forward-prefetch", "0,1", "--reduce-dtype", "fp32,bf16",
-                       "--quiet"])
+    worker = launches(
+        ["sweep", "--strategy", "fsdp", "--forward-prefetch", "0,1", "--reduce-dtype", "fp32,bf16", "--quiet"]
+    )
     assert worker.config.strategy == "fsdp" and worker.config.fsdp == FSDPOptions()
-    assert {(s.reshard_after_forward, s.forward_prefetch, s.backward_prefetch, s.reduce_dtype)
-            for s in worker.ddp_settings} == {(reshard, prefetch, 1, dtype) for reshard in (True, False)
-                                              for prefetch in (0, 1) for dtype in ("fp32", "bf16")}
+    assert {
+        (s.reshard_after_forward, s.forward_prefetch, s.backward_prefetch, s.reduce_dtype) for s in worker.ddp_settings
+    } == {
+        (reshard, prefetch, 1, dtype) for reshard in (True, False) for prefetch in (0, 1) for dtype in ("fp32", "bf16")
+    }
 
 
-@pytest.mark.parametrize("argv, error", [
-    (["sweep", "--strategy", "fsdp", "--bucket-cap-mb", "5,25"],
-     "--bucket-cap-mb: not swept with --strategy fsdp (it sweeps --reshard-after-forward, --forward-prefetch, "
-     "--backward-prefetch, --reduce-dtype)"),
-    (["sweep", "--forward-prefetch", "1,2"],
-     "--forward-prefetch: not swept with --strategy ddp (it sweeps --bucket-cap-mb, --comm-hook, --grad-accum, "
-     "--static-graph, --gradient-as-bucket-view)"),
-    (["sweep", "--strategy", "fsdp", "--backward-prefetch", "0,1"],
-     "--backward-prefetch must be >= 1 (FSDP2 always prefetches one block in backward), got 0"),
-    (["sweep", "--strategy", "fsdp", "--", "train.py"],
-     "--strategy fsdp is not for commprof sweep -- SCRIPT, which runs DDP settings on a script (one that calls "
-     "fully_shard itself keeps its own)"),
-    (["run", "--no-reshard-after-forward", "--reduce-dtype", "bf16"],
-     "--reshard-after-forward, --reduce-dtype: FSDP options; they need --strategy fsdp"),
-    (["run", "--strategy", "fsdp", "--reduce-dtype", "fp64"], "--reduce-dtype must be one of fp32, bf16, fp16"),
-])
+@pytest.mark.parametrize(
+    "argv, error",
+    [
+        (
+            ["sweep", "--strategy", "fsdp", "--bucket-cap-mb", "5,25"],
+            "--bucket-cap-mb: not swept with --strategy fsdp (it sweeps --reshard-after-forward, --forward-prefetch, "
+            "--backward-prefetch, --reduce-dtype)",
+        ),
+        (
+            ["sweep", "--forward-prefetch", "1,2"],
+            "--forward-prefetch: not swept with --strategy ddp (it sweeps --bucket-cap-mb, --comm-hook, --grad-accum, "
+            "--static-graph, --gradient-as-bucket-view)",
+        ),
+        (
+            ["sweep", "--strategy", "fsdp", "--backward-prefetch", "0,1"],
+            "--backward-prefetch must be >= 1 (FSDP2 always prefetches one block in backward), got 0",
+        ),
+        (
+            ["sweep", "--strategy", "fsdp", "--", "train.py"],
+            "--strategy fsdp is not for commprof sweep -- SCRIPT, which runs DDP settings on a script (one that calls "
+            "fully_shard itself keeps its own)",
+        ),
+        (
+            ["run", "--no-reshard-after-forward", "--reduce-dtype", "bf16"],
+            "--reshard-after-forward, --reduce-dtype: FSDP options; they need --strategy fsdp",
+        ),
+        (["run", "--strategy", "fsdp", "--reduce-dtype", "fp64"], "--reduce-dtype must be one of fp32, bf16, fp16"),
+    ],
+)
 def test_fsdp_options_refused_where_they_do_not_apply(launches, capsys, argv, error):
     with pytest.raises(SystemExit) as exit_info:
         main([*argv[:1], "--quiet", *argv[1:]])
@@ -168,10 +203,15 @@ def test_fsdp_options_refused_where_they_do_not_apply(launches, capsys, argv, er
 
 
 def test_sweep_grid_keeps_the_options_it_does_not_sweep(launches):
-    worker = launches(["sweep", "--bucket-cap-mb", "5,25", "--comm-hook", "none,fp16", "--find-unused-parameters",
-                       "--quiet"])
-    assert {(d.bucket_cap_mb, d.comm_hook) for d in worker.ddp_settings} == {(5, "none"), (5, "fp16"), (25, "none"),
-                                                                             (25, "fp16")}
+    worker = launches(
+        ["sweep", "--bucket-cap-mb", "5,25", "--comm-hook", "none,fp16", "--find-unused-parameters", "--quiet"]
+    )
+    assert {(d.bucket_cap_mb, d.comm_hook) for d in worker.ddp_settings} == {
+        (5, "none"),
+        (5, "fp16"),
+        (25, "none"),
+        (25, "fp16"),
+    }
     assert all(d.find_unused_parameters for d in worker.ddp_settings)
 
 

@@ -2,8 +2,7 @@
 
 import pytest
 
-from commprof.analysis.predict import (LinkModel, StepProfile, fit_compute, fit_link, parse_link, rebucket,
-                                       simulate_step)
+from commprof.analysis.predict import LinkModel, StepProfile, fit_compute, fit_link, parse_link, rebucket, simulate_step
 from commprof.analysis.scaling import Prediction, ScalePoint, job_step_times, predict
 from commprof.analysis.stats import Estimate
 from commprof.errors import UsageError
@@ -13,8 +12,9 @@ MB = 1024 * 1024
 
 def profile(n=2, compute=(10.0, 20.0, 5.0), exposed=0.0, buckets=((4 * MB, 0.5), (4 * MB, 1.0)), transfers=()):
     before, backward, tail = compute
-    return StepProfile(n, before, backward, tail, exposed, [b for b, _ in buckets], [f for _, f in buckets],
-                       list(transfers))
+    return StepProfile(
+        n, before, backward, tail, exposed, [b for b, _ in buckets], [f for _, f in buckets], list(transfers)
+    )
 
 
 def test_ring_allreduce_cost():
@@ -58,8 +58,9 @@ def test_parse_link():
 
 
 def test_compute_line_never_falls():
-    rising = fit_compute([profile(n=1, compute=(5, 10, 5)), profile(n=2, compute=(10, 20, 10)),
-                          profile(n=3, compute=(15, 30, 15))])
+    rising = fit_compute(
+        [profile(n=1, compute=(5, 10, 5)), profile(n=2, compute=(10, 20, 10)), profile(n=3, compute=(15, 30, 15))]
+    )
     assert (rising.at(1), rising.at(4)) == (pytest.approx(20.0), pytest.approx(80.0))
     falling = fit_compute([profile(n=2, compute=(10, 20, 10)), profile(n=4, compute=(9, 18, 9))])
     assert falling.slope_ms == 0.0 and falling.at(64) == pytest.approx(38.0)
@@ -70,8 +71,11 @@ def test_rebucketing_follows_ddp_and_interpolates_ready_times():
     parameter_bytes = [MB, MB, 2 * MB, 4 * MB]
     reference = profile(buckets=((4 * MB, 0.5), (4 * MB, 1.0)))  # measured: d at 0.5, then c+b+a at 1.0
     # cap 2 MiB: d (4) closes a bucket, c (2) another, b + a (2) the last; c ends at 6 of 8 MiB: 0.75
-    assert rebucket(reference, parameter_bytes, 2) == [(4 * MB, 0.5), (2 * MB, pytest.approx(0.75)),
-                                                       (2 * MB, pytest.approx(1.0))]
+    assert rebucket(reference, parameter_bytes, 2) == [
+        (4 * MB, 0.5),
+        (2 * MB, pytest.approx(0.75)),
+        (2 * MB, pytest.approx(1.0)),
+    ]
     assert rebucket(reference, parameter_bytes, 100) == [(8 * MB, 1.0)]
 
 
@@ -86,8 +90,9 @@ def test_predictions_pick_the_best_cap():
     reference = profile(n=2, buckets=((4 * MB, 0.5), (4 * MB, 1.0)))
     base = ScalePoint(1, 32, 32, 0.1, Estimate(35.0, 34.0, 36.0), 32 / 0.035, 1.0, 1.0, 35.0, 0.0, 0.0, None)
     link = LinkModel(0.0, 1.0, "test")
-    (at4,) = predict([base], reference, fit_compute([reference]), link, [4], 32, False, 0.1, 1.0,
-                     [MB, MB, 2 * MB, 4 * MB])
+    (at4,) = predict(
+        [base], reference, fit_compute([reference]), link, [4], 32, False, 0.1, 1.0, [MB, MB, 2 * MB, 4 * MB]
+    )
     assert isinstance(at4, Prediction) and at4.global_batch == 128 and at4.learning_rate == pytest.approx(0.4)
     # 4 ranks: 1.5 · 4 MiB / 1 GB/s = 6.29 ms per 4 MiB bucket; the small caps start sending earlier
     assert at4.exposed_comm_ms == pytest.approx(6.291456)
@@ -119,8 +124,10 @@ def test_the_link_from_the_runs_own_probe_ignores_slow_repeats():
     t = 2·alpha + S/B, so B = (4 MiB - 4 KiB) / 4000 us = 1.05 GB/s and alpha = (200 - 3.9) / 2 = 98 us."""
     from commprof.analysis.predict import probed_link
 
-    probe = [{"bytes": 4096, "us": [200.0, 210, 4000, 190, 205, 3900, 230, 200]},
-             {"bytes": 4 * 2**20, "us": [4200.0, 4300, 9000, 4100, 4250, 4200, 8800, 4210]}]
+    probe = [
+        {"bytes": 4096, "us": [200.0, 210, 4000, 190, 205, 3900, 230, 200]},
+        {"bytes": 4 * 2**20, "us": [4200.0, 4300, 9000, 4100, 4250, 4200, 8800, 4210]},
+    ]
     link = probed_link(probe, 2)
     assert link.bandwidth_gbps == pytest.approx((4 * 2**20 - 4096) / 4000 / 1e3)
     assert link.alpha_us == pytest.approx((200 - 4096 / (link.bandwidth_gbps * 1e3)) / 2)

@@ -117,8 +117,10 @@ def test_diff_discounts_a_difference_in_the_profilers_own_cost(tmp_path):
     after = [dataclasses.replace(_run(tmp_path, f"b{i}", 600.0 - i), profiler_distortion=slowed) for i in (1, 2)]
     result = diff_reports(before, after)
     assert result.tested and not any(r.significant for r in result.rows)
-    assert ("the profiler slowed a1 and 1 more's recorded steps +0% and b1 and 1 more's +60%: a change counts only "
-            "beyond that gap, 60%") in result.notes
+    assert (
+        "the profiler slowed a1 and 1 more's recorded steps +0% and b1 and 1 more's +60%: a change counts only "
+        "beyond that gap, 60%"
+    ) in result.notes
 
 
 def test_the_profilers_own_cost_is_measured_and_warned_about():
@@ -126,16 +128,21 @@ def test_the_profilers_own_cost_is_measured_and_warned_about():
     from commprof.analysis.distortion import distortion_note, profiler_distortion
 
     slow_inside = [500.0] * 3 + [100.0] * 2 + [130.0] * 2 + [121.0] * 10 + [100.0] * 3
-    run = {"config": {"schedule": {"wait": 5, "warmup": 2, "active": 10}},
-           "ranks": [{"rank": 0, "step_ms": slow_inside}, {"rank": 1, "step_ms": [x * 0.99 for x in slow_inside]}]}
+    run = {
+        "config": {"schedule": {"wait": 5, "warmup": 2, "active": 10}},
+        "ranks": [{"rank": 0, "step_ms": slow_inside}, {"rank": 1, "step_ms": [x * 0.99 for x in slow_inside]}],
+    }
     found = profiler_distortion(run)
     assert [(d.rank, d.profiled_ms, d.unprofiled_ms) for d in found] == [(0, 121.0, 100.0), (1, 121.0 * 0.99, 99.0)]
     assert found[0].slowdown == pytest.approx(0.21)
-    assert distortion_note(found) == ("the profiler slowed the steps it recorded by 21% (120.4 ms against 99.5 ms "
-                                      "outside its window, median over ranks): the breakdown describes those slowed steps")
+    assert distortion_note(found) == (
+        "the profiler slowed the steps it recorded by 21% (120.4 ms against 99.5 ms "
+        "outside its window, median over ranks): the breakdown describes those slowed steps"
+    )
     gentle = [{"rank": 0, "step_ms": [100.0] * 7 + [104.0] * 10 + [100.0] * 3}]
     assert distortion_note(profiler_distortion({**run, "ranks": gentle})) is None  # 4%: no warning
     unlucky = [{"rank": 0, "step_ms": [100.0] * 7 + [106.0] * 10 + [100.0] * 3}]
-    assert distortion_note(profiler_distortion({**run, "ranks": unlucky})).startswith("the profiler slowed the steps "
-                                                                                      "it recorded by 6%")
+    assert distortion_note(profiler_distortion({**run, "ranks": unlucky})).startswith(
+        "the profiler slowed the steps it recorded by 6%"
+    )
     assert profiler_distortion({"ranks": gentle}) == []  # no schedule: not commprof's run

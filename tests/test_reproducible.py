@@ -81,8 +81,18 @@ def test_a_tiny_bucket_cap_loses_every_time(tmp_path):
     assert checked["bucket-25mb"]["significant"] and checked["bucket-25mb"]["gain_ms"]["low"] > 0
 
     for i in range(2):
-        result = commprof("sweep", "--model", DEEP_MLP, "--bucket-cap-mb", f"{TINY_CAP},25", "--run-id", f"sw{i}",
-                          "--json", "--quiet", cwd=tmp_path)
+        result = commprof(
+            "sweep",
+            "--model",
+            DEEP_MLP,
+            "--bucket-cap-mb",
+            f"{TINY_CAP},25",
+            "--run-id",
+            f"sw{i}",
+            "--json",
+            "--quiet",
+            cwd=tmp_path,
+        )
         assert result.returncode == 0, result.stderr
         sweep = json.loads(result.stdout)["sweep"]
         tiny = next(s for s in sweep["settings"] if s["options"]["bucket_cap_mb"] == float(TINY_CAP))

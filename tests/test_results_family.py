@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from commprof.errors import UsageError
 from commprof.render.outputs import markdown, show, write_result
 from commprof.results.backends import BackendsResult
 from commprof.results.bench import AlphaBeta, BenchResult, BenchRow
@@ -16,31 +17,71 @@ from commprof.results.compare import BackendRun, CompareResult
 from commprof.results.diff import DiffResult, DiffRow
 from commprof.results.scale import ScalePoint, ScaleReport
 from commprof.results.store import KINDS, load_report, load_result
-from commprof.errors import UsageError
 from tests.golden_reports import GOLDEN
 
 PACKAGE = Path(__file__).resolve().parent.parent / "commprof"
-POINT = dict(global_batch=8, per_rank_batch=8, learning_rate=0.1, samples_per_s=100.0, compute_ms=5.0,
-             exposed_comm_ms=1.0, idle_ms=0.5, allreduce_busbw_gbps=None)
+POINT = dict(
+    global_batch=8,
+    per_rank_batch=8,
+    learning_rate=0.1,
+    samples_per_s=100.0,
+    compute_ms=5.0,
+    exposed_comm_ms=1.0,
+    idle_ms=0.5,
+    allreduce_busbw_gbps=None,
+)
 EXAMPLES = {
-    "scale": ScaleReport(name="s", mode="weak", model="mlp", parameters=10, device="cpu", backend="gloo",
-                         bucket_cap_mb=25.0, base_learning_rate=0.1,
-                         points=[ScalePoint(world_size=1, step_ms=Estimate(10.0, 9.0, 11.0), speedup=1.0, efficiency=1.0,
-                                            **POINT),
-                                 ScalePoint(world_size=2, step_ms=Estimate(12.0, 11.0, 13.0), speedup=1.7,
-                                            efficiency=0.85, **POINT)]),
-    "bench": BenchResult(name="b", world_size=2,
-                         rows=[BenchRow("gloo", "all_reduce", size, "float32", 10.0 + size / 1e3, 9.0, 12.0, 0.1, 0.1,
-                                        True) for size in (1024, 4096)],
-                         fits=[AlphaBeta("gloo", "all_reduce", 9.0, 1.0, 1.0, 2)], unavailable={"nccl": "no CUDA"}),
-    "compare": CompareResult(run_id="c", summary="gloo wins", rows=[
-        BackendRun("gloo", True, step_ms=10.0, comm_ms=3.0, exposed_comm_ms=1.0, overlap_ms=2.0,
-                   busbw_by_size={"4096": 0.5}),
-        BackendRun("nccl", False, reason="no CUDA")]),
-    "backends": BackendsResult(matrix={"gloo": {"cpu": {"send": [True, ""], "gather": [False, "not supported"]}}},
-                               not_available={"nccl/cuda": "no CUDA"}, ops=["send", "gather"]),
-    "diff": DiffResult(a="x", b="y", rows=[DiffRow("step time", 10.0, 8.0, -2.0, -20.0, -3.0, -1.0, True)],
-                       notes=["world size differs"]),
+    "scale": ScaleReport(
+        name="s",
+        mode="weak",
+        model="mlp",
+        parameters=10,
+        device="cpu",
+        backend="gloo",
+        bucket_cap_mb=25.0,
+        base_learning_rate=0.1,
+        points=[
+            ScalePoint(world_size=1, step_ms=Estimate(10.0, 9.0, 11.0), speedup=1.0, efficiency=1.0, **POINT),
+            ScalePoint(world_size=2, step_ms=Estimate(12.0, 11.0, 13.0), speedup=1.7, efficiency=0.85, **POINT),
+        ],
+    ),
+    "bench": BenchResult(
+        name="b",
+        world_size=2,
+        rows=[
+            BenchRow("gloo", "all_reduce", size, "float32", 10.0 + size / 1e3, 9.0, 12.0, 0.1, 0.1, True)
+            for size in (1024, 4096)
+        ],
+        fits=[AlphaBeta("gloo", "all_reduce", 9.0, 1.0, 1.0, 2)],
+        unavailable={"nccl": "no CUDA"},
+    ),
+    "compare": CompareResult(
+        run_id="c",
+        summary="gloo wins",
+        rows=[
+            BackendRun(
+                "gloo",
+                True,
+                step_ms=10.0,
+                comm_ms=3.0,
+                exposed_comm_ms=1.0,
+                overlap_ms=2.0,
+                busbw_by_size={"4096": 0.5},
+            ),
+            BackendRun("nccl", False, reason="no CUDA"),
+        ],
+    ),
+    "backends": BackendsResult(
+        matrix={"gloo": {"cpu": {"send": [True, ""], "gather": [False, "not supported"]}}},
+        not_available={"nccl/cuda": "no CUDA"},
+        ops=["send", "gather"],
+    ),
+    "diff": DiffResult(
+        a="x",
+        b="y",
+        rows=[DiffRow("step time", 10.0, 8.0, -2.0, -20.0, -3.0, -1.0, True)],
+        notes=["world size differs"],
+    ),
 }
 
 
@@ -56,8 +97,13 @@ def test_written_loaded_and_rendered(tmp_path, kind):
     show(result, console)
     text = console.export_text()
     assert markdown(result).startswith("# commprof ")
-    expected = {"scale": "1.70", "bench": "all_reduce", "compare": "not run: no CUDA", "backends": "fails: gloo cpu gather",
-                "diff": "-20.0%"}[kind]
+    expected = {
+        "scale": "1.70",
+        "bench": "all_reduce",
+        "compare": "not run: no CUDA",
+        "backends": "fails: gloo cpu gather",
+        "diff": "-20.0%",
+    }[kind]
     assert expected in text and expected in markdown(result)
 
 
@@ -84,14 +130,17 @@ def imports(module: Path) -> set[str]:
     return names
 
 
-@pytest.mark.parametrize("layer, forbidden", [
-    ("analysis", ("commprof.render", "torch", "commprof.cli", "commprof.launch", "commprof.commands")),
-    ("trace", ("commprof.analysis.", "commprof.render", "torch", "commprof.cli", "commprof.commands")),
-    ("results", ("commprof.analysis", "commprof.render", "torch", "commprof.trace", "commprof.commands")),
-    ("render", ("torch", "commprof.analysis", "commprof.launch", "commprof.commands", "commprof.cli")),
-    ("commands", ("commprof.cli",)),
-    ("launch", ("commprof.cli", "commprof.commands", "commprof.render")),
-])
+@pytest.mark.parametrize(
+    "layer, forbidden",
+    [
+        ("analysis", ("commprof.render", "torch", "commprof.cli", "commprof.launch", "commprof.commands")),
+        ("trace", ("commprof.analysis.", "commprof.render", "torch", "commprof.cli", "commprof.commands")),
+        ("results", ("commprof.analysis", "commprof.render", "torch", "commprof.trace", "commprof.commands")),
+        ("render", ("torch", "commprof.analysis", "commprof.launch", "commprof.commands", "commprof.cli")),
+        ("commands", ("commprof.cli",)),
+        ("launch", ("commprof.cli", "commprof.commands", "commprof.render")),
+    ],
+)
 def test_layers_import_only_what_they_may(layer, forbidden):
     for module in (PACKAGE / layer).glob("*.py"):
         # the interval maths is a leaf module that the classifier shares with the analysis; the profiler plugin
@@ -102,8 +151,10 @@ def test_layers_import_only_what_they_may(layer, forbidden):
 
 
 def test_trace_modules_import_no_circle():
-    graph = {m.stem: {n.split(".")[-1] for n in imports(m) if n.startswith("commprof.trace.")}
-             for m in (PACKAGE / "trace").glob("*.py")}
+    graph = {
+        m.stem: {n.split(".")[-1] for n in imports(m) if n.startswith("commprof.trace.")}
+        for m in (PACKAGE / "trace").glob("*.py")
+    }
     for module, deps in graph.items():
         for dep in deps:
             assert module not in graph.get(dep, set()), f"trace.{module} and trace.{dep} import each other"

@@ -23,8 +23,14 @@ def fsdp_cpu_trace():
     b.x("FSDP::post_backward_reduce (0)", 128, 10, cat="user_annotation").x("c10d::_reduce_scatter_base_", 130, 2)
     b.x("FSDP::post_backward_reduce", 148, 10, cat="user_annotation").x("c10d::_reduce_scatter_base_", 150, 2)
     b.x("Optimizer.step#SGD.step", 170, 20, cat="user_annotation").x("c10d::allreduce_", 175, 2)
-    for ts, name in ((8, "gloo:all_gather"), (28, "gloo:all_gather"), (108, "gloo:all_gather"),
-                     (133, "gloo:all_reduce"), (153, "gloo:all_reduce"), (178, "gloo:all_reduce")):
+    for ts, name in (
+        (8, "gloo:all_gather"),
+        (28, "gloo:all_gather"),
+        (108, "gloo:all_gather"),
+        (133, "gloo:all_reduce"),
+        (153, "gloo:all_reduce"),
+        (178, "gloo:all_reduce"),
+    ):
         b.x(name, ts, 4, cat="user_annotation", thread=GLOO, Input_Dims=[[1000]], Input_type=["float"])
     return b
 
@@ -46,11 +52,14 @@ def test_replicate_all_reduce_of_hybrid_sharding(tmp_path):
     b.x("autograd::engine::evaluate_function: AddmmBackward0", 10, 10)
     b.x("FSDP::post_backward_reduce (3)", 40, 20, cat="user_annotation")
     b.x("c10d::_reduce_scatter_base_", 41, 2).x("c10d::allreduce_", 50, 2)
-    b.x("gloo:all_reduce", 44, 4, cat="user_annotation", thread=GLOO).x("gloo:all_reduce", 53, 4, cat="user_annotation",
-                                                                      thread=GLOO)
+    b.x("gloo:all_reduce", 44, 4, cat="user_annotation", thread=GLOO).x(
+        "gloo:all_reduce", 53, 4, cat="user_annotation", thread=GLOO
+    )
     (rank,) = load_run([b.write(tmp_path / "rank0.pt.trace.json")]).ranks
-    assert [(c.purpose, c.module) for c in rank.collectives] == [("gradient reduce-scatter", "3"),
-                                                                 ("replicate all-reduce", "3")]
+    assert [(c.purpose, c.module) for c in rank.collectives] == [
+        ("gradient reduce-scatter", "3"),
+        ("replicate all-reduce", "3"),
+    ]
 
 
 def test_ddp_gradient_all_reduces_are_in_the_backward(tmp_path):
@@ -75,7 +84,8 @@ def test_gpu_kernels_take_the_role_of_their_launch(tmp_path):
     (rank,) = load_run([b.write(tmp_path / "rank0.pt.trace.json")]).ranks
     assert [(c.op, c.phase, c.purpose, c.module) for c in rank.collectives] == [
         ("all_gather", "forward", "parameter all-gather", "2"),
-        ("reduce_scatter", "backward", "gradient reduce-scatter", "2")]
+        ("reduce_scatter", "backward", "gradient reduce-scatter", "2"),
+    ]
 
 
 def test_each_step_broken_down_by_phase(tmp_path):
@@ -87,8 +97,13 @@ def test_each_step_broken_down_by_phase(tmp_path):
     b.x("c10d::allreduce_", 40, 2).x("gloo:all_reduce", 45, 10, cat="user_annotation", thread=GLOO)
     b.x("Optimizer.step#SGD.step", 70, 10, cat="user_annotation").x("aten::add_", 72, 6)
     report = analyze(load_run([b.write(tmp_path / "rank0.pt.trace.json")]), "phases", "analysis")
-    shares = [(p.phase, *(round(v * 1000, 9) for v in (p.window_ms, p.compute_ms, p.comm_ms, p.overlap_ms,
-                                                           p.exposed_comm_ms))) for p in report.phases]
+    shares = [
+        (
+            p.phase,
+            *(round(v * 1000, 9) for v in (p.window_ms, p.compute_ms, p.comm_ms, p.overlap_ms, p.exposed_comm_ms)),
+        )
+        for p in report.phases
+    ]
     assert shares == [("forward", 30, 20, 0, 0, 0), ("backward", 40, 18, 10, 5, 5), ("optimizer", 30, 6, 0, 0, 0)]  # µs
     assert report.steps[0].phases == report.phases  # one rank, one step
 
@@ -99,9 +114,10 @@ def test_fsdp_all_gathers_by_module_with_what_no_computation_hid(tmp_path):
     of block 0's backward one [108,112]. Nothing hides the root's [8,12]."""
     trace = fsdp_cpu_trace().x("aten::mm", 26, 4)
     report = analyze(load_run([trace.write(tmp_path / "rank0.pt.trace.json")]), "fsdp", "analysis")
-    assert [(g.module, g.phase, g.calls_per_step, round(g.ms * 1000, 9), round(g.exposed_ms * 1000, 9))
-            for g in report.gathers] == [("root", "forward", 1, 4, 4), ("0", "forward", 1, 4, 2),
-                                         ("0", "backward", 1, 4, 2)]
+    assert [
+        (g.module, g.phase, g.calls_per_step, round(g.ms * 1000, 9), round(g.exposed_ms * 1000, 9))
+        for g in report.gathers
+    ] == [("root", "forward", 1, 4, 4), ("0", "forward", 1, 4, 2), ("0", "backward", 1, 4, 2)]
 
 
 def test_phase_of_a_launch_and_the_phase_windows_agree(tmp_path):
@@ -115,4 +131,7 @@ def test_phase_of_a_launch_and_the_phase_windows_agree(tmp_path):
     (stats,) = report.collectives
     assert stats.phase == "optimizer"
     assert [(p.phase, round(p.window_ms * 1000, 9), round(p.comm_ms * 1000, 9)) for p in report.phases] == [
-        ("forward", 20, 0), ("backward", 60, 0), ("optimizer", 20, 3)]
+        ("forward", 20, 0),
+        ("backward", 60, 0),
+        ("optimizer", 20, 3),
+    ]

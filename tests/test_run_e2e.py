@@ -34,8 +34,9 @@ def test_report_numbers_are_consistent(cpu_run):
     report = load_report(cwd / "reports" / "e2e" / "report.json")
     # steps 3-6 profiled (--schedule 2,1,4) against step 8 (step 7 waits for the traces), from run.json's times
     meta = load_json(cwd / "traces" / "e2e" / "run.json")
-    assert [(d.rank, d.unprofiled_ms) for d in report.profiler_distortion] == [(r["rank"], r["step_ms"][8])
-                                                                                 for r in meta["ranks"]]
+    assert [(d.rank, d.unprofiled_ms) for d in report.profiler_distortion] == [
+        (r["rank"], r["step_ms"][8]) for r in meta["ranks"]
+    ]
     assert "Profiler's own cost" in (cwd / "reports" / "e2e" / "report.md").read_text()
     assert report.schema_version == 1 and [r.rank for r in report.ranks] == [0, 1]
     for rank in report.ranks:
@@ -67,10 +68,26 @@ def test_two_emulated_nodes_form_one_job(tmp_path):
     with socket.socket() as s:  # the test needs a port to tell both "nodes"; commprof itself never picks one
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    args = [sys.executable, "-m", "commprof", "run", "--nodes", "2", "--procs", "2", "--rdzv-endpoint",
-            f"127.0.0.1:{port}", "--run-id", "two-nodes", "--quiet", *FAST_RUN]
-    nodes = [subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for _ in range(2)]
+    args = [
+        sys.executable,
+        "-m",
+        "commprof",
+        "run",
+        "--nodes",
+        "2",
+        "--procs",
+        "2",
+        "--rdzv-endpoint",
+        f"127.0.0.1:{port}",
+        "--run-id",
+        "two-nodes",
+        "--quiet",
+        *FAST_RUN,
+    ]
+    nodes = [
+        subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
     outputs = [node.communicate(timeout=300) for node in nodes]
     assert [n.returncode for n in nodes] == [0, 0], outputs
     traces = sorted(p.name for p in (tmp_path / "traces" / "two-nodes").glob("*.pt.trace.json"))
@@ -89,7 +106,8 @@ def test_run_failure_names_the_rank(tmp_path):
         "        if self.training and os.environ.get('RANK') == '1':\n"
         "            raise RuntimeError('rank one exploded')\n"
         "        return super().forward(x)\n"
-        "def build():\n    return M(4, 2)\n")
+        "def build():\n    return M(4, 2)\n"
+    )
     result = commprof("run", "--model", f"{bad}:build", *FAST_RUN, "--quiet", cwd=tmp_path)
     assert result.returncode == 1
     last = result.stderr.strip().splitlines()[-1]
@@ -98,8 +116,23 @@ def test_run_failure_names_the_rank(tmp_path):
 
 def test_ddp_options_reach_the_traces(tmp_path):
     """fp16 compression halves every all-reduce; accumulation keeps one all-reduce per bucket per step."""
-    result = commprof("run", "--model", "transformer", "--precision", "bf16", "--comm-hook", "fp16", "--grad-accum", "2",
-                      "--gradient-as-bucket-view", "--run-id", "opts", "--quiet", *FAST_RUN, cwd=tmp_path)
+    result = commprof(
+        "run",
+        "--model",
+        "transformer",
+        "--precision",
+        "bf16",
+        "--comm-hook",
+        "fp16",
+        "--grad-accum",
+        "2",
+        "--gradient-as-bucket-view",
+        "--run-id",
+        "opts",
+        "--quiet",
+        *FAST_RUN,
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     report = load_report(tmp_path / "reports" / "opts" / "report.json")
     buckets = [int(b) for b in report.run["ddp"]["0"]["rebuilt_bucket_sizes"].split(",")]
@@ -111,15 +144,19 @@ def test_ddp_options_reach_the_traces(tmp_path):
 
 def test_fsdp_run_names_its_collectives(tmp_path):
     """--strategy fsdp: FSDP2 on each decoder block and the root; its all-gathers and reduce-scatters named."""
-    result = commprof("run", "--strategy", "fsdp", "--model", "transformer", "--run-id", "fsdp", "--quiet", *FAST_RUN,
-                      cwd=tmp_path)
+    result = commprof(
+        "run", "--strategy", "fsdp", "--model", "transformer", "--run-id", "fsdp", "--quiet", *FAST_RUN, cwd=tmp_path
+    )
     assert result.returncode == 0, result.stderr
     report = load_report(tmp_path / "reports" / "fsdp" / "report.json")
     assert report.run["config"]["strategy"] == "fsdp"
     roles = {(c.phase, c.op, c.purpose) for c in report.collectives}
     # Gloo has no reduce-scatter: FSDP's runs as an all-reduce, named by what it is for
-    assert roles == {("forward", "all_gather", "parameter all-gather"), ("backward", "all_gather", "parameter all-gather"),
-                     ("backward", "all_reduce", "gradient reduce-scatter")}
+    assert roles == {
+        ("forward", "all_gather", "parameter all-gather"),
+        ("backward", "all_gather", "parameter all-gather"),
+        ("backward", "all_reduce", "gradient reduce-scatter"),
+    }
     assert not [f for f in report.findings if f.kind in ("bucket_cap", "compression")]  # DDP's knobs: not advised
     assert [p.phase for p in report.phases] == ["forward", "backward", "optimizer"]
     # its parameter all-gathers: in the forward, and again in the backward (FSDP2 reshards after the forward)
@@ -136,8 +173,22 @@ def test_two_nodes_with_node_local_traces_folders(tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    args = [sys.executable, "-m", "commprof", "run", "--nodes", "2", "--procs", "2", "--rdzv-endpoint",
-            f"127.0.0.1:{port}", "--run-id", "local", "--quiet", *FAST_RUN]
+    args = [
+        sys.executable,
+        "-m",
+        "commprof",
+        "run",
+        "--nodes",
+        "2",
+        "--procs",
+        "2",
+        "--rdzv-endpoint",
+        f"127.0.0.1:{port}",
+        "--run-id",
+        "local",
+        "--quiet",
+        *FAST_RUN,
+    ]
     folders = [tmp_path / "node0", tmp_path / "node1"]
     nodes = []
     for folder in folders:
@@ -155,7 +206,8 @@ def test_two_nodes_with_node_local_traces_folders(tmp_path):
     record = json.loads((head / "traces" / "local" / "run.json").read_text())
     assert [r["trace_path"] for r in record["ranks"]] == [
         str((f / "traces" / "local" / f"rank{r}.pt.trace.json").resolve())
-        for f, r in ((head, 0), (head, 1), (other, 2), (other, 3))]
+        for f, r in ((head, 0), (head, 1), (other, 2), (other, 3))
+    ]
 
     together = tmp_path / "together"
     shutil.copytree(head / "traces" / "local", together)

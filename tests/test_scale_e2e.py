@@ -3,14 +3,14 @@
 import json
 
 import pytest
-
 from conftest import FAST_RUN, commprof
 
 
 @pytest.mark.slow
 def test_scale_measures_and_predicts(tmp_path):
-    result = commprof("scale", "--world-sizes", "1,2", "--repeats", "1", "--predict", "4,8", "--run-id", "sc",
-                      *FAST_RUN, cwd=tmp_path)
+    result = commprof(
+        "scale", "--world-sizes", "1,2", "--repeats", "1", "--predict", "4,8", "--run-id", "sc", *FAST_RUN, cwd=tmp_path
+    )
     assert result.returncode == 0, result.stderr
     folder = tmp_path / "reports" / "sc"
     data = json.loads((folder / "report.json").read_text())

@@ -18,8 +18,21 @@ def run_json(cwd, run_id):
 
 
 def test_a_script_unmodified_with_max_steps_and_a_bucket_override(tmp_path):
-    result = commprof("run", "--run-id", "s", "--max-steps", "20", "--bucket-cap-mb", "0.01", "--quiet", "--",
-                      str(SCRIPTS / "train_epochs.py"), "--epochs", "50", cwd=tmp_path)
+    result = commprof(
+        "run",
+        "--run-id",
+        "s",
+        "--max-steps",
+        "20",
+        "--bucket-cap-mb",
+        "0.01",
+        "--quiet",
+        "--",
+        str(SCRIPTS / "train_epochs.py"),
+        "--epochs",
+        "50",
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     run = run_json(tmp_path, "s")
     assert run["status"] == "complete" and [len(r["step_ms"]) for r in run["ranks"]] == [20, 20]
@@ -35,8 +48,19 @@ def test_a_script_unmodified_with_max_steps_and_a_bucket_override(tmp_path):
 
 
 def test_a_script_runs_to_its_own_end_with_its_own_buckets(tmp_path):
-    result = commprof("run", "--run-id", "e", "--quiet", "--", str(SCRIPTS / "train_epochs.py"), "--epochs", "2",
-                      "--checkpoint", "mine.pt", cwd=tmp_path)
+    result = commprof(
+        "run",
+        "--run-id",
+        "e",
+        "--quiet",
+        "--",
+        str(SCRIPTS / "train_epochs.py"),
+        "--epochs",
+        "2",
+        "--checkpoint",
+        "mine.pt",
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "mine.pt").exists()  # its own argv, its own working directory, rank 0's checkpoint
     assert [len(r["step_ms"]) for r in run_json(tmp_path, "e")["ranks"]] == [32, 32]  # 2 epochs x 16 batches
@@ -44,8 +68,19 @@ def test_a_script_runs_to_its_own_end_with_its_own_buckets(tmp_path):
 
 
 def test_optimizer_steps_are_steps_under_accumulation_and_a_grad_scaler(tmp_path):
-    result = commprof("run", "--run-id", "a", "--max-steps", "18", "--quiet", "--",
-                      str(SCRIPTS / "train_accumulate_amp.py"), "--accumulate", "4", cwd=tmp_path)
+    result = commprof(
+        "run",
+        "--run-id",
+        "a",
+        "--max-steps",
+        "18",
+        "--quiet",
+        "--",
+        str(SCRIPTS / "train_accumulate_amp.py"),
+        "--accumulate",
+        "4",
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     assert run_json(tmp_path, "a")["steps_completed"] == 18
     (call,) = load_report(tmp_path / "reports" / "a").collectives
@@ -60,18 +95,33 @@ def test_a_module_started_with_dash_m(tmp_path):
     code = (SCRIPTS / "train_epochs.py").read_text()
     (tmp_path / "mypkg" / "train.py").write_text("from .settings import EPOCHS_FLAG  # noqa: F401\n" + code)
     (tmp_path / "mypkg" / "__main__.py").write_text("from mypkg.train import main\nmain()\n")
-    result = commprof("run", "--run-id", "m", "--max-steps", "17", "--quiet", "--", "-m", "mypkg.train", "--epochs", "9",
-                      cwd=tmp_path)
+    result = commprof(
+        "run", "--run-id", "m", "--max-steps", "17", "--quiet", "--", "-m", "mypkg.train", "--epochs", "9", cwd=tmp_path
+    )
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "reports" / "m" / "report.html").exists()
-    result = commprof("run", "--run-id", "p", "--max-steps", "17", "--quiet", "--", "-m", "mypkg", "--epochs", "9",
-                      cwd=tmp_path)
+    result = commprof(
+        "run", "--run-id", "p", "--max-steps", "17", "--quiet", "--", "-m", "mypkg", "--epochs", "9", cwd=tmp_path
+    )
     assert result.returncode == 0, result.stderr
 
 
 def test_a_script_that_fails_on_one_rank(tmp_path):
-    result = commprof("run", "--run-id", "f", "--quiet", "--wait", "0", "--warmup", "0", "--active", "2", "--",
-                      str(SCRIPTS / "fails_on_rank1.py"), cwd=tmp_path)
+    result = commprof(
+        "run",
+        "--run-id",
+        "f",
+        "--quiet",
+        "--wait",
+        "0",
+        "--warmup",
+        "0",
+        "--active",
+        "2",
+        "--",
+        str(SCRIPTS / "fails_on_rank1.py"),
+        cwd=tmp_path,
+    )
     assert result.returncode == 1
     (line,) = result.stderr.strip().splitlines()
     assert "rank 1 on " in line and "ValueError: batch 3 has a NaN label" in line and "(worker logs: " in line, line
@@ -80,9 +130,27 @@ def test_a_script_that_fails_on_one_rank(tmp_path):
 
 
 def test_sweep_of_a_script_interleaves_launches_and_applies_each_setting(tmp_path):
-    result = commprof("sweep", "--bucket-cap-mb", "0.01", "--repeats", "2", "--steps-per-repeat", "2",
-                      "--warmup-steps", "1", "--profile-steps", "2", "--run-id", "sw", "--quiet", "--",
-                      str(SCRIPTS / "train_epochs.py"), "--epochs", "50", cwd=tmp_path)
+    result = commprof(
+        "sweep",
+        "--bucket-cap-mb",
+        "0.01",
+        "--repeats",
+        "2",
+        "--steps-per-repeat",
+        "2",
+        "--warmup-steps",
+        "1",
+        "--profile-steps",
+        "2",
+        "--run-id",
+        "sw",
+        "--quiet",
+        "--",
+        str(SCRIPTS / "train_epochs.py"),
+        "--epochs",
+        "50",
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     raw = json.loads((tmp_path / "traces" / "sw" / "sweep.json").read_text())
     assert raw["order"] == ["bucket-0.01mb", "bucket-25mb"] * 2 and raw["framework"] == "script"
@@ -94,16 +162,40 @@ def test_sweep_of_a_script_interleaves_launches_and_applies_each_setting(tmp_pat
 
 
 def test_sweep_of_a_script_too_short_says_so(tmp_path):
-    result = commprof("sweep", "--bucket-cap-mb", "1", "--repeats", "2", "--steps-per-repeat", "40", "--quiet", "--",
-                      str(SCRIPTS / "train_epochs.py"), "--epochs", "1", cwd=tmp_path)
+    result = commprof(
+        "sweep",
+        "--bucket-cap-mb",
+        "1",
+        "--repeats",
+        "2",
+        "--steps-per-repeat",
+        "40",
+        "--quiet",
+        "--",
+        str(SCRIPTS / "train_epochs.py"),
+        "--epochs",
+        "1",
+        cwd=tmp_path,
+    )
     assert result.returncode == 2
     assert "ended after 16 optimizer steps; a sweep needs 43 per launch" in result.stderr.strip().splitlines()[-1]
 
 
 def test_a_lightning_script(tmp_path):
     pytest.importorskip("lightning", reason="Lightning is not installed (the `frameworks` extra)")
-    result = commprof("run", "--run-id", "l", "--max-steps", "20", "--bucket-cap-mb", "0.01", "--quiet", "--",
-                      str(SCRIPTS / "train_lightning.py"), cwd=tmp_path)
+    result = commprof(
+        "run",
+        "--run-id",
+        "l",
+        "--max-steps",
+        "20",
+        "--bucket-cap-mb",
+        "0.01",
+        "--quiet",
+        "--",
+        str(SCRIPTS / "train_lightning.py"),
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     run = run_json(tmp_path, "l")
     (built,) = run["ddp_built"]
@@ -115,22 +207,50 @@ def test_a_lightning_script(tmp_path):
 
 def test_a_hugging_face_trainer_script_and_its_sweep(tmp_path):
     pytest.importorskip("transformers", reason="Hugging Face transformers is not installed (the `frameworks` extra)")
-    result = commprof("run", "--run-id", "h", "--max-steps", "20", "--quiet", "--", str(SCRIPTS / "train_hf_trainer.py"),
-                      cwd=tmp_path)
+    result = commprof(
+        "run", "--run-id", "h", "--max-steps", "20", "--quiet", "--", str(SCRIPTS / "train_hf_trainer.py"), cwd=tmp_path
+    )
     assert result.returncode == 0, result.stderr
     (built,) = run_json(tmp_path, "h")["ddp_built"]
     assert built["built_by"] == "transformers" and built["asked"]["bucket_cap_mb"] == 1 and built["applied"] == {}
     assert [c.bytes for c in load_report(tmp_path / "reports" / "h").collectives if c.bytes > 1024] == [153640]
-    result = commprof("sweep", "--bucket-cap-mb", "0.01", "--repeats", "2", "--steps-per-repeat", "2", "--warmup-steps",
-                      "1", "--profile-steps", "2", "--run-id", "hs", "--quiet", "--", str(SCRIPTS / "train_hf_trainer.py"),
-                      cwd=tmp_path)
+    result = commprof(
+        "sweep",
+        "--bucket-cap-mb",
+        "0.01",
+        "--repeats",
+        "2",
+        "--steps-per-repeat",
+        "2",
+        "--warmup-steps",
+        "1",
+        "--profile-steps",
+        "2",
+        "--run-id",
+        "hs",
+        "--quiet",
+        "--",
+        str(SCRIPTS / "train_hf_trainer.py"),
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     assert json.loads((tmp_path / "traces" / "hs" / "sweep.json").read_text())["framework"] == "transformers"
 
 
 def test_a_script_without_ddp_is_measured_and_told_the_options_did_nothing(tmp_path):
-    result = commprof("run", "--run-id", "n", "--max-steps", "20", "--bucket-cap-mb", "5", "--quiet", "--",
-                      str(SCRIPTS / "no_ddp.py"), cwd=tmp_path)
+    result = commprof(
+        "run",
+        "--run-id",
+        "n",
+        "--max-steps",
+        "20",
+        "--bucket-cap-mb",
+        "5",
+        "--quiet",
+        "--",
+        str(SCRIPTS / "no_ddp.py"),
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     report = load_report(tmp_path / "reports" / "n")
     assert report.ranks[0].comm_ms > 0  # its own all-reduces are communication all the same
@@ -151,9 +271,24 @@ PROFILER_STOP_RACE = "(SIGSEGV) in __exit__ (autograd/profiler.py:"
 
 def test_a_script_that_hangs_on_one_rank(tmp_path):
     for attempt in ("first", "again"):
-        result = commprof("run", "--run-id", f"hang-{attempt}", "--timeout", "10", "--quiet", "--wait", "0",
-                          "--warmup", "0", "--active", "2", "--", str(SCRIPTS / "hangs_on_rank1.py"), cwd=tmp_path,
-                          timeout=200)
+        result = commprof(
+            "run",
+            "--run-id",
+            f"hang-{attempt}",
+            "--timeout",
+            "10",
+            "--quiet",
+            "--wait",
+            "0",
+            "--warmup",
+            "0",
+            "--active",
+            "2",
+            "--",
+            str(SCRIPTS / "hangs_on_rank1.py"),
+            cwd=tmp_path,
+            timeout=200,
+        )
         line = result.stderr.strip().splitlines()[-1]
         if PROFILER_STOP_RACE not in line:
             break
@@ -178,11 +313,31 @@ def test_a_script_on_two_emulated_nodes(tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    args = [sys.executable, "-m", "commprof", "run", "--nodes", "2", "--procs", "1", "--rdzv-endpoint",
-            f"127.0.0.1:{port}", "--run-id", "two", "--max-steps", "20", "--quiet", "--",
-            str(SCRIPTS / "train_epochs.py"), "--epochs", "50"]
-    nodes = [subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for _ in range(2)]
+    args = [
+        sys.executable,
+        "-m",
+        "commprof",
+        "run",
+        "--nodes",
+        "2",
+        "--procs",
+        "1",
+        "--rdzv-endpoint",
+        f"127.0.0.1:{port}",
+        "--run-id",
+        "two",
+        "--max-steps",
+        "20",
+        "--quiet",
+        "--",
+        str(SCRIPTS / "train_epochs.py"),
+        "--epochs",
+        "50",
+    ]
+    nodes = [
+        subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
     outputs = [node.communicate(timeout=300) for node in nodes]
     assert [n.returncode for n in nodes] == [0, 0], outputs
     run = run_json(tmp_path, "two")
@@ -199,10 +354,33 @@ def test_a_script_on_two_nodes_with_node_local_traces_folders(tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    args = [sys.executable, "-m", "commprof", "run", "--nodes", "2", "--procs", "1", "--rdzv-endpoint",
-            f"127.0.0.1:{port}", "--run-id", "apart", "--max-steps", "6", "--wait", "1", "--warmup", "1", "--active", "3",
-            "--quiet", "--",
-            str(SCRIPTS / "train_epochs.py"), "--epochs", "50"]
+    args = [
+        sys.executable,
+        "-m",
+        "commprof",
+        "run",
+        "--nodes",
+        "2",
+        "--procs",
+        "1",
+        "--rdzv-endpoint",
+        f"127.0.0.1:{port}",
+        "--run-id",
+        "apart",
+        "--max-steps",
+        "6",
+        "--wait",
+        "1",
+        "--warmup",
+        "1",
+        "--active",
+        "3",
+        "--quiet",
+        "--",
+        str(SCRIPTS / "train_epochs.py"),
+        "--epochs",
+        "50",
+    ]
     folders = [tmp_path / "node0", tmp_path / "node1"]
     for folder in folders:
         folder.mkdir()
@@ -214,16 +392,33 @@ def test_a_script_on_two_nodes_with_node_local_traces_folders(tmp_path):
     assert [r.rank for r in report.ranks] == [0, 1] and report.missing_ranks == []
     assert all(r.comm_ms > 0 for r in report.ranks)
     assert [p.name for p in (head / "traces" / "apart" / "digests").iterdir()] == [
-        f"rank{1 - int(p.name[4])}.msgpack" for p in (head / "traces" / "apart").glob("rank*.pt.trace.json")]
+        f"rank{1 - int(p.name[4])}.msgpack" for p in (head / "traces" / "apart").glob("rank*.pt.trace.json")
+    ]
 
 
 def test_a_script_that_shards_its_model_with_fsdp(tmp_path):
-    result = commprof("run", "--run-id", "fsdp", "--quiet", "--wait", "1", "--warmup", "1", "--active", "3", "--",
-                      str(SCRIPTS / "train_fsdp.py"), cwd=tmp_path)
+    result = commprof(
+        "run",
+        "--run-id",
+        "fsdp",
+        "--quiet",
+        "--wait",
+        "1",
+        "--warmup",
+        "1",
+        "--active",
+        "3",
+        "--",
+        str(SCRIPTS / "train_fsdp.py"),
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     report = load_report(tmp_path / "reports" / "fsdp")
     assert {(c.phase, c.purpose) for c in report.collectives} == {
-        ("forward", "parameter all-gather"), ("backward", "parameter all-gather"), ("backward", "gradient reduce-scatter")}
+        ("forward", "parameter all-gather"),
+        ("backward", "parameter all-gather"),
+        ("backward", "gradient reduce-scatter"),
+    }
     # the four blocks' reduce-scatters, one per block per step (the root's holds the head)
     (blocks,) = [c for c in report.collectives if c.purpose == "gradient reduce-scatter" and c.calls_per_step == 4]
     assert blocks.op == "all_reduce"  # Gloo's reduce-scatter is an all-reduce; its purpose says what it is

@@ -1,5 +1,6 @@
-import pytest
 import random
+
+import pytest
 
 from commprof.analysis.stats import median_ci, speedup_ci
 

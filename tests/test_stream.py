@@ -3,12 +3,12 @@
 import dataclasses
 
 import pytest
+from conftest import LARGE_TRACE, TRACES, needs_large_trace
 
+from commprof.errors import TraceError
 from commprof.trace.classify import classify
 from commprof.trace.parse import parse_trace
 from commprof.trace.stream import stream_trace, uncompressed_size
-from commprof.errors import TraceError
-from conftest import LARGE_TRACE, TRACES, needs_large_trace
 
 FILES = sorted(p for p in TRACES.rglob("*.json*") if "nccl-trace-diff" not in str(p))
 
@@ -34,11 +34,14 @@ def test_gzip_size_from_its_trailer(tmp_path):
     assert uncompressed_size(tmp_path / "t.json.gz") == len(data)
 
 
-@pytest.mark.parametrize("text, problem", [
-    ('{"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 2}, {"ph": "X", "na', "truncated JSON"),
-    ('{"hello": 1}', "JSON without 'traceEvents'"),
-    ("not json at all", "not valid JSON"),
-])
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        ('{"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 2}, {"ph": "X", "na', "truncated JSON"),
+        ('{"hello": 1}', "JSON without 'traceEvents'"),
+        ("not json at all", "not valid JSON"),
+    ],
+)
 def test_bad_big_traces(tmp_path, text, problem):
     path = tmp_path / "big.json"
     path.write_text(text)

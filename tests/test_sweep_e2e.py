@@ -11,8 +11,19 @@ from commprof.trace.load import load_run
 from tests.conftest import commprof, load_json
 
 pytestmark = pytest.mark.slow
-SMALL_SWEEP = ["--repeats", "2", "--steps-per-repeat", "1", "--warmup-steps", "1", "--profile-steps", "2",
-               "--batch-size", "8", "--quiet"]
+SMALL_SWEEP = [
+    "--repeats",
+    "2",
+    "--steps-per-repeat",
+    "1",
+    "--warmup-steps",
+    "1",
+    "--profile-steps",
+    "2",
+    "--batch-size",
+    "8",
+    "--quiet",
+]
 MIB = 2**20
 
 
@@ -29,13 +40,17 @@ def test_one_launch_interleaved_with_a_trace_set_per_setting(swept):
     assert raw["order"] == ["bucket-1mb", "bucket-25mb", "bucket-1mb", "bucket-25mb"]  # A B A B
     for label in ("bucket-1mb", "bucket-25mb"):
         assert len(raw["settings"][label]["step_ms"]) == 2
-        assert sorted(p.name for p in (swept / "traces" / "sw" / label).glob("*.pt.trace.json")) == \
-            ["rank0.pt.trace.json", "rank1.pt.trace.json"]
+        assert sorted(p.name for p in (swept / "traces" / "sw" / label).glob("*.pt.trace.json")) == [
+            "rank0.pt.trace.json",
+            "rank1.pt.trace.json",
+        ]
 
 
 def test_report_shows_the_buckets_ddp_really_built(swept):
     report = load_report(swept / "reports" / "sw" / "report.json")
-    small, default = (next(s for s in report.sweep.settings if s.label == label) for label in ("bucket-1mb", "bucket-25mb"))
+    small, default = (
+        next(s for s in report.sweep.settings if s.label == label) for label in ("bucket-1mb", "bucket-25mb")
+    )
     # mlp-small: 8 weight matrices of 4 MiB. A 1 MB cap cannot split a parameter, so each gets its own bucket.
     assert small.buckets > default.buckets >= 2
     assert max(small.bucket_sizes) > 1 * MIB and sum(small.bucket_sizes) == sum(default.bucket_sizes)
@@ -51,15 +66,19 @@ def test_report_shows_the_buckets_ddp_really_built(swept):
 
 def test_ddp_own_measurements_match_the_trace(tmp_path):
     """Every step profiled, DDP logging every step: its three backward figures and the trace's agree."""
-    result = commprof("run", "--steps", "24", "--schedule", "0,1,23", "--batch-size", "8", "--run-id", "ddp", "--quiet",
-                      cwd=tmp_path)
+    result = commprof(
+        "run", "--steps", "24", "--schedule", "0,1,23", "--batch-size", "8", "--run-id", "ddp", "--quiet", cwd=tmp_path
+    )
     assert result.returncode == 0, result.stderr
     run = load_run([tmp_path / "traces" / "ddp"], workers=1)
     meta = json.loads((tmp_path / "traces" / "ddp" / "run.json").read_text())
     for rank in run.ranks:
         ours, ddp = backward_times(rank), meta["ranks"][rank.rank]["ddp"]
-        pairs = [(ddp["avg_backward_compute_time"], ours.compute_ms), (ddp["avg_backward_comm_time"], ours.comm_ms),
-                 (ddp["avg_backward_compute_comm_overlap_time"], ours.overlap_ms)]
+        pairs = [
+            (ddp["avg_backward_compute_time"], ours.compute_ms),
+            (ddp["avg_backward_comm_time"], ours.comm_ms),
+            (ddp["avg_backward_compute_comm_overlap_time"], ours.overlap_ms),
+        ]
         for ddp_ns, trace_ms in pairs:
             # DDP also averages its first iteration, which the trace (warm-up step) leaves out: 24 steps make
             # it weigh little
@@ -89,13 +108,16 @@ def test_bad_sweep_lists(tmp_path):
 
 def test_the_same_machinery_sweeps_other_knobs(tmp_path):
     """--comm-hook none,fp16: the fp16 setting's all-reduces carry half the bytes, in Half."""
-    result = commprof("sweep", "--bucket-cap-mb", "25", "--comm-hook", "none,fp16", "--run-id", "hooks", *SMALL_SWEEP,
-                      cwd=tmp_path)
+    result = commprof(
+        "sweep", "--bucket-cap-mb", "25", "--comm-hook", "none,fp16", "--run-id", "hooks", *SMALL_SWEEP, cwd=tmp_path
+    )
     assert result.returncode == 0, result.stderr
     sweep = load_report(tmp_path / "reports" / "hooks" / "report.json").sweep
     assert sorted(s.label for s in sweep.settings) == ["bucket-25mb", "bucket-25mb_hook-fp16"]
-    traces = {label: load_run([tmp_path / "traces" / "hooks" / label], workers=1) for label in
-              ("bucket-25mb", "bucket-25mb_hook-fp16")}
+    traces = {
+        label: load_run([tmp_path / "traces" / "hooks" / label], workers=1)
+        for label in ("bucket-25mb", "bucket-25mb_hook-fp16")
+    }
     plain = sum(c.nbytes for c in traces["bucket-25mb"].ranks[0].collectives if c.op == "all_reduce")
     half = [c for c in traces["bucket-25mb_hook-fp16"].ranks[0].collectives if c.op == "all_reduce"]
     assert {c.dtype for c in half} == {"c10::Half"} and sum(c.nbytes for c in half) * 2 == plain
@@ -104,8 +126,9 @@ def test_the_same_machinery_sweeps_other_knobs(tmp_path):
 def test_settings_that_do_not_fit_are_rebuilt_each_turn(tmp_path):
     """--max-live-settings 1: one setting's model, DDP and optimizer alive at a time (counted), every turn
     interleaved as usual, and the same report."""
-    result = commprof("sweep", "--bucket-cap-mb", "1,5,25", "--run-id", "one", "--max-live-settings", "1",
-                      *SMALL_SWEEP, cwd=tmp_path)
+    result = commprof(
+        "sweep", "--bucket-cap-mb", "1,5,25", "--run-id", "one", "--max-live-settings", "1", *SMALL_SWEEP, cwd=tmp_path
+    )
     assert result.returncode == 0, result.stderr
     raw = json.loads((tmp_path / "traces" / "one" / "sweep.json").read_text())
     assert raw["timings"]["most_live_settings"] == 1
@@ -124,8 +147,19 @@ def test_settings_that_fit_stay_alive(tmp_path):
 def test_fsdp_knobs_swept_in_one_launch(tmp_path):
     """FSDP2 on mlp-small's 9 linear layers: resharding after forward costs a second all-gather of every layer in
     backward, and the reduce dtype reaches the reduce-scatter."""
-    result = commprof("sweep", "--strategy", "fsdp", "--forward-prefetch", "0", "--reduce-dtype", "fp32,bf16",
-                      "--run-id", "fs", *SMALL_SWEEP, cwd=tmp_path)
+    result = commprof(
+        "sweep",
+        "--strategy",
+        "fsdp",
+        "--forward-prefetch",
+        "0",
+        "--reduce-dtype",
+        "fp32,bf16",
+        "--run-id",
+        "fs",
+        *SMALL_SWEEP,
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     raw = load_json(tmp_path / "traces" / "fs" / "sweep.json")
     labels = ["no-reshard", "no-reshard_reduce-bf16", "reshard", "reshard_reduce-bf16"]

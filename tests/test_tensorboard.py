@@ -38,8 +38,12 @@ def _get(url: str):
 def test_profiler_plugin_lists_run_and_distributed_view(cpu_run):
     cwd, _ = cpu_run
     logdir = Path(cwd) / "traces" / "e2e"
-    proc = subprocess.Popen([sys.executable, "-m", "tensorboard.main", "--logdir", str(logdir), "--host", "127.0.0.1",
-                             "--port", "0"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tensorboard.main", "--logdir", str(logdir), "--host", "127.0.0.1", "--port", "0"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         base = _wait_for_url(proc) + PLUGIN
         end = time.monotonic() + DEADLINE_S

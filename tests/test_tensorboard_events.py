@@ -41,9 +41,11 @@ def test_every_step_figure_of_every_rank(two_ranks):
         mine = [s for s in report.steps if s.rank == rank.rank]
         for figure in STEP_FIGURES:
             assert scalars(run, f"step/{figure}") == pytest.approx(
-                {step_number(s.step, i): getattr(s, figure) for i, s in enumerate(mine)}), figure
+                {step_number(s.step, i): getattr(s, figure) for i, s in enumerate(mine)}
+            ), figure
         assert scalars(run, "step/comm_compute_ratio") == pytest.approx(
-            {step_number(s.step, i): s.comm_ms / s.compute_ms for i, s in enumerate(mine)})
+            {step_number(s.step, i): s.comm_ms / s.compute_ms for i, s in enumerate(mine)}
+        )
 
 
 def test_collectives_cross_rank_and_words(two_ranks):
@@ -52,18 +54,25 @@ def test_collectives_cross_rank_and_words(two_ranks):
     for c in report.collectives:
         tag = f"collectives/{c.op} {human_bytes(c.bytes)} ({c.backend})"
         assert scalars(job, f"{tag}/mean_ms") == pytest.approx(
-            {step_number(s.step, i): s.mean_ms for i, s in enumerate(c.steps)})
+            {step_number(s.step, i): s.mean_ms for i, s in enumerate(c.steps)}
+        )
         if c.busbw_gbps is not None:
             assert scalars(job, f"{tag}/busbw_gbps") == pytest.approx(
-                {step_number(s.step, i): s.busbw_gbps for i, s in enumerate(c.steps)})
+                {step_number(s.step, i): s.busbw_gbps for i, s in enumerate(c.steps)}
+            )
         assert scalars(job, f"{tag}/calls_per_step") == pytest.approx({0: c.calls_per_step})
     skew = report.cross_rank
     assert scalars(job, "cross_rank/wait_ms") == pytest.approx({r.rank: r.wait_ms for r in skew.ranks})
-    assert scalars(job, "cross_rank/makes_others_wait_ms") == pytest.approx({r.rank: r.wait_caused_ms for r in skew.ranks})
+    assert scalars(job, "cross_rank/makes_others_wait_ms") == pytest.approx(
+        {r.rank: r.wait_caused_ms for r in skew.ranks}
+    )
     assert scalars(job, "cross_rank/straggler_cost_ms") == pytest.approx({0: skew.straggler_cost_ms})
     assert skew.straggler_cost_ms > 0
-    texts = {tag: job.Tensors(tag)[0].tensor_proto.string_val[0].decode() for tag in job.Tags()["tensors"]
-             if tag.startswith("report/")}
+    texts = {
+        tag: job.Tensors(tag)[0].tensor_proto.string_val[0].decode()
+        for tag in job.Tags()["tensors"]
+        if tag.startswith("report/")
+    }
     assert "exposed communication" in texts["report/headline/text_summary"]
     assert texts["report/report.md/text_summary"].startswith("# commprof report: tb")
 
@@ -72,15 +81,29 @@ def swept(report):
     """The report as a sweep of two settings (as the HParams dashboard gets them)."""
 
     def setting(label, cap, step_ms, exposed, best=False):
-        return SettingResult(label=label, options={"bucket_cap_mb": cap, "comm_hook": "none"}, buckets=2,
-                             bucket_sizes=[1, 2],
-                             step_ms=Estimate(step_ms, step_ms - 1, step_ms + 2), samples=10,
-                             speedup=Estimate(1.0, 0.9, 1.1), significant=False, exposed_comm_ms=exposed,
-                             overlap_pct=50.0, allreduce_calls_per_step=2.0, traces="t", best=best)
+        return SettingResult(
+            label=label,
+            options={"bucket_cap_mb": cap, "comm_hook": "none"},
+            buckets=2,
+            bucket_sizes=[1, 2],
+            step_ms=Estimate(step_ms, step_ms - 1, step_ms + 2),
+            samples=10,
+            speedup=Estimate(1.0, 0.9, 1.1),
+            significant=False,
+            exposed_comm_ms=exposed,
+            overlap_pct=50.0,
+            allreduce_calls_per_step=2.0,
+            traces="t",
+            best=best,
+        )
 
     settings = [setting("bucket-25mb", 25.0, 100.0, 10.0), setting("bucket-5mb", 5.0, 90.0, 4.0, best=True)]
-    return dataclasses.replace(report, sweep=SweepResult(kind="sweep", baseline="bucket-25mb", best="bucket-5mb",
-                                                         settings=settings, recommendation="r", paste=None))
+    return dataclasses.replace(
+        report,
+        sweep=SweepResult(
+            kind="sweep", baseline="bucket-25mb", best="bucket-5mb", settings=settings, recommendation="r", paste=None
+        ),
+    )
 
 
 def test_one_hparams_run_per_sweep_setting(two_ranks, tmp_path):

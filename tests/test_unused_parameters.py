@@ -13,14 +13,35 @@ def test_the_failure_names_what_is_wrong(tmp_path):
     result = commprof("run", "--model", MODEL, "--run-id", "unused", "--quiet", *FAST_RUN, cwd=tmp_path)
     assert result.returncode == 1
     (line,) = result.stderr.strip().splitlines()
-    assert "failed: RuntimeError: Expected to have finished reduction in the prior iteration before starting a new " \
-           "one. (some parameters received no gradient: pass --find-unused-parameters)" in line, line
+    assert (
+        "failed: RuntimeError: Expected to have finished reduction in the prior iteration before starting a new "
+        "one. (some parameters received no gradient: pass --find-unused-parameters)" in line
+    ), line
     assert "TORCH_DISTRIBUTED_DEBUG" not in line and "(worker logs: " in line
 
 
 def test_sweep_keeps_find_unused_parameters(tmp_path):
-    result = commprof("sweep", "--bucket-cap-mb", "5,25", "--model", MODEL, "--find-unused-parameters",
-                      "--repeats", "2", "--steps-per-repeat", "1", "--warmup-steps", "1", "--profile-steps", "1",
-                      "--batch-size", "8", "--run-id", "sw", "--quiet", cwd=tmp_path)
+    result = commprof(
+        "sweep",
+        "--bucket-cap-mb",
+        "5,25",
+        "--model",
+        MODEL,
+        "--find-unused-parameters",
+        "--repeats",
+        "2",
+        "--steps-per-repeat",
+        "1",
+        "--warmup-steps",
+        "1",
+        "--profile-steps",
+        "1",
+        "--batch-size",
+        "8",
+        "--run-id",
+        "sw",
+        "--quiet",
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "reports" / "sw" / "report.json").exists()

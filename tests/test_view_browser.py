@@ -4,10 +4,10 @@ and the plugin's trace viewer must draw; the plugin's own charts cannot (they ne
 Distributed view the test checks the data those charts would draw against report.json."""
 
 import json
-from contextlib import contextmanager
 import shutil
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -15,15 +15,27 @@ import pytest
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 ARTIFACTS = Path(__file__).parent / "artifacts"
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed")]
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 @contextmanager
 def commprof_view(traces: Path):
     """`commprof view --json` on a traces folder: what it prints once TensorBoard serves; terminated at the end."""
-    process = subprocess.Popen([sys.executable, "-m", "commprof", "view", "--traces-dir", str(traces), "--json"],
-                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "commprof", "view", "--traces-dir", str(traces), "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     try:
         line = process.stdout.readline()
         assert line, "commprof view printed nothing"
@@ -162,8 +174,9 @@ def test_commprofs_own_dashboards_draw_offline(served_with_sweep):
         browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
         page = offline_page(browser, served_with_sweep["url"])
         page.goto(served_with_sweep["tabs"]["Scalars"] + "&tagFilter=step%2Fcompute_ms")  # the per-step charts
-        page.wait_for_function(f"() => ({DEEP})('path.line').some(p => (p.d.match(/L/g) || []).length >= 3)",
-                               arg=None, timeout=60_000)
+        page.wait_for_function(
+            f"() => ({DEEP})('path.line').some(p => (p.d.match(/L/g) || []).length >= 3)", arg=None, timeout=60_000
+        )
         lines = [p["d"] for p in deep(page, "path.line") if p["d"].count("L") >= 3]
         assert lines, "no chart line with several steps was drawn"  # a line per rank, one point per step
         page.screenshot(path=str(ARTIFACTS / "tensorboard-scalars.png"))

@@ -30,12 +30,15 @@ def write(tmp_path, body):
 
 
 def test_user_file_with_batch_maker_and_loss(tmp_path):
-    path = write(tmp_path, """
+    path = write(
+        tmp_path,
+        """
         import torch
         def build():
             model = torch.nn.Linear(7, 3)
             return model, lambda n, g: (torch.randn(n, 7, generator=g), torch.zeros(n, 3)), torch.nn.functional.mse_loss
-    """)
+    """,
+    )
     workload = load_workload(f"{path}:build", "small")
     check_workload(workload, 4, 0)
     assert workload.parameter_count == 7 * 3 + 3
@@ -48,17 +51,23 @@ def test_user_module_spec_with_inferred_batch(tmp_path, monkeypatch):
     check_workload(workload, 4, 0)
 
 
-@pytest.mark.parametrize("spec, body, message", [
-    ("nope.py:build", None, "file nope.py not found"),
-    ("no_such_pkg.models:build", None, "module 'no_such_pkg' not found"),
-    ("{path}:missing", "def build(): pass\n", "has no attribute 'missing'"),
-    ("{path}:build", "def build():\n    raise ValueError('bad width')\n", "raised ValueError: bad width"),
-    ("{path}:build", "def build():\n    return 42\n", "expected an nn.Module"),
-    ("{path}:build", "import torch\ndef build():\n    return torch.nn.Linear(4, 2), lambda n, g: (torch.randn(n, 9), None)\n",
-     "forward on a batch failed"),
-    ("{path}:build", "syntax error here\n", "SyntaxError"),
-    ("resnet", None, "unknown model 'resnet'"),
-])
+@pytest.mark.parametrize(
+    "spec, body, message",
+    [
+        ("nope.py:build", None, "file nope.py not found"),
+        ("no_such_pkg.models:build", None, "module 'no_such_pkg' not found"),
+        ("{path}:missing", "def build(): pass\n", "has no attribute 'missing'"),
+        ("{path}:build", "def build():\n    raise ValueError('bad width')\n", "raised ValueError: bad width"),
+        ("{path}:build", "def build():\n    return 42\n", "expected an nn.Module"),
+        (
+            "{path}:build",
+            "import torch\ndef build():\n    return torch.nn.Linear(4, 2), lambda n, g: (torch.randn(n, 9), None)\n",
+            "forward on a batch failed",
+        ),
+        ("{path}:build", "syntax error here\n", "SyntaxError"),
+        ("resnet", None, "unknown model 'resnet'"),
+    ],
+)
 def test_user_model_errors(tmp_path, spec, body, message):
     if body is not None:
         spec = spec.format(path=write(tmp_path, body))
@@ -74,16 +83,20 @@ def test_a_model_that_runs_only_on_gpus_is_left_to_the_gpu_ranks(tmp_path):
     from commprof.errors import ModelRunError
 
     spec = tmp_path / "cuda_only.py"
-    spec.write_text("import torch\n"
-                    "class M(torch.nn.Linear):\n"
-                    "    def forward(self, x):\n"
-                    "        raise RuntimeError('this kernel exists only on CUDA')\n"
-                    "def build():\n    return M(4, 2)\n")
+    spec.write_text(
+        "import torch\n"
+        "class M(torch.nn.Linear):\n"
+        "    def forward(self, x):\n"
+        "        raise RuntimeError('this kernel exists only on CUDA')\n"
+        "def build():\n    return M(4, 2)\n"
+    )
     notes = []
     feedback = type("Notes", (), {"info": lambda self, message: notes.append(message)})()
     gpu = RunConfig(run_id="g", device="cuda", backend="nccl", model=f"{spec}:build", traces_dir=tmp_path)
     assert check_model(gpu, feedback).parameter_count == 10
-    assert notes == [f"{spec}:build: forward on a batch failed: RuntimeError: this kernel exists only on CUDA on the "
-                     "CPU; the ranks run it on their GPUs"]
+    assert notes == [
+        f"{spec}:build: forward on a batch failed: RuntimeError: this kernel exists only on CUDA on the "
+        "CPU; the ranks run it on their GPUs"
+    ]
     with pytest.raises(ModelRunError, match="only on CUDA"):
         check_model(RunConfig(run_id="c", model=f"{spec}:build", traces_dir=tmp_path))

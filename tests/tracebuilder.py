@@ -40,6 +40,7 @@ class TraceBuilder:
         data = json.dumps({**self.header, "traceEvents": self.events}).encode()
         if gz:
             import gzip
+
             data = gzip.compress(data)
         path.write_bytes(data)
         return path

@@ -11,10 +11,10 @@ from commprof.analysis.breakdown import breakdown_step, step_windows, summarize_
 from commprof.analysis.collectives import collective_stats
 from commprof.analysis.crossrank import Matching, MeasuredClocks, cross_rank, match_collectives
 from commprof.analysis.incomplete import missing_note, missing_ranks
-from commprof.analysis.phases import gathers_by_module, phase_means
 from commprof.analysis.intervals import clip
-from commprof.results.report import Report, SkippedFileInfo, StepBreakdown, StepTimeline
+from commprof.analysis.phases import gathers_by_module, phase_means
 from commprof.errors import UsageError
+from commprof.results.report import Report, SkippedFileInfo, StepBreakdown, StepTimeline
 from commprof.trace.model import RankTrace, RunTrace, Step
 
 
@@ -25,14 +25,20 @@ class RunAnalysis:
     matching: Matching | None  # the collectives matched across ranks, once (None with one rank)
 
 
-def analyze(trace: RunTrace, name: str, kind: str, run: dict[str, Any] | None = None,
-            clocks: MeasuredClocks | None = None) -> Report:
+def analyze(
+    trace: RunTrace, name: str, kind: str, run: dict[str, Any] | None = None, clocks: MeasuredClocks | None = None
+) -> Report:
     return analyze_run(trace, name, kind, run, clocks).report
 
 
-def analyze_run(trace: RunTrace, name: str, kind: str, run: dict[str, Any] | None = None,
-                clocks: MeasuredClocks | None = None,
-                breakdowns: dict[str, tuple[StepBreakdown, ...]] | None = None) -> RunAnalysis:
+def analyze_run(
+    trace: RunTrace,
+    name: str,
+    kind: str,
+    run: dict[str, Any] | None = None,
+    clocks: MeasuredClocks | None = None,
+    breakdowns: dict[str, tuple[StepBreakdown, ...]] | None = None,
+) -> RunAnalysis:
     """`breakdowns`: per trace file, computed where it was loaded (analysis.digest), possibly before its
     rank was numbered; the others are computed here."""
     summaries, steps, per_rank = [], [], []
@@ -43,15 +49,18 @@ def analyze_run(trace: RunTrace, name: str, kind: str, run: dict[str, Any] | Non
             warnings.append(f"{rank.path}: no events to analyse")
             continue
         names = {w.name for w in windows}
-        known = [dataclasses.replace(b, rank=rank.rank) for b in (breakdowns or {}).get(rank.path, ()) if b.step in names]
+        known = [
+            dataclasses.replace(b, rank=rank.rank) for b in (breakdowns or {}).get(rank.path, ()) if b.step in names
+        ]
         rank_steps = known or [breakdown_step(rank, w) for w in windows]
         summaries.append(summarize_rank(rank, rank_steps))
         steps += rank_steps
         per_rank.append((rank, windows))
         warnings += rank.warnings
         if rank.empty_steps:
-            warnings.append(f"rank {rank.rank}: {', '.join(rank.empty_steps)} launched no device work: not counted "
-                            "as steps")
+            warnings.append(
+                f"rank {rank.rank}: {', '.join(rank.empty_steps)} launched no device work: not counted as steps"
+            )
     if not summaries:
         reasons = "; ".join(f"{s.path}: {s.reason}" for s in trace.skipped) or "no usable events"
         raise UsageError(f"nothing to analyse: {reasons}")
@@ -60,13 +69,22 @@ def analyze_run(trace: RunTrace, name: str, kind: str, run: dict[str, Any] | Non
     if missing:
         warnings.append(missing_note(missing, len(missing) + len(trace.ranks)))
     report = Report(
-        name=name, kind=kind, created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        sources=[r.path for r in trace.ranks], ranks=summaries, collectives=collective_stats(per_rank),
-        steps=steps, run=run or {}, skipped=[SkippedFileInfo(s.path, s.reason) for s in trace.skipped],
-        warnings=warnings, timeline=_typical_step(per_rank, steps),
+        name=name,
+        kind=kind,
+        created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        sources=[r.path for r in trace.ranks],
+        ranks=summaries,
+        collectives=collective_stats(per_rank),
+        steps=steps,
+        run=run or {},
+        skipped=[SkippedFileInfo(s.path, s.reason) for s in trace.skipped],
+        warnings=warnings,
+        timeline=_typical_step(per_rank, steps),
         cross_rank=cross_rank(matching, per_rank, {s.rank: s.step_time_ms.median for s in summaries}),
-        missing_ranks=missing, empty_steps={str(r.rank): list(r.empty_steps) for r, _ in per_rank if r.empty_steps},
-        phases=phase_means(steps), gathers=gathers_by_module(per_rank),
+        missing_ranks=missing,
+        empty_steps={str(r.rank): list(r.empty_steps) for r, _ in per_rank if r.empty_steps},
+        phases=phase_means(steps),
+        gathers=gathers_by_module(per_rank),
     )
     return RunAnalysis(report, per_rank, matching)
 
@@ -84,8 +102,11 @@ def _typical_step(per_rank, steps: list[StepBreakdown]) -> StepTimeline | None:
     window = next(w for w in windows if w.name == name)
 
     def relative(intervals):
-        return [[(a - window.start) / 1000, (b - window.start) / 1000]
-                for a, b in clip(intervals, window.start, window.end)[:MAX_TIMELINE_INTERVALS]]
+        return [
+            [(a - window.start) / 1000, (b - window.start) / 1000]
+            for a, b in clip(intervals, window.start, window.end)[:MAX_TIMELINE_INTERVALS]
+        ]
 
-    return StepTimeline(rank.rank, name, (window.end - window.start) / 1000, relative(rank.compute),
-                        relative(rank.communication))
+    return StepTimeline(
+        rank.rank, name, (window.end - window.start) / 1000, relative(rank.compute), relative(rank.communication)
+    )

@@ -21,9 +21,21 @@ def summarize(backend: str, world_size: int, raw_rows: list[dict[str, Any]], buc
         median = statistics.median(times)
         algbw = raw["bytes"] / (median * 1e-6) / 1e9 if median > 0 else 0.0
         factor = busbw_factor(raw["op"], world_size) or 1.0
-        rows.append(BenchRow(backend, raw["op"], raw["bytes"], raw["dtype"], median, percentile(times, 10),
-                             percentile(times, 90), algbw, algbw * factor, raw["correct"],
-                             any(_near(raw["bytes"], b) for b in buckets)))
+        rows.append(
+            BenchRow(
+                backend,
+                raw["op"],
+                raw["bytes"],
+                raw["dtype"],
+                median,
+                percentile(times, 10),
+                percentile(times, 90),
+                algbw,
+                algbw * factor,
+                raw["correct"],
+                any(_near(raw["bytes"], b) for b in buckets),
+            )
+        )
     return rows
 
 
@@ -38,11 +50,19 @@ def fit_alpha_beta(rows: list[BenchRow], world_size: int) -> list[AlphaBeta]:
         points = [(r.bytes, r.median_us) for r in rows if r.backend == backend and r.op == op]
         if len(points) < 2:
             continue
-        xs, ys = zip(*points)
+        xs, ys = zip(*points, strict=False)
         slope, intercept = statistics.linear_regression(xs, ys)
         if slope <= 0:
             continue
         bandwidth = 1 / slope / 1e3  # bytes per microsecond -> GB/s
-        fits.append(AlphaBeta(backend, op, max(intercept, 0.0), bandwidth,
-                              bandwidth * (busbw_factor(op, world_size) or 1.0), len(points)))
+        fits.append(
+            AlphaBeta(
+                backend,
+                op,
+                max(intercept, 0.0),
+                bandwidth,
+                bandwidth * (busbw_factor(op, world_size) or 1.0),
+                len(points),
+            )
+        )
     return fits

@@ -31,11 +31,18 @@ def breakdown_step(rank: RankTrace, step: Step) -> StepBreakdown:
     window_us = step.end - step.start
     busy_us = total(merge([*compute, *comm, *memory]))  # memcpy/memset keep the device busy: not idle
     return StepBreakdown(
-        rank=rank.rank, step=step.name, window_ms=window_us / US_PER_MS,
-        compute_ms=compute_us / US_PER_MS, comm_ms=comm_us / US_PER_MS, overlap_ms=overlap / US_PER_MS,
-        exposed_comm_ms=(comm_us - overlap) / US_PER_MS, idle_ms=(window_us - busy_us) / US_PER_MS,
-        memory_ms=total(memory) / US_PER_MS, carried_over_ms=step.carried_over_us / US_PER_MS,
-        start_idle_ms=_idle_before_first(rank, step) / US_PER_MS, phases=phase_shares(rank, step),
+        rank=rank.rank,
+        step=step.name,
+        window_ms=window_us / US_PER_MS,
+        compute_ms=compute_us / US_PER_MS,
+        comm_ms=comm_us / US_PER_MS,
+        overlap_ms=overlap / US_PER_MS,
+        exposed_comm_ms=(comm_us - overlap) / US_PER_MS,
+        idle_ms=(window_us - busy_us) / US_PER_MS,
+        memory_ms=total(memory) / US_PER_MS,
+        carried_over_ms=step.carried_over_us / US_PER_MS,
+        start_idle_ms=_idle_before_first(rank, step) / US_PER_MS,
+        phases=phase_shares(rank, step),
     )
 
 
@@ -47,10 +54,17 @@ def summarize_rank(rank: RankTrace, steps: list[StepBreakdown]) -> RankSummary:
     compute, comm, exposed = mean("compute_ms"), mean("comm_ms"), mean("exposed_comm_ms")
     window_mean = statistics.fmean(windows)
     return RankSummary(
-        rank=rank.rank, kind=rank.kind, steps=len(steps),
+        rank=rank.rank,
+        kind=rank.kind,
+        steps=len(steps),
         step_time_ms=Stat(statistics.median(windows), percentile(windows, 95), window_mean),
-        compute_ms=compute, comm_ms=comm, overlap_ms=mean("overlap_ms"), exposed_comm_ms=exposed,
-        idle_ms=mean("idle_ms"), memory_ms=mean("memory_ms"), carried_over_ms=mean("carried_over_ms"),
+        compute_ms=compute,
+        comm_ms=comm,
+        overlap_ms=mean("overlap_ms"),
+        exposed_comm_ms=exposed,
+        idle_ms=mean("idle_ms"),
+        memory_ms=mean("memory_ms"),
+        carried_over_ms=mean("carried_over_ms"),
         comm_compute_ratio=comm / compute if compute > 0 else None,
         exposed_fraction=exposed / window_mean if window_mean > 0 else 0.0,
         host=rank.host,

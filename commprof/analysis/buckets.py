@@ -36,15 +36,33 @@ def _timelines_with_finalize(rank: RankTrace) -> list[tuple[list[BucketEvent], f
     """Each step's buckets, and when DDP finished copying them back (ms from the backward start)."""
     timelines = []
     ends = rank.backward_ends or (None,) * len(rank.steps)
-    for step, backward, finalized in zip(rank.steps, rank.backward_starts, ends):
+    for step, backward, finalized in zip(rank.steps, rank.backward_starts, ends, strict=False):
         if backward is None:
             continue
-        calls = sorted((c for c in rank.collectives if c.op in GRADIENT_OPS and step.start <= c.start < step.end
-                        and c.ready is not None), key=lambda c: c.ready)
+        calls = sorted(
+            (
+                c
+                for c in rank.collectives
+                if c.op in GRADIENT_OPS and step.start <= c.start < step.end and c.ready is not None
+            ),
+            key=lambda c: c.ready,
+        )
         if calls:
-            timelines.append(([BucketEvent(i, c.nbytes, (c.ready - backward) / 1000, (c.start - backward) / 1000,
-                                           (c.end - backward) / 1000) for i, c in enumerate(calls)],
-                              (finalized - backward) / 1000 if finalized is not None else None))
+            timelines.append(
+                (
+                    [
+                        BucketEvent(
+                            i,
+                            c.nbytes,
+                            (c.ready - backward) / 1000,
+                            (c.start - backward) / 1000,
+                            (c.end - backward) / 1000,
+                        )
+                        for i, c in enumerate(calls)
+                    ],
+                    (finalized - backward) / 1000 if finalized is not None else None,
+                )
+            )
     return timelines
 
 

@@ -45,18 +45,34 @@ def collective_stats(per_rank: list[tuple[RankTrace, list[Step]]]) -> list[Colle
         for step, durations in sorted(by_step[key].items(), key=lambda item: step_order[item[0]]):
             step_ms, _, step_busbw = _speeds(statistics.fmean(durations), op, nbytes, group_size)
             steps.append(CollectiveStep(step, step_ms, step_busbw))
-        stats.append(CollectiveStats(
-            op=op, backend=backend, dtype=dtype, bytes=nbytes, group_size=group_size, count=len(durations_us),
-            calls_per_step=len(durations_us) / steps_seen[key], mean_ms=mean_ms, algbw_gbps=algbw,
-            busbw_gbps=busbw, steps=steps, phase=phase, purpose=purpose))
-    return sorted(stats, key=lambda s: (s.op, s.bytes or 0, _PHASE_ORDER.get(s.phase, len(_PHASE_ORDER)), s.purpose or ""))
+        stats.append(
+            CollectiveStats(
+                op=op,
+                backend=backend,
+                dtype=dtype,
+                bytes=nbytes,
+                group_size=group_size,
+                count=len(durations_us),
+                calls_per_step=len(durations_us) / steps_seen[key],
+                mean_ms=mean_ms,
+                algbw_gbps=algbw,
+                busbw_gbps=busbw,
+                steps=steps,
+                phase=phase,
+                purpose=purpose,
+            )
+        )
+    return sorted(
+        stats, key=lambda s: (s.op, s.bytes or 0, _PHASE_ORDER.get(s.phase, len(_PHASE_ORDER)), s.purpose or "")
+    )
 
 
 _PHASE_ORDER = {phase: i for i, phase in enumerate(PHASES)}
 
 
-def _speeds(mean_us: float, op: str, nbytes: int | None,
-            group_size: int | None) -> tuple[float, float | None, float | None]:
+def _speeds(
+    mean_us: float, op: str, nbytes: int | None, group_size: int | None
+) -> tuple[float, float | None, float | None]:
     """(mean ms, algbw GB/s, busbw GB/s) of calls that take `mean_us` on average."""
     algbw = nbytes / (mean_us * 1e-6) / 1e9 if nbytes and mean_us > 0 else None
     factor = busbw_factor(op, group_size)

@@ -70,33 +70,43 @@ def measured_offsets(run: dict[str, Any], trace: RunTrace) -> MeasuredClocks | N
     hosts = {r.rank: r.host for r in trace.ranks}
     if len(by_host) < 2 or not all(h in by_host for h in hosts.values()):
         return None
-    return MeasuredClocks({rank: -float(by_host[h]["offset_us"]) for rank, h in hosts.items()},
-                          max(float(by_host[h]["round_trip_us"]) for h in set(hosts.values())))
+    return MeasuredClocks(
+        {rank: -float(by_host[h]["offset_us"]) for rank, h in hosts.items()},
+        max(float(by_host[h]["round_trip_us"]) for h in set(hosts.values())),
+    )
 
 
-def _clock_offsets(ranks: list[RankTrace], calls: dict[int, dict[Key, _Call]],
-                   measured: MeasuredClocks | None) -> tuple[dict[int, float], str]:
+def _clock_offsets(
+    ranks: list[RankTrace], calls: dict[int, dict[Key, _Call]], measured: MeasuredClocks | None
+) -> tuple[dict[int, float], str]:
     reference = ranks[0]
     hosts = {r.rank: r.host or f"unknown-host-of-rank-{r.rank}" for r in ranks}
     if len(set(hosts.values())) == 1:
         return {r.rank: 0.0 for r in ranks}, "none needed: all ranks on one host share a clock"
     if measured is not None:
         base = measured.offsets[reference.rank]
-        return ({r.rank: measured.offsets[r.rank] - base for r in ranks},
-                f"offsets of {len(set(hosts.values()))} hosts measured at start by round trips to rank 0 "
-                f"(run.json; error at most {measured.worst_round_trip_us / 2:.0f} us)")
+        return (
+            {r.rank: measured.offsets[r.rank] - base for r in ranks},
+            f"offsets of {len(set(hosts.values()))} hosts measured at start by round trips to rank 0 "
+            f"(run.json; error at most {measured.worst_round_trip_us / 2:.0f} us)",
+        )
     per_rank = {}
     for rank in ranks:
-        deltas = [calls[reference.rank][k].end - call.end for k, call in calls[rank.rank].items()
-                  if call.op in ALIGN_OPS and k in calls[reference.rank] and calls[reference.rank][k].op == call.op]
+        deltas = [
+            calls[reference.rank][k].end - call.end
+            for k, call in calls[rank.rank].items()
+            if call.op in ALIGN_OPS and k in calls[reference.rank] and calls[reference.rank][k].op == call.op
+        ]
         per_rank[rank.rank] = statistics.median(deltas) if deltas else 0.0
     by_host: dict[str, list[float]] = defaultdict(list)
     for rank in ranks:
         by_host[hosts[rank.rank]].append(per_rank[rank.rank])
     host_offset = {host: statistics.median(values) for host, values in by_host.items()}
     host_offset[hosts[reference.rank]] = 0.0
-    method = (f"aligned {len(by_host)} hosts on the ends of matched synchronising collectives "
-              f"(reference: rank {reference.rank})")
+    method = (
+        f"aligned {len(by_host)} hosts on the ends of matched synchronising collectives "
+        f"(reference: rank {reference.rank})"
+    )
     return {r.rank: host_offset[hosts[r.rank]] for r in ranks}, method
 
 
@@ -134,13 +144,15 @@ def match_collectives(per_rank: list[tuple[RankTrace, list[Step]]], measured: Me
             unmatched += len(present)
             continue
         spans = {r: (c.start + offsets[r], c.end + offsets[r]) for r, c in present.items()}
-        matched.append(MatchedCollective(next(iter(present.values())).op, spans,
-                                         {r: c.source for r, c in present.items()}))
+        matched.append(
+            MatchedCollective(next(iter(present.values())).op, spans, {r: c.source for r, c in present.items()})
+        )
     return Matching(offsets, method, matched, unmatched)
 
 
-def cross_rank(matching: Matching | None, per_rank: list[tuple[RankTrace, list[Step]]],
-               median_step_ms: dict[int, float]) -> CrossRank | None:
+def cross_rank(
+    matching: Matching | None, per_rank: list[tuple[RankTrace, list[Step]]], median_step_ms: dict[int, float]
+) -> CrossRank | None:
     """Wait, transfer and the straggler from the matched collectives (None with one rank). The straggler is the
     rank whose late arrival costs the others the most waiting: at each matched collective, the waiting of every
     other rank (last start - its start) is charged to the rank that arrived last."""
@@ -170,18 +182,30 @@ def cross_rank(matching: Matching | None, per_rank: list[tuple[RankTrace, list[S
     def per_step_ms(rank: int, us: float) -> float:
         return us / steps[rank] / 1000
 
-    skews = [RankSkew(rank=r.rank, clock_offset_us=matching.offsets[r.rank], wait_ms=per_step_ms(r.rank, wait[r.rank]),
-                      transfer_ms=per_step_ms(r.rank, transfer[r.rank]), last_arrivals=last_count[r.rank],
-                      median_step_ms=median_step_ms[r.rank], wait_caused_ms=per_step_ms(r.rank, caused[r.rank]))
-             for r in ranks]
+    skews = [
+        RankSkew(
+            rank=r.rank,
+            clock_offset_us=matching.offsets[r.rank],
+            wait_ms=per_step_ms(r.rank, wait[r.rank]),
+            transfer_ms=per_step_ms(r.rank, transfer[r.rank]),
+            last_arrivals=last_count[r.rank],
+            median_step_ms=median_step_ms[r.rank],
+            wait_caused_ms=per_step_ms(r.rank, caused[r.rank]),
+        )
+        for r in ranks
+    ]
     costly = [r for r, us in caused.items() if us > 0]
     straggler = max(costly, key=lambda r: caused[r]) if costly else None
     where = sorted(caused_at[straggler].items(), key=lambda item: -item[1])[:TOP_OPS] if straggler is not None else []
     slowest = max(median_step_ms, key=median_step_ms.get)
     return CrossRank(
-        ranks=skews, matched_collectives=len(matching.collectives), alignment=matching.alignment, straggler=straggler,
+        ranks=skews,
+        matched_collectives=len(matching.collectives),
+        alignment=matching.alignment,
+        straggler=straggler,
         straggler_late_ms=statistics.fmean(lateness[straggler]) / 1000 if straggler in lateness else 0.0,
-        step_spread_ms=median_step_ms[slowest] - min(median_step_ms.values()), slowest_rank=slowest,
+        step_spread_ms=median_step_ms[slowest] - min(median_step_ms.values()),
+        slowest_rank=slowest,
         straggler_cost_ms=per_step_ms(straggler, caused[straggler]) if straggler is not None else 0.0,
         straggler_ops={op: per_step_ms(straggler, us) for op, us in where},
         unmatched_calls=matching.unmatched_calls,

@@ -57,8 +57,9 @@ def cap_label(cap_mb: float | None) -> str:
     return f"bucket_cap_mb={cap_mb:g}"
 
 
-def distinct_caps(parameter_bytes: Sequence[int], candidates: Sequence[float],
-                  now: tuple[int, ...]) -> dict[float, tuple[int, ...]]:
+def distinct_caps(
+    parameter_bytes: Sequence[int], candidates: Sequence[float], now: tuple[int, ...]
+) -> dict[float, tuple[int, ...]]:
     """Of the candidate caps, one per layout (the smallest cap that builds it), leaving out the layout `now`."""
     chosen: dict[tuple[int, ...], float] = {}
     for cap in sorted(candidates):

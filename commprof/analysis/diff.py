@@ -19,8 +19,14 @@ from commprof.results.common import PRACTICAL_SHARE
 from commprof.results.diff import DiffResult, DiffRow
 from commprof.results.report import Report
 
-METRICS = (("step time", "window_ms"), ("compute", "compute_ms"), ("communication", "comm_ms"),
-           ("overlap", "overlap_ms"), ("exposed communication", "exposed_comm_ms"), ("idle", "idle_ms"))
+METRICS = (
+    ("step time", "window_ms"),
+    ("compute", "compute_ms"),
+    ("communication", "comm_ms"),
+    ("overlap", "overlap_ms"),
+    ("exposed communication", "exposed_comm_ms"),
+    ("idle", "idle_ms"),
+)
 
 
 def profiler_slowdown(reports: list[Report]) -> float:
@@ -52,17 +58,30 @@ def diff_reports(a: list[Report], b: list[Report]) -> DiffResult:
             base, change = statistics.fmean(medians[0]), launches_difference_ci(*medians)
         else:  # one launch a side: its steps' spread, shown but not tested
             base, change = statistics.median(before[0]), difference_ci(before[0], after[0])
-        rows.append(DiffRow(label, base, base + change.value, change.value,
-                            100 * change.value / base if base else None, change.low, change.high,
-                            between_launches and real_change(change, base, gap)))
+        rows.append(
+            DiffRow(
+                label,
+                base,
+                base + change.value,
+                change.value,
+                100 * change.value / base if base else None,
+                change.low,
+                change.high,
+                between_launches and real_change(change, base, gap),
+            )
+        )
     notes = []
     if not between_launches:
-        notes.append("one launch on a side: its interval holds that launch's steps, not the spread between launches "
-                     "(identical runs differ by more), so no change is claimed; give each side's reports of two or "
-                     "more launches (commprof diff A1 A2 vs B1 B2) to test one")
+        notes.append(
+            "one launch on a side: its interval holds that launch's steps, not the spread between launches "
+            "(identical runs differ by more), so no change is claimed; give each side's reports of two or "
+            "more launches (commprof diff A1 A2 vs B1 B2) to test one"
+        )
     if gap > PRACTICAL_SHARE:
-        notes.append(f"the profiler slowed {names[0]}'s recorded steps {slowed[0]:+.0%} and {names[1]}'s "
-                     f"{slowed[1]:+.0%}: a change counts only beyond that gap, {gap:.0%}")
+        notes.append(
+            f"the profiler slowed {names[0]}'s recorded steps {slowed[0]:+.0%} and {names[1]}'s "
+            f"{slowed[1]:+.0%}: a change counts only beyond that gap, {gap:.0%}"
+        )
     first_a, first_b = a[0], b[0]
     if first_a.sweep and first_b.sweep and first_a.sweep.best != first_b.sweep.best:
         notes.append(f"best setting changed: {first_a.sweep.best} -> {first_b.sweep.best}")

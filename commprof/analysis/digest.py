@@ -37,8 +37,9 @@ def digest(rank: RankTrace) -> tuple[RankTrace, tuple[StepBreakdown, ...]]:
     breakdowns = tuple(breakdown_step(rank, w) for w in windows)
     if rank.rank < MAX_DETAILED_RANKS:  # also the ranks not yet numbered (-1)
         return rank, breakdowns
-    return dataclasses.replace(rank, steps=tuple(windows), compute=(), communication=(), memory=(),
-                               intervals_dropped=True), breakdowns
+    return dataclasses.replace(
+        rank, steps=tuple(windows), compute=(), communication=(), memory=(), intervals_dropped=True
+    ), breakdowns
 
 
 DIGESTS_FOLDER = "digests"  # in rank 0's run folder: the digests of ranks whose traces are on other nodes
@@ -72,8 +73,9 @@ def read_digests(run_dir: Path) -> list[tuple[RankTrace, tuple[StepBreakdown, ..
     return found
 
 
-def with_digests_from_other_nodes(trace: RunTrace, breakdowns: dict[str, Any],
-                                  run_dir: Path) -> tuple[RunTrace, dict[str, Any]]:
+def with_digests_from_other_nodes(
+    trace: RunTrace, breakdowns: dict[str, Any], run_dir: Path
+) -> tuple[RunTrace, dict[str, Any]]:
     """The run with the ranks whose traces are on other nodes added from the digests rank 0 kept (a trace
     present here wins), and their breakdowns by path as load_run_with gives them."""
     present = {r.rank for r in trace.ranks}

@@ -35,8 +35,14 @@ def profiler_distortion(run: dict[str, Any]) -> list[ProfilerDistortion]:
         outside = [ms for i, ms in enumerate(steps) if i >= SKIP_FIRST_STEPS and i not in traced]
         if inside and outside:
             profiled, unprofiled = statistics.median(inside), statistics.median(outside)
-            found.append(ProfilerDistortion(rank=rank["rank"], profiled_ms=profiled, unprofiled_ms=unprofiled,
-                                            slowdown=profiled / unprofiled - 1 if unprofiled > 0 else 0.0))
+            found.append(
+                ProfilerDistortion(
+                    rank=rank["rank"],
+                    profiled_ms=profiled,
+                    unprofiled_ms=unprofiled,
+                    slowdown=profiled / unprofiled - 1 if unprofiled > 0 else 0.0,
+                )
+            )
     return found
 
 
@@ -48,7 +54,9 @@ def unprofiled_job_steps(run: dict[str, Any]) -> list[float]:
     if not schedule or not ranks or not all(ranks):
         return []
     traced = touched_steps(schedule)
-    return [max(steps) for i, steps in enumerate(zip(*ranks)) if i >= SKIP_FIRST_STEPS and i not in traced]
+    return [
+        max(steps) for i, steps in enumerate(zip(*ranks, strict=False)) if i >= SKIP_FIRST_STEPS and i not in traced
+    ]
 
 
 def job_drift_ms(run: dict[str, Any]) -> float:
@@ -78,5 +86,7 @@ def distortion_note(found: list[ProfilerDistortion]) -> str | None:
     if slowdown is None:
         return None
     profiled, unprofiled = (statistics.median(getattr(d, a) for d in found) for a in ("profiled_ms", "unprofiled_ms"))
-    return (f"the profiler slowed the steps it recorded by {slowdown:.0%} ({profiled:.1f} ms against {unprofiled:.1f} "
-            "ms outside its window, median over ranks): the breakdown describes those slowed steps")
+    return (
+        f"the profiler slowed the steps it recorded by {slowdown:.0%} ({profiled:.1f} ms against {unprofiled:.1f} "
+        "ms outside its window, median over ranks): the breakdown describes those slowed steps"
+    )

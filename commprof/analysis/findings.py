@@ -19,8 +19,18 @@ from collections import defaultdict
 from commprof.analysis.crossrank import Matching
 from commprof.analysis.ddp_buckets import DEFAULT_CAP_MB, cap_label, describe, distinct_caps, layout
 from commprof.analysis.distortion import large_slowdown
-from commprof.analysis.predict import (CANDIDATE_CAPS_MB, MB, ComputeModel, LinkModel, StepProfile, fit_link,
-                                       probed_link, rebucket, simulate_step, step_profile)
+from commprof.analysis.predict import (
+    CANDIDATE_CAPS_MB,
+    MB,
+    ComputeModel,
+    LinkModel,
+    StepProfile,
+    fit_link,
+    probed_link,
+    rebucket,
+    simulate_step,
+    step_profile,
+)
 from commprof.analysis.stats import median_ci, real_gain
 from commprof.analysis.sweep import paste_line
 from commprof.config import DDPOptions
@@ -38,19 +48,29 @@ MAX_LISTED = 16  # ranks named in a finding's evidence
 # measured with `commprof advise` (docs/benchmarks.md): on CPU ranks the exposed time fell as the overlap model
 # predicted and the step did not (Gloo's threads run on the cores the backward uses), so there the model counts every
 # all-reduce in full, hidden or not: what a setting can save is calls (latency) and bytes, not overlap
-SERIAL_NOTE = ("; on CPU ranks communication takes the backward's cores whether or not it overlaps it, so the model "
-               "counts every all-reduce in full: the gain is what fewer calls save")
+SERIAL_NOTE = (
+    "; on CPU ranks communication takes the backward's cores whether or not it overlaps it, so the model "
+    "counts every all-reduce in full: the gain is what fewer calls save"
+)
 
 
-def findings(report: Report, windows: list[tuple[RankTrace, list[Step]]], matching: Matching | None,
-             distortion: list[ProfilerDistortion], ceiling: tuple[float, str] | None = None,
-             drift_ms: float = 0.0) -> list[Finding]:
+def findings(
+    report: Report,
+    windows: list[tuple[RankTrace, list[Step]]],
+    matching: Matching | None,
+    distortion: list[ProfilerDistortion],
+    ceiling: tuple[float, str] | None = None,
+    drift_ms: float = 0.0,
+) -> list[Finding]:
     """`ceiling`: the all-reduce bus bandwidth `commprof bench` measured on this host (GB/s, which bench); without
     it, the link fitted to the run's own all-reduces is the ceiling. `drift_ms`: how far the job's unprofiled step
     moved within the launch (analysis/distortion.job_drift_ms); every gain's interval is widened by it."""
     step_ms = statistics.median(r.step_time_ms.median for r in report.ranks)
-    found = [*_settings(report, windows, step_ms, ceiling), *_input_stalls(report, step_ms),
-             *_straggler(report, windows, matching, step_ms)]
+    found = [
+        *_settings(report, windows, step_ms, ceiling),
+        *_input_stalls(report, step_ms),
+        *_straggler(report, windows, matching, step_ms),
+    ]
     job_ms = job_step_ms(distortion) or step_ms
     claims = [claim for f in found if (claim := _as_claim(f, job_ms, drift_ms))]
     claims.sort(key=lambda f: -f.gain_ms.value)
@@ -87,8 +107,13 @@ def current_options(report: Report) -> tuple[DDPOptions, str]:
     known = {f.name for f in dataclasses.fields(DDPOptions)}
     options = {k: v for k, v in ((report.run.get("config") or {}).get("ddp") or {}).items() if k in known}
     built = (report.run.get("ddp_built") or [{}])[0] if report.run.get("script") else {}
-    options.update({k: v for k, v in {**built.get("asked", {}), **built.get("applied", {})}.items()
-                    if k in known and v is not None})
+    options.update(
+        {
+            k: v
+            for k, v in {**built.get("asked", {}), **built.get("applied", {})}.items()
+            if k in known and v is not None
+        }
+    )
     return DDPOptions(**options), built.get("built_by", "script")
 
 
@@ -108,8 +133,11 @@ def _samples(windows: list[tuple[RankTrace, list[Step]]]) -> list[StepProfile]:
     for rank, _ in windows[:MAX_MODELLED_RANKS]:
         for index, step in enumerate(rank.steps):
             one = dataclasses.replace(
-                rank, steps=(step,), backward_starts=rank.backward_starts[index:index + 1],
-                backward_ends=rank.backward_ends[index:index + 1])
+                rank,
+                steps=(step,),
+                backward_starts=rank.backward_starts[index : index + 1],
+                backward_ends=rank.backward_ends[index : index + 1],
+            )
             try:
                 sample = step_profile(RunTrace((one,)))
             except UsageError:
@@ -128,18 +156,20 @@ def _pairs(samples: list[StepProfile], make_buckets, serial: bool) -> list[tuple
     return pairs
 
 
-def _model_gain(samples: list[StepProfile], link: LinkModel, make_buckets, no_latency: float | None = None,
-                serial: bool = False) -> float:
+def _model_gain(
+    samples: list[StepProfile], link: LinkModel, make_buckets, no_latency: float | None = None, serial: bool = False
+) -> float:
     """The median over the samples of the model's step now minus its step with the candidate's buckets (and,
     with `no_latency` (GB/s), every all-reduce at that bandwidth with no latency)."""
     return _median_gain(samples, _pairs(samples, make_buckets, serial), link, no_latency)
 
 
-def _median_gain(samples: list[StepProfile], buckets: list[tuple[list, list]], link: LinkModel,
-                 no_latency: float | None) -> float:
+def _median_gain(
+    samples: list[StepProfile], buckets: list[tuple[list, list]], link: LinkModel, no_latency: float | None
+) -> float:
     then_link = LinkModel(0.0, no_latency, "no latency") if no_latency else link
     gains = []
-    for sample, (now_buckets, then_buckets) in zip(samples, buckets):
+    for sample, (now_buckets, then_buckets) in zip(samples, buckets, strict=False):
         flat = ComputeModel(sample.compute_ms, 0.0)
         now, _ = simulate_step(sample, flat, link, sample.world_size, now_buckets)
         then, _ = simulate_step(sample, flat, then_link, sample.world_size, then_buckets)
@@ -147,8 +177,13 @@ def _median_gain(samples: list[StepProfile], buckets: list[tuple[list, list]], l
     return statistics.median(gains)
 
 
-def _gain_ci(samples: list[StepProfile], make_buckets, no_latency: float | None = None, serial: bool = False,
-             probe: list[dict] | None = None) -> Estimate:
+def _gain_ci(
+    samples: list[StepProfile],
+    make_buckets,
+    no_latency: float | None = None,
+    serial: bool = False,
+    probe: list[dict] | None = None,
+) -> Estimate:
     """The predicted gain with a 95% bootstrap interval: each resample of the profiled steps refits the link too (from
     a resample of the run's link probe, or of the steps' own all-reduces), so the interval carries the uncertainty of
     the link as well as the steps' spread."""
@@ -194,78 +229,123 @@ def _settings(report: Report, windows, step_ms: float, ceiling: tuple[float, str
     now = layout(parameters, current_cap(report)) if parameters else tuple(samples[0].bucket_bytes)
     candidates = distinct_caps(units, CANDIDATE_CAPS_MB, now)  # one cap per layout DDP would build; not today's
     serial = windows[0][0].kind == "cpu"
-    by_cap = {cap: _model_gain(samples, link, lambda s, cap=cap: rebucket(s, units, cap), serial=serial)
-              for cap in candidates}
+    by_cap = {
+        cap: _model_gain(samples, link, lambda s, cap=cap: rebucket(s, units, cap), serial=serial) for cap in candidates
+    }
     if by_cap:
         best = max(by_cap, key=lambda c: (round(by_cap[c], 6), c))
         best_gain = _gain_ci(samples, lambda s: rebucket(s, units, best), serial=serial, probe=probe)
         # the caps whose gain is inside the best one's interval are as good, as far as the steps can tell: the
         # largest of them (fewest calls) is named, so that a rerun's noise does not flip the advice between them
         cap = max(c for c, g in by_cap.items() if g >= best_gain.low)
-        gain = best_gain if cap == best else _gain_ci(samples, lambda s: rebucket(s, units, cap), serial=serial,
-                                                           probe=probe)
+        gain = (
+            best_gain
+            if cap == best
+            else _gain_ci(samples, lambda s: rebucket(s, units, cap), serial=serial, probe=probe)
+        )
         as_good = sorted(c for c, g in by_cap.items() if g >= best_gain.low and c != cap)
         then = candidates[cap]
-        found.append(Finding(
-            kind="bucket_cap", title=(f"bucket_cap_mb={cap:g} ({describe(then)}) "
-                                      + ("saves all-reduce calls" if serial else
-                                         "hides more of the gradient all-reduce")),
-            evidence=(f"{exposed:.1f} ms of each step is exposed all-reduce after the backward pass; now "
-                      f"{describe(now)} ({cap_label(current_cap(report))}); link {'measured' if probe else 'fitted'}: "
-                      f"{link.bandwidth_gbps:.2f} GB/s, {link.alpha_us:.0f} us per ring step"
-                      + (f" ({link.source})" if probe else "")
-                      + (f"; as good within the interval: {', '.join(f'{c:g}' for c in as_good)}" if as_good else "")
-                      + (SERIAL_NOTE if serial else "")),
-            action=paste_line(dataclasses.replace(options, bucket_cap_mb=cap), framework),
-            gain_ms=gain, setting={"bucket_cap_mb": cap}))
-    byte_us = statistics.median(2 * (s.world_size - 1) / s.world_size * b / (link.bandwidth_gbps * 1e3)
-                                for s in samples for b in s.bucket_bytes)
+        found.append(
+            Finding(
+                kind="bucket_cap",
+                title=(
+                    f"bucket_cap_mb={cap:g} ({describe(then)}) "
+                    + ("saves all-reduce calls" if serial else "hides more of the gradient all-reduce")
+                ),
+                evidence=(
+                    f"{exposed:.1f} ms of each step is exposed all-reduce after the backward pass; now "
+                    f"{describe(now)} ({cap_label(current_cap(report))}); link {'measured' if probe else 'fitted'}: "
+                    f"{link.bandwidth_gbps:.2f} GB/s, {link.alpha_us:.0f} us per ring step"
+                    + (f" ({link.source})" if probe else "")
+                    + (f"; as good within the interval: {', '.join(f'{c:g}' for c in as_good)}" if as_good else "")
+                    + (SERIAL_NOTE if serial else "")
+                ),
+                action=paste_line(dataclasses.replace(options, bucket_cap_mb=cap), framework),
+                gain_ms=gain,
+                setting={"bucket_cap_mb": cap},
+            )
+        )
+    byte_us = statistics.median(
+        2 * (s.world_size - 1) / s.world_size * b / (link.bandwidth_gbps * 1e3) for s in samples for b in s.bucket_bytes
+    )
     latency_us = 2 * (samples[0].world_size - 1) * link.alpha_us
     # bandwidth-bound: halving the bytes helps. NCCL only: the model leaves out the casts, which on a CPU backend
     # cost more than they save (Gloo sums fp16 on the host; `commprof advise` measured it slower, docs/benchmarks.md)
     nccl = all(c.backend == "nccl" for c in report.collectives if c.op == "all_reduce")
     if nccl and options.comm_hook == "none" and exposed > 0 and byte_us > latency_us:
         gain = _gain_ci(samples, lambda s: [(b // 2, r) for b, r in rebucket(s, None, None)], probe=probe)
-        found.append(Finding(
-            kind="compression", title="fp16 gradient compression halves the bytes of an all-reduce that is "
-                                      "bandwidth-bound",
-            evidence=(f"{exposed:.1f} ms exposed all-reduce per step; a typical bucket spends {byte_us:.0f} us "
-                      f"moving bytes against {latency_us:.0f} us of latency"),
-            action=paste_line(dataclasses.replace(options, comm_hook="fp16"), framework),
-            gain_ms=gain, setting={"comm_hook": "fp16"}))
+        found.append(
+            Finding(
+                kind="compression",
+                title="fp16 gradient compression halves the bytes of an all-reduce that is bandwidth-bound",
+                evidence=(
+                    f"{exposed:.1f} ms exposed all-reduce per step; a typical bucket spends {byte_us:.0f} us "
+                    f"moving bytes against {latency_us:.0f} us of latency"
+                ),
+                action=paste_line(dataclasses.replace(options, comm_hook="fp16"), framework),
+                gain_ms=gain,
+                setting={"comm_hook": "fp16"},
+            )
+        )
     slow = _slow_collectives(report, samples, link, step_ms, total, ceiling, serial)
     if slow and found and found[0].kind == "bucket_cap" and _significant(found[0], step_ms):  # one advice on buckets
-        return [dataclasses.replace(found[0], evidence=f"{found[0].evidence}; slow all-reduces: {slow[0].evidence}"),
-                *found[1:]]
+        return [
+            dataclasses.replace(found[0], evidence=f"{found[0].evidence}; slow all-reduces: {slow[0].evidence}"),
+            *found[1:],
+        ]
     return found + slow
 
 
-def _slow_collectives(report: Report, samples: list[StepProfile], link: LinkModel, step_ms: float,
-                      gradient_bytes: int, ceiling: tuple[float, str] | None, serial: bool) -> list[Finding]:
+def _slow_collectives(
+    report: Report,
+    samples: list[StepProfile],
+    link: LinkModel,
+    step_ms: float,
+    gradient_bytes: int,
+    ceiling: tuple[float, str] | None,
+    serial: bool,
+) -> list[Finding]:
     """All-reduces far below the bandwidth the link reaches with large messages (`commprof bench` on this host, or
     the fitted B). The gain: the model's step now against the same buckets at that bandwidth, so a slow
     all-reduce hidden under the backward gains nothing. Small buckets are the usual cause: latency dominates."""
-    fitted = (f"the alpha-beta fit to the run's all-reduces, {link.alpha_us:.0f} us per ring step; their durations "
-              "include any wait for late ranks")
+    fitted = (
+        f"the alpha-beta fit to the run's all-reduces, {link.alpha_us:.0f} us per ring step; their durations "
+        "include any wait for late ranks"
+    )
     top, source = ceiling or (link.bandwidth_gbps, link.source if report.run.get("link_probe") else fitted)
-    slow = [c for c in report.collectives if c.op == "all_reduce" and c.bytes and c.busbw_gbps is not None
-            and c.busbw_gbps < SLOW_BELOW * top]
+    slow = [
+        c
+        for c in report.collectives
+        if c.op == "all_reduce" and c.bytes and c.busbw_gbps is not None and c.busbw_gbps < SLOW_BELOW * top
+    ]
     if not slow:
         return []
-    gain = _gain_ci(samples, lambda s: rebucket(s, None, None), no_latency=top, serial=serial,
-                    probe=report.run.get("link_probe") or None)
+    gain = _gain_ci(
+        samples,
+        lambda s: rebucket(s, None, None),
+        no_latency=top,
+        serial=serial,
+        probe=report.run.get("link_probe") or None,
+    )
     ranks = samples[0].world_size
     reach_bytes = 4 * link.alpha_us * link.bandwidth_gbps * 1e3 * ranks  # bus bytes >= 4 x latency x B: 80% of B
     sizes = ", ".join(f"{c.bytes / MB:.2f} MB at {c.busbw_gbps:.2f} GB/s" for c in slow)
-    return [Finding(
-        kind="slow_collectives", title=f"{len(slow)} all-reduce size(s) run far below the link's bandwidth",
-        evidence=f"{sizes}, against {top:.2f} GB/s for large messages on this link ({source})",
-        action=(f"fewer, larger messages: all-reduces of {reach_bytes / MB:.0f} MB or more reach 80% of the link "
-                "(a larger bucket_cap_mb; the remainder bucket DDP leaves stays small)" if reach_bytes < gradient_bytes
+    return [
+        Finding(
+            kind="slow_collectives",
+            title=f"{len(slow)} all-reduce size(s) run far below the link's bandwidth",
+            evidence=f"{sizes}, against {top:.2f} GB/s for large messages on this link ({source})",
+            action=(
+                f"fewer, larger messages: all-reduces of {reach_bytes / MB:.0f} MB or more reach 80% of the link "
+                "(a larger bucket_cap_mb; the remainder bucket DDP leaves stays small)"
+                if reach_bytes < gradient_bytes
                 else f"the link's latency: it needs {reach_bytes / MB:.0f} MB messages to reach 80% of its bandwidth, "
-                     f"more than the {gradient_bytes / MB:.0f} MB of gradients; a faster interconnect or fewer ranks "
-                     "per link"),
-        gain_ms=gain)]
+                f"more than the {gradient_bytes / MB:.0f} MB of gradients; a faster interconnect or fewer ranks "
+                "per link"
+            ),
+            gain_ms=gain,
+        )
+    ]
 
 
 def _input_stalls(report: Report, step_ms: float) -> list[Finding]:
@@ -283,14 +363,21 @@ def _input_stalls(report: Report, step_ms: float) -> list[Finding]:
         return []
     rank = max(stalled, key=medians.get)
     gain = median_ci(by_rank[rank])
-    shown = ", ".join(map(str, stalled[:MAX_LISTED])) + (f" and {len(stalled) - MAX_LISTED} more"
-                                                         if len(stalled) > MAX_LISTED else "")
-    return [Finding(
-        kind="input_stall", title=f"the steps start idle on {len(stalled)} of {len(by_rank)} ranks",
-        evidence=(f"rank {rank} runs no operator for the first {gain.value:.1f} ms of each step: waiting for its "
-                  f"next batch, or Python between the steps (ranks idle at the start: {shown})"),
-        action="DataLoader(..., num_workers=4, pin_memory=True, persistent_workers=True, prefetch_factor=2)",
-        gain_ms=gain)]
+    shown = ", ".join(map(str, stalled[:MAX_LISTED])) + (
+        f" and {len(stalled) - MAX_LISTED} more" if len(stalled) > MAX_LISTED else ""
+    )
+    return [
+        Finding(
+            kind="input_stall",
+            title=f"the steps start idle on {len(stalled)} of {len(by_rank)} ranks",
+            evidence=(
+                f"rank {rank} runs no operator for the first {gain.value:.1f} ms of each step: waiting for its "
+                f"next batch, or Python between the steps (ranks idle at the start: {shown})"
+            ),
+            action="DataLoader(..., num_workers=4, pin_memory=True, persistent_workers=True, prefetch_factor=2)",
+            gain_ms=gain,
+        )
+    ]
 
 
 def _straggler(report: Report, windows, matching: Matching | None, step_ms: float) -> list[Finding]:
@@ -319,32 +406,48 @@ def _straggler(report: Report, windows, matching: Matching | None, step_ms: floa
         return []  # late from computing slower on cores the ranks share: contention that moves between reruns
     cause = ", ".join(f"{PARTS[part]} {ms:+.1f} ms" for part, ms in excess.items())
     gpu = any(r.kind == "gpu" for r in report.ranks if r.rank == straggler)
-    return [Finding(
-        kind="straggler", title=f"rank {straggler} is the straggler: the others wait for it",
-        evidence=(f"it makes the others wait {cross.straggler_cost_ms:.1f} ms per step in all "
-                  f"({', '.join(f'{op} {ms:.1f}' for op, ms in cross.straggler_ops.items())}); "
-                  f"against the others' median, its {cause}"),
-        action=_straggler_action(straggler, excess, gpu),
-        gain_ms=gain)]
+    return [
+        Finding(
+            kind="straggler",
+            title=f"rank {straggler} is the straggler: the others wait for it",
+            evidence=(
+                f"it makes the others wait {cross.straggler_cost_ms:.1f} ms per step in all "
+                f"({', '.join(f'{op} {ms:.1f}' for op, ms in cross.straggler_ops.items())}); "
+                f"against the others' median, its {cause}"
+            ),
+            action=_straggler_action(straggler, excess, gpu),
+            gain_ms=gain,
+        )
+    ]
 
 
 def _straggler_action(rank: int, excess: dict[str, float], gpu: bool) -> str:
     """Where to look: the part of the step that is really larger on the straggler, and only hardware it ran on."""
     part = max(excess, key=lambda p: excess[p])
     if excess[part] <= EXCESS_FLOOR_MS:
-        return (f"none of rank {rank}'s compute, input wait or communication is larger than the others': it starts its "
-                "collectives late from time outside the profiled operators (Python, the host's scheduler); look at "
-                f"what else runs on its host{' and its GPU' if gpu else ''}")
-    where = {"compute_ms": ("its GPU's clocks and temperature (nvidia-smi -q -d CLOCK,PERFORMANCE), its data shard"
-                            if gpu else "what else runs on its host's cores (its CPU threads), its data shard"),
-             "start_idle_ms": "its DataLoader workers and storage",
-             "exposed_comm_ms": "its network link and NIC" if gpu else "its network link"}[part]
+        return (
+            f"none of rank {rank}'s compute, input wait or communication is larger than the others': it starts its "
+            "collectives late from time outside the profiled operators (Python, the host's scheduler); look at "
+            f"what else runs on its host{' and its GPU' if gpu else ''}"
+        )
+    where = {
+        "compute_ms": (
+            "its GPU's clocks and temperature (nvidia-smi -q -d CLOCK,PERFORMANCE), its data shard"
+            if gpu
+            else "what else runs on its host's cores (its CPU threads), its data shard"
+        ),
+        "start_idle_ms": "its DataLoader workers and storage",
+        "exposed_comm_ms": "its network link and NIC" if gpu else "its network link",
+    }[part]
     return f"look at rank {rank}'s {PARTS[part]} ({excess[part]:+.1f} ms per step against the others): {where}"
 
 
 EXCESS_FLOOR_MS = 0.05  # below this, a part is not in excess
-PARTS = {"compute_ms": "compute", "start_idle_ms": "idle before its first operator (input pipeline)",
-         "exposed_comm_ms": "exposed communication"}
+PARTS = {
+    "compute_ms": "compute",
+    "start_idle_ms": "idle before its first operator (input pipeline)",
+    "exposed_comm_ms": "exposed communication",
+}
 
 
 def _shares_one_cpu_host(report: Report) -> bool:
@@ -356,6 +459,7 @@ def _shares_one_cpu_host(report: Report) -> bool:
 
 def _excess(report: Report, rank: int, parts=tuple(PARTS)) -> dict[str, float]:
     """How much more of each part of the step this rank spends than the median of the other ranks (ms)."""
+
     def median_of(ranks: set[int], part: str) -> float:
         values = [getattr(s, part) for s in report.steps if s.rank in ranks]
         return statistics.median(values) if values else 0.0
@@ -368,7 +472,12 @@ def _distortion(distortion: list[ProfilerDistortion]) -> list[Finding]:
     slowdown = large_slowdown(distortion)
     if slowdown is None:
         return []
-    return [Finding(
-        kind="profiler_distortion", title=f"the profiler slowed the steps it recorded by {slowdown:.0%}",
-        evidence="median step inside the profiled window against the unprofiled steps of the same run, over ranks",
-        action="commprof run ... --schedule WAIT,1,2  (a shorter active window; the numbers above describe slowed steps)")]
+    return [
+        Finding(
+            kind="profiler_distortion",
+            title=f"the profiler slowed the steps it recorded by {slowdown:.0%}",
+            evidence="median step inside the profiled window against the unprofiled steps of the same run, over ranks",
+            action="commprof run ... --schedule WAIT,1,2  "
+            "(a shorter active window; the numbers above describe slowed steps)",
+        )
+    ]

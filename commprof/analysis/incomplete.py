@@ -23,8 +23,10 @@ def completed_steps_only(trace: RunTrace, run: dict[str, Any]) -> tuple[RunTrace
         steps = tuple(s for s in rank.steps if (m := _STEP_NUMBER.search(s.name)) and int(m.group(1)) < completed)
         (kept if steps else emptied).append(dataclasses.replace(rank, steps=steps))
     missing = missing_ranks(trace, run)
-    parts = [f"the run failed ({run.get('error') or run.get('status')})",
-             f"this report covers the {completed} step(s) that completed on every rank, where traced"]
+    parts = [
+        f"the run failed ({run.get('error') or run.get('status')})",
+        f"this report covers the {completed} step(s) that completed on every rank, where traced",
+    ]
     if missing:
         parts.append(f"no trace from rank(s) {', '.join(map(str, missing))}")
     if emptied:
@@ -40,10 +42,12 @@ def missing_ranks(trace: RunTrace, run: dict[str, Any]) -> list[int]:
 
 def missing_note(missing: list[int], world: int) -> str:
     verb = "have" if len(missing) > 1 else "has"
-    return (f"{len(missing)} of {world} ranks {verb} no trace here (rank{'s' if len(missing) > 1 else ''} "
-            f"{rank_ranges(missing)}): every figure, across ranks too, covers the {world - len(missing)} present. "
-            "Give every rank's traces for the whole job (with a node-local --traces-dir, copy each node's into "
-            "one folder)")
+    return (
+        f"{len(missing)} of {world} ranks {verb} no trace here (rank{'s' if len(missing) > 1 else ''} "
+        f"{rank_ranges(missing)}): every figure, across ranks too, covers the {world - len(missing)} present. "
+        "Give every rank's traces for the whole job (with a node-local --traces-dir, copy each node's into "
+        "one folder)"
+    )
 
 
 def rank_ranges(ranks: list[int]) -> str:

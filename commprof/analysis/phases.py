@@ -24,11 +24,19 @@ def phase_shares(rank: RankTrace, step: Step) -> list[PhaseShare]:
         return []
     bounds = [step.start, backward, step.end if optimizer is None else optimizer]
     shares = []
-    for phase, start, end in zip(PHASES, bounds, [*bounds[1:], step.end]):
+    for phase, start, end in zip(PHASES, bounds, [*bounds[1:], step.end], strict=False):
         compute, comm = clip(rank.compute, start, end), clip(rank.communication, start, end)
         overlap = total(intersect(compute, comm))
-        shares.append(PhaseShare(phase, (end - start) / US_PER_MS, total(compute) / US_PER_MS,
-                                 total(comm) / US_PER_MS, overlap / US_PER_MS, (total(comm) - overlap) / US_PER_MS))
+        shares.append(
+            PhaseShare(
+                phase,
+                (end - start) / US_PER_MS,
+                total(compute) / US_PER_MS,
+                total(comm) / US_PER_MS,
+                overlap / US_PER_MS,
+                (total(comm) - overlap) / US_PER_MS,
+            )
+        )
     return shares
 
 
@@ -38,9 +46,17 @@ def phase_means(steps: list[StepBreakdown]) -> list[PhaseShare]:
     for step in steps:
         for share in step.phases:
             by_phase[share.phase].append(share)
-    return [PhaseShare(phase, *(statistics.fmean(getattr(s, field) for s in by_phase[phase])
-                                for field in ("window_ms", "compute_ms", "comm_ms", "overlap_ms", "exposed_comm_ms")))
-            for phase in PHASES if by_phase.get(phase)]
+    return [
+        PhaseShare(
+            phase,
+            *(
+                statistics.fmean(getattr(s, field) for s in by_phase[phase])
+                for field in ("window_ms", "compute_ms", "comm_ms", "overlap_ms", "exposed_comm_ms")
+            ),
+        )
+        for phase in PHASES
+        if by_phase.get(phase)
+    ]
 
 
 GATHER = "parameter all-gather"
@@ -63,6 +79,14 @@ def gathers_by_module(per_rank: list[tuple[RankTrace, list[Step]]]) -> list[Modu
             calls[(call.module, call.phase)].append((call.end - call.start, call.end - call.start - hidden))
     if not steps:
         return []
-    found = [ModuleGathers(module or "root", phase, len(spans) / steps, sum(d for d, _ in spans) / steps / US_PER_MS,
-                           sum(e for _, e in spans) / steps / US_PER_MS) for (module, phase), spans in calls.items()]
+    found = [
+        ModuleGathers(
+            module or "root",
+            phase,
+            len(spans) / steps,
+            sum(d for d, _ in spans) / steps / US_PER_MS,
+            sum(e for _, e in spans) / steps / US_PER_MS,
+        )
+        for (module, phase), spans in calls.items()
+    ]
     return sorted(found, key=lambda g: -g.exposed_ms)

@@ -72,15 +72,25 @@ def step_profile(trace: RunTrace) -> StepProfile:
     world = max((r.world_size or len(trace.ranks)) for r in trace.ranks)
     for rank in trace.ranks:
         ends = rank.backward_ends or (None,) * len(rank.steps)
-        for number, (step, backward, finalized) in enumerate(zip(rank.steps, rank.backward_starts, ends)):
+        for number, (step, backward, finalized) in enumerate(zip(rank.steps, rank.backward_starts, ends, strict=False)):
             if backward is None:
                 continue
-            calls = sorted((c for c in rank.collectives if c.op in GRADIENT_OPS and step.start <= c.start < step.end
-                            and c.ready is not None and c.nbytes), key=lambda c: c.ready)
+            calls = sorted(
+                (
+                    c
+                    for c in rank.collectives
+                    if c.op in GRADIENT_OPS and step.start <= c.start < step.end and c.ready is not None and c.nbytes
+                ),
+                key=lambda c: c.ready,
+            )
             if not calls:
                 backward_end = finalized if finalized is not None else step.end
-                for name, value in (("before", backward - step.start), ("backward", backward_end - backward),
-                                    ("tail", step.end - backward_end), ("exposed", 0.0)):
+                for name, value in (
+                    ("before", backward - step.start),
+                    ("backward", backward_end - backward),
+                    ("tail", step.end - backward_end),
+                    ("exposed", 0.0),
+                ):
                     alone[name].append(max(0.0, value) / 1000)
                 continue
             backward_us = calls[-1].ready - backward
@@ -103,8 +113,10 @@ def step_profile(trace: RunTrace) -> StepProfile:
     if not parts["backward"]:
         raise UsageError("no DDP backward pass in the traces: nothing to predict from")
     return StepProfile(
-        world_size=world, before_backward_ms=statistics.median(parts["before"]),
-        backward_ms=statistics.median(parts["backward"]), tail_ms=statistics.median(parts["tail"]),
+        world_size=world,
+        before_backward_ms=statistics.median(parts["before"]),
+        backward_ms=statistics.median(parts["backward"]),
+        tail_ms=statistics.median(parts["tail"]),
         exposed_ms=statistics.median(parts["exposed"]),
         bucket_bytes=[statistics.median_low(b for b, _ in buckets[i]) for i in sorted(buckets)],
         bucket_ready=[min(1.0, max(0.0, statistics.median(f for _, f in buckets[i]))) for i in sorted(buckets)],
@@ -116,11 +128,14 @@ def fit_link(profiles: list[StepProfile]) -> LinkModel:
     """Least squares of t = alpha·2(n-1) + (1/B)·2(n-1)/n·S over every measured all-reduce (n >= 2)."""
     transfers = [(nbytes, n, us) for p in profiles for nbytes, n, us in p.transfers if n >= 2]
     if len(transfers) < 2:
-        raise UsageError("fitting the link needs all-reduces measured at 2 ranks or more: add a world size >= 2, "
-                         "or give --link BANDWIDTH,LATENCY")
+        raise UsageError(
+            "fitting the link needs all-reduces measured at 2 ranks or more: add a world size >= 2, "
+            "or give --link BANDWIDTH,LATENCY"
+        )
     sizes = sorted({n for _, n, _ in transfers})
-    return fit_transfers(transfers, f"fitted to {len(transfers)} measured all-reduces at {', '.join(map(str, sizes))} "
-                                    "ranks")
+    return fit_transfers(
+        transfers, f"fitted to {len(transfers)} measured all-reduces at {', '.join(map(str, sizes))} ranks"
+    )
 
 
 def probed_link(probe: list[dict], ranks: int, pick=None) -> LinkModel:
@@ -133,8 +148,11 @@ def probed_link(probe: list[dict], ranks: int, pick=None) -> LinkModel:
     bus = 2 * (ranks - 1) / ranks
     inverse_bw = max(t_large - t_small, 1e-9) / (bus * (large["bytes"] - small["bytes"]))  # us per byte
     alpha = max(0.0, t_small - bus * small["bytes"] * inverse_bw) / (2 * (ranks - 1))
-    return LinkModel(alpha, 1 / inverse_bw / 1e3, f"all-reduces of {small['bytes'] // 1024} KiB to "
-                                                  f"{large['bytes'] // 1024 ** 2} MiB timed alone after training")
+    return LinkModel(
+        alpha,
+        1 / inverse_bw / 1e3,
+        f"all-reduces of {small['bytes'] // 1024} KiB to {large['bytes'] // 1024**2} MiB timed alone after training",
+    )
 
 
 def probed_transfers(probe: list[dict], ranks: int) -> list[tuple[int, int, float]]:
@@ -199,32 +217,35 @@ def fit_compute(profiles: list[StepProfile]) -> ComputeModel:
     return ComputeModel(intercept, slope)
 
 
-def rebucket(reference: StepProfile, parameter_bytes: list[int] | None, cap_mb: float | None) -> list[tuple[int, float]]:
+def rebucket(
+    reference: StepProfile, parameter_bytes: list[int] | None, cap_mb: float | None
+) -> list[tuple[int, float]]:
     """(bytes, ready fraction) per bucket: as measured, or for an explicit cap with the buckets DDP rebuilds
     after its first step (analysis/ddp_buckets.layout) and ready times interpolated along the measured buckets
     by cumulative bytes."""
     if cap_mb is None or not parameter_bytes:
-        return list(zip(reference.bucket_bytes, reference.bucket_ready))
+        return list(zip(reference.bucket_bytes, reference.bucket_ready, strict=False))
     sizes = layout(parameter_bytes, cap_mb)
     total = sum(sizes)
     ends = list(itertools.accumulate(sizes))
     xs, ys, running = [0.0], [0.0], 0
-    for nbytes, ready in zip(reference.bucket_bytes, reference.bucket_ready):
+    for nbytes, ready in zip(reference.bucket_bytes, reference.bucket_ready, strict=False):
         running += nbytes
         xs.append(running * total / max(1, sum(reference.bucket_bytes)))
         ys.append(max(ready, ys[-1]))
-    return [(s, _interpolate(xs, ys, e)) for s, e in zip(sizes, ends)]
+    return [(s, _interpolate(xs, ys, e)) for s, e in zip(sizes, ends, strict=False)]
 
 
 def _interpolate(xs: list[float], ys: list[float], x: float) -> float:
-    for (x0, y0), (x1, y1) in zip(zip(xs, ys), zip(xs[1:], ys[1:])):
+    for (x0, y0), (x1, y1) in zip(zip(xs, ys, strict=False), zip(xs[1:], ys[1:], strict=False), strict=False):
         if x <= x1:
             return y0 if x1 == x0 else y0 + (y1 - y0) * (x - x0) / (x1 - x0)
     return ys[-1]
 
 
-def simulate_step(reference: StepProfile, compute: ComputeModel, link: LinkModel, ranks: int,
-                  buckets: list[tuple[int, float]]) -> tuple[float, float]:
+def simulate_step(
+    reference: StepProfile, compute: ComputeModel, link: LinkModel, ranks: int, buckets: list[tuple[int, float]]
+) -> tuple[float, float]:
     """(step ms, exposed communication ms) at `ranks`, compute scaled from the reference profile."""
     scale = compute.at(ranks) / reference.compute_ms if reference.compute_ms > 0 else 1.0
     backward = reference.backward_ms * scale

@@ -8,8 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from commprof.analysis.distortion import SKIP_FIRST_STEPS, touched_steps
-from commprof.analysis.predict import (CANDIDATE_CAPS_MB, ComputeModel, LinkModel, StepProfile, rebucket,
-                                       simulate_step)
+from commprof.analysis.predict import CANDIDATE_CAPS_MB, ComputeModel, LinkModel, StepProfile, rebucket, simulate_step
 from commprof.analysis.stats import median_ci
 from commprof.results.scale import Prediction, ScalePoint
 
@@ -37,8 +36,9 @@ def job_step_times(run: dict[str, Any], schedule: dict[str, int]) -> list[float]
     return [max(r[i] for r in ranks) for i in steps]
 
 
-def scale_points(measured: dict[int, list[SizeMeasurement]], per_rank_batch: dict[int, int],
-                 base_lr: float) -> list[ScalePoint]:
+def scale_points(
+    measured: dict[int, list[SizeMeasurement]], per_rank_batch: dict[int, int], base_lr: float
+) -> list[ScalePoint]:
     """Throughput from the pooled unprofiled steps of every repeat; speedup against the smallest size."""
     sizes = sorted(measured)
     base = sizes[0]
@@ -49,16 +49,29 @@ def scale_points(measured: dict[int, list[SizeMeasurement]], per_rank_batch: dic
         estimate = median_ci(steps)
         batch = per_rank_batch[n] * n
         rate = batch / (estimate.value / 1000)
-        points.append(ScalePoint(
-            world_size=n, global_batch=batch, per_rank_batch=per_rank_batch[n],
-            learning_rate=base_lr * batch / (per_rank_batch[base] * base), step_ms=estimate, samples_per_s=rate,
-            speedup=0.0, efficiency=0.0, compute_ms=statistics.fmean(m.compute_ms for m in runs),
-            exposed_comm_ms=statistics.fmean(m.exposed_comm_ms for m in runs),
-            idle_ms=statistics.fmean(m.idle_ms for m in runs),
-            allreduce_busbw_gbps=_mean_or_none([m.allreduce_busbw_gbps for m in runs])))
+        points.append(
+            ScalePoint(
+                world_size=n,
+                global_batch=batch,
+                per_rank_batch=per_rank_batch[n],
+                learning_rate=base_lr * batch / (per_rank_batch[base] * base),
+                step_ms=estimate,
+                samples_per_s=rate,
+                speedup=0.0,
+                efficiency=0.0,
+                compute_ms=statistics.fmean(m.compute_ms for m in runs),
+                exposed_comm_ms=statistics.fmean(m.exposed_comm_ms for m in runs),
+                idle_ms=statistics.fmean(m.idle_ms for m in runs),
+                allreduce_busbw_gbps=_mean_or_none([m.allreduce_busbw_gbps for m in runs]),
+            )
+        )
     base_rate = points[0].samples_per_s
-    return [dataclasses.replace(p, speedup=p.samples_per_s / base_rate,
-                                efficiency=p.samples_per_s / base_rate / (p.world_size / base)) for p in points]
+    return [
+        dataclasses.replace(
+            p, speedup=p.samples_per_s / base_rate, efficiency=p.samples_per_s / base_rate / (p.world_size / base)
+        )
+        for p in points
+    ]
 
 
 def _mean_or_none(values: list[float | None]) -> float | None:
@@ -66,9 +79,18 @@ def _mean_or_none(values: list[float | None]) -> float | None:
     return statistics.fmean(known) if known else None
 
 
-def predict(points: list[ScalePoint], reference: StepProfile, compute: ComputeModel, link: LinkModel,
-            sizes: list[int], per_rank_batch: int, strong: bool, base_lr: float, overhead: float,
-            parameter_bytes: list[int]) -> list[Prediction]:
+def predict(
+    points: list[ScalePoint],
+    reference: StepProfile,
+    compute: ComputeModel,
+    link: LinkModel,
+    sizes: list[int],
+    per_rank_batch: int,
+    strong: bool,
+    base_lr: float,
+    overhead: float,
+    parameter_bytes: list[int],
+) -> list[Prediction]:
     """The step at each size (the measured buckets), and the best cap among DDP-style re-bucketings."""
     base = points[0]
     measured_buckets = rebucket(reference, None, None)
@@ -77,13 +99,24 @@ def predict(points: list[ScalePoint], reference: StepProfile, compute: ComputeMo
         per_rank = max(1, base.global_batch // n) if strong else per_rank_batch
         step, exposed = simulate_step(reference, compute, link, n, measured_buckets)
         caps = [c for c in CANDIDATE_CAPS_MB if c * 1024 * 1024 < 2 * sum(parameter_bytes)] or [CANDIDATE_CAPS_MB[0]]
-        by_cap = {c: simulate_step(reference, compute, link, n, rebucket(reference, parameter_bytes, c))[0] for c in caps}
+        by_cap = {
+            c: simulate_step(reference, compute, link, n, rebucket(reference, parameter_bytes, c))[0] for c in caps
+        }
         best = min(by_cap, key=by_cap.get)
         step_ms = step * overhead
         rate = per_rank * n / (step_ms / 1000)
-        predictions.append(Prediction(
-            world_size=n, global_batch=per_rank * n, learning_rate=base_lr * per_rank * n / base.global_batch,
-            step_ms=step_ms, exposed_comm_ms=exposed, samples_per_s=rate, speedup=rate / base.samples_per_s,
-            efficiency=rate / base.samples_per_s / (n / base.world_size), best_bucket_cap_mb=float(best),
-            best_step_ms=by_cap[best] * overhead))
+        predictions.append(
+            Prediction(
+                world_size=n,
+                global_batch=per_rank * n,
+                learning_rate=base_lr * per_rank * n / base.global_batch,
+                step_ms=step_ms,
+                exposed_comm_ms=exposed,
+                samples_per_s=rate,
+                speedup=rate / base.samples_per_s,
+                efficiency=rate / base.samples_per_s / (n / base.world_size),
+                best_bucket_cap_mb=float(best),
+                best_step_ms=by_cap[best] * overhead,
+            )
+        )
     return predictions

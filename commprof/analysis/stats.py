@@ -45,22 +45,57 @@ def median_ci(values: list[float], seed: int = 0) -> Estimate:
 def speedup_ci(baseline: list[float], candidate: list[float], seed: int = 0) -> Estimate:
     """median(baseline) / median(candidate), with a bootstrap interval: > 1 means candidate is faster."""
     rng = random.Random(seed)
-    boots = [statistics.median(rng.choices(baseline, k=len(baseline))) /
-             statistics.median(rng.choices(candidate, k=len(candidate))) for _ in range(RESAMPLES)]
+    boots = [
+        statistics.median(rng.choices(baseline, k=len(baseline)))
+        / statistics.median(rng.choices(candidate, k=len(candidate)))
+        for _ in range(RESAMPLES)
+    ]
     return Estimate(statistics.median(baseline) / statistics.median(candidate), *_bounds(boots))
 
 
 def difference_ci(before: list[float], after: list[float], seed: int = 0) -> Estimate:
     """median(after) - median(before), with a bootstrap interval: excludes 0 when the change is real."""
     rng = random.Random(seed)
-    boots = [statistics.median(rng.choices(after, k=len(after))) -
-             statistics.median(rng.choices(before, k=len(before))) for _ in range(RESAMPLES)]
+    boots = [
+        statistics.median(rng.choices(after, k=len(after))) - statistics.median(rng.choices(before, k=len(before)))
+        for _ in range(RESAMPLES)
+    ]
     return Estimate(statistics.median(after) - statistics.median(before), *_bounds(boots))
 
 
 # Student's t, two-sided 95%: the quantile for 1..30 degrees of freedom (the normal's beyond)
-T_975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
-         2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
+T_975 = (
+    12.706,
+    4.303,
+    3.182,
+    2.776,
+    2.571,
+    2.447,
+    2.365,
+    2.306,
+    2.262,
+    2.228,
+    2.201,
+    2.179,
+    2.160,
+    2.145,
+    2.131,
+    2.120,
+    2.110,
+    2.101,
+    2.093,
+    2.086,
+    2.080,
+    2.074,
+    2.069,
+    2.064,
+    2.060,
+    2.056,
+    2.052,
+    2.048,
+    2.045,
+    2.042,
+)
 
 
 def launches_difference_ci(before: list[float], after: list[float]) -> Estimate:

@@ -8,11 +8,11 @@ from typing import Any
 
 from commprof.analysis.buckets import backward_times, bucket_timelines, median_timeline
 from commprof.analysis.ddp_buckets import describe
-from commprof.results.report import DDPCrossCheck, Report, SettingResult, SweepResult
 from commprof.analysis.stats import PRACTICAL_SHARE, difference_ci, median_ci, real_speedup, speedup_ci
 from commprof.config import OPTIONS_OF_STRATEGY, FSDPOptions, SettingOptions, setting_label
-from commprof.trace.rules import FSDP_PURPOSE
+from commprof.results.report import DDPCrossCheck, Report, SettingResult, SweepResult
 from commprof.trace.model import RankTrace
+from commprof.trace.rules import FSDP_PURPOSE
 
 NS_PER_MS = 1e6
 
@@ -66,8 +66,14 @@ def fsdp_paste_line(options: FSDPOptions) -> str:
     return "; ".join(parts)
 
 
-def setting_result(label: str, raw: dict[str, Any], baseline_steps: list[float], report: Report,
-                   rank0: RankTrace | None, strategy: str = "ddp") -> SettingResult:
+def setting_result(
+    label: str,
+    raw: dict[str, Any],
+    baseline_steps: list[float],
+    report: Report,
+    rank0: RankTrace | None,
+    strategy: str = "ddp",
+) -> SettingResult:
     estimate, gain = median_ci(raw["step_ms"]), speedup_ci(baseline_steps, raw["step_ms"])
     comm = statistics.fmean(r.comm_ms for r in report.ranks)
     overlap = statistics.fmean(r.overlap_ms for r in report.ranks)
@@ -77,42 +83,65 @@ def setting_result(label: str, raw: dict[str, Any], baseline_steps: list[float],
     from_trace = backward_times(rank0) if ddp and rank0 is not None else None
     sizes = _bucket_sizes(ddp0)
     return SettingResult(
-        label=label, options=dict(raw["options"]), buckets=len(sizes), bucket_sizes=sizes,
-        step_ms=estimate, samples=len(raw["step_ms"]),
-        speedup=gain, significant=real_speedup(gain),
+        label=label,
+        options=dict(raw["options"]),
+        buckets=len(sizes),
+        bucket_sizes=sizes,
+        step_ms=estimate,
+        samples=len(raw["step_ms"]),
+        speedup=gain,
+        significant=real_speedup(gain),
         exposed_comm_ms=statistics.fmean(r.exposed_comm_ms for r in report.ranks),
         overlap_pct=100 * overlap / comm if comm > 0 else 0.0,
         allreduce_calls_per_step=sum(c.calls_per_step for c in report.collectives if c.op == "all_reduce"),
-        gathers_per_step=sum(c.calls_per_step for c in report.collectives
-                             if c.purpose == FSDP_PURPOSE["all_gather"]),
-        traces=label, timeline=median_timeline(timelines), gain_ms=difference_ci(raw["step_ms"], baseline_steps),
+        gathers_per_step=sum(c.calls_per_step for c in report.collectives if c.purpose == FSDP_PURPOSE["all_gather"]),
+        traces=label,
+        timeline=median_timeline(timelines),
+        gain_ms=difference_ci(raw["step_ms"], baseline_steps),
         ddp_check=DDPCrossCheck(
-            _ms(ddp0, "avg_backward_compute_time"), _ms(ddp0, "avg_backward_comm_time"),
+            _ms(ddp0, "avg_backward_compute_time"),
+            _ms(ddp0, "avg_backward_comm_time"),
             _ms(ddp0, "avg_backward_compute_comm_overlap_time"),
-            from_trace.compute_ms if from_trace else None, from_trace.comm_ms if from_trace else None,
-            from_trace.overlap_ms if from_trace else None) if ddp else None,
+            from_trace.compute_ms if from_trace else None,
+            from_trace.comm_ms if from_trace else None,
+            from_trace.overlap_ms if from_trace else None,
+        )
+        if ddp
+        else None,
     )
 
 
-def recommend(settings: list[SettingResult], baseline: SettingResult, options: dict[str, SettingOptions],
-              framework: str = "script") -> tuple[str, str | None]:
+def recommend(
+    settings: list[SettingResult],
+    baseline: SettingResult,
+    options: dict[str, SettingOptions],
+    framework: str = "script",
+) -> tuple[str, str | None]:
     best = min(settings, key=lambda s: s.step_ms.value)
     gain = best.speedup
     if best.label != baseline.label and best.same_buckets(baseline):
-        return (f"The fastest, {best.label}, builds the same buckets as the default ({baseline.label}: "
-                f"{describe(best.bucket_sizes)}): it is the same setting, and {gain.value:.2f}x (95% CI "
-                f"{gain.low:.2f}-{gain.high:.2f}) is the noise between repeats of it. Keep the default."), None
+        return (
+            f"The fastest, {best.label}, builds the same buckets as the default ({baseline.label}: "
+            f"{describe(best.bucket_sizes)}): it is the same setting, and {gain.value:.2f}x (95% CI "
+            f"{gain.low:.2f}-{gain.high:.2f}) is the noise between repeats of it. Keep the default."
+        ), None
     if best.label == baseline.label:
-        return (f"The default ({baseline.label}, {baseline.step_ms.value:.1f} ms per step) is the fastest setting "
-                "measured. Keep it."), None
+        return (
+            f"The default ({baseline.label}, {baseline.step_ms.value:.1f} ms per step) is the fastest setting "
+            "measured. Keep it."
+        ), None
     if not best.significant or gain.value <= 1:
-        return (f"No setting is significantly better than the default ({baseline.label}, "
-                f"{baseline.step_ms.value:.1f} ms per step) by {PRACTICAL_SHARE:.0%} of the step or more: the "
-                f"fastest, {best.label}, is {gain.value:.2f}x (95% CI {gain.low:.2f}-{gain.high:.2f}). Keep the "
-                "default."), None
-    return (f"{best.label} is best: {best.step_ms.value:.1f} ms per step vs {baseline.step_ms.value:.1f} ms for "
-            f"{baseline.label}, {gain.value:.2f}x faster (95% CI {gain.low:.2f}-{gain.high:.2f}), "
-            f"{100 * (1 - 1 / gain.value):.0f}% less step time."), paste_line(options[best.label], framework)
+        return (
+            f"No setting is significantly better than the default ({baseline.label}, "
+            f"{baseline.step_ms.value:.1f} ms per step) by {PRACTICAL_SHARE:.0%} of the step or more: the "
+            f"fastest, {best.label}, is {gain.value:.2f}x (95% CI {gain.low:.2f}-{gain.high:.2f}). Keep the "
+            "default."
+        ), None
+    return (
+        f"{best.label} is best: {best.step_ms.value:.1f} ms per step vs {baseline.step_ms.value:.1f} ms for "
+        f"{baseline.label}, {gain.value:.2f}x faster (95% CI {gain.low:.2f}-{gain.high:.2f}), "
+        f"{100 * (1 - 1 / gain.value):.0f}% less step time."
+    ), paste_line(options[best.label], framework)
 
 
 def sweep_result(raw: dict[str, Any], analysed: dict[str, tuple[Report, RankTrace | None]], kind: str) -> SweepResult:
@@ -120,14 +149,24 @@ def sweep_result(raw: dict[str, Any], analysed: dict[str, tuple[Report, RankTrac
     options_of = OPTIONS_OF_STRATEGY[strategy]
     baseline_label = setting_label(options_of(**raw["plan"]["baseline"]))
     baseline_steps = raw["settings"][baseline_label]["step_ms"]
-    results = [setting_result(label, setting, baseline_steps, *analysed[label], strategy)
-               for label, setting in raw["settings"].items()]
+    results = [
+        setting_result(label, setting, baseline_steps, *analysed[label], strategy)
+        for label, setting in raw["settings"].items()
+    ]
     results.sort(key=lambda s: (s.options.get("bucket_cap_mb", 0), s.label))
     baseline = next(s for s in results if s.label == baseline_label)
     options = {label: options_of(**setting["options"]) for label, setting in raw["settings"].items()}
     text, paste = recommend(results, baseline, options, raw.get("framework", "script"))
     best = min(results, key=lambda s: s.step_ms.value).label
     results = [dataclasses.replace(s, best=s.label == best) for s in results]
-    return SweepResult(kind=kind, baseline=baseline_label, best=best, settings=results, recommendation=text,
-                       paste=paste, rounds=raw.get("rounds", 1), timings=raw.get("timings", {}),
-                       strategy=strategy)
+    return SweepResult(
+        kind=kind,
+        baseline=baseline_label,
+        best=best,
+        settings=results,
+        recommendation=text,
+        paste=paste,
+        rounds=raw.get("rounds", 1),
+        timings=raw.get("timings", {}),
+        strategy=strategy,
+    )

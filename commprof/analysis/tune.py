@@ -36,8 +36,9 @@ def refine_around(best_mb: float, tried: list[float]) -> list[float]:
     return [mb for mb in (round_mb(lower), round_mb(upper)) if mb not in tried]
 
 
-def next_bucket_sizes(step_ms: dict[float, list[float]], round_index: int,
-                      layout_of: Callable[[float], tuple[int, ...]] | None = None) -> list[float]:
+def next_bucket_sizes(
+    step_ms: dict[float, list[float]], round_index: int, layout_of: Callable[[float], tuple[int, ...]] | None = None
+) -> list[float]:
     """Bucket sizes for the next round; empty when tuning is done. With `layout_of` (a cap's buckets, as DDP builds
     them: analysis/ddp_buckets), a size that builds the buckets of one already tried is not tried again."""
     if round_index + 1 >= MAX_ROUNDS or within_noise(step_ms):

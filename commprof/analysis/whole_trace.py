@@ -44,8 +44,14 @@ def hta_windows(rank: RankTrace) -> RankTrace:
     if rank.hta is None:
         return rank
     view = rank.hta
-    return dataclasses.replace(rank, steps=(Step(HTA_WINDOW, *view.window),), compute=view.compute,
-                               communication=view.communication, memory=view.other, empty_steps=())
+    return dataclasses.replace(
+        rank,
+        steps=(Step(HTA_WINDOW, *view.window),),
+        compute=view.compute,
+        communication=view.communication,
+        memory=view.other,
+        empty_steps=(),
+    )
 
 
 def whole_trace(rank: RankTrace) -> WholeTrace:

@@ -12,19 +12,25 @@ from commprof.cli.sweep import ProfileStepsOpt, RepeatsOpt, StepsPerRepeatOpt, W
 
 
 def advise(
-    run: Annotated[str, typer.Argument(help="The run: its id under --reports-dir, or its report.json (or folder).",
-                                       show_default=False)],
+    run: Annotated[
+        str,
+        typer.Argument(help="The run: its id under --reports-dir, or its report.json (or folder).", show_default=False),
+    ],
     top: Annotated[int, typer.Option(help="Settings to check at most, the best predicted first.")] = 3,
     run_id: Annotated[Optional[str], typer.Option(help="Name of the new run folder \\[default: RUN-advise].")] = None,
-    reports_dir: Annotated[Path, typer.Option(help="Where the run's report is, and the new one goes.")] = Path("reports"),
+    reports_dir: Annotated[Path, typer.Option(help="Where the run's report is, and the new one goes.")] = Path(
+        "reports"
+    ),
     repeats: RepeatsOpt = 5,
     steps_per_repeat: StepsPerRepeatOpt = 4,
     warmup_steps: WarmupStepsOpt = 3,
     profile_steps: ProfileStepsOpt = 3,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display and no tables; only the output "
-                                                               "paths.")] = False,
-    json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout and nothing else "
-                                                          "there.")] = False,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="No progress display and no tables; only the output paths.")
+    ] = False,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print the result as JSON on stdout and nothing else there.")
+    ] = False,
 ) -> None:
     """Check a run's findings: rerun the job with each setting its findings advise (bucket_cap_mb, fp16
     compression) and with its own, interleaved, and show predicted against measured gain with 95% CIs."""
@@ -33,6 +39,17 @@ def advise(
 
     console.set_json_mode(json_out)
     quiet = quiet or json_out
-    console.finish(command(run, reports_dir, ConsoleFeedback(quiet), top=top, run_id=run_id, repeats=repeats,
-                           steps_per_repeat=steps_per_repeat, warmup_steps=warmup_steps,
-                           profile_steps=profile_steps), quiet)
+    console.finish(
+        command(
+            run,
+            reports_dir,
+            ConsoleFeedback(quiet),
+            top=top,
+            run_id=run_id,
+            repeats=repeats,
+            steps_per_repeat=steps_per_repeat,
+            warmup_steps=warmup_steps,
+            profile_steps=profile_steps,
+        ),
+        quiet,
+    )

@@ -18,21 +18,38 @@ class Windows(str, Enum):
 
 def analyze(
     paths: Annotated[list[Path], typer.Argument(help="Trace folders or files (.json, .json.gz).", show_default=False)],
-    name: Annotated[Optional[str], typer.Option(help="Report folder name \\[default: the folder or file name].")] = None,
+    name: Annotated[
+        Optional[str], typer.Option(help="Report folder name \\[default: the folder or file name].")
+    ] = None,
     reports_dir: Annotated[Path, typer.Option(help="Where reports/<name>/ is written.")] = Path("reports"),
-    workers: Annotated[Optional[int], typer.Option(
-        help="Parallel processes for parsing (1: everything in this process, the figures too) \\[default: all "
-             "cores].")] = None,
-    windows: Annotated[Windows, typer.Option(
-        help="steps: one window per profiler step (the device's steps on GPU traces). hta: Holistic Trace "
-             "Analysis's one window per GPU rank, only the device work launched before the last step, for "
-             "comparing with HTA.")] = Windows.steps,
-    cluster: Annotated[Optional[str], typer.Option(
-        help="Address of a running Dask scheduler (tcp://HOST:8786): each trace is loaded and digested on its "
-             "workers, which must see the same paths (a shared file system); the report is made here. Needs "
-             "pip install 'commprof[cluster]'.", show_default=False)] = None,
+    workers: Annotated[
+        Optional[int],
+        typer.Option(
+            help="Parallel processes for parsing (1: everything in this process, the figures too) \\[default: all "
+            "cores]."
+        ),
+    ] = None,
+    windows: Annotated[
+        Windows,
+        typer.Option(
+            help="steps: one window per profiler step (the device's steps on GPU traces). hta: Holistic Trace "
+            "Analysis's one window per GPU rank, only the device work launched before the last step, for "
+            "comparing with HTA."
+        ),
+    ] = Windows.steps,
+    cluster: Annotated[
+        Optional[str],
+        typer.Option(
+            help="Address of a running Dask scheduler (tcp://HOST:8786): each trace is loaded and digested on its "
+            "workers, which must see the same paths (a shared file system); the report is made here. Needs "
+            "pip install 'commprof[cluster]'.",
+            show_default=False,
+        ),
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the report paths.")] = False,
-    json_out: Annotated[bool, typer.Option("--json", help="Print the report as JSON on stdout and nothing else there.")] = False,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print the report as JSON on stdout and nothing else there.")
+    ] = False,
 ) -> None:
     """Analyse existing PyTorch profiler traces: compute vs communication, overlap, collectives."""
     from commprof.cli.progress import ConsoleFeedback
@@ -40,5 +57,6 @@ def analyze(
 
     console.set_json_mode(json_out)
     feedback = ConsoleFeedback(quiet or json_out)
-    console.finish(command(paths, name, reports_dir, workers, windows.value, cluster, feedback, figures_apart=True),
-                   quiet)
+    console.finish(
+        command(paths, name, reports_dir, workers, windows.value, cluster, feedback, figures_apart=True), quiet
+    )

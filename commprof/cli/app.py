@@ -7,8 +7,7 @@ import sys
 import typer
 from typer.exceptions import Abort, Exit, TyperException
 
-from commprof.cli import (advise, analyze, backends, bench, compare, console, diff, report, run, scale, sweep, tune,
-                          view)
+from commprof.cli import advise, analyze, backends, bench, compare, console, diff, report, run, scale, sweep, tune, view
 
 app = typer.Typer(
     name="commprof",

@@ -10,7 +10,9 @@ from commprof.cli import console
 
 
 def backends(
-    json_out: Annotated[bool, typer.Option("--json", help="Print the matrix as JSON on stdout and nothing else.")] = False,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print the matrix as JSON on stdout and nothing else.")
+    ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
     timeout: Annotated[float, typer.Option(help="Seconds allowed for any one op before it counts as failed.")] = 30.0,
 ) -> None:

@@ -24,30 +24,43 @@ def parse_size(option: str, text: str) -> int:
 
 
 def bench(
-    backend: Annotated[str, Opt(help="Backends to measure, comma-separated: gloo, nccl, mpi; auto is nccl on GPUs, "
-                                     "gloo on CPU.")] = "auto",
-    ops: Annotated[str, Opt(help="Collectives, comma-separated.")] = "all_reduce,all_gather,reduce_scatter,broadcast,reduce,all_to_all,send_recv",
+    backend: Annotated[
+        str, Opt(help="Backends to measure, comma-separated: gloo, nccl, mpi; auto is nccl on GPUs, gloo on CPU.")
+    ] = "auto",
+    ops: Annotated[
+        str, Opt(help="Collectives, comma-separated.")
+    ] = "all_reduce,all_gather,reduce_scatter,broadcast,reduce,all_to_all,send_recv",
     min_bytes: Annotated[str, Opt(help="Smallest message (e.g. 1K).")] = "1K",
-    max_bytes: Annotated[Optional[str], Opt(help="Largest message (e.g. 16M) \\[default: 1G on GPUs, 16M on CPU].",
-                                            show_default=False)] = None,
+    max_bytes: Annotated[
+        Optional[str], Opt(help="Largest message (e.g. 16M) \\[default: 1G on GPUs, 16M on CPU].", show_default=False)
+    ] = None,
     factor: Annotated[int, Opt(help="Multiply the size by this between measurements.")] = 4,
     dtype: Annotated[str, Opt(help="float32, float16, bfloat16, float64 or int32.")] = "float32",
     warmup: Annotated[int, Opt(help="Untimed iterations per size.")] = 5,
     iters: Annotated[int, Opt(help="Back-to-back iterations in each timed burst (as nccl-tests' -n).")] = 20,
-    bursts: Annotated[int, Opt(help="Timed bursts per size: the time per iteration is their median, the spread "
-                                    "across them the noise.")] = 5,
-    procs: Annotated[Optional[int], Opt(help="Ranks: CPU processes, or GPUs on CUDA \\[default: every GPU, or 2].",
-                                        show_default=False)] = None,
-    device: Annotated[str, Opt(help="auto, cpu or cuda; auto is cuda when a GPU is visible (nccl needs cuda).")] = "auto",
+    bursts: Annotated[
+        int,
+        Opt(help="Timed bursts per size: the time per iteration is their median, the spread across them the noise."),
+    ] = 5,
+    procs: Annotated[
+        Optional[int],
+        Opt(help="Ranks: CPU processes, or GPUs on CUDA \\[default: every GPU, or 2].", show_default=False),
+    ] = None,
+    device: Annotated[
+        str, Opt(help="auto, cpu or cuda; auto is cuda when a GPU is visible (nccl needs cuda).")
+    ] = "auto",
     model: Annotated[Optional[str], Opt(help="Mark the message sizes DDP uses for this model's buckets.")] = None,
     bucket_cap_mb: Annotated[float, Opt(help="Bucket cap for --model.")] = 25.0,
     name: Annotated[Optional[str], Opt(help="Report folder name \\[default: bench-<time stamp>].")] = None,
     reports_dir: Annotated[Path, Opt(help="Where reports/<name>/ is written.")] = Path("reports"),
     timeout: Annotated[float, Opt(help="Seconds allowed per backend.")] = 600.0,
-    json_out: Annotated[bool, Opt("--json", help="Print the results as JSON on stdout and nothing else there.")] = False,
+    json_out: Annotated[
+        bool, Opt("--json", help="Print the results as JSON on stdout and nothing else there.")
+    ] = False,
     quiet: Annotated[bool, Opt("--quiet", "-q", help="Only the output paths.")] = False,
 ) -> None:
-    """Time each collective from --min-bytes to --max-bytes: median, spread, algbw, busbw, correctness, alpha-beta fit."""
+    """Time each collective from --min-bytes to --max-bytes: median, spread, algbw, busbw, correctness, alpha-beta
+    fit."""
     from commprof.cli.progress import ConsoleFeedback
     from commprof.cli.sweep import parse_list
     from commprof.commands.bench import bench as command
@@ -57,9 +70,27 @@ def bench(
     op_list = tuple(parse_list("--ops", ops, str))
     low = parse_size("--min-bytes", min_bytes)
     high = parse_size("--max-bytes", max_bytes) if max_bytes is not None else None
-    plan = BenchPlan(ops=op_list, min_bytes=low, max_bytes=high, factor=factor, dtype=dtype, warmup=warmup, iters=iters,
-                     bursts=bursts)
+    plan = BenchPlan(
+        ops=op_list,
+        min_bytes=low,
+        max_bytes=high,
+        factor=factor,
+        dtype=dtype,
+        warmup=warmup,
+        iters=iters,
+        bursts=bursts,
+    )
     console.set_json_mode(json_out)
-    outcome = command(plan, backends, procs=procs, device=device, model=model, bucket_cap_mb=bucket_cap_mb, name=name,
-                      reports_dir=reports_dir, timeout_s=timeout, feedback=ConsoleFeedback(quiet or json_out))
+    outcome = command(
+        plan,
+        backends,
+        procs=procs,
+        device=device,
+        model=model,
+        bucket_cap_mb=bucket_cap_mb,
+        name=name,
+        reports_dir=reports_dir,
+        timeout_s=timeout,
+        feedback=ConsoleFeedback(quiet or json_out),
+    )
     console.finish(outcome, quiet)

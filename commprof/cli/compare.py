@@ -15,9 +15,13 @@ def compare(
     request,
     quiet: bool,
     backends: Annotated[str, typer.Option(help="Backends to compare, comma-separated.")] = "nccl,gloo,mpi",
-    strategies: Annotated[Optional[str], typer.Option(
-        help="Compare strategies instead, on one backend: ddp,fsdp (the same model with DDP and with FSDP2).",
-        show_default=False)] = None,
+    strategies: Annotated[
+        Optional[str],
+        typer.Option(
+            help="Compare strategies instead, on one backend: ddp,fsdp (the same model with DDP and with FSDP2).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Run the same workload on each backend (or strategy); compare step time, communication, overlap, peak memory
     and busbw."""

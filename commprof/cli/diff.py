@@ -11,16 +11,26 @@ from commprof.cli import console
 
 
 def diff(
-    reports: Annotated[list[Path], typer.Argument(
-        help="Two report.json files (or folders): A B. To test a change, the reports of two or more launches of each "
-             "side, split by 'vs': A1 A2 vs B1 B2.", show_default=False)],
-    json_out: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON on stdout, nothing else.")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the metrics that changed beyond the noise.")] = False,
+    reports: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Two report.json files (or folders): A B. To test a change, the reports of two or more launches "
+            "of each side, split by 'vs': A1 A2 vs B1 B2.",
+            show_default=False,
+        ),
+    ],
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print the comparison as JSON on stdout, nothing else.")
+    ] = False,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="Only the metrics that changed beyond the noise.")
+    ] = False,
 ) -> None:
     """Compare two reports (runs, sweeps or analyses): numbers, deltas, and whether each delta beats the noise.
     A delta is tested only with two or more launches on each side: one launch cannot show the spread between
     launches."""
-    from commprof.commands.diff import diff as command, split_sides
+    from commprof.commands.diff import diff as command
+    from commprof.commands.diff import split_sides
     from commprof.render import diff as render
 
     result = command(*split_sides(reports)).result

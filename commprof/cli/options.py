@@ -31,19 +31,28 @@ def _declared() -> list[tuple[str, str, inspect.Parameter]]:
         for f in option_fields(owner):
             name = f.metadata["flag"] or f.name
             annotation = Annotated[_cli_type(hints[f.name]), typer.Option(help=f.metadata["help"])]
-            declared.append((owner.__name__, f.name,
-                             inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=f.default,
-                                               annotation=annotation)))
+            declared.append(
+                (
+                    owner.__name__,
+                    f.name,
+                    inspect.Parameter(
+                        name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=f.default, annotation=annotation
+                    ),
+                )
+            )
     return declared
 
 
 def _extra(
-    schedule: Annotated[Optional[str], typer.Option(help="WAIT,WARMUP,ACTIVE in one option, e.g. 10,5,10 "
-                                                         "(overrides the three).")] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display and no tables; only the output "
-                                                              "paths.")] = False,
-    json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout and nothing else "
-                                                          "there.")] = False,
+    schedule: Annotated[
+        Optional[str], typer.Option(help="WAIT,WARMUP,ACTIVE in one option, e.g. 10,5,10 (overrides the three).")
+    ] = None,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="No progress display and no tables; only the output paths.")
+    ] = False,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print the result as JSON on stdout and nothing else there.")
+    ] = False,
 ) -> None:
     """Options that are not fields; only its signature is used."""
 
@@ -59,9 +68,14 @@ def build_request(values: dict[str, Any]) -> RunRequest:
     """The RunRequest from the options' values (missing ones at their defaults), built by keyword."""
     given = {FIELD_OF.get(name, name): value for name, value in {**DEFAULTS, **values}.items()}
     schedule = ProfileSchedule.parse(given["schedule"]) if given["schedule"] else by_fields(ProfileSchedule, given)
-    return by_fields(RunRequest, given, schedule=schedule, ddp=by_fields(DDPOptions, given),
-                     fsdp=by_fields(FSDPOptions, given),
-                     cli_args=as_cli_args(values))
+    return by_fields(
+        RunRequest,
+        given,
+        schedule=schedule,
+        ddp=by_fields(DDPOptions, given),
+        fsdp=by_fields(FSDPOptions, given),
+        cli_args=as_cli_args(values),
+    )
 
 
 def as_cli_args(values: dict[str, Any]) -> tuple[str, ...]:
@@ -82,8 +96,11 @@ def with_run_options(*, exclude: frozenset[str] = frozenset()) -> Callable[[Call
 
     def decorate(command: Callable[..., None]) -> Callable[..., None]:
         hints = typing.get_type_hints(command, include_extras=True)
-        own = [p.replace(annotation=hints.get(p.name, p.annotation))
-               for p in inspect.signature(command).parameters.values() if p.name not in ("request", "quiet")]
+        own = [
+            p.replace(annotation=hints.get(p.name, p.annotation))
+            for p in inspect.signature(command).parameters.values()
+            if p.name not in ("request", "quiet")
+        ]
 
         @functools.wraps(command)
         def wrapper(**kwargs: Any) -> None:

@@ -9,8 +9,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Callable, Iterator
 
-from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
-                           TimeRemainingColumn)
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from commprof.cli.console import err, info
 from commprof.launch.progress import read_progress
@@ -23,8 +22,15 @@ def run_progress(path: Path, steps: int, enabled: bool) -> Iterator[None]:
     if not enabled:
         yield
         return
-    progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                        TextColumn("{task.fields[detail]}"), TimeElapsedColumn(), console=err, transient=False)
+    progress = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[detail]}"),
+        TimeElapsedColumn(),
+        console=err,
+        transient=False,
+    )
     task = progress.add_task("starting ranks", total=steps, detail="")
     done = threading.Event()
 
@@ -32,8 +38,13 @@ def run_progress(path: Path, steps: int, enabled: bool) -> Iterator[None]:
         while not done.wait(POLL_SECONDS):
             state = read_progress(path)
             if state is not None:
-                progress.update(task, completed=state.step, total=state.steps, description=f"rank 0 {state.phase}",
-                                detail=f"step {state.step_ms:.1f} ms")
+                progress.update(
+                    task,
+                    completed=state.step,
+                    total=state.steps,
+                    description=f"rank 0 {state.phase}",
+                    detail=f"step {state.step_ms:.1f} ms",
+                )
 
     thread = threading.Thread(target=poll, daemon=True)
     with progress:
@@ -65,15 +76,21 @@ class ConsoleFeedback:
         if self.quiet:
             yield lambda done, total: None
             return
-        columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                   TextColumn("{task.fields[rate]}"), TimeRemainingColumn())
+        columns = (
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[rate]}"),
+            TimeRemainingColumn(),
+        )
         with Progress(*columns, console=err, transient=True) as progress:
             task = progress.add_task(description, total=None, rate="")
             start = time.monotonic()
 
             def advance(done: int, total: int) -> None:
                 elapsed = time.monotonic() - start
-                progress.update(task, completed=done, total=total,
-                                rate=f"{done / elapsed:.1f}/s" if elapsed > 0 else "")
+                progress.update(
+                    task, completed=done, total=total, rate=f"{done / elapsed:.1f}/s" if elapsed > 0 else ""
+                )
 
             yield advance

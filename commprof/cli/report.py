@@ -16,8 +16,9 @@ def report(
     path: Annotated[Path, typer.Argument(help="A report.json written by commprof, or its folder.", show_default=False)],
     format: Annotated[str, typer.Option("--format", "-f", help="table, md or json.")] = "table",
     json_out: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the headline sentence (run and analysis "
-                                                              "reports).")] = False,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="Only the headline sentence (run and analysis reports).")
+    ] = False,
 ) -> None:
     """Show a saved report (run, analysis, sweep, tune, scale, bench, compare, backends or diff) as a table,
     Markdown or JSON."""

@@ -15,12 +15,20 @@ from commprof.cli.options import with_run_options
 def run(
     request,
     quiet: bool,
-    script: Annotated[Optional[list[str]], typer.Argument(
-        help="Your training script and its arguments, after --: `commprof run --gpus 8 -- train.py --lr 0.1` "
-             "(or -- -m package.module args), run unmodified on every rank as torchrun would.",
-        show_default=False)] = None,
-    emit_sbatch: Annotated[bool, typer.Option(
-        "--emit-sbatch", help="Print a SLURM batch script that runs this command on --nodes nodes, and exit.")] = False,
+    script: Annotated[
+        Optional[list[str]],
+        typer.Argument(
+            help="Your training script and its arguments, after --: `commprof run --gpus 8 -- train.py --lr 0.1` "
+            "(or -- -m package.module args), run unmodified on every rank as torchrun would.",
+            show_default=False,
+        ),
+    ] = None,
+    emit_sbatch: Annotated[
+        bool,
+        typer.Option(
+            "--emit-sbatch", help="Print a SLURM batch script that runs this command on --nodes nodes, and exit."
+        ),
+    ] = False,
 ) -> None:
     """Train with DDP on N ranks under the PyTorch profiler, then report where the step time went: your own
     script (after --), or a built-in model.

@@ -16,14 +16,26 @@ Opt = typer.Option
 def scale(
     request,
     quiet: bool,
-    world_sizes: Annotated[str, Opt(help="World sizes to run, comma-separated: CPU ranks, or GPUs on this node.")] = "1,2,4",
-    strong: Annotated[bool, Opt("--strong", help="Keep the global batch (--batch-size × the smallest size) fixed; "
-                                "default: weak scaling, the same --batch-size per rank.")] = False,
+    world_sizes: Annotated[
+        str, Opt(help="World sizes to run, comma-separated: CPU ranks, or GPUs on this node.")
+    ] = "1,2,4",
+    strong: Annotated[
+        bool,
+        Opt(
+            "--strong",
+            help="Keep the global batch (--batch-size × the smallest size) fixed; "
+            "default: weak scaling, the same --batch-size per rank.",
+        ),
+    ] = False,
     repeats: Annotated[int, Opt(help="Runs per size, interleaved (sizes up, then down).")] = 2,
     predict: Annotated[Optional[str], Opt(help="World sizes to predict, comma-separated, e.g. 16,32,64.")] = None,
-    link: Annotated[Optional[str], Opt(help="Link for the prediction, e.g. 25GB/s,5us; default: fitted to the "
-                                       "measured all-reduces.")] = None,
-    base_lr: Annotated[float, Opt(help="Learning rate at the smallest size; larger sizes get the linear scaling rule.")] = 0.1,
+    link: Annotated[
+        Optional[str],
+        Opt(help="Link for the prediction, e.g. 25GB/s,5us; default: fitted to the measured all-reduces."),
+    ] = None,
+    base_lr: Annotated[
+        float, Opt(help="Learning rate at the smallest size; larger sizes get the linear scaling rule.")
+    ] = 0.1,
 ) -> None:
     """Run the same workload at several world sizes: samples/s, speedup, scaling efficiency, where the step
     goes, and (with --predict) the step time, efficiency and best bucket_cap_mb at sizes not run."""
@@ -31,7 +43,14 @@ def scale(
     from commprof.cli.sweep import parse_list
     from commprof.commands.scale import scale as command
 
-    outcome = command(request, parse_list("--world-sizes", world_sizes, int), ConsoleFeedback(quiet), strong=strong,
-                      repeats=repeats, predict_sizes=parse_list("--predict", predict, int) if predict else None,
-                      link=link, base_lr=base_lr)
+    outcome = command(
+        request,
+        parse_list("--world-sizes", world_sizes, int),
+        ConsoleFeedback(quiet),
+        strong=strong,
+        repeats=repeats,
+        predict_sizes=parse_list("--predict", predict, int) if predict else None,
+        link=link,
+        base_lr=base_lr,
+    )
     console.finish(outcome, quiet)

@@ -13,10 +13,19 @@ from commprof.cli.options import FSDP_OPTIONS, with_run_options
 from commprof.errors import UsageError
 
 UNUSED = frozenset({"steps", "wait", "warmup", "active", "schedule", "max_steps"})  # its own schedule
-DDP_SWEPT = {"bucket_cap_mb": "1,5,10,25,50,100", "comm_hook": "none", "grad_accum": "1", "static_graph": "false",
-             "gradient_as_bucket_view": "false"}  # the values each is swept over by default
-FSDP_SWEPT = {"reshard_after_forward": "true,false", "forward_prefetch": "0,2", "backward_prefetch": "1",
-              "reduce_dtype": "fp32"}
+DDP_SWEPT = {
+    "bucket_cap_mb": "1,5,10,25,50,100",
+    "comm_hook": "none",
+    "grad_accum": "1",
+    "static_graph": "false",
+    "gradient_as_bucket_view": "false",
+}  # the values each is swept over by default
+FSDP_SWEPT = {
+    "reshard_after_forward": "true,false",
+    "forward_prefetch": "0,2",
+    "backward_prefetch": "1",
+    "reduce_dtype": "fp32",
+}
 SWEPT = frozenset(DDP_SWEPT) | FSDP_OPTIONS
 Opt = typer.Option
 
@@ -30,12 +39,22 @@ RepeatsOpt = Annotated[int, Opt(help="Rounds in which every setting takes its tu
 StepsPerRepeatOpt = Annotated[int, Opt(help="Timed steps per setting per round.")]
 WarmupStepsOpt = Annotated[int, Opt(help="Untimed steps per setting first (DDP rebuilds buckets after step 1).")]
 ProfileStepsOpt = Annotated[int, Opt(help="Profiled steps per setting, after the timed rounds.")]
-ScriptArg = Annotated[Optional[list[str]], typer.Argument(
-    help="Your training script and its arguments, after --: each setting gets launches of its own with "
-         "--max-steps, turns interleaved.", show_default=False)]
-MaxLiveOpt = Annotated[Optional[int], Opt(help="Settings kept in memory at once (model, DDP buckets, optimizer); "
-                                               "when fewer than all, each turn rebuilds its setting \\[default: as "
-                                               "many as fit in GPU memory; all on CPU].")]
+ScriptArg = Annotated[
+    Optional[list[str]],
+    typer.Argument(
+        help="Your training script and its arguments, after --: each setting gets launches of its own with "
+        "--max-steps, turns interleaved.",
+        show_default=False,
+    ),
+]
+MaxLiveOpt = Annotated[
+    Optional[int],
+    Opt(
+        help="Settings kept in memory at once (model, DDP buckets, optimizer); "
+        "when fewer than all, each turn rebuilds its setting \\[default: as "
+        "many as fit in GPU memory; all on CPU]."
+    ),
+]
 
 
 def parse_list(option: str, text: str, convert) -> list:
@@ -65,15 +84,26 @@ CommHookValues = Values("Gradient compression hooks to compare: none, fp16, bf16
 GradAccumValues = Values("Micro-batches per step to compare (no_sync for all but the last).")
 StaticGraphValues = Values("static_graph values to compare: false, true.")
 GradientAsBucketViewValues = Values("gradient_as_bucket_view values to compare.")
-ReshardAfterForwardValues = Values("With --strategy fsdp: reshard_after_forward values to compare (false keeps each "
-                                   "block's gathered parameters until its backward).")
-ForwardPrefetchValues = Values("With --strategy fsdp: forward prefetch depths to compare (blocks all-gathered "
-                               "ahead; 0: FSDP2's implicit).")
+ReshardAfterForwardValues = Values(
+    "With --strategy fsdp: reshard_after_forward values to compare (false keeps each "
+    "block's gathered parameters until its backward)."
+)
+ForwardPrefetchValues = Values(
+    "With --strategy fsdp: forward prefetch depths to compare (blocks all-gathered ahead; 0: FSDP2's implicit)."
+)
 BackwardPrefetchValues = Values("With --strategy fsdp: backward prefetch depths to compare (1: FSDP2's default).")
 ReduceDtypeValues = Values("With --strategy fsdp: reduce-scatter dtypes to compare: fp32, bf16, fp16.")
-CONVERT = {"bucket_cap_mb": float, "comm_hook": str, "grad_accum": int, "static_graph": _bool,
-           "gradient_as_bucket_view": _bool, "reshard_after_forward": _bool, "forward_prefetch": int,
-           "backward_prefetch": int, "reduce_dtype": str}
+CONVERT = {
+    "bucket_cap_mb": float,
+    "comm_hook": str,
+    "grad_accum": int,
+    "static_graph": _bool,
+    "gradient_as_bucket_view": _bool,
+    "reshard_after_forward": _bool,
+    "forward_prefetch": int,
+    "backward_prefetch": int,
+    "reduce_dtype": str,
+}
 
 
 @with_run_options(exclude=SWEPT | UNUSED)
@@ -101,15 +131,35 @@ def sweep(
     from commprof.cli.progress import ConsoleFeedback
     from commprof.commands.sweep import sweep as command
 
-    given = dict(bucket_cap_mb=bucket_cap_mb, comm_hook=comm_hook, grad_accum=grad_accum, static_graph=static_graph,
-                 gradient_as_bucket_view=gradient_as_bucket_view, reshard_after_forward=reshard_after_forward,
-                 forward_prefetch=forward_prefetch, backward_prefetch=backward_prefetch, reduce_dtype=reduce_dtype)
+    given = dict(
+        bucket_cap_mb=bucket_cap_mb,
+        comm_hook=comm_hook,
+        grad_accum=grad_accum,
+        static_graph=static_graph,
+        gradient_as_bucket_view=gradient_as_bucket_view,
+        reshard_after_forward=reshard_after_forward,
+        forward_prefetch=forward_prefetch,
+        backward_prefetch=backward_prefetch,
+        reduce_dtype=reduce_dtype,
+    )
     swept, other = (FSDP_SWEPT, DDP_SWEPT) if request.strategy == "fsdp" else (DDP_SWEPT, FSDP_SWEPT)
     if wrong := [flag(name) for name in other if given[name] != other[name]]:
-        raise UsageError(f"{', '.join(wrong)}: not swept with --strategy {request.strategy} (it sweeps "
-                         f"{', '.join(flag(name) for name in swept)})")
+        raise UsageError(
+            f"{', '.join(wrong)}: not swept with --strategy {request.strategy} (it sweeps "
+            f"{', '.join(flag(name) for name in swept)})"
+        )
     grid = {name: parse_list(flag(name), given[name], CONVERT[name]) for name in swept}
     request = dataclasses.replace(request, script=tuple(script or ()))
-    console.finish(command(request, grid, ConsoleFeedback(quiet), repeats=repeats, steps_per_repeat=steps_per_repeat,
-                           warmup_steps=warmup_steps, profile_steps=profile_steps,
-                           max_live_settings=max_live_settings), quiet)
+    console.finish(
+        command(
+            request,
+            grid,
+            ConsoleFeedback(quiet),
+            repeats=repeats,
+            steps_per_repeat=steps_per_repeat,
+            warmup_steps=warmup_steps,
+            profile_steps=profile_steps,
+            max_live_settings=max_live_settings,
+        ),
+        quiet,
+    )

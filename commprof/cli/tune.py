@@ -6,19 +6,42 @@ import dataclasses
 
 from commprof.cli import console
 from commprof.cli.options import FSDP_OPTIONS, with_run_options
-from commprof.cli.sweep import (UNUSED, MaxLiveOpt, ProfileStepsOpt, RepeatsOpt, ScriptArg, StepsPerRepeatOpt,
-                                WarmupStepsOpt)
+from commprof.cli.sweep import (
+    UNUSED,
+    MaxLiveOpt,
+    ProfileStepsOpt,
+    RepeatsOpt,
+    ScriptArg,
+    StepsPerRepeatOpt,
+    WarmupStepsOpt,
+)
 
 
 @with_run_options(exclude=frozenset({"bucket_cap_mb"}) | FSDP_OPTIONS | UNUSED)
-def tune(request, quiet: bool, script: ScriptArg = None, repeats: RepeatsOpt = 5, steps_per_repeat: StepsPerRepeatOpt = 4,
-         warmup_steps: WarmupStepsOpt = 3, profile_steps: ProfileStepsOpt = 3,
-         max_live_settings: MaxLiveOpt = None) -> None:
+def tune(
+    request,
+    quiet: bool,
+    script: ScriptArg = None,
+    repeats: RepeatsOpt = 5,
+    steps_per_repeat: StepsPerRepeatOpt = 4,
+    warmup_steps: WarmupStepsOpt = 3,
+    profile_steps: ProfileStepsOpt = 3,
+    max_live_settings: MaxLiveOpt = None,
+) -> None:
     """Coarse log grid of bucket sizes, then refinement around the best; stops when the rest is noise."""
     from commprof.cli.progress import ConsoleFeedback
     from commprof.commands.sweep import tune as command
 
     request = dataclasses.replace(request, script=tuple(script or ()))
-    console.finish(command(request, ConsoleFeedback(quiet), repeats=repeats, steps_per_repeat=steps_per_repeat,
-                           warmup_steps=warmup_steps, profile_steps=profile_steps,
-                           max_live_settings=max_live_settings), quiet)
+    console.finish(
+        command(
+            request,
+            ConsoleFeedback(quiet),
+            repeats=repeats,
+            steps_per_repeat=steps_per_repeat,
+            warmup_steps=warmup_steps,
+            profile_steps=profile_steps,
+            max_live_settings=max_live_settings,
+        ),
+        quiet,
+    )

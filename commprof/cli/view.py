@@ -28,8 +28,9 @@ def view(
         with tensorboard(run, traces_dir, host, port) as served:
             if json_out:
                 tabs = {name: served.tab(anchor) for name, anchor, _ in TABS}
-                console.out.print(json.dumps({"url": served.url, "logdir": str(served.logdir), "tabs": tabs}),
-                                  markup=False)
+                console.out.print(
+                    json.dumps({"url": served.url, "logdir": str(served.logdir), "tabs": tabs}), markup=False
+                )
             elif quiet:
                 console.out.print(served.url, markup=False)
             else:

@@ -15,8 +15,14 @@ from commprof.results.store import load_report
 TOP = 3  # settings checked at most, best predicted first
 
 
-def advise(run: str | Path, reports_dir: Path, feedback: Feedback = SILENT, top: int = TOP,
-           run_id: str | None = None, **rounds: Any) -> Outcome:
+def advise(
+    run: str | Path,
+    reports_dir: Path,
+    feedback: Feedback = SILENT,
+    top: int = TOP,
+    run_id: str | None = None,
+    **rounds: Any,
+) -> Outcome:
     """`run`: a run id under `reports_dir`, or a report.json (or its folder). `rounds`: as for sweep."""
     from commprof.analysis.findings import current_options
     from commprof.commands.sweep import measure
@@ -26,27 +32,47 @@ def advise(run: str | Path, reports_dir: Path, feedback: Feedback = SILENT, top:
     path = Path(run)
     report = load_report(path if path.exists() else reports_dir / str(run))
     if report.kind != "run" or not report.run.get("config"):
-        raise UsageError(f"{run}: advise needs the report of a `commprof run` (it reruns that job); this is a "
-                         f"`commprof {report.kind}` report")
+        raise UsageError(
+            f"{run}: advise needs the report of a `commprof run` (it reruns that job); this is a "
+            f"`commprof {report.kind}` report"
+        )
     config = RunConfig.from_dict(report.run["config"])
     advised = [f for f in report.findings if f.setting][:top]
     if not advised:
-        raise UsageError(f"{run}: no finding of this run is a setting to try: nothing to advise "
-                         f"({len(report.findings)} finding(s); see its report)")
+        raise UsageError(
+            f"{run}: no finding of this run is a setting to try: nothing to advise "
+            f"({len(report.findings)} finding(s); see its report)"
+        )
     baseline, _ = current_options(report)  # a script's own DDP arguments: its baseline is what it trains with
     settings = [dataclasses.replace(baseline, **f.setting) for f in advised]
-    predicted = {setting_label(s): f.gain_ms for s, f in zip(settings, advised)}
+    predicted = {setting_label(s): f.gain_ms for s, f in zip(settings, advised, strict=False)}
     request = _request(dataclasses.replace(config, ddp=baseline), run_id or f"{config.run_id}-advise", reports_dir)
-    feedback.info(f"advise {request.run_id}: {len(settings)} setting(s) from the findings of {config.run_id} against "
-                  f"its own, {setting_label(baseline)}")
+    feedback.info(
+        f"advise {request.run_id}: {len(settings)} setting(s) from the findings of {config.run_id} against "
+        f"its own, {setting_label(baseline)}"
+    )
     return measure(request, [baseline, *settings], baseline, "advise", feedback, rounds, predicted=predicted)
 
 
 def _request(config: RunConfig, run_id: str, reports_dir: Path) -> RunRequest:
     """The job the run was, to run again: same ranks, model, batch, precision and script."""
     ranks = {"gpus": config.procs_per_node} if config.device == "cuda" else {"procs": config.procs_per_node}
-    return RunRequest(nodes=config.nodes, device=config.device, backend=config.backend, model=config.model,
-                      model_size=config.model_size, batch_size=config.batch_size, precision=config.precision,
-                      run_id=run_id, traces_dir=config.traces_dir, reports_dir=reports_dir, seed=config.seed,
-                      rdzv_endpoint=config.rdzv_endpoint, timeout_s=config.timeout_s, max_steps=config.max_steps,
-                      script=config.script, ddp=config.ddp, **ranks)
+    return RunRequest(
+        nodes=config.nodes,
+        device=config.device,
+        backend=config.backend,
+        model=config.model,
+        model_size=config.model_size,
+        batch_size=config.batch_size,
+        precision=config.precision,
+        run_id=run_id,
+        traces_dir=config.traces_dir,
+        reports_dir=reports_dir,
+        seed=config.seed,
+        rdzv_endpoint=config.rdzv_endpoint,
+        timeout_s=config.timeout_s,
+        max_steps=config.max_steps,
+        script=config.script,
+        ddp=config.ddp,
+        **ranks,
+    )

@@ -16,9 +16,16 @@ FIGURES_APART_ABOVE_BYTES = 16 << 20  # smaller traces are analysed in less time
 EARLY_HEADLINE_FILES = 64  # from this many ranks' trace files on, the headline is said before the report is written
 
 
-def analyze(paths: list[Path], name: str | None = None, reports_dir: Path = Path("reports"),
-            workers: int | None = None, windows: str = "steps", cluster: str | None = None,
-            feedback: Feedback = SILENT, figures_apart: bool = False) -> Outcome:
+def analyze(
+    paths: list[Path],
+    name: str | None = None,
+    reports_dir: Path = Path("reports"),
+    workers: int | None = None,
+    windows: str = "steps",
+    cluster: str | None = None,
+    feedback: Feedback = SILENT,
+    figures_apart: bool = False,
+) -> Outcome:
     """`cluster`: the address of a running Dask scheduler; each rank's trace is loaded and digested there, on
     workers that must see the same paths, and the report is reduced here, as without it. `figures_apart`:
     for traces over 16 MB (uncompressed), the plots are drawn and the TensorBoard files written in a process
@@ -27,9 +34,16 @@ def analyze(paths: list[Path], name: str | None = None, reports_dir: Path = Path
         raise UsageError(f"--workers must be >= 1, got {workers}")
     with _figure_process(figures_apart and workers != 1 and big_traces(paths)) as apart:
         with _executor(cluster) as executor, feedback.counter("analysing trace files") as progress:
-            report, timeline = report_from_traces(paths, name=name or default_name(paths[0]), kind="analysis",
-                                                  workers=workers, windows=windows, bench_dir=reports_dir,
-                                                  executor=executor, progress=progress)
+            report, timeline = report_from_traces(
+                paths,
+                name=name or default_name(paths[0]),
+                kind="analysis",
+                workers=workers,
+                windows=windows,
+                bench_dir=reports_dir,
+                executor=executor,
+                progress=progress,
+            )
         if len(report.sources) >= EARLY_HEADLINE_FILES:
             from commprof.render.tables import headline
 

@@ -71,9 +71,15 @@ def _try_backend(backend: str, devices: list[str], timeout_s: float) -> dict:
         probe = MachineProbe.detect()
         if cuda_only and probe.gpu_count == 1:  # Gloo's two ranks share the one GPU (worker.rank.gpu_index)
             probe = dataclasses.replace(probe, gpu_count=MATRIX_RANKS)
-        request = RunRequest(device="cuda" if cuda_only else "cpu", backend=backend,
-                             procs=None if cuda_only else MATRIX_RANKS, gpus=MATRIX_RANKS if cuda_only else None,
-                             traces_dir=Path(tmp) / "t", reports_dir=Path(tmp) / "r", timeout_s=timeout_s)
+        request = RunRequest(
+            device="cuda" if cuda_only else "cpu",
+            backend=backend,
+            procs=None if cuda_only else MATRIX_RANKS,
+            gpus=MATRIX_RANKS if cuda_only else None,
+            traces_dir=Path(tmp) / "t",
+            reports_dir=Path(tmp) / "r",
+            timeout_s=timeout_s,
+        )
         ddp_only(request, "backends")
         config = resolve(request, probe)
         payload = {"run": config.to_dict(), "devices": devices, "out": str(out)}

@@ -15,13 +15,21 @@ from commprof.config import BACKENDS, BenchPlan, RunRequest
 from commprof.errors import CommprofError, RunFailed, UsageError
 from commprof.results.bench import BenchResult
 
-
 GPU_MAX_BYTES, CPU_MAX_BYTES = 1 << 30, 16 << 20  # 1 GiB reaches NVLink's bandwidth; CPUs saturate far earlier
 
 
-def bench(plan: BenchPlan, backends: list[str], procs: int | None = None, device: str = "auto",
-          model: str | None = None, bucket_cap_mb: float = 25.0, name: str | None = None,
-          reports_dir: Path = Path("reports"), timeout_s: float = 600.0, feedback: Feedback = SILENT) -> Outcome:
+def bench(
+    plan: BenchPlan,
+    backends: list[str],
+    procs: int | None = None,
+    device: str = "auto",
+    model: str | None = None,
+    bucket_cap_mb: float = 25.0,
+    name: str | None = None,
+    reports_dir: Path = Path("reports"),
+    timeout_s: float = 600.0,
+    feedback: Feedback = SILENT,
+) -> Outcome:
     """Every op of the plan on each backend; a backend that cannot run here is listed with the reason, and so is
     an op that a backend refuses on this device. `device` auto is cuda when a GPU is visible; backend `auto` is
     nccl there, gloo on CPU; `procs` None is every visible GPU (CUDA) or 2; a plan without max_bytes goes to
@@ -44,7 +52,9 @@ def bench(plan: BenchPlan, backends: list[str], procs: int | None = None, device
     if procs < 2:
         raise UsageError(f"--procs must be >= 2, got {procs}")
     if plan.max_bytes is None:
-        plan = dataclasses.replace(plan, max_bytes=max(plan.min_bytes, GPU_MAX_BYTES if device == "cuda" else CPU_MAX_BYTES))
+        plan = dataclasses.replace(
+            plan, max_bytes=max(plan.min_bytes, GPU_MAX_BYTES if device == "cuda" else CPU_MAX_BYTES)
+        )
     report_name = name or f"bench-{new_run_id()}"
     folder = prepare_report_dir(reports_dir, report_name)
     buckets = _model_buckets(model, bucket_cap_mb) if model else []
@@ -58,8 +68,15 @@ def bench(plan: BenchPlan, backends: list[str], procs: int | None = None, device
                 continue
         rows += summarize(backend, raw["world_size"], raw["rows"], buckets)
         unavailable.update({f"{backend} {op}": f"refused on {device}: {why}" for op, why in raw["refused"].items()})
-    result = BenchResult(name=report_name, world_size=procs, rows=rows, fits=fit_alpha_beta(rows, procs),
-                         unavailable=unavailable, ddp_bucket_sizes=buckets, host=socket.gethostname())
+    result = BenchResult(
+        name=report_name,
+        world_size=procs,
+        rows=rows,
+        fits=fit_alpha_beta(rows, procs),
+        unavailable=unavailable,
+        ddp_bucket_sizes=buckets,
+        host=socket.gethostname(),
+    )
     return Outcome(result, write_result(result, folder))
 
 
@@ -71,8 +88,15 @@ def _measure(backend: str, plan: BenchPlan, procs: int, device: str, timeout_s: 
     with tempfile.TemporaryDirectory(prefix="commprof-bench-") as tmp:
         out = Path(tmp) / "rows.json"
         cuda = device == "cuda"
-        request = RunRequest(device=device, backend=backend, procs=None if cuda else procs, gpus=procs if cuda else None,
-                             traces_dir=Path(tmp) / "traces", reports_dir=Path(tmp) / "reports", timeout_s=timeout_s)
+        request = RunRequest(
+            device=device,
+            backend=backend,
+            procs=None if cuda else procs,
+            gpus=procs if cuda else None,
+            traces_dir=Path(tmp) / "traces",
+            reports_dir=Path(tmp) / "reports",
+            timeout_s=timeout_s,
+        )
         ddp_only(request, "bench")
         config = resolve(request, MachineProbe.detect())
         payload = {**dataclasses.asdict(plan), "out": str(out), "run": config.to_dict()}

@@ -23,8 +23,10 @@ def check_model(config: RunConfig, feedback: Feedback = SILENT):
 
 
 def describe(config: RunConfig, workload) -> str:
-    return (f"{workload.name} ({workload.parameter_count:,} parameters) on {config.world_size} {config.device} "
-            f"rank(s), {config.backend}")
+    return (
+        f"{workload.name} ({workload.parameter_count:,} parameters) on {config.world_size} {config.device} "
+        f"rank(s), {config.backend}"
+    )
 
 
 def ddp_only(request: RunRequest, command: str, instead: str = "") -> None:

@@ -16,14 +16,15 @@ from commprof.results.compare import PLURAL, BackendRun, CompareResult
 from commprof.results.report import Report
 
 
-def compare(request: RunRequest, backends: list[str], feedback: Feedback = SILENT,
-            strategies: list[str] | None = None) -> Outcome:
+def compare(
+    request: RunRequest, backends: list[str], feedback: Feedback = SILENT, strategies: list[str] | None = None
+) -> Outcome:
     """One run per backend, or per strategy on the request's backend (one that cannot run here is listed with
     the reason); each run's full report goes in a folder of its own inside the comparison's."""
     ddp_only(request, "compare", " (to compare DDP with FSDP: --strategies ddp,fsdp)")
     from commprof.launch.job import run_job
-    from commprof.launch.runlog import read_run_json
     from commprof.launch.resolve import MachineProbe, new_run_id, resolve
+    from commprof.launch.runlog import read_run_json
     from commprof.render.outputs import write_result
 
     compared, names, allowed = ("strategy", strategies, STRATEGIES) if strategies else ("backend", backends, BACKENDS)
@@ -39,18 +40,26 @@ def compare(request: RunRequest, backends: list[str], feedback: Feedback = SILEN
         try:
             config = resolve(dataclasses.replace(request, **{compared: name}, run_id=f"{run_id}-{name}"), probe)
             check_model(config, feedback)
-            feedback.info(f"compare: {name} ({config.world_size} {config.device} ranks, {config.backend}, "
-                          f"{config.strategy})")
+            feedback.info(
+                f"compare: {name} ({config.world_size} {config.device} ranks, {config.backend}, {config.strategy})"
+            )
             launched = run_job(config, total_steps=config.steps, watch=feedback.watch)
             report, timeline = report_from_traces([launched.run_dir], name=name, kind="run")
             (folder / name).mkdir()
             write_result(report, folder / name, timeline, launched.run_dir / "tensorboard")
             job_steps = unprofiled_job_steps(read_run_json(launched.run_dir) or {})
-            rows.append(dataclasses.replace(backend_run(config.backend, report, config.strategy, name),
-                                            job_steps_ms=job_steps))
+            rows.append(
+                dataclasses.replace(backend_run(config.backend, report, config.strategy, name), job_steps_ms=job_steps)
+            )
         except CommprofError as exc:
-            rows.append(BackendRun(backend=request.backend if compared == "strategy" else name, available=False,
-                                   reason=str(exc), label=name))
+            rows.append(
+                BackendRun(
+                    backend=request.backend if compared == "strategy" else name,
+                    available=False,
+                    reason=str(exc),
+                    label=name,
+                )
+            )
     result = CompareResult(run_id=run_id, rows=rows, summary=summary(rows), compared=compared)
     return Outcome(result, write_result(result, folder))
 
@@ -60,13 +69,20 @@ def backend_run(backend: str, report: Report, strategy: str = "ddp", label: str 
         return statistics.fmean(getattr(r, attr) for r in report.ranks)
 
     peaks = [p.get("allocated") for p in (report.run.get("peak_gpu_memory_mb") or {}).values()] or list(
-        (report.run.get("peak_rss_mb") or {}).values())
-    return BackendRun(backend=backend, available=True,
-                      step_ms=statistics.median(r.step_time_ms.median for r in report.ranks),
-                      comm_ms=mean("comm_ms"), exposed_comm_ms=mean("exposed_comm_ms"), overlap_ms=mean("overlap_ms"),
-                      busbw_by_size={str(c.bytes): c.busbw_gbps for c in report.collectives
-                                     if c.op == "all_reduce" and c.bytes},
-                      strategy=strategy, peak_memory_mb=max(peaks) if peaks else None, label=label or backend)
+        (report.run.get("peak_rss_mb") or {}).values()
+    )
+    return BackendRun(
+        backend=backend,
+        available=True,
+        step_ms=statistics.median(r.step_time_ms.median for r in report.ranks),
+        comm_ms=mean("comm_ms"),
+        exposed_comm_ms=mean("exposed_comm_ms"),
+        overlap_ms=mean("overlap_ms"),
+        busbw_by_size={str(c.bytes): c.busbw_gbps for c in report.collectives if c.op == "all_reduce" and c.bytes},
+        strategy=strategy,
+        peak_memory_mb=max(peaks) if peaks else None,
+        label=label or backend,
+    )
 
 
 def summary(rows: list[BackendRun]) -> str:
@@ -77,14 +93,22 @@ def summary(rows: list[BackendRun]) -> str:
         return f"Only {ran[0].name} could run here ({ran[0].step_ms:.1f} ms per step)."
     best, runner_up = ran[0], ran[1]
     if len(best.job_steps_ms) < 2 or len(runner_up.job_steps_ms) < 2:
-        return (f"{best.name} took {best.step_ms:.1f} ms per step, {runner_up.name} {runner_up.step_ms:.1f} ms; too "
-                "few unprofiled steps to tell them apart from the noise (run more --steps). No winner.")
+        return (
+            f"{best.name} took {best.step_ms:.1f} ms per step, {runner_up.name} {runner_up.step_ms:.1f} ms; too "
+            "few unprofiled steps to tell them apart from the noise (run more --steps). No winner."
+        )
     gain = speedup_ci(runner_up.job_steps_ms, best.job_steps_ms)
-    steps = (f"the job's step without the profiler: {statistics.median(best.job_steps_ms):.1f} ms against "
-             f"{statistics.median(runner_up.job_steps_ms):.1f} ms")
+    steps = (
+        f"the job's step without the profiler: {statistics.median(best.job_steps_ms):.1f} ms against "
+        f"{statistics.median(runner_up.job_steps_ms):.1f} ms"
+    )
     if not real_speedup(gain):
-        return (f"No significant difference between {best.name} and {runner_up.name}: {gain.value:.2f}x (95% CI "
-                f"{gain.low:.2f}-{gain.high:.2f}), within the noise or under {PRACTICAL_SHARE:.0%} of the step "
-                f"({steps}).")
-    return (f"{best.name} wins: {gain.value:.2f}x faster than {runner_up.name} (95% CI {gain.low:.2f}-"
-            f"{gain.high:.2f}; {steps}).")
+        return (
+            f"No significant difference between {best.name} and {runner_up.name}: {gain.value:.2f}x (95% CI "
+            f"{gain.low:.2f}-{gain.high:.2f}), within the noise or under {PRACTICAL_SHARE:.0%} of the step "
+            f"({steps})."
+        )
+    return (
+        f"{best.name} wins: {gain.value:.2f}x faster than {runner_up.name} (95% CI {gain.low:.2f}-"
+        f"{gain.high:.2f}; {steps})."
+    )

@@ -22,7 +22,7 @@ def split_sides(reports: list[Path]) -> tuple[list[Path], list[Path]]:
             raise UsageError(f"diff takes two reports, or several on each side of 'vs'; got {len(reports)}")
         return [reports[0]], [reports[1]]
     at = words.index("vs")
-    a, b = reports[:at], reports[at + 1:]
-    if not a or not b or "vs" in words[at + 1:]:
+    a, b = reports[:at], reports[at + 1 :]
+    if not a or not b or "vs" in words[at + 1 :]:
         raise UsageError("diff: give at least one report on each side of one 'vs' (commprof diff A1 A2 vs B1 B2)")
     return a, b

@@ -31,39 +31,66 @@ def run_summary(meta: dict[str, Any]) -> dict[str, Any]:
     """The parts of run.json a report shows."""
     config = meta.get("config", {})
     return {
-        "run_id": meta.get("run_id"), "model": meta.get("model"), "parameters": meta.get("parameters"),
-        "world_size": meta.get("world_size"), "backend": config.get("backend"), "device": config.get("device"),
-        "hosts": meta.get("hosts", []), "versions": meta.get("versions", {}), "config": config,
-        "start_time": meta.get("start_time"), "end_time": meta.get("end_time"),
-        "status": meta.get("status", "complete"), "error": meta.get("error"),
-        "steps_completed": meta.get("steps_completed"), "clock_offsets": meta.get("clock_offsets", []),
+        "run_id": meta.get("run_id"),
+        "model": meta.get("model"),
+        "parameters": meta.get("parameters"),
+        "world_size": meta.get("world_size"),
+        "backend": config.get("backend"),
+        "device": config.get("device"),
+        "hosts": meta.get("hosts", []),
+        "versions": meta.get("versions", {}),
+        "config": config,
+        "start_time": meta.get("start_time"),
+        "end_time": meta.get("end_time"),
+        "status": meta.get("status", "complete"),
+        "error": meta.get("error"),
+        "steps_completed": meta.get("steps_completed"),
+        "clock_offsets": meta.get("clock_offsets", []),
         "ddp": {str(r["rank"]): r.get("ddp", {}) for r in meta.get("ranks", [])},
-        "peak_gpu_memory_mb": {str(r["rank"]): r["peak_memory_mb"] for r in meta.get("ranks", [])
-                               if "allocated" in (r.get("peak_memory_mb") or {})},
-        "peak_rss_mb": {str(r["rank"]): r["peak_memory_mb"]["rss"] for r in meta.get("ranks", [])
-                        if "rss" in (r.get("peak_memory_mb") or {})},
+        "peak_gpu_memory_mb": {
+            str(r["rank"]): r["peak_memory_mb"]
+            for r in meta.get("ranks", [])
+            if "allocated" in (r.get("peak_memory_mb") or {})
+        },
+        "peak_rss_mb": {
+            str(r["rank"]): r["peak_memory_mb"]["rss"]
+            for r in meta.get("ranks", [])
+            if "rss" in (r.get("peak_memory_mb") or {})
+        },
         "tf32": meta.get("tf32"),
-        "script": meta.get("script"), "ddp_built": meta.get("ddp_built"), "notes": meta.get("notes", []),
+        "script": meta.get("script"),
+        "ddp_built": meta.get("ddp_built"),
+        "notes": meta.get("notes", []),
         "link_probe": meta.get("link_probe") or [],
         "parameter_sizes": meta.get("parameter_sizes") or (meta.get("ddp_built") or [{}])[0].get("parameter_sizes"),
     }
 
 
-def report_from_traces(paths: list[Path], name: str, kind: str, workers: int | None = None,
-                       windows: str = "steps", bench_dir: Path | None = None, executor: Executor | None = None,
-                       progress: Callable[[int, int], None] | None = None) -> tuple[Report, dict]:
+def report_from_traces(
+    paths: list[Path],
+    name: str,
+    kind: str,
+    workers: int | None = None,
+    windows: str = "steps",
+    bench_dir: Path | None = None,
+    executor: Executor | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[Report, dict]:
     """The report, and the job's aligned Chrome-trace timeline (timeline.json). windows="hta": HTA's one window
     per GPU rank instead of the steps (analysis.whole_trace). `executor`: where each rank is loaded and digested
     (a Dask cluster's); `progress(done, total)` as files are."""
-    report, _, timeline = _analyse(paths, name, kind, workers, digest_hta if windows == "hta" else digest, bench_dir,
-                                   executor, progress)
+    report, _, timeline = _analyse(
+        paths, name, kind, workers, digest_hta if windows == "hta" else digest, bench_dir, executor, progress
+    )
     if windows == "hta":
         report = dataclasses.replace(report, warnings=[*report.warnings, HTA_NOTE])
     return report, timeline
 
 
-HTA_NOTE = ("windows as Holistic Trace Analysis draws them: one per GPU rank, first to last device work launched "
-            "before the last profiler step (memcpy/memset as 'copies'); CPU ranks keep their steps")
+HTA_NOTE = (
+    "windows as Holistic Trace Analysis draws them: one per GPU rank, first to last device work launched "
+    "before the last profiler step (memcpy/memset as 'copies'); CPU ranks keep their steps"
+)
 
 
 def report_and_trace(run_dir: Path, name: str) -> tuple[Report, RunTrace, dict]:
@@ -71,10 +98,16 @@ def report_and_trace(run_dir: Path, name: str) -> tuple[Report, RunTrace, dict]:
     return _analyse([run_dir], name, "run", None, digest)
 
 
-def _analyse(paths: list[Path], name: str, kind: str, workers: int | None,
-             prepare: Callable[[RankTrace], tuple[RankTrace, Any]], bench_dir: Path | None = None,
-             executor: Executor | None = None,
-             progress: Callable[[int, int], None] | None = None) -> tuple[Report, RunTrace, dict]:
+def _analyse(
+    paths: list[Path],
+    name: str,
+    kind: str,
+    workers: int | None,
+    prepare: Callable[[RankTrace], tuple[RankTrace, Any]],
+    bench_dir: Path | None = None,
+    executor: Executor | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[Report, RunTrace, dict]:
     """`bench_dir`: where to look for a `commprof bench` of the traces' host, the all-reduce ceiling of the
     findings."""
     meta = read_run_json(paths[0]) if len(paths) == 1 and paths[0].is_dir() else None  # None: not commprof's run
@@ -93,10 +126,16 @@ def _analyse(paths: list[Path], name: str, kind: str, workers: int | None,
     warnings = [*analysis.report.warnings, *run.get("notes", []), *([note] if note else [])]
     host = next((r.host for r in trace.ranks if r.host), None) or (run.get("hosts") or [None])[0]
     ceiling = bench_ceiling(bench_dir, host, trace.ranks[0].backend) if bench_dir else None
-    found = findings(analysis.report, analysis.windows, analysis.matching, distortion, ceiling,
-                     job_drift_ms(meta) if meta else 0.0)
-    return dataclasses.replace(analysis.report, incomplete=incomplete, warnings=warnings,
-                               profiler_distortion=distortion, findings=found), trace, timeline
+    found = findings(
+        analysis.report, analysis.windows, analysis.matching, distortion, ceiling, job_drift_ms(meta) if meta else 0.0
+    )
+    return (
+        dataclasses.replace(
+            analysis.report, incomplete=incomplete, warnings=warnings, profiler_distortion=distortion, findings=found
+        ),
+        trace,
+        timeline,
+    )
 
 
 def bench_ceiling(reports_dir: Path, host: str | None, backend: str | None) -> tuple[float, str] | None:
@@ -110,8 +149,11 @@ def bench_ceiling(reports_dir: Path, host: str | None, backend: str | None) -> t
             continue
         if data.get("kind") != "bench" or not host or data.get("host") != host:
             continue
-        found += [(marker.stat().st_mtime, fit["busbw_gbps"], data["name"]) for fit in data.get("fits", [])
-                  if fit.get("backend") == backend and fit.get("op") == "all_reduce" and fit.get("busbw_gbps")]
+        found += [
+            (marker.stat().st_mtime, fit["busbw_gbps"], data["name"])
+            for fit in data.get("fits", [])
+            if fit.get("backend") == backend and fit.get("op") == "all_reduce" and fit.get("busbw_gbps")
+        ]
     if not found:
         return None
     _, busbw, name = max(found)
@@ -128,12 +170,20 @@ def sweep_report(run_dir: Path, name: str, kind: str, predicted: dict[str, Estim
         analysed[label] = (analyze(trace, name=label, kind="run"), trace.ranks[0] if trace.ranks[0].rank == 0 else None)
     result = sweep_result(raw, analysed, kind)
     if predicted:
-        result = dataclasses.replace(result, settings=[dataclasses.replace(s, predicted_gain_ms=predicted.get(s.label))
-                                                       for s in result.settings])
+        result = dataclasses.replace(
+            result, settings=[dataclasses.replace(s, predicted_gain_ms=predicted.get(s.label)) for s in result.settings]
+        )
     config = raw["plan"]["run"]
-    run = {"run_id": config["run_id"], "model": raw["model"], "parameters": raw["parameters"],
-           "world_size": raw["world_size"], "backend": config["backend"], "device": config["device"],
-           "versions": raw["versions"], "config": config}
+    run = {
+        "run_id": config["run_id"],
+        "model": raw["model"],
+        "parameters": raw["parameters"],
+        "world_size": raw["world_size"],
+        "backend": config["backend"],
+        "device": config["device"],
+        "versions": raw["versions"],
+        "config": config,
+    }
     return dataclasses.replace(analysed[result.best][0], name=name, kind=kind, run=run, sweep=result)
 
 
@@ -145,18 +195,31 @@ def prepare_report_dir(reports_dir: Path, name: str) -> Path:
     try:
         folder.mkdir(parents=True, exist_ok=False)
     except FileExistsError:
-        raise UsageError(f"{folder} already exists; choose another --name (commprof never overwrites a report)") from None
+        raise UsageError(
+            f"{folder} already exists; choose another --name (commprof never overwrites a report)"
+        ) from None
     except OSError as exc:
         raise UsageError(f"cannot create {folder}: {exc.strerror}") from None
     return folder
 
 
-def write_report(result: Result, reports_dir: Path, name: str, timeline: dict | None = None,
-                 traces: Path | None = None, apart: FigureProcess | None = None) -> list[Path]:
+def write_report(
+    result: Result,
+    reports_dir: Path,
+    name: str,
+    timeline: dict | None = None,
+    traces: Path | None = None,
+    apart: FigureProcess | None = None,
+) -> list[Path]:
     """A new folder reports_dir/name with every file of the result (render.outputs), the page first; the
     TensorBoard event files go next to the traces (traces/tensorboard) when commprof made them. `apart`: the
     process that draws the figures and writes the event files (render.figure_process)."""
     from commprof.render.outputs import write_result
 
-    return write_result(result, prepare_report_dir(reports_dir, name), timeline,
-                        traces / "tensorboard" if traces is not None else None, apart)
+    return write_result(
+        result,
+        prepare_report_dir(reports_dir, name),
+        timeline,
+        traces / "tensorboard" if traces is not None else None,
+        apart,
+    )

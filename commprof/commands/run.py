@@ -30,12 +30,17 @@ def run(request: RunRequest, feedback: Feedback = SILENT, env: Mapping[str, str]
     config = resolve(request, MachineProbe.detect())
     if config.script:
         check_script(request)
-        feedback.info(f"run {config.run_id}: {' '.join(config.script)} on {config.world_size} {config.device} rank(s), "
-                      f"{config.backend}")
+        feedback.info(
+            f"run {config.run_id}: {' '.join(config.script)} on {config.world_size} {config.device} rank(s), "
+            f"{config.backend}"
+        )
     else:
         workload = check_model(config, feedback)
-        settings = (f"FSDP {setting_label(config.fsdp)}" if config.strategy == "fsdp"
-                    else f"bucket_cap_mb={config.ddp.bucket_cap_mb:g}")
+        settings = (
+            f"FSDP {setting_label(config.fsdp)}"
+            if config.strategy == "fsdp"
+            else f"bucket_cap_mb={config.ddp.bucket_cap_mb:g}"
+        )
         feedback.info(f"run {config.run_id}: {describe(config, workload)}, {settings}")
     try:
         launched = run_job(config, total_steps=config.max_steps or config.steps, watch=feedback.watch)
@@ -44,8 +49,11 @@ def run(request: RunRequest, feedback: Feedback = SILENT, env: Mapping[str, str]
     if config.script:
         finish_script_run(launched.run_dir, config.launch_id)
     if not launched.has_rank_zero:
-        return Outcome(None, note=f"traces of ranks {', '.join(map(str, launched.ranks_here))} written to "
-                                  f"{launched.run_dir}/; the node that runs rank 0 writes the report")
+        return Outcome(
+            None,
+            note=f"traces of ranks {', '.join(map(str, launched.ranks_here))} written to "
+            f"{launched.run_dir}/; the node that runs rank 0 writes the report",
+        )
     return report_run(launched.run_dir, config.reports_dir)
 
 
@@ -56,8 +64,13 @@ def report_run(run_dir: Path, reports_dir: Path) -> Outcome:
 
 
 # what makes no sense with the user's own script: it builds its model, data and training loop itself
-NOT_WITH_A_SCRIPT = {"model": "--model", "model_size": "--model-size", "batch_size": "--batch-size",
-                     "precision": "--precision", "steps": "--steps"}
+NOT_WITH_A_SCRIPT = {
+    "model": "--model",
+    "model_size": "--model-size",
+    "batch_size": "--batch-size",
+    "precision": "--precision",
+    "steps": "--steps",
+}
 
 
 def check_script(request: RunRequest) -> None:
@@ -67,8 +80,10 @@ def check_script(request: RunRequest) -> None:
     if request.ddp.grad_accum != 1:
         given.append("--grad-accum")
     if given:
-        raise UsageError(f"{', '.join(given)}: not with a script, which builds its own model, data and loop "
-                         "(--max-steps ends it early)")
+        raise UsageError(
+            f"{', '.join(given)}: not with a script, which builds its own model, data and loop "
+            "(--max-steps ends it early)"
+        )
     if request.script[0] == "-m":
         if len(request.script) < 2 or not module_found(request.script[1]):
             raise UsageError(f"-m {' '.join(request.script[1:2])}: no such module here")
@@ -92,8 +107,9 @@ def sbatch(request: RunRequest) -> str:
     from commprof.launch.slurm import sbatch_script
 
     script = ["--", *request.script] if request.script else []
-    return sbatch_script(request.nodes, request.gpus, request.procs,
-                         _without(request.cli_args, DERIVED_IN_SLURM) + script)
+    return sbatch_script(
+        request.nodes, request.gpus, request.procs, _without(request.cli_args, DERIVED_IN_SLURM) + script
+    )
 
 
 def _as_one_mpi_rank(request: RunRequest) -> Outcome:

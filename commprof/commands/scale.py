@@ -8,8 +8,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from commprof.analysis.predict import (LinkModel, StepProfile, fit_compute, fit_link, fit_transfers, parse_link,
-                                       probed_transfers, rebucket, simulate_step, step_profile)
+from commprof.analysis.predict import (
+    LinkModel,
+    StepProfile,
+    fit_compute,
+    fit_link,
+    fit_transfers,
+    parse_link,
+    probed_transfers,
+    rebucket,
+    simulate_step,
+    step_profile,
+)
 from commprof.analysis.scaling import SizeMeasurement, job_step_times, predict, scale_points
 from commprof.commands.common import check_model, ddp_only
 from commprof.commands.outcome import SILENT, Feedback, Outcome
@@ -20,9 +30,16 @@ from commprof.launch.runlog import read_run_json
 from commprof.results.scale import ScaleReport
 
 
-def scale(request: RunRequest, world_sizes: list[int], feedback: Feedback = SILENT, strong: bool = False,
-          repeats: int = 2, predict_sizes: list[int] | None = None, link: str | None = None,
-          base_lr: float = 0.1) -> Outcome:
+def scale(
+    request: RunRequest,
+    world_sizes: list[int],
+    feedback: Feedback = SILENT,
+    strong: bool = False,
+    repeats: int = 2,
+    predict_sizes: list[int] | None = None,
+    link: str | None = None,
+    base_lr: float = 0.1,
+) -> Outcome:
     """Every world size `repeats` times, interleaved; each run gets its own full report beside this one."""
     ddp_only(request, "scale")
     from commprof.launch.job import run_job
@@ -33,7 +50,9 @@ def scale(request: RunRequest, world_sizes: list[int], feedback: Feedback = SILE
     if sizes[0] < 1 or (targets and targets[0] < 1):
         raise UsageError("world sizes must be >= 1")
     if len(sizes) < 2:
-        raise UsageError(f"--world-sizes needs at least two sizes to measure scaling, got {','.join(map(str, sizes))!r}")
+        raise UsageError(
+            f"--world-sizes needs at least two sizes to measure scaling, got {','.join(map(str, sizes))!r}"
+        )
     if repeats < 1:
         raise UsageError(f"--repeats must be >= 1, got {repeats}")
     link_model = parse_link(link) if link else None
@@ -50,15 +69,23 @@ def scale(request: RunRequest, world_sizes: list[int], feedback: Feedback = SILE
             if total % n:
                 raise UsageError(f"--strong: the global batch {total} does not divide evenly over {n} ranks")
             per_rank = total // n
-        sized = dataclasses.replace(request, run_id=f"{name}-ws{n}-r1", batch_size=per_rank,
-                                    **({"gpus": n} if cuda else {"procs": n}))
+        sized = dataclasses.replace(
+            request, run_id=f"{name}-ws{n}-r1", batch_size=per_rank, **({"gpus": n} if cuda else {"procs": n})
+        )
         configs[n] = resolve(sized, probe)
     workload = check_model(configs[sizes[0]], feedback)
     folder = prepare_report_dir(request.reports_dir, name)
-    plan = ScalePlan(name=name, configs=configs, repeats=repeats, strong=strong, base_lr=base_lr,
-                     predict_sizes=targets, link=link_model, parameters=workload.parameter_count,
-                     parameter_bytes=[p.numel() * p.element_size() for p in workload.model.parameters()
-                                      if p.requires_grad])
+    plan = ScalePlan(
+        name=name,
+        configs=configs,
+        repeats=repeats,
+        strong=strong,
+        base_lr=base_lr,
+        predict_sizes=targets,
+        link=link_model,
+        parameters=workload.parameter_count,
+        parameter_bytes=[p.numel() * p.element_size() for p in workload.model.parameters() if p.requires_grad],
+    )
 
     def launch(config: RunConfig) -> Path:
         feedback.info(f"scale {name}: {config.world_size} rank(s), run {config.run_id}")
@@ -107,26 +134,63 @@ def run_scale(plan: ScalePlan, launch: Callable[[RunConfig], Path], reports_dir:
         runs.append(config.run_id)
     first = plan.configs[min(plan.configs)]
     points = scale_points(measured, {n: c.batch_size for n, c in plan.configs.items()}, plan.base_lr)
-    scale = ScaleReport(name=plan.name, mode="strong" if plan.strong else "weak", model=first.model,
-                        parameters=plan.parameters, device=first.device,
-                        backend=first.backend, bucket_cap_mb=first.ddp.bucket_cap_mb, base_learning_rate=plan.base_lr,
-                        points=points, runs=runs, order=plan.order())
+    scale = ScaleReport(
+        name=plan.name,
+        mode="strong" if plan.strong else "weak",
+        model=first.model,
+        parameters=plan.parameters,
+        device=first.device,
+        backend=first.backend,
+        bucket_cap_mb=first.ddp.bucket_cap_mb,
+        base_learning_rate=plan.base_lr,
+        points=points,
+        runs=runs,
+        order=plan.order(),
+    )
     every = [p for ps in profiles.values() for p in ps]
     if not any(n >= 2 for n in profiles) and plan.link is None:
         return scale
-    link = plan.link or (fit_transfers(probed, f"fitted to {len(probed)} all-reduce sizes timed alone after the runs")
-                         if len(probed) >= 2 else fit_link(every))
+    link = plan.link or (
+        fit_transfers(probed, f"fitted to {len(probed)} all-reduce sizes timed alone after the runs")
+        if len(probed) >= 2
+        else fit_link(every)
+    )
     compute = fit_compute(every)
     reference = _median_profile(profiles[max(profiles)])
-    overhead = statistics.median(statistics.median(m.job_step_ms) / m.profiled_step_ms
-                                 for ms in measured.values() for m in ms)
+    overhead = statistics.median(
+        statistics.median(m.job_step_ms) / m.profiled_step_ms for ms in measured.values() for m in ms
+    )
     buckets = rebucket(reference, None, None)
-    points = [dataclasses.replace(p, predicted_step_ms=simulate_step(reference, compute, link, p.world_size, buckets)[0]
-                                  * overhead) for p in points]
-    predictions = predict(points, reference, compute, link, plan.predict_sizes, first.batch_size, plan.strong,
-                          plan.base_lr, overhead, plan.parameter_bytes) if plan.predict_sizes else []
-    return dataclasses.replace(scale, points=points, predictions=predictions, link=dataclasses.asdict(link),
-                               compute=dataclasses.asdict(compute), profiling_overhead=overhead)
+    points = [
+        dataclasses.replace(
+            p, predicted_step_ms=simulate_step(reference, compute, link, p.world_size, buckets)[0] * overhead
+        )
+        for p in points
+    ]
+    predictions = (
+        predict(
+            points,
+            reference,
+            compute,
+            link,
+            plan.predict_sizes,
+            first.batch_size,
+            plan.strong,
+            plan.base_lr,
+            overhead,
+            plan.parameter_bytes,
+        )
+        if plan.predict_sizes
+        else []
+    )
+    return dataclasses.replace(
+        scale,
+        points=points,
+        predictions=predictions,
+        link=dataclasses.asdict(link),
+        compute=dataclasses.asdict(compute),
+        profiling_overhead=overhead,
+    )
 
 
 def _measurement(n: int, report, run: dict | None, config: RunConfig) -> SizeMeasurement:
@@ -136,10 +200,14 @@ def _measurement(n: int, report, run: dict | None, config: RunConfig) -> SizeMea
     reduces = [c for c in report.collectives if c.op == "all_reduce" and c.bytes and c.busbw_gbps is not None]
     largest = max(reduces, key=lambda c: c.bytes) if reduces else None
     return SizeMeasurement(
-        world_size=n, job_step_ms=job_step_times(run, run["config"]["schedule"]),
+        world_size=n,
+        job_step_ms=job_step_times(run, run["config"]["schedule"]),
         profiled_step_ms=statistics.median(r.step_time_ms.median for r in report.ranks),
-        compute_ms=mean("compute_ms"), exposed_comm_ms=mean("exposed_comm_ms"), idle_ms=mean("idle_ms"),
-        allreduce_busbw_gbps=largest.busbw_gbps if largest and n > 1 else None)
+        compute_ms=mean("compute_ms"),
+        exposed_comm_ms=mean("exposed_comm_ms"),
+        idle_ms=mean("idle_ms"),
+        allreduce_busbw_gbps=largest.busbw_gbps if largest and n > 1 else None,
+    )
 
 
 def _median_profile(profiles: list[StepProfile]) -> StepProfile:

@@ -16,7 +16,10 @@ from commprof.results.common import Estimate
 
 def grid_settings(base: SettingOptions, grid: dict[str, list[Any]]) -> list[SettingOptions]:
     """Every combination of the listed values; each other option as in `base`."""
-    return [dataclasses.replace(base, **dict(zip(grid, values))) for values in itertools.product(*grid.values())]
+    return [
+        dataclasses.replace(base, **dict(zip(grid, values, strict=False)))
+        for values in itertools.product(*grid.values())
+    ]
 
 
 def sweep(request: RunRequest, grid: dict[str, list[Any]], feedback: Feedback = SILENT, **rounds: Any) -> Outcome:
@@ -43,9 +46,16 @@ def _distinct_buckets(settings: list[SettingOptions], baseline: SettingOptions, 
     return [dataclasses.replace(baseline, bucket_cap_mb=mb) for mb in caps]
 
 
-def measure(request: RunRequest, settings: list[SettingOptions], baseline: SettingOptions, kind: str,
-            feedback: Feedback, rounds: dict[str, Any], tune: bool = False,
-            predicted: dict[str, Estimate] | None = None) -> Outcome:
+def measure(
+    request: RunRequest,
+    settings: list[SettingOptions],
+    baseline: SettingOptions,
+    kind: str,
+    feedback: Feedback,
+    rounds: dict[str, Any],
+    tune: bool = False,
+    predicted: dict[str, Estimate] | None = None,
+) -> Outcome:
     """Resolve, check the model, launch the sweep worker once, analyse every setting, report. `predicted`: the
     gain predicted for some settings (by label), shown beside the measured one (commprof advise)."""
     from commprof.launch.job import Task, run_job
@@ -64,13 +74,17 @@ def measure(request: RunRequest, settings: list[SettingOptions], baseline: Setti
     if tune:  # caps that build the same buckets are one setting: measured once
         settings = _distinct_buckets(settings, baseline, workload)
     plan = SweepPlan(run=config, settings=tuple(settings), baseline=baseline, tune=tune, **rounds)
-    feedback.info(f"{kind} {config.run_id}: {describe(config, workload)}; "
-                  f"{len(settings)} settings x {plan.repeats} interleaved rounds")
+    feedback.info(
+        f"{kind} {config.run_id}: {describe(config, workload)}; "
+        f"{len(settings)} settings x {plan.repeats} interleaved rounds"
+    )
     per_setting = plan.warmup_steps + plan.repeats * plan.steps_per_repeat + plan.profile_steps + 1
     launched = run_job(config, Task(sweep_main, None, plan.to_dict()), per_setting * len(settings), feedback.watch)
     if not launched.has_rank_zero:
-        return Outcome(None, note=f"ranks {', '.join(map(str, launched.ranks_here))} done; the node with rank 0 "
-                                  "writes the report")
+        return Outcome(
+            None, note=f"ranks {', '.join(map(str, launched.ranks_here))} done; the node with rank 0 writes the report"
+        )
     report = sweep_report(launched.run_dir, launched.run_id, kind, predicted)
-    return Outcome(report, write_report(report, config.reports_dir, report.name, traces=launched.run_dir),
-                   traces=launched.run_dir)
+    return Outcome(
+        report, write_report(report, config.reports_dir, report.name, traces=launched.run_dir), traces=launched.run_dir
+    )

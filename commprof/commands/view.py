@@ -18,15 +18,28 @@ _URL = re.compile(r"(http://[^\s/]+:\d+)/")
 
 # What each TensorBoard tab shows of commprof's runs (printed by `commprof view`, README); the last is a page.
 TABS = (
-    ("Scalars", "#scalars", "per rank (rank<r>): step, compute, communication, overlap, exposed communication and idle "
-                            "of every profiled step; job: each collective's duration and busbw per step, per-rank waiting"),
-    ("HParams", "#hparams", "sweeps and tunes: one run per setting with its median step time, CI and exposed "
-                            "communication"),
+    (
+        "Scalars",
+        "#scalars",
+        "per rank (rank<r>): step, compute, communication, overlap, exposed communication and idle "
+        "of every profiled step; job: each collective's duration and busbw per step, per-rank waiting",
+    ),
+    (
+        "HParams",
+        "#hparams",
+        "sweeps and tunes: one run per setting with its median step time, CI and exposed communication",
+    ),
     ("Text", "#text", "the report's headline and report.md"),
-    ("Trace", "data/plugin/pytorch_profiler/commprof-trace.html",
-     "one rank's timeline in the profiler plugin's trace viewer, served offline: pick the run and the worker"),
-    ("PyTorch Profiler", "#pytorch_profiler", "the plugin's own views: their charts need Google Charts from the "
-                                              "internet, so offline they show a spinner"),
+    (
+        "Trace",
+        "data/plugin/pytorch_profiler/commprof-trace.html",
+        "one rank's timeline in the profiler plugin's trace viewer, served offline: pick the run and the worker",
+    ),
+    (
+        "PyTorch Profiler",
+        "#pytorch_profiler",
+        "the plugin's own views: their charts need Google Charts from the internet, so offline they show a spinner",
+    ),
 )
 
 
@@ -56,9 +69,22 @@ def tensorboard(run: str | None, traces_dir: Path, host: str = "127.0.0.1", port
         raise UsageError(f"{logdir}: no such folder (run `commprof run` first, or pass --traces-dir)")
     if not any(logdir.rglob("*.pt.trace.json*")) and not any(logdir.rglob("events.out.tfevents.*")):
         raise UsageError(f"{logdir}: no profiler traces (*.pt.trace.json) or TensorBoard event files in this folder")
-    process = subprocess.Popen([sys.executable, "-m", "commprof.render.offline_tensorboard", "--logdir", str(logdir),
-                                "--host", host, "--port", str(port)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "commprof.render.offline_tensorboard",
+            "--logdir",
+            str(logdir),
+            "--host",
+            host,
+            "--port",
+            str(port),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     # Terminated (kill, a batch system, a test), commprof unwinds through `finally` and stops TensorBoard too,
     # instead of leaving it serving, and reloading the traces, with nobody to stop it.
     previous = signal.signal(signal.SIGTERM, _exit_on_sigterm)

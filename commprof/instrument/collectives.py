@@ -14,8 +14,13 @@ import torch
 import torch.distributed as dist
 
 BENCH_OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "all_to_all", "send_recv")
-DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "float64": torch.float64,
-          "int32": torch.int32}
+DTYPES = {
+    "float32": torch.float32,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "float64": torch.float64,
+    "int32": torch.int32,
+}
 
 
 @dataclass
@@ -32,6 +37,7 @@ class Comm:
         self.backend = backend
         if backend == "mpi":
             from mpi4py import MPI
+
             self.mpi, self.world = MPI, MPI.COMM_WORLD
             self.rank, self.size = self.world.Get_rank(), self.world.Get_size()
         else:
@@ -126,8 +132,9 @@ class Comm:
             "all_gather": lambda b: world.Allgather(buf(b.send), buf(b.recv)),
             "reduce_scatter": lambda b: world.Reduce_scatter_block(buf(b.send), buf(b.recv)),
             "broadcast": lambda b: world.Bcast(buf(b.send), root=0),
-            "reduce": lambda b: world.Reduce(MPI.IN_PLACE if self.rank == 0 else buf(b.send),
-                                             buf(b.send) if self.rank == 0 else None, root=0),
+            "reduce": lambda b: world.Reduce(
+                MPI.IN_PLACE if self.rank == 0 else buf(b.send), buf(b.send) if self.rank == 0 else None, root=0
+            ),
             "all_to_all": lambda b: world.Alltoall(buf(b.send), buf(b.recv)),
             "send_recv": send_recv,
         }

@@ -29,8 +29,9 @@ def mpi_allreduce_hook(state, bucket):  # no annotations: DDP checks them and re
     return future
 
 
-def wrap_ddp(model: nn.Module, options: DDPOptions, device: torch.device,
-             mpi_gradients: bool = False) -> DistributedDataParallel:
+def wrap_ddp(
+    model: nn.Module, options: DDPOptions, device: torch.device, mpi_gradients: bool = False
+) -> DistributedDataParallel:
     """DDP with commprof's options; with `mpi_gradients`, buckets are all-reduced over MPI by a comm hook."""
     ddp = DistributedDataParallel(
         model,
@@ -50,8 +51,15 @@ def wrap_ddp(model: nn.Module, options: DDPOptions, device: torch.device,
 def ddp_logging_data(ddp: DistributedDataParallel) -> dict[str, object]:
     """DDP's own measurements (ns) and bucket sizes, for cross-checking the traces."""
     data = ddp._get_ddp_logging_data()
-    keys = ("avg_backward_compute_time", "avg_backward_comm_time", "avg_backward_compute_comm_overlap_time",
-            "avg_forward_compute_time", "bucket_sizes", "rebuilt_bucket_sizes", "num_buckets_reduced")
+    keys = (
+        "avg_backward_compute_time",
+        "avg_backward_comm_time",
+        "avg_backward_compute_comm_overlap_time",
+        "avg_forward_compute_time",
+        "bucket_sizes",
+        "rebuilt_bucket_sizes",
+        "num_buckets_reduced",
+    )
     return {k: data[k] for k in keys if k in data}
 
 
@@ -68,8 +76,12 @@ def bucket_sizes(model: nn.Module, bucket_cap_mb: float) -> list[int]:
 DDP_KEYWORDS = ("bucket_cap_mb", "find_unused_parameters", "gradient_as_bucket_view", "static_graph")
 
 
-FRAMEWORKS = (("transformers", "transformers"), ("accelerate", "transformers"), ("lightning", "lightning"),
-              ("pytorch_lightning", "lightning"))
+FRAMEWORKS = (
+    ("transformers", "transformers"),
+    ("accelerate", "transformers"),
+    ("lightning", "lightning"),
+    ("pytorch_lightning", "lightning"),
+)
 
 
 def framework_of(frame) -> str:
@@ -90,8 +102,11 @@ class DDPOverrides:
 
     def __init__(self, options: DDPOptions, forced: tuple[str, ...] = ()):
         defaults = DDPOptions()
-        self.options = {name: getattr(options, name) for name in DDP_KEYWORDS
-                        if getattr(options, name) != getattr(defaults, name) or name in forced}
+        self.options = {
+            name: getattr(options, name)
+            for name in DDP_KEYWORDS
+            if getattr(options, name) != getattr(defaults, name) or name in forced
+        }
         self.comm_hook = options.comm_hook if options.comm_hook != "none" else None
         self.built: list[dict[str, Any]] = []
         self._first: DistributedDataParallel | None = None  # kept alive for its logging data at the end
@@ -109,14 +124,20 @@ class DDPOverrides:
                 ddp.register_comm_hook(None, COMM_HOOKS[overrides.comm_hook])
             ddp._set_ddp_runtime_logging_sample_rate(1)  # DDP's own averages cover every step
             module = bound.arguments["module"]
-            overrides.built.append({
-                "module": type(module).__name__, "built_by": framework_of(inspect.currentframe()),
-                "parameters": sum(p.numel() for p in module.parameters() if p.requires_grad),
-                # per parameter, registration order: findings re-bucket them as DDP would for another cap
-                "parameter_sizes": [p.numel() * p.element_size() for p in module.parameters() if p.requires_grad],
-                "asked": asked, "applied": {**overrides.options, **({"comm_hook": overrides.comm_hook}
-                                                                    if overrides.comm_hook else {})},
-            })
+            overrides.built.append(
+                {
+                    "module": type(module).__name__,
+                    "built_by": framework_of(inspect.currentframe()),
+                    "parameters": sum(p.numel() for p in module.parameters() if p.requires_grad),
+                    # per parameter, registration order: findings re-bucket them as DDP would for another cap
+                    "parameter_sizes": [p.numel() * p.element_size() for p in module.parameters() if p.requires_grad],
+                    "asked": asked,
+                    "applied": {
+                        **overrides.options,
+                        **({"comm_hook": overrides.comm_hook} if overrides.comm_hook else {}),
+                    },
+                }
+            )
             if overrides._first is None:
                 overrides._first = ddp
 

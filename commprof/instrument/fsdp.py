@@ -22,10 +22,12 @@ def blocks(model: nn.Module) -> Iterator[nn.Module]:
             yield child
 
 
-def shard(model: nn.Module, options: FSDPOptions = FSDPOptions()) -> nn.Module:
+def shard(model: nn.Module, options: FSDPOptions | None = None) -> nn.Module:
     """fully_shard on each block and the root, with `options`; prefetch beyond FSDP2's own set block by block
     (forward: the next N blocks; backward: the N blocks before, which run next)."""
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+
+    options = options or FSDPOptions()
 
     policy = MixedPrecisionPolicy(reduce_dtype=_REDUCE_DTYPES[options.reduce_dtype])
     sharded = list(blocks(model))
@@ -34,9 +36,9 @@ def shard(model: nn.Module, options: FSDPOptions = FSDPOptions()) -> nn.Module:
     fully_shard(model, reshard_after_forward=options.reshard_after_forward, mp_policy=policy)
     for index, block in enumerate(sharded):
         if options.forward_prefetch and index + 1 < len(sharded):
-            block.set_modules_to_forward_prefetch(sharded[index + 1:index + 1 + options.forward_prefetch])
+            block.set_modules_to_forward_prefetch(sharded[index + 1 : index + 1 + options.forward_prefetch])
         if options.backward_prefetch > 1 and index > 0:
-            block.set_modules_to_backward_prefetch(sharded[max(0, index - options.backward_prefetch):index][::-1])
+            block.set_modules_to_backward_prefetch(sharded[max(0, index - options.backward_prefetch) : index][::-1])
     return model
 
 

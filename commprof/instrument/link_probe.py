@@ -37,5 +37,5 @@ def probe_link(device: torch.device) -> list[dict[str, Any]]:
             times.append((time.perf_counter() - start) * 1e6)
         gathered: list[Any] = [None] * dist.get_world_size()
         dist.all_gather_object(gathered, times)
-        rows.append({"bytes": nbytes, "us": [min(t) for t in zip(*gathered)]})
+        rows.append({"bytes": nbytes, "us": [min(t) for t in zip(*gathered, strict=False)]})
     return rows

@@ -7,8 +7,19 @@ from typing import Any, Callable
 import torch
 import torch.distributed as dist
 
-MATRIX_OPS = ("send", "recv", "broadcast", "all_reduce", "reduce", "all_gather", "gather", "scatter",
-              "reduce_scatter", "all_to_all", "barrier")
+MATRIX_OPS = (
+    "send",
+    "recv",
+    "broadcast",
+    "all_reduce",
+    "reduce",
+    "all_gather",
+    "gather",
+    "scatter",
+    "reduce_scatter",
+    "all_to_all",
+    "barrier",
+)
 N = 4  # elements per rank
 
 
@@ -115,24 +126,42 @@ def mpi_ops(world_comm: Any) -> dict[str, Callable[[], bool]]:
             out = np.zeros(out_len)
             call(mine(), out)
             return check(out)
+
         return run
 
-    gathered = lambda out: all((out[j * N:(j + 1) * N] == j + 1).all() for j in range(world))  # noqa: E731
+    gathered = lambda out: all((out[j * N : (j + 1) * N] == j + 1).all() for j in range(world))  # noqa: E731
     return {
-        "send": send, "recv": recv,
-        "broadcast": collective(lambda s, o: (o.__setitem__(slice(None), s), world_comm.Bcast(o, root=0)), N,
-                                lambda o: bool((o == 1).all())),
-        "all_reduce": collective(lambda s, o: world_comm.Allreduce(s, o, op=MPI.SUM), N, lambda o: bool((o == total).all())),
-        "reduce": collective(lambda s, o: world_comm.Reduce(s, o if rank == 0 else None, op=MPI.SUM, root=0), N,
-                             lambda o: rank != 0 or bool((o == total).all())),
+        "send": send,
+        "recv": recv,
+        "broadcast": collective(
+            lambda s, o: (o.__setitem__(slice(None), s), world_comm.Bcast(o, root=0)), N, lambda o: bool((o == 1).all())
+        ),
+        "all_reduce": collective(
+            lambda s, o: world_comm.Allreduce(s, o, op=MPI.SUM), N, lambda o: bool((o == total).all())
+        ),
+        "reduce": collective(
+            lambda s, o: world_comm.Reduce(s, o if rank == 0 else None, op=MPI.SUM, root=0),
+            N,
+            lambda o: rank != 0 or bool((o == total).all()),
+        ),
         "all_gather": collective(lambda s, o: world_comm.Allgather(s, o), N * world, gathered),
-        "gather": collective(lambda s, o: world_comm.Gather(s, o if rank == 0 else None, root=0), N * world,
-                             lambda o: rank != 0 or gathered(o)),
-        "scatter": collective(lambda s, o: world_comm.Scatter(
-            np.concatenate([np.full(N, j + 1.0) for j in range(world)]) if rank == 0 else None, o[:N], root=0), N,
-            lambda o: bool((o[:N] == rank + 1).all())),
-        "reduce_scatter": collective(lambda s, o: world_comm.Reduce_scatter_block(np.tile(s, world), o[:N], op=MPI.SUM), N,
-                                     lambda o: bool((o == total).all())),
+        "gather": collective(
+            lambda s, o: world_comm.Gather(s, o if rank == 0 else None, root=0),
+            N * world,
+            lambda o: rank != 0 or gathered(o),
+        ),
+        "scatter": collective(
+            lambda s, o: world_comm.Scatter(
+                np.concatenate([np.full(N, j + 1.0) for j in range(world)]) if rank == 0 else None, o[:N], root=0
+            ),
+            N,
+            lambda o: bool((o[:N] == rank + 1).all()),
+        ),
+        "reduce_scatter": collective(
+            lambda s, o: world_comm.Reduce_scatter_block(np.tile(s, world), o[:N], op=MPI.SUM),
+            N,
+            lambda o: bool((o == total).all()),
+        ),
         "all_to_all": collective(lambda s, o: world_comm.Alltoall(np.tile(s, world), o), N * world, gathered),
         "barrier": lambda: world_comm.Barrier() or True,
     }

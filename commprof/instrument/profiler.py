@@ -22,8 +22,9 @@ def trace_path(run_dir: Path, rank: int) -> Path:
     return run_dir / TRACE_FILE.format(rank=rank)
 
 
-def make_profiler(sched: ProfileSchedule | None, use_cuda: bool, run_dir: Path, rank: int,
-                  record_shapes: bool = True) -> profile:
+def make_profiler(
+    sched: ProfileSchedule | None, use_cuda: bool, run_dir: Path, rank: int, record_shapes: bool = True
+) -> profile:
     """The profiler of one rank, writing its trace when the schedule's window ends; without a schedule it
     records from start to stop and writes nothing by itself (`write_trace(prof)` does). record_shapes gives
     the collective sizes (Input Dims) on the CPU-side ops; turning it off did not make the profiled steps
@@ -34,9 +35,11 @@ def make_profiler(sched: ProfileSchedule | None, use_cuda: bool, run_dir: Path, 
     return profile(
         activities=activities,
         # CPU ranks: the records kept away from the tensors while recorded (instrument/host_heap.py)
-        schedule=HeapDuringWindow(schedule(wait=sched.wait, warmup=sched.warmup, active=sched.active, repeat=1),
-                                  enabled=not use_cuda),
-        on_trace_ready=lambda prof: write_trace(prof, trace_path(run_dir, rank)), record_shapes=record_shapes,
+        schedule=HeapDuringWindow(
+            schedule(wait=sched.wait, warmup=sched.warmup, active=sched.active, repeat=1), enabled=not use_cuda
+        ),
+        on_trace_ready=lambda prof: write_trace(prof, trace_path(run_dir, rank)),
+        record_shapes=record_shapes,
     )
 
 
@@ -50,8 +53,9 @@ def write_trace(prof: profile, target: Path) -> None:
         for leftover in (tmp, tmp.with_name(tmp.name + ".tmp")):
             leftover.unlink(missing_ok=True)
         free = shutil.disk_usage(target.parent).free
-        raise RuntimeError(f"cannot write trace {target} ({free // 1024} KiB free there): "
-                           f"{getattr(exc, 'strerror', None) or exc}") from None
+        raise RuntimeError(
+            f"cannot write trace {target} ({free // 1024} KiB free there): {getattr(exc, 'strerror', None) or exc}"
+        ) from None
 
 
 SYNC_POLL_S = 1e-4

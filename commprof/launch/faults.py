@@ -14,10 +14,14 @@ from dataclasses import dataclass
 
 from commprof.worker.rank import STOPPED_MESSAGE
 
-_PEER_GONE = re.compile(r"Connection (closed|reset) by peer|Broken pipe|remote worker|communicator was aborted|"
-                        r"ProcessGroup.*(aborted|terminated)", re.IGNORECASE)
+_PEER_GONE = re.compile(
+    r"Connection (closed|reset) by peer|Broken pipe|remote worker|communicator was aborted|"
+    r"ProcessGroup.*(aborted|terminated)",
+    re.IGNORECASE,
+)
 _TIMED_OUT = re.compile(r"timed out|timeout", re.IGNORECASE)
-# torch elastic's own words for a worker it stopped (SignalException), when SIGTERM reaches it outside commprof's handler
+# torch elastic's own words for a worker it stopped (SignalException), when SIGTERM reaches it outside commprof's
+# handler
 _TERMINATED = re.compile(r"Signal 15 \(SIGTERM\) received by PID")
 # NCCL's watchdog aborts a rank whose collective timed out (SIGABRT, no error file); its log says why
 WATCHDOG = re.compile(r"Watchdog caught collective operation timeout.*", re.IGNORECASE)
@@ -35,8 +39,11 @@ class RankOutcome:
     def kind(self) -> str:
         if WATCHDOG.search(self.message):
             return "timed out"
-        if (STOPPED_MESSAGE in self.message or _TERMINATED.search(self.message)
-                or (not self.message and self.exitcode == -signal.SIGTERM)):
+        if (
+            STOPPED_MESSAGE in self.message
+            or _TERMINATED.search(self.message)
+            or (not self.message and self.exitcode == -signal.SIGTERM)
+        ):
             return "stopped"
         if self.exitcode is None or (self.exitcode < 0 and self.exitcode != -signal.SIGTERM):
             return "killed"
@@ -47,8 +54,12 @@ class RankOutcome:
         return "error" if self.message or self.exitcode else "stopped"
 
 
-def root_cause(outcomes: list[RankOutcome], host: str | None = None, timeout_s: float | None = None,
-               never_arrived: str | None = None) -> str:
+def root_cause(
+    outcomes: list[RankOutcome],
+    host: str | None = None,
+    timeout_s: float | None = None,
+    never_arrived: str | None = None,
+) -> str:
     """One line naming the rank(s) to blame, on which host, and why. The first rank to fail on its own (killed,
     or an error of its own; killed first when both happen within the same second) is the cause: one killed
     after another's error is collateral (a rank blocked on the GPU can outlive the launcher's grace period).
@@ -58,15 +69,19 @@ def root_cause(outcomes: list[RankOutcome], host: str | None = None, timeout_s: 
     for outcome in sorted(outcomes, key=lambda o: (o.timestamp or float("inf"), o.rank)):
         by_kind.setdefault(outcome.kind, []).append(outcome)
     crashed_while_stuck = _crashed_after_a_timeout(by_kind)
-    own = sorted([o for o in by_kind.get("killed", []) if o not in crashed_while_stuck] + by_kind.get("error", []),
-                 key=lambda o: (o.timestamp or float("inf"), o.kind != "killed", o.rank))
+    own = sorted(
+        [o for o in by_kind.get("killed", []) if o not in crashed_while_stuck] + by_kind.get("error", []),
+        key=lambda o: (o.timestamp or float("inf"), o.kind != "killed", o.rank),
+    )
     if own and own[0].kind == "killed":
         first = own[0]
         if first.exitcode is None and first.crash_site:
             return f"rank {first.rank} on {host} crashed {first.crash_site}"
         if first.exitcode is None:
-            return (f"rank {first.rank} on {host} ended without recording an error: killed by a signal "
-                    "(SIGKILL, the out-of-memory killer) or a crash")
+            return (
+                f"rank {first.rank} on {host} ended without recording an error: killed by a signal "
+                "(SIGKILL, the out-of-memory killer) or a crash"
+            )
         where = f" {first.crash_site}" if first.crash_site else ""
         return f"rank {first.rank} on {host} was killed by signal {_signal_name(-first.exitcode)}{where}"
     if own:
@@ -81,27 +96,34 @@ def root_cause(outcomes: list[RankOutcome], host: str | None = None, timeout_s: 
         who = f"rank{'s' if len(waiting) > 1 else ''} {_ranks(waiting)}"
         if "stopped" in by_kind or crashed_while_stuck:
             stuck = by_kind.get("stopped", []) + crashed_while_stuck
-            crashes = "".join(f"; rank {o.rank} was then killed by signal {_signal_name(-o.exitcode)}"
-                              for o in crashed_while_stuck)
-            return (f"rank{'s' if len(stuck) > 1 else ''} {_ranks(stuck)} on {host} stuck: never reached the "
-                    f"collective that {who} waited for (timed out{limit}){crashes}")
-        return (f"{who} on {host}: a collective timed out{limit} waiting for a rank on another node "
-                f"({waiting[0].message})")
+            crashes = "".join(
+                f"; rank {o.rank} was then killed by signal {_signal_name(-o.exitcode)}" for o in crashed_while_stuck
+            )
+            return (
+                f"rank{'s' if len(stuck) > 1 else ''} {_ranks(stuck)} on {host} stuck: never reached the "
+                f"collective that {who} waited for (timed out{limit}){crashes}"
+            )
+        return (
+            f"{who} on {host}: a collective timed out{limit} waiting for a rank on another node ({waiting[0].message})"
+        )
     first = (by_kind.get("peer gone") or by_kind.get("stopped") or [None])[0]
     if first is None:
         return f"the job failed on {host} without a recorded error"
     return f"rank {first.rank} on {host} failed: {first.message or f'exit code {first.exitcode}'}"
 
 
-_FATAL = re.compile(r"Fatal Python error: .*?\n\s*Current thread 0x[0-9a-f]+ \(most recent call first\):\n"
-                    r"(?:\s+File \"(?P<file>[^\"]+)\", line (?P<line>\d+) in (?P<function>\S+))?", re.DOTALL)
+_FATAL = re.compile(
+    r"Fatal Python error: .*?\n\s*Current thread 0x[0-9a-f]+ \(most recent call first\):\n"
+    r"(?:\s+File \"(?P<file>[^\"]+)\", line (?P<line>\d+) in (?P<function>\S+))?",
+    re.DOTALL,
+)
 
 
 def crash_site(log: str) -> str:
     """`in FUNCTION (FILE:LINE)` of the crashing thread, from the stack faulthandler writes when a worker
     crashes (the workers enable it); "" when the log holds none."""
     found = None
-    for found in _FATAL.finditer(log):
+    for found in _FATAL.finditer(log):  # noqa: B007 (the last one)
         pass
     if found is None:
         return ""
@@ -118,8 +140,9 @@ def _crashed_after_a_timeout(by_kind: dict[str, list[RankOutcome]]) -> list[Rank
     timeouts = [o.timestamp for o in by_kind.get("timed out", []) if o.timestamp]
     if not timeouts:
         return []
-    return [o for o in by_kind.get("killed", [])
-            if o.exitcode is not None and o.timestamp and o.timestamp >= min(timeouts)]
+    return [
+        o for o in by_kind.get("killed", []) if o.exitcode is not None and o.timestamp and o.timestamp >= min(timeouts)
+    ]
 
 
 def _ranks(outcomes: list[RankOutcome]) -> str:

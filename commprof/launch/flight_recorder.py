@@ -19,9 +19,13 @@ def environment(folder: Path) -> dict[str, str]:
     """Variables that make every NCCL rank record its collectives and dump them into `folder` on a timeout (the
     names torch has used: TORCH_FR_* from 2.6, TORCH_NCCL_* before)."""
     prefix = str(folder / DUMP_PREFIX)
-    return {"TORCH_FR_BUFFER_SIZE": BUFFER_SIZE, "TORCH_NCCL_TRACE_BUFFER_SIZE": BUFFER_SIZE,
-            "TORCH_FR_DUMP_TEMP_FILE": prefix, "TORCH_NCCL_DEBUG_INFO_TEMP_FILE": prefix,
-            "TORCH_NCCL_DUMP_ON_TIMEOUT": "1"}
+    return {
+        "TORCH_FR_BUFFER_SIZE": BUFFER_SIZE,
+        "TORCH_NCCL_TRACE_BUFFER_SIZE": BUFFER_SIZE,
+        "TORCH_FR_DUMP_TEMP_FILE": prefix,
+        "TORCH_NCCL_DEBUG_INFO_TEMP_FILE": prefix,
+        "TORCH_NCCL_DUMP_ON_TIMEOUT": "1",
+    }
 
 
 def read_dumps(folder: Path) -> dict[int, dict[str, Any]]:
@@ -29,7 +33,7 @@ def read_dumps(folder: Path) -> dict[int, dict[str, Any]]:
     dumps = {}
     for path in folder.glob(f"{DUMP_PREFIX}*"):
         try:
-            rank = int(path.name[len(DUMP_PREFIX):])
+            rank = int(path.name[len(DUMP_PREFIX) :])
             dumps[rank] = pickle.loads(path.read_bytes())  # written by this job's own ranks
         except (ValueError, OSError, pickle.UnpicklingError, EOFError):
             continue
@@ -57,6 +61,8 @@ def who_never_arrived(dumps: Mapping[int, Mapping[str, Any]], pg: str = "0") -> 
     waiting = sorted(rank for rank, (seq, _) in entered.items() if seq == ahead)
     operation = next((name for seq, name in entered.values() if seq == ahead and name), "")
     what = f"collective #{ahead}" + (f" ({operation.removeprefix('nccl:')})" if operation else "")
-    return (f"rank{'s' if len(behind) > 1 else ''} {', '.join(map(str, behind))} never reached {what} of process "
-            f"group {pg}, which rank{'s' if len(waiting) > 1 else ''} {', '.join(map(str, waiting))} entered "
-            "(NCCL flight recorder)")
+    return (
+        f"rank{'s' if len(behind) > 1 else ''} {', '.join(map(str, behind))} never reached {what} of process "
+        f"group {pg}, which rank{'s' if len(waiting) > 1 else ''} {', '.join(map(str, waiting))} entered "
+        "(NCCL flight recorder)"
+    )

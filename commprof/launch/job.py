@@ -54,7 +54,9 @@ def uses_mpirun(config: RunConfig, task: Task) -> bool:
     return config.backend == "mpi" and task.mpi_module is not None
 
 
-def run_job(config: RunConfig, task: Task | None = None, total_steps: int = 0, watch: Watch | None = None) -> LaunchResult:
+def run_job(
+    config: RunConfig, task: Task | None = None, total_steps: int = 0, watch: Watch | None = None
+) -> LaunchResult:
     """Start every rank of this node on `task` (default: training) and wait for them; RunFailed names
     the rank and the cause when one fails."""
     task = task or training(config)
@@ -74,18 +76,26 @@ def run_job(config: RunConfig, task: Task | None = None, total_steps: int = 0, w
 def _under_mpirun(config: RunConfig, task: Task, progress: Path, tmp: Path) -> LaunchResult:
     from commprof.launch.mpi import run_under_mpi
 
-    plan = {"payload": task.payload, "progress": str(progress), "result": str(tmp / "result.json"),
-            "errors": str(tmp / "errors")}
+    plan = {
+        "payload": task.payload,
+        "progress": str(progress),
+        "result": str(tmp / "result.json"),
+        "errors": str(tmp / "errors"),
+    }
     (tmp / "errors").mkdir()
     (tmp / "plan.json").write_text(json.dumps(plan))
     try:
-        run_under_mpi(config.procs_per_node, task.mpi_module, [str(tmp / "plan.json")],
-                      task.mpi_time_limit_s or config.timeout_s)
+        run_under_mpi(
+            config.procs_per_node, task.mpi_module, [str(tmp / "plan.json")], task.mpi_time_limit_s or config.timeout_s
+        )
     except RunFailed:
         errors = sorted((tmp / "errors").glob("rank*"), key=lambda p: int(p.name[4:]))
         if errors:
             raise RunFailed(f"{errors[0].name.replace('rank', 'rank ')} failed: {errors[0].read_text()}") from None
         raise
     result = json.loads((tmp / "result.json").read_text()) if (tmp / "result.json").exists() else {}
-    return LaunchResult(result.get("run_id", config.run_id), Path(result.get("run_dir", config.run_dir)),
-                        tuple(range(config.world_size)))
+    return LaunchResult(
+        result.get("run_id", config.run_id),
+        Path(result.get("run_dir", config.run_dir)),
+        tuple(range(config.world_size)),
+    )

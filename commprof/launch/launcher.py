@@ -102,10 +102,13 @@ def _failure_summary(exc: ChildFailedError, log_dir: Path, config: RunConfig) ->
     failures = dict(exc.failures)
     for path in log_dir.glob("*/attempt_*/*/error.json"):
         local_rank = int(path.parent.name)
-        failures.setdefault(first_global + local_rank,
-                            ProcessFailure(local_rank=local_rank, pid=0, exitcode=1, error_file=str(path)))
-    outcomes = [_outcome(rank, failures.get(rank), _stderr(log_dir, rank - first_global))
-                for rank in range(first_global, first_global + config.procs_per_node)]
+        failures.setdefault(
+            first_global + local_rank, ProcessFailure(local_rank=local_rank, pid=0, exitcode=1, error_file=str(path))
+        )
+    outcomes = [
+        _outcome(rank, failures.get(rank), _stderr(log_dir, rank - first_global))
+        for rank in range(first_global, first_global + config.procs_per_node)
+    ]
     never_arrived = flight_recorder.who_never_arrived(flight_recorder.read_dumps(log_dir))
     return root_cause(outcomes, socket.gethostname(), config.timeout_s, never_arrived)
 
@@ -116,8 +119,13 @@ def _outcome(rank: int, failure: ProcessFailure | None, stderr: str) -> RankOutc
     if failure is None:
         return RankOutcome(rank, "", None, crash_site=crash_site(stderr))
     watchdog = WATCHDOG.search(stderr)
-    return RankOutcome(rank, _message(failure) or (watchdog.group(0).strip() if watchdog else ""), failure.exitcode,
-                       failure.timestamp, crash_site(stderr))
+    return RankOutcome(
+        rank,
+        _message(failure) or (watchdog.group(0).strip() if watchdog else ""),
+        failure.exitcode,
+        failure.timestamp,
+        crash_site(stderr),
+    )
 
 
 def _stderr(log_dir: Path, local_rank: int) -> str:
@@ -128,9 +136,11 @@ def _rendezvous_problem(exc: Exception, config: RunConfig) -> str:
     endpoint = config.rdzv_endpoint or STANDALONE_ENDPOINT
     name = type(exc).__name__
     if "Timeout" in name:
-        return (f"rendezvous at {endpoint} timed out after {config.timeout_s:g} s: not all {config.nodes} nodes "
-                f"joined run {config.run_id!r} (start commprof run with the same --nodes, --run-id and "
-                f"--rdzv-endpoint on every node)")
+        return (
+            f"rendezvous at {endpoint} timed out after {config.timeout_s:g} s: not all {config.nodes} nodes "
+            f"joined run {config.run_id!r} (start commprof run with the same --nodes, --run-id and "
+            f"--rdzv-endpoint on every node)"
+        )
     if "Connection" in name:
         return f"rendezvous at {endpoint} failed: no c10d store answered there within {config.timeout_s:g} s"
     return f"launch failed: {name}: {what_went_wrong(str(exc))}"
@@ -157,8 +167,10 @@ def _check_endpoint(endpoint: str | None) -> None:
 
     threading.Thread(target=probe, daemon=True).start()
     if not answered.wait(ENDPOINT_PROBE_S):
-        raise RunFailed(f"rendezvous endpoint {endpoint}: port {port} is in use by a program that is not a "
-                        "c10d store; choose another port for --rdzv-endpoint") from None
+        raise RunFailed(
+            f"rendezvous endpoint {endpoint}: port {port} is in use by a program that is not a "
+            "c10d store; choose another port for --rdzv-endpoint"
+        ) from None
 
 
 def _message(failure) -> str:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import os
-import tempfile
 import secrets
+import tempfile
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -35,8 +35,13 @@ class MachineProbe:
         from commprof.launch.mpi import mpi_unavailable
 
         cuda = torch.cuda.is_available()
-        return cls(cuda, torch.cuda.device_count() if cuda else 0, dist.is_nccl_available(), dist.is_mpi_available(),
-                   mpi_unavailable())
+        return cls(
+            cuda,
+            torch.cuda.device_count() if cuda else 0,
+            dist.is_nccl_available(),
+            dist.is_mpi_available(),
+            mpi_unavailable(),
+        )
 
 
 def new_run_id() -> str:
@@ -61,8 +66,10 @@ def resolve(request: RunRequest, probe: MachineProbe, env: Mapping[str, str] = o
     resolved = {"run_id": run_id, "device": device, "backend": backend, "procs_per_node": ranks}
     config = by_fields(RunConfig, vars(request), **resolved, launch_id=secrets.token_hex(8))
     if request.nodes == 1 and (config.run_dir.exists() or config.report_dir.exists()):
-        raise UsageError(f"run id {run_id!r} already exists in {config.traces_dir} or {config.reports_dir}; "
-                         "choose another --run-id (commprof never overwrites a run)")
+        raise UsageError(
+            f"run id {run_id!r} already exists in {config.traces_dir} or {config.reports_dir}; "
+            "choose another --run-id (commprof never overwrites a run)"
+        )
     return config
 
 
@@ -75,7 +82,9 @@ def _resolve_device(request: RunRequest, probe: MachineProbe) -> str:
         if request.device == "cpu":
             raise UsageError("--gpus and --device cpu contradict each other; use --procs N for CPU ranks")
         if not probe.cuda_available:
-            raise UsageError(f"--gpus {request.gpus}: CUDA is not available on this machine; use --procs N for CPU ranks")
+            raise UsageError(
+                f"--gpus {request.gpus}: CUDA is not available on this machine; use --procs N for CPU ranks"
+            )
         if request.gpus > probe.gpu_count:
             raise UsageError(f"--gpus {request.gpus}: only {probe.gpu_count} GPU(s) visible on this node")
     if request.device == "cuda" and not probe.cuda_available:

@@ -37,7 +37,9 @@ def step_log_path(run_dir: Path, rank: int) -> Path:
     return run_dir / f"rank{rank}{STEP_LOG_SUFFIX}"
 
 
-def write_step_log(run_dir: Path, rank: int, host: str, step_ms: list[float], info: dict[str, Any] | None = None) -> None:
+def write_step_log(
+    run_dir: Path, rank: int, host: str, step_ms: list[float], info: dict[str, Any] | None = None
+) -> None:
     """`info`: what a rank running a user's script learned (its model, DDP, optimizers), written at its end."""
     record = {"rank": rank, "host": host, "steps_done": len(step_ms), "step_ms": step_ms, "updated": now()}
     write_json_atomic(step_log_path(run_dir, rank), {**record, **({"info": info} if info else {})})
@@ -109,9 +111,13 @@ def mark_failed(run_dir: Path, error: str) -> None:
     if record is None or record.get("status") == "complete":
         return
     logs = read_step_logs(run_dir)
-    record.update(status="failed", error=error, end_time=now(),
-                  steps_completed=min((log["steps_done"] for log in logs.values()), default=0),
-                  steps_done_by_rank={str(r): log["steps_done"] for r, log in sorted(logs.items())})
+    record.update(
+        status="failed",
+        error=error,
+        end_time=now(),
+        steps_completed=min((log["steps_done"] for log in logs.values()), default=0),
+        steps_done_by_rank={str(r): log["steps_done"] for r, log in sorted(logs.items())},
+    )
     try:
         write_run_json(run_dir, record)
     except OSError:  # a full or vanished file system: the failure is still reported on the terminal
@@ -129,11 +135,27 @@ def finish_script_run(run_dir: Path, launch_id: str) -> None:
     first = infos.get(0, {})
     built = first.get("ddp_built", [])
     record.update(
-        status="complete", end_time=now(), hosts=sorted({log["host"] for log in logs.values()}),
+        status="complete",
+        end_time=now(),
+        hosts=sorted({log["host"] for log in logs.values()}),
         steps_completed=min((log["steps_done"] for log in logs.values()), default=0),
-        model=built[0]["module"] if built else None, parameters=built[0]["parameters"] if built else None,
-        tf32=first.get("tf32"), ddp_built=built, notes=first.get("notes", []), link_probe=first.get("link_probe", []),
-        ranks=[{"rank": rank, "host": log["host"], "device": infos[rank].get("device"), "trace": infos[rank].get("trace"),
-                "step_ms": log["step_ms"], "ddp": infos[rank].get("ddp", {}),
-                "peak_memory_mb": infos[rank].get("peak_memory_mb")} for rank, log in sorted(logs.items())])
+        model=built[0]["module"] if built else None,
+        parameters=built[0]["parameters"] if built else None,
+        tf32=first.get("tf32"),
+        ddp_built=built,
+        notes=first.get("notes", []),
+        link_probe=first.get("link_probe", []),
+        ranks=[
+            {
+                "rank": rank,
+                "host": log["host"],
+                "device": infos[rank].get("device"),
+                "trace": infos[rank].get("trace"),
+                "step_ms": log["step_ms"],
+                "ddp": infos[rank].get("ddp", {}),
+                "peak_memory_mb": infos[rank].get("peak_memory_mb"),
+            }
+            for rank, log in sorted(logs.items())
+        ],
+    )
     write_run_json(run_dir, record)

@@ -28,8 +28,13 @@ def rows(result: BackendsResult) -> list[tuple[str, ...]]:
 
 
 def notes(result: BackendsResult) -> list[str]:
-    failed = [f"fails: {b} {d} {op}: {cell[1]}" for op in result.ops for b in BACKENDS for d in DEVICES
-              if (cell := result.cell(b, d, op)) is not None and not cell[0]]
+    failed = [
+        f"fails: {b} {d} {op}: {cell[1]}"
+        for op in result.ops
+        for b in BACKENDS
+        for d in DEVICES
+        if (cell := result.cell(b, d, op)) is not None and not cell[0]
+    ]
     return failed + [f"not available here: {key}: {why}" for key, why in result.not_available.items()]
 
 

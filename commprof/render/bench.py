@@ -21,14 +21,25 @@ FITS_TITLE = "Latency-bandwidth model t = alpha + size / bandwidth"
 
 
 def rows(result: BenchResult) -> list[tuple[str, ...]]:
-    return [(r.backend, r.op, human_bytes(r.bytes) + (" *" if r.ddp_bucket else ""), f"{r.median_us:.1f}",
-             f"{r.p10_us:.0f}-{r.p90_us:.0f}", f"{r.algbw_gbps:.3f}", f"{r.busbw_gbps:.3f}",
-             "yes" if r.correct else "WRONG") for r in result.rows]
+    return [
+        (
+            r.backend,
+            r.op,
+            human_bytes(r.bytes) + (" *" if r.ddp_bucket else ""),
+            f"{r.median_us:.1f}",
+            f"{r.p10_us:.0f}-{r.p90_us:.0f}",
+            f"{r.algbw_gbps:.3f}",
+            f"{r.busbw_gbps:.3f}",
+            "yes" if r.correct else "WRONG",
+        )
+        for r in result.rows
+    ]
 
 
 def fit_rows(result: BenchResult) -> list[tuple[str, ...]]:
-    return [(f.backend, f.op, f"{f.alpha_us:.1f}", f"{f.bandwidth_gbps:.3f}", f"{f.busbw_gbps:.3f}")
-            for f in result.fits]
+    return [
+        (f.backend, f.op, f"{f.alpha_us:.1f}", f"{f.bandwidth_gbps:.3f}", f"{f.busbw_gbps:.3f}") for f in result.fits
+    ]
 
 
 def notes(result: BenchResult) -> list[str]:
@@ -43,17 +54,30 @@ def show(result: BenchResult, console: Console) -> None:
 
 
 def markdown(result: BenchResult) -> str:
-    lines = [f"# commprof bench: {result.name}", "", f"{result.world_size} ranks.", "", "![busbw](busbw.png)", "",
-             f"## {ROWS_TITLE}", ""] + markdown_table(ROW_HEADERS, rows(result))
+    lines = [
+        f"# commprof bench: {result.name}",
+        "",
+        f"{result.world_size} ranks.",
+        "",
+        "![busbw](busbw.png)",
+        "",
+        f"## {ROWS_TITLE}",
+        "",
+    ] + markdown_table(ROW_HEADERS, rows(result))
     lines += ["", f"## {FITS_TITLE}", ""] + markdown_table(FIT_HEADERS, fit_rows(result))
     return "\n".join(lines + [""] + [f"- {n}" for n in notes(result)]) + "\n"
 
 
 def html(result: BenchResult, pngs: dict[str, bytes]) -> str:
-    body = [f"<h1>commprof bench: {escape(result.name)}</h1>", f'<p class="meta">{result.world_size} ranks</p>',
-            html_image(pngs, "busbw.png", "bus bandwidth against message size"), f"<h2>{escape(ROWS_TITLE)}</h2>",
-            html_table(ROW_HEADERS, rows(result)), f"<h2>{escape(FITS_TITLE)}</h2>",
-            html_table(FIT_HEADERS, fit_rows(result))]
+    body = [
+        f"<h1>commprof bench: {escape(result.name)}</h1>",
+        f'<p class="meta">{result.world_size} ranks</p>',
+        html_image(pngs, "busbw.png", "bus bandwidth against message size"),
+        f"<h2>{escape(ROWS_TITLE)}</h2>",
+        html_table(ROW_HEADERS, rows(result)),
+        f"<h2>{escape(FITS_TITLE)}</h2>",
+        html_table(FIT_HEADERS, fit_rows(result)),
+    ]
     body += [f'<p class="note">{escape(n)}</p>' for n in notes(result)]
     return page(f"commprof bench: {result.name}", body)
 

@@ -11,15 +11,34 @@ from commprof.render.markdown import markdown_table
 from commprof.render.tables import busbw_by_size
 from commprof.results.compare import PLURAL, CompareResult
 
+
 def headers(result: CompareResult) -> tuple[str, ...]:
-    return (result.compared, "step ms (median)", "communication ms", "exposed ms", "overlap ms", "peak memory MiB",
-            "all-reduce busbw GB/s by size")
+    return (
+        result.compared,
+        "step ms (median)",
+        "communication ms",
+        "exposed ms",
+        "overlap ms",
+        "peak memory MiB",
+        "all-reduce busbw GB/s by size",
+    )
 
 
 def rows(result: CompareResult) -> list[tuple[str, ...]]:
-    return [(r.name, f"{r.step_ms:.1f}", f"{r.comm_ms:.1f}", f"{r.exposed_comm_ms:.1f}", f"{r.overlap_ms:.1f}",
-             f"{r.peak_memory_mb:.0f}" if r.peak_memory_mb is not None else "-", busbw_by_size(r.busbw_by_size))
-            if r.available else (r.name, f"not run: {r.reason}", "", "", "", "", "") for r in result.rows]
+    return [
+        (
+            r.name,
+            f"{r.step_ms:.1f}",
+            f"{r.comm_ms:.1f}",
+            f"{r.exposed_comm_ms:.1f}",
+            f"{r.overlap_ms:.1f}",
+            f"{r.peak_memory_mb:.0f}" if r.peak_memory_mb is not None else "-",
+            busbw_by_size(r.busbw_by_size),
+        )
+        if r.available
+        else (r.name, f"not run: {r.reason}", "", "", "", "", "")
+        for r in result.rows
+    ]
 
 
 def markdown(result: CompareResult) -> str:
@@ -32,9 +51,13 @@ def show(result: CompareResult, console: Console) -> None:
 
 
 def html(result: CompareResult, pngs: dict[str, bytes]) -> str:
-    body = [f"<h1>commprof compare: {escape(result.run_id)}</h1>", f'<p class="headline">{escape(result.summary)}</p>',
-            html_image(pngs, "compare.png", f"{PLURAL[result.compared]} compared"), html_table(headers(result), rows(result)),
-            f'<p class="meta">Each {result.compared}\'s full report: its folder beside this file.</p>']
+    body = [
+        f"<h1>commprof compare: {escape(result.run_id)}</h1>",
+        f'<p class="headline">{escape(result.summary)}</p>',
+        html_image(pngs, "compare.png", f"{PLURAL[result.compared]} compared"),
+        html_table(headers(result), rows(result)),
+        f'<p class="meta">Each {result.compared}\'s full report: its folder beside this file.</p>',
+    ]
     return page(f"commprof compare: {result.run_id}", body)
 
 

@@ -16,8 +16,10 @@ HEADERS = ("metric", "A", "B", "B-A", "change", "95% CI of B-A", "real?")
 
 
 def title(result: DiffResult) -> str:
-    return (f"A = {result.a}, B = {result.b}: median ms per step; real? = beyond the spread between launches and "
-            "steps of both sides, 3% and any gap between their profilers' slowdowns")
+    return (
+        f"A = {result.a}, B = {result.b}: median ms per step; real? = beyond the spread between launches and "
+        "steps of both sides, 3% and any gap between their profilers' slowdowns"
+    )
 
 
 def verdict(result: DiffResult, significant: bool) -> str:
@@ -27,9 +29,19 @@ def verdict(result: DiffResult, significant: bool) -> str:
 
 
 def rows(result: DiffResult, only_real: bool = False) -> list[tuple[str, ...]]:
-    return [(r.metric, f"{r.a:.1f}", f"{r.b:.1f}", f"{r.delta:+.1f}",
-             f"{r.delta_pct:+.1f}%" if r.delta_pct is not None else "-", f"{r.low:+.1f}..{r.high:+.1f}",
-             verdict(result, r.significant)) for r in result.rows if r.significant or not only_real]
+    return [
+        (
+            r.metric,
+            f"{r.a:.1f}",
+            f"{r.b:.1f}",
+            f"{r.delta:+.1f}",
+            f"{r.delta_pct:+.1f}%" if r.delta_pct is not None else "-",
+            f"{r.low:+.1f}..{r.high:+.1f}",
+            verdict(result, r.significant),
+        )
+        for r in result.rows
+        if r.significant or not only_real
+    ]
 
 
 def show(result: DiffResult, console: Console, only_real: bool = False) -> None:
@@ -39,13 +51,18 @@ def show(result: DiffResult, console: Console, only_real: bool = False) -> None:
 
 
 def markdown(result: DiffResult) -> str:
-    lines = [f"# commprof diff: {result.a} vs {result.b}", "", title(result), ""] + markdown_table(HEADERS, rows(result))
+    lines = [f"# commprof diff: {result.a} vs {result.b}", "", title(result), ""] + markdown_table(
+        HEADERS, rows(result)
+    )
     return "\n".join(lines + [""] + [f"- note: {n}" for n in result.notes]) + "\n"
 
 
 def html(result: DiffResult, pngs: dict[str, bytes]) -> str:
-    body = [f"<h1>commprof diff: {escape(result.a)} vs {escape(result.b)}</h1>", f"<p>{escape(title(result))}</p>",
-            html_table(HEADERS, rows(result))]
+    body = [
+        f"<h1>commprof diff: {escape(result.a)} vs {escape(result.b)}</h1>",
+        f"<p>{escape(title(result))}</p>",
+        html_table(HEADERS, rows(result)),
+    ]
     notes = [f'<p class="note">{escape(n)}</p>' for n in result.notes]
     return page(f"commprof diff: {result.a} vs {result.b}", body + notes)
 

@@ -30,16 +30,23 @@ class EventWriter:
         self._add(Summary(value=[Summary.Value(tag=tag, simple_value=float(value))]), step)
 
     def add_text(self, tag: str, text: str, step: int) -> None:
-        """As the Text dashboard reads it (torch's add_text writes the same): a string tensor under `<tag>/text_summary`."""
+        """As the Text dashboard reads it (torch's add_text writes the same): a string tensor under
+        `<tag>/text_summary`."""
         from tensorboard.compat.proto.summary_pb2 import Summary, SummaryMetadata
         from tensorboard.compat.proto.tensor_pb2 import TensorProto
         from tensorboard.compat.proto.tensor_shape_pb2 import TensorShapeProto
         from tensorboard.plugins.text.plugin_data_pb2 import TextPluginData
 
-        metadata = SummaryMetadata(plugin_data=SummaryMetadata.PluginData(
-            plugin_name="text", content=TextPluginData(version=0).SerializeToString()))
-        tensor = TensorProto(dtype="DT_STRING", string_val=[text.encode("utf-8")],
-                             tensor_shape=TensorShapeProto(dim=[TensorShapeProto.Dim(size=1)]))
+        metadata = SummaryMetadata(
+            plugin_data=SummaryMetadata.PluginData(
+                plugin_name="text", content=TextPluginData(version=0).SerializeToString()
+            )
+        )
+        tensor = TensorProto(
+            dtype="DT_STRING",
+            string_val=[text.encode("utf-8")],
+            tensor_shape=TensorShapeProto(dim=[TensorShapeProto.Dim(size=1)]),
+        )
         self._add(Summary(value=[Summary.Value(tag=f"{tag}/text_summary", metadata=metadata, tensor=tensor)]), step)
 
     def add_hparams(self, hparams: dict[str, Any], metrics: dict[str, float]) -> None:
@@ -60,10 +67,14 @@ class EventWriter:
                 start.hparams[name].string_value, kind = str(value), "DATA_TYPE_STRING"
             infos.append(HParamInfo(name=name, type=DataType.Value(kind)))
         experiment = Experiment(hparam_infos=infos, metric_infos=[MetricInfo(name=MetricName(tag=t)) for t in metrics])
-        for tag, data in ((metadata.EXPERIMENT_TAG, HParamsPluginData(experiment=experiment)),
-                          (metadata.SESSION_START_INFO_TAG, HParamsPluginData(session_start_info=start)),
-                          (metadata.SESSION_END_INFO_TAG, HParamsPluginData(
-                              session_end_info=SessionEndInfo(status=Status.Value("STATUS_SUCCESS"))))):
+        for tag, data in (
+            (metadata.EXPERIMENT_TAG, HParamsPluginData(experiment=experiment)),
+            (metadata.SESSION_START_INFO_TAG, HParamsPluginData(session_start_info=start)),
+            (
+                metadata.SESSION_END_INFO_TAG,
+                HParamsPluginData(session_end_info=SessionEndInfo(status=Status.Value("STATUS_SUCCESS"))),
+            ),
+        ):
             data.version = metadata.PLUGIN_DATA_VERSION
             plugin = SummaryMetadata.PluginData(plugin_name=metadata.PLUGIN_NAME, content=data.SerializeToString())
             self._add(Summary(value=[Summary.Value(tag=tag, metadata=SummaryMetadata(plugin_data=plugin))]), 0)

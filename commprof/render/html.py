@@ -5,12 +5,35 @@ from __future__ import annotations
 import base64
 from html import escape
 
+from commprof.render.tables import (
+    ADVICE_HEADERS,
+    BREAKDOWN_HEADERS,
+    COLLECTIVE_HEADERS,
+    DDP_CHECK_HEADERS,
+    GATHER_HEADERS,
+    GATHER_NOTE,
+    NOT_SIGNIFICANT,
+    PHASE_HEADERS,
+    PHASE_NOTE,
+    SKEW_HEADERS,
+    TIMELINE_HEADERS,
+    advice_rows,
+    breakdown_notes,
+    breakdown_rows,
+    collective_row,
+    ddp_check_row,
+    finding_lines,
+    gather_rows,
+    has_findings,
+    headline,
+    phase_rows,
+    skew_rows,
+    skew_summary,
+    step_clock,
+    sweep_table,
+    timeline_row,
+)
 from commprof.results.report import Report
-from commprof.render.tables import (ADVICE_HEADERS, BREAKDOWN_HEADERS, COLLECTIVE_HEADERS, DDP_CHECK_HEADERS,
-                                    GATHER_HEADERS, GATHER_NOTE, PHASE_HEADERS, PHASE_NOTE, SKEW_HEADERS,
-                                    TIMELINE_HEADERS, advice_rows, breakdown_notes, breakdown_rows, collective_row,
-                                    ddp_check_row, finding_lines, gather_rows, has_findings, headline, phase_rows,
-                                    skew_rows, skew_summary, step_clock, sweep_table, timeline_row, NOT_SIGNIFICANT)
 
 STYLE = """
 body { font-family: system-ui, -apple-system, 'Segoe UI', sans-serif; margin: 2em auto; max-width: 1100px;
@@ -42,19 +65,26 @@ def html_image(images: dict[str, bytes], name: str, alt: str) -> str:
 
 def page(title: str, body: list[str]) -> str:
     """A whole self-contained page: inline style, no script, nothing fetched."""
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<title>{escape(title)}</title><style>{STYLE}</style></head><body>{''.join(body)}</body></html>\n")
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{escape(title)}</title><style>{STYLE}</style></head><body>{''.join(body)}</body></html>\n"
+    )
 
 
 def render_html(report: Report, images: dict[str, bytes]) -> str:
     parts = [f"<h1>commprof report: {escape(report.name)}</h1>"]
     run = report.run
     if run:
-        parts.append(f'<p class="meta">{escape(str(run.get("model")))} ({run.get("parameters") or 0:,} parameters), '
-                     f'{run.get("world_size")} ranks, {escape(str(run.get("backend")))} on {escape(str(run.get("device")))}'
-                     f' &middot; torch {escape(str(run.get("versions", {}).get("torch")))} &middot; created {escape(report.created)}</p>')
+        parts.append(
+            f'<p class="meta">{escape(str(run.get("model")))} ({run.get("parameters") or 0:,} parameters), '
+            f"{run.get('world_size')} ranks, {escape(str(run.get('backend')))} on {escape(str(run.get('device')))}"
+            f" &middot; torch {escape(str(run.get('versions', {}).get('torch')))}"
+            f" &middot; created {escape(report.created)}</p>"
+        )
     else:
-        parts.append(f'<p class="meta">{len(report.sources)} trace file(s) &middot; created {escape(report.created)}</p>')
+        parts.append(
+            f'<p class="meta">{len(report.sources)} trace file(s) &middot; created {escape(report.created)}</p>'
+        )
     if report.incomplete:
         parts.append(f'<p class="incomplete">INCOMPLETE: {escape(report.incomplete)}</p>')
     if any(r.comm_ms for r in report.ranks):
@@ -63,24 +93,36 @@ def render_html(report: Report, images: dict[str, bytes]) -> str:
         parts.append(_findings(report))
     if report.sweep is not None:
         parts.append(_sweep(report, images))
-    parts += ["<h2>Where the step goes</h2>", html_image(images, "breakdown.png", "breakdown per rank"),
-              "<p>Milliseconds per profiled step (mean) and percent of the step; compute + exposed communication + "
-              f"copies (memcpy/memset only) + idle = step. {escape(step_clock(report))}.</p>",
-              html_table(BREAKDOWN_HEADERS, breakdown_rows(report))]
+    parts += [
+        "<h2>Where the step goes</h2>",
+        html_image(images, "breakdown.png", "breakdown per rank"),
+        "<p>Milliseconds per profiled step (mean) and percent of the step; compute + exposed communication + "
+        f"copies (memcpy/memset only) + idle = step. {escape(step_clock(report))}.</p>",
+        html_table(BREAKDOWN_HEADERS, breakdown_rows(report)),
+    ]
     parts += [f"<p>{escape(line)}.</p>" for line in breakdown_notes(report)]
     if report.timeline is not None:
         parts += ["<h2>One step on the timeline</h2>", html_image(images, "timeline.png", "step timeline")]
     if report.phases:
         parts += ["<h2>By phase</h2>", f"<p>{escape(PHASE_NOTE)}.</p>", html_table(PHASE_HEADERS, phase_rows(report))]
     if report.gathers:
-        parts += ["<h2>FSDP all-gathers by module</h2>", f"<p>{escape(GATHER_NOTE)}.</p>",
-                  html_table(GATHER_HEADERS, gather_rows(report))]
+        parts += [
+            "<h2>FSDP all-gathers by module</h2>",
+            f"<p>{escape(GATHER_NOTE)}.</p>",
+            html_table(GATHER_HEADERS, gather_rows(report)),
+        ]
     parts.append("<h2>Collectives</h2>")
-    parts.append(html_table(COLLECTIVE_HEADERS, [collective_row(c) for c in report.collectives]) if report.collectives
-                 else "<p>No collective ran in the profiled steps.</p>")
+    parts.append(
+        html_table(COLLECTIVE_HEADERS, [collective_row(c) for c in report.collectives])
+        if report.collectives
+        else "<p>No collective ran in the profiled steps.</p>"
+    )
     if report.cross_rank is not None:
-        parts += ["<h2>Across ranks</h2>", html_table(SKEW_HEADERS, skew_rows(report.cross_rank)),
-                  f"<p>{escape(skew_summary(report))}</p>"]
+        parts += [
+            "<h2>Across ranks</h2>",
+            html_table(SKEW_HEADERS, skew_rows(report.cross_rank)),
+            f"<p>{escape(skew_summary(report))}</p>",
+        ]
     notes = [f"skipped {s.path}: {s.reason}" for s in report.skipped] + list(report.warnings)
     if notes:
         parts += ["<h2>Notes</h2>", "<ul>" + "".join(f'<li class="note">{escape(n)}</li>' for n in notes) + "</ul>"]
@@ -92,23 +134,40 @@ def _sweep(report: Report, images: dict[str, bytes]) -> str:
     parts = [f"<h2>{escape(sweep.kind.capitalize())}</h2>", f'<p class="headline">{escape(sweep.recommendation)}</p>']
     if sweep.paste:
         parts.append(f"<pre>{escape(sweep.paste)}</pre>")
-    parts += [html_image(images, "sweep.png", "step time against setting"),
-              f"<p>Median step time of the job over interleaved rounds with 95% CI; speedup against "
-              f"{escape(sweep.baseline)} ({NOT_SIGNIFICANT}); * best. The sections below are the best setting's.</p>",
-              html_table(*sweep_table(sweep)),
-              *(["<h3>The findings, checked</h3><p>Gain per step against the run's own setting: predicted by the "
-                 "finding, measured here (95% CI).</p>", html_table(ADVICE_HEADERS, advice_rows(sweep))]
-                if sweep.kind == "advise" else [])]
+    parts += [
+        html_image(images, "sweep.png", "step time against setting"),
+        f"<p>Median step time of the job over interleaved rounds with 95% CI; speedup against "
+        f"{escape(sweep.baseline)} ({NOT_SIGNIFICANT}); * best. The sections below are the best setting's.</p>",
+        html_table(*sweep_table(sweep)),
+        *(
+            [
+                "<h3>The findings, checked</h3><p>Gain per step against the run's own setting: predicted by the "
+                "finding, measured here (95% CI).</p>",
+                html_table(ADVICE_HEADERS, advice_rows(sweep)),
+            ]
+            if sweep.kind == "advise"
+            else []
+        ),
+    ]
     if sweep.strategy != "ddp":
         return "".join(parts)
-    parts += ["<h3>Buckets DDP built (bytes)</h3>",
-              html_table(("setting", "bucket sizes"), [(s.label, ", ".join(map(str, s.bucket_sizes))) for s in sweep.settings])]
+    parts += [
+        "<h3>Buckets DDP built (bytes)</h3>",
+        html_table(
+            ("setting", "bucket sizes"), [(s.label, ", ".join(map(str, s.bucket_sizes))) for s in sweep.settings]
+        ),
+    ]
     best = next(s for s in sweep.settings if s.best)
     if best.timeline:
-        parts += [f"<h3>One backward pass of {escape(best.label)}</h3>", html_image(images, "buckets.png", "bucket timeline"),
-                  html_table(TIMELINE_HEADERS, [timeline_row(b) for b in best.timeline])]
-    parts += ["<h3>DDP's own measurements next to the trace's</h3>",
-              html_table(DDP_CHECK_HEADERS, [ddp_check_row(s) for s in sweep.settings])]
+        parts += [
+            f"<h3>One backward pass of {escape(best.label)}</h3>",
+            html_image(images, "buckets.png", "bucket timeline"),
+            html_table(TIMELINE_HEADERS, [timeline_row(b) for b in best.timeline]),
+        ]
+    parts += [
+        "<h3>DDP's own measurements next to the trace's</h3>",
+        html_table(DDP_CHECK_HEADERS, [ddp_check_row(s) for s in sweep.settings]),
+    ]
     return "".join(parts)
 
 
@@ -116,6 +175,9 @@ def _findings(report: Report) -> str:
     lines = finding_lines(report)
     if not report.findings:
         return f"<h2>Findings</h2><p>{escape(lines[0][0])}.</p>"
-    items = "".join(f"<li><b>{escape(title.split('. ', 1)[1])}</b><br>evidence: {escape(evidence)}<br>"
-                    f"do: <code>{escape(action)}</code></li>" for title, evidence, action in lines)
+    items = "".join(
+        f"<li><b>{escape(title.split('. ', 1)[1])}</b><br>evidence: {escape(evidence)}<br>"
+        f"do: <code>{escape(action)}</code></li>"
+        for title, evidence, action in lines
+    )
     return f"<h2>Findings</h2><ol>{items}</ol>"

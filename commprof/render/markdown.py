@@ -2,12 +2,35 @@
 
 from __future__ import annotations
 
+from commprof.render.tables import (
+    ADVICE_HEADERS,
+    BREAKDOWN_HEADERS,
+    COLLECTIVE_HEADERS,
+    DDP_CHECK_HEADERS,
+    GATHER_HEADERS,
+    GATHER_NOTE,
+    NOT_SIGNIFICANT,
+    PHASE_HEADERS,
+    PHASE_NOTE,
+    SKEW_HEADERS,
+    TIMELINE_HEADERS,
+    advice_rows,
+    breakdown_notes,
+    breakdown_rows,
+    collective_row,
+    ddp_check_row,
+    finding_lines,
+    gather_rows,
+    has_findings,
+    headline,
+    phase_rows,
+    skew_rows,
+    skew_summary,
+    step_clock,
+    sweep_table,
+    timeline_row,
+)
 from commprof.results.report import Report
-from commprof.render.tables import (ADVICE_HEADERS, BREAKDOWN_HEADERS, COLLECTIVE_HEADERS, DDP_CHECK_HEADERS,
-                                    GATHER_HEADERS, GATHER_NOTE, PHASE_HEADERS, PHASE_NOTE, SKEW_HEADERS,
-                                    TIMELINE_HEADERS, advice_rows, breakdown_notes, breakdown_rows, collective_row,
-                                    ddp_check_row, finding_lines, gather_rows, has_findings, headline, phase_rows,
-                                    skew_rows, skew_summary, step_clock, sweep_table, timeline_row, NOT_SIGNIFICANT)
 
 
 def markdown_table(headers: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
@@ -20,10 +43,13 @@ def render_markdown(report: Report) -> str:
     lines = [f"# commprof report: {report.name}", ""]
     run = report.run
     if run:
-        lines += [f"- model: {run.get('model')} ({run.get('parameters') or 0:,} parameters)",
-                  f"- ranks: {run.get('world_size')} ({run.get('backend')} on {run.get('device')}), "
-                  f"hosts: {', '.join(run.get('hosts', []))}",
-                  f"- torch {run.get('versions', {}).get('torch')}", ""]
+        lines += [
+            f"- model: {run.get('model')} ({run.get('parameters') or 0:,} parameters)",
+            f"- ranks: {run.get('world_size')} ({run.get('backend')} on {run.get('device')}), "
+            f"hosts: {', '.join(run.get('hosts', []))}",
+            f"- torch {run.get('versions', {}).get('torch')}",
+            "",
+        ]
     lines += [f"Sources: {len(report.sources)} trace file(s). Created {report.created}.", ""]
     if report.incomplete:
         lines += [f"> **INCOMPLETE:** {report.incomplete}", ""]
@@ -37,16 +63,24 @@ def render_markdown(report: Report) -> str:
                 lines += [f"- evidence: {evidence}", f"- do: `{action}`", ""]
     if report.sweep is not None:
         lines += _sweep_section(report)
-    lines += ["## Step time breakdown", "",
-              "Milliseconds per profiled step (mean over steps; step time also as median and p95), "
-              "and percent of the mean step. compute + exposed comm + copies (memcpy/memset only) + idle = step. "
-              f"{step_clock(report)}.", ""]
+    lines += [
+        "## Step time breakdown",
+        "",
+        "Milliseconds per profiled step (mean over steps; step time also as median and p95), "
+        "and percent of the mean step. compute + exposed comm + copies (memcpy/memset only) + idle = step. "
+        f"{step_clock(report)}.",
+        "",
+    ]
     extra = [f"{line}." for line in breakdown_notes(report)]
     lines += extra + ([""] if extra else [])
     lines += markdown_table(BREAKDOWN_HEADERS, breakdown_rows(report)) + ["", "![breakdown](breakdown.png)", ""]
     if report.timeline is not None:
-        lines += [f"One step of rank {report.timeline.rank} ({report.timeline.step}, a step of median length):", "",
-                  "![timeline](timeline.png)", ""]
+        lines += [
+            f"One step of rank {report.timeline.rank} ({report.timeline.step}, a step of median length):",
+            "",
+            "![timeline](timeline.png)",
+            "",
+        ]
     if report.phases:
         lines += ["## By phase", "", f"{PHASE_NOTE}.", ""] + markdown_table(PHASE_HEADERS, phase_rows(report)) + [""]
     if report.gathers:
@@ -58,8 +92,13 @@ def render_markdown(report: Report) -> str:
     else:
         lines += ["No collective ran in the profiled steps.", ""]
     if report.cross_rank is not None:
-        lines += ["## Across ranks", "", "Wait: arrived early and waited for the last rank. Transfer: from the last "
-                  "rank's arrival to the end. Per step.", ""]
+        lines += [
+            "## Across ranks",
+            "",
+            "Wait: arrived early and waited for the last rank. Transfer: from the last "
+            "rank's arrival to the end. Per step.",
+            "",
+        ]
         lines += markdown_table(SKEW_HEADERS, skew_rows(report.cross_rank)) + ["", skew_summary(report), ""]
     if report.skipped or report.warnings:
         lines += ["## Notes", ""]
@@ -73,13 +112,21 @@ def _sweep_section(report: Report) -> list[str]:
     lines = [f"## {sweep.kind.capitalize()}", "", f"**{sweep.recommendation}**", ""]
     if sweep.paste:
         lines += ["```python", sweep.paste, "```", ""]
-    lines += [f"Median step time of the job (slowest rank per step) over interleaved rounds, 95% bootstrap CI; "
-              f"speedup against {sweep.baseline} ({NOT_SIGNIFICANT}); * marks the best. "
-              f"The breakdown below is the best setting's.", ""]
+    lines += [
+        f"Median step time of the job (slowest rank per step) over interleaved rounds, 95% bootstrap CI; "
+        f"speedup against {sweep.baseline} ({NOT_SIGNIFICANT}); * marks the best. "
+        f"The breakdown below is the best setting's.",
+        "",
+    ]
     lines += markdown_table(*sweep_table(sweep)) + ["", "![sweep](sweep.png)", ""]
     if sweep.kind == "advise":
-        lines += ["### The findings, checked", "", "Gain per step against the run's own setting: predicted by the "
-                  "finding, measured here (median difference of the job's step times, 95% bootstrap CI).", ""]
+        lines += [
+            "### The findings, checked",
+            "",
+            "Gain per step against the run's own setting: predicted by the "
+            "finding, measured here (median difference of the job's step times, 95% bootstrap CI).",
+            "",
+        ]
         lines += markdown_table(ADVICE_HEADERS, advice_rows(sweep)) + [""]
     if sweep.strategy != "ddp":
         return lines
@@ -87,12 +134,20 @@ def _sweep_section(report: Report) -> list[str]:
     lines += [f"| {s.label} | {', '.join(map(str, s.bucket_sizes))} |" for s in sweep.settings] + [""]
     best = next(s for s in sweep.settings if s.best)
     if best.timeline:
-        lines += [f"### One backward pass of {best.label}", "",
-                  "Times in ms from the start of the backward pass on rank 0 (a typical profiled step).", ""]
+        lines += [
+            f"### One backward pass of {best.label}",
+            "",
+            "Times in ms from the start of the backward pass on rank 0 (a typical profiled step).",
+            "",
+        ]
         lines += markdown_table(TIMELINE_HEADERS, [timeline_row(b) for b in best.timeline])
         lines += ["", "![bucket timeline](buckets.png)", ""]
-    lines += ["### DDP's own measurements next to the trace's", "",
-              "DDP's averages from `_get_ddp_logging_data()` over all steps, and the same figures taken from the "
-              "profiled steps (median).", ""]
+    lines += [
+        "### DDP's own measurements next to the trace's",
+        "",
+        "DDP's averages from `_get_ddp_logging_data()` over all steps, and the same figures taken from the "
+        "profiled steps (median).",
+        "",
+    ]
     lines += markdown_table(DDP_CHECK_HEADERS, [ddp_check_row(s) for s in sweep.settings]) + [""]
     return lines

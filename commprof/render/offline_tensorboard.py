@@ -34,14 +34,19 @@ def _serve_trace_viewer_offline() -> None:
     def static(name: str, content_type: str):
         @wrappers.Request.application
         def route(request):
-            return werkzeug.Response((STATIC / name).read_bytes(), content_type=content_type,
-                                     headers=TorchProfilerPlugin.headers)
+            return werkzeug.Response(
+                (STATIC / name).read_bytes(), content_type=content_type, headers=TorchProfilerPlugin.headers
+            )
+
         return route
 
     def apps(self):
-        return {**plugin_apps(self), "/trace_embedding.html": trace_page,
-                f"/{POLYFILL}": static(POLYFILL, "application/javascript"),
-                f"/{TRACE_PAGE}": static("trace.html", "text/html")}
+        return {
+            **plugin_apps(self),
+            "/trace_embedding.html": trace_page,
+            f"/{POLYFILL}": static(POLYFILL, "application/javascript"),
+            f"/{TRACE_PAGE}": static("trace.html", "text/html"),
+        }
 
     TorchProfilerPlugin.get_plugin_apps = apps
 

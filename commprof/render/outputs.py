@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
+from commprof.render.tensorboard import write_events
 from commprof.results.backends import BackendsResult
 from commprof.results.bench import BenchResult
 from commprof.results.common import Result
@@ -17,7 +18,6 @@ from commprof.results.diff import DiffResult
 from commprof.results.report import Report
 from commprof.results.scale import ScaleReport
 from commprof.results.store import save_result
-from commprof.render.tensorboard import write_events
 
 if TYPE_CHECKING:
     from commprof.render.figure_process import FigureProcess
@@ -27,8 +27,14 @@ def view_of(result: Result) -> ModuleType:
     """The render module of this kind: show(result, console), markdown(result), html(result, images), images(result)."""
     from commprof.render import backends, bench, compare, diff, report_view, scale
 
-    views = {Report: report_view, ScaleReport: scale, BenchResult: bench, CompareResult: compare,
-             BackendsResult: backends, DiffResult: diff}
+    views = {
+        Report: report_view,
+        ScaleReport: scale,
+        BenchResult: bench,
+        CompareResult: compare,
+        BackendsResult: backends,
+        DiffResult: diff,
+    }
     return views[type(result)]
 
 
@@ -40,8 +46,13 @@ def markdown(result: Result) -> str:
     return view_of(result).markdown(result)
 
 
-def write_result(result: Result, folder: Path, timeline: dict | None = None, events_dir: Path | None = None,
-                 apart: FigureProcess | None = None) -> list[Path]:
+def write_result(
+    result: Result,
+    folder: Path,
+    timeline: dict | None = None,
+    events_dir: Path | None = None,
+    apart: FigureProcess | None = None,
+) -> list[Path]:
     """report.json, the plots, report.md (which shows them) and the self-contained report.html; for a run,
     timeline.json (the job's aligned trace) when given; for bench, bench.csv; TensorBoard event files in
     `events_dir` (next to the traces) or else folder/tensorboard. The page comes first. `apart`: a process

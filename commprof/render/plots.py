@@ -9,13 +9,19 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from commprof.render.tables import QUANTILES, TOP_RANKS, many_ranks
 from commprof.results.bench import BenchResult
 from commprof.results.compare import BackendRun
 from commprof.results.report import Report, SettingResult, StepTimeline, SweepResult
-from commprof.render.tables import QUANTILES, TOP_RANKS, many_ranks
 
-COLORS = {"compute": "#4C72B0", "overlap": "#8172B2", "exposed": "#DD8452", "idle": "#C8C8C8", "comm": "#DD8452",
-          "memory": "#55A868"}
+COLORS = {
+    "compute": "#4C72B0",
+    "overlap": "#8172B2",
+    "exposed": "#DD8452",
+    "idle": "#C8C8C8",
+    "comm": "#DD8452",
+    "memory": "#55A868",
+}
 
 
 def subplots(figsize: tuple[float, float]) -> tuple[Figure, Axes]:
@@ -35,15 +41,17 @@ def breakdown_plot(report: Report) -> bytes:
     For many ranks: the ranks at the step-time quantiles and the slowest ones."""
     ranks, labels = representative_ranks(report)
     fig, ax = subplots((9, 0.35 * len(ranks) + 1.6))
-    parts = [("computation only", [r.compute_ms - r.overlap_ms for r in ranks], COLORS["compute"]),
-             ("computation + communication", [r.overlap_ms for r in ranks], COLORS["overlap"]),
-             ("exposed communication", [r.exposed_comm_ms for r in ranks], COLORS["exposed"]),
-             ("memcpy / memset only", [r.memory_only_ms for r in ranks], COLORS["memory"]),
-             ("idle", [r.idle_ms for r in ranks], COLORS["idle"])]
+    parts = [
+        ("computation only", [r.compute_ms - r.overlap_ms for r in ranks], COLORS["compute"]),
+        ("computation + communication", [r.overlap_ms for r in ranks], COLORS["overlap"]),
+        ("exposed communication", [r.exposed_comm_ms for r in ranks], COLORS["exposed"]),
+        ("memcpy / memset only", [r.memory_only_ms for r in ranks], COLORS["memory"]),
+        ("idle", [r.idle_ms for r in ranks], COLORS["idle"]),
+    ]
     left = [0.0] * len(ranks)
     for name, values, color in parts:
         ax.barh(labels, values, left=left, color=color, label=name)
-        left = [a + b for a, b in zip(left, values)]
+        left = [a + b for a, b in zip(left, values, strict=False)]
     ax.invert_yaxis()
     ax.set_xlabel("ms per step (mean over profiled steps)")
     ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
@@ -69,8 +77,12 @@ def representative_ranks(report: Report) -> tuple[list, list[str]]:
 def step_timeline_plot(timeline: StepTimeline) -> bytes:
     """One step of one rank: computation and communication as two lanes."""
     fig, ax = subplots((8, 2.2))
-    for lane, (name, intervals, color) in enumerate((("computation", timeline.compute, COLORS["compute"]),
-                                                     ("communication", timeline.communication, COLORS["comm"]))):
+    for lane, (_name, intervals, color) in enumerate(
+        (
+            ("computation", timeline.compute, COLORS["compute"]),
+            ("communication", timeline.communication, COLORS["comm"]),
+        )
+    ):
         ax.broken_barh([(a, b - a) for a, b in intervals], (lane - 0.35, 0.7), color=color)
     ax.set_yticks([0, 1], ["computation", "communication"])
     ax.set_xlim(0, timeline.window_ms)
@@ -89,13 +101,27 @@ def sweep_plot(sweep: SweepResult) -> bytes:
     fig, ax = subplots((7, 4))
     x = sizes if by_size else list(range(len(settings)))
     errors = [[s.step_ms.value - s.step_ms.low for s in settings], [s.step_ms.high - s.step_ms.value for s in settings]]
-    ax.errorbar(x, [s.step_ms.value for s in settings], yerr=errors, marker="o", capsize=4,
-                label="step time (median, 95% CI)")
-    ax.plot(x, [s.exposed_comm_ms for s in settings], marker="s", linestyle="--", color=COLORS["exposed"],
-            label="exposed communication")
+    ax.errorbar(
+        x, [s.step_ms.value for s in settings], yerr=errors, marker="o", capsize=4, label="step time (median, 95% CI)"
+    )
+    ax.plot(
+        x,
+        [s.exposed_comm_ms for s in settings],
+        marker="s",
+        linestyle="--",
+        color=COLORS["exposed"],
+        label="exposed communication",
+    )
     best = next(s for s in settings if s.best)
-    ax.scatter([x[settings.index(best)]], [best.step_ms.value], s=160, facecolors="none", edgecolors="red",
-               zorder=5, label=f"best: {best.label}")
+    ax.scatter(
+        [x[settings.index(best)]],
+        [best.step_ms.value],
+        s=160,
+        facecolors="none",
+        edgecolors="red",
+        zorder=5,
+        label=f"best: {best.label}",
+    )
     if by_size:
         ax.set_xscale("log")
         ax.set_xlabel("bucket_cap_mb")
@@ -146,7 +172,9 @@ def busbw_plot(result: BenchResult) -> bytes:
     fig, ax = subplots((8, 4.5))
     for backend, op in sorted({(r.backend, r.op) for r in result.rows}):
         rows = [r for r in result.rows if r.backend == backend and r.op == op]
-        ax.plot([r.bytes for r in rows], [r.busbw_gbps for r in rows], marker="o", markersize=3, label=f"{backend} {op}")
+        ax.plot(
+            [r.bytes for r in rows], [r.busbw_gbps for r in rows], marker="o", markersize=3, label=f"{backend} {op}"
+        )
     for size in result.ddp_bucket_sizes:
         ax.axvline(size, color="gray", linestyle=":", linewidth=1)
     ax.set_xscale("log")
@@ -165,9 +193,19 @@ def compare_plot(rows: list[BackendRun]) -> bytes:
     fig, ax = subplots((6, 0.5 * max(len(rows), 1) + 1.6))
     names = [r.name for r in rows]
     exposed = [r.exposed_comm_ms for r in rows]
-    ax.barh(names, [r.step_ms - e for r, e in zip(rows, exposed)], color=COLORS["compute"], label="rest of the step")
-    ax.barh(names, exposed, left=[r.step_ms - e for r, e in zip(rows, exposed)], color=COLORS["exposed"],
-            label="exposed communication")
+    ax.barh(
+        names,
+        [r.step_ms - e for r, e in zip(rows, exposed, strict=False)],
+        color=COLORS["compute"],
+        label="rest of the step",
+    )
+    ax.barh(
+        names,
+        exposed,
+        left=[r.step_ms - e for r, e in zip(rows, exposed, strict=False)],
+        color=COLORS["exposed"],
+        label="exposed communication",
+    )
     ax.set_xlabel("ms per step (median)")
     ax.legend(fontsize=8)
     ax.set_title("Backends on the same workload")

@@ -6,42 +6,92 @@ from html import escape
 
 from rich.console import Console
 
-from commprof.results.scale import ScaleReport
 from commprof.render.html import html_image, html_table, page
 from commprof.render.markdown import markdown_table
+from commprof.results.scale import ScaleReport
 
-MEASURED_HEADERS = ("ranks", "global batch", "LR (linear rule)", "step ms [95% CI]", "samples/s", "speedup",
-                    "efficiency", "compute ms", "exposed comm ms", "idle ms", "all-reduce busbw GB/s", "model ms")
-PREDICTED_HEADERS = ("ranks", "global batch", "LR (linear rule)", "step ms", "samples/s", "speedup", "efficiency",
-                     "exposed comm ms", "best bucket_cap_mb", "step ms at best")
+MEASURED_HEADERS = (
+    "ranks",
+    "global batch",
+    "LR (linear rule)",
+    "step ms [95% CI]",
+    "samples/s",
+    "speedup",
+    "efficiency",
+    "compute ms",
+    "exposed comm ms",
+    "idle ms",
+    "all-reduce busbw GB/s",
+    "model ms",
+)
+PREDICTED_HEADERS = (
+    "ranks",
+    "global batch",
+    "LR (linear rule)",
+    "step ms",
+    "samples/s",
+    "speedup",
+    "efficiency",
+    "exposed comm ms",
+    "best bucket_cap_mb",
+    "step ms at best",
+)
 
 
 def measured_rows(report: ScaleReport) -> list[tuple[str, ...]]:
-    return [(str(p.world_size), str(p.global_batch), f"{p.learning_rate:.4g}",
-             f"{p.step_ms.value:.1f} [{p.step_ms.low:.1f}, {p.step_ms.high:.1f}]", f"{p.samples_per_s:.1f}",
-             f"{p.speedup:.2f}x", f"{p.efficiency:.0%}", f"{p.compute_ms:.1f}", f"{p.exposed_comm_ms:.1f}",
-             f"{p.idle_ms:.1f}", f"{p.allreduce_busbw_gbps:.2f}" if p.allreduce_busbw_gbps is not None else "-",
-             f"{p.predicted_step_ms:.1f}" if p.predicted_step_ms is not None else "-") for p in report.points]
+    return [
+        (
+            str(p.world_size),
+            str(p.global_batch),
+            f"{p.learning_rate:.4g}",
+            f"{p.step_ms.value:.1f} [{p.step_ms.low:.1f}, {p.step_ms.high:.1f}]",
+            f"{p.samples_per_s:.1f}",
+            f"{p.speedup:.2f}x",
+            f"{p.efficiency:.0%}",
+            f"{p.compute_ms:.1f}",
+            f"{p.exposed_comm_ms:.1f}",
+            f"{p.idle_ms:.1f}",
+            f"{p.allreduce_busbw_gbps:.2f}" if p.allreduce_busbw_gbps is not None else "-",
+            f"{p.predicted_step_ms:.1f}" if p.predicted_step_ms is not None else "-",
+        )
+        for p in report.points
+    ]
 
 
 def predicted_rows(report: ScaleReport) -> list[tuple[str, ...]]:
-    return [(str(p.world_size), str(p.global_batch), f"{p.learning_rate:.4g}", f"{p.step_ms:.1f}",
-             f"{p.samples_per_s:.1f}", f"{p.speedup:.2f}x", f"{p.efficiency:.0%}", f"{p.exposed_comm_ms:.1f}",
-             f"{p.best_bucket_cap_mb:g}", f"{p.best_step_ms:.1f}") for p in report.predictions]
+    return [
+        (
+            str(p.world_size),
+            str(p.global_batch),
+            f"{p.learning_rate:.4g}",
+            f"{p.step_ms:.1f}",
+            f"{p.samples_per_s:.1f}",
+            f"{p.speedup:.2f}x",
+            f"{p.efficiency:.0%}",
+            f"{p.exposed_comm_ms:.1f}",
+            f"{p.best_bucket_cap_mb:g}",
+            f"{p.best_step_ms:.1f}",
+        )
+        for p in report.predictions
+    ]
 
 
 def model_notes(report: ScaleReport) -> list[str]:
-    notes = [f"{report.mode} scaling of {report.model} ({report.parameters:,} parameters), {report.backend} on "
-             f"{report.device}, bucket_cap_mb={report.bucket_cap_mb:g}; LR: linear scaling rule (Goyal et al.) from "
-             f"{report.base_learning_rate:g} at the smallest size's global batch (use with gradual warm-up).",
-             f"Sizes ran interleaved in this order: {', '.join(map(str, report.order))}; step times are the slowest "
-             "rank's, outside the profiler window, pooled over repeats (median, bootstrap 95% CI)."]
+    notes = [
+        f"{report.mode} scaling of {report.model} ({report.parameters:,} parameters), {report.backend} on "
+        f"{report.device}, bucket_cap_mb={report.bucket_cap_mb:g}; LR: linear scaling rule (Goyal et al.) from "
+        f"{report.base_learning_rate:g} at the smallest size's global batch (use with gradual warm-up).",
+        f"Sizes ran interleaved in this order: {', '.join(map(str, report.order))}; step times are the slowest "
+        "rank's, outside the profiler window, pooled over repeats (median, bootstrap 95% CI).",
+    ]
     if report.link:
-        notes.append(f"Prediction (docs/prediction.md): ring all-reduce with alpha {report.link['alpha_us']:.1f} us "
-                     f"per step and B {report.link['bandwidth_gbps']:.3f} GB/s ({report.link['source']}); compute per "
-                     f"rank {report.compute['intercept_ms']:.1f} + {report.compute['slope_ms']:.2f}·n ms; trace-to-wall "
-                     f"factor {report.profiling_overhead:.3f} (unprofiled wall-clock step / traced step: the "
-                     "profiler's cost, and on GPUs the CPU time outside the device's busy span).")
+        notes.append(
+            f"Prediction (docs/prediction.md): ring all-reduce with alpha {report.link['alpha_us']:.1f} us "
+            f"per step and B {report.link['bandwidth_gbps']:.3f} GB/s ({report.link['source']}); compute per "
+            f"rank {report.compute['intercept_ms']:.1f} + {report.compute['slope_ms']:.2f}·n ms; trace-to-wall "
+            f"factor {report.profiling_overhead:.3f} (unprofiled wall-clock step / traced step: the "
+            "profiler's cost, and on GPUs the CPU time outside the device's busy span)."
+        )
     return notes
 
 
@@ -63,13 +113,19 @@ def markdown(report: ScaleReport) -> str:
 
 
 def html(report: ScaleReport, pngs: dict[str, bytes]) -> str:
-    body = [f"<h1>commprof scale: {escape(report.name)}</h1>", f'<p class="headline">{escape(report.summary)}.</p>',
-            html_image(pngs, "scale.png", "speedup against world size"),
-            "<h2>Measured</h2>", html_table(MEASURED_HEADERS, measured_rows(report))]
+    body = [
+        f"<h1>commprof scale: {escape(report.name)}</h1>",
+        f'<p class="headline">{escape(report.summary)}.</p>',
+        html_image(pngs, "scale.png", "speedup against world size"),
+        "<h2>Measured</h2>",
+        html_table(MEASURED_HEADERS, measured_rows(report)),
+    ]
     if report.predictions:
         body += ["<h2>Predicted</h2>", html_table(PREDICTED_HEADERS, predicted_rows(report))]
-    body += ["<h2>Notes</h2><ul>" + "".join(f'<li class="note">{escape(n)}</li>' for n in model_notes(report)) + "</ul>",
-             '<p class="meta">Each size\'s full report: reports/&lt;run id&gt;-ws&lt;N&gt;-r&lt;K&gt;/.</p>']
+    body += [
+        "<h2>Notes</h2><ul>" + "".join(f'<li class="note">{escape(n)}</li>' for n in model_notes(report)) + "</ul>",
+        '<p class="meta">Each size\'s full report: reports/&lt;run id&gt;-ws&lt;N&gt;-r&lt;K&gt;/.</p>',
+    ]
     return page(f"commprof scale: {report.name}", body)
 
 
@@ -83,9 +139,15 @@ def scale_plot(report: ScaleReport) -> bytes:
     predicted = [(p.world_size, p.speedup) for p in report.predictions]
     every = sorted({n for n, _ in measured + predicted})
     ax.plot(every, [n / base for n in every], color="#999999", linestyle=":", label="ideal (linear)")
-    ax.plot(*zip(*measured), marker="o", color="#4C72B0", label="measured")
+    ax.plot(*zip(*measured, strict=False), marker="o", color="#4C72B0", label="measured")
     if predicted:
-        ax.plot(*zip(*([measured[-1]] + predicted)), marker="s", linestyle="--", color="#DD8452", label="predicted")
+        ax.plot(
+            *zip(*([measured[-1]] + predicted), strict=False),
+            marker="s",
+            linestyle="--",
+            color="#DD8452",
+            label="predicted",
+        )
     ax.set_xlabel("world size (ranks)")
     ax.set_ylabel(f"speedup (samples/s against {base} rank{'s' if base > 1 else ''})")
     ax.set_title(f"{report.mode} scaling: {report.model}, {report.backend} on {report.device}")

@@ -5,18 +5,49 @@ from __future__ import annotations
 import statistics
 
 from commprof.results.common import PRACTICAL_SHARE, WARN_SLOWDOWN
-from commprof.results.report import (BucketEvent, CollectiveStats, CrossRank, Finding, RankSkew, RankSummary, Report,
-                                     SettingResult, SweepResult, job_step_ms)
+from commprof.results.report import (
+    BucketEvent,
+    CollectiveStats,
+    CrossRank,
+    Finding,
+    RankSkew,
+    RankSummary,
+    Report,
+    SettingResult,
+    SweepResult,
+    job_step_ms,
+)
 
 # The step is the mean over profiled steps, as every part is: compute + exposed + copies + idle = step, exactly;
 # comm = overlap + exposed. The median and p95 step stand beside it, named.
-BREAKDOWN_HEADERS = ("rank", "mean step ms", "median", "p95", "compute", "comm", "overlap", "exposed", "copies",
-                     "idle", "ratio")
+BREAKDOWN_HEADERS = (
+    "rank",
+    "mean step ms",
+    "median",
+    "p95",
+    "compute",
+    "comm",
+    "overlap",
+    "exposed",
+    "copies",
+    "idle",
+    "ratio",
+)
 BREAKDOWN_SUM = "means per step: compute + exposed + copies + idle = mean step; comm = overlap + exposed"
-SKEW_HEADERS = ("rank", "step ms", "wait ms", "transfer ms", "makes others wait ms", "arrived last",
-                "clock offset us")
-COLLECTIVE_HEADERS = ("phase", "op", "for", "backend", "dtype", "ranks", "calls/step", "bytes/call", "ms", "algbw",
-                      "busbw")
+SKEW_HEADERS = ("rank", "step ms", "wait ms", "transfer ms", "makes others wait ms", "arrived last", "clock offset us")
+COLLECTIVE_HEADERS = (
+    "phase",
+    "op",
+    "for",
+    "backend",
+    "dtype",
+    "ranks",
+    "calls/step",
+    "bytes/call",
+    "ms",
+    "algbw",
+    "busbw",
+)
 
 
 def _ms_pct(value: float, step: float) -> str:
@@ -26,9 +57,19 @@ def _ms_pct(value: float, step: float) -> str:
 def breakdown_row(r: RankSummary, label: str | None = None) -> tuple[str, ...]:
     step = r.step_time_ms.mean
     ratio = f"{r.comm_compute_ratio:.2f}" if r.comm_compute_ratio is not None else "-"
-    return (label or str(r.rank), f"{step:.1f}", f"{r.step_time_ms.median:.1f}", f"{r.step_time_ms.p95:.1f}",
-            _ms_pct(r.compute_ms, step), _ms_pct(r.comm_ms, step), _ms_pct(r.overlap_ms, step),
-            _ms_pct(r.exposed_comm_ms, step), _ms_pct(r.memory_only_ms, step), _ms_pct(r.idle_ms, step), ratio)
+    return (
+        label or str(r.rank),
+        f"{step:.1f}",
+        f"{r.step_time_ms.median:.1f}",
+        f"{r.step_time_ms.p95:.1f}",
+        _ms_pct(r.compute_ms, step),
+        _ms_pct(r.comm_ms, step),
+        _ms_pct(r.overlap_ms, step),
+        _ms_pct(r.exposed_comm_ms, step),
+        _ms_pct(r.memory_only_ms, step),
+        _ms_pct(r.idle_ms, step),
+        ratio,
+    )
 
 
 # Beyond this many ranks, tables show the distribution over ranks and the top ranks instead of
@@ -51,8 +92,10 @@ def step_clock(report: Report) -> str:
     """What 'step' means in this report, in words: the clock every figure of the breakdown is on."""
     kinds = {r.kind for r in report.ranks}
     if kinds == {"gpu"}:
-        return ("GPU time: a step spans the device work it launched (kernels, memcpy, memset), first to last, and "
-                "work carried over from before it that ran in between steps; run.json's step times are wall-clock")
+        return (
+            "GPU time: a step spans the device work it launched (kernels, memcpy, memset), first to last, and "
+            "work carried over from before it that ran in between steps; run.json's step times are wall-clock"
+        )
     if kinds == {"cpu"}:
         return "CPU time: a step is its ProfilerStep range"
     return "GPU time on GPU ranks, CPU time on the others"
@@ -69,8 +112,10 @@ def carried_over(report: Report) -> str | None:
     if not ranks:
         return None
     worst = max(ranks, key=lambda r: r.carried_over_ms)
-    return (f"Device work carried over from before the step runs inside it on {len(ranks)} rank(s), up to "
-            f"{worst.carried_over_ms:.2f} ms per step (rank {worst.rank}): counted where it runs")
+    return (
+        f"Device work carried over from before the step runs inside it on {len(ranks)} rank(s), up to "
+        f"{worst.carried_over_ms:.2f} ms per step (rank {worst.rank}): counted where it runs"
+    )
 
 
 def peak_memory(report: Report) -> str | None:
@@ -80,12 +125,14 @@ def peak_memory(report: Report) -> str | None:
     rss = report.run.get("peak_rss_mb") or {}
     if not peaks and rss:
         return "Peak memory (process resident set): " + ", ".join(
-            f"rank {rank} {mb:.0f} MiB" for rank, mb in sorted(rss.items(), key=lambda kv: int(kv[0])))
+            f"rank {rank} {mb:.0f} MiB" for rank, mb in sorted(rss.items(), key=lambda kv: int(kv[0]))
+        )
     if not peaks:
         return None
     return "Peak GPU memory (allocated / reserved): " + ", ".join(
-        f"rank {rank} {p['allocated'] / 1024:.2f} / {p['reserved'] / 1024:.2f} GiB" for rank, p in sorted(
-            peaks.items(), key=lambda kv: int(kv[0])))
+        f"rank {rank} {p['allocated'] / 1024:.2f} / {p['reserved'] / 1024:.2f} GiB"
+        for rank, p in sorted(peaks.items(), key=lambda kv: int(kv[0]))
+    )
 
 
 def profiler_cost(report: Report) -> str | None:
@@ -93,11 +140,14 @@ def profiler_cost(report: Report) -> str | None:
     found = report.profiler_distortion
     if not found:
         return None
-    profiled, unprofiled, slowdown = (statistics.median(getattr(d, a) for d in found)
-                                      for a in ("profiled_ms", "unprofiled_ms", "slowdown"))
+    profiled, unprofiled, slowdown = (
+        statistics.median(getattr(d, a) for d in found) for a in ("profiled_ms", "unprofiled_ms", "slowdown")
+    )
     slowed = "; the breakdown describes these slowed steps" if slowdown > WARN_SLOWDOWN else ""
-    return (f"Profiler's own cost: the profiled steps took {profiled:.1f} ms against {unprofiled:.1f} ms outside its "
-            f"window ({slowdown:+.0%}, median over ranks, wall clock){slowed}")
+    return (
+        f"Profiler's own cost: the profiled steps took {profiled:.1f} ms against {unprofiled:.1f} ms outside its "
+        f"window ({slowdown:+.0%}, median over ranks, wall clock){slowed}"
+    )
 
 
 def breakdown_rows(report: Report) -> list[tuple[str, ...]]:
@@ -107,14 +157,26 @@ def breakdown_rows(report: Report) -> list[tuple[str, ...]]:
         return [breakdown_row(r) for r in ranks]
     rows = []
     for name, q in QUANTILES:
-        pick = lambda attr: _quantile([getattr(r, attr) for r in ranks], q)  # noqa: E731
+
+        def pick(attr: str, q: float = q) -> float:
+            return _quantile([getattr(r, attr) for r in ranks], q)
+
         step = {k: _quantile([getattr(r.step_time_ms, k) for r in ranks], q) for k in ("median", "p95", "mean")}
         ratios = [r.comm_compute_ratio for r in ranks if r.comm_compute_ratio is not None]
         ratio = f"{_quantile(ratios, q):.2f}" if ratios else "-"
-        rows.append((f"{name} of {len(ranks)}", f"{step['mean']:.1f}", f"{step['median']:.1f}", f"{step['p95']:.1f}",
-                     *(_ms_pct(pick(a), step["mean"]) for a in ("compute_ms", "comm_ms", "overlap_ms",
-                                                              "exposed_comm_ms", "memory_only_ms", "idle_ms")),
-                     ratio))
+        rows.append(
+            (
+                f"{name} of {len(ranks)}",
+                f"{step['mean']:.1f}",
+                f"{step['median']:.1f}",
+                f"{step['p95']:.1f}",
+                *(
+                    _ms_pct(pick(a), step["mean"])
+                    for a in ("compute_ms", "comm_ms", "overlap_ms", "exposed_comm_ms", "memory_only_ms", "idle_ms")
+                ),
+                ratio,
+            )
+        )
     slowest = sorted(ranks, key=lambda r: r.step_time_ms.median, reverse=True)[:TOP_RANKS]
     return rows + [breakdown_row(r, f"rank {r.rank} (slowest #{i + 1})") for i, r in enumerate(slowest)]
 
@@ -134,24 +196,39 @@ def _num(value: float | None, fmt: str = ".2f") -> str:
 
 
 PHASE_HEADERS = ("phase", "ms", "compute", "comm", "hidden", "exposed")
-PHASE_NOTE = ("Per phase of the step (mean over every rank's steps, ms): forward from the step's start, backward from "
-              "its first backward op, optimizer from Optimizer.step; hidden: communication under computation")
+PHASE_NOTE = (
+    "Per phase of the step (mean over every rank's steps, ms): forward from the step's start, backward from "
+    "its first backward op, optimizer from Optimizer.step; hidden: communication under computation"
+)
 
 
 def phase_rows(report: Report) -> list[tuple[str, ...]]:
-    return [(p.phase, f"{p.window_ms:.1f}", f"{p.compute_ms:.1f}", f"{p.comm_ms:.1f}", f"{p.overlap_ms:.1f}",
-             f"{p.exposed_comm_ms:.1f}") for p in report.phases]
+    return [
+        (
+            p.phase,
+            f"{p.window_ms:.1f}",
+            f"{p.compute_ms:.1f}",
+            f"{p.comm_ms:.1f}",
+            f"{p.overlap_ms:.1f}",
+            f"{p.exposed_comm_ms:.1f}",
+        )
+        for p in report.phases
+    ]
 
 
 GATHER_HEADERS = ("module", "phase", "calls/step", "ms/step", "exposed ms/step")
-GATHER_NOTE = ("FSDP's parameter all-gathers by module, most exposed first: exposed is what no computation hid, the "
-               "time the block waited for its parameters (first 64 ranks)")
+GATHER_NOTE = (
+    "FSDP's parameter all-gathers by module, most exposed first: exposed is what no computation hid, the "
+    "time the block waited for its parameters (first 64 ranks)"
+)
 TOP_GATHERS = 10
 
 
 def gather_rows(report: Report) -> list[tuple[str, ...]]:
-    return [(g.module, g.phase or "-", f"{g.calls_per_step:.2f}", f"{g.ms:.2f}", f"{g.exposed_ms:.2f}")
-            for g in report.gathers[:TOP_GATHERS]]
+    return [
+        (g.module, g.phase or "-", f"{g.calls_per_step:.2f}", f"{g.ms:.2f}", f"{g.exposed_ms:.2f}")
+        for g in report.gathers[:TOP_GATHERS]
+    ]
 
 
 def without_empty_columns(headers: tuple[str, ...], rows: list[tuple[str, ...]]) -> tuple[tuple[str, ...], list]:
@@ -161,9 +238,19 @@ def without_empty_columns(headers: tuple[str, ...], rows: list[tuple[str, ...]])
 
 
 def collective_row(c: CollectiveStats) -> tuple[str, ...]:
-    return (c.phase or "-", c.op, c.purpose or "-", c.backend, c.dtype or "unknown", str(c.group_size or "unknown"),
-            f"{c.calls_per_step:.2f}",
-            human_bytes(c.bytes), f"{c.mean_ms:.3f}", _num(c.algbw_gbps), _num(c.busbw_gbps))
+    return (
+        c.phase or "-",
+        c.op,
+        c.purpose or "-",
+        c.backend,
+        c.dtype or "unknown",
+        str(c.group_size or "unknown"),
+        f"{c.calls_per_step:.2f}",
+        human_bytes(c.bytes),
+        f"{c.mean_ms:.3f}",
+        _num(c.algbw_gbps),
+        _num(c.busbw_gbps),
+    )
 
 
 def headline(report: Report) -> str:
@@ -171,21 +258,33 @@ def headline(report: Report) -> str:
     worst = max(report.ranks, key=lambda r: r.exposed_fraction)
     step = worst.step_time_ms.mean or 1.0
     hidden = 100 * worst.overlap_ms / worst.comm_ms if worst.comm_ms else 0.0
-    text = (f"{100 * worst.exposed_fraction:.0f}% of the step is exposed communication on rank {worst.rank}; "
-            f"communication takes {100 * worst.comm_ms / step:.0f}% of the step, {hidden:.0f}% of it hidden "
-            "behind computation")
+    text = (
+        f"{100 * worst.exposed_fraction:.0f}% of the step is exposed communication on rank {worst.rank}; "
+        f"communication takes {100 * worst.comm_ms / step:.0f}% of the step, {hidden:.0f}% of it hidden "
+        "behind computation"
+    )
     found = report.profiler_distortion
     if not found:
         return text
     job = job_step_ms(found)
     slowdown = statistics.median(d.slowdown for d in found)
-    return (f"The job's step takes {job:.1f} ms without the profiler (median of its unprofiled steps, slowest rank)"
-            + (f"; the profiled steps {slowdown:+.0%}, in which " if slowdown > WARN_SLOWDOWN else "; ") + text)
+    return (
+        f"The job's step takes {job:.1f} ms without the profiler (median of its unprofiled steps, slowest rank)"
+        + (f"; the profiled steps {slowdown:+.0%}, in which " if slowdown > WARN_SLOWDOWN else "; ")
+        + text
+    )
 
 
 def skew_row(r: RankSkew) -> tuple[str, ...]:
-    return (str(r.rank), f"{r.median_step_ms:.1f}", f"{r.wait_ms:.2f}", f"{r.transfer_ms:.2f}",
-            f"{r.wait_caused_ms:.2f}", str(r.last_arrivals), f"{r.clock_offset_us:.0f}")
+    return (
+        str(r.rank),
+        f"{r.median_step_ms:.1f}",
+        f"{r.wait_ms:.2f}",
+        f"{r.transfer_ms:.2f}",
+        f"{r.wait_caused_ms:.2f}",
+        str(r.last_arrivals),
+        f"{r.clock_offset_us:.0f}",
+    )
 
 
 def skew_rows(skew: CrossRank) -> list[tuple[str, ...]]:
@@ -195,10 +294,21 @@ def skew_rows(skew: CrossRank) -> list[tuple[str, ...]]:
         return [skew_row(r) for r in skew.ranks]
     rows = []
     for name, q in QUANTILES:
-        value = lambda attr: _quantile([getattr(r, attr) for r in skew.ranks], q)  # noqa: E731
-        rows.append((f"{name} of {len(skew.ranks)}", f"{value('median_step_ms'):.1f}", f"{value('wait_ms'):.2f}",
-                     f"{value('transfer_ms'):.2f}", f"{value('wait_caused_ms'):.2f}", f"{value('last_arrivals'):.0f}",
-                     f"{value('clock_offset_us'):.0f}"))
+
+        def value(attr: str, q: float = q) -> float:
+            return _quantile([getattr(r, attr) for r in skew.ranks], q)
+
+        rows.append(
+            (
+                f"{name} of {len(skew.ranks)}",
+                f"{value('median_step_ms'):.1f}",
+                f"{value('wait_ms'):.2f}",
+                f"{value('transfer_ms'):.2f}",
+                f"{value('wait_caused_ms'):.2f}",
+                f"{value('last_arrivals'):.0f}",
+                f"{value('clock_offset_us'):.0f}",
+            )
+        )
     costly = sorted(skew.ranks, key=lambda r: (r.wait_caused_ms, r.last_arrivals), reverse=True)[:TOP_RANKS]
     return rows + [(f"rank {r.rank} (costliest #{i + 1})", *skew_row(r)[1:]) for i, r in enumerate(costly)]
 
@@ -209,24 +319,37 @@ def skew_summary(report: Report) -> str:
     if report.missing_ranks:
         parts.append(f"Only the {len(skew.ranks)} ranks present: {len(report.missing_ranks)} have no trace here.")
     if skew.unmatched_calls:
-        parts.append(f"{skew.unmatched_calls} call(s) matched no other rank's (send/recv without a named peer, or a "
-                     "collective missing on the other ranks).")
+        parts.append(
+            f"{skew.unmatched_calls} call(s) matched no other rank's (send/recv without a named peer, or a "
+            "collective missing on the other ranks)."
+        )
     named = any(f.kind == "straggler" for f in report.findings)  # significant across steps, and worth acting on
     if skew.straggler is not None and not named:
-        parts.append(f"No rank is a straggler worth acting on: rank {skew.straggler} made the others wait most, "
-                     f"{skew.straggler_cost_ms:.2f} ms per step, not significantly so across the steps, under "
-                     f"{PRACTICAL_SHARE:.0%} of the step, or (CPU ranks sharing one host's cores) from computing "
-                     "slower, which moves between ranks from run to run.")
+        parts.append(
+            f"No rank is a straggler worth acting on: rank {skew.straggler} made the others wait most, "
+            f"{skew.straggler_cost_ms:.2f} ms per step, not significantly so across the steps, under "
+            f"{PRACTICAL_SHARE:.0%} of the step, or (CPU ranks sharing one host's cores) from computing "
+            "slower, which moves between ranks from run to run."
+        )
     elif skew.straggler is not None:
         where = ", ".join(f"{op} {ms:.2f} ms" for op, ms in skew.straggler_ops.items())
-        others = sorted((r for r in skew.ranks if r.rank != skew.straggler and r.wait_caused_ms > 0),
-                        key=lambda r: -r.wait_caused_ms)[:2]
-        runner_up = "; next: " + ", ".join(f"rank {r.rank} ({r.wait_caused_ms:.2f} ms)" for r in others) if others else ""
-        parts.append(f"Straggler: rank {skew.straggler}, which makes the others wait {skew.straggler_cost_ms:.2f} ms per "
-                     f"step in all (at {where}){runner_up}. When last it arrives {skew.straggler_late_ms:.2f} ms after "
-                     "the median of the others.")
-    why = (f": its steps are the longest because they include waiting; rank {skew.straggler}'s make the others wait"
-           if named and skew.slowest_rank != skew.straggler else "")
+        others = sorted(
+            (r for r in skew.ranks if r.rank != skew.straggler and r.wait_caused_ms > 0),
+            key=lambda r: -r.wait_caused_ms,
+        )[:2]
+        runner_up = (
+            "; next: " + ", ".join(f"rank {r.rank} ({r.wait_caused_ms:.2f} ms)" for r in others) if others else ""
+        )
+        parts.append(
+            f"Straggler: rank {skew.straggler}, which makes the others wait {skew.straggler_cost_ms:.2f} ms per "
+            f"step in all (at {where}){runner_up}. When last it arrives {skew.straggler_late_ms:.2f} ms after "
+            "the median of the others."
+        )
+    why = (
+        f": its steps are the longest because they include waiting; rank {skew.straggler}'s make the others wait"
+        if named and skew.slowest_rank != skew.straggler
+        else ""
+    )
     parts.append(f"Step time spread: {skew.step_spread_ms:.1f} ms (slowest rank {skew.slowest_rank}{why}).")
     return " ".join(parts)
 
@@ -242,30 +365,57 @@ def sweep_table(sweep: SweepResult) -> tuple[tuple[str, ...], list[tuple[str, ..
     """Headers and a row per setting: DDP's with its buckets and all-reduces per step, FSDP's with its parameter
     all-gathers per step."""
     fsdp = sweep.strategy == "fsdp"
-    headers = ("setting", *(() if fsdp else ("buckets",)), "step ms", "95% CI", "speedup", "exposed", "overlap",
-               "gathers/step" if fsdp else "AR/step")
-    twin = {s.label: next((t.label for t in sweep.settings[:i] if s.same_buckets(t)), None)
-            for i, s in enumerate(sweep.settings)}
-    rows = [(s.label + (" *" if s.best else "") + (f" (= {twin[s.label]})" if twin[s.label] else ""),
-             *(() if fsdp else (str(s.buckets),)), f"{s.step_ms.value:.1f}",
-             f"{s.step_ms.low:.0f}-{s.step_ms.high:.0f}", f"{s.speedup.value:.2f}x" + ("" if s.significant else "~"),
-             f"{s.exposed_comm_ms:.1f}", f"{s.overlap_pct:.0f}%",
-             f"{s.gathers_per_step if fsdp else s.allreduce_calls_per_step:.1f}") for s in sweep.settings]
+    headers = (
+        "setting",
+        *(() if fsdp else ("buckets",)),
+        "step ms",
+        "95% CI",
+        "speedup",
+        "exposed",
+        "overlap",
+        "gathers/step" if fsdp else "AR/step",
+    )
+    twin = {
+        s.label: next((t.label for t in sweep.settings[:i] if s.same_buckets(t)), None)
+        for i, s in enumerate(sweep.settings)
+    }
+    rows = [
+        (
+            s.label + (" *" if s.best else "") + (f" (= {twin[s.label]})" if twin[s.label] else ""),
+            *(() if fsdp else (str(s.buckets),)),
+            f"{s.step_ms.value:.1f}",
+            f"{s.step_ms.low:.0f}-{s.step_ms.high:.0f}",
+            f"{s.speedup.value:.2f}x" + ("" if s.significant else "~"),
+            f"{s.exposed_comm_ms:.1f}",
+            f"{s.overlap_pct:.0f}%",
+            f"{s.gathers_per_step if fsdp else s.allreduce_calls_per_step:.1f}",
+        )
+        for s in sweep.settings
+    ]
     return headers, rows
 
 
 def timeline_row(b: BucketEvent) -> tuple[str, ...]:
-    return (str(b.index), human_bytes(b.bytes), f"{b.ready_ms:.2f}", f"{b.start_ms:.2f}", f"{b.end_ms:.2f}",
-            f"{b.end_ms - b.start_ms:.2f}")
+    return (
+        str(b.index),
+        human_bytes(b.bytes),
+        f"{b.ready_ms:.2f}",
+        f"{b.start_ms:.2f}",
+        f"{b.end_ms:.2f}",
+        f"{b.end_ms - b.start_ms:.2f}",
+    )
 
 
 def ddp_check_row(s: SettingResult) -> tuple[str, ...]:
     c = s.ddp_check
     if c is None:
         return (s.label, "-", "-", "-")
-    return (s.label, f"{_num(c.ddp_backward_compute_ms, '.1f')} / {_num(c.trace_backward_compute_ms, '.1f')}",
-            f"{_num(c.ddp_backward_comm_ms, '.1f')} / {_num(c.trace_backward_comm_ms, '.1f')}",
-            f"{_num(c.ddp_overlap_ms, '.1f')} / {_num(c.trace_overlap_ms, '.1f')}")
+    return (
+        s.label,
+        f"{_num(c.ddp_backward_compute_ms, '.1f')} / {_num(c.trace_backward_compute_ms, '.1f')}",
+        f"{_num(c.ddp_backward_comm_ms, '.1f')} / {_num(c.trace_backward_comm_ms, '.1f')}",
+        f"{_num(c.ddp_overlap_ms, '.1f')} / {_num(c.trace_overlap_ms, '.1f')}",
+    )
 
 
 def busbw_by_size(busbw: dict[str, float | None]) -> str:
@@ -273,8 +423,10 @@ def busbw_by_size(busbw: dict[str, float | None]) -> str:
     return ", ".join(f"{int(size) / 2**20:.1f} MiB: {bw:.2f}" for size, bw in busbw.items() if bw)
 
 
-BALANCED = ("Nothing to gain beyond the noise: no setting, straggler or input stall predicts a gain whose 95% "
-            f"interval excludes zero and that is {PRACTICAL_SHARE:.0%} of the step or more")
+BALANCED = (
+    "Nothing to gain beyond the noise: no setting, straggler or input stall predicts a gain whose 95% "
+    f"interval excludes zero and that is {PRACTICAL_SHARE:.0%} of the step or more"
+)
 
 
 def finding_gain(finding: Finding) -> str:
@@ -308,9 +460,20 @@ def advice_verdict(significant: bool, speedup: float) -> str:
 
 
 def advice_rows(sweep) -> list[tuple[str, ...]]:
-    """`commprof advise`: each advised setting's predicted gain against the one measured (error: measured - predicted)."""
+    """`commprof advise`: each advised setting's predicted gain against the one measured (error: measured -
+    predicted)."""
+
     def ci(e) -> str:
         return f"{e.value:+.1f} ({e.low:+.1f} to {e.high:+.1f})"
 
-    return [(s.label, ci(s.predicted_gain_ms), ci(s.gain_ms), f"{s.gain_ms.value - s.predicted_gain_ms.value:+.1f}",
-             advice_verdict(s.significant, s.speedup.value)) for s in sweep.settings if s.predicted_gain_ms is not None and s.gain_ms is not None]
+    return [
+        (
+            s.label,
+            ci(s.predicted_gain_ms),
+            ci(s.gain_ms),
+            f"{s.gain_ms.value - s.predicted_gain_ms.value:+.1f}",
+            advice_verdict(s.significant, s.speedup.value),
+        )
+        for s in sweep.settings
+        if s.predicted_gain_ms is not None and s.gain_ms is not None
+    ]

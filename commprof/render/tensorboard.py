@@ -2,8 +2,8 @@
 HParams per sweep setting, scale curves, backends side by side, and the report's words as text.
 
 Layout under the folder given (`<run>/tensorboard` next to the profiler traces): `rank<r>/` (per-step
-breakdown, the first MAX_RANK_RUNS ranks), `job/` (collectives, cross-rank, text), `hparams/<setting>/` (sweep and tune), `scale/`,
-`backend-<name>/` or `strategy-<name>/` (compare). TensorBoard shows each subfolder as a run.
+breakdown, the first MAX_RANK_RUNS ranks), `job/` (collectives, cross-rank, text), `hparams/<setting>/` (sweep and
+tune), `scale/`, `backend-<name>/` or `strategy-<name>/` (compare). TensorBoard shows each subfolder as a run.
 """
 
 from __future__ import annotations
@@ -85,8 +85,13 @@ def _hparams(report: Report, folder: Path) -> None:
         with _writer(folder / s.label) as writer:
             writer.add_hparams(
                 dict(s.options),
-                {"hparam/step_ms": s.step_ms.value, "hparam/step_ms_ci_low": s.step_ms.low,
-                 "hparam/step_ms_ci_high": s.step_ms.high, "hparam/exposed_comm_ms": s.exposed_comm_ms})
+                {
+                    "hparam/step_ms": s.step_ms.value,
+                    "hparam/step_ms_ci_low": s.step_ms.low,
+                    "hparam/step_ms_ci_high": s.step_ms.high,
+                    "hparam/exposed_comm_ms": s.exposed_comm_ms,
+                },
+            )
 
 
 def _scale(report: ScaleReport, logdir: Path) -> None:

@@ -184,8 +184,10 @@ class SettingResult:
 
     def same_buckets(self, other: SettingResult) -> bool:
         """Differs from `other` in bucket_cap_mb alone and DDP built the same buckets: one setting twice."""
+
         def rest(s: SettingResult) -> dict[str, Any]:
             return {k: v for k, v in s.options.items() if k != "bucket_cap_mb"}
+
         return bool(self.bucket_sizes) and self.bucket_sizes == other.bucket_sizes and rest(self) == rest(other)
 
 

@@ -17,10 +17,18 @@ from commprof.results.diff import DiffResult
 from commprof.results.report import Report
 from commprof.results.scale import ScaleReport
 
-KINDS: dict[str, type] = {"run": Report, "analysis": Report, "sweep": Report, "tune": Report, "advise": Report,
-                          "scale": ScaleReport,
-                          "bench": BenchResult, "compare": CompareResult, "backends": BackendsResult,
-                          "diff": DiffResult}
+KINDS: dict[str, type] = {
+    "run": Report,
+    "analysis": Report,
+    "sweep": Report,
+    "tune": Report,
+    "advise": Report,
+    "scale": ScaleReport,
+    "bench": BenchResult,
+    "compare": CompareResult,
+    "backends": BackendsResult,
+    "diff": DiffResult,
+}
 FILE_NAME = "report.json"
 
 
@@ -45,8 +53,10 @@ def load_result(path: Path) -> Result:
     if not isinstance(data, dict) or "schema_version" not in data:
         raise UsageError(f"{path}: not a commprof report (no schema_version)")
     if data["schema_version"] > SCHEMA_VERSION:
-        raise UsageError(f"{path}: report schema {data['schema_version']} is newer than this commprof "
-                         f"understands ({SCHEMA_VERSION}); upgrade commprof")
+        raise UsageError(
+            f"{path}: report schema {data['schema_version']} is newer than this commprof "
+            f"understands ({SCHEMA_VERSION}); upgrade commprof"
+        )
     cls = KINDS.get(data.get("kind", "run"))
     if cls is None:
         raise UsageError(f"{path}: unknown report kind {data.get('kind')!r}")

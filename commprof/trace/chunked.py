@@ -42,9 +42,12 @@ def decode_in_chunks(path: Path, workers: int | None = None) -> TraceFile:
     """The trace's complete events, kept lean, with its header fields. Raises LayoutNotUnderstood."""
     pieces = _Pieces(path)
     events = _decode_pieces(pieces, workers)
-    return TraceFile(traceEvents=events, distributedInfo=pieces.header.get("distributedInfo"),
-                     baseTimeNanoseconds=pieces.header.get("baseTimeNanoseconds"),
-                     host_name=pieces.header.get("host_name"))
+    return TraceFile(
+        traceEvents=events,
+        distributedInfo=pieces.header.get("distributedInfo"),
+        baseTimeNanoseconds=pieces.header.get("baseTimeNanoseconds"),
+        host_name=pieces.header.get("host_name"),
+    )
 
 
 class _Pieces:
@@ -55,15 +58,15 @@ class _Pieces:
         self.path, self.header = path, {}
 
     def __iter__(self) -> Iterator[bytes]:
-        with (gzip.open(self.path, "rb") if is_gzip(self.path) else open(self.path, "rb")) as f:
+        with gzip.open(self.path, "rb") if is_gzip(self.path) else open(self.path, "rb") as f:
             buffer = f.read(EDGE_BYTES)
             match = _ARRAY_START.search(buffer)
             if match is None:
                 raise LayoutNotUnderstood("no traceEvents array near the start")
-            before = _object_rest(buffer[:match.start()].rstrip().rstrip(b",") + b"}", opening=True)
+            before = _object_rest(buffer[: match.start()].rstrip().rstrip(b",") + b"}", opening=True)
             if before is None:
                 raise LayoutNotUnderstood("the fields before traceEvents are not plain JSON")
-            buffer = buffer[match.end():]
+            buffer = buffer[match.end() :]
             while True:
                 buffer += f.read(max(0, CHUNK_BYTES + _WINDOW - len(buffer)))
                 cut = _BETWEEN_EVENTS.search(buffer, CHUNK_BYTES, CHUNK_BYTES + _WINDOW)
@@ -71,8 +74,8 @@ class _Pieces:
                     break  # the file ends within reach: the rest is the last piece
                 if cut is None:
                     raise LayoutNotUnderstood("no event boundary within 64 KiB of a cut")
-                yield buffer[:cut.start() + 1]
-                buffer = buffer[cut.end() - 1:]
+                yield buffer[: cut.start() + 1]
+                buffer = buffer[cut.end() - 1 :]
         end, after = _array_end(buffer)
         self.header = before | after
         yield buffer[:end]
@@ -82,7 +85,7 @@ def _array_end(rest: bytes) -> tuple[int, dict[str, Any]]:
     """Where the events array closes in the file's last bytes, and the fields after it."""
     offset = max(0, len(rest) - EDGE_BYTES)
     for match in re.finditer(rb"\]", rest[offset:]):
-        after = _object_rest(rest[offset + match.start() + 1:], opening=False)
+        after = _object_rest(rest[offset + match.start() + 1 :], opening=False)
         if after is not None:
             return offset + match.start(), after
     raise LayoutNotUnderstood("the end of traceEvents is not in the last megabyte")
@@ -183,8 +186,10 @@ _LINKED = msgspec.json.Decoder(list[_Linked])
 def _device_links(data: bytes) -> tuple[list[Any], bool]:
     """The correlation ids of a piece's device work, and whether it has kernels."""
     events = _decoded(data, _LINKED)
-    return ([e.args.correlation for e in events if e.cat in DEVICE_CATS and e.args is not None],
-            any(e.cat in rules.KERNEL_CATS for e in events))
+    return (
+        [e.args.correlation for e in events if e.cat in DEVICE_CATS and e.args is not None],
+        any(e.cat in rules.KERNEL_CATS for e in events),
+    )
 
 
 def _lean_piece(data: bytes) -> bytes:

@@ -11,13 +11,13 @@ from typing import Any
 
 from commprof.analysis.intervals import merge, subtract
 from commprof.trace import rules
+from commprof.trace.events import Event, Links, TraceFile, decode_args, decode_links
 from commprof.trace.gpu_steps import DeviceOp, device_steps, hta_view
 from commprof.trace.launches import enclosing_ranges, launching_backend, meta_from_ranges
 from commprof.trace.meta import NO_META, CollectiveMeta, meta_from_args
 from commprof.trace.model import Collective, Interval, RankTrace, Step
 from commprof.trace.partition import Partition, partition
 from commprof.trace.roles import Roles
-from commprof.trace.events import Event, Links, TraceFile, decode_args, decode_links
 
 _RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
 
@@ -51,14 +51,24 @@ def classify(path: Path, trace: TraceFile) -> RankTrace:
         compute, comm, collectives = _cpu(events, steps, info, roles)
         memory = []
     return RankTrace(
-        backward_starts=backward_starts, backward_ends=backward_ends,
-        phase_marks=tuple(zip((s.name for s in cpu_steps), backward_starts, optimizer_starts)), path=str(path),
-        rank=rank, world_size=info.get("world_size"), backend=info.get("backend"),
+        backward_starts=backward_starts,
+        backward_ends=backward_ends,
+        phase_marks=tuple(zip((s.name for s in cpu_steps), backward_starts, optimizer_starts, strict=False)),
+        path=str(path),
+        rank=rank,
+        world_size=info.get("world_size"),
+        backend=info.get("backend"),
         kind="gpu" if kernels else "cpu",
         base_us=(trace.baseTimeNanoseconds or 0) / 1000.0,
-        steps=tuple(steps), compute=tuple(compute), communication=tuple(comm), memory=tuple(memory),
+        steps=tuple(steps),
+        compute=tuple(compute),
+        communication=tuple(comm),
+        memory=tuple(memory),
         collectives=tuple(sorted(collectives, key=lambda c: c.start)),
-        host=trace.host_name, warnings=tuple(warnings), hta=hta, empty_steps=empty_steps,
+        host=trace.host_name,
+        warnings=tuple(warnings),
+        hta=hta,
+        empty_steps=empty_steps,
     )
 
 
@@ -67,7 +77,9 @@ def _rank(path: Path, info: dict[str, Any]) -> tuple[int, list[str]]:
         return info["rank"], []
     match = _RANK_IN_NAME.search(path.name)
     if match:
-        return int(match.group(1)), [f"{path.name}: no distributedInfo.rank; rank {match.group(1)} taken from the file name"]
+        return int(match.group(1)), [
+            f"{path.name}: no distributedInfo.rank; rank {match.group(1)} taken from the file name"
+        ]
     return UNKNOWN_RANK, []
 
 
@@ -89,13 +101,17 @@ class _DeviceWork:
                 self.launches[correlation] = event
                 if links.external_id is not None:
                     self.launch_external[correlation] = links.external_id
-        kernel_launches = {links.correlation: launch for _, links in self.kernels
-                           if (launch := self.launches.get(links.correlation)) is not None}
+        kernel_launches = {
+            links.correlation: launch
+            for _, links in self.kernels
+            if (launch := self.launches.get(links.correlation)) is not None
+        }
         self.enclosing = enclosing_ranges(events.collective_ranges, kernel_launches)  # kernels' only
         self.comm_backend: dict[int, str] = {}
         for kernel, links in self.kernels:
             backend = rules.comm_kernel_backend(kernel.name) or launching_backend(
-                self.enclosing.get(links.correlation, []))
+                self.enclosing.get(links.correlation, [])
+            )
             if backend is not None:
                 self.comm_backend[id(kernel)] = backend
 
@@ -108,9 +124,11 @@ class _GpuClock:
     ahead, so a CPU time says little about when the device did the work that the CPU asked for then."""
 
     def __init__(self, device: _DeviceWork):
-        work = sorted((launched, event.ts, event.ts + event.dur) for event, links in device.kernels + device.memory
-                      if not device.is_comm(event)
-                      and (launched := device.launch_ts.get(links.correlation)) is not None)
+        work = sorted(
+            (launched, event.ts, event.ts + event.dur)
+            for event, links in device.kernels + device.memory
+            if not device.is_comm(event) and (launched := device.launch_ts.get(links.correlation)) is not None
+        )
         self._launches = [launched for launched, _, _ in work]
         self._done = list(accumulate((end for _, _, end in work), max))
         self._first_start = list(accumulate((start for _, start, _ in reversed(work)), min))[::-1]
@@ -133,8 +151,9 @@ class _GpuClock:
         return start if done is None else min(done, start)
 
 
-def _gpu(events: Partition, device: _DeviceWork, info: dict[str, Any], cpu_steps: list[Step], clock: _GpuClock,
-         roles: Roles):
+def _gpu(
+    events: Partition, device: _DeviceWork, info: dict[str, Any], cpu_steps: list[Step], clock: _GpuClock, roles: Roles
+):
     """Kernels, and the ranges of a CPU backend (Gloo, MPI) that moves the data of CUDA tensors on the host."""
     metas = _Metas()
     launch_meta = _launch_op_meta(events, metas)
@@ -151,10 +170,18 @@ def _gpu(events: Partition, device: _DeviceWork, info: dict[str, Any], cpu_steps
             meta = meta.filled_from(launch_meta.get(external, NO_META))
         meta = meta.filled_from(meta_from_ranges(device.enclosing.get(correlation, []), metas))
         op = meta.op or rules.op_from_kernel(kernel.name) or "unknown"
-        collectives.append(_collective(meta, op, device.comm_backend[id(kernel)],
-                                       kernel, f"stream {'?' if links.stream is None else links.stream}", info,
-                                       clock.ready(device.launch_ts.get(correlation), kernel.ts),
-                                       roles.of(device.launches.get(correlation), op)))
+        collectives.append(
+            _collective(
+                meta,
+                op,
+                device.comm_backend[id(kernel)],
+                kernel,
+                f"stream {'?' if links.stream is None else links.stream}",
+                info,
+                clock.ready(device.launch_ts.get(correlation), kernel.ts),
+                roles.of(device.launches.get(correlation), op),
+            )
+        )
     ranges, host_collectives = _backend_ranges(events.comm_ranges, events.launch_ops, cpu_steps, info, roles)
     collectives += [dataclasses.replace(c, ready=clock.ready(c.ready, c.start)) for c in host_collectives]
     comm = merge([(k.ts, k.ts + k.dur) for k, _ in comm_kernels] + ranges)
@@ -166,23 +193,35 @@ def _cpu(events: Partition, steps: list[Step], info: dict[str, Any], roles: Role
     training = _training_threads(ops, events)
     ops = [e for e in ops if (e.pid, e.tid) in training]
     launches = merge([(e.ts, e.ts + e.dur) for e in ops if rules.COLLECTIVE_LAUNCH.match(e.name)])
-    compute = subtract(merge([(e.ts, e.ts + e.dur) for e in ops if not rules.COLLECTIVE_LAUNCH.match(e.name)]), launches)
-    comm, collectives = _backend_ranges(events.comm_ranges, [e for e in ops if rules.LAUNCH_OP.match(e.name)], steps,
-                                        info, roles)
+    compute = subtract(
+        merge([(e.ts, e.ts + e.dur) for e in ops if not rules.COLLECTIVE_LAUNCH.match(e.name)]), launches
+    )
+    comm, collectives = _backend_ranges(
+        events.comm_ranges, [e for e in ops if rules.LAUNCH_OP.match(e.name)], steps, info, roles
+    )
     return compute, merge(comm), collectives
 
 
-def _backend_ranges(comm_events: list[Event], launch_ops: list[Event], steps: list[Step],
-                    info: dict[str, Any], roles: Roles) -> tuple[list[Interval], list[Collective]]:
+def _backend_ranges(
+    comm_events: list[Event], launch_ops: list[Event], steps: list[Step], info: dict[str, Any], roles: Roles
+) -> tuple[list[Interval], list[Collective]]:
     """The `gloo:`/`mpi:` ranges (on the backend's threads), each a collective ready at its launch op."""
     launched_by = _launch_ops(comm_events, launch_ops, steps)
     collectives = []
     for e in comm_events:
         launch = launched_by.get(id(e))
-        collectives.append(_collective(
-            meta_from_args(decode_args(e)), rules.normalize_op(e.name), e.name.split(":")[0], e, f"thread {e.tid}",
-            info, launch.ts if launch else None,
-            roles.of(launch, rules.normalize_op(launch.name) or rules.normalize_op(e.name)) if launch else {}))
+        collectives.append(
+            _collective(
+                meta_from_args(decode_args(e)),
+                rules.normalize_op(e.name),
+                e.name.split(":")[0],
+                e,
+                f"thread {e.tid}",
+                info,
+                launch.ts if launch else None,
+                roles.of(launch, rules.normalize_op(launch.name) or rules.normalize_op(e.name)) if launch else {},
+            )
+        )
     return [(e.ts, e.ts + e.dur) for e in comm_events], collectives
 
 
@@ -194,7 +233,7 @@ def _launch_ops(comm_events: list[Event], launches: list[Event], steps: list[Ste
         ranges = sorted((e for e in comm_events if window.start <= e.ts < window.end), key=lambda e: e.ts)
         started = sorted((e for e in launches if window.start <= e.ts < window.end), key=lambda e: e.ts)
         if len(ranges) == len(started):
-            result.update({id(e): launch for e, launch in zip(ranges, started)})
+            result.update({id(e): launch for e, launch in zip(ranges, started, strict=False)})
     return result
 
 
@@ -221,13 +260,31 @@ def _training_threads(ops: list[Event], events: Partition) -> set:
     return {(e.pid, e.tid) for e in ops if not rules.COLLECTIVE_LAUNCH.match(e.name)}
 
 
-def _collective(meta: CollectiveMeta, op_hint: str | None, backend: str, event: Event, lane: str,
-                info: dict[str, Any], ready: float | None = None, roles: dict[str, str | None] | None = None) -> Collective:
+def _collective(
+    meta: CollectiveMeta,
+    op_hint: str | None,
+    backend: str,
+    event: Event,
+    lane: str,
+    info: dict[str, Any],
+    ready: float | None = None,
+    roles: dict[str, str | None] | None = None,
+) -> Collective:
     group_size = meta.group_size or _default_group_size(info)
     return Collective(
-        op=meta.op or op_hint or "unknown", backend=backend, start=event.ts, end=event.ts + event.dur,
-        nbytes=meta.nbytes, dtype=meta.dtype, group_size=group_size, process_group=meta.process_group, lane=lane,
-        ready=ready, peer=meta.peer, sends=meta.sends, **(roles or {}),
+        op=meta.op or op_hint or "unknown",
+        backend=backend,
+        start=event.ts,
+        end=event.ts + event.dur,
+        nbytes=meta.nbytes,
+        dtype=meta.dtype,
+        group_size=group_size,
+        process_group=meta.process_group,
+        lane=lane,
+        ready=ready,
+        peer=meta.peer,
+        sends=meta.sends,
+        **(roles or {}),
     )
 
 
@@ -275,8 +332,9 @@ def _device_ops(events: Partition, device: _DeviceWork) -> list[DeviceOp]:
     def launched(links: Links) -> float | None:
         return device.launch_ts.get(links.correlation)
 
-    ops = [DeviceOp(k.ts, k.ts + k.dur, launched(a), "comm" if device.is_comm(k) else "compute")
-           for k, a in device.kernels]
+    ops = [
+        DeviceOp(k.ts, k.ts + k.dur, launched(a), "comm" if device.is_comm(k) else "compute") for k, a in device.kernels
+    ]
     ops += [DeviceOp(e.ts, e.ts + e.dur, launched(a), "memory") for e, a in device.memory]
     ops += [DeviceOp(e.ts, e.ts + e.dur, launched(decode_links(e)), "sync") for e in events.sync]
     return ops

@@ -10,12 +10,12 @@ from typing import Any
 
 import msgspec
 
-
 NO_ARGS = msgspec.Raw()  # the one instance omit_defaults recognises
 
 
 class Links(msgspec.Struct, omit_defaults=True, gc=False):
     """What ties device work to its launch and its CPU op: all a kernel's args that most analysis reads."""
+
     correlation: Any = None
     external_id: Any = msgspec.field(default=None, name="External id")
     stream: Any = None

@@ -19,8 +19,11 @@ def find_trace_files(paths: list[Path]) -> list[Path]:
     found: list[Path] = []
     for path in paths:
         if path.is_dir():
-            files = sorted(p for p in path.rglob("*") if p.is_file() and _looks_like_trace(p)
-                           and not NOT_TRACE_FOLDERS & set(p.relative_to(path).parts[:-1]))
+            files = sorted(
+                p
+                for p in path.rglob("*")
+                if p.is_file() and _looks_like_trace(p) and not NOT_TRACE_FOLDERS & set(p.relative_to(path).parts[:-1])
+            )
             if not files:
                 raise UsageError(f"{path}: no trace files (*.json, *.json.gz) in this folder")
             found += files
@@ -37,8 +40,12 @@ def find_trace_files(paths: list[Path]) -> list[Path]:
 
 def _looks_like_trace(path: Path) -> bool:
     name = path.name
-    return (name.endswith(TRACE_SUFFIXES) and not name.endswith(NOT_TRACE_SUFFIXES) and name not in NOT_TRACES
-            and not name.startswith("."))
+    return (
+        name.endswith(TRACE_SUFFIXES)
+        and not name.endswith(NOT_TRACE_SUFFIXES)
+        and name not in NOT_TRACES
+        and not name.startswith(".")
+    )
 
 
 def read_trace_bytes(path: Path) -> bytes:

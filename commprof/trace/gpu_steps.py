@@ -32,22 +32,22 @@ def device_steps(work: list[DeviceOp], cpu_steps: list[Step]) -> tuple[list[Step
     starts = [s.start for s in cpu_steps]
     owner = [_step_index(starts, cpu_steps, op.launched) for op in launched]
     own: dict[int, list[Interval]] = defaultdict(list)
-    for op, index in zip(launched, owner):
+    for op, index in zip(launched, owner, strict=False):
         if index is not None:
             own[index].append((op.start, op.end))
     if not own:
         return cpu_steps, ()
     begins = {i: min(s for s, _ in spans) for i, spans in own.items()}
     order = sorted(own)
-    ends = {i: max(begins[i], begins[following]) for i, following in zip(order, order[1:])}
+    ends = {i: max(begins[i], begins[following]) for i, following in zip(order, order[1:], strict=False)}
     ends[order[-1]] = max(e for _, e in own[order[-1]])
-    by_start = sorted(zip(launched, owner), key=lambda item: item[0].start)
+    by_start = sorted(zip(launched, owner, strict=False), key=lambda item: item[0].start)
     op_starts = [op.start for op, _ in by_start]
     longest = max(op.end - op.start for op in launched)
     windows = []
     for i in order:
         start, end = begins[i], ends[i]
-        near = by_start[bisect_left(op_starts, start - longest):bisect_left(op_starts, end)]
+        near = by_start[bisect_left(op_starts, start - longest) : bisect_left(op_starts, end)]
         others = merge((op.start, op.end) for op, index in near if index != i and op.end > start)
         windows.append(Step(cpu_steps[i].name, start, end, carried_over_us=total(clip(others, start, end))))
     return windows, tuple(cpu_steps[i].name for i in range(len(cpu_steps)) if i not in own)
@@ -57,8 +57,11 @@ def hta_view(work: list[DeviceOp], cpu_steps: list[Step], ns_resolution: bool) -
     """HTA 0.5.0's window: with two steps or more, only the device work whose launch is in the trace before the
     last ProfilerStep began (HTA drops the last, possibly incomplete, iteration); the window spans it all. On a
     trace with sub-microsecond times HTA rounds every event inwards to whole microseconds (start up, end down)."""
-    kept = [op for op in work if op.launched is not None and op.launched < cpu_steps[-1].start] \
-        if len(cpu_steps) > 1 else work
+    kept = (
+        [op for op in work if op.launched is not None and op.launched < cpu_steps[-1].start]
+        if len(cpu_steps) > 1
+        else work
+    )
     if not kept:
         return None
 
@@ -68,8 +71,12 @@ def hta_view(work: list[DeviceOp], cpu_steps: list[Step], ns_resolution: bool) -
     def of(*kinds: str) -> tuple[Interval, ...]:  # generators: a big trace's spans are never all held at once
         return tuple(merge(s for op in kept if op.kind in kinds and (s := span(op))[1] > s[0]))
 
-    return DeviceView(window=(min(span(op)[0] for op in kept), max(span(op)[1] for op in kept)),
-                      compute=of("compute"), communication=of("comm"), other=of("memory", "sync"))
+    return DeviceView(
+        window=(min(span(op)[0] for op in kept), max(span(op)[1] for op in kept)),
+        compute=of("compute"),
+        communication=of("comm"),
+        other=of("memory", "sync"),
+    )
 
 
 def _step_index(starts: list[float], steps: list[Step], ts: float | None) -> int | None:

@@ -38,7 +38,9 @@ def enclosing_ranges(collective_ranges: list[Event], launches: dict[Any, Event])
         inside = sorted(launched_on.get(thread, ()), key=itemgetter(0))
         times = [ts for ts, _ in inside]
         for event in sorted(ranges, key=lambda r: (r.ts, -(r.dur or 0))):  # of two that start together, the outer
-            for _, correlation in inside[bisect_left(times, event.ts):bisect_right(times, event.ts + (event.dur or 0))]:
+            for _, correlation in inside[
+                bisect_left(times, event.ts) : bisect_right(times, event.ts + (event.dur or 0))
+            ]:
                 found[correlation].append(event)
     for ranges in found.values():
         if len(ranges) > 1:
@@ -52,13 +54,14 @@ def meta_from_ranges(ranges: list[Event], meta_of: Callable[[Event], CollectiveM
     `meta_of`: what an event's args say (meta_from_args)."""
     metas = [meta_of(r) if meta_of else meta_from_args(decode_args(r)) for r in ranges]
     merged = NO_META
-    for event, meta in zip(ranges, metas):
+    for event, meta in zip(ranges, metas, strict=False):
         if meta.op is None:
             meta = meta.filled_from(CollectiveMeta(op=rules.op_in_name(event.name)))
         merged = merged.filled_from(meta)
     counts = [m.nelems for m in metas if m.nelems is not None]
-    return CollectiveMeta(merged.op, max(counts) if counts else None, merged.dtype, merged.group_size,
-                          merged.process_group)
+    return CollectiveMeta(
+        merged.op, max(counts) if counts else None, merged.dtype, merged.group_size, merged.process_group
+    )
 
 
 def launching_backend(ranges: list[Event]) -> str | None:

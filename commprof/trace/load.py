@@ -45,9 +45,13 @@ def load_run(paths: list[Path], workers: int | None = None) -> RunTrace:
     return load_run_with(paths, workers, None)[0]
 
 
-def load_run_with(paths: list[Path], workers: int | None,
-                  prepare: Callable[[RankTrace], tuple[RankTrace, T]] | None, executor: Executor | None = None,
-                  progress: Callable[[int, int], None] | None = None) -> tuple[RunTrace, dict[str, T]]:
+def load_run_with(
+    paths: list[Path],
+    workers: int | None,
+    prepare: Callable[[RankTrace], tuple[RankTrace, T]] | None,
+    executor: Executor | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[RunTrace, dict[str, T]]:
     """Load every trace file in its own process (`workers` at once), or as tasks of `executor` (a Dask cluster's:
     on its workers, which must see the files). `prepare` (a module-level function) runs on each rank where it
     was loaded: it may slim the record, and what it returns beside the record comes back by the file's path.
@@ -103,7 +107,10 @@ def _number_unranked(ranks: list[RankTrace]) -> list[RankTrace]:
     for rank in ranks:
         if rank.rank == UNKNOWN_RANK:
             n = next(free)
-            note = f"{Path(rank.path).name}: no distributedInfo.rank and none in the file name; assumed rank {n} from file order"
+            note = (
+                f"{Path(rank.path).name}: no distributedInfo.rank and none in the file name; "
+                f"assumed rank {n} from file order"
+            )
             rank = dataclasses.replace(rank, rank=n, warnings=rank.warnings + (note,))
         numbered.append(rank)
     return numbered
@@ -117,6 +124,8 @@ def _check_one_run(ranks: list[RankTrace]) -> None:
     seen: dict[int, str] = {}
     for rank in ranks:
         if rank.rank in seen:
-            raise UsageError(f"two files claim rank {rank.rank}: {seen[rank.rank]}, {rank.path} (traces from "
-                             "different runs mixed together?); analyse one run at a time")
+            raise UsageError(
+                f"two files claim rank {rank.rank}: {seen[rank.rank]}, {rank.path} (traces from "
+                "different runs mixed together?); analyse one run at a time"
+            )
         seen[rank.rank] = rank.path

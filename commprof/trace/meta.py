@@ -30,7 +30,9 @@ class CollectiveMeta(NamedTuple):  # a tuple: built tens of thousands of times p
         """Keep what is known here; take the rest from `other`."""
         if other is NO_META or None not in self:
             return self
-        return CollectiveMeta(*[mine if mine is not None else theirs for mine, theirs in zip(self, other)])
+        return CollectiveMeta(
+            *[mine if mine is not None else theirs for mine, theirs in zip(self, other, strict=False)]
+        )
 
 
 NO_META = CollectiveMeta()
@@ -50,8 +52,15 @@ def meta_from_args(args: dict[str, Any]) -> CollectiveMeta:
     pg = args.get("Process Group Name", args.get("Process Group ID"))
     direction = name.lower() if isinstance(name, str) else ""
     peer = _int(args.get("Dst Rank" if direction == "send" else "Src Rank")) if direction in ("send", "recv") else None
-    return CollectiveMeta(op, nelems, dtype, group if isinstance(group, int) and group > 0 else None,
-                          str(pg) if pg is not None else None, peer, direction == "send" if peer is not None else None)
+    return CollectiveMeta(
+        op,
+        nelems,
+        dtype,
+        group if isinstance(group, int) and group > 0 else None,
+        str(pg) if pg is not None else None,
+        peer,
+        direction == "send" if peer is not None else None,
+    )
 
 
 def _int(value: Any) -> int | None:

@@ -8,9 +8,9 @@ from pathlib import Path
 import msgspec
 
 from commprof.errors import TraceError
+from commprof.trace.chunked import LayoutNotUnderstood, decode_in_chunks
 from commprof.trace.events import TraceFile
 from commprof.trace.files import read_trace_bytes
-from commprof.trace.chunked import LayoutNotUnderstood, decode_in_chunks
 from commprof.trace.stream import stream_trace, uncompressed_size
 
 _DECODER = msgspec.json.Decoder(TraceFile)

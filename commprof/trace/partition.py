@@ -62,16 +62,32 @@ def partition(path: Path, events: list[Event]) -> Partition:
 
 def lists_for(cat: str, name: str) -> tuple[str, ...]:
     """The Partition lists an event of this category and name goes in (by field name)."""
-    chosen = [field for cats, field in ((rules.KERNEL_CATS, "kernels"), (rules.MEMORY_CATS, "memory"),
-                                        (rules.SYNC_CATS, "sync"), (rules.RUNTIME_CATS, "runtime")) if cat in cats]
+    chosen = [
+        field
+        for cats, field in (
+            (rules.KERNEL_CATS, "kernels"),
+            (rules.MEMORY_CATS, "memory"),
+            (rules.SYNC_CATS, "sync"),
+            (rules.RUNTIME_CATS, "runtime"),
+        )
+        if cat in cats
+    ]
     step = bool(rules.STEP_NAME.match(name))
     if cat in rules.CPU_OP_CATS:
-        chosen += [field for matches, field in (
-            (step, "steps"), (rules.BACKWARD_OP.match(name), "backward"),
-            (rules.BUCKET_COPY_BACK.match(name), "copy_back"), (is_collective_name(name), "collective_ranges"),
-            (rules.COLLECTIVE_LAUNCH.match(name), "collective_launches"), (rules.LAUNCH_OP.match(name), "launch_ops"),
-            (rules.FSDP_RANGE.match(name), "fsdp_ranges"), (rules.OPTIMIZER_STEP.match(name), "optimizer_steps"))
-            if matches]
+        chosen += [
+            field
+            for matches, field in (
+                (step, "steps"),
+                (rules.BACKWARD_OP.match(name), "backward"),
+                (rules.BUCKET_COPY_BACK.match(name), "copy_back"),
+                (is_collective_name(name), "collective_ranges"),
+                (rules.COLLECTIVE_LAUNCH.match(name), "collective_launches"),
+                (rules.LAUNCH_OP.match(name), "launch_ops"),
+                (rules.FSDP_RANGE.match(name), "fsdp_ranges"),
+                (rules.OPTIMIZER_STEP.match(name), "optimizer_steps"),
+            )
+            if matches
+        ]
     if rules.CPU_COMM_RANGE.match(name):
         chosen.append("comm_ranges")
     if cat in rules.CPU_COMPUTE_CATS and not step:

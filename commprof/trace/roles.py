@@ -1,7 +1,8 @@
 """What each collective is for and when in its step it was launched. The phase (forward, backward, optimizer)
 comes from the CPU launch time and the step's phase bounds (phase_bounds, which the breakdown by phase
-shares): from the step's first Optimizer.step on, from its first backward op on, or before that. FSDP's purpose and module come from the innermost FSDP2 range that names one (rules.FSDP_PURPOSE),
-open around the launch on the launching thread."""
+shares): from the step's first Optimizer.step on, from its first backward op on, or before that. FSDP's purpose
+and module come from the innermost FSDP2 range that names one (rules.FSDP_PURPOSE), open around the launch on the
+launching thread."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from commprof.trace.partition import Partition
 def phase_bounds(step: Step, backward: float | None, optimizer: float | None) -> tuple[float | None, float | None]:
     """Where the step's backward and optimizer phases begin, inside the step: the first backward op, and the
     first Optimizer.step (never before the backward). None: the trace marks no such phase in the step."""
+
     def inside(t: float | None) -> float | None:
         return None if t is None else min(max(t, step.start), step.end)
 
@@ -28,8 +30,13 @@ def phase_bounds(step: Step, backward: float | None, optimizer: float | None) ->
 
 
 class Roles:
-    def __init__(self, events: Partition, cpu_steps: list[Step], backward_starts: tuple[float | None, ...],
-                 optimizer_starts: tuple[float | None, ...]):
+    def __init__(
+        self,
+        events: Partition,
+        cpu_steps: list[Step],
+        backward_starts: tuple[float | None, ...],
+        optimizer_starts: tuple[float | None, ...],
+    ):
         self._steps, self._backward, self._optimizer = cpu_steps, backward_starts, optimizer_starts
         self._step_starts = [s.start for s in cpu_steps]
         self._fsdp: dict[Any, list[Event]] = defaultdict(list)

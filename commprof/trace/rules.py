@@ -17,8 +17,12 @@ COMM_KERNEL_FAMILIES = (
 # (backend, pattern). Fused collective+matmul ops are left out: their kernels are mostly computation.
 COMM_LAUNCHING_OPS = (
     ("symm_mem", re.compile(r"^symm_mem::(?!.*(matmul|fused))\w*(all_reduce|all_gather|reduce_scatter|all_to_all)")),
-    ("custom", re.compile(r"^(vllm|_C_custom_ar|trtllm|sgl_kernel)::(?!.*(matmul|fused))\w*(all_?reduce|all_?gather)",
-                          re.IGNORECASE)),
+    (
+        "custom",
+        re.compile(
+            r"^(vllm|_C_custom_ar|trtllm|sgl_kernel)::(?!.*(matmul|fused))\w*(all_?reduce|all_?gather)", re.IGNORECASE
+        ),
+    ),
 )
 KERNEL_CATS = frozenset({"kernel"})
 MEMORY_CATS = frozenset({"gpu_memcpy", "gpu_memset"})
@@ -28,12 +32,16 @@ SYNC_CATS = frozenset({"cuda_sync"})
 CPU_COMM_RANGE = re.compile(r"^(gloo|mpi):")
 # CPU-side ops that launch, describe or wait for a collective: not transfer time, not computation.
 COLLECTIVE_LAUNCH = re.compile(
-    r"^(record_param_comms|c10d::|c10d_functional::|_c10d_functional::|nccl:|gloo:|mpi:|ProcessGroup)")
+    r"^(record_param_comms|c10d::|c10d_functional::|_c10d_functional::|nccl:|gloo:|mpi:|ProcessGroup)"
+)
 # The collective-named CPU ranges around a kernel's launch on the launching thread, most trusted first: they name
 # the collective (and its size) when the kernel's own args and External id say nothing (older Kineto).
-ENCLOSING_TRUST = (re.compile(r"^record_param_comms"), re.compile(r"^(nccl|gloo|mpi):"),
-                   re.compile(r"^(c10d|c10d_functional|_c10d_functional)::"),
-                   *(pattern for _, pattern in COMM_LAUNCHING_OPS))
+ENCLOSING_TRUST = (
+    re.compile(r"^record_param_comms"),
+    re.compile(r"^(nccl|gloo|mpi):"),
+    re.compile(r"^(c10d|c10d_functional|_c10d_functional)::"),
+    *(pattern for _, pattern in COMM_LAUNCHING_OPS),
+)
 CPU_OP_CATS = frozenset({"cpu_op", "user_annotation"})
 # CPU computation: operator ranges only. Annotations (DistributedDataParallel.forward,
 # Optimizer.step#...) wrap operators and Python glue; torch-tb-profiler leaves them out too.
@@ -58,12 +66,25 @@ PHASES = ("forward", "backward", "optimizer")
 
 # Names seen for each collective -> nccl-tests op name.
 _OP_ALIASES = {
-    "allreduce": "all_reduce", "allgather": "all_gather", "allgatherbase": "all_gather",
-    "allgatherintocoalesced": "all_gather", "allgatherintotensorcoalesced": "all_gather",
-    "reducescatter": "reduce_scatter", "reducescatterbase": "reduce_scatter",
-    "reducescattertensorcoalesced": "reduce_scatter", "alltoall": "all_to_all", "alltoallbase": "all_to_all",
-    "alltoallv": "all_to_all", "broadcast": "broadcast", "reduce": "reduce", "sendrecv": "send_recv",
-    "send": "send_recv", "recv": "send_recv", "gather": "gather", "scatter": "scatter", "barrier": "barrier",
+    "allreduce": "all_reduce",
+    "allgather": "all_gather",
+    "allgatherbase": "all_gather",
+    "allgatherintocoalesced": "all_gather",
+    "allgatherintotensorcoalesced": "all_gather",
+    "reducescatter": "reduce_scatter",
+    "reducescatterbase": "reduce_scatter",
+    "reducescattertensorcoalesced": "reduce_scatter",
+    "alltoall": "all_to_all",
+    "alltoallbase": "all_to_all",
+    "alltoallv": "all_to_all",
+    "broadcast": "broadcast",
+    "reduce": "reduce",
+    "sendrecv": "send_recv",
+    "send": "send_recv",
+    "recv": "send_recv",
+    "gather": "gather",
+    "scatter": "scatter",
+    "barrier": "barrier",
     "allreducecoalesced": "all_reduce",
 }
 _OP_WORD = re.compile(r"all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|broadcast|barrier", re.IGNORECASE)
@@ -81,10 +102,33 @@ BUSBW_FACTORS = {
 }
 
 _DTYPE_BYTES = {
-    "float": 4, "float32": 4, "double": 8, "float64": 8, "half": 2, "float16": 2, "bfloat16": 2,
-    "int": 4, "int32": 4, "long": 8, "long int": 8, "int64": 8, "short": 2, "short int": 2, "int16": 2,
-    "char": 1, "signed char": 1, "unsigned char": 1, "byte": 1, "uint8": 1, "int8": 1, "int8_t": 1,
-    "bool": 1, "float8_e4m3fn": 1, "float8_e5m2": 1, "complexfloat": 8, "complexdouble": 16,
+    "float": 4,
+    "float32": 4,
+    "double": 8,
+    "float64": 8,
+    "half": 2,
+    "float16": 2,
+    "bfloat16": 2,
+    "int": 4,
+    "int32": 4,
+    "long": 8,
+    "long int": 8,
+    "int64": 8,
+    "short": 2,
+    "short int": 2,
+    "int16": 2,
+    "char": 1,
+    "signed char": 1,
+    "unsigned char": 1,
+    "byte": 1,
+    "uint8": 1,
+    "int8": 1,
+    "int8_t": 1,
+    "bool": 1,
+    "float8_e4m3fn": 1,
+    "float8_e5m2": 1,
+    "complexfloat": 8,
+    "complexdouble": 16,
 }
 
 

@@ -41,7 +41,7 @@ class _EdgeKeepingReader:
     def read(self, size: int = -1) -> bytes:
         data = self.raw.read(size)
         if len(self.head) < EDGE_BYTES:
-            self.head += data[:EDGE_BYTES - len(self.head)]
+            self.head += data[: EDGE_BYTES - len(self.head)]
         self._recent.append(data)
         self._recent_bytes += len(data)
         while self._recent_bytes - len(self._recent[0]) >= EDGE_BYTES:
@@ -61,8 +61,12 @@ def stream_trace(path: Path) -> TraceFile:
     header = _header(reader.head) | _header(reader.tail)
     if not events and b'"traceEvents"' not in reader.head + reader.tail:
         raise TraceError(str(path), "JSON without 'traceEvents': not a Chrome/Kineto trace")
-    return TraceFile(traceEvents=events, distributedInfo=header.get("distributedInfo"),
-                     baseTimeNanoseconds=header.get("baseTimeNanoseconds"), host_name=header.get("host_name"))
+    return TraceFile(
+        traceEvents=events,
+        distributedInfo=header.get("distributedInfo"),
+        baseTimeNanoseconds=header.get("baseTimeNanoseconds"),
+        host_name=header.get("host_name"),
+    )
 
 
 def lean_events(decode: Callable[[bool], list[Event]]) -> list[Event]:
@@ -117,7 +121,7 @@ class _EdgeKeepingItems:
     def __iter__(self):
         reader = None
         try:
-            with (gzip.open(self.path, "rb") if is_gzip(self.path) else open(self.path, "rb")) as raw:
+            with gzip.open(self.path, "rb") if is_gzip(self.path) else open(self.path, "rb") as raw:
                 reader = _EdgeKeepingReader(raw)
                 for item in ijson.items(reader, "traceEvents.item", use_float=True):
                     if isinstance(item, dict) and item.get("ph") == "X":
@@ -127,8 +131,9 @@ class _EdgeKeepingItems:
         except (ijson.JSONError, OSError, ValueError) as exc:
             text = str(exc).lower()
             truncated = "incomplete" in text or "premature eof" in text
-            raise TraceError(str(self.path), "truncated JSON" if truncated
-                             else f"not valid JSON ({str(exc).splitlines()[0]})") from None
+            raise TraceError(
+                str(self.path), "truncated JSON" if truncated else f"not valid JSON ({str(exc).splitlines()[0]})"
+            ) from None
         finally:
             if reader is not None:
                 self.head, self.tail = reader.head, reader.tail
@@ -136,9 +141,16 @@ class _EdgeKeepingItems:
 
 def _event(item: dict[str, Any]) -> Event:
     args = item.get("args")
-    return Event(ph="X", name=sys.intern(str(item.get("name", ""))), cat=sys.intern(str(item.get("cat", ""))),
-                 pid=item.get("pid", 0), tid=item.get("tid", 0), ts=item.get("ts"), dur=item.get("dur"),
-                 args=msgspec.Raw(msgspec.json.encode(args)) if isinstance(args, dict) and args else NO_ARGS)
+    return Event(
+        ph="X",
+        name=sys.intern(str(item.get("name", ""))),
+        cat=sys.intern(str(item.get("cat", ""))),
+        pid=item.get("pid", 0),
+        tid=item.get("tid", 0),
+        ts=item.get("ts"),
+        dur=item.get("dur"),
+        args=msgspec.Raw(msgspec.json.encode(args)) if isinstance(args, dict) and args else NO_ARGS,
+    )
 
 
 DEVICE_CATS = rules.KERNEL_CATS | rules.MEMORY_CATS | rules.SYNC_CATS
@@ -147,8 +159,12 @@ _LINKED_CATS = DEVICE_CATS | rules.RUNTIME_CATS
 
 def _needs_all_args(name: str, cat: str) -> bool:
     """The events whose args the classifier reads in full: collective kernels, ops and ranges."""
-    return bool(rules.comm_kernel_backend(name) or rules.comm_launching_backend(name)
-                or rules.COLLECTIVE_LAUNCH.match(name) or rules.CPU_COMM_RANGE.match(name))
+    return bool(
+        rules.comm_kernel_backend(name)
+        or rules.comm_launching_backend(name)
+        or rules.COLLECTIVE_LAUNCH.match(name)
+        or rules.CPU_COMM_RANGE.match(name)
+    )
 
 
 def _header(data: bytes) -> dict[str, Any]:

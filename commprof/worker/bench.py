@@ -43,8 +43,9 @@ def measure(comm: Comm, plan: dict[str, Any], device: torch.device) -> tuple[lis
     return rows, refused
 
 
-def _measure_size(comm: Comm, plan: dict[str, Any], op: str, nbytes: int, dtype: torch.dtype, device: torch.device,
-                  sync) -> dict[str, Any]:
+def _measure_size(
+    comm: Comm, plan: dict[str, Any], op: str, nbytes: int, dtype: torch.dtype, device: torch.device, sync
+) -> dict[str, Any]:
     fresh = comm.buffers(op, nbytes, dtype, device)
     comm.run(op, fresh)
     sync()
@@ -64,8 +65,13 @@ def _measure_size(comm: Comm, plan: dict[str, Any], op: str, nbytes: int, dtype:
         sync()
         per_burst.append((time.perf_counter() - start) * 1e6 / plan["iters"])
     per_rank = comm.all_gather_object((per_burst, correct))
-    return {"op": op, "bytes": _message_bytes(op, buffers, comm.size), "dtype": plan["dtype"],
-            "times_us": [max(t) for t in zip(*(p[0] for p in per_rank))], "correct": all(p[1] for p in per_rank)}
+    return {
+        "op": op,
+        "bytes": _message_bytes(op, buffers, comm.size),
+        "dtype": plan["dtype"],
+        "times_us": [max(t) for t in zip(*(p[0] for p in per_rank), strict=False)],
+        "correct": all(p[1] for p in per_rank),
+    }
 
 
 def _message_bytes(op: str, buffers, n: int) -> int:

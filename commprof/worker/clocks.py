@@ -28,8 +28,9 @@ class ClockOffset:
         return asdict(self)
 
 
-def measure_clock_offsets(rank: int, host: str, group=None, clock_ns: Callable[[], int] = time.time_ns,
-                          rounds: int = ROUNDS) -> list[ClockOffset]:
+def measure_clock_offsets(
+    rank: int, host: str, group=None, clock_ns: Callable[[], int] = time.time_ns, rounds: int = ROUNDS
+) -> list[ClockOffset]:
     """Every rank calls this (it is collective); rank 0 gets one ClockOffset per host, the others []."""
     hosts: list = [None] * dist.get_world_size(group)
     dist.all_gather_object(hosts, host, group=group)

@@ -34,7 +34,9 @@ def try_each(ops: dict[str, Callable[[], bool]], sync: Callable[[], None]) -> di
 
 def combine(per_rank: list[dict[str, list]]) -> dict[str, list]:
     """A cell works only when it worked on every rank; otherwise the first rank's reason."""
-    return {op: next(([False, cells[op][1]] for cells in per_rank if not cells[op][0]), [True, ""]) for op in MATRIX_OPS}
+    return {
+        op: next(([False, cells[op][1]] for cells in per_rank if not cells[op][0]), [True, ""]) for op in MATRIX_OPS
+    }
 
 
 def _write(path: str, data: Any) -> None:
@@ -49,8 +51,11 @@ def matrix_main(plan: dict[str, Any], progress_path: str) -> dict[str, Any]:
     with distributed(config) as ctx:
         results = {}
         for device in plan["devices"]:
-            tensors_on = (torch.device("cuda", gpu_index(ctx.local_rank, torch.cuda.device_count())) if device == "cuda"
-                          else torch.device("cpu"))
+            tensors_on = (
+                torch.device("cuda", gpu_index(ctx.local_rank, torch.cuda.device_count()))
+                if device == "cuda"
+                else torch.device("cpu")
+            )
             mine = try_each(torch_ops(ctx.rank, ctx.world_size, tensors_on), dist.barrier)
             gathered: list[Any] = [None] * ctx.world_size
             dist.all_gather_object(gathered, mine)

@@ -10,8 +10,10 @@ from typing import Callable, Mapping
 
 from commprof.errors import UsageError
 
-RANK_VARS = (("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"),
-             ("PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"))
+RANK_VARS = (
+    ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"),
+    ("PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"),
+)
 
 
 def started_by_mpi_launcher(env: Mapping[str, str]) -> bool:
@@ -23,8 +25,9 @@ def started_by_mpi_launcher(env: Mapping[str, str]) -> bool:
     return any(rank in env and size in env and env[size] != "1" for rank, size, _, _ in RANK_VARS)
 
 
-def identity_from_env(env: Mapping[str, str],
-                      node_local: Callable[[], tuple[int, int]] | None = None) -> dict[str, str]:
+def identity_from_env(
+    env: Mapping[str, str], node_local: Callable[[], tuple[int, int]] | None = None
+) -> dict[str, str]:
     """RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE from whichever MPI launcher started us;
     `node_local()` gives (local rank, local size) when the launcher does not say."""
     for rank, size, local_rank, local_size in RANK_VARS:
@@ -34,8 +37,10 @@ def identity_from_env(env: Mapping[str, str],
             elif node_local is not None:
                 local = tuple(map(str, node_local()))
             else:
-                raise UsageError(f"the MPI launcher set {rank} but no local rank ({local_rank}); commprof cannot tell "
-                                 "which GPU is this rank's")
+                raise UsageError(
+                    f"the MPI launcher set {rank} but no local rank ({local_rank}); commprof cannot tell "
+                    "which GPU is this rank's"
+                )
             return {"RANK": env[rank], "WORLD_SIZE": env[size], "LOCAL_RANK": local[0], "LOCAL_WORLD_SIZE": local[1]}
     raise UsageError("not started by an MPI launcher (no OMPI_COMM_WORLD_RANK or PMI_RANK in the environment)")
 

@@ -28,32 +28,48 @@ def run_as_mpi_rank(request, probe) -> tuple[object, Path] | None:
     try:
         from mpi4py import MPI
     except ImportError:
-        raise UsageError("started by an MPI launcher: commprof needs mpi4py to join its ranks; "
-                         "pip install 'commprof[mpi]'") from None
+        raise UsageError(
+            "started by an MPI launcher: commprof needs mpi4py to join its ranks; pip install 'commprof[mpi]'"
+        ) from None
     identity = identity_from_env(os.environ, node_local_from_mpi)
     os.environ.update(identity)
     rank, world = int(identity["RANK"]), int(identity["WORLD_SIZE"])
     local = int(identity["LOCAL_WORLD_SIZE"])
     if world % local:
-        raise UsageError(f"the MPI launcher started {world} ranks, {local} on this node: commprof needs the same "
-                         "number on every node")
+        raise UsageError(
+            f"the MPI launcher started {world} ranks, {local} on this node: commprof needs the same "
+            "number on every node"
+        )
     if request.script:
         return _script_rank(request, probe, MPI.COMM_WORLD, rank, world, local)
     store = None
     if rank == 0:
-        store = dist.TCPStore(socket.gethostname(), 0, world, is_master=True,
-                              timeout=timedelta(seconds=request.timeout_s), wait_for_workers=False)
+        store = dist.TCPStore(
+            socket.gethostname(),
+            0,
+            world,
+            is_master=True,
+            timeout=timedelta(seconds=request.timeout_s),
+            wait_for_workers=False,
+        )
     host, port, run_id = MPI.COMM_WORLD.bcast(
-        (socket.gethostname(), store.port, request.run_id or new_run_id()) if rank == 0 else None, root=0)
+        (socket.gethostname(), store.port, request.run_id or new_run_id()) if rank == 0 else None, root=0
+    )
     if rank != 0:
         store = dist.TCPStore(host, port, world, is_master=False, timeout=timedelta(seconds=request.timeout_s))
-    config = _one_config(MPI.COMM_WORLD, rank, lambda: rank_config(request, probe, world, local, f"{host}:{port}", run_id))
+    config = _one_config(
+        MPI.COMM_WORLD, rank, lambda: rank_config(request, probe, world, local, f"{host}:{port}", run_id)
+    )
     with tempfile.TemporaryDirectory(prefix="commprof-progress-") as tmp:
         try:
             result = run_worker(config, str(Path(tmp) / "progress.json"), store)
         except Exception as exc:  # one line, then leave at once, as the elastic workers do (rank.exit_on_error)
-            print(f"error: rank {rank} on {socket.gethostname()} failed: {what_went_wrong(str(exc)) or type(exc).__name__}",
-                  file=sys.stderr, flush=True)
+            print(
+                f"error: rank {rank} on {socket.gethostname()} failed: "
+                f"{what_went_wrong(str(exc)) or type(exc).__name__}",
+                file=sys.stderr,
+                flush=True,
+            )
             os._exit(1)
     return (config, Path(result["run_dir"])) if rank == 0 else None
 
@@ -83,8 +99,13 @@ def rank_config(request, probe, world: int, local: int, endpoint: str, run_id: s
     cuda = request.device == "cuda" or (request.device == "auto" and probe.cuda_available)
     if cuda and probe.gpu_count == 1:
         probe = dataclasses.replace(probe, gpu_count=local)
-    sized = dataclasses.replace(request, run_id=run_id, nodes=world // local, rdzv_endpoint=endpoint,
-                                **({"gpus": local} if cuda else {"procs": local}))
+    sized = dataclasses.replace(
+        request,
+        run_id=run_id,
+        nodes=world // local,
+        rdzv_endpoint=endpoint,
+        **({"gpus": local} if cuda else {"procs": local}),
+    )
     return resolve(sized, probe, env={})  # the MPI launcher, not SLURM, placed the ranks
 
 

@@ -12,6 +12,7 @@ import sys
 from datetime import timedelta
 from pathlib import Path
 
+
 def main(plan_path: str) -> None:
     import torch.distributed as dist
     from mpi4py import MPI
@@ -28,12 +29,19 @@ def main(plan_path: str) -> None:
     store = None
     if rank == 0:
         # wait_for_workers=False: the others learn the port from the broadcast below
-        store = dist.TCPStore(socket.gethostname(), 0, int(os.environ["WORLD_SIZE"]), is_master=True,
-                              timeout=timedelta(seconds=config.timeout_s), wait_for_workers=False)
+        store = dist.TCPStore(
+            socket.gethostname(),
+            0,
+            int(os.environ["WORLD_SIZE"]),
+            is_master=True,
+            timeout=timedelta(seconds=config.timeout_s),
+            wait_for_workers=False,
+        )
     host, port = world.bcast((socket.gethostname(), store.port) if rank == 0 else None, root=0)
     if rank != 0:
-        store = dist.TCPStore(host, port, int(os.environ["WORLD_SIZE"]), is_master=False,
-                              timeout=timedelta(seconds=config.timeout_s))
+        store = dist.TCPStore(
+            host, port, int(os.environ["WORLD_SIZE"]), is_master=False, timeout=timedelta(seconds=config.timeout_s)
+        )
     try:
         result = run_worker(config, plan["progress"], store)
     except BaseException as exc:  # one line per failed rank for the launcher, then leave at once

@@ -93,15 +93,23 @@ def mpi_through_mpi4py(config: RunConfig) -> bool:
 def distributed(config: RunConfig, store: Any = None) -> Iterator[RankContext]:
     """Join the process group (rank and world from the launcher's environment; `store` from MPI bootstrap)."""
     rank, local_rank = int(os.environ["RANK"]), int(os.environ["LOCAL_RANK"])
-    device = (torch.device("cuda", gpu_index(local_rank, torch.cuda.device_count())) if config.device == "cuda"
-              else torch.device("cpu"))
+    device = (
+        torch.device("cuda", gpu_index(local_rank, torch.cuda.device_count()))
+        if config.device == "cuda"
+        else torch.device("cpu")
+    )
     if device.type == "cuda":
         torch.cuda.set_device(device)
     configure_rank(device, config.tf32)
     backend = "gloo" if mpi_through_mpi4py(config) else config.backend
     if store is not None:
-        dist.init_process_group(backend, store=store, rank=rank, world_size=int(os.environ["WORLD_SIZE"]),
-                                timeout=timedelta(seconds=config.timeout_s))
+        dist.init_process_group(
+            backend,
+            store=store,
+            rank=rank,
+            world_size=int(os.environ["WORLD_SIZE"]),
+            timeout=timedelta(seconds=config.timeout_s),
+        )
     else:
         dist.init_process_group(backend, timeout=timedelta(seconds=config.timeout_s))
     try:
@@ -117,7 +125,9 @@ def gpu_index(local_rank: int, visible: int) -> int:
         return 0
     if local_rank < visible:
         return local_rank
-    raise RuntimeError(f"local rank {local_rank} sees {visible} GPU(s): expected one GPU per local rank, or exactly one")
+    raise RuntimeError(
+        f"local rank {local_rank} sees {visible} GPU(s): expected one GPU per local rank, or exactly one"
+    )
 
 
 OWNER_FILE = ".launch"  # while ranks claim the run folder: the launch id of the rank that created it
@@ -162,8 +172,10 @@ def _check_owner(run_dir: Path, launch_id: str) -> str:
     """On another node the folder exists: the one rank 0 just made (a shared file system), or another run's."""
     marker = run_dir / OWNER_FILE
     if not marker.is_file() or marker.read_text() != launch_id:
-        return (f"run folder {run_dir} on {socket.gethostname()} already exists from another run; commprof never "
-                "overwrites a run")
+        return (
+            f"run folder {run_dir} on {socket.gethostname()} already exists from another run; commprof never "
+            "overwrites a run"
+        )
     return ""
 
 
@@ -172,8 +184,10 @@ def peak_memory_mb(device: torch.device) -> dict[str, float]:
     process's peak resident set. MiB."""
     if device.type != "cuda":
         return {"rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}  # KiB on Linux
-    return {"allocated": torch.cuda.max_memory_allocated(device) / 2**20,
-            "reserved": torch.cuda.max_memory_reserved(device) / 2**20}
+    return {
+        "allocated": torch.cuda.max_memory_allocated(device) / 2**20,
+        "reserved": torch.cuda.max_memory_reserved(device) / 2**20,
+    }
 
 
 def tf32_settings() -> dict[str, bool]:
@@ -188,8 +202,13 @@ def versions() -> dict[str, Any]:
     nccl = None
     if torch.cuda.is_available() and dist.is_nccl_available():
         nccl = ".".join(str(v) for v in torch.cuda.nccl.version())
-    return {"commprof": commprof.__version__, "torch": torch.__version__, "cuda": torch.version.cuda,
-            "nccl": nccl, "python": platform.python_version()}
+    return {
+        "commprof": commprof.__version__,
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "nccl": nccl,
+        "python": platform.python_version(),
+    }
 
 
 def gather_digests(run_dir: Path, rank: int, world: int, group: Any = None) -> None:
@@ -201,5 +220,7 @@ def gather_digests(run_dir: Path, rank: int, world: int, group: Any = None) -> N
     gathered: list[Any] | None = [None] * world if rank == 0 else None
     dist.gather_object(own_digest(trace_path(run_dir, rank)), gathered, dst=0, group=group)
     if gathered is not None:
-        write_digests(run_dir, {r: data for r, data in enumerate(gathered)
-                                if data is not None and not trace_path(run_dir, r).exists()})
+        write_digests(
+            run_dir,
+            {r: data for r, data in enumerate(gathered) if data is not None and not trace_path(run_dir, r).exists()},
+        )

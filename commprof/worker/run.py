@@ -12,11 +12,21 @@ import torch.distributed as dist
 from commprof.config import RunConfig
 from commprof.instrument.link_probe import probe_link
 from commprof.instrument.profiler import make_profiler, trace_path
-from commprof.worker.clocks import ClockOffset, measure_clock_offsets
 from commprof.launch.progress import Every, Progress, write_progress
-from commprof.worker.rank import (RankContext, claim_run_dir, device_name, distributed, exit_on_error, gather_digests,
-                                  mpi_through_mpi4py, peak_memory_mb, tf32_settings, versions)
 from commprof.launch.runlog import StepLines, now, write_run_json, write_step_log
+from commprof.worker.clocks import ClockOffset, measure_clock_offsets
+from commprof.worker.rank import (
+    RankContext,
+    claim_run_dir,
+    device_name,
+    distributed,
+    exit_on_error,
+    gather_digests,
+    mpi_through_mpi4py,
+    peak_memory_mb,
+    tf32_settings,
+    versions,
+)
 from commprof.worker.training import Trainer, make_batches
 from commprof.workloads import Workload, load_workload
 
@@ -47,10 +57,19 @@ def run_worker(config: RunConfig, progress_path: str, store: Any = None) -> dict
         return {"rank": ctx.rank, "run_id": config.run_id, "run_dir": str(run_dir)}
 
 
-def _train(config: RunConfig, ctx: RankContext, workload: Workload, run_dir: Path, progress_path: Path) -> dict[str, Any]:
+def _train(
+    config: RunConfig, ctx: RankContext, workload: Workload, run_dir: Path, progress_path: Path
+) -> dict[str, Any]:
     batches = make_batches(workload, config.batch_size, config.seed, ctx.rank, ctx.device)
-    trainer = Trainer(workload.model, workload, batches, config.options, ctx.device, config.precision,
-                      mpi_gradients=mpi_through_mpi4py(config))
+    trainer = Trainer(
+        workload.model,
+        workload,
+        batches,
+        config.options,
+        ctx.device,
+        config.precision,
+        mpi_gradients=mpi_through_mpi4py(config),
+    )
     recorder = StepRecorder(run_dir, ctx, progress_path, config.steps)
     with make_profiler(config.schedule, ctx.device.type == "cuda", run_dir, ctx.rank) as prof:
         for _ in range(config.steps):
@@ -122,6 +141,8 @@ def _final_record(started: dict[str, Any], infos: list[dict[str, Any]]) -> dict[
         "end_time": now(),
         "steps_completed": min(len(i["step_ms"]) for i in infos),
         "link_probe": infos[0]["link_probe"],  # the slowest rank's times: the same on every rank
-        "ranks": [{k: i[k] for k in ("rank", "host", "device", "trace", "trace_path", "step_ms", "ddp", "peak_memory_mb")}
-                  for i in infos],
+        "ranks": [
+            {k: i[k] for k in ("rank", "host", "device", "trace", "trace_path", "step_ms", "ddp", "peak_memory_mb")}
+            for i in infos
+        ],
     }

@@ -38,13 +38,20 @@ from torch.optim.optimizer import register_optimizer_step_post_hook
 from commprof.config import RunConfig
 from commprof.errors import what_went_wrong
 from commprof.instrument.ddp import DDPOverrides
+from commprof.instrument.link_probe import probe_link
 from commprof.instrument.profiler import make_profiler, trace_path, write_trace
 from commprof.launch.progress import Every, Progress, write_progress
 from commprof.launch.runlog import StepLines, now, write_run_json, write_step_log
-from commprof.instrument.link_probe import probe_link
+from commprof.worker.rank import (
+    device_name,
+    gather_digests,
+    gpu_index,
+    peak_memory_mb,
+    raise_stopped,
+    tf32_settings,
+    versions,
+)
 from commprof.worker.torch_settings import configure_rank
-from commprof.worker.rank import (device_name, gather_digests, gpu_index, peak_memory_mb,
-                                  raise_stopped, tf32_settings, versions)
 
 
 class MaxStepsReached(BaseException):
@@ -62,8 +69,11 @@ class ScriptSession:
         self.world = int(os.environ["WORLD_SIZE"])
         self.host = socket.gethostname()
         self.use_cuda = config.device == "cuda"
-        self.device = torch.device("cuda", gpu_index(self.local_rank, torch.cuda.device_count())) if self.use_cuda \
+        self.device = (
+            torch.device("cuda", gpu_index(self.local_rank, torch.cuda.device_count()))
+            if self.use_cuda
             else torch.device("cpu")
+        )
         self.step_ms: list[float] = []
         self.lines = StepLines(config.run_dir, self.rank)
         self.due = Every()
@@ -80,10 +90,20 @@ class ScriptSession:
     def start(self) -> None:
         self.config.run_dir.mkdir(parents=True, exist_ok=True)  # on every node: traces/ may be node-local
         if self.rank == 0:
-            write_run_json(self.config.run_dir, {
-                "run_id": self.config.run_id, "status": "running", "config": self.config.to_dict(),
-                "versions": versions(), "world_size": self.world, "hosts": [self.host], "start_time": now(),
-                "clock_offsets": [], "script": list(self.config.script)})
+            write_run_json(
+                self.config.run_dir,
+                {
+                    "run_id": self.config.run_id,
+                    "status": "running",
+                    "config": self.config.to_dict(),
+                    "versions": versions(),
+                    "world_size": self.world,
+                    "hosts": [self.host],
+                    "start_time": now(),
+                    "clock_offsets": [],
+                    "script": list(self.config.script),
+                },
+            )
         if self.use_cuda:
             torch.cuda.set_device(self.device)
         configure_rank(self.device, self.config.tf32)
@@ -93,7 +113,9 @@ class ScriptSession:
             # until the first optimizer step, the whole start: the trace of a script that never steps
             self.startup = make_profiler(None, self.use_cuda, self.config.run_dir, self.rank)
             self.startup.start()
-        signal.signal(signal.SIGTERM, raise_stopped)  # a stopped rank unwinds and writes its trace (the script may override)
+        signal.signal(
+            signal.SIGTERM, raise_stopped
+        )  # a stopped rank unwinds and writes its trace (the script may override)
 
     def _after_step(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
         if self.counted_id is None:
@@ -120,8 +142,9 @@ class ScriptSession:
         if self.local_rank == 0:
             total = self.config.max_steps or self.config.schedule.total
             phase = "training" if self.profiler is None else "profiling"
-            write_progress(self.progress_path, Progress(len(self.step_ms), max(total, len(self.step_ms)),
-                                                         self.step_ms[-1], phase))
+            write_progress(
+                self.progress_path, Progress(len(self.step_ms), max(total, len(self.step_ms)), self.step_ms[-1], phase)
+            )
 
     def _start_scheduled_profiler(self) -> None:
         """At the first optimizer step: the start-up recording is dropped, the schedule's profiler begins. It
@@ -129,8 +152,9 @@ class ScriptSession:
         startup, self.startup = self.startup, None
         startup.stop()
         schedule = self.config.schedule
-        self.profiler = make_profiler(dataclasses.replace(schedule, wait=max(0, schedule.wait - 1)), self.use_cuda,
-                                      self.config.run_dir, self.rank)
+        self.profiler = make_profiler(
+            dataclasses.replace(schedule, wait=max(0, schedule.wait - 1)), self.use_cuda, self.config.run_dir, self.rank
+        )
         self.profiler.start()
 
     def _stop_profiler(self) -> None:
@@ -155,14 +179,23 @@ class ScriptSession:
         if self.counted is None:
             notes.append("the script made no optimizer step: its whole run is one window")
         if self.others:
-            notes.append(f"steps counted are {self.counted}'s; the script also stepped {', '.join(sorted(self.others))}")
+            notes.append(
+                f"steps counted are {self.counted}'s; the script also stepped {', '.join(sorted(self.others))}"
+            )
         if not self.ddp.built:
             notes.append("the script built no DistributedDataParallel: the DDP options had no effect")
         trace = trace_path(self.config.run_dir, self.rank)
-        return {"device": device_name(self.device), "trace": trace.name if trace.exists() else None,
-                "link_probe": self.link_probe,
-                "ddp": self.ddp.logging_data(), "ddp_built": self.ddp.built, "optimizer": self.counted,
-                "peak_memory_mb": peak_memory_mb(self.device), "tf32": tf32_settings(), "notes": notes}
+        return {
+            "device": device_name(self.device),
+            "trace": trace.name if trace.exists() else None,
+            "link_probe": self.link_probe,
+            "ddp": self.ddp.logging_data(),
+            "ddp_built": self.ddp.built,
+            "optimizer": self.counted,
+            "peak_memory_mb": peak_memory_mb(self.device),
+            "tf32": tf32_settings(),
+            "notes": notes,
+        }
 
 
 def run_script(script: tuple[str, ...]) -> None:
@@ -201,8 +234,10 @@ def run_rank(config: RunConfig, progress_path: Path) -> int:
             if exc.code not in (None, 0):
                 raise RuntimeError(f"the script exited with code {exc.code}") from None
         if session.world > 1 and not (session.saw_distributed or session.ddp.built or dist.is_initialized()):
-            raise RuntimeError("the script never initialized torch.distributed (dist.init_process_group): "
-                               "its ranks did not communicate")
+            raise RuntimeError(
+                "the script never initialized torch.distributed (dist.init_process_group): "
+                "its ranks did not communicate"
+            )
         if dist.is_initialized() and dist.get_backend() in ("gloo", "nccl"):  # the script left its group up
             session.link_probe = probe_link(session.device)
         session.finish()

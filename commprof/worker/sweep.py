@@ -29,8 +29,8 @@ from commprof.analysis.tune import next_bucket_sizes
 from commprof.config import ProfileSchedule, SettingOptions, SweepPlan, setting_label
 from commprof.instrument.profiler import cuda_synchronize, make_profiler
 from commprof.launch.progress import Progress, write_progress
-from commprof.worker.rank import RankContext, claim_run_dir, distributed, exit_on_error, versions
 from commprof.launch.runlog import write_json_atomic
+from commprof.worker.rank import RankContext, claim_run_dir, distributed, exit_on_error, versions
 from commprof.worker.training import Trainer, make_batches
 from commprof.workloads import load_workload
 
@@ -58,12 +58,21 @@ def sweep_main(plan_dict: dict[str, Any], progress_path: str) -> dict[str, Any]:
             round_index += 1
         if ctx.rank == 0:
             phases.update(setup_s=setup_s, worker_s=time.perf_counter() - started)
-            write_json_atomic(run_dir / "sweep.json", {
-                "plan": plan.to_dict(), "versions": versions(), "model": workload.name,
-                "parameters": workload.parameter_count, "world_size": ctx.world_size, "rounds": round_index,
-                "end_time": datetime.now(timezone.utc).isoformat(), "timings": phases, "order": order,
-                "settings": results,
-            })
+            write_json_atomic(
+                run_dir / "sweep.json",
+                {
+                    "plan": plan.to_dict(),
+                    "versions": versions(),
+                    "model": workload.name,
+                    "parameters": workload.parameter_count,
+                    "world_size": ctx.world_size,
+                    "rounds": round_index,
+                    "end_time": datetime.now(timezone.utc).isoformat(),
+                    "timings": phases,
+                    "order": order,
+                    "settings": results,
+                },
+            )
         dist.barrier()
         return {"rank": ctx.rank, "run_id": config.run_id, "run_dir": str(run_dir)}
 
@@ -98,8 +107,9 @@ class _Trainers:
 
     def build(self, setting: SettingOptions) -> Trainer:
         self.free()
-        trainer = Trainer(copy.deepcopy(self.workload.model), self.workload, self.batches, setting, self.ctx.device,
-                          self.precision)
+        trainer = Trainer(
+            copy.deepcopy(self.workload.model), self.workload, self.batches, setting, self.ctx.device, self.precision
+        )
         self._alive.add(trainer)
         self.most_alive = max(self.most_alive, len(self._alive))
         return trainer
@@ -111,8 +121,7 @@ class _Trainers:
             torch.cuda.empty_cache()
 
 
-def _how_many_fit(plan: SweepPlan, ctx: RankContext, trainers: _Trainers, settings: list[SettingOptions],
-                  warm) -> int:
+def _how_many_fit(plan: SweepPlan, ctx: RankContext, trainers: _Trainers, settings: list[SettingOptions], warm) -> int:
     """How many settings' trainers fit in memory at once: --max-live-settings, or on a GPU what the first one
     took (resident, and a step's peak) against the free memory, a tenth kept spare; on CPU all of them.
     Every rank takes the smallest answer."""
@@ -134,9 +143,16 @@ def _how_many_fit(plan: SweepPlan, ctx: RankContext, trainers: _Trainers, settin
     return min(answers)
 
 
-def _measure_round(plan: SweepPlan, ctx: RankContext, trainers: _Trainers, settings: list[SettingOptions],
-                   run_dir: Path, progress: _ProgressWriter, phases: dict[str, float],
-                   order: list[str]) -> dict[str, dict[str, Any]]:
+def _measure_round(
+    plan: SweepPlan,
+    ctx: RankContext,
+    trainers: _Trainers,
+    settings: list[SettingOptions],
+    run_dir: Path,
+    progress: _ProgressWriter,
+    phases: dict[str, float],
+    order: list[str],
+) -> dict[str, dict[str, Any]]:
     """Warm up, then the settings take turns for `repeats` rounds, then each is profiled. When they do not all
     fit in memory at once, each turn builds its setting afresh (and warms it up again) and frees it after."""
 
@@ -171,7 +187,9 @@ def _measure_round(plan: SweepPlan, ctx: RankContext, trainers: _Trainers, setti
         label, trainer = setting_label(setting), trainer_for(setting)
         folder = run_dir / label
         folder.mkdir(parents=True, exist_ok=True)
-        with make_profiler(ProfileSchedule(0, 1, plan.profile_steps), ctx.device.type == "cuda", folder, ctx.rank) as prof:
+        with make_profiler(
+            ProfileSchedule(0, 1, plan.profile_steps), ctx.device.type == "cuda", folder, ctx.rank
+        ) as prof:
             for _ in range(plan.profile_steps + 1):
                 progress.step(trainer.step(), f"profiling {label}")
                 prof.step()
@@ -184,16 +202,22 @@ def _measure_round(plan: SweepPlan, ctx: RankContext, trainers: _Trainers, setti
     local = {label: {"step_ms": step_ms[label], "ddp": ddp[label]} for label in step_ms}
     gathered: list[Any] = [None] * ctx.world_size
     dist.all_gather_object(gathered, local)
-    return {setting_label(s): {
-        "options": dataclasses.asdict(s),
-        # the job's step time is the slowest rank's: DDP synchronises every step
-        "step_ms": [max(per_rank) for per_rank in zip(*(g[setting_label(s)]["step_ms"] for g in gathered))],
-        "ddp": {str(rank): g[setting_label(s)]["ddp"] for rank, g in enumerate(gathered)},
-    } for s in settings}
+    return {
+        setting_label(s): {
+            "options": dataclasses.asdict(s),
+            # the job's step time is the slowest rank's: DDP synchronises every step
+            "step_ms": [
+                max(per_rank) for per_rank in zip(*(g[setting_label(s)]["step_ms"] for g in gathered), strict=False)
+            ],
+            "ddp": {str(rank): g[setting_label(s)]["ddp"] for rank, g in enumerate(gathered)},
+        }
+        for s in settings
+    }
 
 
-def _next_round(plan: SweepPlan, ctx: RankContext, results: dict[str, dict[str, Any]],
-                round_index: int, parameter_sizes: list[int]) -> list[SettingOptions]:
+def _next_round(
+    plan: SweepPlan, ctx: RankContext, results: dict[str, dict[str, Any]], round_index: int, parameter_sizes: list[int]
+) -> list[SettingOptions]:
     """Rank 0 decides the next bucket sizes from everyone's measurements; all ranks follow."""
     decision: list[Any] = [None]
     if ctx.rank == 0:

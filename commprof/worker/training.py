@@ -29,9 +29,17 @@ class Trainer:
     """A model wrapped in DDP (or sharded with FSDP2) with its optimizer; `step()` runs one optimizer step and
     times it."""
 
-    def __init__(self, model: nn.Module, workload: Workload, batches: list[Any], options: SettingOptions,
-                 device: torch.device, precision: str, mpi_gradients: bool = False,
-                 ddp_logging_every_step: bool = True):
+    def __init__(
+        self,
+        model: nn.Module,
+        workload: Workload,
+        batches: list[Any],
+        options: SettingOptions,
+        device: torch.device,
+        precision: str,
+        mpi_gradients: bool = False,
+        ddp_logging_every_step: bool = True,
+    ):
         self.is_ddp = not isinstance(options, FSDPOptions)
         if self.is_ddp:
             self.ddp: Any = wrap_ddp(model.to(device), options, device, mpi_gradients)
@@ -67,8 +75,9 @@ class Trainer:
             inputs, target = self.batches[(self.steps_done * self.accum + micro) % len(self.batches)]
             sync = self.ddp.no_sync() if micro < self.accum - 1 else contextlib.nullcontext()
             with sync:
-                with torch.autocast(self.device.type, dtype=self.amp_dtype or torch.float32,
-                                    enabled=self.amp_dtype is not None):
+                with torch.autocast(
+                    self.device.type, dtype=self.amp_dtype or torch.float32, enabled=self.amp_dtype is not None
+                ):
                     loss = self.loss(call_model(self.ddp, inputs), target) / self.accum
                 self.scaler.scale(loss).backward()
         self.scaler.step(self.optimizer)

@@ -13,11 +13,15 @@ def load_workload(model: str, size: str) -> Workload:
     """A built-in name ('mlp', ...) or a user spec ('pkg.mod:build', 'file.py:build')."""
     if model in BUILTIN_MODELS:
         from commprof.workloads.models import build_builtin
+
         return build_builtin(model, size)
     if ":" not in model:
-        raise WorkloadError(f"unknown model {model!r}: use one of {', '.join(BUILTIN_MODELS)}, "
-                            "'package.module:factory' or 'path/to/file.py:factory'")
+        raise WorkloadError(
+            f"unknown model {model!r}: use one of {', '.join(BUILTIN_MODELS)}, "
+            "'package.module:factory' or 'path/to/file.py:factory'"
+        )
     from commprof.workloads.user import load_user_workload
+
     return load_user_workload(model)
 
 

@@ -147,6 +147,7 @@ def _token_loss(out: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
 def _vectors(dim: int) -> Callable:
     def make(batch: int, gen: torch.Generator):
         return torch.randn(batch, dim, generator=gen), torch.randint(0, 10, (batch,), generator=gen)
+
     return make
 
 
@@ -158,6 +159,7 @@ def _tokens(vocab: int, length: int) -> Callable:
     def make(batch: int, gen: torch.Generator):
         seq = torch.randint(0, vocab, (batch, length + 1), generator=gen)
         return seq[:, :-1], seq[:, 1:]
+
     return make
 
 

@@ -36,7 +36,9 @@ def load_user_workload(spec: str) -> Workload:
 def _resolve_factory(spec: str) -> Callable[[], Any]:
     target, sep, attr = spec.rpartition(":")
     if not sep or not target or not attr:
-        raise WorkloadError(f"--model {spec!r}: expected a built-in name, 'package.module:factory' or 'file.py:factory'")
+        raise WorkloadError(
+            f"--model {spec!r}: expected a built-in name, 'package.module:factory' or 'file.py:factory'"
+        )
     if target.endswith(".py") or "/" in target:
         module = _import_file(spec, Path(target))
     else:
@@ -75,7 +77,8 @@ def _unpack(spec: str, result: Any) -> tuple[nn.Module, Any, Any]:
     if not 1 <= len(parts) <= 3 or not isinstance(parts[0], nn.Module):
         raise WorkloadError(
             f"--model {spec}: the factory returned {type(result).__name__}, expected an nn.Module "
-            "or (module, make_batch[, loss])")
+            "or (module, make_batch[, loss])"
+        )
     model, make_batch, loss = (*parts, None, None)[:3]
     for name, fn in (("make_batch", make_batch), ("loss", loss)):
         if fn is not None and not callable(fn):
@@ -84,10 +87,14 @@ def _unpack(spec: str, result: Any) -> tuple[nn.Module, Any, Any]:
 
 
 def _infer_batch_maker(spec: str, model: nn.Module):
-    first = next((m for m in model.modules() if isinstance(m, (nn.Linear, nn.Embedding, nn.Conv1d, nn.Conv2d, nn.Conv3d))), None)
+    first = next(
+        (m for m in model.modules() if isinstance(m, (nn.Linear, nn.Embedding, nn.Conv1d, nn.Conv2d, nn.Conv3d))), None
+    )
     if first is None:
-        raise WorkloadError(f"--model {spec}: cannot infer an input shape (no Linear, Conv or Embedding layer); "
-                            "return (module, make_batch) from the factory")
+        raise WorkloadError(
+            f"--model {spec}: cannot infer an input shape (no Linear, Conv or Embedding layer); "
+            "return (module, make_batch) from the factory"
+        )
 
     def make(batch: int, gen: torch.Generator):
         if isinstance(first, nn.Linear):
@@ -98,6 +105,7 @@ def _infer_batch_maker(spec: str, model: nn.Module):
             spatial = (32,) * (first.weight.dim() - 2)
             inputs = torch.randn(batch, first.in_channels, *spatial, generator=gen)
         return inputs, None
+
     return make
 
 

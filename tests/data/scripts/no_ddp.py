@@ -7,7 +7,7 @@ from torch import nn
 dist.init_process_group("gloo")
 model = nn.Linear(32, 32)
 optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-for step in range(100):
+for _step in range(100):
     model(torch.randn(8, 32)).sum().backward()
     for p in model.parameters():
         dist.all_reduce(p.grad)

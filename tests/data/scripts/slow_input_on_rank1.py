@@ -10,7 +10,7 @@ from torch import nn
 dist.init_process_group("gloo")
 model = nn.parallel.DistributedDataParallel(nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 10)))
 optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-for step in range(1000):
+for _step in range(1000):
     if os.environ["RANK"] == "1":
         time.sleep(0.04)
     inputs, target = torch.randn(16, 64), torch.randint(0, 10, (16,))

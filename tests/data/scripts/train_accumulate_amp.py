@@ -15,7 +15,7 @@ torch.manual_seed(1)
 model = Wrapped(nn.Sequential(nn.Linear(32, 256), nn.GELU(), nn.Linear(256, 32)))
 optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
 scaler = torch.amp.GradScaler("cpu")
-for step in range(10_000):
+for _step in range(10_000):
     for micro in range(ACCUMULATE):
         inputs = torch.randn(8, 32)
         context = model.no_sync() if micro < ACCUMULATE - 1 else torch.enable_grad()

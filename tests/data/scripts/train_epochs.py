@@ -27,8 +27,10 @@ def main():
     sampler = DistributedSampler(data, shuffle=True)
     loader = DataLoader(data, batch_size=args.batch_size, sampler=sampler, num_workers=1)
     width = args.width
-    model = DDP(nn.Sequential(nn.Linear(64, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(), nn.Linear(width, 10)),
-                bucket_cap_mb=1)
+    model = DDP(
+        nn.Sequential(nn.Linear(64, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(), nn.Linear(width, 10)),
+        bucket_cap_mb=1,
+    )
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr)
     schedule = torch.optim.lr_scheduler.StepLR(optimizer, step_size=10, gamma=0.5)
     loss_fn = nn.CrossEntropyLoss()

@@ -12,7 +12,7 @@ for block in model[:4]:
     fully_shard(block)
 fully_shard(model)
 optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-for step in range(12):
+for _step in range(12):
     model(torch.randn(32, 256)).sum().backward()
     optimizer.step()
     optimizer.zero_grad()

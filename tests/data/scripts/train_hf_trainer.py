@@ -28,7 +28,16 @@ class Examples(torch.utils.data.Dataset):
 
 
 if __name__ == "__main__":
-    arguments = TrainingArguments(output_dir="hf-output", per_device_train_batch_size=16, num_train_epochs=3,
-                                  use_cpu=True, ddp_backend="gloo", ddp_bucket_cap_mb=1, report_to=[],
-                                  save_strategy="no", logging_strategy="no", dataloader_num_workers=0)
+    arguments = TrainingArguments(
+        output_dir="hf-output",
+        per_device_train_batch_size=16,
+        num_train_epochs=3,
+        use_cpu=True,
+        ddp_backend="gloo",
+        ddp_bucket_cap_mb=1,
+        report_to=[],
+        save_strategy="no",
+        logging_strategy="no",
+        dataloader_num_workers=0,
+    )
     Trainer(model=Classifier(), args=arguments, train_dataset=Examples()).train()

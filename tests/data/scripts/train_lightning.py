@@ -22,6 +22,14 @@ class Classifier(L.LightningModule):
 if __name__ == "__main__":
     generator = torch.Generator().manual_seed(0)
     data = TensorDataset(torch.randn(2048, 64, generator=generator), torch.randint(0, 10, (2048,), generator=generator))
-    trainer = L.Trainer(accelerator="cpu", devices=2, strategy="ddp", max_epochs=5, logger=False,
-                        enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False)
+    trainer = L.Trainer(
+        accelerator="cpu",
+        devices=2,
+        strategy="ddp",
+        max_epochs=5,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+    )
     trainer.fit(Classifier(), DataLoader(data, batch_size=32))
