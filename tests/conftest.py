@@ -69,3 +69,22 @@ def _fast_tier_starts_no_process(request, monkeypatch, _matplotlib_font_cache):
     monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
     monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", refuse)
     monkeypatch.setattr(os, "fork", refuse)
+
+
+def run_record(schedule: tuple[int, int, int] = (6, 2, 10), step_ms: list[list[float]] = (), **fields):
+    """A run.json record with these ranks' step times (rank i: step_ms[i]) under this profiler schedule."""
+    from commprof.config import ProfileSchedule, RunConfig
+    from commprof.results.run_record import RankRecord, RunRecord
+
+    wait, warmup, active = schedule
+    config = RunConfig(run_id="t", schedule=ProfileSchedule(wait, warmup, active), steps=wait + warmup + active)
+    ranks = [RankRecord(rank=i, step_ms=list(steps)) for i, steps in enumerate(step_ms)]
+    return RunRecord(run_id="t", config=config, ranks=ranks, **fields)
+
+
+def run_summary(bucket_cap_mb: float = 25.0, **fields):
+    """report.json's "run" for a built-in run with this bucket cap (or a script's, with `script` and `ddp_built`)."""
+    from commprof.config import DDPOptions, RunConfig
+    from commprof.results.run_record import RunSummary
+
+    return RunSummary(run_id="t", config=RunConfig(run_id="t", ddp=DDPOptions(bucket_cap_mb=bucket_cap_mb)), **fields)

@@ -6,12 +6,12 @@ import gzip
 import json
 
 import pytest
-from conftest import LARGE_TRACE, TRACES, needs_large_trace
 
 from commprof.trace import chunked
 from commprof.trace.chunked import LayoutNotUnderstood, decode_in_chunks
 from commprof.trace.classify import classify
 from commprof.trace.parse import parse_trace
+from tests.conftest import LARGE_TRACE, TRACES, needs_large_trace
 
 FILES = sorted(p for p in TRACES.rglob("*.json*") if "nccl-trace-diff" not in str(p))
 

@@ -6,6 +6,7 @@ import pytest
 from commprof.analysis.distortion import job_drift_ms, unprofiled_job_steps
 from commprof.commands.compare import summary
 from commprof.results.compare import BackendRun
+from tests.conftest import run_record
 
 
 def ran(name: str, steps: list[float]) -> BackendRun:
@@ -41,26 +42,14 @@ def test_the_jobs_own_drift_across_the_window():
     """Schedule 6,1,2 traces steps 6-8: steps 3-5 before it (slowest rank 20, 22, 21: median 21), step 9 waits
     for the traces, steps 10-12 after it (25, 27, 26: median 26): the job's step moved 5 ms on its own. With two
     steps on a side it is not measured."""
-    run = {
-        "config": {"schedule": {"wait": 6, "warmup": 1, "active": 2}},
-        "ranks": [
-            {"rank": 0, "step_ms": [90, 50, 50, 20, 22, 21, 9, 9, 9, 70, 25, 27, 26]},
-            {"rank": 1, "step_ms": [90, 50, 50, 19, 21, 20, 9, 9, 9, 80, 24, 26, 25]},
-        ],
-    }
-    assert job_drift_ms(run) == pytest.approx(5.0)
-    assert job_drift_ms({**run, "config": {"schedule": {"wait": 5, "warmup": 1, "active": 2}}}) == 0.0
+    steps = [[90, 50, 50, 20, 22, 21, 9, 9, 9, 70, 25, 27, 26], [90, 50, 50, 19, 21, 20, 9, 9, 9, 80, 24, 26, 25]]
+    assert job_drift_ms(run_record((6, 1, 2), steps)) == pytest.approx(5.0)
+    assert job_drift_ms(run_record((5, 1, 2), steps)) == 0.0
 
 
 def test_the_jobs_unprofiled_steps_are_its_slowest_ranks_outside_the_window():
     """Schedule 1,1,2 traces steps 1-3 and writes the traces before step 4 (which waits for the slower
     writer); the first 3 steps are warm-up: steps 5 and 6 remain, each the slower rank's."""
-    run = {
-        "config": {"schedule": {"wait": 1, "warmup": 1, "active": 2}},
-        "ranks": [
-            {"rank": 0, "step_ms": [90, 50, 50, 50, 70, 10, 12]},
-            {"rank": 1, "step_ms": [90, 50, 50, 50, 80, 11, 9]},
-        ],
-    }
+    run = run_record((1, 1, 2), [[90, 50, 50, 50, 70, 10, 12], [90, 50, 50, 50, 80, 11, 9]])
     assert unprofiled_job_steps(run) == [11, 12]
-    assert unprofiled_job_steps({}) == []
+    assert unprofiled_job_steps(run_record()) == []

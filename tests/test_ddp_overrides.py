@@ -1,6 +1,8 @@
 """The DDP options given on the command line reach every DistributedDataParallel a script builds, however it
 imported the class and however it passed its own arguments (one in-process rank, an in-memory store)."""
 
+import dataclasses
+
 import pytest
 import torch.distributed as dist
 from torch import nn
@@ -28,7 +30,7 @@ def test_options_that_differ_from_ddp_defaults_are_applied_and_recorded(one_rank
         overrides.uninstall()
     assert ddp.bucket_bytes_cap == int(0.5 * 2**20) and ddp.gradient_as_bucket_view and ddp.find_unused_parameters
     (built,) = overrides.built
-    assert built == {
+    assert dataclasses.asdict(built) == {
         "module": "Linear",
         "built_by": "script",
         "parameters": 36,
@@ -53,7 +55,7 @@ def test_nothing_given_changes_nothing(one_rank):
         ddp = nn.parallel.DistributedDataParallel(nn.Linear(8, 4), bucket_cap_mb=3.0)
     finally:
         overrides.uninstall()
-    assert ddp.bucket_bytes_cap == int(3 * 2**20) and overrides.built[0]["applied"] == {}
+    assert ddp.bucket_bytes_cap == int(3 * 2**20) and overrides.built[0].applied == {}
 
 
 def test_the_recommendation_speaks_the_framework_that_built_the_ddp():

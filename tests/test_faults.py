@@ -12,9 +12,9 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, commprof
 
 from commprof.results.store import load_report
+from tests.conftest import REPO, commprof
 
 FAULTY = REPO / "tests" / "data" / "faulty_model.py"
 STEPS = ["--steps", "10", "--schedule", "2,1,4", "--batch-size", "8", "--quiet"]

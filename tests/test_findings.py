@@ -11,11 +11,13 @@ from commprof.analysis.predict import MB, ComputeModel, LinkModel, StepProfile, 
 from commprof.render.markdown import render_markdown
 from commprof.render.tables import BALANCED
 from commprof.results.report import ProfilerDistortion
+from commprof.results.run_record import BuiltDDP
 from commprof.trace.load import load_run
+from tests.conftest import run_summary
 from tests.tracebuilder import GLOO, TraceBuilder
 
 FLOATS_25_MIB = 25 * MB // 4
-DDP_RUN = {"parameter_sizes": [5 * MB] * 5, "config": {"ddp": {"bucket_cap_mb": 25.0}}}
+DDP_RUN = run_summary(parameter_sizes=[5 * MB] * 5)
 
 
 def ddp_rank(rank, steps=2, late_us=0.0, first_op_us=0.0, allreduce_us=10_000.0, optimizer_us=5_000.0):
@@ -81,7 +83,7 @@ def nccl_rank(rank, steps=2):
 
 def found(tmp_path, *ranks, run=None, distortion=(), drift_ms=0.0):
     paths = [r.write(tmp_path / f"rank{i}.json") for i, r in enumerate(ranks)]
-    analysis = analyze_run(load_run(paths, workers=1), "t", "run", run or {})
+    analysis = analyze_run(load_run(paths, workers=1), "t", "run", run)
     report = analysis.report
     return findings(report, analysis.windows, analysis.matching, list(distortion), drift_ms=drift_ms), report
 
@@ -287,7 +289,7 @@ def test_the_ceiling_from_commprof_bench_on_this_host(tmp_path):
     """With a bench of this host at 5 GB/s: the 25 MiB bucket would take 5.24 ms and end 15.24 ms into the
     backward, the 1 MiB one 0.21 ms from 20: 0.21 ms exposed instead of 2, 1.79 ms gained."""
     paths = [two_bucket_rank(r).write(tmp_path / f"rank{r}.json") for r in (0, 1)]
-    analysis = analyze_run(load_run(paths, workers=1), "t", "run", {})
+    analysis = analyze_run(load_run(paths, workers=1), "t", "run")
     (bucket,) = findings(analysis.report, analysis.windows, analysis.matching, [], (5.0, "commprof bench b1"))
     assert bucket.evidence.endswith(
         "slow all-reduces: 1.00 MB at 0.52 GB/s, against 5.00 GB/s for large messages on this link (commprof bench b1)"
@@ -327,27 +329,15 @@ def test_a_scripts_own_ddp_arguments_are_its_current_setting():
     from commprof.results.report import Report
 
     def run(asked, applied, built_by="script"):
-        built = [{"built_by": built_by, "asked": asked, "applied": applied}]
-        return Report(
-            "r",
-            "run",
-            "",
-            [],
-            [],
-            [],
-            run={"script": ["train.py"], "ddp_built": built, "config": {"ddp": {"bucket_cap_mb": 25.0}}},
-        )
+        built = [BuiltDDP("Net", built_by, asked=asked, applied=applied)]
+        return Report("r", "run", "", [], [], [], run=run_summary(script=["train.py"], ddp_built=built))
 
     options, framework = current_options(run({"bucket_cap_mb": 1, "static_graph": False}, {}))
     assert (options.bucket_cap_mb, framework) == (1, "script")
     options, framework = current_options(run({"bucket_cap_mb": None}, {"bucket_cap_mb": 10.0}, "lightning"))
     assert (options.bucket_cap_mb, framework) == (10.0, "lightning")
-    assert (
-        current_options(Report("r", "run", "", [], [], [], run={"config": {"ddp": {"bucket_cap_mb": 50.0}}}))[
-            0
-        ].bucket_cap_mb
-        == 50.0
-    )
+    options, _ = current_options(Report("r", "run", "", [], [], [], run=run_summary(50.0)))
+    assert options.bucket_cap_mb == 50.0
 
 
 def test_the_current_cap_is_none_when_nobody_gave_one():
@@ -358,19 +348,11 @@ def test_the_current_cap_is_none_when_nobody_gave_one():
     from commprof.results.report import Report
 
     def script(asked, applied):
-        built = [{"built_by": "script", "asked": asked, "applied": applied}]
-        return Report(
-            "r",
-            "run",
-            "",
-            [],
-            [],
-            [],
-            run={"script": ["train.py"], "ddp_built": built, "config": {"ddp": {"bucket_cap_mb": 25.0}}},
-        )
+        built = [BuiltDDP("Net", asked=asked, applied=applied)]
+        return Report("r", "run", "", [], [], [], run=run_summary(script=["train.py"], ddp_built=built))
 
     assert current_cap(script({"bucket_cap_mb": None}, {})) is None
     assert layout([5 * MB] * 5, None) == (5 * MB, 20 * MB)
     assert current_cap(script({"bucket_cap_mb": 1}, {})) == 1.0
     assert current_cap(script({"bucket_cap_mb": None}, {"bucket_cap_mb": 10.0})) == 10.0
-    assert current_cap(Report("r", "run", "", [], [], [], run={"config": {"ddp": {"bucket_cap_mb": 25.0}}})) == 25.0
+    assert current_cap(Report("r", "run", "", [], [], [], run=run_summary(25.0))) == 25.0

@@ -6,7 +6,6 @@ import subprocess
 import sys
 
 import pytest
-from conftest import FAST_RUN, commprof, load_json
 
 from commprof.config import RunRequest
 from commprof.errors import UsageError
@@ -15,6 +14,7 @@ from commprof.launch.slurm import apply_slurm, expand_hostlist, sbatch_script, s
 from commprof.worker.mpi_identity import identity_from_env, started_by_mpi_launcher
 from commprof.worker.mpi_rank import rank_config
 from commprof.worker.rank import gpu_index
+from tests.conftest import FAST_RUN, commprof, load_json
 
 # What `srun --nodes=2 --ntasks-per-node=1` exports to the task on the second node (Slurm 23.x).
 SRUN_TASK_ON_NODE_1 = {

@@ -5,12 +5,12 @@ import subprocess
 import sys
 
 import pytest
-from conftest import REPO, TRACES, commprof
 
 from commprof.analysis.digest import MAX_DETAILED_RANKS, digest
 from commprof.render.tables import MAX_RANK_ROWS, TOP_RANKS
 from commprof.results.store import load_report
 from commprof.trace.load import load_run, load_run_with
+from tests.conftest import REPO, TRACES, commprof
 
 SOURCE = TRACES / "gloo-cpu-rank34-of-300" / "rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"
 RANKS = 24

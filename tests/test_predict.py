@@ -6,6 +6,7 @@ from commprof.analysis.predict import LinkModel, StepProfile, fit_compute, fit_l
 from commprof.analysis.scaling import Prediction, ScalePoint, job_step_times, predict
 from commprof.analysis.stats import Estimate
 from commprof.errors import UsageError
+from tests.conftest import run_record
 
 MB = 1024 * 1024
 
@@ -80,10 +81,10 @@ def test_rebucketing_follows_ddp_and_interpolates_ready_times():
 
 
 def test_unprofiled_job_steps():
-    run = {"ranks": [{"step_ms": [9, 9, 9, 1, 5, 5, 5, 2, 3]}, {"step_ms": [9, 9, 9, 2, 6, 6, 6, 1, 3]}]}
+    steps = [[9, 9, 9, 1, 5, 5, 5, 2, 3], [9, 9, 9, 2, 6, 6, 6, 1, 3]]
     # steps 4-6 traced, step 7 waits for the traces to be written: steps 3 and 8 remain
-    assert job_step_times(run, {"wait": 4, "warmup": 1, "active": 2}) == [2, 3]
-    assert job_step_times(run, {"wait": 0, "warmup": 1, "active": 8}) == [9, 9, 2, 6, 6, 6, 2, 3]  # all traced
+    assert job_step_times(run_record((4, 1, 2), steps)) == [2, 3]
+    assert job_step_times(run_record((0, 1, 8), steps)) == [9, 9, 2, 6, 6, 6, 2, 3]  # all traced
 
 
 def test_predictions_pick_the_best_cap():
@@ -123,10 +124,11 @@ def test_the_link_from_the_runs_own_probe_ignores_slow_repeats():
     """4 KiB in 200 us and 4 MiB in 4200 us at the lower quartile, whatever the preempted repeats took: on 2 ranks
     t = 2·alpha + S/B, so B = (4 MiB - 4 KiB) / 4000 us = 1.05 GB/s and alpha = (200 - 3.9) / 2 = 98 us."""
     from commprof.analysis.predict import probed_link
+    from commprof.results.run_record import ProbedSize
 
     probe = [
-        {"bytes": 4096, "us": [200.0, 210, 4000, 190, 205, 3900, 230, 200]},
-        {"bytes": 4 * 2**20, "us": [4200.0, 4300, 9000, 4100, 4250, 4200, 8800, 4210]},
+        ProbedSize(4096, [200.0, 210, 4000, 190, 205, 3900, 230, 200]),
+        ProbedSize(4 * 2**20, [4200.0, 4300, 9000, 4100, 4250, 4200, 8800, 4210]),
     ]
     link = probed_link(probe, 2)
     assert link.bandwidth_gbps == pytest.approx((4 * 2**20 - 4096) / 4000 / 1e3)

@@ -17,7 +17,7 @@ import pytest
 from commprof.analysis.analyze import analyze
 from commprof.analysis.diff import diff_reports
 from commprof.trace.load import load_run
-from tests.conftest import commprof
+from tests.conftest import commprof, run_record
 from tests.tracebuilder import GLOO, TraceBuilder
 
 SCHEMA = json.loads((Path(__file__).parent / "data" / "chrome_trace_schema.json").read_text())
@@ -128,10 +128,7 @@ def test_the_profilers_own_cost_is_measured_and_warned_about():
     from commprof.analysis.distortion import distortion_note, profiler_distortion
 
     slow_inside = [500.0] * 3 + [100.0] * 2 + [130.0] * 2 + [121.0] * 10 + [100.0] * 3
-    run = {
-        "config": {"schedule": {"wait": 5, "warmup": 2, "active": 10}},
-        "ranks": [{"rank": 0, "step_ms": slow_inside}, {"rank": 1, "step_ms": [x * 0.99 for x in slow_inside]}],
-    }
+    run = run_record((5, 2, 10), [slow_inside, [x * 0.99 for x in slow_inside]])
     found = profiler_distortion(run)
     assert [(d.rank, d.profiled_ms, d.unprofiled_ms) for d in found] == [(0, 121.0, 100.0), (1, 121.0 * 0.99, 99.0)]
     assert found[0].slowdown == pytest.approx(0.21)
@@ -139,10 +136,10 @@ def test_the_profilers_own_cost_is_measured_and_warned_about():
         "the profiler slowed the steps it recorded by 21% (120.4 ms against 99.5 ms "
         "outside its window, median over ranks): the breakdown describes those slowed steps"
     )
-    gentle = [{"rank": 0, "step_ms": [100.0] * 7 + [104.0] * 10 + [100.0] * 3}]
-    assert distortion_note(profiler_distortion({**run, "ranks": gentle})) is None  # 4%: no warning
-    unlucky = [{"rank": 0, "step_ms": [100.0] * 7 + [106.0] * 10 + [100.0] * 3}]
-    assert distortion_note(profiler_distortion({**run, "ranks": unlucky})).startswith(
+    gentle = [[100.0] * 7 + [104.0] * 10 + [100.0] * 3]
+    assert distortion_note(profiler_distortion(run_record((5, 2, 10), gentle))) is None  # 4%: no warning
+    unlucky = [[100.0] * 7 + [106.0] * 10 + [100.0] * 3]
+    assert distortion_note(profiler_distortion(run_record((5, 2, 10), unlucky))).startswith(
         "the profiler slowed the steps it recorded by 6%"
     )
-    assert profiler_distortion({"ranks": gentle}) == []  # no schedule: not commprof's run
+    assert profiler_distortion(run_record((5, 2, 10), [[]])) == []  # no steps recorded: nothing to compare

@@ -135,8 +135,8 @@ def test_ddp_options_reach_the_traces(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     report = load_report(tmp_path / "reports" / "opts" / "report.json")
-    buckets = [int(b) for b in report.run["ddp"]["0"]["rebuilt_bucket_sizes"].split(",")]
-    assert report.run["config"]["ddp"]["comm_hook"] == "fp16"
+    buckets = [int(b) for b in report.run.ddp["0"]["rebuilt_bucket_sizes"].split(",")]
+    assert report.run.config.ddp.comm_hook == "fp16"
     assert all(c.dtype == "c10::Half" and c.calls_per_step == 1 for c in report.collectives)
     assert sorted(c.bytes for c in report.collectives) == sorted(b // 2 for b in buckets)
     assert {c.phase for c in report.collectives} == {"backward"}  # DDP's bucket all-reduces run in the backward
@@ -149,7 +149,7 @@ def test_fsdp_run_names_its_collectives(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     report = load_report(tmp_path / "reports" / "fsdp" / "report.json")
-    assert report.run["config"]["strategy"] == "fsdp"
+    assert report.run.config.strategy == "fsdp"
     roles = {(c.phase, c.op, c.purpose) for c in report.collectives}
     # Gloo has no reduce-scatter: FSDP's runs as an all-reduce, named by what it is for
     assert roles == {
@@ -161,7 +161,7 @@ def test_fsdp_run_names_its_collectives(tmp_path):
     assert [p.phase for p in report.phases] == ["forward", "backward", "optimizer"]
     # its parameter all-gathers: in the forward, and again in the backward (FSDP2 reshards after the forward)
     assert all(p.comm_ms > 0 for p in report.phases[:2])
-    peaks = report.run["peak_rss_mb"]  # on CPU, each rank's peak resident set
+    peaks = report.run.peak_rss_mb  # on CPU, each rank's peak resident set
     assert sorted(peaks) == ["0", "1"] and all(100 < mb < 4000 for mb in peaks.values())
     assert "Peak memory (process resident set): rank 0 " in (tmp_path / "reports" / "fsdp" / "report.md").read_text()
 

@@ -3,7 +3,8 @@
 import json
 
 import pytest
-from conftest import FAST_RUN, commprof
+
+from tests.conftest import FAST_RUN, commprof
 
 
 @pytest.mark.slow

@@ -3,12 +3,12 @@
 import dataclasses
 
 import pytest
-from conftest import LARGE_TRACE, TRACES, needs_large_trace
 
 from commprof.errors import TraceError
 from commprof.trace.classify import classify
 from commprof.trace.parse import parse_trace
 from commprof.trace.stream import stream_trace, uncompressed_size
+from tests.conftest import LARGE_TRACE, TRACES, needs_large_trace
 
 FILES = sorted(p for p in TRACES.rglob("*.json*") if "nccl-trace-diff" not in str(p))
 

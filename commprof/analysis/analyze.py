@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
 
 from commprof.analysis.breakdown import breakdown_step, step_windows, summarize_rank
 from commprof.analysis.collectives import collective_stats
@@ -15,6 +14,7 @@ from commprof.analysis.intervals import clip
 from commprof.analysis.phases import gathers_by_module, phase_means
 from commprof.errors import UsageError
 from commprof.results.report import Report, SkippedFileInfo, StepBreakdown, StepTimeline
+from commprof.results.run_record import RunSummary
 from commprof.trace.model import RankTrace, RunTrace, Step
 
 
@@ -26,7 +26,7 @@ class RunAnalysis:
 
 
 def analyze(
-    trace: RunTrace, name: str, kind: str, run: dict[str, Any] | None = None, clocks: MeasuredClocks | None = None
+    trace: RunTrace, name: str, kind: str, run: RunSummary | None = None, clocks: MeasuredClocks | None = None
 ) -> Report:
     return analyze_run(trace, name, kind, run, clocks).report
 
@@ -35,7 +35,7 @@ def analyze_run(
     trace: RunTrace,
     name: str,
     kind: str,
-    run: dict[str, Any] | None = None,
+    run: RunSummary | None = None,
     clocks: MeasuredClocks | None = None,
     breakdowns: dict[str, tuple[StepBreakdown, ...]] | None = None,
 ) -> RunAnalysis:
@@ -65,7 +65,7 @@ def analyze_run(
         reasons = "; ".join(f"{s.path}: {s.reason}" for s in trace.skipped) or "no usable events"
         raise UsageError(f"nothing to analyse: {reasons}")
     matching = match_collectives(per_rank, clocks) if len(per_rank) > 1 else None
-    missing = missing_ranks(trace, run or {})
+    missing = missing_ranks(trace, run)
     if missing:
         warnings.append(missing_note(missing, len(missing) + len(trace.ranks)))
     report = Report(
@@ -76,7 +76,7 @@ def analyze_run(
         ranks=summaries,
         collectives=collective_stats(per_rank),
         steps=steps,
-        run=run or {},
+        run=run,
         skipped=[SkippedFileInfo(s.path, s.reason) for s in trace.skipped],
         warnings=warnings,
         timeline=_typical_step(per_rank, steps),

@@ -16,10 +16,10 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any
 
 from commprof.analysis.collectives import in_windows
 from commprof.results.report import CrossRank, RankSkew
+from commprof.results.run_record import RunSummary
 from commprof.trace.model import Collective, RankTrace, RunTrace, Step
 
 ALIGN_OPS = frozenset({"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "barrier"})
@@ -64,15 +64,15 @@ class MeasuredClocks:
     worst_round_trip_us: float
 
 
-def measured_offsets(run: dict[str, Any], trace: RunTrace) -> MeasuredClocks | None:
+def measured_offsets(run: RunSummary | None, trace: RunTrace) -> MeasuredClocks | None:
     """None unless run.json has a measured offset for the host of every rank and there are several hosts."""
-    by_host = {c["host"]: c for c in run.get("clock_offsets") or []}
+    by_host = {c.host: c for c in run.clock_offsets} if run else {}
     hosts = {r.rank: r.host for r in trace.ranks}
     if len(by_host) < 2 or not all(h in by_host for h in hosts.values()):
         return None
     return MeasuredClocks(
-        {rank: -float(by_host[h]["offset_us"]) for rank, h in hosts.items()},
-        max(float(by_host[h]["round_trip_us"]) for h in set(hosts.values())),
+        {rank: -by_host[h].offset_us for rank, h in hosts.items()},
+        max(by_host[h].round_trip_us for h in set(hosts.values())),
     )
 
 

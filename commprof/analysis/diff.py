@@ -85,6 +85,7 @@ def diff_reports(a: list[Report], b: list[Report]) -> DiffResult:
     first_a, first_b = a[0], b[0]
     if first_a.sweep and first_b.sweep and first_a.sweep.best != first_b.sweep.best:
         notes.append(f"best setting changed: {first_a.sweep.best} -> {first_b.sweep.best}")
-    if first_a.run.get("world_size") != first_b.run.get("world_size"):
-        notes.append(f"world size differs: {first_a.run.get('world_size')} vs {first_b.run.get('world_size')}")
+    sizes = [r.run.world_size if r.run else None for r in (first_a, first_b)]
+    if sizes[0] != sizes[1]:
+        notes.append(f"world size differs: {sizes[0]} vs {sizes[1]}")
     return DiffResult(names[0], names[1], rows, notes, tested=between_launches)

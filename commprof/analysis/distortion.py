@@ -4,40 +4,38 @@ outside it (run.json records every step of every rank, profiled or not)."""
 from __future__ import annotations
 
 import statistics
-from typing import Any
 
+from commprof.config import ProfileSchedule
 from commprof.results.common import WARN_SLOWDOWN
 from commprof.results.report import ProfilerDistortion
+from commprof.results.run_record import RunRecord
 
 SKIP_FIRST_STEPS = 3  # warm-up: allocator, autograd graph, connections
 DRIFT_STEPS = 3  # unprofiled steps on each side of the window, at least, to measure the job's drift
 
 
-def touched_steps(schedule: dict[str, int]) -> range:
+def touched_steps(schedule: ProfileSchedule) -> range:
     """The steps the profiler touched: its warm-up and active steps, and the one after them, whose collectives
     wait for the ranks still writing their traces (the write runs between the last active step and that one)."""
-    return range(schedule["wait"], schedule["wait"] + schedule["warmup"] + schedule["active"] + 1)
+    return range(schedule.wait, schedule.total + 1)
 
 
-def profiler_distortion(run: dict[str, Any]) -> list[ProfilerDistortion]:
+def profiler_distortion(run: RunRecord) -> list[ProfilerDistortion]:
     """Per rank: median step inside the active window, median of the steps the profiler did not touch (after
     the first few), and the slowdown. Empty when run.json lacks either kind of step."""
-    schedule = (run.get("config") or {}).get("schedule")
-    if not schedule or not run.get("ranks"):
-        return []
-    active_from = schedule["wait"] + schedule["warmup"]
-    active = range(active_from, active_from + schedule["active"])
+    schedule = run.config.schedule
+    active = range(schedule.wait + schedule.warmup, schedule.total)
     traced = touched_steps(schedule)
     found = []
-    for rank in run["ranks"]:
-        steps = rank.get("step_ms") or []
+    for rank in run.ranks:
+        steps = rank.step_ms
         inside = [ms for i, ms in enumerate(steps) if i in active]
         outside = [ms for i, ms in enumerate(steps) if i >= SKIP_FIRST_STEPS and i not in traced]
         if inside and outside:
             profiled, unprofiled = statistics.median(inside), statistics.median(outside)
             found.append(
                 ProfilerDistortion(
-                    rank=rank["rank"],
+                    rank=rank.rank,
                     profiled_ms=profiled,
                     unprofiled_ms=unprofiled,
                     slowdown=profiled / unprofiled - 1 if unprofiled > 0 else 0.0,
@@ -46,29 +44,27 @@ def profiler_distortion(run: dict[str, Any]) -> list[ProfilerDistortion]:
     return found
 
 
-def unprofiled_job_steps(run: dict[str, Any]) -> list[float]:
+def unprofiled_job_steps(run: RunRecord) -> list[float]:
     """The job's step time (its slowest rank's) at each step the profiler did not touch, after the warm-up steps:
     what the job costs without commprof watching. Empty when run.json lacks them."""
-    schedule = (run.get("config") or {}).get("schedule")
-    ranks = [r.get("step_ms") or [] for r in run.get("ranks") or []]
-    if not schedule or not ranks or not all(ranks):
+    ranks = [r.step_ms for r in run.ranks]
+    if not ranks or not all(ranks):
         return []
-    traced = touched_steps(schedule)
+    traced = touched_steps(run.config.schedule)
     return [
         max(steps) for i, steps in enumerate(zip(*ranks, strict=False)) if i >= SKIP_FIRST_STEPS and i not in traced
     ]
 
 
-def job_drift_ms(run: dict[str, Any]) -> float:
+def job_drift_ms(run: RunRecord) -> float:
     """How far the job's step moved on its own within this launch: the median of its unprofiled steps before the
     profiler's window against the median of those after it (0, unmeasured, where either side has fewer than
     DRIFT_STEPS: two steps just out of warm-up read as a drift of 50%). The profiled window lies between the two,
     so a difference smaller than this is not one a rerun would keep."""
-    schedule = (run.get("config") or {}).get("schedule")
     steps = unprofiled_job_steps(run)
-    if not schedule or not steps:
+    if not steps:
         return 0.0
-    before = max(0, schedule["wait"] - SKIP_FIRST_STEPS)  # unprofiled_job_steps keeps them in step order
+    before = max(0, run.config.schedule.wait - SKIP_FIRST_STEPS)  # unprofiled_job_steps keeps them in step order
     if before < DRIFT_STEPS or len(steps) - before < DRIFT_STEPS:
         return 0.0
     return abs(statistics.median(steps[:before]) - statistics.median(steps[before:]))

@@ -37,6 +37,7 @@ from commprof.config import DDPOptions
 from commprof.errors import UsageError
 from commprof.results.common import Estimate
 from commprof.results.report import Finding, ProfilerDistortion, Report, job_step_ms
+from commprof.results.run_record import ProbedSize
 from commprof.trace.model import RankTrace, RunTrace, Step
 
 STALL_SHARE = 0.05  # a rank idle this share of the step before its first operator is stalled (below it: the
@@ -96,34 +97,34 @@ def _significant(finding: Finding, step_ms: float) -> bool:
 def _trained_with_ddp(report: Report) -> bool:
     """DDP's settings are advice only for a run that trained with DDP (unknown for someone else's traces: yes)."""
     run = report.run
-    if (run.get("config") or {}).get("strategy", "ddp") != "ddp":
-        return False
-    return not run.get("script") or bool(run.get("ddp_built"))
+    if run is None:
+        return True
+    return run.config.strategy == "ddp" and (not run.script or bool(run.ddp_built))
 
 
 def current_options(report: Report) -> tuple[DDPOptions, str]:
     """The DDP options the run trained with, and who built its DDP. A script's own DDP arguments (what it asked
     for, with what commprof applied on top) win over commprof's options, which it only applies when given."""
+    run = report.run
+    options = run.config.ddp if run else DDPOptions()
+    built = run.ddp_built[0] if run and run.script and run.ddp_built else None
+    if built is None:
+        return options, "script"
     known = {f.name for f in dataclasses.fields(DDPOptions)}
-    options = {k: v for k, v in ((report.run.get("config") or {}).get("ddp") or {}).items() if k in known}
-    built = (report.run.get("ddp_built") or [{}])[0] if report.run.get("script") else {}
-    options.update(
-        {
-            k: v
-            for k, v in {**built.get("asked", {}), **built.get("applied", {})}.items()
-            if k in known and v is not None
-        }
-    )
-    return DDPOptions(**options), built.get("built_by", "script")
+    given = {k: v for k, v in {**built.asked, **built.applied}.items() if k in known and v is not None}
+    return dataclasses.replace(options, **given), built.built_by
 
 
 def current_cap(report: Report) -> float | None:
     """The bucket_cap_mb DDP was built with; None when nobody gave one (DDP's default, with its 1 MB first bucket).
     commprof's built-in runs always pass theirs; a script's is what it asked for, or what commprof applied."""
-    if not report.run.get("script"):
-        return ((report.run.get("config") or {}).get("ddp") or {}).get("bucket_cap_mb", DEFAULT_CAP_MB)
-    built = (report.run.get("ddp_built") or [{}])[0]
-    given = built.get("applied", {}).get("bucket_cap_mb") or built.get("asked", {}).get("bucket_cap_mb")
+    run = report.run
+    if run is None:
+        return DEFAULT_CAP_MB
+    if not run.script:
+        return run.config.ddp.bucket_cap_mb
+    built = run.ddp_built[0] if run.ddp_built else None
+    given = (built.applied.get("bucket_cap_mb") or built.asked.get("bucket_cap_mb")) if built else None
     return float(given) if given is not None else None
 
 
@@ -182,7 +183,7 @@ def _gain_ci(
     make_buckets,
     no_latency: float | None = None,
     serial: bool = False,
-    probe: list[dict] | None = None,
+    probe: list[ProbedSize] | None = None,
 ) -> Estimate:
     """The predicted gain with a 95% bootstrap interval: each resample of the profiled steps refits the link too (from
     a resample of the run's link probe, or of the steps' own all-reduces), so the interval carries the uncertainty of
@@ -214,13 +215,13 @@ def _settings(report: Report, windows, step_ms: float, ceiling: tuple[float, str
     samples = _samples(windows)
     if len(samples) < 2 or samples[0].world_size < 2:
         return []
-    probe = report.run.get("link_probe") or None  # commprof's own runs time the link alone after training
+    probe = report.run.link_probe if report.run else []  # commprof's own runs time the link alone after training
     try:
         link = probed_link(probe, samples[0].world_size) if probe else fit_link(samples)
     except UsageError:
         return []
     options, framework = current_options(report)
-    parameters = report.run.get("parameter_sizes") or None
+    parameters = report.run.parameter_sizes if report.run else None
     exposed = statistics.median(s.exposed_ms for s in samples)
     found = []
     total = sum(samples[0].bucket_bytes)
@@ -312,7 +313,7 @@ def _slow_collectives(
         f"the alpha-beta fit to the run's all-reduces, {link.alpha_us:.0f} us per ring step; their durations "
         "include any wait for late ranks"
     )
-    top, source = ceiling or (link.bandwidth_gbps, link.source if report.run.get("link_probe") else fitted)
+    top, source = ceiling or (link.bandwidth_gbps, link.source if report.run and report.run.link_probe else fitted)
     slow = [
         c
         for c in report.collectives
@@ -325,7 +326,7 @@ def _slow_collectives(
         lambda s: rebucket(s, None, None),
         no_latency=top,
         serial=serial,
-        probe=report.run.get("link_probe") or None,
+        probe=report.run.link_probe if report.run else [],
     )
     ranks = samples[0].world_size
     reach_bytes = 4 * link.alpha_us * link.bandwidth_gbps * 1e3 * ranks  # bus bytes >= 4 x latency x B: 80% of B

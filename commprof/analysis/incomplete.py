@@ -4,27 +4,27 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Any
 
+from commprof.results.run_record import RunSummary
 from commprof.trace.model import RunTrace
 
 _STEP_NUMBER = re.compile(r"#(\d+)$")
 
 
-def completed_steps_only(trace: RunTrace, run: dict[str, Any]) -> tuple[RunTrace, str | None]:
+def completed_steps_only(trace: RunTrace, run: RunSummary | None) -> tuple[RunTrace, str | None]:
     """For a run whose run.json says it failed: drop the steps at and after the first that did not
     complete (their ranges were closed by the failure, not by the step's end), and the ranks left
     with none. Returns the trace and a sentence for the report (None when the run did not fail)."""
-    if run.get("status") not in ("failed", "running"):
+    if run is None or run.status not in ("failed", "running"):
         return trace, None
-    completed = int(run.get("steps_completed") or 0)
+    completed = run.steps_completed or 0
     kept, emptied = [], []
     for rank in trace.ranks:
         steps = tuple(s for s in rank.steps if (m := _STEP_NUMBER.search(s.name)) and int(m.group(1)) < completed)
         (kept if steps else emptied).append(dataclasses.replace(rank, steps=steps))
     missing = missing_ranks(trace, run)
     parts = [
-        f"the run failed ({run.get('error') or run.get('status')})",
+        f"the run failed ({run.error or run.status})",
         f"this report covers the {completed} step(s) that completed on every rank, where traced",
     ]
     if missing:
@@ -34,10 +34,10 @@ def completed_steps_only(trace: RunTrace, run: dict[str, Any]) -> tuple[RunTrace
     return dataclasses.replace(trace, ranks=tuple(kept)), "; ".join(parts)
 
 
-def missing_ranks(trace: RunTrace, run: dict[str, Any]) -> list[int]:
+def missing_ranks(trace: RunTrace, run: RunSummary | None) -> list[int]:
     """The ranks of the job (run.json's world size, or the traces' own) that have no trace here."""
-    world = run.get("world_size") or max((r.world_size or 0 for r in trace.ranks), default=0)
-    return sorted(set(range(world)) - {r.rank for r in trace.ranks}) if isinstance(world, int) else []
+    world = (run.world_size if run else 0) or max((r.world_size or 0 for r in trace.ranks), default=0)
+    return sorted(set(range(world)) - {r.rank for r in trace.ranks})
 
 
 def missing_note(missing: list[int], world: int) -> str:

@@ -17,10 +17,12 @@ import itertools
 import re
 import statistics
 from dataclasses import dataclass, field
+from typing import Callable
 
 from commprof.analysis.buckets import GRADIENT_OPS
 from commprof.analysis.ddp_buckets import layout
 from commprof.errors import UsageError
+from commprof.results.run_record import ProbedSize
 from commprof.trace.model import RunTrace
 
 MB = 1024 * 1024
@@ -138,27 +140,29 @@ def fit_link(profiles: list[StepProfile]) -> LinkModel:
     )
 
 
-def probed_link(probe: list[dict], ranks: int, pick=None) -> LinkModel:
+def probed_link(
+    probe: list[ProbedSize], ranks: int, pick: Callable[[list[float]], list[float]] | None = None
+) -> LinkModel:
     """The link from the run's own probe (instrument/link_probe.py: all-reduces timed alone): bandwidth from the
     smallest and largest sizes, latency what the smallest takes beyond its bytes; each size's time is the lower
     quartile of its repeats (a busy host only adds time: preemption, a late thread). `pick(times)` chooses each
     size's times (a bootstrap's resample); by default all of them."""
-    small, large = min(probe, key=lambda r: r["bytes"]), max(probe, key=lambda r: r["bytes"])
-    t_small, t_large = (_lower_quartile(pick(r["us"]) if pick else r["us"]) for r in (small, large))
+    small, large = min(probe, key=lambda r: r.bytes), max(probe, key=lambda r: r.bytes)
+    t_small, t_large = (_lower_quartile(pick(r.us) if pick else r.us) for r in (small, large))
     bus = 2 * (ranks - 1) / ranks
-    inverse_bw = max(t_large - t_small, 1e-9) / (bus * (large["bytes"] - small["bytes"]))  # us per byte
-    alpha = max(0.0, t_small - bus * small["bytes"] * inverse_bw) / (2 * (ranks - 1))
+    inverse_bw = max(t_large - t_small, 1e-9) / (bus * (large.bytes - small.bytes))  # us per byte
+    alpha = max(0.0, t_small - bus * small.bytes * inverse_bw) / (2 * (ranks - 1))
     return LinkModel(
         alpha,
         1 / inverse_bw / 1e3,
-        f"all-reduces of {small['bytes'] // 1024} KiB to {large['bytes'] // 1024**2} MiB timed alone after training",
+        f"all-reduces of {small.bytes // 1024} KiB to {large.bytes // 1024**2} MiB timed alone after training",
     )
 
 
-def probed_transfers(probe: list[dict], ranks: int) -> list[tuple[int, int, float]]:
+def probed_transfers(probe: list[ProbedSize], ranks: int) -> list[tuple[int, int, float]]:
     """(bytes, ranks, us) per probed size, at its repeats' lower quartile: what fit_transfers takes, so that probes
     at several world sizes fit one link (commprof scale)."""
-    return [(row["bytes"], ranks, _lower_quartile(row["us"])) for row in probe]
+    return [(row.bytes, ranks, _lower_quartile(row.us)) for row in probe]
 
 
 def _lower_quartile(values: list[float]) -> float:

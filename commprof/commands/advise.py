@@ -31,12 +31,12 @@ def advise(
         raise UsageError(f"--top must be >= 1, got {top}")
     path = Path(run)
     report = load_report(path if path.exists() else reports_dir / str(run))
-    if report.kind != "run" or not report.run.get("config"):
+    if report.kind != "run" or report.run is None:
         raise UsageError(
             f"{run}: advise needs the report of a `commprof run` (it reruns that job); this is a "
             f"`commprof {report.kind}` report"
         )
-    config = RunConfig.from_dict(report.run["config"])
+    config = report.run.config
     advised = [f for f in report.findings if f.setting][:top]
     if not advised:
         raise UsageError(

@@ -47,7 +47,8 @@ def compare(
             report, timeline = report_from_traces([launched.run_dir], name=name, kind="run")
             (folder / name).mkdir()
             write_result(report, folder / name, timeline, launched.run_dir / "tensorboard")
-            job_steps = unprofiled_job_steps(read_run_json(launched.run_dir) or {})
+            record = read_run_json(launched.run_dir)
+            job_steps = unprofiled_job_steps(record) if record else []
             rows.append(
                 dataclasses.replace(backend_run(config.backend, report, config.strategy, name), job_steps_ms=job_steps)
             )
@@ -68,9 +69,9 @@ def backend_run(backend: str, report: Report, strategy: str = "ddp", label: str 
     def mean(attr: str) -> float:
         return statistics.fmean(getattr(r, attr) for r in report.ranks)
 
-    peaks = [p.get("allocated") for p in (report.run.get("peak_gpu_memory_mb") or {}).values()] or list(
-        (report.run.get("peak_rss_mb") or {}).values()
-    )
+    run = report.run
+    gpu = [p.get("allocated") for p in run.peak_gpu_memory_mb.values()] if run else []
+    peaks = gpu or (list(run.peak_rss_mb.values()) if run else [])
     return BackendRun(
         backend=backend,
         available=True,

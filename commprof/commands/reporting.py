@@ -16,54 +16,17 @@ from commprof.analysis.findings import findings
 from commprof.analysis.incomplete import completed_steps_only
 from commprof.analysis.sweep import sweep_result
 from commprof.analysis.timeline import job_timeline
+from commprof.config import RunConfig
 from commprof.errors import UsageError
 from commprof.launch.runlog import read_run_json
 from commprof.results.common import Estimate, Result
 from commprof.results.report import Report
+from commprof.results.run_record import RunSummary
 from commprof.trace.load import load_run, load_run_with
 from commprof.trace.model import RankTrace, RunTrace
 
 if TYPE_CHECKING:
     from commprof.render.figure_process import FigureProcess
-
-
-def run_summary(meta: dict[str, Any]) -> dict[str, Any]:
-    """The parts of run.json a report shows."""
-    config = meta.get("config", {})
-    return {
-        "run_id": meta.get("run_id"),
-        "model": meta.get("model"),
-        "parameters": meta.get("parameters"),
-        "world_size": meta.get("world_size"),
-        "backend": config.get("backend"),
-        "device": config.get("device"),
-        "hosts": meta.get("hosts", []),
-        "versions": meta.get("versions", {}),
-        "config": config,
-        "start_time": meta.get("start_time"),
-        "end_time": meta.get("end_time"),
-        "status": meta.get("status", "complete"),
-        "error": meta.get("error"),
-        "steps_completed": meta.get("steps_completed"),
-        "clock_offsets": meta.get("clock_offsets", []),
-        "ddp": {str(r["rank"]): r.get("ddp", {}) for r in meta.get("ranks", [])},
-        "peak_gpu_memory_mb": {
-            str(r["rank"]): r["peak_memory_mb"]
-            for r in meta.get("ranks", [])
-            if "allocated" in (r.get("peak_memory_mb") or {})
-        },
-        "peak_rss_mb": {
-            str(r["rank"]): r["peak_memory_mb"]["rss"]
-            for r in meta.get("ranks", [])
-            if "rss" in (r.get("peak_memory_mb") or {})
-        },
-        "tf32": meta.get("tf32"),
-        "script": meta.get("script"),
-        "ddp_built": meta.get("ddp_built"),
-        "notes": meta.get("notes", []),
-        "link_probe": meta.get("link_probe") or [],
-        "parameter_sizes": meta.get("parameter_sizes") or (meta.get("ddp_built") or [{}])[0].get("parameter_sizes"),
-    }
 
 
 def report_from_traces(
@@ -111,7 +74,7 @@ def _analyse(
     """`bench_dir`: where to look for a `commprof bench` of the traces' host, the all-reduce ceiling of the
     findings."""
     meta = read_run_json(paths[0]) if len(paths) == 1 and paths[0].is_dir() else None  # None: not commprof's run
-    run = run_summary(meta) if meta else {}
+    run = meta.summary() if meta else None
     loaded, breakdowns = load_run_with(paths, workers, prepare, executor, progress)
     if meta and prepare is digest:  # a multi-node run's ranks whose traces stayed on their nodes
         loaded, breakdowns = with_digests_from_other_nodes(loaded, breakdowns, paths[0])
@@ -123,8 +86,8 @@ def _analyse(
     timeline = job_timeline(analysis.windows[:MAX_DETAILED_RANKS], analysis.matching)
     distortion = profiler_distortion(meta) if meta else []
     note = distortion_note(distortion)
-    warnings = [*analysis.report.warnings, *run.get("notes", []), *([note] if note else [])]
-    host = next((r.host for r in trace.ranks if r.host), None) or (run.get("hosts") or [None])[0]
+    warnings = [*analysis.report.warnings, *(run.notes if run else []), *([note] if note else [])]
+    host = next((r.host for r in trace.ranks if r.host), None) or (run.hosts[0] if run and run.hosts else None)
     ceiling = bench_ceiling(bench_dir, host, trace.ranks[0].backend) if bench_dir else None
     found = findings(
         analysis.report, analysis.windows, analysis.matching, distortion, ceiling, job_drift_ms(meta) if meta else 0.0
@@ -173,17 +136,17 @@ def sweep_report(run_dir: Path, name: str, kind: str, predicted: dict[str, Estim
         result = dataclasses.replace(
             result, settings=[dataclasses.replace(s, predicted_gain_ms=predicted.get(s.label)) for s in result.settings]
         )
-    config = raw["plan"]["run"]
-    run = {
-        "run_id": config["run_id"],
-        "model": raw["model"],
-        "parameters": raw["parameters"],
-        "world_size": raw["world_size"],
-        "backend": config["backend"],
-        "device": config["device"],
-        "versions": raw["versions"],
-        "config": config,
-    }
+    config = RunConfig.from_dict(raw["plan"]["run"])
+    run = RunSummary(
+        run_id=config.run_id,
+        config=config,
+        model=raw["model"],
+        parameters=raw["parameters"],
+        world_size=raw["world_size"],
+        backend=config.backend,
+        device=config.device,
+        versions=raw["versions"],
+    )
     return dataclasses.replace(analysed[result.best][0], name=name, kind=kind, run=run, sweep=result)
 
 

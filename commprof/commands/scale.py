@@ -27,6 +27,8 @@ from commprof.commands.reporting import prepare_report_dir, report_and_trace, wr
 from commprof.config import RunConfig, RunRequest
 from commprof.errors import UsageError
 from commprof.launch.runlog import read_run_json
+from commprof.results.report import Report
+from commprof.results.run_record import RunRecord
 from commprof.results.scale import ScaleReport
 
 
@@ -129,7 +131,7 @@ def run_scale(plan: ScalePlan, launch: Callable[[RunConfig], Path], reports_dir:
         run = read_run_json(run_dir)
         measured.setdefault(n, []).append(_measurement(n, report, run, config))
         if n >= 2:
-            probed += probed_transfers((run or {}).get("link_probe") or [], n)
+            probed += probed_transfers(run.link_probe if run else [], n)
         profiles.setdefault(n, []).append(step_profile(trace))
         runs.append(config.run_id)
     first = plan.configs[min(plan.configs)]
@@ -193,7 +195,7 @@ def run_scale(plan: ScalePlan, launch: Callable[[RunConfig], Path], reports_dir:
     )
 
 
-def _measurement(n: int, report, run: dict | None, config: RunConfig) -> SizeMeasurement:
+def _measurement(n: int, report: Report, run: RunRecord | None, config: RunConfig) -> SizeMeasurement:
     if run is None:
         raise UsageError(f"{config.run_dir}: no run.json; cannot measure world size {n}")
     mean = lambda attr: statistics.fmean(getattr(r, attr) for r in report.ranks)  # noqa: E731
@@ -201,7 +203,7 @@ def _measurement(n: int, report, run: dict | None, config: RunConfig) -> SizeMea
     largest = max(reduces, key=lambda c: c.bytes) if reduces else None
     return SizeMeasurement(
         world_size=n,
-        job_step_ms=job_step_times(run, run["config"]["schedule"]),
+        job_step_ms=job_step_times(run),
         profiled_step_ms=statistics.median(r.step_time_ms.median for r in report.ranks),
         compute_ms=mean("compute_ms"),
         exposed_comm_ms=mean("exposed_comm_ms"),

@@ -20,6 +20,7 @@ from commprof.config import DDPOptions, ProfileSchedule, RunConfig, RunRequest, 
 from commprof.errors import UsageError
 from commprof.launch.runlog import finish_script_run, read_run_json, write_json_atomic
 from commprof.results.common import Estimate
+from commprof.results.run_record import RunRecord
 
 UNPROFILED = ProfileSchedule(wait=0, warmup=0, active=1)  # a placeholder: timed launches run no profiler
 # every setting is applied as it is, DDP's default values too: the script's own choice is not a setting
@@ -55,7 +56,8 @@ def measure_script(
     )
     results: dict[str, dict[str, Any]] = {}
     order: list[str] = []
-    pending, round_index, last = list(settings), 0, {}
+    pending, round_index = list(settings), 0
+    last: RunRecord | None = None
     while pending:
         timed = {setting_label(s): [] for s in pending}
         for repeat in range(plan.repeats):
@@ -78,7 +80,7 @@ def measure_script(
             results[label] = {
                 "options": dataclasses.asdict(setting),
                 "step_ms": timed[label],
-                "ddp": {str(r["rank"]): r.get("ddp", {}) for r in last["ranks"]},
+                "ddp": {str(r.rank): r.ddp for r in last.ranks},
             }
         round_index += 1
         pending = []
@@ -87,20 +89,21 @@ def measure_script(
             pending = [
                 dataclasses.replace(baseline, bucket_cap_mb=mb) for mb in next_bucket_sizes(by_size, round_index - 1)
             ]
-    built = (last.get("ddp_built") or [{}])[0]
+    assert last is not None  # every round launched each pending setting once more, profiled
+    built = last.ddp_built[0] if last.ddp_built else None
     write_json_atomic(
         config.run_dir / "sweep.json",
         {
             "plan": plan.to_dict(),
-            "versions": last.get("versions", {}),
-            "model": last.get("model"),
-            "parameters": last.get("parameters"),
+            "versions": last.versions,
+            "model": last.model,
+            "parameters": last.parameters,
             "world_size": config.world_size,
             "rounds": round_index,
             "end_time": datetime.now(timezone.utc).isoformat(),
             "order": order,
             "settings": results,
-            "framework": built.get("built_by", "script"),
+            "framework": built.built_by if built else "script",
             "script": list(config.script),
             "timings": {"worker_s": time.perf_counter() - started, "launches": len(order) + len(results)},
         },
@@ -118,7 +121,7 @@ def _launch(
     max_steps: int,
     schedule: ProfileSchedule | None,
     feedback: Feedback,
-) -> dict[str, Any]:
+) -> RunRecord:
     """One launch of the script with this setting, in a folder of the sweep's; its completed run.json."""
     from commprof.launch.job import run_job
 
@@ -136,15 +139,15 @@ def _launch(
     run_job(one, total_steps=max_steps, watch=feedback.watch)
     finish_script_run(one.run_dir, one.launch_id)
     run = read_run_json(one.run_dir)
-    if run is None or run.get("steps_completed", 0) < max_steps:
+    if run is None or (run.steps_completed or 0) < max_steps:
         raise UsageError(
-            f"{' '.join(config.script)} ended after {run.get('steps_completed', 0) if run else 0} "
+            f"{' '.join(config.script)} ended after {(run.steps_completed or 0) if run else 0} "
             f"optimizer steps; a sweep needs {max_steps} per launch: let it run longer (its own "
             "arguments), or ask for fewer --warmup-steps, --steps-per-repeat, --profile-steps"
         )
     return run
 
 
-def _job_steps(run: dict[str, Any]) -> list[float]:
+def _job_steps(run: RunRecord) -> list[float]:
     """Per step, the slowest rank's time (DDP synchronises every step)."""
-    return [max(per_rank) for per_rank in zip(*(r["step_ms"] for r in run["ranks"]), strict=False)]
+    return [max(per_rank) for per_rank in zip(*(r.step_ms for r in run.ranks), strict=False)]

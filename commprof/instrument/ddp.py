@@ -11,6 +11,7 @@ from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 from torch.nn.parallel import DistributedDataParallel
 
 from commprof.config import DDPOptions
+from commprof.results.run_record import BuiltDDP
 
 COMM_HOOKS = {"fp16": default_hooks.fp16_compress_hook, "bf16": default_hooks.bf16_compress_hook}
 
@@ -108,7 +109,7 @@ class DDPOverrides:
             if getattr(options, name) != getattr(defaults, name) or name in forced
         }
         self.comm_hook = options.comm_hook if options.comm_hook != "none" else None
-        self.built: list[dict[str, Any]] = []
+        self.built: list[BuiltDDP] = []
         self._first: DistributedDataParallel | None = None  # kept alive for its logging data at the end
         self._original = DistributedDataParallel.__init__
 
@@ -125,18 +126,18 @@ class DDPOverrides:
             ddp._set_ddp_runtime_logging_sample_rate(1)  # DDP's own averages cover every step
             module = bound.arguments["module"]
             overrides.built.append(
-                {
-                    "module": type(module).__name__,
-                    "built_by": framework_of(inspect.currentframe()),
-                    "parameters": sum(p.numel() for p in module.parameters() if p.requires_grad),
+                BuiltDDP(
+                    module=type(module).__name__,
+                    built_by=framework_of(inspect.currentframe()),
+                    parameters=sum(p.numel() for p in module.parameters() if p.requires_grad),
                     # per parameter, registration order: findings re-bucket them as DDP would for another cap
-                    "parameter_sizes": [p.numel() * p.element_size() for p in module.parameters() if p.requires_grad],
-                    "asked": asked,
-                    "applied": {
+                    parameter_sizes=[p.numel() * p.element_size() for p in module.parameters() if p.requires_grad],
+                    asked=asked,
+                    applied={
                         **overrides.options,
                         **({"comm_hook": overrides.comm_hook} if overrides.comm_hook else {}),
                     },
-                }
+                )
             )
             if overrides._first is None:
                 overrides._first = ddp

@@ -15,12 +15,13 @@ import torch
 import torch.distributed as dist
 
 from commprof.instrument.profiler import cuda_synchronize
+from commprof.results.run_record import ProbedSize
 
 PROBE_BYTES = (4 * 1024, 256 * 1024, 4 * 1024 * 1024)
 REPEATS = 15
 
 
-def probe_link(device: torch.device) -> list[dict[str, Any]]:
+def probe_link(device: torch.device) -> list[ProbedSize]:
     """Per size: every repeat's time in us, the fastest rank's (the last to arrive: it waited for no one)."""
     use_cuda = device.type == "cuda"
     rows = []
@@ -37,5 +38,5 @@ def probe_link(device: torch.device) -> list[dict[str, Any]]:
             times.append((time.perf_counter() - start) * 1e6)
         gathered: list[Any] = [None] * dist.get_world_size()
         dist.all_gather_object(gathered, times)
-        rows.append({"bytes": nbytes, "us": [min(t) for t in zip(*gathered, strict=False)]})
+        rows.append(ProbedSize(nbytes, [min(t) for t in zip(*gathered, strict=False)]))
     return rows

@@ -1,4 +1,5 @@
-"""The run folder's own records besides the traces: run.json and one step log per rank.
+"""The run folder's own records besides the traces: run.json (results/run_record.RunRecord) and one step log
+per rank.
 
 run.json is written when the run starts (status "running", with the measured clock offsets),
 replaced when it completes ("complete", with every rank's results), and marked "failed" by the
@@ -10,9 +11,12 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+from commprof.results.run_record import RankRecord, RunRecord, ScriptRankInfo
 
 RUN_JSON = "run.json"
 STEP_LOG_SUFFIX = ".steps.json"
@@ -20,9 +24,13 @@ STEP_LINES_SUFFIX = ".steps.txt"
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
+    write_text_atomic(path, json.dumps(data, indent=2))
+
+
+def write_text_atomic(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     try:
-        tmp.write_text(json.dumps(data, indent=2))
+        tmp.write_text(text)
         os.replace(tmp, path)
     except OSError:
         tmp.unlink(missing_ok=True)
@@ -38,11 +46,11 @@ def step_log_path(run_dir: Path, rank: int) -> Path:
 
 
 def write_step_log(
-    run_dir: Path, rank: int, host: str, step_ms: list[float], info: dict[str, Any] | None = None
+    run_dir: Path, rank: int, host: str, step_ms: list[float], info: ScriptRankInfo | None = None
 ) -> None:
     """`info`: what a rank running a user's script learned (its model, DDP, optimizers), written at its end."""
     record = {"rank": rank, "host": host, "steps_done": len(step_ms), "step_ms": step_ms, "updated": now()}
-    write_json_atomic(step_log_path(run_dir, rank), {**record, **({"info": info} if info else {})})
+    write_json_atomic(step_log_path(run_dir, rank), {**record, **({"info": info.to_dict()} if info else {})})
 
 
 class StepLines:
@@ -88,30 +96,31 @@ def _step_lines(path: Path) -> list[float]:
         return []
 
 
-def read_run_json(run_dir: Path) -> dict[str, Any] | None:
+def read_run_json(run_dir: Path) -> RunRecord | None:
     try:
-        return json.loads((run_dir / RUN_JSON).read_text())
+        return RunRecord.from_json((run_dir / RUN_JSON).read_bytes())
     except (OSError, ValueError):
         return None
 
 
-def write_run_json(run_dir: Path, record: dict[str, Any]) -> None:
-    write_json_atomic(run_dir / RUN_JSON, record)
+def write_run_json(run_dir: Path, record: RunRecord) -> None:
+    write_text_atomic(run_dir / RUN_JSON, record.to_json())
 
 
 def started_by(run_dir: Path, launch_id: str) -> bool:
     """Whether this launch's rank 0 created the run folder (and not another run with the same id)."""
     record = read_run_json(run_dir)
-    return record is not None and bool(launch_id) and record.get("config", {}).get("launch_id") == launch_id
+    return record is not None and bool(launch_id) and record.config.launch_id == launch_id
 
 
 def mark_failed(run_dir: Path, error: str) -> None:
     """Record the failure in run.json, with the steps every rank completed."""
     record = read_run_json(run_dir)
-    if record is None or record.get("status") == "complete":
+    if record is None or record.status == "complete":
         return
     logs = read_step_logs(run_dir)
-    record.update(
+    record = replace(
+        record,
         status="failed",
         error=error,
         end_time=now(),
@@ -131,30 +140,31 @@ def finish_script_run(run_dir: Path, launch_id: str) -> None:
     if record is None or not started_by(run_dir, launch_id):
         return
     logs = read_step_logs(run_dir)
-    infos = {rank: log.get("info", {}) for rank, log in logs.items()}
-    first = infos.get(0, {})
-    built = first.get("ddp_built", [])
-    record.update(
+    infos = {rank: ScriptRankInfo.from_dict(log.get("info") or {}) for rank, log in logs.items()}
+    first = infos.get(0, ScriptRankInfo())
+    built = first.ddp_built
+    record = replace(
+        record,
         status="complete",
         end_time=now(),
         hosts=sorted({log["host"] for log in logs.values()}),
         steps_completed=min((log["steps_done"] for log in logs.values()), default=0),
-        model=built[0]["module"] if built else None,
-        parameters=built[0]["parameters"] if built else None,
-        tf32=first.get("tf32"),
+        model=built[0].module if built else None,
+        parameters=built[0].parameters if built else None,
+        tf32=first.tf32,
         ddp_built=built,
-        notes=first.get("notes", []),
-        link_probe=first.get("link_probe", []),
+        notes=first.notes,
+        link_probe=first.link_probe,
         ranks=[
-            {
-                "rank": rank,
-                "host": log["host"],
-                "device": infos[rank].get("device"),
-                "trace": infos[rank].get("trace"),
-                "step_ms": log["step_ms"],
-                "ddp": infos[rank].get("ddp", {}),
-                "peak_memory_mb": infos[rank].get("peak_memory_mb"),
-            }
+            RankRecord(
+                rank=rank,
+                host=log["host"],
+                device=infos[rank].device,
+                trace=infos[rank].trace,
+                step_ms=log["step_ms"],
+                ddp=infos[rank].ddp,
+                peak_memory_mb=infos[rank].peak_memory_mb,
+            )
             for rank, log in sorted(logs.items())
         ],
     )

@@ -76,9 +76,9 @@ def render_html(report: Report, images: dict[str, bytes]) -> str:
     run = report.run
     if run:
         parts.append(
-            f'<p class="meta">{escape(str(run.get("model")))} ({run.get("parameters") or 0:,} parameters), '
-            f"{run.get('world_size')} ranks, {escape(str(run.get('backend')))} on {escape(str(run.get('device')))}"
-            f" &middot; torch {escape(str(run.get('versions', {}).get('torch')))}"
+            f'<p class="meta">{escape(str(run.model))} ({run.parameters or 0:,} parameters), '
+            f"{run.world_size} ranks, {escape(run.backend)} on {escape(run.device)}"
+            f" &middot; torch {escape(str(run.versions.get('torch')))}"
             f" &middot; created {escape(report.created)}</p>"
         )
     else:

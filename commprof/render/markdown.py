@@ -44,10 +44,9 @@ def render_markdown(report: Report) -> str:
     run = report.run
     if run:
         lines += [
-            f"- model: {run.get('model')} ({run.get('parameters') or 0:,} parameters)",
-            f"- ranks: {run.get('world_size')} ({run.get('backend')} on {run.get('device')}), "
-            f"hosts: {', '.join(run.get('hosts', []))}",
-            f"- torch {run.get('versions', {}).get('torch')}",
+            f"- model: {run.model} ({run.parameters or 0:,} parameters)",
+            f"- ranks: {run.world_size} ({run.backend} on {run.device}), hosts: {', '.join(run.hosts)}",
+            f"- torch {run.versions.get('torch')}",
             "",
         ]
     lines += [f"Sources: {len(report.sources)} trace file(s). Created {report.created}.", ""]

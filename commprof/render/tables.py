@@ -121,8 +121,8 @@ def carried_over(report: Report) -> str | None:
 def peak_memory(report: Report) -> str | None:
     """Peak GPU memory per rank (allocated / reserved by PyTorch's allocator), or on CPU the peak resident set of
     each rank's process, when the run recorded it."""
-    peaks = report.run.get("peak_gpu_memory_mb") or {}
-    rss = report.run.get("peak_rss_mb") or {}
+    peaks = report.run.peak_gpu_memory_mb if report.run else {}
+    rss = report.run.peak_rss_mb if report.run else {}
     if not peaks and rss:
         return "Peak memory (process resident set): " + ", ".join(
             f"rank {rank} {mb:.0f} MiB" for rank, mb in sorted(rss.items(), key=lambda kv: int(kv[0]))

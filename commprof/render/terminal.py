@@ -78,9 +78,8 @@ def show(report: Report, console: Console) -> None:
     run = report.run
     if run:
         console.print(
-            f"[bold]{escape(report.name)}[/]: {escape(str(run.get('model')))} "
-            f"({run.get('parameters') or 0:,} parameters), "
-            f"{run.get('world_size')} ranks, {run.get('backend')} on {run.get('device')}"
+            f"[bold]{escape(report.name)}[/]: {escape(str(run.model))} ({run.parameters or 0:,} parameters), "
+            f"{run.world_size} ranks, {run.backend} on {run.device}"
         )
     else:
         console.print(

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from commprof.results.common import SCHEMA_VERSION, Estimate, Result
+from commprof.results.run_record import RunSummary
 
 
 @dataclass(frozen=True)
@@ -259,7 +260,7 @@ class Report(Result):
     ranks: list[RankSummary]
     collectives: list[CollectiveStats]
     steps: list[StepBreakdown] = field(default_factory=list)
-    run: dict[str, Any] = field(default_factory=dict)  # run.json summary when commprof made the traces
+    run: RunSummary | None = None  # when commprof made the traces: from their run.json
     skipped: list[SkippedFileInfo] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     cross_rank: CrossRank | None = None

@@ -85,9 +85,14 @@ def _convert(hint: Any, value: Any) -> Any:
     args = getattr(hint, "__args__", ())
     if origin is not list and args and type(None) in args:  # Optional[X]
         inner = next(a for a in args if a is not type(None))
-        return None if value is None else _convert(inner, value)
+        empty = value is None or (value == {} and dataclasses.is_dataclass(inner))  # older reports: "run": {}
+        return None if empty else _convert(inner, value)
     if dataclasses.is_dataclass(hint) and isinstance(value, dict):
         return _build(hint, value)
     if origin is list and args and dataclasses.is_dataclass(args[0]):
         return [_build(args[0], v) for v in value]
+    if origin is tuple:
+        return tuple(value)
+    if hint is Path:
+        return Path(value)
     return value

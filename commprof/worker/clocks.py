@@ -9,23 +9,14 @@ at most half the trip (recorded beside it)."""
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
 from typing import Callable
 
 import torch
 import torch.distributed as dist
 
+from commprof.results.run_record import ClockOffset
+
 ROUNDS = 10
-
-
-@dataclass(frozen=True)
-class ClockOffset:
-    host: str
-    offset_us: float  # this host's clock minus rank 0's host's clock
-    round_trip_us: float  # of the best round; the offset's error is at most half of it
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def measure_clock_offsets(

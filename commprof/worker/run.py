@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import socket
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +16,8 @@ from commprof.instrument.link_probe import probe_link
 from commprof.instrument.profiler import make_profiler, trace_path
 from commprof.launch.progress import Every, Progress, write_progress
 from commprof.launch.runlog import StepLines, now, write_run_json, write_step_log
-from commprof.worker.clocks import ClockOffset, measure_clock_offsets
+from commprof.results.run_record import ClockOffset, ProbedSize, RankRecord, RunRecord
+from commprof.worker.clocks import measure_clock_offsets
 from commprof.worker.rank import (
     RankContext,
     claim_run_dir,
@@ -48,18 +51,16 @@ def run_worker(config: RunConfig, progress_path: str, store: Any = None) -> dict
             started = _start_record(config, ctx, workload, clocks)
             write_run_json(run_dir, started)
         result = _train(config, ctx, workload, run_dir, Path(progress_path))
-        infos: list[Any] = [None] * ctx.world_size
-        dist.all_gather_object(infos, result)
+        results: list[Any] = [None] * ctx.world_size
+        dist.all_gather_object(results, result)
         gather_digests(run_dir, ctx.rank, ctx.world_size)
         if ctx.rank == 0:
-            write_run_json(run_dir, _final_record(started, infos))
+            write_run_json(run_dir, _final_record(started, results))
         dist.barrier()  # every trace and run.json exists before any node starts analysing
         return {"rank": ctx.rank, "run_id": config.run_id, "run_dir": str(run_dir)}
 
 
-def _train(
-    config: RunConfig, ctx: RankContext, workload: Workload, run_dir: Path, progress_path: Path
-) -> dict[str, Any]:
+def _train(config: RunConfig, ctx: RankContext, workload: Workload, run_dir: Path, progress_path: Path) -> RankResult:
     batches = make_batches(workload, config.batch_size, config.seed, ctx.rank, ctx.device)
     trainer = Trainer(
         workload.model,
@@ -77,17 +78,25 @@ def _train(
             prof.step()
     recorder.writing_traces()
     probe = [] if mpi_through_mpi4py(config) else probe_link(ctx.device)
-    return {
-        "rank": ctx.rank,
-        "host": recorder.host,
-        "device": device_name(ctx.device),
-        "trace": trace_path(run_dir, ctx.rank).name,
-        "trace_path": str(trace_path(run_dir, ctx.rank).resolve()),  # on "host": nodes may share no file system
-        "step_ms": recorder.step_ms,
-        "ddp": trainer.ddp_logging_data(),
-        "peak_memory_mb": peak_memory_mb(ctx.device),
-        "link_probe": probe,
-    }
+    record = RankRecord(
+        rank=ctx.rank,
+        host=recorder.host,
+        device=device_name(ctx.device),
+        trace=trace_path(run_dir, ctx.rank).name,
+        trace_path=str(trace_path(run_dir, ctx.rank).resolve()),  # on "host": nodes may share no file system
+        step_ms=recorder.step_ms,
+        ddp=trainer.ddp_logging_data(),
+        peak_memory_mb=peak_memory_mb(ctx.device),
+    )
+    return RankResult(record, probe)
+
+
+@dataclass(frozen=True)
+class RankResult:
+    """What one rank sends rank 0 at the end: its record in run.json, and its times of the link probe."""
+
+    record: RankRecord
+    link_probe: list[ProbedSize]
 
 
 class StepRecorder:
@@ -115,34 +124,30 @@ class StepRecorder:
             write_progress(self.progress_path, Progress(self.total, self.total, self.step_ms[-1], "writing traces"))
 
 
-def _start_record(config: RunConfig, ctx: RankContext, workload: Workload, clocks: list[ClockOffset]) -> dict[str, Any]:
-    return {
-        "run_id": config.run_id,
-        "status": "running",
-        "config": config.to_dict(),
-        "versions": versions(),
-        "world_size": ctx.world_size,
-        "hosts": sorted({c.host for c in clocks}),
-        "model": workload.name,
-        "parameters": workload.parameter_count,
-        "parameter_bytes": workload.parameter_bytes,
+def _start_record(config: RunConfig, ctx: RankContext, workload: Workload, clocks: list[ClockOffset]) -> RunRecord:
+    return RunRecord(
+        run_id=config.run_id,
+        config=config,
+        versions=versions(),
+        world_size=ctx.world_size,
+        hosts=sorted({c.host for c in clocks}),
+        model=workload.name,
+        parameters=workload.parameter_count,
+        parameter_bytes=workload.parameter_bytes,
         # per parameter, registration order: `findings` re-buckets them as DDP would for another cap
-        "parameter_sizes": workload.parameter_sizes,
-        "start_time": now(),
-        "clock_offsets": [c.to_dict() for c in clocks],
-        "tf32": tf32_settings(),
-    }
+        parameter_sizes=workload.parameter_sizes,
+        start_time=now(),
+        clock_offsets=clocks,
+        tf32=tf32_settings(),
+    )
 
 
-def _final_record(started: dict[str, Any], infos: list[dict[str, Any]]) -> dict[str, Any]:
-    return {
-        **started,
-        "status": "complete",
-        "end_time": now(),
-        "steps_completed": min(len(i["step_ms"]) for i in infos),
-        "link_probe": infos[0]["link_probe"],  # the slowest rank's times: the same on every rank
-        "ranks": [
-            {k: i[k] for k in ("rank", "host", "device", "trace", "trace_path", "step_ms", "ddp", "peak_memory_mb")}
-            for i in infos
-        ],
-    }
+def _final_record(started: RunRecord, ranks: list[RankResult]) -> RunRecord:
+    return dataclasses.replace(
+        started,
+        status="complete",
+        end_time=now(),
+        steps_completed=min(len(r.record.step_ms) for r in ranks),
+        link_probe=ranks[0].link_probe,  # the slowest rank's times: the same on every rank
+        ranks=[r.record for r in ranks],
+    )

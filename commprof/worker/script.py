@@ -42,6 +42,7 @@ from commprof.instrument.link_probe import probe_link
 from commprof.instrument.profiler import make_profiler, trace_path, write_trace
 from commprof.launch.progress import Every, Progress, write_progress
 from commprof.launch.runlog import StepLines, now, write_run_json, write_step_log
+from commprof.results.run_record import ProbedSize, RunRecord, ScriptRankInfo
 from commprof.worker.rank import (
     device_name,
     gather_digests,
@@ -63,7 +64,7 @@ class ScriptSession:
     """Everything commprof does around one rank of the user's script."""
 
     def __init__(self, config: RunConfig, progress_path: Path):
-        self.link_probe: list[dict[str, Any]] = []  # all-reduces timed alone after the script (instrument/link_probe)
+        self.link_probe: list[ProbedSize] = []  # all-reduces timed alone after the script (instrument/link_probe)
         self.config, self.progress_path = config, progress_path
         self.rank, self.local_rank = int(os.environ["RANK"]), int(os.environ["LOCAL_RANK"])
         self.world = int(os.environ["WORLD_SIZE"])
@@ -92,17 +93,15 @@ class ScriptSession:
         if self.rank == 0:
             write_run_json(
                 self.config.run_dir,
-                {
-                    "run_id": self.config.run_id,
-                    "status": "running",
-                    "config": self.config.to_dict(),
-                    "versions": versions(),
-                    "world_size": self.world,
-                    "hosts": [self.host],
-                    "start_time": now(),
-                    "clock_offsets": [],
-                    "script": list(self.config.script),
-                },
+                RunRecord(
+                    run_id=self.config.run_id,
+                    config=self.config,
+                    versions=versions(),
+                    world_size=self.world,
+                    hosts=[self.host],
+                    start_time=now(),
+                    script=list(self.config.script),
+                ),
             )
         if self.use_cuda:
             torch.cuda.set_device(self.device)
@@ -174,7 +173,7 @@ class ScriptSession:
         self.ddp.uninstall()
         write_step_log(self.config.run_dir, self.rank, self.host, self.step_ms, self.info())
 
-    def info(self) -> dict[str, Any]:
+    def info(self) -> ScriptRankInfo:
         notes = []
         if self.counted is None:
             notes.append("the script made no optimizer step: its whole run is one window")
@@ -185,17 +184,17 @@ class ScriptSession:
         if not self.ddp.built:
             notes.append("the script built no DistributedDataParallel: the DDP options had no effect")
         trace = trace_path(self.config.run_dir, self.rank)
-        return {
-            "device": device_name(self.device),
-            "trace": trace.name if trace.exists() else None,
-            "link_probe": self.link_probe,
-            "ddp": self.ddp.logging_data(),
-            "ddp_built": self.ddp.built,
-            "optimizer": self.counted,
-            "peak_memory_mb": peak_memory_mb(self.device),
-            "tf32": tf32_settings(),
-            "notes": notes,
-        }
+        return ScriptRankInfo(
+            device=device_name(self.device),
+            trace=trace.name if trace.exists() else None,
+            link_probe=self.link_probe,
+            ddp=self.ddp.logging_data(),
+            ddp_built=self.ddp.built,
+            optimizer=self.counted,
+            peak_memory_mb=peak_memory_mb(self.device),
+            tf32=tf32_settings(),
+            notes=notes,
+        )
 
 
 def run_script(script: tuple[str, ...]) -> None:

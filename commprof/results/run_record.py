@@ -1,0 +1,192 @@
+"""run.json: what a run of commprof's own did, one typed record, written and read only here.
+
+Rank 0 writes it when the run starts (status "running"), replaces it when the run completes ("complete", with
+every rank's step times), and the launcher marks it "failed" when a rank fails. A record from an older commprof
+loads with the fields it lacks at their defaults; fields this version does not know are ignored."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from commprof.config import RunConfig
+
+RUN_RECORD_VERSION = 1
+
+
+@dataclass(frozen=True)
+class ClockOffset:
+    """One host's clock against rank 0's host's (worker/clocks.py measures it)."""
+
+    host: str
+    offset_us: float  # this host's clock minus rank 0's host's clock
+    round_trip_us: float  # of the best round; the offset's error is at most half of it
+
+
+@dataclass(frozen=True)
+class ProbedSize:
+    """All-reduces of one size timed alone after training (instrument/link_probe.py): every repeat, in us."""
+
+    bytes: int
+    us: list[float]
+
+
+@dataclass(frozen=True)
+class BuiltDDP:
+    """A DistributedDataParallel a user's script built (instrument/ddp.py), and what it asked for and got."""
+
+    module: str
+    built_by: str = "script"  # "script", "transformers" (Trainer) or "lightning"
+    parameters: int = 0
+    parameter_sizes: list[int] = field(default_factory=list)  # bytes per parameter, in registration order
+    asked: dict[str, Any] = field(default_factory=dict)  # the script's own DDP arguments
+    applied: dict[str, Any] = field(default_factory=dict)  # what commprof set on top of them
+
+
+@dataclass(frozen=True)
+class RankRecord:
+    rank: int
+    host: str = ""
+    device: str | None = None
+    trace: str | None = None  # the trace's file name in the run folder
+    trace_path: str | None = None  # where the rank wrote it, on its host (nodes may share no file system)
+    step_ms: list[float] = field(default_factory=list)  # every step, profiled or not
+    ddp: dict[str, Any] = field(default_factory=dict)  # DDP's own logging data, under torch's names
+    peak_memory_mb: dict[str, float] = field(default_factory=dict)  # "allocated"/"reserved" on GPU, "rss" on CPU
+
+
+@dataclass(frozen=True)
+class ScriptRankInfo:
+    """What a rank running a user's script learned by its end (its step log carries it to the launcher, which
+    completes run.json from every rank's)."""
+
+    device: str | None = None
+    trace: str | None = None
+    link_probe: list[ProbedSize] = field(default_factory=list)
+    ddp: dict[str, Any] = field(default_factory=dict)
+    ddp_built: list[BuiltDDP] = field(default_factory=list)
+    optimizer: str | None = None  # whose steps are the steps
+    peak_memory_mb: dict[str, float] = field(default_factory=dict)
+    tf32: dict[str, bool] | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return msgspec.to_builtins(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ScriptRankInfo:
+        return msgspec.convert(data, cls)
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    run_id: str
+    config: RunConfig
+    version: int = RUN_RECORD_VERSION
+    status: str = "running"  # "running", "complete" or "failed"
+    error: str | None = None
+    versions: dict[str, Any] = field(default_factory=dict)
+    world_size: int = 0
+    hosts: list[str] = field(default_factory=list)
+    model: str | None = None
+    parameters: int | None = None
+    parameter_bytes: int | None = None
+    parameter_sizes: list[int] | None = None  # bytes per parameter, registration order (built-in models)
+    start_time: str | None = None
+    end_time: str | None = None
+    clock_offsets: list[ClockOffset] = field(default_factory=list)
+    tf32: dict[str, bool] | None = None
+    script: list[str] | None = None  # a user's script and its arguments
+    steps_completed: int | None = None
+    steps_done_by_rank: dict[str, int] = field(default_factory=dict)  # a failed run's, by rank
+    link_probe: list[ProbedSize] = field(default_factory=list)
+    ddp_built: list[BuiltDDP] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    ranks: list[RankRecord] = field(default_factory=list)
+
+    def to_json(self) -> str:
+        return json.dumps(msgspec.to_builtins(self, enc_hook=_encode), indent=2)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> RunRecord:
+        """Raises ValueError for text that is not a run record."""
+        try:
+            return msgspec.json.decode(text, type=cls, dec_hook=_decode)
+        except msgspec.MsgspecError as exc:
+            raise ValueError(str(exc)) from None
+
+    def summary(self) -> RunSummary:
+        """The parts of the record a report shows (report.json's "run")."""
+        return RunSummary(
+            run_id=self.run_id,
+            model=self.model,
+            parameters=self.parameters,
+            world_size=self.world_size,
+            backend=self.config.backend,
+            device=self.config.device,
+            hosts=self.hosts,
+            versions=self.versions,
+            config=self.config,
+            start_time=self.start_time,
+            end_time=self.end_time,
+            status=self.status,
+            error=self.error,
+            steps_completed=self.steps_completed,
+            clock_offsets=self.clock_offsets,
+            ddp={str(r.rank): r.ddp for r in self.ranks},
+            peak_gpu_memory_mb={str(r.rank): r.peak_memory_mb for r in self.ranks if "allocated" in r.peak_memory_mb},
+            peak_rss_mb={str(r.rank): r.peak_memory_mb["rss"] for r in self.ranks if "rss" in r.peak_memory_mb},
+            tf32=self.tf32,
+            script=self.script,
+            ddp_built=self.ddp_built,
+            notes=self.notes,
+            link_probe=self.link_probe,
+            parameter_sizes=self.parameter_sizes or (self.ddp_built[0].parameter_sizes if self.ddp_built else None),
+        )
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """What a report says about the run commprof made its traces in (report.json's "run"; None for traces from
+    elsewhere)."""
+
+    run_id: str
+    config: RunConfig
+    model: str | None = None
+    parameters: int | None = None
+    world_size: int = 0
+    backend: str = ""
+    device: str = ""
+    hosts: list[str] = field(default_factory=list)
+    versions: dict[str, Any] = field(default_factory=dict)
+    start_time: str | None = None
+    end_time: str | None = None
+    status: str = "complete"
+    error: str | None = None
+    steps_completed: int | None = None
+    clock_offsets: list[ClockOffset] = field(default_factory=list)
+    ddp: dict[str, dict[str, Any]] = field(default_factory=dict)  # per rank: DDP's own logging data
+    peak_gpu_memory_mb: dict[str, dict[str, float]] = field(default_factory=dict)  # per rank: allocated, reserved
+    peak_rss_mb: dict[str, float] = field(default_factory=dict)  # per CPU rank
+    tf32: dict[str, bool] | None = None
+    script: list[str] | None = None
+    ddp_built: list[BuiltDDP] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    link_probe: list[ProbedSize] = field(default_factory=list)
+    parameter_sizes: list[int] | None = None  # bytes per parameter, registration order
+
+
+def _encode(obj: Any) -> Any:
+    if isinstance(obj, Path):
+        return str(obj)
+    raise NotImplementedError(type(obj))
+
+
+def _decode(kind: type, obj: Any) -> Any:
+    if kind is Path:
+        return Path(obj)
+    raise NotImplementedError(kind)

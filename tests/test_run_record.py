@@ -1,0 +1,80 @@
+"""run.json is written and read through one typed record (results/run_record.py): what is written comes back equal,
+a record from an older commprof (no version, fields it never had) loads with their defaults, and text that is not a
+run record is refused."""
+
+import json
+
+import pytest
+
+from commprof.config import DDPOptions, ProfileSchedule, RunConfig
+from commprof.launch.runlog import mark_failed, read_run_json, write_run_json
+from commprof.results.run_record import RUN_RECORD_VERSION, ClockOffset, ProbedSize, RankRecord, RunRecord
+
+# what commprof wrote before the record had a version, a link probe or per-parameter sizes, with a config key that
+# no longer exists
+OLD_RUN_JSON = {
+    "run_id": "old",
+    "status": "complete",
+    "config": {
+        "run_id": "old",
+        "device": "cpu",
+        "backend": "gloo",
+        "nodes": 1,
+        "procs_per_node": 2,
+        "model": "mlp",
+        "model_size": "small",
+        "batch_size": 32,
+        "steps": 20,
+        "seed": 0,
+        "precision": "fp32",
+        "schedule": {"wait": 5, "warmup": 2, "active": 10},
+        "ddp": {"bucket_cap_mb": 10.0},
+        "traces_dir": "traces",
+        "reports_dir": "reports",
+        "retired_option": True,
+    },
+    "world_size": 2,
+    "hosts": ["node1"],
+    "clock_offsets": [{"host": "node1", "offset_us": 0.0, "round_trip_us": 0.0}],
+    "ranks": [{"rank": 0, "host": "node1", "step_ms": [10.0, 11.0]}, {"rank": 1, "host": "node1", "step_ms": [9.0]}],
+}
+
+
+def test_what_is_written_comes_back_equal(tmp_path):
+    record = RunRecord(
+        run_id="r",
+        config=RunConfig(run_id="r", script=("train.py", "--epochs", "2"), ddp=DDPOptions(bucket_cap_mb=5.0)),
+        world_size=2,
+        clock_offsets=[ClockOffset("a", 0.0, 0.0), ClockOffset("b", 120.5, 30.0)],
+        link_probe=[ProbedSize(4096, [200.0, 190.0])],
+        ranks=[RankRecord(rank=0, host="a", step_ms=[1.5, 2.5], peak_memory_mb={"rss": 500.0})],
+    )
+    write_run_json(tmp_path, record)
+    assert read_run_json(tmp_path) == record
+    assert json.loads((tmp_path / "run.json").read_text())["version"] == RUN_RECORD_VERSION
+
+
+def test_an_older_run_json_loads_with_the_fields_it_lacks_at_their_defaults(tmp_path):
+    (tmp_path / "run.json").write_text(json.dumps(OLD_RUN_JSON))
+    record = read_run_json(tmp_path)
+    assert record.config.schedule == ProfileSchedule(5, 2, 10) and record.config.ddp.bucket_cap_mb == 10.0
+    assert record.config.strategy == "ddp" and record.config.launch_id == ""  # fields it never had
+    assert [r.step_ms for r in record.ranks] == [[10.0, 11.0], [9.0]]
+    assert record.link_probe == [] and record.parameter_sizes is None and record.ddp_built == []
+    assert record.clock_offsets == [ClockOffset("node1", 0.0, 0.0)]
+
+
+def test_a_failed_run_keeps_its_record_and_says_how_far_each_rank_got(tmp_path):
+    (tmp_path / "run.json").write_text(json.dumps({**OLD_RUN_JSON, "status": "running"}))
+    (tmp_path / "rank0.steps.json").write_text(json.dumps({"rank": 0, "host": "a", "steps_done": 3, "step_ms": []}))
+    (tmp_path / "rank1.steps.json").write_text(json.dumps({"rank": 1, "host": "a", "steps_done": 1, "step_ms": []}))
+    mark_failed(tmp_path, "rank 1 was killed")
+    record = read_run_json(tmp_path)
+    assert (record.status, record.error, record.steps_completed) == ("failed", "rank 1 was killed", 1)
+    assert record.steps_done_by_rank == {"0": 3, "1": 1} and record.config.run_id == "old"
+
+
+@pytest.mark.parametrize("text", ["not json", "[]", '{"run_id": "x"}', '{"run_id": "x", "config": {"run_id": 3}}'])
+def test_text_that_is_not_a_run_record_is_no_record(tmp_path, text):
+    (tmp_path / "run.json").write_text(text)
+    assert read_run_json(tmp_path) is None
