@@ -39,9 +39,17 @@ def load_json(path: Path):
 
 
 def pytest_collection_modifyitems(items):
+    """Tests of the shared real run are slow; those marked `cuda` skip, with the reason, where torch sees no CUDA
+    GPU (the one switch for the GPU tests)."""
+    import torch
+
+    no_gpu = pytest.mark.skip(reason="needs a CUDA GPU: torch.cuda.is_available() is False here")
+    cuda = torch.cuda.is_available()
     for item in items:
         if "cpu_run" in item.fixturenames:  # a real training run
             item.add_marker(pytest.mark.slow)
+        if "cuda" in item.keywords and not cuda:
+            item.add_marker(no_gpu)
 
 
 class ProcessStarted(AssertionError):

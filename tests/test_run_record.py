@@ -5,6 +5,7 @@ run record is refused."""
 import json
 
 import pytest
+import torch
 
 from commprof.config import DDPOptions, ProfileSchedule, RunConfig
 from commprof.launch.runlog import mark_failed, read_run_json, write_run_json
@@ -45,6 +46,7 @@ def test_what_is_written_comes_back_equal(tmp_path):
         run_id="r",
         config=RunConfig(run_id="r", script=("train.py", "--epochs", "2"), ddp=DDPOptions(bucket_cap_mb=5.0)),
         world_size=2,
+        versions={"torch": torch.__version__},  # a str subclass
         clock_offsets=[ClockOffset("a", 0.0, 0.0), ClockOffset("b", 120.5, 30.0)],
         link_probe=[ProbedSize(4096, [200.0, 190.0])],
         ranks=[RankRecord(rank=0, host="a", step_ms=[1.5, 2.5], peak_memory_mb={"rss": 500.0})],

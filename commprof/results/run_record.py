@@ -181,7 +181,7 @@ class RunSummary:
 
 
 def _encode(obj: Any) -> Any:
-    if isinstance(obj, Path):
+    if isinstance(obj, (Path, str)):  # str: its subclasses, torch.__version__ among them
         return str(obj)
     raise NotImplementedError(type(obj))
 
