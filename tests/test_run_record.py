@@ -2,7 +2,9 @@
 a record from an older commprof (no version, fields it never had) loads with their defaults, and text that is not a
 run record is refused."""
 
+import dataclasses
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -80,3 +82,21 @@ def test_a_failed_run_keeps_its_record_and_says_how_far_each_rank_got(tmp_path):
 def test_text_that_is_not_a_run_record_is_no_record(tmp_path, text):
     (tmp_path / "run.json").write_text(text)
     assert read_run_json(tmp_path) is None
+
+
+def test_a_reports_run_summary_survives_report_json(tmp_path):
+    """report.json's "run" is the typed summary: its configuration (folders as paths, a script as a tuple) comes
+    back equal; a report of traces from elsewhere has none, and an older report's {} reads as none."""
+    from commprof.results.report import Report
+    from commprof.results.store import load_report, save_result
+
+    record = RunRecord.from_json(json.dumps(OLD_RUN_JSON))
+    summary = dataclasses.replace(record.summary(), script=["train.py"])
+    save_result(Report("r", "run", "", [], [], [], run=summary), tmp_path)
+    assert load_report(tmp_path).run == summary
+    assert summary.world_size == 2 and summary.backend == "gloo" and summary.config.traces_dir == Path("traces")
+    save_result(Report("r", "analysis", "", [], [], []), tmp_path)
+    data = json.loads((tmp_path / "report.json").read_text())
+    assert data["run"] is None
+    (tmp_path / "report.json").write_text(json.dumps({**data, "run": {}}))
+    assert load_report(tmp_path).run is None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass
+from pathlib import PurePath
 from typing import Any
 
 SCHEMA_VERSION = 1
@@ -17,7 +18,14 @@ class Result:
         return dataclasses.asdict(self)  # type: ignore[call-overload]
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2)
+        return json.dumps(self.to_dict(), indent=2, default=_path_as_text)
+
+
+def _path_as_text(obj: object) -> str:
+    """A run's configuration holds its folders as paths; report.json holds them as text."""
+    if isinstance(obj, PurePath):
+        return str(obj)
+    raise TypeError(f"{type(obj).__name__} is not JSON serializable")
 
 
 # The one rule for every claim (findings, sweep, tune, advise, diff, compare; analysis/stats.py applies it): a
