@@ -55,7 +55,8 @@ class _Pieces:
     `header` holds the top-level fields around the array once the pieces are all read."""
 
     def __init__(self, path: Path):
-        self.path, self.header = path, {}
+        self.path = path
+        self.header: dict[str, Any] = {}
 
     def __iter__(self) -> Iterator[bytes]:
         with gzip.open(self.path, "rb") if is_gzip(self.path) else open(self.path, "rb") as f:
@@ -194,8 +195,9 @@ def _device_links(data: bytes) -> tuple[list[Any], bool]:
 
 def _lean_piece(data: bytes) -> bytes:
     """A piece's events as the second pass keeps them, encoded for the trip back."""
-    keep_all = _LAUNCHES is None
+    launches = _LAUNCHES
+    keep_all = launches is None
     kept = [lean for e in _decoded(data, _EVENTS) if e.ph == "X" and (lean := keep_lean(e, keep_all)) is not None]
-    if not keep_all:
-        kept = [e for e in kept if e.cat not in rules.RUNTIME_CATS or decode_links(e).correlation in _LAUNCHES]
+    if launches is not None:
+        kept = [e for e in kept if e.cat not in rules.RUNTIME_CATS or decode_links(e).correlation in launches]
     return _ENCODER.encode(kept)

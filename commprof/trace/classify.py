@@ -11,13 +11,13 @@ from typing import Any
 
 from commprof.analysis.intervals import merge, subtract
 from commprof.trace import rules
-from commprof.trace.events import Event, Links, TraceFile, decode_args, decode_links
+from commprof.trace.events import CompleteEvent, Event, Links, Thread, TraceFile, decode_args, decode_links
 from commprof.trace.gpu_steps import DeviceOp, device_steps, hta_view
 from commprof.trace.launches import enclosing_ranges, launching_backend, meta_from_ranges
 from commprof.trace.meta import NO_META, CollectiveMeta, meta_from_args
-from commprof.trace.model import Collective, Interval, RankTrace, Step
+from commprof.trace.model import Collective, DeviceView, Interval, RankTrace, Step
 from commprof.trace.partition import Partition, partition
-from commprof.trace.roles import Roles
+from commprof.trace.roles import CollectiveRoles, Roles
 
 _RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
 
@@ -32,7 +32,8 @@ def classify(path: Path, trace: TraceFile) -> RankTrace:
     rank, warnings = _rank(path, info)
     cpu_steps = sorted((Step(e.name, e.ts, e.ts + e.dur) for e in events.steps), key=lambda s: s.start)
     kernels = events.kernels
-    hta, empty_steps = None, ()
+    hta: DeviceView | None = None
+    empty_steps: tuple[str, ...] = ()
     backward_starts, backward_ends = _first_in_steps(events.backward, cpu_steps), _backward_ends(events, cpu_steps)
     optimizer_starts = _first_in_steps(events.optimizer_steps, cpu_steps)
     roles = Roles(events, cpu_steps, backward_starts, optimizer_starts)  # CPU times, before the GPU's timeline
@@ -92,7 +93,7 @@ class _DeviceWork:
         self.memory = [(e, decode_links(e)) for e in events.memory]
         self.launch_ts: dict[Any, float] = {}
         self.launch_external: dict[Any, Any] = {}
-        self.launches: dict[Any, Event] = {}  # correlation -> the runtime call that launched it
+        self.launches: dict[Any, CompleteEvent] = {}  # correlation -> the runtime call that launched it
         for event in events.runtime:
             links = decode_links(event)
             correlation = links.correlation
@@ -153,7 +154,7 @@ class _GpuClock:
 
 def _gpu(
     events: Partition, device: _DeviceWork, info: dict[str, Any], cpu_steps: list[Step], clock: _GpuClock, roles: Roles
-):
+) -> tuple[list[Interval], list[Interval], list[Interval], list[Collective]]:
     """Kernels, and the ranges of a CPU backend (Gloo, MPI) that moves the data of CUDA tensors on the host."""
     metas = _Metas()
     launch_meta = _launch_op_meta(events, metas)
@@ -188,7 +189,9 @@ def _gpu(
     return compute, comm, memory, collectives
 
 
-def _cpu(events: Partition, steps: list[Step], info: dict[str, Any], roles: Roles):
+def _cpu(
+    events: Partition, steps: list[Step], info: dict[str, Any], roles: Roles
+) -> tuple[list[Interval], list[Interval], list[Collective]]:
     ops = events.compute_ops
     training = _training_threads(ops, events)
     ops = [e for e in ops if (e.pid, e.tid) in training]
@@ -203,7 +206,11 @@ def _cpu(events: Partition, steps: list[Step], info: dict[str, Any], roles: Role
 
 
 def _backend_ranges(
-    comm_events: list[Event], launch_ops: list[Event], steps: list[Step], info: dict[str, Any], roles: Roles
+    comm_events: list[CompleteEvent],
+    launch_ops: list[CompleteEvent],
+    steps: list[Step],
+    info: dict[str, Any],
+    roles: Roles,
 ) -> tuple[list[Interval], list[Collective]]:
     """The `gloo:`/`mpi:` ranges (on the backend's threads), each a collective ready at its launch op."""
     launched_by = _launch_ops(comm_events, launch_ops, steps)
@@ -225,9 +232,11 @@ def _backend_ranges(
     return [(e.ts, e.ts + e.dur) for e in comm_events], collectives
 
 
-def _launch_ops(comm_events: list[Event], launches: list[Event], steps: list[Step]) -> dict[int, Event]:
+def _launch_ops(
+    comm_events: list[CompleteEvent], launches: list[CompleteEvent], steps: list[Step]
+) -> dict[int, CompleteEvent]:
     """CPU backends: the k-th launch op in a step started the k-th collective of that step."""
-    result: dict[int, Event] = {}
+    result: dict[int, CompleteEvent] = {}
     windows = steps or [Step("all", float("-inf"), float("inf"))]
     for window in windows:
         ranges = sorted((e for e in comm_events if window.start <= e.ts < window.end), key=lambda e: e.ts)
@@ -242,17 +251,17 @@ def _backward_ends(events: Partition, steps: list[Step]) -> tuple[float | None, 
     return tuple(max((t for t in ends if step.start <= t <= step.end), default=None) for step in steps)
 
 
-def _first_in_steps(events: list[Event], steps: list[Step]) -> tuple[float | None, ...]:
+def _first_in_steps(events: list[CompleteEvent], steps: list[Step]) -> tuple[float | None, ...]:
     """Per step, the start of the first of the events inside it, or None."""
     starts = sorted(e.ts for e in events)
-    result = []
+    result: list[float | None] = []
     for step in steps:
         i = bisect_right(starts, step.start - 1e-9)
         result.append(starts[i] if i < len(starts) and starts[i] < step.end else None)
     return tuple(result)
 
 
-def _training_threads(ops: list[Event], events: Partition) -> set:
+def _training_threads(ops: list[CompleteEvent], events: Partition) -> set[Thread]:
     """Threads that ran ProfilerStep ranges; without steps, every thread that ran a non-comm op."""
     with_steps = {(e.pid, e.tid) for e in events.steps}
     if with_steps:
@@ -264,11 +273,11 @@ def _collective(
     meta: CollectiveMeta,
     op_hint: str | None,
     backend: str,
-    event: Event,
+    event: CompleteEvent,
     lane: str,
     info: dict[str, Any],
     ready: float | None = None,
-    roles: dict[str, str | None] | None = None,
+    roles: CollectiveRoles | None = None,
 ) -> Collective:
     group_size = meta.group_size or _default_group_size(info)
     return Collective(

@@ -6,7 +6,7 @@ never becomes a tree of Python dicts.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -33,6 +33,21 @@ class Event(msgspec.Struct, omit_defaults=True, gc=False):
     args: msgspec.Raw = NO_ARGS
     # a big trace's events keep their links decoded, and no other args (trace.stream.keep_lean)
     links: Links | None = msgspec.field(default=None, name="_commprof_links")
+
+
+Thread = tuple[int | str, int | str]  # an event's (pid, tid)
+
+if TYPE_CHECKING:
+
+    class CompleteEvent(Event, kw_only=True):
+        """An Event that trace.partition checked: it has a time, and a duration (0 where the trace gave none).
+        For the type checker only: at run time it is Event itself, and no event is ever built as one."""
+
+        ts: float
+        dur: float
+
+else:
+    CompleteEvent = Event
 
 
 class TraceFile(msgspec.Struct):

@@ -11,10 +11,10 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from operator import itemgetter
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from commprof.trace import rules
-from commprof.trace.events import Event, decode_args
+from commprof.trace.events import CompleteEvent, Event, Thread, decode_args
 from commprof.trace.meta import NO_META, CollectiveMeta, meta_from_args
 
 
@@ -22,18 +22,20 @@ def is_collective_name(name: str) -> bool:
     return bool(rules.COLLECTIVE_LAUNCH.match(name)) or rules.comm_launching_backend(name) is not None
 
 
-def enclosing_ranges(collective_ranges: list[Event], launches: dict[Any, Event]) -> dict[Any, list[Event]]:
+def enclosing_ranges(
+    collective_ranges: list[CompleteEvent], launches: dict[Any, CompleteEvent]
+) -> dict[Any, list[CompleteEvent]]:
     """correlation -> the collective-named CPU ranges (partition.Partition.collective_ranges) open on the
     launching thread when it launched (from its start to its end, both included), most trusted first
     (rules.ENCLOSING_TRUST), then outermost first; launches inside none are left out."""
-    ranges_on: dict[Any, list[Event]] = defaultdict(list)
+    ranges_on: dict[Thread, list[CompleteEvent]] = defaultdict(list)
     for event in collective_ranges:
         ranges_on[(event.pid, event.tid)].append(event)
-    launched_on: dict[Any, list[tuple[float, Any]]] = defaultdict(list)
+    launched_on: dict[Thread, list[tuple[float, Any]]] = defaultdict(list)
     for correlation, launch in launches.items():
         if (launch.pid, launch.tid) in ranges_on:
             launched_on[(launch.pid, launch.tid)].append((launch.ts, correlation))
-    found: dict[Any, list[Event]] = defaultdict(list)
+    found: dict[Any, list[CompleteEvent]] = defaultdict(list)
     for thread, ranges in ranges_on.items():
         inside = sorted(launched_on.get(thread, ()), key=itemgetter(0))
         times = [ts for ts, _ in inside]
@@ -48,7 +50,9 @@ def enclosing_ranges(collective_ranges: list[Event], launches: dict[Any, Event])
     return dict(found)
 
 
-def meta_from_ranges(ranges: list[Event], meta_of: Callable[[Event], CollectiveMeta] | None = None) -> CollectiveMeta:
+def meta_from_ranges(
+    ranges: Sequence[Event], meta_of: Callable[[Event], CollectiveMeta] | None = None
+) -> CollectiveMeta:
     """The collective as the most trusted range names it; the element count is the largest any of them records
     (as with In/Out msg nelems: the output of an all_gather, the input of a reduce_scatter, nccl-tests' sizes).
     `meta_of`: what an event's args say (meta_from_args)."""
@@ -64,6 +68,6 @@ def meta_from_ranges(ranges: list[Event], meta_of: Callable[[Event], CollectiveM
     )
 
 
-def launching_backend(ranges: list[Event]) -> str | None:
+def launching_backend(ranges: Sequence[Event]) -> str | None:
     """The custom communication family of the op that launched a kernel, if any (rules.COMM_LAUNCHING_OPS)."""
     return next((b for r in ranges if (b := rules.comm_launching_backend(r.name)) is not None), None)

@@ -30,8 +30,9 @@ class CollectiveMeta(NamedTuple):  # a tuple: built tens of thousands of times p
         """Keep what is known here; take the rest from `other`."""
         if other is NO_META or None not in self:
             return self
-        return CollectiveMeta(
-            *[mine if mine is not None else theirs for mine, theirs in zip(self, other, strict=False)]
+        # _make: each field pairs with the same field of `other`, so keeps its type (a list shows mypy only their union)
+        return CollectiveMeta._make(
+            [mine if mine is not None else theirs for mine, theirs in zip(self, other, strict=False)]
         )
 
 

@@ -3,39 +3,42 @@ each distinct (category, name) judged once, instead of one filtering pass per qu
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 from commprof.errors import TraceError
 from commprof.trace import rules
-from commprof.trace.events import Event
+from commprof.trace.events import CompleteEvent, Event
 from commprof.trace.launches import is_collective_name
 
 
 @dataclass
 class Partition:
-    events: list[Event] = field(default_factory=list)  # every complete event, in file order
-    kernels: list[Event] = field(default_factory=list)
-    memory: list[Event] = field(default_factory=list)
-    sync: list[Event] = field(default_factory=list)
-    runtime: list[Event] = field(default_factory=list)
-    steps: list[Event] = field(default_factory=list)  # ProfilerStep ranges
-    backward: list[Event] = field(default_factory=list)  # CPU ops that begin a backward pass
-    copy_back: list[Event] = field(default_factory=list)  # DDP's bucket copy-backs: a backward's end
-    collective_ranges: list[Event] = field(default_factory=list)  # CPU ranges named after a collective
-    collective_launches: list[Event] = field(default_factory=list)  # CPU ops that launch one (rules.COLLECTIVE_LAUNCH)
-    launch_ops: list[Event] = field(default_factory=list)  # c10d:: ops
-    comm_ranges: list[Event] = field(default_factory=list)  # a CPU backend's gloo:/mpi: ranges
-    compute_ops: list[Event] = field(default_factory=list)  # CPU operators other than steps
-    fsdp_ranges: list[Event] = field(default_factory=list)  # FSDP2's own ranges (rules.FSDP_RANGE)
-    optimizer_steps: list[Event] = field(default_factory=list)  # Optimizer.step#... ranges
+    events: list[CompleteEvent] = field(default_factory=list)  # every complete event, in file order
+    kernels: list[CompleteEvent] = field(default_factory=list)
+    memory: list[CompleteEvent] = field(default_factory=list)
+    sync: list[CompleteEvent] = field(default_factory=list)
+    runtime: list[CompleteEvent] = field(default_factory=list)
+    steps: list[CompleteEvent] = field(default_factory=list)  # ProfilerStep ranges
+    backward: list[CompleteEvent] = field(default_factory=list)  # CPU ops that begin a backward pass
+    copy_back: list[CompleteEvent] = field(default_factory=list)  # DDP's bucket copy-backs: a backward's end
+    collective_ranges: list[CompleteEvent] = field(default_factory=list)  # CPU ranges named after a collective
+    # CPU ops that launch one (rules.COLLECTIVE_LAUNCH)
+    collective_launches: list[CompleteEvent] = field(default_factory=list)
+    launch_ops: list[CompleteEvent] = field(default_factory=list)  # c10d:: ops
+    comm_ranges: list[CompleteEvent] = field(default_factory=list)  # a CPU backend's gloo:/mpi: ranges
+    compute_ops: list[CompleteEvent] = field(default_factory=list)  # CPU operators other than steps
+    fsdp_ranges: list[CompleteEvent] = field(default_factory=list)  # FSDP2's own ranges (rules.FSDP_RANGE)
+    optimizer_steps: list[CompleteEvent] = field(default_factory=list)  # Optimizer.step#... ranges
     fractional_times: bool = False  # sub-microsecond timestamps
 
 
-def partition(path: Path, events: list[Event]) -> Partition:
+def partition(path: Path, events: Iterable[Event]) -> Partition:
     """The complete events, checked (a time each, no negative duration; a missing duration is 0) and sorted."""
     part = Partition()
-    lists: dict[tuple[str, str], tuple[list[Event], ...]] = {}
+    lists: dict[tuple[str, str], tuple[list[CompleteEvent], ...]] = {}
     keep, fractional = part.events.append, False  # (names bound once: this loop runs for every event)
     for event in events:
         if event.ph != "X":
@@ -49,13 +52,14 @@ def partition(path: Path, events: list[Event]) -> Partition:
             raise TraceError(str(path), f"event {event.name!r} at ts={ts} has a negative duration")
         if not fractional and ts % 1:
             fractional = True
-        keep(event)
+        complete = cast(CompleteEvent, event)  # checked above: it has a time and a duration
+        keep(complete)
         key = (event.cat, event.name)
         found = lists.get(key)
         if found is None:
             found = lists[key] = tuple(getattr(part, name) for name in lists_for(event.cat, event.name))
         for kept in found:
-            kept.append(event)
+            kept.append(complete)
     part.fractional_times = fractional
     return part
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import defaultdict
-from typing import Any
+from typing import TypedDict
 
 from commprof.trace import rules
-from commprof.trace.events import Event
+from commprof.trace.events import CompleteEvent, Thread
 from commprof.trace.model import Step
 from commprof.trace.partition import Partition
 
@@ -29,6 +29,14 @@ def phase_bounds(step: Step, backward: float | None, optimizer: float | None) ->
     return backward, optimizer
 
 
+class CollectiveRoles(TypedDict, total=False):
+    """What Roles.of finds about a collective: Collective's fields of the same names (none when it knows no launch)."""
+
+    phase: str | None
+    purpose: str | None
+    module: str | None
+
+
 class Roles:
     def __init__(
         self,
@@ -39,12 +47,12 @@ class Roles:
     ):
         self._steps, self._backward, self._optimizer = cpu_steps, backward_starts, optimizer_starts
         self._step_starts = [s.start for s in cpu_steps]
-        self._fsdp: dict[Any, list[Event]] = defaultdict(list)
+        self._fsdp: dict[Thread, list[CompleteEvent]] = defaultdict(list)
         for event in sorted(events.fsdp_ranges, key=lambda e: e.ts):
             self._fsdp[(event.pid, event.tid)].append(event)
         self._fsdp_starts = {thread: [e.ts for e in ranges] for thread, ranges in self._fsdp.items()}
 
-    def of(self, launch: Event | None, op: str) -> dict[str, str | None]:
+    def of(self, launch: CompleteEvent | None, op: str | None) -> CollectiveRoles:
         """phase, purpose and module of a collective launched by `launch` (a CPU op or runtime call), whose op,
         as its launch names it, is `op`."""
         if launch is None:
@@ -62,7 +70,7 @@ class Roles:
             return "optimizer"
         return "backward" if backward is not None and ts >= backward else "forward"
 
-    def _fsdp_purpose(self, launch: Event, op: str) -> tuple[str | None, str | None]:
+    def _fsdp_purpose(self, launch: CompleteEvent, op: str | None) -> tuple[str | None, str | None]:
         thread = (launch.pid, launch.tid)
         ranges = self._fsdp.get(thread)
         if not ranges:
