@@ -1,5 +1,6 @@
 """Clock offsets between hosts: measured at start by round trips, stored in run.json, used to align ranks."""
 
+import dataclasses
 import json
 import shutil
 import socket
@@ -18,7 +19,7 @@ SKEW_NS = 5_000_000  # host "b" runs 5 ms ahead
 def _measure(rank: int, port: int, results) -> None:
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2)
     clock = time.time_ns if rank == 0 else (lambda: time.time_ns() + SKEW_NS)
-    results[rank] = [o.to_dict() for o in measure_clock_offsets(rank, "ab"[rank], clock_ns=clock)]
+    results[rank] = [dataclasses.asdict(o) for o in measure_clock_offsets(rank, "ab"[rank], clock_ns=clock)]
     dist.destroy_process_group()
 
 

@@ -96,12 +96,12 @@ def test_a_module_started_with_dash_m(tmp_path):
     (tmp_path / "mypkg" / "train.py").write_text("from .settings import EPOCHS_FLAG  # noqa: F401\n" + code)
     (tmp_path / "mypkg" / "__main__.py").write_text("from mypkg.train import main\nmain()\n")
     result = commprof(
-        "run", "--run-id", "m", "--max-steps", "17", "--quiet", "--", "-m", "mypkg.train", "--epochs", "9", cwd=tmp_path
+        "run", "--run-id", "m", "--max-steps", "18", "--quiet", "--", "-m", "mypkg.train", "--epochs", "9", cwd=tmp_path
     )
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "reports" / "m" / "report.html").exists()
     result = commprof(
-        "run", "--run-id", "p", "--max-steps", "17", "--quiet", "--", "-m", "mypkg", "--epochs", "9", cwd=tmp_path
+        "run", "--run-id", "p", "--max-steps", "18", "--quiet", "--", "-m", "mypkg", "--epochs", "9", cwd=tmp_path
     )
     assert result.returncode == 0, result.stderr
 
