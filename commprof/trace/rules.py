@@ -5,11 +5,12 @@ from __future__ import annotations
 import re
 from functools import cache
 
-# GPU kernels that execute a collective, by name: (backend, pattern); a new family is one entry.
+from commprof.backends import BACKENDS, TABLE
+
+# GPU kernels that execute a collective, by name: (backend, pattern); a new family is one entry. The backends'
+# own kernels come from their table (commprof/backends.py).
 COMM_KERNEL_FAMILIES = (
-    # Every naming NCCL and RCCL have used starts with "nccl": ncclKernel_AllReduce_RING_LL_Sum_float,
-    # ncclDevKernel_AllGather_RING_LL, ncclDevKernel_Generic, the pre-2.4 ncclAllReduceRingLLKernel_sum_f32.
-    ("nccl", re.compile(r"^nccl", re.IGNORECASE)),
+    *((b.name, b.kernels) for b in TABLE if b.kernels is not None),
     # torch symmetric memory: multimem_all_reduce_kernel, one_shot_all_reduce_kernel, two_shot_all_reduce_kernel...
     ("symm_mem", re.compile(r"(multimem|one_shot|two_shot)_\w*?(all_reduce|all_gather|reduce_scatter)", re.IGNORECASE)),
 )
@@ -29,16 +30,17 @@ MEMORY_CATS = frozenset({"gpu_memcpy", "gpu_memset"})
 # The device waiting on an event or stream: idle for commprof, busy "other" time for HTA.
 SYNC_CATS = frozenset({"cuda_sync"})
 # CPU-side ranges during which a CPU backend is moving data (Gloo worker threads, MPI).
-CPU_COMM_RANGE = re.compile(r"^(gloo|mpi):")
+_CPU_BACKENDS = "|".join(b.cpu_ranges for b in TABLE if b.cpu_ranges)
+CPU_COMM_RANGE = re.compile(rf"^({_CPU_BACKENDS}):")
 # CPU-side ops that launch, describe or wait for a collective: not transfer time, not computation.
 COLLECTIVE_LAUNCH = re.compile(
-    r"^(record_param_comms|c10d::|c10d_functional::|_c10d_functional::|nccl:|gloo:|mpi:|ProcessGroup)"
+    rf"^(record_param_comms|c10d::|c10d_functional::|_c10d_functional::|({'|'.join(BACKENDS)}):|ProcessGroup)"
 )
 # The collective-named CPU ranges around a kernel's launch on the launching thread, most trusted first: they name
 # the collective (and its size) when the kernel's own args and External id say nothing (older Kineto).
 ENCLOSING_TRUST = (
     re.compile(r"^record_param_comms"),
-    re.compile(r"^(nccl|gloo|mpi):"),
+    re.compile(rf"^({'|'.join(BACKENDS)}):"),
     re.compile(r"^(c10d|c10d_functional|_c10d_functional)::"),
     *(pattern for _, pattern in COMM_LAUNCHING_OPS),
 )
