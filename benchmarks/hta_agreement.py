@@ -13,9 +13,9 @@ import json
 from pathlib import Path
 
 from commprof.analysis.breakdown import breakdown_step, step_windows
-from commprof.analysis.intervals import merge, total
 from commprof.analysis.whole_trace import whole_trace
 from commprof.trace import rules
+from commprof.trace.intervals import merge, total
 from commprof.trace.load import load_run
 
 ROOT = Path(__file__).resolve().parent.parent / "tests" / "data"

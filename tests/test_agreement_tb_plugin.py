@@ -14,7 +14,7 @@ import pytest
 from torch_tb_profiler.profiler.data import RunProfileData
 
 from commprof.analysis.breakdown import step_windows
-from commprof.analysis.intervals import clip, intersect, merge, total
+from commprof.trace.intervals import clip, intersect, merge, total
 from commprof.trace.load import load_run
 
 pytestmark = pytest.mark.slow

@@ -1,7 +1,7 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from commprof.analysis.intervals import clip, intersect, merge, subtract, total
+from commprof.trace.intervals import clip, intersect, merge, subtract, total
 
 
 def test_merge_joins_overlapping_and_touching_and_drops_empty():

@@ -145,7 +145,7 @@ def test_layers_import_only_what_they_may(layer, forbidden):
     for module in (PACKAGE / layer).glob("*.py"):
         # the interval maths is a leaf module that the classifier shares with the analysis; the profiler plugin
         # (not torch) is what render.offline_tensorboard serves offline
-        allowed = {"commprof.analysis.intervals", "torch_tb_profiler", "torch_tb_profiler.plugin"}
+        allowed = {"commprof.trace.intervals", "torch_tb_profiler", "torch_tb_profiler.plugin"}
         bad = [name for name in imports(module) if name.startswith(forbidden) and name not in allowed]
         assert not bad, f"{module.name} imports {bad}"
 

@@ -10,11 +10,11 @@ from commprof.analysis.breakdown import breakdown_step, step_windows, summarize_
 from commprof.analysis.collectives import collective_stats
 from commprof.analysis.crossrank import Matching, MeasuredClocks, cross_rank, match_collectives
 from commprof.analysis.incomplete import missing_note, missing_ranks
-from commprof.analysis.intervals import clip
 from commprof.analysis.phases import gathers_by_module, phase_means
 from commprof.errors import UsageError
 from commprof.results.report import Report, SkippedFileInfo, StepBreakdown, StepTimeline
 from commprof.results.run_record import RunSummary
+from commprof.trace.intervals import clip
 from commprof.trace.model import RankTrace, RunTrace, Step
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import statistics
 
-from commprof.analysis.intervals import busy_until, clip, intersect, merge, total
 from commprof.analysis.phases import phase_shares
 from commprof.results.report import RankSummary, Stat, StepBreakdown
+from commprof.trace.intervals import busy_until, clip, intersect, merge, total
 from commprof.trace.model import RankTrace, Step
 
 US_PER_MS = 1000.0

@@ -7,8 +7,8 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 
-from commprof.analysis.intervals import clip, intersect, total
 from commprof.results.report import ModuleGathers, PhaseShare, StepBreakdown
+from commprof.trace.intervals import clip, intersect, total
 from commprof.trace.model import RankTrace, Step
 from commprof.trace.roles import phase_bounds
 from commprof.trace.rules import PHASES

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from commprof.analysis.crossrank import Matching
-from commprof.analysis.intervals import clip
+from commprof.trace.intervals import clip
 from commprof.trace.model import RankTrace, Step
 
 STEPS, COMPUTE, FIRST_COMM = 1, 2, 3

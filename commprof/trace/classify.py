@@ -9,10 +9,10 @@ from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
-from commprof.analysis.intervals import merge, subtract
 from commprof.trace import rules
 from commprof.trace.events import CompleteEvent, Event, Links, Thread, TraceFile, decode_args, decode_links
 from commprof.trace.gpu_steps import DeviceOp, device_steps, hta_view
+from commprof.trace.intervals import merge, subtract
 from commprof.trace.launches import enclosing_ranges, launching_backend, meta_from_ranges
 from commprof.trace.meta import NO_META, CollectiveMeta, meta_from_args
 from commprof.trace.model import Collective, DeviceView, Interval, RankTrace, Step

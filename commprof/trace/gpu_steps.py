@@ -9,7 +9,7 @@ from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from typing import NamedTuple
 
-from commprof.analysis.intervals import clip, merge, total
+from commprof.trace.intervals import clip, merge, total
 from commprof.trace.model import DeviceView, Interval, Step
 
 
