@@ -32,8 +32,10 @@ def diff(
     from commprof.commands.diff import diff as command
     from commprof.commands.diff import split_sides
     from commprof.render import diff as render
+    from commprof.results.diff import DiffResult
 
     result = command(*split_sides(reports)).result
+    assert isinstance(result, DiffResult)  # what commands.diff always returns
     if json_out:
         console.out.print_json(result.to_json())
     else:

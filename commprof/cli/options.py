@@ -30,7 +30,8 @@ def _declared() -> list[tuple[str, str, inspect.Parameter]]:
         hints = typing.get_type_hints(owner)
         for f in option_fields(owner):
             name = f.metadata["flag"] or f.name
-            annotation = Annotated[_cli_type(hints[f.name]), typer.Option(help=f.metadata["help"])]
+            # made at run time (a value for Typer to read, not a type alias mypy could check)
+            annotation: Any = Annotated[_cli_type(hints[f.name]), typer.Option(help=f.metadata["help"])]
             declared.append(
                 (
                     owner.__name__,

@@ -30,11 +30,6 @@ SWEPT = frozenset(DDP_SWEPT) | FSDP_OPTIONS
 Opt = typer.Option
 
 
-def Values(help: str):  # noqa: N802 (used as an annotation)
-    """A comma-separated list option: the values one option is swept over."""
-    return Annotated[str, Opt(help=help)]
-
-
 RepeatsOpt = Annotated[int, Opt(help="Rounds in which every setting takes its turn (interleaved).")]
 StepsPerRepeatOpt = Annotated[int, Opt(help="Timed steps per setting per round.")]
 WarmupStepsOpt = Annotated[int, Opt(help="Untimed steps per setting first (DDP rebuilds buckets after step 1).")]
@@ -79,20 +74,32 @@ def _bool(text: str) -> bool:
     raise ValueError(text)
 
 
-BucketCapMbValues = Values("Bucket caps in MB to compare, comma-separated.")
-CommHookValues = Values("Gradient compression hooks to compare: none, fp16, bf16.")
-GradAccumValues = Values("Micro-batches per step to compare (no_sync for all but the last).")
-StaticGraphValues = Values("static_graph values to compare: false, true.")
-GradientAsBucketViewValues = Values("gradient_as_bucket_view values to compare.")
-ReshardAfterForwardValues = Values(
-    "With --strategy fsdp: reshard_after_forward values to compare (false keeps each "
-    "block's gathered parameters until its backward)."
-)
-ForwardPrefetchValues = Values(
-    "With --strategy fsdp: forward prefetch depths to compare (blocks all-gathered ahead; 0: FSDP2's implicit)."
-)
-BackwardPrefetchValues = Values("With --strategy fsdp: backward prefetch depths to compare (1: FSDP2's default).")
-ReduceDtypeValues = Values("With --strategy fsdp: reduce-scatter dtypes to compare: fp32, bf16, fp16.")
+# comma-separated list options: the values each option is swept over
+BucketCapMbValues = Annotated[str, Opt(help="Bucket caps in MB to compare, comma-separated.")]
+CommHookValues = Annotated[str, Opt(help="Gradient compression hooks to compare: none, fp16, bf16.")]
+GradAccumValues = Annotated[str, Opt(help="Micro-batches per step to compare (no_sync for all but the last).")]
+StaticGraphValues = Annotated[str, Opt(help="static_graph values to compare: false, true.")]
+GradientAsBucketViewValues = Annotated[str, Opt(help="gradient_as_bucket_view values to compare.")]
+ReshardAfterForwardValues = Annotated[
+    str,
+    Opt(
+        help="With --strategy fsdp: reshard_after_forward values to compare (false keeps each "
+        "block's gathered parameters until its backward)."
+    ),
+]
+ForwardPrefetchValues = Annotated[
+    str,
+    Opt(
+        help="With --strategy fsdp: forward prefetch depths to compare (blocks all-gathered ahead; "
+        "0: FSDP2's implicit)."
+    ),
+]
+BackwardPrefetchValues = Annotated[
+    str, Opt(help="With --strategy fsdp: backward prefetch depths to compare (1: FSDP2's default).")
+]
+ReduceDtypeValues = Annotated[
+    str, Opt(help="With --strategy fsdp: reduce-scatter dtypes to compare: fp32, bf16, fp16.")
+]
 CONVERT = {
     "bucket_cap_mb": float,
     "comm_hook": str,

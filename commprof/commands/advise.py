@@ -45,7 +45,7 @@ def advise(
         )
     baseline, _ = current_options(report)  # a script's own DDP arguments: its baseline is what it trains with
     settings = [dataclasses.replace(baseline, **f.setting) for f in advised]
-    predicted = {setting_label(s): f.gain_ms for s, f in zip(settings, advised, strict=False)}
+    predicted = {setting_label(s): f.gain_ms for s, f in zip(settings, advised, strict=False) if f.gain_ms is not None}
     request = _request(dataclasses.replace(config, ddp=baseline), run_id or f"{config.run_id}-advise", reports_dir)
     feedback.info(
         f"advise {request.run_id}: {len(settings)} setting(s) from the findings of {config.run_id} against "
@@ -56,7 +56,6 @@ def advise(
 
 def _request(config: RunConfig, run_id: str, reports_dir: Path) -> RunRequest:
     """The job the run was, to run again: same ranks, model, batch, precision and script."""
-    ranks = {"gpus": config.procs_per_node} if config.device == "cuda" else {"procs": config.procs_per_node}
     return RunRequest(
         nodes=config.nodes,
         device=config.device,
@@ -74,5 +73,6 @@ def _request(config: RunConfig, run_id: str, reports_dir: Path) -> RunRequest:
         max_steps=config.max_steps,
         script=config.script,
         ddp=config.ddp,
-        **ranks,
+        gpus=config.procs_per_node if config.device == "cuda" else None,
+        procs=None if config.device == "cuda" else config.procs_per_node,
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import statistics
+from typing import cast
 
 from commprof.analysis.distortion import unprofiled_job_steps
 from commprof.analysis.stats import PRACTICAL_SHARE, real_speedup, speedup_ci
@@ -38,7 +39,15 @@ def compare(
     rows, probe = [], MachineProbe.detect()  # one probe for every run
     for name in names:
         try:
-            config = resolve(dataclasses.replace(request, **{compared: name}, run_id=f"{run_id}-{name}"), probe)
+            config = resolve(
+                dataclasses.replace(
+                    request,
+                    backend=request.backend if compared == "strategy" else name,
+                    strategy=name if compared == "strategy" else request.strategy,
+                    run_id=f"{run_id}-{name}",
+                ),
+                probe,
+            )
             check_model(config, feedback)
             feedback.info(
                 f"compare: {name} ({config.world_size} {config.device} ranks, {config.backend}, {config.strategy})"
@@ -70,7 +79,8 @@ def backend_run(backend: str, report: Report, strategy: str = "ddp", label: str 
         return statistics.fmean(getattr(r, attr) for r in report.ranks)
 
     run = report.run
-    gpu = [p.get("allocated") for p in run.peak_gpu_memory_mb.values()] if run else []
+    # peak_gpu_memory_mb lists only the ranks that measured "allocated"
+    gpu = [p["allocated"] for p in run.peak_gpu_memory_mb.values()] if run else []
     peaks = gpu or (list(run.peak_rss_mb.values()) if run else [])
     return BackendRun(
         backend=backend,
@@ -87,7 +97,7 @@ def backend_run(backend: str, report: Report, strategy: str = "ddp", label: str 
 
 
 def summary(rows: list[BackendRun]) -> str:
-    ran = sorted((r for r in rows if r.available), key=lambda r: r.step_ms)
+    ran = sorted((r for r in rows if r.available), key=lambda r: cast(float, r.step_ms))  # a run that ran has one
     if not ran:
         return "Nothing could run here."
     if len(ran) == 1:

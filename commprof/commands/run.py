@@ -11,7 +11,7 @@ from typing import Mapping
 from commprof.commands.common import check_model, describe
 from commprof.commands.outcome import SILENT, Feedback, Outcome
 from commprof.commands.reporting import report_from_traces, write_report
-from commprof.config import RunRequest, setting_label
+from commprof.config import RunConfig, RunRequest, setting_label
 from commprof.errors import CommprofError, RunFailed, UsageError
 from commprof.launch.runlog import finish_script_run
 
@@ -121,6 +121,7 @@ def _as_one_mpi_rank(request: RunRequest) -> Outcome:
     if mine is None:
         return Outcome(None)
     config, run_dir = mine
+    assert isinstance(config, RunConfig)  # what run_as_mpi_rank hands back (typed there as object)
     return report_run(run_dir, config.reports_dir)
 
 

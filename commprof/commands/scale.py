@@ -72,7 +72,11 @@ def scale(
                 raise UsageError(f"--strong: the global batch {total} does not divide evenly over {n} ranks")
             per_rank = total // n
         sized = dataclasses.replace(
-            request, run_id=f"{name}-ws{n}-r1", batch_size=per_rank, **({"gpus": n} if cuda else {"procs": n})
+            request,
+            run_id=f"{name}-ws{n}-r1",
+            batch_size=per_rank,
+            gpus=n if cuda else request.gpus,
+            procs=request.procs if cuda else n,
         )
         configs[n] = resolve(sized, probe)
     workload = check_model(configs[sizes[0]], feedback)
@@ -200,7 +204,7 @@ def _measurement(n: int, report: Report, run: RunRecord | None, config: RunConfi
         raise UsageError(f"{config.run_dir}: no run.json; cannot measure world size {n}")
     mean = lambda attr: statistics.fmean(getattr(r, attr) for r in report.ranks)  # noqa: E731
     reduces = [c for c in report.collectives if c.op == "all_reduce" and c.bytes and c.busbw_gbps is not None]
-    largest = max(reduces, key=lambda c: c.bytes) if reduces else None
+    largest = max(reduces, key=lambda c: c.bytes or 0) if reduces else None  # each has its bytes
     return SizeMeasurement(
         world_size=n,
         job_step_ms=job_step_times(run),

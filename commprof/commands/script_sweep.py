@@ -16,7 +16,15 @@ from typing import Any
 from commprof.commands.common import ddp_only
 from commprof.commands.outcome import Feedback, Outcome
 from commprof.commands.reporting import sweep_report, write_report
-from commprof.config import DDPOptions, ProfileSchedule, RunConfig, RunRequest, SweepPlan, setting_label
+from commprof.config import (
+    DDPOptions,
+    ProfileSchedule,
+    RunConfig,
+    RunRequest,
+    SettingOptions,
+    SweepPlan,
+    setting_label,
+)
 from commprof.errors import UsageError
 from commprof.launch.runlog import finish_script_run, read_run_json, write_json_atomic
 from commprof.results.common import Estimate
@@ -29,8 +37,8 @@ SWEPT = ("bucket_cap_mb", "gradient_as_bucket_view", "static_graph")
 
 def measure_script(
     request: RunRequest,
-    settings: list[DDPOptions],
-    baseline: DDPOptions,
+    settings: list[SettingOptions],
+    baseline: SettingOptions,
     kind: str,
     feedback: Feedback,
     rounds: dict[str, Any],
@@ -42,6 +50,7 @@ def measure_script(
     from commprof.launch.resolve import MachineProbe, resolve
 
     ddp_only(request, "sweep -- SCRIPT", " settings on a script (one that calls fully_shard itself keeps its own)")
+    assert isinstance(baseline, DDPOptions)  # --strategy ddp: the baseline and every setting are DDP's
     config = resolve(request, MachineProbe.detect())
     check_script(request)
     plan = SweepPlan(run=config, settings=tuple(settings), baseline=baseline, tune=tune, **rounds)
@@ -56,10 +65,11 @@ def measure_script(
     )
     results: dict[str, dict[str, Any]] = {}
     order: list[str] = []
-    pending, round_index = list(settings), 0
+    pending: list[DDPOptions] = [s for s in settings if isinstance(s, DDPOptions)]
+    round_index = 0
     last: RunRecord | None = None
     while pending:
-        timed = {setting_label(s): [] for s in pending}
+        timed: dict[str, list[float]] = {setting_label(s): [] for s in pending}
         for repeat in range(plan.repeats):
             for setting in pending:
                 label = setting_label(setting)

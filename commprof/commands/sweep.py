@@ -10,7 +10,7 @@ from typing import Any
 from commprof.commands.common import check_model, ddp_only, describe
 from commprof.commands.outcome import SILENT, Feedback, Outcome
 from commprof.commands.reporting import sweep_report, write_report
-from commprof.config import RunRequest, SettingOptions, SweepPlan, setting_label
+from commprof.config import DDPOptions, RunRequest, SettingOptions, SweepPlan, setting_label
 from commprof.results.common import Estimate
 
 
@@ -41,8 +41,13 @@ def _distinct_buckets(settings: list[SettingOptions], baseline: SettingOptions, 
     from commprof.analysis.ddp_buckets import layout
     from commprof.analysis.tune import distinct_layouts
 
+    assert isinstance(baseline, DDPOptions)  # tune is DDP's alone (ddp_only), and so is every setting
     sizes = workload.parameter_sizes
-    caps = distinct_layouts([s.bucket_cap_mb for s in settings], baseline.bucket_cap_mb, lambda mb: layout(sizes, mb))
+    caps = distinct_layouts(
+        [s.bucket_cap_mb for s in settings if isinstance(s, DDPOptions)],
+        baseline.bucket_cap_mb,
+        lambda mb: layout(sizes, mb),
+    )
     return [dataclasses.replace(baseline, bucket_cap_mb=mb) for mb in caps]
 
 

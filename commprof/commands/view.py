@@ -47,13 +47,14 @@ TABS = (
 class Served:
     url: str  # TensorBoard's root
     logdir: Path
-    process: subprocess.Popen
+    process: subprocess.Popen[str]
 
     def tab(self, anchor: str) -> str:
         return f"{self.url}/{anchor}"
 
     def wait(self) -> None:
         """Until TensorBoard stops (Ctrl-C), draining its log so that it never blocks."""
+        assert self.process.stderr is not None  # started with stderr=PIPE
         for _ in self.process.stderr:
             pass
         self.process.wait()
@@ -104,8 +105,9 @@ def _exit_on_sigterm(signum, frame) -> None:
     raise SystemExit(128 + signum)
 
 
-def _wait_for_url(process: subprocess.Popen) -> str | None:
+def _wait_for_url(process: subprocess.Popen[str]) -> str | None:
     """TensorBoard prints 'TensorBoard x.y at http://host:port/' once it is serving."""
+    assert process.stderr is not None  # started with stderr=PIPE
     for line in process.stderr:
         match = _URL.search(line)
         if match and "TensorBoard" in line:
