@@ -131,6 +131,7 @@ def render_html(report: Report, images: dict[str, bytes]) -> str:
 
 def _sweep(report: Report, images: dict[str, bytes]) -> str:
     sweep = report.sweep
+    assert sweep is not None, "only for a sweep's report"
     parts = [f"<h2>{escape(sweep.kind.capitalize())}</h2>", f'<p class="headline">{escape(sweep.recommendation)}</p>']
     if sweep.paste:
         parts.append(f"<pre>{escape(sweep.paste)}</pre>")

@@ -108,6 +108,7 @@ def render_markdown(report: Report) -> str:
 
 def _sweep_section(report: Report) -> list[str]:
     sweep = report.sweep
+    assert sweep is not None, "only for a sweep's report"
     lines = [f"## {sweep.kind.capitalize()}", "", f"**{sweep.recommendation}**", ""]
     if sweep.paste:
         lines += ["```python", sweep.paste, "```", ""]

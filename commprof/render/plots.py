@@ -96,10 +96,10 @@ def step_timeline_plot(timeline: StepTimeline) -> bytes:
 def sweep_plot(sweep: SweepResult) -> bytes:
     """Step time (median, 95% CI) and exposed communication against the setting, log axis for sizes."""
     settings = sorted(sweep.settings, key=lambda s: (s.options.get("bucket_cap_mb", 0), s.label))
-    sizes = [s.options.get("bucket_cap_mb") for s in settings]
-    by_size = None not in sizes and len(set(sizes)) == len(settings)
+    sizes = [s.options["bucket_cap_mb"] for s in settings if s.options.get("bucket_cap_mb") is not None]
+    by_size = len(sizes) == len(settings) and len(set(sizes)) == len(settings)
     fig, ax = subplots((7, 4))
-    x = sizes if by_size else list(range(len(settings)))
+    x: list[float] = sizes if by_size else list(range(len(settings)))
     errors = [[s.step_ms.value - s.step_ms.low for s in settings], [s.step_ms.high - s.step_ms.value for s in settings]]
     ax.errorbar(
         x, [s.step_ms.value for s in settings], yerr=errors, marker="o", capsize=4, label="step time (median, 95% CI)"
@@ -192,17 +192,22 @@ def compare_plot(rows: list[BackendRun]) -> bytes:
     """Step time per backend, split into computation-bound time and exposed communication."""
     fig, ax = subplots((6, 0.5 * max(len(rows), 1) + 1.6))
     names = [r.name for r in rows]
-    exposed = [r.exposed_comm_ms for r in rows]
+    steps: list[float] = []
+    exposed: list[float] = []
+    for r in rows:
+        assert r.step_ms is not None and r.exposed_comm_ms is not None, "only the runs that ran"
+        steps.append(r.step_ms)
+        exposed.append(r.exposed_comm_ms)
     ax.barh(
         names,
-        [r.step_ms - e for r, e in zip(rows, exposed, strict=False)],
+        [s - e for s, e in zip(steps, exposed, strict=False)],
         color=COLORS["compute"],
         label="rest of the step",
     )
     ax.barh(
         names,
         exposed,
-        left=[r.step_ms - e for r, e in zip(rows, exposed, strict=False)],
+        left=[s - e for s, e in zip(steps, exposed, strict=False)],
         color=COLORS["exposed"],
         label="exposed communication",
     )

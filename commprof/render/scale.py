@@ -85,10 +85,12 @@ def model_notes(report: ScaleReport) -> list[str]:
         "rank's, outside the profiler window, pooled over repeats (median, bootstrap 95% CI).",
     ]
     if report.link:
+        compute = report.compute
+        assert compute is not None, "the link model and the compute fit are set together"
         notes.append(
             f"Prediction (docs/prediction.md): ring all-reduce with alpha {report.link['alpha_us']:.1f} us "
             f"per step and B {report.link['bandwidth_gbps']:.3f} GB/s ({report.link['source']}); compute per "
-            f"rank {report.compute['intercept_ms']:.1f} + {report.compute['slope_ms']:.2f}·n ms; trace-to-wall "
+            f"rank {compute['intercept_ms']:.1f} + {compute['slope_ms']:.2f}·n ms; trace-to-wall "
             f"factor {report.profiling_overhead:.3f} (unprofiled wall-clock step / traced step: the "
             "profiler's cost, and on GPUs the CPU time outside the device's busy span)."
         )

@@ -184,11 +184,12 @@ def breakdown_rows(report: Report) -> list[tuple[str, ...]]:
 def human_bytes(n: int | None) -> str:
     if n is None:
         return "unknown"
+    size: float = n  # divided by 1024 per unit
     for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.2f} {unit}"
-        n /= 1024
-    return str(n)
+        if size < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.2f} {unit}"
+        size /= 1024
+    return str(size)
 
 
 def _num(value: float | None, fmt: str = ".2f") -> str:
@@ -315,6 +316,7 @@ def skew_rows(skew: CrossRank) -> list[tuple[str, ...]]:
 
 def skew_summary(report: Report) -> str:
     skew = report.cross_rank
+    assert skew is not None, "only for a report with a cross-rank analysis"
     parts = [f"{skew.matched_collectives} collectives matched across ranks; clocks: {skew.alignment}."]
     if report.missing_ranks:
         parts.append(f"Only the {len(skew.ranks)} ranks present: {len(report.missing_ranks)} have no trace here.")

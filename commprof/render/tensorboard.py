@@ -63,11 +63,11 @@ def _report(report: Report, logdir: Path) -> None:
         for c in report.collectives:
             tag = f"collectives/{c.op} {human_bytes(c.bytes)} ({c.backend})"
             writer.add_scalar(f"{tag}/calls_per_step", c.calls_per_step, 0)
-            for index, step in enumerate(c.steps):  # x axis: the step, as in rank<r>/
-                number = step_number(step.step, index)
-                writer.add_scalar(f"{tag}/mean_ms", step.mean_ms, number)
-                if step.busbw_gbps is not None:
-                    writer.add_scalar(f"{tag}/busbw_gbps", step.busbw_gbps, number)
+            for index, c_step in enumerate(c.steps):  # x axis: the step, as in rank<r>/
+                number = step_number(c_step.step, index)
+                writer.add_scalar(f"{tag}/mean_ms", c_step.mean_ms, number)
+                if c_step.busbw_gbps is not None:
+                    writer.add_scalar(f"{tag}/busbw_gbps", c_step.busbw_gbps, number)
         if report.cross_rank is not None:
             for skew in report.cross_rank.ranks:  # x axis: the rank
                 writer.add_scalar("cross_rank/wait_ms", skew.wait_ms, skew.rank)
@@ -81,6 +81,7 @@ def _report(report: Report, logdir: Path) -> None:
 
 
 def _hparams(report: Report, folder: Path) -> None:
+    assert report.sweep is not None, "only for a sweep's report"
     for s in report.sweep.settings:
         with _writer(folder / s.label) as writer:
             writer.add_hparams(

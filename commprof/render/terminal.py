@@ -51,6 +51,7 @@ def rich_table(
 
 def render_sweep(report: Report, console: Console) -> None:
     sweep = report.sweep
+    assert sweep is not None, "only for a sweep's report"
     console.print(
         rich_table(
             f"{sweep.kind}: job step time, median of interleaved rounds (ms); speedup vs "
