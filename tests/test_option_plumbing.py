@@ -100,7 +100,7 @@ def launches(monkeypatch, tmp_path):
     seen = []
 
     def record(config, task=None, total_steps=0, watch=None):
-        payload = (task or job.training(config)).payload
+        payload = task.payload
         if "settings" in payload:  # sweep and tune: one config, many DDP settings
             plan = SweepPlan.from_dict(payload)
             seen.append(SimpleNamespace(config=plan.run, ddp_settings=list(plan.settings)))

@@ -9,11 +9,13 @@ from datetime import datetime, timezone
 from commprof.analysis.breakdown import breakdown_step, step_windows, summarize_rank
 from commprof.analysis.collectives import collective_stats
 from commprof.analysis.crossrank import Matching, MeasuredClocks, cross_rank, match_collectives
+from commprof.analysis.distortion import distortion_note, job_drift_ms, profiler_distortion
+from commprof.analysis.findings import findings
 from commprof.analysis.incomplete import missing_note, missing_ranks
 from commprof.analysis.phases import gathers_by_module, phase_means
 from commprof.errors import UsageError
 from commprof.results.report import Report, SkippedFileInfo, StepBreakdown, StepTimeline
-from commprof.results.run_record import RunSummary
+from commprof.results.run_record import RunRecord, RunSummary
 from commprof.trace.intervals import clip
 from commprof.trace.model import RankTrace, RunTrace, Step
 
@@ -87,6 +89,26 @@ def analyze_run(
         gathers=gathers_by_module(per_rank),
     )
     return RunAnalysis(report, per_rank, matching)
+
+
+def finished_report(
+    analysis: RunAnalysis,
+    record: RunRecord | None,
+    incomplete: str | None = None,
+    ceiling: tuple[float, str] | None = None,
+) -> Report:
+    """The report `run` and `analyze` write: the analysis, with what the run's own record adds (the profiler's
+    cost, the run's notes, the job's drift) and the findings. `record`: None for traces from elsewhere;
+    `incomplete`: why the report covers only part of the run; `ceiling`: as for analysis.findings."""
+    report = analysis.report
+    distortion = profiler_distortion(record) if record else []
+    note = distortion_note(distortion)
+    warnings = [*report.warnings, *(record.notes if record else []), *([note] if note else [])]
+    drift = job_drift_ms(record) if record else 0.0
+    found = findings(report, analysis.windows, analysis.matching, distortion, ceiling, drift)
+    return dataclasses.replace(
+        report, incomplete=incomplete, warnings=warnings, profiler_distortion=distortion, findings=found
+    )
 
 
 MAX_TIMELINE_INTERVALS = 2000

@@ -5,6 +5,7 @@ from __future__ import annotations
 from commprof.commands.outcome import SILENT, Feedback
 from commprof.config import RunConfig, RunRequest
 from commprof.errors import ModelRunError, UsageError
+from commprof.launch.job import Task
 
 
 def check_model(config: RunConfig, feedback: Feedback = SILENT):
@@ -33,3 +34,12 @@ def ddp_only(request: RunRequest, command: str, instead: str = "") -> None:
     """The commands that are DDP's alone in this version refuse --strategy fsdp rather than ignore it."""
     if request.strategy != "ddp":
         raise UsageError(f"--strategy {request.strategy} is not for commprof {command}, which runs DDP{instead}")
+
+
+def training(config: RunConfig) -> Task:
+    """The profiled training run (commprof run, compare, scale): a built-in model, or the user's script."""
+    if config.script:
+        return Task(None, None, config.to_dict(), program="commprof.worker.script")
+    from commprof.worker.run import worker_main
+
+    return Task(worker_main, "commprof.worker.mpi_train", config.to_dict())

@@ -8,7 +8,7 @@ from typing import cast
 
 from commprof.analysis.distortion import unprofiled_job_steps
 from commprof.analysis.stats import PRACTICAL_SHARE, real_speedup, speedup_ci
-from commprof.commands.common import check_model, ddp_only
+from commprof.commands.common import check_model, ddp_only, training
 from commprof.commands.outcome import SILENT, Feedback, Outcome
 from commprof.commands.reporting import prepare_report_dir, report_from_traces
 from commprof.config import BACKENDS, STRATEGIES, RunRequest
@@ -52,7 +52,7 @@ def compare(
             feedback.info(
                 f"compare: {name} ({config.world_size} {config.device} ranks, {config.backend}, {config.strategy})"
             )
-            launched = run_job(config, total_steps=config.steps, watch=feedback.watch)
+            launched = run_job(config, training(config), config.steps, feedback.watch)
             report, timeline = report_from_traces([launched.run_dir], name=name, kind="run")
             (folder / name).mkdir()
             write_result(report, folder / name, timeline, launched.run_dir / "tensorboard")

@@ -8,11 +8,9 @@ from concurrent.futures import Executor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from commprof.analysis.analyze import analyze, analyze_run
+from commprof.analysis.analyze import analyze, analyze_run, finished_report
 from commprof.analysis.crossrank import measured_offsets
 from commprof.analysis.digest import MAX_DETAILED_RANKS, digest, digest_hta, with_digests_from_other_nodes
-from commprof.analysis.distortion import distortion_note, job_drift_ms, profiler_distortion
-from commprof.analysis.findings import findings
 from commprof.analysis.incomplete import completed_steps_only
 from commprof.analysis.sweep import sweep_result
 from commprof.analysis.timeline import job_timeline
@@ -84,21 +82,9 @@ def _analyse(
     analysis = analyze_run(trace, name, kind, run, measured_offsets(run, trace), breakdowns)
     # timeline.json: the first ranks (those digest keeps intervals for); report.json has every rank
     timeline = job_timeline(analysis.windows[:MAX_DETAILED_RANKS], analysis.matching)
-    distortion = profiler_distortion(meta) if meta else []
-    note = distortion_note(distortion)
-    warnings = [*analysis.report.warnings, *(run.notes if run else []), *([note] if note else [])]
     host = next((r.host for r in trace.ranks if r.host), None) or (run.hosts[0] if run and run.hosts else None)
     ceiling = bench_ceiling(bench_dir, host, trace.ranks[0].backend) if bench_dir else None
-    found = findings(
-        analysis.report, analysis.windows, analysis.matching, distortion, ceiling, job_drift_ms(meta) if meta else 0.0
-    )
-    return (
-        dataclasses.replace(
-            analysis.report, incomplete=incomplete, warnings=warnings, profiler_distortion=distortion, findings=found
-        ),
-        trace,
-        timeline,
-    )
+    return finished_report(analysis, meta, incomplete, ceiling), trace, timeline
 
 
 def bench_ceiling(reports_dir: Path, host: str | None, backend: str | None) -> tuple[float, str] | None:

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Mapping
 
-from commprof.commands.common import check_model, describe
+from commprof.commands.common import check_model, describe, training
 from commprof.commands.outcome import SILENT, Feedback, Outcome
 from commprof.commands.reporting import report_from_traces, write_report
 from commprof.config import RunConfig, RunRequest, setting_label
@@ -43,7 +43,7 @@ def run(request: RunRequest, feedback: Feedback = SILENT, env: Mapping[str, str]
         )
         feedback.info(f"run {config.run_id}: {describe(config, workload)}, {settings}")
     try:
-        launched = run_job(config, total_steps=config.max_steps or config.steps, watch=feedback.watch)
+        launched = run_job(config, training(config), config.max_steps or config.steps, feedback.watch)
     except RunFailed as failure:
         raise RunFailed(f"{failure}{_partial_report(failure, config.reports_dir)}") from None
     if config.script:

@@ -13,7 +13,7 @@ import time
 from datetime import datetime, timezone
 from typing import Any
 
-from commprof.commands.common import ddp_only
+from commprof.commands.common import ddp_only, training
 from commprof.commands.outcome import Feedback, Outcome
 from commprof.commands.reporting import sweep_report, write_report
 from commprof.config import (
@@ -146,7 +146,7 @@ def _launch(
         ddp_forced=SWEPT,
         launch_id=secrets.token_hex(8),
     )
-    run_job(one, total_steps=max_steps, watch=feedback.watch)
+    run_job(one, training(one), max_steps, feedback.watch)
     finish_script_run(one.run_dir, one.launch_id)
     run = read_run_json(one.run_dir)
     if run is None or (run.steps_completed or 0) < max_steps:

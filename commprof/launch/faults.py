@@ -12,13 +12,13 @@ import signal
 import socket
 from dataclasses import dataclass
 
-from commprof.worker.rank import STOPPED_MESSAGE
-
 _PEER_GONE = re.compile(
     r"Connection (closed|reset) by peer|Broken pipe|remote worker|communicator was aborted|"
     r"ProcessGroup.*(aborted|terminated)",
     re.IGNORECASE,
 )
+# what a rank stopped by its launcher's SIGTERM raises (worker/rank.py), and the root cause it is told apart from
+STOPPED_MESSAGE = "stopped by the launcher (SIGTERM) while still running"
 _TIMED_OUT = re.compile(r"timed out|timeout", re.IGNORECASE)
 # torch elastic's own words for a worker it stopped (SignalException), when SIGTERM reaches it outside commprof's
 # handler

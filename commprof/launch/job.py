@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 from commprof.config import RunConfig
 from commprof.errors import RunFailed
+from commprof.launch.result import LaunchResult
 
 Watch = Callable[[Path, int], AbstractContextManager]  # shows a launch's progress from its progress file
 
@@ -30,36 +31,13 @@ class Task:
     program: str | None = None  # a module each rank runs as its own Python program, instead of `elastic`
 
 
-def training(config: RunConfig) -> Task:
-    """The profiled training run (commprof run, compare, scale): a built-in model, or the user's script."""
-    if config.script:
-        return Task(None, None, config.to_dict(), program="commprof.worker.script")
-    from commprof.worker.run import worker_main
-
-    return Task(worker_main, "commprof.worker.mpi_train", config.to_dict())
-
-
-@dataclass(frozen=True)
-class LaunchResult:
-    run_id: str
-    run_dir: Path
-    ranks_here: tuple[int, ...]
-
-    @property
-    def has_rank_zero(self) -> bool:
-        return 0 in self.ranks_here
-
-
 def uses_mpirun(config: RunConfig, task: Task) -> bool:
     return config.backend == "mpi" and task.mpi_module is not None
 
 
-def run_job(
-    config: RunConfig, task: Task | None = None, total_steps: int = 0, watch: Watch | None = None
-) -> LaunchResult:
-    """Start every rank of this node on `task` (default: training) and wait for them; RunFailed names
+def run_job(config: RunConfig, task: Task, total_steps: int = 0, watch: Watch | None = None) -> LaunchResult:
+    """Start every rank of this node on `task` and wait for them; RunFailed names
     the rank and the cause when one fails."""
-    task = task or training(config)
     with tempfile.TemporaryDirectory(prefix="commprof-job-") as tmp:
         progress = Path(tmp) / "progress.json"
         with watch(progress, total_steps) if watch else nullcontext():

@@ -22,7 +22,7 @@ from commprof.config import RunConfig
 from commprof.errors import RunFailed, what_went_wrong
 from commprof.launch import flight_recorder
 from commprof.launch.faults import WATCHDOG, RankOutcome, crash_site, root_cause
-from commprof.launch.job import LaunchResult
+from commprof.launch.result import LaunchResult
 from commprof.launch.runlog import mark_failed, started_by
 from commprof.native_logs import restore_for_workers
 

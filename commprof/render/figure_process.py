@@ -37,6 +37,6 @@ def _import_renderers() -> None:
 
 
 def _images(result: Result) -> dict[str, bytes]:
-    from commprof.render.outputs import view_of
+    from commprof.render.views import view_of
 
     return view_of(result).images(result)

@@ -4,38 +4,18 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING
 
 from rich.console import Console
 
 from commprof.render.tensorboard import write_events
-from commprof.results.backends import BackendsResult
+from commprof.render.views import view_of
 from commprof.results.bench import BenchResult
 from commprof.results.common import Result
-from commprof.results.compare import CompareResult
-from commprof.results.diff import DiffResult
-from commprof.results.report import Report
-from commprof.results.scale import ScaleReport
 from commprof.results.store import save_result
 
 if TYPE_CHECKING:
     from commprof.render.figure_process import FigureProcess
-
-
-def view_of(result: Result) -> ModuleType:
-    """The render module of this kind: show(result, console), markdown(result), html(result, images), images(result)."""
-    from commprof.render import backends, bench, compare, diff, report_view, scale
-
-    views = {
-        Report: report_view,
-        ScaleReport: scale,
-        BenchResult: bench,
-        CompareResult: compare,
-        BackendsResult: backends,
-        DiffResult: diff,
-    }
-    return views[type(result)]
 
 
 def show(result: Result, console: Console) -> None:

@@ -24,6 +24,7 @@ import commprof
 from commprof.analysis.digest import own_digest, write_digests
 from commprof.config import RunConfig
 from commprof.instrument.profiler import trace_path
+from commprof.launch.faults import STOPPED_MESSAGE
 from commprof.worker.torch_settings import configure_rank
 
 
@@ -37,9 +38,6 @@ class RankContext:
 
 class RankStopped(BaseException):
     """The launcher stopped this rank (SIGTERM), normally because another rank failed."""
-
-
-STOPPED_MESSAGE = "stopped by the launcher (SIGTERM) while still running"
 
 
 def raise_stopped(signum: int, frame: Any) -> None:
