@@ -26,6 +26,10 @@ class Backend:
     # (Gloo) the casts cost more than the smaller messages save (docs/benchmarks.md)
     compresses_on_device: bool = False
 
+    def no_device(self, device: str) -> str:
+        """Why its collectives cannot run on `device` (one of those it lacks)."""
+        return f"{self.title} has no {device.upper()} transport"
+
 
 TABLE = (
     Backend("gloo", "Gloo", ("cpu", "cuda"), gpu_per_rank=False, launched_by="elastic", cpu_ranges="gloo"),
@@ -48,6 +52,6 @@ BACKENDS = tuple(b.name for b in TABLE)
 _BY_NAME = {b.name: b for b in TABLE}
 
 
-def backend(name: str) -> Backend:
+def by_name(name: str) -> Backend:
     """The row of a backend commprof knows (KeyError for another name: --backend is checked before)."""
     return _BY_NAME[name]

@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from commprof.backends import BACKENDS, by_name
 from commprof.errors import UsageError
 
 DEVICES = ("cpu", "cuda")
-BACKENDS = ("gloo", "nccl", "mpi")
 PRECISIONS = ("fp32", "bf16", "fp16")
 COMM_HOOKS = ("none", "fp16", "bf16")
 BUILTIN_MODELS = ("mlp", "transformer", "convnet", "mlstm")
@@ -259,7 +259,8 @@ class RunConfig(_StrategyOptions):
                 "--strategy fsdp is for a built-in or --model model; a script that calls "
                 "fully_shard itself is profiled as it is, without --strategy",
             )
-            _require(self.backend != "mpi", "--strategy fsdp runs over nccl or gloo, not mpi")
+            fsdp = ", ".join(b for b in BACKENDS if by_name(b).fsdp)
+            _require(by_name(self.backend).fsdp, f"--strategy fsdp runs over {fsdp}, not {self.backend}")
             changed = changed_options(self.ddp)
             _require(not changed, f"--{', --'.join(changed)}: DDP options; --strategy fsdp has none of them")
         else:
@@ -289,9 +290,10 @@ class RunConfig(_StrategyOptions):
                 bool(host) and port.isdigit() and 0 < int(port) < 65536,
                 f"--rdzv-endpoint must be HOST:PORT, got {self.rdzv_endpoint!r}",
             )
+        chosen = by_name(self.backend)
         _require(
-            self.backend != "nccl" or self.device == "cuda",
-            "--backend nccl needs --device cuda (NCCL runs on GPUs only)",
+            self.device in chosen.devices,
+            f"--backend {self.backend} needs --device {' or '.join(chosen.devices)} ({chosen.no_device(self.device)})",
         )
 
     @property

@@ -23,7 +23,7 @@ CASES: list[tuple[list[str], str]] = [
     (["run", "--steps", "5"], "smaller than the profiler schedule"),
     (["run", "--schedule", "1,2"], "WAIT,WARMUP,ACTIVE"),
     (["run", "--gpus", "2", "--device", "cpu"], "contradict"),
-    (["run", "--backend", "nccl"], "--backend nccl needs CUDA"),
+    (["run", "--backend", "nccl"], "--backend nccl: NCCL has no CPU transport; on CPU use --backend gloo or mpi"),
     (["run", "--static-graph", "--grad-accum", "2"], "pytorch/pytorch#143580"),
     (["run", "--nodes", "2", "--run-id", "x"], "--nodes > 1 needs --rdzv-endpoint"),
     (["run", "--nodes", "2"], "--nodes > 1: pass the same --run-id NAME on every node"),

@@ -46,7 +46,7 @@ def test_two_run_ids_differ(tmp_path):
         (dict(gpus=8), CPU_ONLY, "--gpus 8: CUDA is not available"),
         (dict(gpus=8), FOUR_GPUS, "--gpus 8: only 4 GPU(s) visible"),
         (dict(gpus=2, device="cpu"), FOUR_GPUS, "contradict"),
-        (dict(backend="nccl"), CPU_ONLY, "--backend nccl needs CUDA"),
+        (dict(backend="nccl"), CPU_ONLY, "--backend nccl: NCCL has no CPU transport; on CPU use --backend gloo or mpi"),
         (dict(backend="mpi"), CPU_ONLY, "no MPI backend and mpi4py is not installed; install MPI with"),
         (dict(backend="mpi", nodes=2, run_id="x", rdzv_endpoint="h:1"), WITH_MPI4PY, "one node"),
         (dict(backend="tcp"), CPU_ONLY, "--backend must be one of"),

@@ -33,6 +33,7 @@ from commprof.analysis.predict import (
 )
 from commprof.analysis.stats import median_ci, real_gain
 from commprof.analysis.sweep import paste_line
+from commprof.backends import BACKENDS, by_name
 from commprof.config import DDPOptions
 from commprof.errors import UsageError
 from commprof.results.common import Estimate
@@ -270,10 +271,15 @@ def _settings(report: Report, windows, step_ms: float, ceiling: tuple[float, str
         2 * (s.world_size - 1) / s.world_size * b / (link.bandwidth_gbps * 1e3) for s in samples for b in s.bucket_bytes
     )
     latency_us = 2 * (samples[0].world_size - 1) * link.alpha_us
-    # bandwidth-bound: halving the bytes helps. NCCL only: the model leaves out the casts, which on a CPU backend
-    # cost more than they save (Gloo sums fp16 on the host; `commprof advise` measured it slower, docs/benchmarks.md)
-    nccl = all(c.backend == "nccl" for c in report.collectives if c.op == "all_reduce")
-    if nccl and options.comm_hook == "none" and exposed > 0 and byte_us > latency_us:
+    # bandwidth-bound: halving the bytes helps. Only where the backend casts on the device (commprof/backends.py):
+    # the model leaves out the casts, which on a CPU backend cost more than they save (Gloo sums fp16 on the host;
+    # `commprof advise` measured it slower, docs/benchmarks.md)
+    on_device = all(
+        c.backend in BACKENDS and by_name(c.backend).compresses_on_device
+        for c in report.collectives
+        if c.op == "all_reduce"
+    )
+    if on_device and options.comm_hook == "none" and exposed > 0 and byte_us > latency_us:
         gain = _gain_ci(samples, lambda s: [(b // 2, r) for b, r in rebucket(s, None, None)], probe=probe)
         found.append(
             Finding(

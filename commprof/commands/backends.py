@@ -7,11 +7,12 @@ import json
 import tempfile
 from pathlib import Path
 
+from commprof.backends import BACKENDS, by_name
 from commprof.commands.common import ddp_only
 from commprof.commands.outcome import SILENT, Feedback, Outcome
 from commprof.config import RunRequest
 from commprof.errors import CommprofError, UsageError
-from commprof.results.backends import BACKENDS, DEVICES, BackendsResult
+from commprof.results.backends import DEVICES, BackendsResult
 
 MATRIX_RANKS = 2
 
@@ -44,18 +45,19 @@ def backends(timeout_s: float = 30.0, feedback: Feedback = SILENT) -> Outcome:
     return Outcome(BackendsResult(matrix=matrix, not_available=missing, ops=list(MATRIX_OPS)))
 
 
-def _why_not(backend: str, device: str, probe) -> str | None:
+def _why_not(name: str, device: str, probe) -> str | None:
+    row = by_name(name)
     if device == "cuda" and not probe.cuda_available:
         return "CUDA is not available on this machine"
-    if backend == "nccl" and device == "cpu":
-        return "NCCL has no CPU transport"
-    if backend == "nccl" and not probe.nccl_available:
+    if device not in row.devices:
+        return row.no_device(device)
+    if name == "nccl" and not probe.nccl_available:
         return "this torch build has no NCCL"
-    if backend == "nccl" and probe.gpu_count < MATRIX_RANKS:
-        return f"NCCL needs a GPU for each of the {MATRIX_RANKS} ranks; {probe.gpu_count} visible"
-    if backend == "mpi" and device == "cuda":
+    if row.gpu_per_rank and probe.gpu_count < MATRIX_RANKS:
+        return f"{row.title} needs a GPU for each of the {MATRIX_RANKS} ranks; {probe.gpu_count} visible"
+    if row.launched_by == "mpirun" and device == "cuda":
         return "mpi4py is used on CPU memory (this torch has no MPI backend)"
-    if backend == "mpi":
+    if row.launched_by == "mpirun":
         return probe.mpi4py_problem
     return None
 

@@ -8,10 +8,11 @@ import socket
 import tempfile
 from pathlib import Path
 
+from commprof.backends import BACKENDS
 from commprof.commands.common import ddp_only
 from commprof.commands.outcome import SILENT, Feedback, Outcome
 from commprof.commands.reporting import prepare_report_dir
-from commprof.config import BACKENDS, BenchPlan, RunRequest
+from commprof.config import BenchPlan, RunRequest
 from commprof.errors import CommprofError, RunFailed, UsageError
 from commprof.results.bench import BenchResult
 

@@ -8,10 +8,11 @@ from typing import cast
 
 from commprof.analysis.distortion import unprofiled_job_steps
 from commprof.analysis.stats import PRACTICAL_SHARE, real_speedup, speedup_ci
+from commprof.backends import BACKENDS
 from commprof.commands.common import check_model, ddp_only, training
 from commprof.commands.outcome import SILENT, Feedback, Outcome
 from commprof.commands.reporting import prepare_report_dir, report_from_traces
-from commprof.config import BACKENDS, STRATEGIES, RunRequest
+from commprof.config import STRATEGIES, RunRequest
 from commprof.errors import CommprofError, UsageError
 from commprof.results.compare import PLURAL, BackendRun, CompareResult
 from commprof.results.report import Report

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from commprof.backends import by_name
 from commprof.config import RunConfig
 from commprof.errors import RunFailed
 from commprof.launch.result import LaunchResult
@@ -32,7 +33,7 @@ class Task:
 
 
 def uses_mpirun(config: RunConfig, task: Task) -> bool:
-    return config.backend == "mpi" and task.mpi_module is not None
+    return by_name(config.backend).launched_by == "mpirun" and task.mpi_module is not None
 
 
 def run_job(config: RunConfig, task: Task, total_steps: int = 0, watch: Watch | None = None) -> LaunchResult:

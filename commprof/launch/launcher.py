@@ -18,6 +18,7 @@ from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs, Std
 from torch.distributed.elastic.multiprocessing.errors import ChildFailedError, ProcessFailure
 from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
+from commprof.backends import by_name
 from commprof.config import RunConfig
 from commprof.errors import RunFailed, what_went_wrong
 from commprof.launch import flight_recorder
@@ -62,7 +63,9 @@ def launch(config: RunConfig, entrypoint: Callable[..., Any] | str, args: tuple[
     restore_for_workers()
     log_dir = Path(tempfile.mkdtemp(prefix="commprof-logs-"))
     try:
-        with _workers_environment(flight_recorder.environment(log_dir) if config.backend == "nccl" else {}):
+        with _workers_environment(
+            flight_recorder.environment(log_dir) if by_name(config.backend).flight_recorder else {}
+        ):
             results = elastic_launch(launch_config(config, log_dir), entrypoint)(*args)
     except ChildFailedError as exc:
         raise _failed(config, _failure_summary(exc, log_dir, config), log_dir) from None

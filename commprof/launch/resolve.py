@@ -10,7 +10,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Mapping
 
-from commprof.config import BACKENDS, DEVICES, RunConfig, RunRequest, by_fields
+from commprof.backends import BACKENDS, TABLE, by_name
+from commprof.config import DEVICES, RunConfig, RunRequest, by_fields
 from commprof.errors import UsageError
 from commprof.launch.slurm import apply_slurm, slurm_step
 
@@ -99,8 +100,10 @@ def _resolve_backend(backend: str, device: str, probe: MachineProbe) -> str:
         raise UsageError(f"--backend must be one of auto, {', '.join(BACKENDS)}, got {backend!r}")
     if backend == "auto":
         return "nccl" if device == "cuda" and probe.nccl_available else "gloo"
-    if backend == "nccl" and device != "cuda":
-        raise UsageError("--backend nccl needs CUDA GPUs; on CPU use --backend gloo")
+    chosen = by_name(backend)
+    if device not in chosen.devices:
+        others = " or ".join(b.name for b in TABLE if device in b.devices)
+        raise UsageError(f"--backend {backend}: {chosen.no_device(device)}; on {device.upper()} use --backend {others}")
     if backend == "nccl" and not probe.nccl_available:
         raise UsageError("--backend nccl: this torch build has no NCCL support")
     if backend == "mpi" and not probe.mpi_available and probe.mpi4py_problem:

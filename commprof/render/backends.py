@@ -7,10 +7,11 @@ from html import escape
 from rich.console import Console
 from rich.markup import escape as escape_markup
 
+from commprof.backends import BACKENDS
 from commprof.render.html import html_table, page
 from commprof.render.markdown import markdown_table
 from commprof.render.terminal import rich_table
-from commprof.results.backends import BACKENDS, DEVICES, BackendsResult
+from commprof.results.backends import DEVICES, BackendsResult
 
 TITLE = "Capability matrix of this installation (2 ranks; works / fails / - not available here)"
 

@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 
 from commprof.results.common import SCHEMA_VERSION, Result
 
-BACKENDS = ("gloo", "mpi", "nccl")
 DEVICES = ("cpu", "cuda")
 
 

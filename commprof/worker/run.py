@@ -11,6 +11,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from commprof.backends import by_name
 from commprof.config import RunConfig
 from commprof.instrument.link_probe import probe_link
 from commprof.instrument.profiler import make_profiler, trace_path
@@ -42,8 +43,8 @@ def worker_main(config_dict: dict[str, Any], progress_path: str) -> dict[str, An
 def run_worker(config: RunConfig, progress_path: str, store: Any = None) -> dict[str, Any]:
     with distributed(config, store) as ctx:
         run_dir = claim_run_dir(config, ctx.rank)
-        # point-to-point on CPU tensors: NCCL runs measure over a Gloo group
-        clock_group = dist.new_group(backend="gloo") if config.backend == "nccl" else None
+        # point-to-point on CPU tensors: a GPU-only backend's runs (NCCL's) measure over a Gloo group
+        clock_group = dist.new_group(backend="gloo") if "cpu" not in by_name(config.backend).devices else None
         clocks = measure_clock_offsets(ctx.rank, socket.gethostname(), clock_group)
         torch.manual_seed(config.seed)  # identical initial weights on every rank
         workload = load_workload(config.model, config.model_size)
