@@ -15,9 +15,15 @@ import statistics
 from dataclasses import dataclass
 
 from commprof.results.report import BucketEvent
-from commprof.trace.model import RankTrace
+from commprof.trace.model import Collective, RankTrace
 
 GRADIENT_OPS = frozenset({"all_reduce"})
+
+
+def ready_at(collective: Collective) -> float:
+    """When the collective's gradients were ready (us); for the collectives kept because they have the time."""
+    assert collective.ready is not None
+    return collective.ready
 
 
 @dataclass(frozen=True)
@@ -45,7 +51,7 @@ def _timelines_with_finalize(rank: RankTrace) -> list[tuple[list[BucketEvent], f
                 for c in rank.collectives
                 if c.op in GRADIENT_OPS and step.start <= c.start < step.end and c.ready is not None
             ),
-            key=lambda c: c.ready,
+            key=ready_at,
         )
         if calls:
             timelines.append(
@@ -54,7 +60,7 @@ def _timelines_with_finalize(rank: RankTrace) -> list[tuple[list[BucketEvent], f
                         BucketEvent(
                             i,
                             c.nbytes,
-                            (c.ready - backward) / 1000,
+                            (ready_at(c) - backward) / 1000,
                             (c.start - backward) / 1000,
                             (c.end - backward) / 1000,
                         )

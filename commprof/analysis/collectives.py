@@ -63,7 +63,7 @@ def collective_stats(per_rank: list[tuple[RankTrace, list[Step]]]) -> list[Colle
             )
         )
     return sorted(
-        stats, key=lambda s: (s.op, s.bytes or 0, _PHASE_ORDER.get(s.phase, len(_PHASE_ORDER)), s.purpose or "")
+        stats, key=lambda s: (s.op, s.bytes or 0, _PHASE_ORDER.get(s.phase or "", len(_PHASE_ORDER)), s.purpose or "")
     )
 
 

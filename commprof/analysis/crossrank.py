@@ -51,7 +51,8 @@ def _keyed_calls(rank: RankTrace, windows: list[Step], reference_base: float) ->
                 slot = (window.name, f"p2p {sender}->{receiver}")
             else:
                 slot = (window.name, c.process_group or "default")
-            calls[(*slot, counters[slot])] = _Call(c.op, c.start + base, c.end + base, c)
+            key = (*slot, counters[slot])
+            calls[key] = _Call(c.op, c.start + base, c.end + base, c)
             counters[slot] += 1
     return calls, no_peer
 
@@ -67,7 +68,7 @@ class MeasuredClocks:
 def measured_offsets(run: RunSummary | None, trace: RunTrace) -> MeasuredClocks | None:
     """None unless run.json has a measured offset for the host of every rank and there are several hosts."""
     by_host = {c.host: c for c in run.clock_offsets} if run else {}
-    hosts = {r.rank: r.host for r in trace.ranks}
+    hosts = {r.rank: r.host or "" for r in trace.ranks}
     if len(by_host) < 2 or not all(h in by_host for h in hosts.values()):
         return None
     return MeasuredClocks(
@@ -168,7 +169,7 @@ def cross_rank(
     lateness: dict[int, list[float]] = defaultdict(list)
     for collective in matching.collectives:
         starts = {r: start for r, (start, _) in collective.spans.items()}
-        last_rank = max(starts, key=starts.get)
+        last_rank = max(starts, key=lambda r: starts[r])
         last_start = starts[last_rank]
         last_count[last_rank] += 1
         lateness[last_rank].append(last_start - statistics.median(s for r, s in starts.items() if r != last_rank))
@@ -197,7 +198,7 @@ def cross_rank(
     costly = [r for r, us in caused.items() if us > 0]
     straggler = max(costly, key=lambda r: caused[r]) if costly else None
     where = sorted(caused_at[straggler].items(), key=lambda item: -item[1])[:TOP_OPS] if straggler is not None else []
-    slowest = max(median_step_ms, key=median_step_ms.get)
+    slowest = max(median_step_ms, key=lambda r: median_step_ms[r])
     return CrossRank(
         ranks=skews,
         matched_collectives=len(matching.collectives),
@@ -207,7 +208,7 @@ def cross_rank(
         step_spread_ms=median_step_ms[slowest] - min(median_step_ms.values()),
         slowest_rank=slowest,
         straggler_cost_ms=per_step_ms(straggler, caused[straggler]) if straggler is not None else 0.0,
-        straggler_ops={op: per_step_ms(straggler, us) for op, us in where},
+        straggler_ops={op: per_step_ms(straggler, us) for op, us in where} if straggler is not None else {},
         unmatched_calls=matching.unmatched_calls,
     )
 

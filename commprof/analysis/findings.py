@@ -75,7 +75,7 @@ def findings(
     ]
     job_ms = job_step_ms(distortion) or step_ms
     claims = [claim for f in found if (claim := _as_claim(f, job_ms, drift_ms))]
-    claims.sort(key=lambda f: -f.gain_ms.value)
+    claims.sort(key=lambda f: -(f.gain_ms.value if f.gain_ms else 0.0))
     return claims + _distortion(distortion)
 
 
@@ -336,7 +336,7 @@ def _slow_collectives(
     )
     ranks = samples[0].world_size
     reach_bytes = 4 * link.alpha_us * link.bandwidth_gbps * 1e3 * ranks  # bus bytes >= 4 x latency x B: 80% of B
-    sizes = ", ".join(f"{c.bytes / MB:.2f} MB at {c.busbw_gbps:.2f} GB/s" for c in slow)
+    sizes = ", ".join(f"{(c.bytes or 0) / MB:.2f} MB at {c.busbw_gbps:.2f} GB/s" for c in slow)
     return [
         Finding(
             kind="slow_collectives",
@@ -368,7 +368,7 @@ def _input_stalls(report: Report, step_ms: float) -> list[Finding]:
     stalled = sorted(r for r, m in medians.items() if m >= STALL_SHARE * step_ms)
     if not stalled:
         return []
-    rank = max(stalled, key=medians.get)
+    rank = max(stalled, key=lambda r: medians[r])
     gain = median_ci(by_rank[rank])
     shown = ", ".join(map(str, stalled[:MAX_LISTED])) + (
         f" and {len(stalled) - MAX_LISTED} more" if len(stalled) > MAX_LISTED else ""
@@ -397,7 +397,7 @@ def _straggler(report: Report, windows, matching: Matching | None, step_ms: floa
     per_step: dict[str, float] = defaultdict(float)
     for collective in matching.collectives:
         starts = {r: start for r, (start, _) in collective.spans.items()}
-        if max(starts, key=starts.get) != straggler:
+        if max(starts, key=lambda r: starts[r]) != straggler:
             continue
         source = collective.sources[straggler]
         step = next((s.name for s in steps_of.get(straggler, []) if s.start <= source.start < s.end), None)

@@ -6,7 +6,7 @@ import dataclasses
 import re
 
 from commprof.results.run_record import RunSummary
-from commprof.trace.model import RunTrace
+from commprof.trace.model import RankTrace, RunTrace
 
 _STEP_NUMBER = re.compile(r"#(\d+)$")
 
@@ -18,7 +18,8 @@ def completed_steps_only(trace: RunTrace, run: RunSummary | None) -> tuple[RunTr
     if run is None or run.status not in ("failed", "running"):
         return trace, None
     completed = run.steps_completed or 0
-    kept, emptied = [], []
+    kept: list[RankTrace] = []
+    emptied: list[RankTrace] = []
     for rank in trace.ranks:
         steps = tuple(s for s in rank.steps if (m := _STEP_NUMBER.search(s.name)) and int(m.group(1)) < completed)
         (kept if steps else emptied).append(dataclasses.replace(rank, steps=steps))

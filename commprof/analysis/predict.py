@@ -19,7 +19,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Callable
 
-from commprof.analysis.buckets import GRADIENT_OPS
+from commprof.analysis.buckets import GRADIENT_OPS, ready_at
 from commprof.analysis.ddp_buckets import layout
 from commprof.errors import UsageError
 from commprof.results.run_record import ProbedSize
@@ -83,7 +83,7 @@ def step_profile(trace: RunTrace) -> StepProfile:
                     for c in rank.collectives
                     if c.op in GRADIENT_OPS and step.start <= c.start < step.end and c.ready is not None and c.nbytes
                 ),
-                key=lambda c: c.ready,
+                key=ready_at,
             )
             if not calls:
                 backward_end = finalized if finalized is not None else step.end
@@ -95,21 +95,21 @@ def step_profile(trace: RunTrace) -> StepProfile:
                 ):
                     alone[name].append(max(0.0, value) / 1000)
                 continue
-            backward_us = calls[-1].ready - backward
+            backward_us = ready_at(calls[-1]) - backward
             comm_end = max(c.end for c in calls)
             parts["before"].append((backward - step.start) / 1000)
             parts["backward"].append(backward_us / 1000)
-            parts["exposed"].append(max(0.0, comm_end - calls[-1].ready) / 1000)
-            parts["tail"].append(max(0.0, step.end - max(comm_end, calls[-1].ready)) / 1000)
+            parts["exposed"].append(max(0.0, comm_end - ready_at(calls[-1])) / 1000)
+            parts["tail"].append(max(0.0, step.end - max(comm_end, ready_at(calls[-1]))) / 1000)
             for index, call in enumerate(calls):
-                fraction = (call.ready - backward) / backward_us if backward_us > 0 else 1.0
-                buckets.setdefault(index, []).append((call.nbytes, fraction))
+                fraction = (ready_at(call) - backward) / backward_us if backward_us > 0 else 1.0
+                buckets.setdefault(index, []).append((call.nbytes or 0, fraction))
                 if any(other is not call and other.start < call.end and call.start < other.end for other in calls):
                     continue  # in flight beside another (Gloo's threads): its duration is not its own transfer time
                 key = (number, index)
                 duration = call.end - call.start
                 if key not in transfer or duration < transfer[key][1]:
-                    transfer[key] = (call.nbytes, duration)
+                    transfer[key] = (call.nbytes or 0, duration)
     if not parts["backward"]:
         parts = alone
     if not parts["backward"]:

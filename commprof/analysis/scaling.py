@@ -102,7 +102,7 @@ def predict(
         by_cap = {
             c: simulate_step(reference, compute, link, n, rebucket(reference, parameter_bytes, c))[0] for c in caps
         }
-        best = min(by_cap, key=by_cap.get)
+        best = min(by_cap, key=lambda c: by_cap[c])
         step_ms = step * overhead
         rate = per_rank * n / (step_ms / 1000)
         predictions.append(

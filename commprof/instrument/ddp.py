@@ -68,7 +68,7 @@ def bucket_sizes(model: nn.Module, bucket_cap_mb: float) -> list[int]:
     """The bucket sizes (bytes) DDP builds for this model, from DDP's own assignment function."""
     import torch.distributed as dist
 
-    params = [p for p in model.parameters() if p.requires_grad][::-1]
+    params = list[torch.Tensor](p for p in model.parameters() if p.requires_grad)[::-1]
     groups, _ = dist._compute_bucket_assignment_by_size(params, [int(bucket_cap_mb * 2**20)])
     return [sum(params[i].numel() * params[i].element_size() for i in group) for group in groups]
 
@@ -142,7 +142,7 @@ class DDPOverrides:
             if overrides._first is None:
                 overrides._first = ddp
 
-        DistributedDataParallel.__init__ = __init__  # type: ignore[method-assign]
+        DistributedDataParallel.__init__ = __init__  # type: ignore[method-assign,assignment]
 
     def uninstall(self) -> None:
         DistributedDataParallel.__init__ = self._original  # type: ignore[method-assign]

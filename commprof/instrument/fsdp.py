@@ -4,7 +4,7 @@ layers, a network's stages) and each other child that holds parameters."""
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterator, cast
 
 import torch
 from torch import nn
@@ -25,7 +25,7 @@ def blocks(model: nn.Module) -> Iterator[nn.Module]:
 def shard(model: nn.Module, options: FSDPOptions | None = None) -> nn.Module:
     """fully_shard on each block and the root, with `options`; prefetch beyond FSDP2's own set block by block
     (forward: the next N blocks; backward: the N blocks before, which run next)."""
-    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+    from torch.distributed.fsdp import FSDPModule, MixedPrecisionPolicy, fully_shard
 
     options = options or FSDPOptions()
 
@@ -34,11 +34,12 @@ def shard(model: nn.Module, options: FSDPOptions | None = None) -> nn.Module:
     for block in sharded:
         fully_shard(block, reshard_after_forward=options.reshard_after_forward, mp_policy=policy)
     fully_shard(model, reshard_after_forward=options.reshard_after_forward, mp_policy=policy)
-    for index, block in enumerate(sharded):
-        if options.forward_prefetch and index + 1 < len(sharded):
-            block.set_modules_to_forward_prefetch(sharded[index + 1 : index + 1 + options.forward_prefetch])
+    shards = cast(list[FSDPModule], sharded)  # fully_shard made each block an FSDPModule in place
+    for index, shard_ in enumerate(shards):
+        if options.forward_prefetch and index + 1 < len(shards):
+            shard_.set_modules_to_forward_prefetch(shards[index + 1 : index + 1 + options.forward_prefetch])
         if options.backward_prefetch > 1 and index > 0:
-            block.set_modules_to_backward_prefetch(sharded[max(0, index - options.backward_prefetch) : index][::-1])
+            shard_.set_modules_to_backward_prefetch(shards[max(0, index - options.backward_prefetch) : index][::-1])
     return model
 
 

@@ -72,7 +72,7 @@ def torch_ops(rank: int, world: int, device: torch.device) -> dict[str, Callable
     def gather() -> bool:
         out = [empty() for _ in range(world)] if rank == 0 else None
         dist.gather(mine(), gather_list=out, dst=0)
-        return rank != 0 or all(bool((o == j + 1).all()) for j, o in enumerate(out))
+        return out is None or all(bool((o == j + 1).all()) for j, o in enumerate(out))
 
     def scatter() -> bool:
         out = empty()
@@ -121,7 +121,9 @@ def mpi_ops(world_comm: Any) -> dict[str, Callable[[], bool]]:
             world_comm.Recv(out, source=0)
         return rank != 1 or bool((out == 1).all())
 
-    def collective(call: Callable[[Any, Any], None], out_len: int, check: Callable[[Any], bool]) -> Callable[[], bool]:
+    def collective(
+        call: Callable[[Any, Any], object], out_len: int, check: Callable[[Any], bool]
+    ) -> Callable[[], bool]:
         def run() -> bool:
             out = np.zeros(out_len)
             call(mine(), out)

@@ -97,7 +97,8 @@ def root_cause(
         if "stopped" in by_kind or crashed_while_stuck:
             stuck = by_kind.get("stopped", []) + crashed_while_stuck
             crashes = "".join(
-                f"; rank {o.rank} was then killed by signal {_signal_name(-o.exitcode)}" for o in crashed_while_stuck
+                f"; rank {o.rank} was then killed by signal {_signal_name(-(o.exitcode or 0))}"
+                for o in crashed_while_stuck
             )
             return (
                 f"rank{'s' if len(stuck) > 1 else ''} {_ranks(stuck)} on {host} stuck: never reached the "
@@ -106,10 +107,10 @@ def root_cause(
         return (
             f"{who} on {host}: a collective timed out{limit} waiting for a rank on another node ({waiting[0].message})"
         )
-    first = (by_kind.get("peer gone") or by_kind.get("stopped") or [None])[0]
-    if first is None:
+    rest = by_kind.get("peer gone") or by_kind.get("stopped")
+    if not rest:
         return f"the job failed on {host} without a recorded error"
-    return f"rank {first.rank} on {host} failed: {first.message or f'exit code {first.exitcode}'}"
+    return f"rank {rest[0].rank} on {host} failed: {rest[0].message or f'exit code {rest[0].exitcode}'}"
 
 
 _FATAL = re.compile(

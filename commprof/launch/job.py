@@ -47,12 +47,14 @@ def run_job(config: RunConfig, task: Task, total_steps: int = 0, watch: Watch | 
             from commprof.launch.launcher import launch
 
             if task.program is None:
+                assert task.elastic is not None  # a task is a program or an elastic entry point
                 return launch(config, task.elastic, (task.payload, str(progress)))
             (Path(tmp) / "payload.json").write_text(json.dumps(task.payload))
             return launch(config, sys.executable, ("-m", task.program, str(Path(tmp) / "payload.json"), str(progress)))
 
 
 def _under_mpirun(config: RunConfig, task: Task, progress: Path, tmp: Path) -> LaunchResult:
+    assert task.mpi_module is not None  # uses_mpirun: the task has one
     from commprof.launch.mpi import run_under_mpi
 
     plan = {

@@ -32,6 +32,7 @@ def mpi_command(nprocs: int, module: str, args: list[str]) -> tuple[list[str], d
     if reason:
         raise UsageError(f"--backend mpi: {reason}")
     mpirun = _mpirun()
+    assert mpirun is not None  # mpi_unavailable() said it is there
     version = subprocess.run([mpirun, "--version"], capture_output=True, text=True).stdout
     open_mpi = "Open MPI" in version or "prte" in version.lower() or "Open RTE" in version
     command = [mpirun, "-n", str(nprocs)] + (["--oversubscribe"] if open_mpi else [])

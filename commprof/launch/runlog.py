@@ -14,7 +14,7 @@ import os
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from commprof.results.run_record import RankRecord, RunRecord, ScriptRankInfo
 
@@ -59,7 +59,8 @@ class StepLines:
     is rewritten only now and then; readers take the steps from here when it has more."""
 
     def __init__(self, run_dir: Path, rank: int):
-        self.path, self.file = run_dir / f"rank{rank}{STEP_LINES_SUFFIX}", None
+        self.path = run_dir / f"rank{rank}{STEP_LINES_SUFFIX}"
+        self.file: TextIO | None = None
 
     def append(self, step_ms: float) -> None:
         if self.file is None:  # opened at the first step: the run folder exists by then

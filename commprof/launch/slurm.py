@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import shlex
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,7 +37,7 @@ class SlurmStep:
         return f"{self.first_host}:{PORT_BASE + int(digits) % PORT_SPAN}"
 
 
-def slurm_step(env: dict[str, str]) -> SlurmStep | None:
+def slurm_step(env: Mapping[str, str]) -> SlurmStep | None:
     """What SLURM exports to a task: SLURM_JOB_ID, and in an srun step SLURM_STEP_ID,
     SLURM_STEP_NUM_NODES, SLURM_STEP_NUM_TASKS, SLURM_STEP_NODELIST and SLURM_NODEID."""
     if "SLURM_JOB_ID" not in env:

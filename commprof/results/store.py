@@ -70,11 +70,12 @@ def load_report(path: Path) -> Report:
     """A run, analysis, sweep or tune report: the kinds that have per-rank breakdowns."""
     result = load_result(path)
     if not isinstance(result, Report):
-        raise UsageError(f"{path}: a `commprof {result.kind}` report, which has no per-step breakdown to use here")
+        kind = getattr(result, "kind", "?")
+        raise UsageError(f"{path}: a `commprof {kind}` report, which has no per-step breakdown to use here")
     return result
 
 
-def _build(cls: type, data: Any) -> Any:
+def _build(cls: Any, data: Any) -> Any:
     """Rebuild nested dataclasses from plain JSON data, ignoring unknown keys."""
     hints = get_type_hints(cls)
     return cls(**{f.name: _convert(hints[f.name], data[f.name]) for f in dataclasses.fields(cls) if f.name in data})

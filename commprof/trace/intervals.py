@@ -11,7 +11,7 @@ Interval = tuple[float, float]
 def merge(intervals: Iterable[Interval]) -> list[Interval]:
     """Union as sorted, disjoint intervals; empty intervals are dropped."""
     result: list[Interval] = []
-    first = last = None
+    first, last = 0.0, None
     for start, end in sorted(intervals):
         if end <= start:
             continue

@@ -35,7 +35,8 @@ def identity_from_env(
             if local_rank in env and local_size in env:
                 local = (env[local_rank], env[local_size])
             elif node_local is not None:
-                local = tuple(map(str, node_local()))
+                local_rank_of, local_size_of = node_local()
+                local = (str(local_rank_of), str(local_size_of))
             else:
                 raise UsageError(
                     f"the MPI launcher set {rank} but no local rank ({local_rank}); commprof cannot tell "

@@ -53,7 +53,7 @@ def run_as_mpi_rank(request, probe) -> tuple[object, Path] | None:
             wait_for_workers=False,
         )
     host, port, run_id = MPI.COMM_WORLD.bcast(
-        (socket.gethostname(), store.port, request.run_id or new_run_id()) if rank == 0 else None, root=0
+        (socket.gethostname(), store.port, request.run_id or new_run_id()) if store is not None else None, root=0
     )
     if rank != 0:
         store = dist.TCPStore(host, port, world, is_master=False, timeout=timedelta(seconds=request.timeout_s))

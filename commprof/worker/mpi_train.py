@@ -37,7 +37,7 @@ def main(plan_path: str) -> None:
             timeout=timedelta(seconds=config.timeout_s),
             wait_for_workers=False,
         )
-    host, port = world.bcast((socket.gethostname(), store.port) if rank == 0 else None, root=0)
+    host, port = world.bcast((socket.gethostname(), store.port) if store is not None else None, root=0)
     if rank != 0:
         store = dist.TCPStore(
             host, port, int(os.environ["WORLD_SIZE"]), is_master=False, timeout=timedelta(seconds=config.timeout_s)

@@ -34,6 +34,7 @@ import torch
 import torch.distributed as dist
 from torch.distributed.elastic.multiprocessing.errors import get_error_handler
 from torch.optim.optimizer import register_optimizer_step_post_hook
+from torch.utils.hooks import RemovableHandle
 
 from commprof.config import RunConfig
 from commprof.errors import what_went_wrong
@@ -84,9 +85,9 @@ class ScriptSession:
         self.saw_distributed = False  # torch.distributed initialized at some step
         self.ddp = DDPOverrides(config.ddp, config.ddp_forced)
         self.last = time.perf_counter()
-        self.profiler = None  # the scheduled one, from the first optimizer step on
-        self.startup = None
-        self._hook = None
+        self.profiler: torch.profiler.profile | None = None  # the scheduled one, from the first optimizer step on
+        self.startup: torch.profiler.profile | None = None
+        self._hook: RemovableHandle | None = None
 
     def start(self) -> None:
         self.config.run_dir.mkdir(parents=True, exist_ok=True)  # on every node: traces/ may be node-local
@@ -149,6 +150,7 @@ class ScriptSession:
         """At the first optimizer step: the start-up recording is dropped, the schedule's profiler begins. It
         counts from the second step on, so one step less of waiting keeps the window where the schedule says."""
         startup, self.startup = self.startup, None
+        assert startup is not None  # called only while it records
         startup.stop()
         schedule = self.config.schedule
         self.profiler = make_profiler(

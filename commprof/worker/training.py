@@ -9,7 +9,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from commprof.config import FSDPOptions, SettingOptions
+from commprof.config import DDPOptions, SettingOptions
 from commprof.instrument.ddp import ddp_logging_data, wrap_ddp
 from commprof.instrument.fsdp import shard
 from commprof.instrument.profiler import cuda_synchronize
@@ -40,17 +40,18 @@ class Trainer:
         mpi_gradients: bool = False,
         ddp_logging_every_step: bool = True,
     ):
-        self.is_ddp = not isinstance(options, FSDPOptions)
-        if self.is_ddp:
+        self.is_ddp = isinstance(options, DDPOptions)
+        self.accum = 1
+        if isinstance(options, DDPOptions):
             self.ddp: Any = wrap_ddp(model.to(device), options, device, mpi_gradients)
             if ddp_logging_every_step:
                 self.ddp._set_ddp_runtime_logging_sample_rate(1)  # DDP's own averages then cover every step
+            self.accum = options.grad_accum
         else:  # the model itself, sharded in place
             self.ddp = shard(model.to(device), options)
         self.optimizer = torch.optim.SGD(self.ddp.parameters(), lr=1e-3, momentum=0.9)
         self.loss = workload.loss
         self.batches = batches
-        self.accum = options.grad_accum if self.is_ddp else 1
         self.device = device
         self.use_cuda = device.type == "cuda"
         self.amp_dtype = _DTYPES.get(precision)
