@@ -96,8 +96,6 @@ def distributed(config: RunConfig, store: Any = None) -> Iterator[RankContext]:
         if config.device == "cuda"
         else torch.device("cpu")
     )
-    if device.type == "cuda":
-        torch.cuda.set_device(device)
     configure_rank(device, config.tf32)
     backend = "gloo" if mpi_through_mpi4py(config) else config.backend
     if store is not None:

@@ -104,8 +104,6 @@ class ScriptSession:
                     script=list(self.config.script),
                 ),
             )
-        if self.use_cuda:
-            torch.cuda.set_device(self.device)
         configure_rank(self.device, self.config.tf32)
         self.ddp.install()
         self._hook = register_optimizer_step_post_hook(self._after_step)

@@ -35,7 +35,9 @@ def apply_settings(settings: TorchSettings) -> None:
 
 
 def configure_rank(device: torch.device, tf32: bool | None) -> TorchSettings:
-    """Decide and apply this process's settings (after the rank's device is chosen)."""
+    """Make `device` this process's current device, then decide and apply its settings."""
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
     settings = rank_settings(device.type, tf32, os.environ, len(os.sched_getaffinity(0)))
     apply_settings(settings)
     return settings
