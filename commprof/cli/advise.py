@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from commprof.cli import console
+from commprof.cli.options import JsonOpt, QuietOpt
 from commprof.cli.sweep import ProfileStepsOpt, RepeatsOpt, StepsPerRepeatOpt, WarmupStepsOpt
 
 
@@ -25,19 +26,14 @@ def advise(
     steps_per_repeat: StepsPerRepeatOpt = 4,
     warmup_steps: WarmupStepsOpt = 3,
     profile_steps: ProfileStepsOpt = 3,
-    quiet: Annotated[
-        bool, typer.Option("--quiet", "-q", help="No progress display and no tables; only the output paths.")
-    ] = False,
-    json_out: Annotated[
-        bool, typer.Option("--json", help="Print the result as JSON on stdout and nothing else there.")
-    ] = False,
+    quiet: QuietOpt = False,
+    json_out: JsonOpt = False,
 ) -> None:
     """Check a run's findings: rerun the job with each setting its findings advise (bucket_cap_mb, fp16
     compression) and with its own, interleaved, and show predicted against measured gain with 95% CIs."""
     from commprof.cli.progress import ConsoleFeedback
     from commprof.commands.advise import advise as command
 
-    console.set_json_mode(json_out)
     quiet = quiet or json_out
     console.finish(
         command(
@@ -52,4 +48,5 @@ def advise(
             profile_steps=profile_steps,
         ),
         quiet,
+        json_out,
     )

@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from commprof.cli import console
+from commprof.cli.options import JsonOpt, QuietOpt
 
 
 class Windows(str, Enum):
@@ -46,17 +47,16 @@ def analyze(
             show_default=False,
         ),
     ] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the report paths.")] = False,
-    json_out: Annotated[
-        bool, typer.Option("--json", help="Print the report as JSON on stdout and nothing else there.")
-    ] = False,
+    quiet: QuietOpt = False,
+    json_out: JsonOpt = False,
 ) -> None:
     """Analyse existing PyTorch profiler traces: compute vs communication, overlap, collectives."""
     from commprof.cli.progress import ConsoleFeedback
     from commprof.commands.analyze import analyze as command
 
-    console.set_json_mode(json_out)
     feedback = ConsoleFeedback(quiet or json_out)
     console.finish(
-        command(paths, name, reports_dir, workers, windows.value, cluster, feedback, figures_apart=True), quiet
+        command(paths, name, reports_dir, workers, windows.value, cluster, feedback, figures_apart=True),
+        quiet,
+        json_out,
     )

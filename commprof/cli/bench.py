@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from commprof.cli import console
+from commprof.cli.options import JsonOpt, QuietOpt
 
 Opt = typer.Option
 _SIZE = re.compile(r"^(\d+)([KMG]?)B?$", re.IGNORECASE)
@@ -54,10 +55,8 @@ def bench(
     name: Annotated[Optional[str], Opt(help="Report folder name \\[default: bench-<time stamp>].")] = None,
     reports_dir: Annotated[Path, Opt(help="Where reports/<name>/ is written.")] = Path("reports"),
     timeout: Annotated[float, Opt(help="Seconds allowed per backend.")] = 600.0,
-    json_out: Annotated[
-        bool, Opt("--json", help="Print the results as JSON on stdout and nothing else there.")
-    ] = False,
-    quiet: Annotated[bool, Opt("--quiet", "-q", help="Only the output paths.")] = False,
+    json_out: JsonOpt = False,
+    quiet: QuietOpt = False,
 ) -> None:
     """Time each collective from --min-bytes to --max-bytes: median, spread, algbw, busbw, correctness, alpha-beta
     fit."""
@@ -80,7 +79,6 @@ def bench(
         iters=iters,
         bursts=bursts,
     )
-    console.set_json_mode(json_out)
     outcome = command(
         plan,
         backends,
@@ -93,4 +91,4 @@ def bench(
         timeout_s=timeout,
         feedback=ConsoleFeedback(quiet or json_out),
     )
-    console.finish(outcome, quiet)
+    console.finish(outcome, quiet, json_out)

@@ -14,6 +14,7 @@ from commprof.cli.options import FSDP_OPTIONS, with_run_options
 def compare(
     request,
     quiet: bool,
+    json_out: bool,
     backends: Annotated[str, typer.Option(help="Backends to compare, comma-separated.")] = "nccl,gloo,mpi",
     strategies: Annotated[
         Optional[str],
@@ -30,4 +31,6 @@ def compare(
     from commprof.commands.compare import compare as command
 
     chosen = parse_list("--strategies", strategies, str) if strategies else None
-    console.finish(command(request, parse_list("--backends", backends, str), ConsoleFeedback(quiet), chosen), quiet)
+    console.finish(
+        command(request, parse_list("--backends", backends, str), ConsoleFeedback(quiet), chosen), quiet, json_out
+    )

@@ -18,29 +18,16 @@ def info(message: str, quiet: bool = False) -> None:
         err.print(escape(message), soft_wrap=True)
 
 
-_json_mode = False
-
-
-def set_json_mode(enabled: bool) -> None:
-    """--json: stdout carries only the JSON document; everything else goes to stderr or nowhere."""
-    global _json_mode
-    _json_mode = enabled
-
-
-def json_mode() -> bool:
-    return _json_mode
-
-
-def finish(outcome, quiet: bool) -> None:
-    """A command's outcome: the JSON alone (--json), or the result's tables (unless quiet) and where its
-    files are."""
+def finish(outcome, quiet: bool, json_out: bool = False) -> None:
+    """A command's outcome: the JSON document alone on stdout (--json: everything else goes to stderr or
+    nowhere), or the result's tables (unless quiet) and where its files are."""
     from commprof.render.outputs import show
 
     if outcome.note:
         info(outcome.note, quiet)
     if outcome.result is None:
         return
-    if _json_mode:
+    if json_out:
         out.print_json(outcome.result.to_json())
         return
     if not quiet:

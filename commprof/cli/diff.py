@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from commprof.cli import console
+from commprof.cli.options import JsonOpt, QuietOpt
 
 
 def diff(
@@ -19,12 +20,8 @@ def diff(
             show_default=False,
         ),
     ],
-    json_out: Annotated[
-        bool, typer.Option("--json", help="Print the comparison as JSON on stdout, nothing else.")
-    ] = False,
-    quiet: Annotated[
-        bool, typer.Option("--quiet", "-q", help="Only the metrics that changed beyond the noise.")
-    ] = False,
+    json_out: JsonOpt = False,
+    quiet: QuietOpt = False,
 ) -> None:
     """Compare two reports (runs, sweeps or analyses): numbers, deltas, and whether each delta beats the noise.
     A delta is tested only with two or more launches on each side: one launch cannot show the spread between

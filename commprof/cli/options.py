@@ -44,22 +44,49 @@ def _declared() -> list[tuple[str, str, inspect.Parameter]]:
     return declared
 
 
+# --quiet and --json, declared here once for every command
+QuietOpt = Annotated[
+    bool,
+    typer.Option(
+        "--quiet",
+        "-q",
+        help="No progress display and no tables: only what a script would read back, the output paths or the "
+        "command's one answer (report: the headline; view: the URL; diff: the changes beyond the noise; "
+        "backends: the matrix).",
+    ),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="The result as JSON on stdout, and nothing else there.")]
+
+
 def _extra(
     schedule: Annotated[
         Optional[str], typer.Option(help="WAIT,WARMUP,ACTIVE in one option, e.g. 10,5,10 (overrides the three).")
     ] = None,
-    quiet: Annotated[
-        bool, typer.Option("--quiet", "-q", help="No progress display and no tables; only the output paths.")
-    ] = False,
-    json_out: Annotated[
-        bool, typer.Option("--json", help="Print the result as JSON on stdout and nothing else there.")
-    ] = False,
+    quiet: QuietOpt = False,
+    json_out: JsonOpt = False,
 ) -> None:
     """Options that are not fields; only its signature is used."""
 
 
 DECLARED = _declared()
 FIELD_OF = {p.name: field for _, field, p in DECLARED}  # CLI name -> field name
+HELP_OF = {f.name: f.metadata["help"] for owner in (DDPOptions, FSDPOptions) for f in option_fields(owner)}
+
+
+def swept_options(defaults: dict[str, str]) -> list[inspect.Parameter]:
+    """The comma-separated lists a sweep compares, one per swept run option, named and explained as that option
+    is (its declaration in commprof.config); `defaults`: the values each is swept over by default."""
+    return [
+        inspect.Parameter(
+            name,
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+            default=default,
+            annotation=Annotated[str, typer.Option(help=f"Values to compare, comma-separated. {HELP_OF[name]}")],
+        )
+        for name, default in defaults.items()
+    ]
+
+
 RUN_OPTIONS = [p for _, _, p in DECLARED] + list(inspect.signature(_extra).parameters.values())
 DEFAULTS = {p.name: p.default for p in RUN_OPTIONS}
 FSDP_OPTIONS = frozenset(f.name for f in option_fields(FSDPOptions))  # only commands that run FSDP take them
@@ -90,29 +117,33 @@ def as_cli_args(values: dict[str, Any]) -> tuple[str, ...]:
     return tuple(args)
 
 
-def with_run_options(*, exclude: frozenset[str] = frozenset()) -> Callable[[Callable[..., None]], Callable[..., None]]:
-    """`command(request, quiet, **own_options)` gets every shared option (but `exclude`, which keep
-    their defaults or are the command's own) as one RunRequest."""
+def with_run_options(
+    *, exclude: frozenset[str] = frozenset(), swept: dict[str, str] | None = None
+) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """`command(request, quiet, json_out, **own_options)` gets every shared option (but `exclude`, which keep
+    their defaults or are the command's own) as one RunRequest; `quiet` is true with --json too. `swept`: the run
+    options a sweep compares, each offered as a list of values (swept_options) and handed over as
+    `swept_values={name: text}`."""
     shared_params = [p for p in RUN_OPTIONS if p.name not in exclude]
+    list_params = swept_options(swept or {})
 
     def decorate(command: Callable[..., None]) -> Callable[..., None]:
         hints = typing.get_type_hints(command, include_extras=True)
         own = [
             p.replace(annotation=hints.get(p.name, p.annotation))
             for p in inspect.signature(command).parameters.values()
-            if p.name not in ("request", "quiet")
+            if p.name not in ("request", "quiet", "json_out", "swept_values")
         ]
 
         @functools.wraps(command)
         def wrapper(**kwargs: Any) -> None:
-            from commprof.cli.console import set_json_mode
-
             shared = {p.name: kwargs.pop(p.name) for p in shared_params}
             quiet, json_out = shared.pop("quiet"), shared.pop("json_out")
-            set_json_mode(json_out)
-            return command(request=build_request(shared), quiet=quiet or json_out, **kwargs)
+            lists = {"swept_values": {p.name: kwargs.pop(p.name) for p in list_params}} if swept else {}
+            request = build_request(shared)
+            return command(request=request, quiet=quiet or json_out, json_out=json_out, **lists, **kwargs)
 
-        wrapper.__signature__ = inspect.Signature(own + shared_params)  # type: ignore[attr-defined]
+        wrapper.__signature__ = inspect.Signature(own + list_params + shared_params)  # type: ignore[attr-defined]
         return wrapper
 
     return decorate

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from commprof.cli import console
+from commprof.cli.options import JsonOpt, QuietOpt
 
 FORMATS = ("table", "md", "json")
 
@@ -15,10 +16,8 @@ FORMATS = ("table", "md", "json")
 def report(
     path: Annotated[Path, typer.Argument(help="A report.json written by commprof, or its folder.", show_default=False)],
     format: Annotated[str, typer.Option("--format", "-f", help="table, md or json.")] = "table",
-    json_out: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
-    quiet: Annotated[
-        bool, typer.Option("--quiet", "-q", help="Only the headline sentence (run and analysis reports).")
-    ] = False,
+    json_out: JsonOpt = False,
+    quiet: QuietOpt = False,
 ) -> None:
     """Show a saved report (run, analysis, sweep, tune, scale, bench, compare, backends or diff) as a table,
     Markdown or JSON."""

@@ -15,6 +15,7 @@ from commprof.cli.options import with_run_options
 def run(
     request,
     quiet: bool,
+    json_out: bool,
     script: Annotated[
         Optional[list[str]],
         typer.Argument(
@@ -42,4 +43,4 @@ def run(
     if emit_sbatch:
         console.out.print(command.sbatch(request), markup=False, highlight=False, end="")
         return
-    console.finish(command.run(request, ConsoleFeedback(quiet)), quiet)
+    console.finish(command.run(request, ConsoleFeedback(quiet)), quiet, json_out)

@@ -16,6 +16,7 @@ Opt = typer.Option
 def scale(
     request,
     quiet: bool,
+    json_out: bool,
     world_sizes: Annotated[
         str, Opt(help="World sizes to run, comma-separated: CPU ranks, or GPUs on this node.")
     ] = "1,2,4",
@@ -53,4 +54,4 @@ def scale(
         link=link,
         base_lr=base_lr,
     )
-    console.finish(outcome, quiet)
+    console.finish(outcome, quiet, json_out)

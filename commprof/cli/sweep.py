@@ -74,32 +74,6 @@ def _bool(text: str) -> bool:
     raise ValueError(text)
 
 
-# comma-separated list options: the values each option is swept over
-BucketCapMbValues = Annotated[str, Opt(help="Bucket caps in MB to compare, comma-separated.")]
-CommHookValues = Annotated[str, Opt(help="Gradient compression hooks to compare: none, fp16, bf16.")]
-GradAccumValues = Annotated[str, Opt(help="Micro-batches per step to compare (no_sync for all but the last).")]
-StaticGraphValues = Annotated[str, Opt(help="static_graph values to compare: false, true.")]
-GradientAsBucketViewValues = Annotated[str, Opt(help="gradient_as_bucket_view values to compare.")]
-ReshardAfterForwardValues = Annotated[
-    str,
-    Opt(
-        help="With --strategy fsdp: reshard_after_forward values to compare (false keeps each "
-        "block's gathered parameters until its backward)."
-    ),
-]
-ForwardPrefetchValues = Annotated[
-    str,
-    Opt(
-        help="With --strategy fsdp: forward prefetch depths to compare (blocks all-gathered ahead; "
-        "0: FSDP2's implicit)."
-    ),
-]
-BackwardPrefetchValues = Annotated[
-    str, Opt(help="With --strategy fsdp: backward prefetch depths to compare (1: FSDP2's default).")
-]
-ReduceDtypeValues = Annotated[
-    str, Opt(help="With --strategy fsdp: reduce-scatter dtypes to compare: fp32, bf16, fp16.")
-]
 CONVERT = {
     "bucket_cap_mb": float,
     "comm_hook": str,
@@ -113,20 +87,13 @@ CONVERT = {
 }
 
 
-@with_run_options(exclude=SWEPT | UNUSED)
+@with_run_options(exclude=SWEPT | UNUSED, swept=DDP_SWEPT | FSDP_SWEPT)
 def sweep(
     request,
     quiet: bool,
+    json_out: bool,
+    swept_values: dict[str, str],
     script: ScriptArg = None,
-    bucket_cap_mb: BucketCapMbValues = DDP_SWEPT["bucket_cap_mb"],
-    comm_hook: CommHookValues = DDP_SWEPT["comm_hook"],
-    grad_accum: GradAccumValues = DDP_SWEPT["grad_accum"],
-    static_graph: StaticGraphValues = DDP_SWEPT["static_graph"],
-    gradient_as_bucket_view: GradientAsBucketViewValues = DDP_SWEPT["gradient_as_bucket_view"],
-    reshard_after_forward: ReshardAfterForwardValues = FSDP_SWEPT["reshard_after_forward"],
-    forward_prefetch: ForwardPrefetchValues = FSDP_SWEPT["forward_prefetch"],
-    backward_prefetch: BackwardPrefetchValues = FSDP_SWEPT["backward_prefetch"],
-    reduce_dtype: ReduceDtypeValues = FSDP_SWEPT["reduce_dtype"],
     repeats: RepeatsOpt = 5,
     steps_per_repeat: StepsPerRepeatOpt = 4,
     warmup_steps: WarmupStepsOpt = 3,
@@ -138,17 +105,7 @@ def sweep(
     from commprof.cli.progress import ConsoleFeedback
     from commprof.commands.sweep import sweep as command
 
-    given = dict(
-        bucket_cap_mb=bucket_cap_mb,
-        comm_hook=comm_hook,
-        grad_accum=grad_accum,
-        static_graph=static_graph,
-        gradient_as_bucket_view=gradient_as_bucket_view,
-        reshard_after_forward=reshard_after_forward,
-        forward_prefetch=forward_prefetch,
-        backward_prefetch=backward_prefetch,
-        reduce_dtype=reduce_dtype,
-    )
+    given = swept_values
     swept, other = (FSDP_SWEPT, DDP_SWEPT) if request.strategy == "fsdp" else (DDP_SWEPT, FSDP_SWEPT)
     if wrong := [flag(name) for name in other if given[name] != other[name]]:
         raise UsageError(
@@ -169,4 +126,5 @@ def sweep(
             max_live_settings=max_live_settings,
         ),
         quiet,
+        json_out,
     )

@@ -21,6 +21,7 @@ from commprof.cli.sweep import (
 def tune(
     request,
     quiet: bool,
+    json_out: bool,
     script: ScriptArg = None,
     repeats: RepeatsOpt = 5,
     steps_per_repeat: StepsPerRepeatOpt = 4,
@@ -44,4 +45,5 @@ def tune(
             max_live_settings=max_live_settings,
         ),
         quiet,
+        json_out,
     )

@@ -10,6 +10,7 @@ from typing import Annotated, Optional
 import typer
 
 from commprof.cli import console
+from commprof.cli.options import JsonOpt, QuietOpt
 
 
 def view(
@@ -17,8 +18,8 @@ def view(
     traces_dir: Annotated[Path, typer.Option(help="Folder of runs written by commprof.")] = Path("traces"),
     host: Annotated[str, typer.Option(help="Address to serve on (loopback by default).")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port; 0 picks a free one.")] = 0,
-    json_out: Annotated[bool, typer.Option("--json", help='Print {"url": ...} on stdout once serving.')] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the URL.")] = False,
+    json_out: JsonOpt = False,
+    quiet: QuietOpt = False,
 ) -> None:
     """Open a run (or all of them) in TensorBoard: commprof's own figures (Scalars, HParams, Text, drawn offline)
     next to the PyTorch Profiler plugin's traces."""
