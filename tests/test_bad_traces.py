@@ -52,7 +52,7 @@ def test_two_runs_mixed(tmp_path):
 
 def test_missing_ranks_are_named(tmp_path):
     from commprof.analysis.analyze import analyze
-    from commprof.render.tables import skew_summary
+    from commprof.render.skew_text import skew_summary
 
     for rank in (0, 2):
         TraceBuilder(rank=rank, world_size=4).step(1, 0, 10).x("aten::mm", 0, 5).write(tmp_path / f"r{rank}.json")

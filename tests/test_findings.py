@@ -8,8 +8,8 @@ import pytest
 from commprof.analysis.analyze import analyze_run
 from commprof.analysis.findings import findings
 from commprof.analysis.predict import MB, ComputeModel, LinkModel, StepProfile, rebucket, simulate_step
+from commprof.render.findings_text import BALANCED
 from commprof.render.markdown import render_markdown
-from commprof.render.tables import BALANCED
 from commprof.results.report import ProfilerDistortion
 from commprof.results.run_record import BuiltDDP
 from commprof.trace.load import load_run
@@ -201,7 +201,7 @@ def test_a_rank_that_computes_slower_on_a_shared_cpu_host_is_no_straggler(tmp_pa
     CPU processes on one host, taking turns on its cores: computing slower there is contention, which moves between
     ranks from run to run, so no straggler is named (a rank that runs nothing while the others wait is:
     tests/test_findings_runs.py)."""
-    from commprof.render.tables import skew_summary
+    from commprof.render.skew_text import skew_summary
 
     result, report = found(tmp_path, ddp_rank(0, steps=3), ddp_rank(1, steps=3, late_us=3_000))
     assert not [f for f in result if f.kind == "straggler"] and report.cross_rank.straggler == 1
@@ -212,7 +212,7 @@ def test_a_rank_that_computes_slower_on_a_shared_cpu_host_is_no_straggler(tmp_pa
 
 def test_where_the_straggler_advice_points():
     """The part really in excess, and only hardware the run used; nothing in excess: no part blamed."""
-    from commprof.analysis.findings import _straggler_action
+    from commprof.analysis.rank_findings import _straggler_action
 
     compute = {"compute_ms": 3.0, "start_idle_ms": -0.1, "exposed_comm_ms": -3.0}
     assert _straggler_action(1, compute, gpu=False) == (
@@ -232,7 +232,7 @@ def test_where_the_straggler_advice_points():
 def test_a_rank_that_waits_a_little_is_named_no_straggler(tmp_path):
     """Rank 1 is 0.5 ms late a step (1% of the 50 ms step): the others wait for it, but under the practical
     threshold; the report says so instead of naming a straggler."""
-    from commprof.render.tables import skew_summary
+    from commprof.render.skew_text import skew_summary
 
     result, report = found(tmp_path, ddp_rank(0, steps=3), ddp_rank(1, steps=3, late_us=500))
     assert not [f for f in result if f.kind == "straggler"] and report.cross_rank.straggler == 1

@@ -14,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 import random
 import statistics
-from collections import defaultdict
 
 from commprof.analysis.crossrank import Matching
 from commprof.analysis.ddp_buckets import DEFAULT_CAP_MB, cap_label, describe, distinct_caps, layout
@@ -31,7 +30,8 @@ from commprof.analysis.predict import (
     simulate_step,
     step_profile,
 )
-from commprof.analysis.stats import median_ci, real_gain
+from commprof.analysis.rank_findings import input_stalls, straggler
+from commprof.analysis.stats import real_gain
 from commprof.analysis.sweep import paste_line
 from commprof.backends import BACKENDS, by_name
 from commprof.config import DDPOptions
@@ -41,12 +41,9 @@ from commprof.results.report import Finding, ProfilerDistortion, Report, job_ste
 from commprof.results.run_record import ProbedSize
 from commprof.trace.model import RankTrace, RunTrace, Step
 
-STALL_SHARE = 0.05  # a rank idle this share of the step before its first operator is stalled (below it: the
-# Python between two steps, on every rank)
 MAX_MODELLED_RANKS = 8  # the bucket model reads the buckets of this many ranks (they all run the same ones)
 RESAMPLES = 400
 SLOW_BELOW = 0.5  # an all-reduce below this share of the link's bandwidth is slow
-MAX_LISTED = 16  # ranks named in a finding's evidence
 # measured with `commprof advise` (docs/benchmarks.md): on CPU ranks the exposed time fell as the overlap model
 # predicted and the step did not (Gloo's threads run on the cores the backward uses), so there the model counts every
 # all-reduce in full, hidden or not: what a setting can save is calls (latency) and bytes, not overlap
@@ -70,8 +67,8 @@ def findings(
     step_ms = statistics.median(r.step_time_ms.median for r in report.ranks)
     found = [
         *_settings(report, windows, step_ms, ceiling),
-        *_input_stalls(report, step_ms),
-        *_straggler(report, windows, matching, step_ms),
+        *input_stalls(report, step_ms),
+        *straggler(report, windows, matching, step_ms),
     ]
     job_ms = job_step_ms(distortion) or step_ms
     claims = [claim for f in found if (claim := _as_claim(f, job_ms, drift_ms))]
@@ -353,126 +350,6 @@ def _slow_collectives(
             gain_ms=gain,
         )
     ]
-
-
-def _input_stalls(report: Report, step_ms: float) -> list[Finding]:
-    """Idle at the start of the steps (waiting for the next batch), on every rank: the worst rank's, with its
-    interval; the ranks whose median is at least STALL_SHARE of the step are listed (no interval per rank: a
-    job has thousands)."""
-    by_rank: dict[int, list[float]] = defaultdict(list)
-    for step in report.steps:
-        by_rank[step.rank].append(step.start_idle_ms)
-    if not by_rank or min(len(v) for v in by_rank.values()) < 2:
-        return []
-    medians = {rank: statistics.median(values) for rank, values in by_rank.items()}
-    stalled = sorted(r for r, m in medians.items() if m >= STALL_SHARE * step_ms)
-    if not stalled:
-        return []
-    rank = max(stalled, key=lambda r: medians[r])
-    gain = median_ci(by_rank[rank])
-    shown = ", ".join(map(str, stalled[:MAX_LISTED])) + (
-        f" and {len(stalled) - MAX_LISTED} more" if len(stalled) > MAX_LISTED else ""
-    )
-    return [
-        Finding(
-            kind="input_stall",
-            title=f"the steps start idle on {len(stalled)} of {len(by_rank)} ranks",
-            evidence=(
-                f"rank {rank} runs no operator for the first {gain.value:.1f} ms of each step: waiting for its "
-                f"next batch, or Python between the steps (ranks idle at the start: {shown})"
-            ),
-            action="DataLoader(..., num_workers=4, pin_memory=True, persistent_workers=True, prefetch_factor=2)",
-            gain_ms=gain,
-        )
-    ]
-
-
-def _straggler(report: Report, windows, matching: Matching | None, step_ms: float) -> list[Finding]:
-    """The rank whose late arrivals make the others wait: the others' mean wait per step is what the job loses."""
-    cross = report.cross_rank
-    if cross is None or cross.straggler is None or matching is None:
-        return []
-    straggler = cross.straggler
-    steps_of = {rank.rank: steps for rank, steps in windows}
-    per_step: dict[str, float] = defaultdict(float)
-    for collective in matching.collectives:
-        starts = {r: start for r, (start, _) in collective.spans.items()}
-        if max(starts, key=lambda r: starts[r]) != straggler:
-            continue
-        source = collective.sources[straggler]
-        step = next((s.name for s in steps_of.get(straggler, []) if s.start <= source.start < s.end), None)
-        if step is not None:
-            per_step[step] += sum(starts[straggler] - s for s in starts.values()) / (len(starts) - 1) / 1000
-    names = [s.name for s in steps_of.get(straggler, [])]
-    costs = [per_step.get(name, 0.0) for name in names]
-    if len(costs) < 2:
-        return []
-    gain = median_ci(costs)
-    excess = _excess(report, straggler)
-    if _shares_one_cpu_host(report) and _excess(report, straggler, ("idle_ms",))["idle_ms"] < gain.value / 2:
-        return []  # late from computing slower on cores the ranks share: contention that moves between reruns
-    cause = ", ".join(f"{PARTS[part]} {ms:+.1f} ms" for part, ms in excess.items())
-    gpu = any(r.kind == "gpu" for r in report.ranks if r.rank == straggler)
-    return [
-        Finding(
-            kind="straggler",
-            title=f"rank {straggler} is the straggler: the others wait for it",
-            evidence=(
-                f"it makes the others wait {cross.straggler_cost_ms:.1f} ms per step in all "
-                f"({', '.join(f'{op} {ms:.1f}' for op, ms in cross.straggler_ops.items())}); "
-                f"against the others' median, its {cause}"
-            ),
-            action=_straggler_action(straggler, excess, gpu),
-            gain_ms=gain,
-        )
-    ]
-
-
-def _straggler_action(rank: int, excess: dict[str, float], gpu: bool) -> str:
-    """Where to look: the part of the step that is really larger on the straggler, and only hardware it ran on."""
-    part = max(excess, key=lambda p: excess[p])
-    if excess[part] <= EXCESS_FLOOR_MS:
-        return (
-            f"none of rank {rank}'s compute, input wait or communication is larger than the others': it starts its "
-            "collectives late from time outside the profiled operators (Python, the host's scheduler); look at "
-            f"what else runs on its host{' and its GPU' if gpu else ''}"
-        )
-    where = {
-        "compute_ms": (
-            "its GPU's clocks and temperature (nvidia-smi -q -d CLOCK,PERFORMANCE), its data shard"
-            if gpu
-            else "what else runs on its host's cores (its CPU threads), its data shard"
-        ),
-        "start_idle_ms": "its DataLoader workers and storage",
-        "exposed_comm_ms": "its network link and NIC" if gpu else "its network link",
-    }[part]
-    return f"look at rank {rank}'s {PARTS[part]} ({excess[part]:+.1f} ms per step against the others): {where}"
-
-
-EXCESS_FLOOR_MS = 0.05  # below this, a part is not in excess
-PARTS = {
-    "compute_ms": "compute",
-    "start_idle_ms": "idle before its first operator (input pipeline)",
-    "exposed_comm_ms": "exposed communication",
-}
-
-
-def _shares_one_cpu_host(report: Report) -> bool:
-    """Every rank a CPU process on one host: they take turns on its cores, so a rank that computes slower took the
-    cores from another, and which one does changes from run to run. Only time a rank spends running nothing
-    (waiting for data, sleeping) makes it a straggler there."""
-    return all(r.kind == "cpu" for r in report.ranks) and len({r.host for r in report.ranks}) == 1
-
-
-def _excess(report: Report, rank: int, parts=tuple(PARTS)) -> dict[str, float]:
-    """How much more of each part of the step this rank spends than the median of the other ranks (ms)."""
-
-    def median_of(ranks: set[int], part: str) -> float:
-        values = [getattr(s, part) for s in report.steps if s.rank in ranks]
-        return statistics.median(values) if values else 0.0
-
-    others = {r.rank for r in report.ranks} - {rank}
-    return {part: median_of({rank}, part) - median_of(others, part) for part in parts}
 
 
 def _distortion(distortion: list[ProfilerDistortion]) -> list[Finding]:

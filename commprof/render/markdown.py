@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from commprof.render.findings_text import ADVICE_HEADERS, advice_rows, finding_lines, has_findings
+from commprof.render.skew_text import SKEW_HEADERS, skew_rows, skew_summary
 from commprof.render.tables import (
-    ADVICE_HEADERS,
     BREAKDOWN_HEADERS,
     COLLECTIVE_HEADERS,
     DDP_CHECK_HEADERS,
@@ -12,20 +13,14 @@ from commprof.render.tables import (
     NOT_SIGNIFICANT,
     PHASE_HEADERS,
     PHASE_NOTE,
-    SKEW_HEADERS,
     TIMELINE_HEADERS,
-    advice_rows,
     breakdown_notes,
     breakdown_rows,
     collective_row,
     ddp_check_row,
-    finding_lines,
     gather_rows,
-    has_findings,
     headline,
     phase_rows,
-    skew_rows,
-    skew_summary,
     step_clock,
     sweep_table,
     timeline_row,

@@ -8,9 +8,6 @@ from commprof.results.common import PRACTICAL_SHARE, WARN_SLOWDOWN
 from commprof.results.report import (
     BucketEvent,
     CollectiveStats,
-    CrossRank,
-    Finding,
-    RankSkew,
     RankSummary,
     Report,
     SettingResult,
@@ -34,7 +31,6 @@ BREAKDOWN_HEADERS = (
     "ratio",
 )
 BREAKDOWN_SUM = "means per step: compute + exposed + copies + idle = mean step; comm = overlap + exposed"
-SKEW_HEADERS = ("rank", "step ms", "wait ms", "transfer ms", "makes others wait ms", "arrived last", "clock offset us")
 COLLECTIVE_HEADERS = (
     "phase",
     "op",
@@ -83,7 +79,7 @@ def many_ranks(report: Report) -> bool:
     return len(report.ranks) > MAX_RANK_ROWS
 
 
-def _quantile(values: list[float], q: float) -> float:
+def quantile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
@@ -159,11 +155,11 @@ def breakdown_rows(report: Report) -> list[tuple[str, ...]]:
     for name, q in QUANTILES:
 
         def pick(attr: str, q: float = q) -> float:
-            return _quantile([getattr(r, attr) for r in ranks], q)
+            return quantile([getattr(r, attr) for r in ranks], q)
 
-        step = {k: _quantile([getattr(r.step_time_ms, k) for r in ranks], q) for k in ("median", "p95", "mean")}
+        step = {k: quantile([getattr(r.step_time_ms, k) for r in ranks], q) for k in ("median", "p95", "mean")}
         ratios = [r.comm_compute_ratio for r in ranks if r.comm_compute_ratio is not None]
-        ratio = f"{_quantile(ratios, q):.2f}" if ratios else "-"
+        ratio = f"{quantile(ratios, q):.2f}" if ratios else "-"
         rows.append(
             (
                 f"{name} of {len(ranks)}",
@@ -276,86 +272,6 @@ def headline(report: Report) -> str:
     )
 
 
-def skew_row(r: RankSkew) -> tuple[str, ...]:
-    return (
-        str(r.rank),
-        f"{r.median_step_ms:.1f}",
-        f"{r.wait_ms:.2f}",
-        f"{r.transfer_ms:.2f}",
-        f"{r.wait_caused_ms:.2f}",
-        str(r.last_arrivals),
-        f"{r.clock_offset_us:.0f}",
-    )
-
-
-def skew_rows(skew: CrossRank) -> list[tuple[str, ...]]:
-    """One row per rank; or, for many ranks, quantiles of wait and transfer, then the ranks that cost the others
-    the most waiting."""
-    if len(skew.ranks) <= MAX_RANK_ROWS:
-        return [skew_row(r) for r in skew.ranks]
-    rows = []
-    for name, q in QUANTILES:
-
-        def value(attr: str, q: float = q) -> float:
-            return _quantile([getattr(r, attr) for r in skew.ranks], q)
-
-        rows.append(
-            (
-                f"{name} of {len(skew.ranks)}",
-                f"{value('median_step_ms'):.1f}",
-                f"{value('wait_ms'):.2f}",
-                f"{value('transfer_ms'):.2f}",
-                f"{value('wait_caused_ms'):.2f}",
-                f"{value('last_arrivals'):.0f}",
-                f"{value('clock_offset_us'):.0f}",
-            )
-        )
-    costly = sorted(skew.ranks, key=lambda r: (r.wait_caused_ms, r.last_arrivals), reverse=True)[:TOP_RANKS]
-    return rows + [(f"rank {r.rank} (costliest #{i + 1})", *skew_row(r)[1:]) for i, r in enumerate(costly)]
-
-
-def skew_summary(report: Report) -> str:
-    skew = report.cross_rank
-    assert skew is not None, "only for a report with a cross-rank analysis"
-    parts = [f"{skew.matched_collectives} collectives matched across ranks; clocks: {skew.alignment}."]
-    if report.missing_ranks:
-        parts.append(f"Only the {len(skew.ranks)} ranks present: {len(report.missing_ranks)} have no trace here.")
-    if skew.unmatched_calls:
-        parts.append(
-            f"{skew.unmatched_calls} call(s) matched no other rank's (send/recv without a named peer, or a "
-            "collective missing on the other ranks)."
-        )
-    named = any(f.kind == "straggler" for f in report.findings)  # significant across steps, and worth acting on
-    if skew.straggler is not None and not named:
-        parts.append(
-            f"No rank is a straggler worth acting on: rank {skew.straggler} made the others wait most, "
-            f"{skew.straggler_cost_ms:.2f} ms per step, not significantly so across the steps, under "
-            f"{PRACTICAL_SHARE:.0%} of the step, or (CPU ranks sharing one host's cores) from computing "
-            "slower, which moves between ranks from run to run."
-        )
-    elif skew.straggler is not None:
-        where = ", ".join(f"{op} {ms:.2f} ms" for op, ms in skew.straggler_ops.items())
-        others = sorted(
-            (r for r in skew.ranks if r.rank != skew.straggler and r.wait_caused_ms > 0),
-            key=lambda r: -r.wait_caused_ms,
-        )[:2]
-        runner_up = (
-            "; next: " + ", ".join(f"rank {r.rank} ({r.wait_caused_ms:.2f} ms)" for r in others) if others else ""
-        )
-        parts.append(
-            f"Straggler: rank {skew.straggler}, which makes the others wait {skew.straggler_cost_ms:.2f} ms per "
-            f"step in all (at {where}){runner_up}. When last it arrives {skew.straggler_late_ms:.2f} ms after "
-            "the median of the others."
-        )
-    why = (
-        f": its steps are the longest because they include waiting; rank {skew.straggler}'s make the others wait"
-        if named and skew.slowest_rank != skew.straggler
-        else ""
-    )
-    parts.append(f"Step time spread: {skew.step_spread_ms:.1f} ms (slowest rank {skew.slowest_rank}{why}).")
-    return " ".join(parts)
-
-
 TIMELINE_HEADERS = ("bucket", "size", "ready ms", "all-reduce start", "end", "took ms")
 DDP_CHECK_HEADERS = ("setting", "backward compute ms (DDP / trace)", "backward comm ms", "overlap ms")
 
@@ -423,59 +339,3 @@ def ddp_check_row(s: SettingResult) -> tuple[str, ...]:
 def busbw_by_size(busbw: dict[str, float | None]) -> str:
     """'4.0 MiB: 0.26, 28.1 MiB: 0.83' from {bytes: GB/s}."""
     return ", ".join(f"{int(size) / 2**20:.1f} MiB: {bw:.2f}" for size, bw in busbw.items() if bw)
-
-
-BALANCED = (
-    "Nothing to gain beyond the noise: no setting, straggler or input stall predicts a gain whose 95% "
-    f"interval excludes zero and that is {PRACTICAL_SHARE:.0%} of the step or more"
-)
-
-
-def finding_gain(finding: Finding) -> str:
-    gain = finding.gain_ms
-    if gain is None:
-        return "no step time predicted"
-    return f"-{gain.value:.1f} ms per step ({finding.gain_pct:.0f}%, 95% CI {gain.low:.1f} to {gain.high:.1f})"
-
-
-def has_findings(report: Report) -> bool:
-    """Runs and analyses are searched for findings; a sweep or tune is itself the comparison of settings."""
-    return report.kind in ("run", "analysis")
-
-
-def finding_lines(report: Report) -> list[tuple[str, str, str]]:
-    """Per finding, ranked: (title with its predicted gain, evidence, action); or the balanced line alone."""
-    found = [(f"{i}. {f.title}: {finding_gain(f)}", f.evidence, f.action) for i, f in enumerate(report.findings, 1)]
-    return found or [(BALANCED, "", "")]
-
-
-ADVICE_HEADERS = ("setting", "predicted gain ms (95% CI)", "measured gain ms (95% CI)", "error ms", "verdict")
-
-
-def advice_verdict(significant: bool, speedup: float) -> str:
-    """Whether a measured setting bears its finding out, by the claims' one rule (SettingResult.significant)."""
-    if significant and speedup > 1:
-        return "holds: faster, beyond the noise"
-    if significant:
-        return "does not hold: slower here"
-    return f"not confirmed: inside the noise or under {PRACTICAL_SHARE:.0%} of the step"
-
-
-def advice_rows(sweep) -> list[tuple[str, ...]]:
-    """`commprof advise`: each advised setting's predicted gain against the one measured (error: measured -
-    predicted)."""
-
-    def ci(e) -> str:
-        return f"{e.value:+.1f} ({e.low:+.1f} to {e.high:+.1f})"
-
-    return [
-        (
-            s.label,
-            ci(s.predicted_gain_ms),
-            ci(s.gain_ms),
-            f"{s.gain_ms.value - s.predicted_gain_ms.value:+.1f}",
-            advice_verdict(s.significant, s.speedup.value),
-        )
-        for s in sweep.settings
-        if s.predicted_gain_ms is not None and s.gain_ms is not None
-    ]

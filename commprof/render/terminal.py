@@ -7,8 +7,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from commprof.render.findings_text import ADVICE_HEADERS, advice_rows, finding_lines, has_findings
+from commprof.render.skew_text import SKEW_HEADERS, skew_rows, skew_summary
 from commprof.render.tables import (
-    ADVICE_HEADERS,
     BREAKDOWN_HEADERS,
     BREAKDOWN_SUM,
     COLLECTIVE_HEADERS,
@@ -17,19 +18,13 @@ from commprof.render.tables import (
     NOT_SIGNIFICANT,
     PHASE_HEADERS,
     PHASE_NOTE,
-    SKEW_HEADERS,
-    advice_rows,
     breakdown_notes,
     breakdown_rows,
     collective_row,
-    finding_lines,
     gather_rows,
-    has_findings,
     headline,
     many_ranks,
     phase_rows,
-    skew_rows,
-    skew_summary,
     step_clock,
     sweep_table,
     without_empty_columns,

@@ -1,0 +1,61 @@
+"""The findings and `commprof advise`'s verdicts as text, for every renderer."""
+
+from __future__ import annotations
+
+from commprof.results.common import PRACTICAL_SHARE
+from commprof.results.report import Finding, Report
+
+BALANCED = (
+    "Nothing to gain beyond the noise: no setting, straggler or input stall predicts a gain whose 95% "
+    f"interval excludes zero and that is {PRACTICAL_SHARE:.0%} of the step or more"
+)
+
+
+def finding_gain(finding: Finding) -> str:
+    gain = finding.gain_ms
+    if gain is None:
+        return "no step time predicted"
+    return f"-{gain.value:.1f} ms per step ({finding.gain_pct:.0f}%, 95% CI {gain.low:.1f} to {gain.high:.1f})"
+
+
+def has_findings(report: Report) -> bool:
+    """Runs and analyses are searched for findings; a sweep or tune is itself the comparison of settings."""
+    return report.kind in ("run", "analysis")
+
+
+def finding_lines(report: Report) -> list[tuple[str, str, str]]:
+    """Per finding, ranked: (title with its predicted gain, evidence, action); or the balanced line alone."""
+    found = [(f"{i}. {f.title}: {finding_gain(f)}", f.evidence, f.action) for i, f in enumerate(report.findings, 1)]
+    return found or [(BALANCED, "", "")]
+
+
+ADVICE_HEADERS = ("setting", "predicted gain ms (95% CI)", "measured gain ms (95% CI)", "error ms", "verdict")
+
+
+def advice_verdict(significant: bool, speedup: float) -> str:
+    """Whether a measured setting bears its finding out, by the claims' one rule (SettingResult.significant)."""
+    if significant and speedup > 1:
+        return "holds: faster, beyond the noise"
+    if significant:
+        return "does not hold: slower here"
+    return f"not confirmed: inside the noise or under {PRACTICAL_SHARE:.0%} of the step"
+
+
+def advice_rows(sweep) -> list[tuple[str, ...]]:
+    """`commprof advise`: each advised setting's predicted gain against the one measured (error: measured -
+    predicted)."""
+
+    def ci(e) -> str:
+        return f"{e.value:+.1f} ({e.low:+.1f} to {e.high:+.1f})"
+
+    return [
+        (
+            s.label,
+            ci(s.predicted_gain_ms),
+            ci(s.gain_ms),
+            f"{s.gain_ms.value - s.predicted_gain_ms.value:+.1f}",
+            advice_verdict(s.significant, s.speedup.value),
+        )
+        for s in sweep.settings
+        if s.predicted_gain_ms is not None and s.gain_ms is not None
+    ]

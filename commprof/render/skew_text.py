@@ -1,0 +1,90 @@
+"""The cross-rank section as rows and a summary, for every renderer: what each rank waits for and makes others
+wait, and who the straggler is."""
+
+from __future__ import annotations
+
+from commprof.render.tables import MAX_RANK_ROWS, QUANTILES, TOP_RANKS, quantile
+from commprof.results.common import PRACTICAL_SHARE
+from commprof.results.report import CrossRank, RankSkew, Report
+
+SKEW_HEADERS = ("rank", "step ms", "wait ms", "transfer ms", "makes others wait ms", "arrived last", "clock offset us")
+
+
+def skew_row(r: RankSkew) -> tuple[str, ...]:
+    return (
+        str(r.rank),
+        f"{r.median_step_ms:.1f}",
+        f"{r.wait_ms:.2f}",
+        f"{r.transfer_ms:.2f}",
+        f"{r.wait_caused_ms:.2f}",
+        str(r.last_arrivals),
+        f"{r.clock_offset_us:.0f}",
+    )
+
+
+def skew_rows(skew: CrossRank) -> list[tuple[str, ...]]:
+    """One row per rank; or, for many ranks, quantiles of wait and transfer, then the ranks that cost the others
+    the most waiting."""
+    if len(skew.ranks) <= MAX_RANK_ROWS:
+        return [skew_row(r) for r in skew.ranks]
+    rows = []
+    for name, q in QUANTILES:
+
+        def value(attr: str, q: float = q) -> float:
+            return quantile([getattr(r, attr) for r in skew.ranks], q)
+
+        rows.append(
+            (
+                f"{name} of {len(skew.ranks)}",
+                f"{value('median_step_ms'):.1f}",
+                f"{value('wait_ms'):.2f}",
+                f"{value('transfer_ms'):.2f}",
+                f"{value('wait_caused_ms'):.2f}",
+                f"{value('last_arrivals'):.0f}",
+                f"{value('clock_offset_us'):.0f}",
+            )
+        )
+    costly = sorted(skew.ranks, key=lambda r: (r.wait_caused_ms, r.last_arrivals), reverse=True)[:TOP_RANKS]
+    return rows + [(f"rank {r.rank} (costliest #{i + 1})", *skew_row(r)[1:]) for i, r in enumerate(costly)]
+
+
+def skew_summary(report: Report) -> str:
+    skew = report.cross_rank
+    assert skew is not None, "only for a report with a cross-rank analysis"
+    parts = [f"{skew.matched_collectives} collectives matched across ranks; clocks: {skew.alignment}."]
+    if report.missing_ranks:
+        parts.append(f"Only the {len(skew.ranks)} ranks present: {len(report.missing_ranks)} have no trace here.")
+    if skew.unmatched_calls:
+        parts.append(
+            f"{skew.unmatched_calls} call(s) matched no other rank's (send/recv without a named peer, or a "
+            "collective missing on the other ranks)."
+        )
+    named = any(f.kind == "straggler" for f in report.findings)  # significant across steps, and worth acting on
+    if skew.straggler is not None and not named:
+        parts.append(
+            f"No rank is a straggler worth acting on: rank {skew.straggler} made the others wait most, "
+            f"{skew.straggler_cost_ms:.2f} ms per step, not significantly so across the steps, under "
+            f"{PRACTICAL_SHARE:.0%} of the step, or (CPU ranks sharing one host's cores) from computing "
+            "slower, which moves between ranks from run to run."
+        )
+    elif skew.straggler is not None:
+        where = ", ".join(f"{op} {ms:.2f} ms" for op, ms in skew.straggler_ops.items())
+        others = sorted(
+            (r for r in skew.ranks if r.rank != skew.straggler and r.wait_caused_ms > 0),
+            key=lambda r: -r.wait_caused_ms,
+        )[:2]
+        runner_up = (
+            "; next: " + ", ".join(f"rank {r.rank} ({r.wait_caused_ms:.2f} ms)" for r in others) if others else ""
+        )
+        parts.append(
+            f"Straggler: rank {skew.straggler}, which makes the others wait {skew.straggler_cost_ms:.2f} ms per "
+            f"step in all (at {where}){runner_up}. When last it arrives {skew.straggler_late_ms:.2f} ms after "
+            "the median of the others."
+        )
+    why = (
+        f": its steps are the longest because they include waiting; rank {skew.straggler}'s make the others wait"
+        if named and skew.slowest_rank != skew.straggler
+        else ""
+    )
+    parts.append(f"Step time spread: {skew.step_spread_ms:.1f} ms (slowest rank {skew.slowest_rank}{why}).")
+    return " ".join(parts)
