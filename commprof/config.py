@@ -39,7 +39,7 @@ def _require(condition: bool, message: str) -> None:
 class ProfileSchedule:
     """torch.profiler schedule: skip `wait` steps, warm up `warmup`, record `active`."""
 
-    wait: int = option(6, "Profiler schedule: steps skipped before warming up (DDP settles in 3; docs/benchmarks.md).")
+    wait: int = option(5, "Profiler schedule: steps skipped before warming up (DDP settles in 3; docs/benchmarks.md).")
     warmup: int = option(2, "Profiler schedule: warm-up steps (traced, then discarded).")
     active: int = option(10, "Profiler schedule: steps recorded in the trace.")
 
@@ -175,7 +175,7 @@ class RunRequest(_StrategyOptions):
         "model, then on the whole (a script that shards its model itself needs no option).",
     )
     batch_size: int = option(32, "Per-rank batch size.")
-    steps: int = option(22, "Training steps (optimizer steps); at least wait + warmup + active.")
+    steps: int = option(20, "Training steps (optimizer steps); at least wait + warmup + active.")
     precision: str = option("fp32", "fp32, bf16 or fp16 (autocast; fp16 adds a GradScaler).")
     run_id: str | None = option(None, "Name of the run folder \\[default: time stamp + random suffix].")
     traces_dir: Path = option(Path("traces"), "Where traces/<run-id>/ is written.")
@@ -223,7 +223,7 @@ class RunConfig(_StrategyOptions):
     model_size: str = "small"
     strategy: str = "ddp"
     batch_size: int = 32
-    steps: int = 22
+    steps: int = 20
     seed: int = 0
     precision: str = "fp32"
     schedule: ProfileSchedule = field(default_factory=ProfileSchedule)
