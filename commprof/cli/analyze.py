@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from commprof.cli import console
-from commprof.cli.options import JsonOpt, QuietOpt
+from commprof.cli.options import JsonOpt, NameOpt, QuietOpt, ReportsDirOpt
 
 
 class Windows(str, Enum):
@@ -19,10 +19,8 @@ class Windows(str, Enum):
 
 def analyze(
     paths: Annotated[list[Path], typer.Argument(help="Trace folders or files (.json, .json.gz).", show_default=False)],
-    name: Annotated[
-        Optional[str], typer.Option(help="Report folder name \\[default: the folder or file name].")
-    ] = None,
-    reports_dir: Annotated[Path, typer.Option(help="Where reports/<name>/ is written.")] = Path("reports"),
+    name: NameOpt = None,
+    reports_dir: ReportsDirOpt = Path("reports"),
     workers: Annotated[
         Optional[int],
         typer.Option(
