@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from commprof.cli import console
-from commprof.cli.options import JsonOpt, NameOpt, QuietOpt, ReportsDirOpt
+from commprof.cli.options import JsonOpt, QuietOpt, ReportsDirOpt
 
 
 class Windows(str, Enum):
@@ -19,7 +19,9 @@ class Windows(str, Enum):
 
 def analyze(
     paths: Annotated[list[Path], typer.Argument(help="Trace folders or files (.json, .json.gz).", show_default=False)],
-    name: NameOpt = None,
+    name: Annotated[
+        Optional[str], typer.Option(help="The report folder's name \\[default: the folder or file name].")
+    ] = None,
     reports_dir: ReportsDirOpt = Path("reports"),
     workers: Annotated[
         Optional[int],

@@ -58,13 +58,6 @@ QuietOpt = Annotated[
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="The result as JSON on stdout, and nothing else there.")]
 ReportsDirOpt = Annotated[Path, typer.Option(help="Where reports/<name>/ is written.")]
-NameOpt = Annotated[
-    Optional[str],
-    typer.Option(
-        help="The report folder's name under --reports-dir \\[default: analyze: the folder or file name; bench: "
-        "bench-<time stamp>]."
-    ),
-]
 
 
 def _extra(
