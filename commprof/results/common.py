@@ -18,12 +18,12 @@ class Result:
         return dataclasses.asdict(self)  # type: ignore[call-overload]
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2, default=_path_as_text)
+        return json.dumps(self.to_dict(), indent=2, default=as_text)
 
 
-def _path_as_text(obj: object) -> str:
-    """A run's configuration holds its folders as paths; report.json holds them as text."""
-    if isinstance(obj, PurePath):
+def as_text(obj: object) -> str:
+    """What JSON holds as text: a run's folders (paths) and str subclasses such as torch.__version__."""
+    if isinstance(obj, (PurePath, str)):
         return str(obj)
     raise TypeError(f"{type(obj).__name__} is not JSON serializable")
 

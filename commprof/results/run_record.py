@@ -14,6 +14,7 @@ from typing import Any
 import msgspec
 
 from commprof.config import RunConfig
+from commprof.results.common import as_text
 
 RUN_RECORD_VERSION = 1
 
@@ -109,7 +110,7 @@ class RunRecord:
     ranks: list[RankRecord] = field(default_factory=list)
 
     def to_json(self) -> str:
-        return json.dumps(msgspec.to_builtins(self, enc_hook=_encode), indent=2)
+        return json.dumps(msgspec.to_builtins(self, enc_hook=as_text), indent=2)
 
     @classmethod
     def from_json(cls, text: str | bytes) -> RunRecord:
@@ -178,12 +179,6 @@ class RunSummary:
     notes: list[str] = field(default_factory=list)
     link_probe: list[ProbedSize] = field(default_factory=list)
     parameter_sizes: list[int] | None = None  # bytes per parameter, registration order
-
-
-def _encode(obj: Any) -> Any:
-    if isinstance(obj, (Path, str)):  # str: its subclasses, torch.__version__ among them
-        return str(obj)
-    raise NotImplementedError(type(obj))
 
 
 def _decode(kind: type, obj: Any) -> Any:

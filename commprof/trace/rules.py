@@ -31,16 +31,17 @@ MEMORY_CATS = frozenset({"gpu_memcpy", "gpu_memset"})
 SYNC_CATS = frozenset({"cuda_sync"})
 # CPU-side ranges during which a CPU backend is moving data (Gloo worker threads, MPI).
 _CPU_BACKENDS = "|".join(b.cpu_ranges for b in TABLE if b.cpu_ranges)
+_BACKEND_RANGES = "|".join(BACKENDS)  # `gloo:all_reduce`, `nccl:all_reduce`, ...
 CPU_COMM_RANGE = re.compile(rf"^({_CPU_BACKENDS}):")
 # CPU-side ops that launch, describe or wait for a collective: not transfer time, not computation.
 COLLECTIVE_LAUNCH = re.compile(
-    rf"^(record_param_comms|c10d::|c10d_functional::|_c10d_functional::|({'|'.join(BACKENDS)}):|ProcessGroup)"
+    rf"^(record_param_comms|c10d::|c10d_functional::|_c10d_functional::|({_BACKEND_RANGES}):|ProcessGroup)"
 )
 # The collective-named CPU ranges around a kernel's launch on the launching thread, most trusted first: they name
 # the collective (and its size) when the kernel's own args and External id say nothing (older Kineto).
 ENCLOSING_TRUST = (
     re.compile(r"^record_param_comms"),
-    re.compile(rf"^({'|'.join(BACKENDS)}):"),
+    re.compile(rf"^({_BACKEND_RANGES}):"),
     re.compile(r"^(c10d|c10d_functional|_c10d_functional)::"),
     *(pattern for _, pattern in COMM_LAUNCHING_OPS),
 )
