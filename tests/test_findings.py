@@ -85,7 +85,8 @@ def found(tmp_path, *ranks, run=None, distortion=(), drift_ms=0.0):
     paths = [r.write(tmp_path / f"rank{i}.json") for i, r in enumerate(ranks)]
     analysis = analyze_run(load_run(paths, workers=1), "t", "run", run)
     report = analysis.report
-    return findings(report, analysis.windows, analysis.matching, list(distortion), drift_ms=drift_ms), report
+    claims, _ = findings(report, analysis.windows, analysis.matching, list(distortion), drift_ms=drift_ms)
+    return claims, report
 
 
 def test_rebucketing_by_hand():
@@ -290,7 +291,7 @@ def test_the_ceiling_from_commprof_bench_on_this_host(tmp_path):
     backward, the 1 MiB one 0.21 ms from 20: 0.21 ms exposed instead of 2, 1.79 ms gained."""
     paths = [two_bucket_rank(r).write(tmp_path / f"rank{r}.json") for r in (0, 1)]
     analysis = analyze_run(load_run(paths, workers=1), "t", "run")
-    (bucket,) = findings(analysis.report, analysis.windows, analysis.matching, [], (5.0, "commprof bench b1"))
+    (bucket,), _ = findings(analysis.report, analysis.windows, analysis.matching, [], (5.0, "commprof bench b1"))
     assert bucket.evidence.endswith(
         "slow all-reduces: 1.00 MB at 0.52 GB/s, against 5.00 GB/s for large messages on this link (commprof bench b1)"
     )

@@ -35,3 +35,24 @@ def test_welch_interval_between_launches_by_hand():
     assert (got.value, got.low, got.high) == pytest.approx((4.0, 4.0 - 4.303 * 2**0.5, 4.0 + 4.303 * 2**0.5))
     same = launches_difference_ci([10.0, 10.0], [12.0, 12.0])
     assert (same.value, same.low, same.high) == (2.0, 2.0, 2.0)
+
+
+def test_median_interval_is_the_order_statistics_by_hand():
+    """n = 10: [x(2), x(9)] misses the median with probability 2·11/1024 = 2.1%; [x(3), x(8)] would miss it with
+    2·56/1024 = 10.9%. n = 6: even [x(2), x(5)] misses it 21.9% of the time, so the range: [x(1), x(6)], 3.1%."""
+    ten = median_ci([float(v) for v in (7, 3, 9, 1, 10, 5, 2, 8, 4, 6)])
+    assert (ten.value, ten.low, ten.high) == (5.5, 2.0, 9.0)
+    six = median_ci([40.1, 39.8, 40.6, 40.0, 40.3, 43.0])
+    assert (six.low, six.high) == (39.8, 43.0)
+
+
+def test_a_rerun_interval_is_sqrt2_wider_on_each_side():
+    """A rerun's value has its own error: the difference of two launches' values spreads sqrt(2) times as far as one's.
+    A ratio widens on a log scale, so it never crosses zero."""
+    from commprof.analysis.stats import rerun_interval
+    from commprof.results.common import Estimate
+
+    got = rerun_interval(Estimate(10.0, 8.0, 11.0))
+    assert (got.low, got.high) == pytest.approx((10 - 2 * 2**0.5, 10 + 2**0.5))
+    ratio = rerun_interval(Estimate(1.2, 0.6, 2.4), ratio=True)
+    assert (ratio.low, ratio.high) == pytest.approx((1.2 * 0.5**2**0.5, 1.2 * 2**2**0.5))

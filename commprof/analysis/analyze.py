@@ -105,9 +105,14 @@ def finished_report(
     note = distortion_note(distortion)
     warnings = [*report.warnings, *(record.notes if record else []), *([note] if note else [])]
     drift = job_drift_ms(record) if record else 0.0
-    found = findings(report, analysis.windows, analysis.matching, distortion, ceiling, drift)
+    found, within_noise = findings(report, analysis.windows, analysis.matching, distortion, ceiling, drift)
     return dataclasses.replace(
-        report, incomplete=incomplete, warnings=warnings, profiler_distortion=distortion, findings=found
+        report,
+        incomplete=incomplete,
+        warnings=warnings,
+        profiler_distortion=distortion,
+        findings=found,
+        within_noise=within_noise,
     )
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import random
 import statistics
+from typing import cast
 
 from commprof.analysis.crossrank import Matching
 from commprof.analysis.ddp_buckets import DEFAULT_CAP_MB, cap_label, describe, distinct_caps, layout
@@ -31,7 +32,7 @@ from commprof.analysis.predict import (
     step_profile,
 )
 from commprof.analysis.rank_findings import input_stalls, straggler
-from commprof.analysis.stats import real_gain
+from commprof.analysis.stats import real_gain, rerun_interval
 from commprof.analysis.sweep import paste_line
 from commprof.backends import BACKENDS, by_name
 from commprof.config import DDPOptions
@@ -60,9 +61,11 @@ def findings(
     distortion: list[ProfilerDistortion],
     ceiling: tuple[float, str] | None = None,
     drift_ms: float = 0.0,
-) -> list[Finding]:
-    """`ceiling`: the all-reduce bus bandwidth `commprof bench` measured on this host (GB/s, which bench); without
-    it, the link fitted to the run's own all-reduces is the ceiling. `drift_ms`: how far the job's unprofiled step
+) -> tuple[list[Finding], list[Finding]]:
+    """The claims (ranked, the profiler's distortion last) and the findings whose gain is within the noise (ranked),
+    each with the interval a rerun's gain falls in. `ceiling`: the all-reduce bus bandwidth `commprof bench`
+    measured on this host (GB/s, which bench); without it, the link fitted to the run's own all-reduces is the
+    ceiling. `drift_ms`: how far the job's unprofiled step
     moved within the launch (analysis/distortion.job_drift_ms); every gain's interval is widened by it."""
     step_ms = statistics.median(r.step_time_ms.median for r in report.ranks)
     found = [
@@ -71,20 +74,17 @@ def findings(
         *straggler(report, windows, matching, step_ms),
     ]
     job_ms = job_step_ms(distortion) or step_ms
-    claims = [claim for f in found if (claim := _as_claim(f, job_ms, drift_ms))]
-    claims.sort(key=lambda f: -(f.gain_ms.value if f.gain_ms else 0.0))
-    return claims + _distortion(distortion)
+    weighed = [_weighed(f, job_ms, drift_ms) for f in found if f.gain_ms is not None]
+    weighed.sort(key=lambda f: -(f.gain_ms.value if f.gain_ms else 0.0))
+    claims = [f for f in weighed if f.gain_ms and real_gain(f.gain_ms, job_ms)]
+    return claims + _distortion(distortion), [f for f in weighed if f not in claims]
 
 
-def _as_claim(finding: Finding, job_ms: float, drift_ms: float) -> Finding | None:
-    """The finding with its interval widened by the job's own drift and its gain a share of the job's step without
-    the profiler (else of the profiled step); None when that gain is not worth a claim."""
-    gain = finding.gain_ms
-    if gain is None:
-        return None
+def _weighed(finding: Finding, job_ms: float, drift_ms: float) -> Finding:
+    """The finding with the interval a rerun's gain falls in, widened by the job's own drift, and its gain a share of
+    the job's step without the profiler (else of the profiled step)."""
+    gain = rerun_interval(cast(Estimate, finding.gain_ms))
     widened = Estimate(gain.value, gain.low - drift_ms, gain.high + drift_ms)
-    if not real_gain(widened, job_ms):
-        return None
     return dataclasses.replace(finding, gain_ms=widened, gain_pct=widened.value / job_ms * 100)
 
 

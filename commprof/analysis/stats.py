@@ -1,7 +1,14 @@
-"""Statistics for comparing settings on noisy machines: medians with bootstrap confidence intervals."""
+"""Statistics for comparing settings on noisy machines: medians with bootstrap intervals, widened to hold a rerun.
+
+A claim rests on one launch's samples (its steps, its link probe, its interleaved rounds). The bootstrap's 95%
+interval says where this launch's value lies; a rerun's value has its own error too, so the difference between
+two launches' values spreads sqrt(2) times as far as one's. Every interval a claim rests on is that wider one
+(`rerun_interval`): it holds where a rerun's value falls, 95% of the time, and a claim needs it to exclude no
+change. docs/semantics.md ("Claims") has the launches that checked it."""
 
 from __future__ import annotations
 
+import math
 import random
 import statistics
 
@@ -28,39 +35,63 @@ def real_speedup(speedup: Estimate) -> bool:
     return speedup.excludes(1.0) and abs(1 - 1 / speedup.value) >= PRACTICAL_SHARE
 
 
+RERUN_WIDENING = math.sqrt(2)
+
+
+def rerun_interval(estimate: Estimate, ratio: bool = False) -> Estimate:
+    """The interval in which a rerun's value falls: each half-width times sqrt(2), on a log scale for a ratio."""
+    value, low, high = estimate.value, estimate.low, estimate.high
+    if ratio and min(value, low, high) > 0:
+        return Estimate(value, value * (low / value) ** RERUN_WIDENING, value * (high / value) ** RERUN_WIDENING)
+    return Estimate(value, value - (value - low) * RERUN_WIDENING, value + (high - value) * RERUN_WIDENING)
+
+
 def _bounds(samples: list[float]) -> tuple[float, float]:
     ordered = sorted(samples)
     tail = (1 - CONFIDENCE) / 2
     return ordered[int(tail * len(ordered))], ordered[min(len(ordered) - 1, int((1 - tail) * len(ordered)))]
 
 
-def median_ci(values: list[float], seed: int = 0) -> Estimate:
-    """Median and a 95% percentile-bootstrap interval (deterministic for a given seed)."""
-    rng = random.Random(seed)
-    n = len(values)
-    boots = [statistics.median(rng.choices(values, k=n)) for _ in range(RESAMPLES)]
-    return Estimate(statistics.median(values), *_bounds(boots))
+def median_ci(values: list[float]) -> Estimate:
+    """Median and its distribution-free 95% interval: the order statistics j and n+1-j, with j the largest whose
+    binomial tail P(Bin(n, 1/2) < j) is at most 2.5% (every sample's range below 6 samples). Exact for any
+    distribution, where a percentile bootstrap of few samples is too narrow."""
+    ordered = sorted(values)
+    n = len(ordered)
+    j = 1  # [x(j), x(n+1-j)] misses the median with probability 2·P(Bin(n, 1/2) <= j-1)
+    while j < (n + 1) // 2 and _binomial_cdf(n, j) <= (1 - CONFIDENCE) / 2:
+        j += 1
+    return Estimate(statistics.median(ordered), ordered[j - 1], ordered[n - j])
+
+
+def _binomial_cdf(n: int, k: int) -> float:
+    """P(Bin(n, 1/2) <= k)."""
+    return sum(math.comb(n, i) for i in range(k + 1)) / 2**n
 
 
 def speedup_ci(baseline: list[float], candidate: list[float], seed: int = 0) -> Estimate:
-    """median(baseline) / median(candidate), with a bootstrap interval: > 1 means candidate is faster."""
+    """median(baseline) / median(candidate), with the interval a rerun's ratio falls in: > 1 means candidate is
+    faster."""
     rng = random.Random(seed)
     boots = [
         statistics.median(rng.choices(baseline, k=len(baseline)))
         / statistics.median(rng.choices(candidate, k=len(candidate)))
         for _ in range(RESAMPLES)
     ]
-    return Estimate(statistics.median(baseline) / statistics.median(candidate), *_bounds(boots))
+    return rerun_interval(
+        Estimate(statistics.median(baseline) / statistics.median(candidate), *_bounds(boots)), ratio=True
+    )
 
 
 def difference_ci(before: list[float], after: list[float], seed: int = 0) -> Estimate:
-    """median(after) - median(before), with a bootstrap interval: excludes 0 when the change is real."""
+    """median(after) - median(before), with the interval a rerun's difference falls in: excludes 0 when the change
+    is real."""
     rng = random.Random(seed)
     boots = [
         statistics.median(rng.choices(after, k=len(after))) - statistics.median(rng.choices(before, k=len(before)))
         for _ in range(RESAMPLES)
     ]
-    return Estimate(statistics.median(after) - statistics.median(before), *_bounds(boots))
+    return rerun_interval(Estimate(statistics.median(after) - statistics.median(before), *_bounds(boots)))
 
 
 # Student's t, two-sided 95%: the quantile for 1..30 degrees of freedom (the normal's beyond)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from commprof.results.common import PRACTICAL_SHARE
+from typing import cast
+
+from commprof.results.common import PRACTICAL_SHARE, Estimate
 from commprof.results.report import Finding, Report
 
 BALANCED = (
@@ -24,9 +26,23 @@ def has_findings(report: Report) -> bool:
 
 
 def finding_lines(report: Report) -> list[tuple[str, str, str]]:
-    """Per finding, ranked: (title with its predicted gain, evidence, action); or the balanced line alone."""
+    """Per finding, ranked: (title with its predicted gain, evidence, action); or the balanced line with how large
+    the noise is: the largest gain weighed and not claimed, with its interval."""
     found = [(f"{i}. {f.title}: {finding_gain(f)}", f.evidence, f.action) for i, f in enumerate(report.findings, 1)]
-    return found or [(BALANCED, "", "")]
+    if found:
+        return found
+    if not report.within_noise:
+        return [(BALANCED, "", "")]
+    largest = report.within_noise[0]
+    gain = cast(Estimate, largest.gain_ms)
+    return [
+        (
+            f"{BALANCED}. The largest gain weighed: {largest.title}, {gain.value:.1f} ms per step "
+            f"({largest.gain_pct:.0f}% of the step, 95% CI {gain.low:.1f} to {gain.high:.1f})",
+            "",
+            "",
+        )
+    ]
 
 
 ADVICE_HEADERS = ("setting", "predicted gain ms (95% CI)", "measured gain ms (95% CI)", "error ms", "verdict")

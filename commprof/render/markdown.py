@@ -52,9 +52,9 @@ def render_markdown(report: Report) -> str:
     if has_findings(report):
         lines += ["## Findings", ""]
         for title, evidence, action in finding_lines(report):
-            lines += [f"**{title}**" if evidence else f"{title}.", ""]
+            lines += [f"**{title}**" if action else f"{title}.", ""]
             if evidence:
-                lines += [f"- evidence: {evidence}", f"- do: `{action}`", ""]
+                lines += [f"- evidence: {evidence}", *([f"- do: `{action}`"] if action else []), ""]
     if report.sweep is not None:
         lines += _sweep_section(report)
     lines += [

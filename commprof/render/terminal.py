@@ -89,6 +89,7 @@ def show(report: Report, console: Console) -> None:
             console.print(escape(title))
             if evidence:
                 console.print(f"   evidence: {escape(evidence)}")
+            if action:
                 console.print(f"   do: {escape(action)}")
     if report.sweep is not None:
         render_sweep(report, console)

@@ -272,6 +272,7 @@ class Report(Result):
     # GPU ranks: ProfilerSteps that launched no device work, by rank (listed, not counted as steps)
     empty_steps: dict[str, list[str]] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)  # ranked, largest predicted gain first
+    within_noise: list[Finding] = field(default_factory=list)  # what was weighed and not claimed, ranked likewise
     phases: list[PhaseShare] = field(default_factory=list)  # per phase, the mean over every rank's steps
     gathers: list[ModuleGathers] = field(default_factory=list)  # FSDP runs: all-gathers by module, most exposed first
     schema_version: int = SCHEMA_VERSION
