@@ -9,7 +9,7 @@ from commprof.analysis.analyze import analyze_run
 from commprof.analysis.findings import findings
 from commprof.analysis.predict import MB, ComputeModel, LinkModel, StepProfile, rebucket, simulate_step
 from commprof.render.findings_text import BALANCED
-from commprof.render.markdown import render_markdown
+from commprof.render.outputs import markdown as render_markdown
 from commprof.results.report import ProfilerDistortion
 from commprof.results.run_record import BuiltDDP
 from commprof.trace.load import load_run

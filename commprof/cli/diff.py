@@ -29,6 +29,7 @@ def diff(
     from commprof.commands.diff import diff as command
     from commprof.commands.diff import split_sides
     from commprof.render import diff as render
+    from commprof.render import terminal
     from commprof.results.diff import DiffResult
 
     result = command(*split_sides(reports)).result
@@ -36,4 +37,4 @@ def diff(
     if json_out:
         console.out.print_json(result.to_json())
     else:
-        render.show(result, console.out, only_real=quiet)
+        terminal.show(render.document(result, only_real=quiet), console.out)

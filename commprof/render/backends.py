@@ -2,15 +2,8 @@
 
 from __future__ import annotations
 
-from html import escape
-
-from rich.console import Console
-from rich.markup import escape as escape_markup
-
 from commprof.backends import BACKENDS
-from commprof.render.html import html_table, page
-from commprof.render.markdown import markdown_table
-from commprof.render.terminal import rich_table
+from commprof.render.document import Document, Section, Table, Text, notes_section
 from commprof.results.backends import DEVICES, BackendsResult
 
 TITLE = "Capability matrix of this installation (2 ranks; works / fails / - not available here)"
@@ -39,20 +32,9 @@ def notes(result: BackendsResult) -> list[str]:
     return failed + [f"not available here: {key}: {why}" for key, why in result.not_available.items()]
 
 
-def show(result: BackendsResult, console: Console) -> None:
-    console.print(rich_table(TITLE, headers(), rows(result), left=("op",), centre=True))
-    for note in notes(result):
-        console.print(escape_markup(note))
-
-
-def markdown(result: BackendsResult) -> str:
-    lines = ["# commprof backends", "", TITLE, ""] + markdown_table(headers(), rows(result))
-    return "\n".join(lines + [""] + [f"- {n}" for n in notes(result)]) + "\n"
-
-
-def html(result: BackendsResult, pngs: dict[str, bytes]) -> str:
-    body = ["<h1>commprof backends</h1>", f"<p>{escape(TITLE)}</p>", html_table(headers(), rows(result))]
-    return page("commprof backends", body + [f'<p class="note">{escape(n)}</p>' for n in notes(result)])
+def document(result: BackendsResult) -> Document:
+    matrix = Section("", [Text(TITLE), Table(headers(), rows(result), left=("op",))])
+    return Document("commprof backends", [matrix, *notes_section(notes(result))])
 
 
 def images(result: BackendsResult) -> dict[str, bytes]:

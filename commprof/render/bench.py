@@ -3,15 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
-from html import escape
 
-from rich.console import Console
-from rich.markup import escape as escape_markup
-
-from commprof.render.html import html_image, html_table, page
-from commprof.render.markdown import markdown_table
+from commprof.render.document import Document, Figure, Section, Table, Text, notes_section
 from commprof.render.tables import human_bytes
-from commprof.render.terminal import rich_table
 from commprof.results.bench import BenchResult, BenchRow
 
 ROW_HEADERS = ("backend", "op", "size", "median us", "p10-p90 us", "algbw GB/s", "busbw GB/s", "ok")
@@ -46,40 +40,14 @@ def notes(result: BenchResult) -> list[str]:
     return [f"{backend}: not measured: {reason}" for backend, reason in result.unavailable.items()]
 
 
-def show(result: BenchResult, console: Console) -> None:
-    console.print(rich_table(ROWS_TITLE, ROW_HEADERS, rows(result), left=("backend", "op")))
-    console.print(rich_table(FITS_TITLE, FIT_HEADERS, fit_rows(result), left=("backend", "op")))
-    for note in notes(result):
-        console.print(escape_markup(note))
-
-
-def markdown(result: BenchResult) -> str:
-    lines = [
-        f"# commprof bench: {result.name}",
-        "",
-        f"{result.world_size} ranks.",
-        "",
-        "![busbw](busbw.png)",
-        "",
-        f"## {ROWS_TITLE}",
-        "",
-    ] + markdown_table(ROW_HEADERS, rows(result))
-    lines += ["", f"## {FITS_TITLE}", ""] + markdown_table(FIT_HEADERS, fit_rows(result))
-    return "\n".join(lines + [""] + [f"- {n}" for n in notes(result)]) + "\n"
-
-
-def html(result: BenchResult, pngs: dict[str, bytes]) -> str:
-    body = [
-        f"<h1>commprof bench: {escape(result.name)}</h1>",
-        f'<p class="meta">{result.world_size} ranks</p>',
-        html_image(pngs, "busbw.png", "bus bandwidth against message size"),
-        f"<h2>{escape(ROWS_TITLE)}</h2>",
-        html_table(ROW_HEADERS, rows(result)),
-        f"<h2>{escape(FITS_TITLE)}</h2>",
-        html_table(FIT_HEADERS, fit_rows(result)),
+def document(result: BenchResult) -> Document:
+    sections = [
+        Section("", [Text(f"{result.world_size} ranks."), Figure("busbw.png", "bus bandwidth against message size")]),
+        Section(ROWS_TITLE, [Table(ROW_HEADERS, rows(result), left=("backend", "op"), key=3)]),
+        Section(FITS_TITLE, [Table(FIT_HEADERS, fit_rows(result), left=("backend", "op"), key=2)]),
+        *notes_section(notes(result)),
     ]
-    body += [f'<p class="note">{escape(n)}</p>' for n in notes(result)]
-    return page(f"commprof bench: {result.name}", body)
+    return Document(f"commprof bench: {result.name}", sections)
 
 
 def images(result: BenchResult) -> dict[str, bytes]:

@@ -2,12 +2,7 @@
 
 from __future__ import annotations
 
-from html import escape
-
-from rich.console import Console
-
-from commprof.render.html import html_image, html_table, page
-from commprof.render.markdown import markdown_table
+from commprof.render.document import Block, Document, Figure, Section, Table, Text
 from commprof.render.tables import busbw_by_size
 from commprof.results.compare import PLURAL, CompareResult
 
@@ -41,24 +36,15 @@ def rows(result: CompareResult) -> list[tuple[str, ...]]:
     ]
 
 
-def markdown(result: CompareResult) -> str:
-    lines = [f"# commprof compare: {result.run_id}", "", f"**{result.summary}**", ""]
-    return "\n".join(lines + markdown_table(headers(result), rows(result)) + ["", "![compare](compare.png)", ""])
-
-
-def show(result: CompareResult, console: Console) -> None:
-    console.print(markdown(result), markup=False)
-
-
-def html(result: CompareResult, pngs: dict[str, bytes]) -> str:
-    body = [
-        f"<h1>commprof compare: {escape(result.run_id)}</h1>",
-        f'<p class="headline">{escape(result.summary)}</p>',
-        html_image(pngs, "compare.png", f"{PLURAL[result.compared]} compared"),
-        html_table(headers(result), rows(result)),
-        f'<p class="meta">Each {result.compared}\'s full report: its folder beside this file.</p>',
+def document(result: CompareResult) -> Document:
+    table = Table(headers(result), rows(result), left=(result.compared, "all-reduce busbw GB/s by size"))
+    blocks: list[Block] = [
+        Text(f"{result.summary}", "headline"),
+        table,
+        Figure("compare.png", f"{PLURAL[result.compared]} compared"),
+        Text(f"Each {result.compared}'s full report: its folder beside this one."),
     ]
-    return page(f"commprof compare: {result.run_id}", body)
+    return Document(f"commprof compare: {result.run_id}", [Section("", blocks)])
 
 
 def images(result: CompareResult) -> dict[str, bytes]:

@@ -2,14 +2,7 @@
 
 from __future__ import annotations
 
-from html import escape
-
-from rich.console import Console
-from rich.markup import escape as escape_markup
-
-from commprof.render.html import html_table, page
-from commprof.render.markdown import markdown_table
-from commprof.render.terminal import rich_table
+from commprof.render.document import Block, Document, Section, Table, Text, notes_section
 from commprof.results.diff import DiffResult
 
 HEADERS = ("metric", "A", "B", "B-A", "change", "95% CI of B-A", "real?")
@@ -44,27 +37,10 @@ def rows(result: DiffResult, only_real: bool = False) -> list[tuple[str, ...]]:
     ]
 
 
-def show(result: DiffResult, console: Console, only_real: bool = False) -> None:
-    console.print(rich_table(title(result), HEADERS, rows(result, only_real), left=("metric",)))
-    for note in result.notes:
-        console.print(f"note: {escape_markup(note)}")
-
-
-def markdown(result: DiffResult) -> str:
-    lines = [f"# commprof diff: {result.a} vs {result.b}", "", title(result), ""] + markdown_table(
-        HEADERS, rows(result)
-    )
-    return "\n".join(lines + [""] + [f"- note: {n}" for n in result.notes]) + "\n"
-
-
-def html(result: DiffResult, pngs: dict[str, bytes]) -> str:
-    body = [
-        f"<h1>commprof diff: {escape(result.a)} vs {escape(result.b)}</h1>",
-        f"<p>{escape(title(result))}</p>",
-        html_table(HEADERS, rows(result)),
-    ]
-    notes = [f'<p class="note">{escape(n)}</p>' for n in result.notes]
-    return page(f"commprof diff: {result.a} vs {result.b}", body + notes)
+def document(result: DiffResult, only_real: bool = False) -> Document:
+    blocks: list[Block] = [Text(title(result)), Table(HEADERS, rows(result, only_real), left=("metric",))]
+    sections = [Section("", blocks), *notes_section(list(result.notes))]
+    return Document(f"commprof diff: {result.a} vs {result.b}", sections)
 
 
 def images(result: DiffResult) -> dict[str, bytes]:

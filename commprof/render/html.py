@@ -1,34 +1,12 @@
-"""report.html: one self-contained file (inline CSS, images as data URIs, no script, nothing fetched)."""
+"""A document as report.html: one self-contained file (inline CSS, images as data URIs, no script, nothing
+fetched)."""
 
 from __future__ import annotations
 
 import base64
 from html import escape
 
-from commprof.render.findings_text import ADVICE_HEADERS, advice_rows, finding_lines, has_findings
-from commprof.render.skew_text import SKEW_HEADERS, skew_rows, skew_summary
-from commprof.render.tables import (
-    BREAKDOWN_HEADERS,
-    COLLECTIVE_HEADERS,
-    DDP_CHECK_HEADERS,
-    GATHER_HEADERS,
-    GATHER_NOTE,
-    NOT_SIGNIFICANT,
-    PHASE_HEADERS,
-    PHASE_NOTE,
-    TIMELINE_HEADERS,
-    breakdown_notes,
-    breakdown_rows,
-    collective_row,
-    ddp_check_row,
-    gather_rows,
-    headline,
-    phase_rows,
-    step_clock,
-    sweep_table,
-    timeline_row,
-)
-from commprof.results.report import Report
+from commprof.render.document import Document, Figure, Table, Text
 
 STYLE = """
 body { font-family: system-ui, -apple-system, 'Segoe UI', sans-serif; margin: 2em auto; max-width: 1100px;
@@ -41,7 +19,7 @@ th, td { border: 1px solid #ddd; padding: .25em .6em; text-align: right; }
 th { background: #f4f4f4; } td:first-child, th:first-child { text-align: left; }
 img { max-width: 100%; border: 1px solid #eee; margin: .5em 0; }
 code, pre { background: #f6f6f6; padding: .2em .4em; }
-.meta { color: #666; font-size: .9em; } .note { color: #8a5a00; }
+.meta { color: #666; font-size: .9em; } .note { color: #8a5a00; } .item { margin: .2em 0 .2em 1.5em; }
 """
 
 
@@ -66,114 +44,41 @@ def page(title: str, body: list[str]) -> str:
     )
 
 
-def render_html(report: Report, images: dict[str, bytes]) -> str:
-    parts = [f"<h1>commprof report: {escape(report.name)}</h1>"]
-    run = report.run
-    if run:
-        parts.append(
-            f'<p class="meta">{escape(str(run.model))} ({run.parameters or 0:,} parameters), '
-            f"{run.world_size} ranks, {escape(run.backend)} on {escape(run.device)}"
-            f" &middot; torch {escape(str(run.versions.get('torch')))}"
-            f" &middot; created {escape(report.created)}</p>"
-        )
-    else:
-        parts.append(
-            f'<p class="meta">{len(report.sources)} trace file(s) &middot; created {escape(report.created)}</p>'
-        )
-    if report.incomplete:
-        parts.append(f'<p class="incomplete">INCOMPLETE: {escape(report.incomplete)}</p>')
-    if any(r.comm_ms for r in report.ranks):
-        parts.append(f'<p class="headline">{escape(headline(report))}.</p>')
-    if has_findings(report):
-        parts.append(_findings(report))
-    if report.sweep is not None:
-        parts.append(_sweep(report, images))
-    parts += [
-        "<h2>Where the step goes</h2>",
-        html_image(images, "breakdown.png", "breakdown per rank"),
-        "<p>Milliseconds per profiled step (mean) and percent of the step; compute + exposed communication + "
-        f"copies (memcpy/memset only) + idle = step. {escape(step_clock(report))}.</p>",
-        html_table(BREAKDOWN_HEADERS, breakdown_rows(report)),
-    ]
-    parts += [f"<p>{escape(line)}.</p>" for line in breakdown_notes(report)]
-    if report.timeline is not None:
-        parts += ["<h2>One step on the timeline</h2>", html_image(images, "timeline.png", "step timeline")]
-    if report.phases:
-        parts += ["<h2>By phase</h2>", f"<p>{escape(PHASE_NOTE)}.</p>", html_table(PHASE_HEADERS, phase_rows(report))]
-    if report.gathers:
-        parts += [
-            "<h2>FSDP all-gathers by module</h2>",
-            f"<p>{escape(GATHER_NOTE)}.</p>",
-            html_table(GATHER_HEADERS, gather_rows(report)),
-        ]
-    parts.append("<h2>Collectives</h2>")
-    parts.append(
-        html_table(COLLECTIVE_HEADERS, [collective_row(c) for c in report.collectives])
-        if report.collectives
-        else "<p>No collective ran in the profiled steps.</p>"
-    )
-    if report.cross_rank is not None:
-        parts += [
-            "<h2>Across ranks</h2>",
-            html_table(SKEW_HEADERS, skew_rows(report.cross_rank)),
-            f"<p>{escape(skew_summary(report))}</p>",
-        ]
-    notes = [f"skipped {s.path}: {s.reason}" for s in report.skipped] + list(report.warnings)
-    if notes:
-        parts += ["<h2>Notes</h2>", "<ul>" + "".join(f'<li class="note">{escape(n)}</li>' for n in notes) + "</ul>"]
-    return page(f"commprof: {report.name}", parts)
+CLASSES = {"headline": "headline", "alert": "incomplete", "meta": "meta"}
 
 
-def _sweep(report: Report, images: dict[str, bytes]) -> str:
-    sweep = report.sweep
-    assert sweep is not None, "only for a sweep's report"
-    parts = [f"<h2>{escape(sweep.kind.capitalize())}</h2>", f'<p class="headline">{escape(sweep.recommendation)}</p>']
-    if sweep.paste:
-        parts.append(f"<pre>{escape(sweep.paste)}</pre>")
-    parts += [
-        html_image(images, "sweep.png", "step time against setting"),
-        f"<p>Median step time of the job over interleaved rounds with 95% CI; speedup against "
-        f"{escape(sweep.baseline)} ({NOT_SIGNIFICANT}); * best. The sections below are the best setting's.</p>",
-        html_table(*sweep_table(sweep)),
-        *(
-            [
-                "<h3>The findings, checked</h3><p>Gain per step against the run's own setting: predicted by the "
-                "finding, measured here (95% CI).</p>",
-                html_table(ADVICE_HEADERS, advice_rows(sweep)),
-            ]
-            if sweep.kind == "advise"
-            else []
-        ),
-    ]
-    if sweep.strategy != "ddp":
-        return "".join(parts)
-    parts += [
-        "<h3>Buckets DDP built (bytes)</h3>",
-        html_table(
-            ("setting", "bucket sizes"), [(s.label, ", ".join(map(str, s.bucket_sizes))) for s in sweep.settings]
-        ),
-    ]
-    best = next(s for s in sweep.settings if s.best)
-    if best.timeline:
-        parts += [
-            f"<h3>One backward pass of {escape(best.label)}</h3>",
-            html_image(images, "buckets.png", "bucket timeline"),
-            html_table(TIMELINE_HEADERS, [timeline_row(b) for b in best.timeline]),
-        ]
-    parts += [
-        "<h3>DDP's own measurements next to the trace's</h3>",
-        html_table(DDP_CHECK_HEADERS, [ddp_check_row(s) for s in sweep.settings]),
-    ]
-    return "".join(parts)
+def render(document: Document, images: dict[str, bytes]) -> str:
+    body = [f"<h1>{escape(document.title)}</h1>"]
+    for section in document.sections:
+        if section.title:
+            body.append(f"<h{section.level}>{escape(section.title)}</h{section.level}>")
+        notes: list[str] = []
+        for block in section.blocks:
+            if isinstance(block, Text) and block.style == "note":
+                notes.append(f'<li class="note">{escape(block.text)}</li>')
+                continue
+            if notes:
+                body.append(f"<ul>{''.join(notes)}</ul>")
+                notes = []
+            body.append(_block(block, images))
+        if notes:
+            body.append(f"<ul>{''.join(notes)}</ul>")
+    return page(document.title, body)
 
 
-def _findings(report: Report) -> str:
-    lines = finding_lines(report)
-    if not report.findings:
-        return f"<h2>Findings</h2><p>{escape(lines[0][0])}.</p>"
-    items = "".join(
-        f"<li><b>{escape(title.split('. ', 1)[1])}</b><br>evidence: {escape(evidence)}<br>"
-        f"do: <code>{escape(action)}</code></li>"
-        for title, evidence, action in lines
-    )
-    return f"<h2>Findings</h2><ol>{items}</ol>"
+def _block(block: Text | Table | Figure, images: dict[str, bytes]) -> str:
+    if isinstance(block, Table):
+        return html_table(block.headers, block.rows)
+    if isinstance(block, Figure):
+        return html_image(images, block.file, block.alt)
+    text, style = escape(block.text), block.style
+    if style == "strong":
+        return f"<p><b>{text}</b></p>"
+    if style == "action":
+        return f'<p class="item">do: <code>{text}</code></p>'
+    if style == "code":
+        return f"<pre>{text}</pre>"
+    if style == "item":
+        return f'<p class="item">{text}</p>'
+    css = CLASSES.get(style)
+    return f'<p class="{css}">{text}</p>' if css else f"<p>{text}</p>"

@@ -8,6 +8,9 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
+from commprof.render import html as html_page
+from commprof.render import markdown as markdown_page
+from commprof.render import terminal
 from commprof.render.tensorboard import write_events
 from commprof.render.views import view_of
 from commprof.results.bench import BenchResult
@@ -19,11 +22,11 @@ if TYPE_CHECKING:
 
 
 def show(result: Result, console: Console) -> None:
-    view_of(result).show(result, console)
+    terminal.show(view_of(result).document(result), console)
 
 
 def markdown(result: Result) -> str:
-    return view_of(result).markdown(result)
+    return markdown_page.render(view_of(result).document(result))
 
 
 def write_result(
@@ -43,7 +46,8 @@ def write_result(
         drawn, events_written = apart.draw(result), apart.write_events(result, logdir)
     else:
         drawn, events_written = (lambda: view.images(result)), (lambda: write_events(result, logdir))
-    texts = {"report.md": view.markdown(result)}
+    document = view.document(result)
+    texts = {"report.md": markdown_page.render(document)}
     if timeline is not None:
         texts["timeline.json"] = json.dumps(timeline)
     if isinstance(result, BenchResult):
@@ -54,6 +58,6 @@ def write_result(
     images, events = drawn(), events_written()
     for name, png in images.items():
         (folder / name).write_bytes(png)
-    (folder / "report.html").write_text(view.html(result, images))
+    (folder / "report.html").write_text(html_page.render(document, images))
     names = ["report.html", "report.json", "report.md", *images, *(n for n in texts if not n.startswith("report."))]
     return [folder / name for name in names] + ([events] if events is not None else [])

@@ -32,8 +32,13 @@ def subplots(figsize: tuple[float, float]) -> tuple[Figure, Axes]:
 
 def png_bytes(fig: Figure) -> bytes:
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png")
+    fig.savefig(buffer, format="png", bbox_inches="tight")  # "tight": the legend beside the axes is kept
     return buffer.getvalue()
+
+
+def legend_beside(ax: Axes, **options) -> None:
+    """The legend to the right of the axes, never over the data."""
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5), **options)
 
 
 def breakdown_plot(report: Report) -> bytes:
@@ -54,7 +59,7 @@ def breakdown_plot(report: Report) -> bytes:
         left = [a + b for a, b in zip(left, values, strict=False)]
     ax.invert_yaxis()
     ax.set_xlabel("ms per step (mean over profiled steps)")
-    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    legend_beside(ax)
     ax.set_title("Where the step goes, per rank")
     fig.tight_layout()
     return png_bytes(fig)
@@ -131,7 +136,7 @@ def sweep_plot(sweep: SweepResult) -> bytes:
     ax.set_ylabel("ms per step")
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    legend_beside(ax)
     ax.set_title(f"{sweep.kind}: step time against {sweep.strategy.upper()} setting")
     fig.tight_layout()
     return png_bytes(fig)
@@ -182,7 +187,7 @@ def busbw_plot(result: BenchResult) -> bytes:
     ax.set_xlabel("message size (bytes)" + ("; dotted: DDP bucket sizes" if result.ddp_bucket_sizes else ""))
     ax.set_ylabel("busbw (GB/s)")
     ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=7, ncol=2)
+    legend_beside(ax)
     ax.set_title(f"commprof bench: {result.world_size} ranks")
     fig.tight_layout()
     return png_bytes(fig)
@@ -212,7 +217,7 @@ def compare_plot(rows: list[BackendRun]) -> bytes:
         label="exposed communication",
     )
     ax.set_xlabel("ms per step (median)")
-    ax.legend(fontsize=8)
+    legend_beside(ax)
     ax.set_title("Backends on the same workload")
     fig.tight_layout()
     return png_bytes(fig)

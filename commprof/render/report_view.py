@@ -1,16 +1,185 @@
-"""The Report's renderers under the names every kind shares (render.outputs)."""
+"""A run's, an analysis's, a sweep's, a tune's or an advise's report as one document (render/document.py)."""
 
 from __future__ import annotations
 
-from commprof.render.html import render_html as html
-from commprof.render.markdown import render_markdown as markdown
-from commprof.render.terminal import show
+from commprof.render.document import Block, Document, Figure, Section, Table, Text, notes_section
+from commprof.render.findings_text import ADVICE_HEADERS, advice_rows, finding_lines, has_findings
+from commprof.render.skew_text import SKEW_HEADERS, skew_rows, skew_summary
+from commprof.render.tables import (
+    BREAKDOWN_HEADERS,
+    BREAKDOWN_SUM,
+    COLLECTIVE_HEADERS,
+    DDP_CHECK_HEADERS,
+    GATHER_HEADERS,
+    GATHER_NOTE,
+    NOT_SIGNIFICANT,
+    PHASE_HEADERS,
+    PHASE_NOTE,
+    TIMELINE_HEADERS,
+    breakdown_notes,
+    breakdown_rows,
+    collective_row,
+    ddp_check_row,
+    gather_rows,
+    headline,
+    many_ranks,
+    phase_rows,
+    step_clock,
+    sweep_table,
+    timeline_row,
+    without_empty_columns,
+)
+from commprof.results.report import Report
 
-__all__ = ["html", "images", "markdown", "show"]
+
+def document(report: Report) -> Document:
+    sections = [
+        _about(report),
+        *_findings(report),
+        *_sweep(report),
+        _breakdown(report),
+        *_phases(report),
+        _collectives(report),
+        *_across_ranks(report),
+        *notes_section([f"skipped {s.path}: {s.reason}" for s in report.skipped] + list(report.warnings)),
+    ]
+    return Document(f"commprof report: {report.name}", sections)
 
 
-def images(report):
+def images(report: Report) -> dict[str, bytes]:
     """The report's figures (matplotlib imported only here: it costs a third of a second)."""
     from commprof.render.plots import figures
 
     return figures(report)
+
+
+def _about(report: Report) -> Section:
+    run = report.run
+    if run:
+        about = (
+            f"{run.model} ({run.parameters or 0:,} parameters), {run.world_size} ranks, {run.backend} on "
+            f"{run.device}; hosts: {', '.join(run.hosts)}; torch {run.versions.get('torch')}; created {report.created}"
+        )
+    else:
+        about = f"{len(report.ranks)} rank(s) from {len(report.sources)} trace file(s); created {report.created}"
+    blocks = [Text(about, "meta")]
+    if report.incomplete:
+        blocks.append(Text(f"INCOMPLETE: {report.incomplete}", "alert"))
+    communicates = any(r.comm_ms for r in report.ranks)
+    blocks.append(Text(f"{headline(report)}." if communicates else "No communication in the profiled steps."))
+    if communicates:
+        blocks[-1] = Text(blocks[-1].text, "headline")
+    return Section("", blocks)
+
+
+def _findings(report: Report) -> list[Section]:
+    if not has_findings(report):
+        return []
+    blocks: list[Block] = []
+    for title, evidence, action in finding_lines(report):
+        if not action:
+            blocks.append(Text(f"{title}."))
+            continue
+        blocks += [Text(title, "strong"), Text(f"evidence: {evidence}", "item"), Text(action, "action")]
+    return [Section("Findings", blocks)]
+
+
+def _sweep(report: Report) -> list[Section]:
+    sweep = report.sweep
+    if sweep is None:
+        return []
+    counted = "gathers = FSDP parameter all-gathers" if sweep.strategy == "fsdp" else "AR = all-reduces per step"
+    blocks: list[Block] = [Text(sweep.recommendation, "headline")]
+    if sweep.paste:
+        blocks.append(Text(sweep.paste, "code"))
+    blocks += [
+        Text(
+            f"The job's step time (slowest rank per step), median of interleaved rounds in ms, with the 95% interval "
+            f"a rerun falls in; speedup against {sweep.baseline}; * marks the best, {NOT_SIGNIFICANT}; exposed "
+            f"communication in ms; {counted}. The breakdown below is the best setting's, {sweep.best}."
+        ),
+        Figure("sweep.png", "step time against setting"),
+        Table(*sweep_table(sweep), left=("setting",)),
+    ]
+    sections = [Section(sweep.kind.capitalize(), blocks)]
+    if sweep.kind == "advise":
+        checked = Table(ADVICE_HEADERS, advice_rows(sweep), left=("setting", "verdict"))
+        about = (
+            "Gain per step against the run's own setting, in ms: predicted by the finding, measured here (median "
+            "difference of the job's step times, with the 95% interval a rerun falls in)."
+        )
+        sections.append(Section("The findings, checked", [Text(about), checked], level=3))
+    if sweep.strategy != "ddp":
+        return sections
+    built = Table(
+        ("setting", "bucket sizes (bytes)"),
+        [(s.label, ", ".join(map(str, s.bucket_sizes))) for s in sweep.settings],
+        left=("setting", "bucket sizes (bytes)"),
+    )
+    sections.append(Section("Buckets DDP built", [built], level=3))
+    best = next(s for s in sweep.settings if s.best)
+    if best.timeline:
+        timeline: list[Block] = [
+            Text("Times in ms from the start of the backward pass on rank 0 (a typical profiled step)."),
+            Figure("buckets.png", "bucket timeline"),
+            Table(TIMELINE_HEADERS, [timeline_row(b) for b in best.timeline]),
+        ]
+        sections.append(Section(f"One backward pass of {best.label}", timeline, level=3))
+    ddp_check: list[Block] = [
+        Text(
+            "DDP's averages from _get_ddp_logging_data() over all steps, and the same figures taken from the "
+            "profiled steps (median)."
+        ),
+        Table(DDP_CHECK_HEADERS, [ddp_check_row(s) for s in sweep.settings], left=("setting",)),
+    ]
+    sections.append(Section("DDP's own measurements next to the trace's", ddp_check, level=3))
+    return sections
+
+
+def _breakdown(report: Report) -> Section:
+    per = "quantiles over ranks, then the slowest ranks" if many_ranks(report) else "per rank"
+    blocks: list[Block] = [
+        Text(
+            f"Milliseconds per profiled step, {per}, and percent of the mean step; {BREAKDOWN_SUM}; the median and "
+            f"p95 step beside the mean; all ranks in report.json. {step_clock(report)}."
+        ),
+        Table(BREAKDOWN_HEADERS, breakdown_rows(report), left=("rank",)),
+        *(Text(f"{line}.") for line in breakdown_notes(report)),
+        Figure("breakdown.png", "breakdown per rank"),
+    ]
+    if report.timeline is not None:
+        blocks += [
+            Text(f"One step of rank {report.timeline.rank} ({report.timeline.step}, a step of median length):"),
+            Figure("timeline.png", "step timeline"),
+        ]
+    return Section("Where the step goes", blocks)
+
+
+def _phases(report: Report) -> list[Section]:
+    sections = []
+    if report.phases:
+        table = Table(PHASE_HEADERS, phase_rows(report), left=("phase",))
+        sections.append(Section("By phase", [Text(f"{PHASE_NOTE}."), table]))
+    if report.gathers:
+        table = Table(GATHER_HEADERS, gather_rows(report), left=("module", "phase"))
+        sections.append(Section("FSDP all-gathers by module", [Text(f"{GATHER_NOTE}."), table]))
+    return sections
+
+
+def _collectives(report: Report) -> Section:
+    if not report.collectives:
+        return Section("Collectives", [Text("No collective ran in the profiled steps.")])
+    headers, rows = without_empty_columns(COLLECTIVE_HEADERS, [collective_row(c) for c in report.collectives])
+    table = Table(headers, rows, left=("phase", "op", "for", "backend", "dtype"), key=2)
+    return Section("Collectives", [Text("In the profiled steps; algbw and busbw in GB/s."), table])
+
+
+def _across_ranks(report: Report) -> list[Section]:
+    if report.cross_rank is None:
+        return []
+    about = Text(
+        "Per step. Wait: arrived early and waited for the last rank; transfer: from the last rank's arrival to the "
+        "end; makes others wait: what its late arrivals cost the others."
+    )
+    table = Table(SKEW_HEADERS, skew_rows(report.cross_rank), left=())
+    return [Section("Across ranks", [about, table, Text(skew_summary(report))])]

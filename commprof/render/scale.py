@@ -2,12 +2,7 @@
 
 from __future__ import annotations
 
-from html import escape
-
-from rich.console import Console
-
-from commprof.render.html import html_image, html_table, page
-from commprof.render.markdown import markdown_table
+from commprof.render.document import Document, Figure, Section, Table, Text, notes_section
 from commprof.results.scale import ScaleReport
 
 MEASURED_HEADERS = (
@@ -97,43 +92,25 @@ def model_notes(report: ScaleReport) -> list[str]:
     return notes
 
 
-def show(report: ScaleReport, console: Console) -> None:
-    console.print(markdown(report), markup=False)
+def document(report: ScaleReport) -> Document:
+    sections = [
+        Section("", [Text(f"{report.summary}.", "headline"), Figure("scale.png", "speedup against world size")]),
+        Section("Measured", [Table(MEASURED_HEADERS, measured_rows(report))]),
+        *([Section("Predicted", [Table(PREDICTED_HEADERS, predicted_rows(report))])] if report.predictions else []),
+        *notes_section(
+            [*model_notes(report), "Each size's full report: reports/<run id>-ws<N>-r<K>/."],
+        ),
+    ]
+    return Document(f"commprof scale: {report.name}", sections)
 
 
 def images(report: ScaleReport) -> dict[str, bytes]:
     return {"scale.png": scale_plot(report)}
 
 
-def markdown(report: ScaleReport) -> str:
-    lines = [f"# commprof scale: {report.name}", "", f"**{report.summary}.**", ""]
-    lines += [f"- {n}" for n in model_notes(report)] + ["", "![speedup](scale.png)", "", "## Measured", ""]
-    lines += markdown_table(MEASURED_HEADERS, measured_rows(report))
-    if report.predictions:
-        lines += ["", "## Predicted", ""] + markdown_table(PREDICTED_HEADERS, predicted_rows(report))
-    return "\n".join(lines) + "\n"
-
-
-def html(report: ScaleReport, pngs: dict[str, bytes]) -> str:
-    body = [
-        f"<h1>commprof scale: {escape(report.name)}</h1>",
-        f'<p class="headline">{escape(report.summary)}.</p>',
-        html_image(pngs, "scale.png", "speedup against world size"),
-        "<h2>Measured</h2>",
-        html_table(MEASURED_HEADERS, measured_rows(report)),
-    ]
-    if report.predictions:
-        body += ["<h2>Predicted</h2>", html_table(PREDICTED_HEADERS, predicted_rows(report))]
-    body += [
-        "<h2>Notes</h2><ul>" + "".join(f'<li class="note">{escape(n)}</li>' for n in model_notes(report)) + "</ul>",
-        '<p class="meta">Each size\'s full report: reports/&lt;run id&gt;-ws&lt;N&gt;-r&lt;K&gt;/.</p>',
-    ]
-    return page(f"commprof scale: {report.name}", body)
-
-
 def scale_plot(report: ScaleReport) -> bytes:
     """Speedup against world size, with the ideal line (and predictions dashed), like the mLSTM seed's figure."""
-    from commprof.render.plots import png_bytes, subplots
+    from commprof.render.plots import legend_beside, png_bytes, subplots
 
     fig, ax = subplots((7, 4.5))
     base = report.points[0].world_size
@@ -157,6 +134,6 @@ def scale_plot(report: ScaleReport) -> bytes:
         ax.set_xscale("log", base=2)
         ax.set_yscale("log", base=2)
     ax.grid(alpha=0.3)
-    ax.legend()
+    legend_beside(ax)
     fig.tight_layout()
     return png_bytes(fig)

@@ -11,8 +11,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from commprof.render import markdown
 from commprof.render.event_files import EventWriter
-from commprof.render.markdown import render_markdown
+from commprof.render.report_view import document
 from commprof.render.tables import headline, human_bytes
 from commprof.results.common import Result
 from commprof.results.compare import CompareResult
@@ -75,7 +76,7 @@ def _report(report: Report, logdir: Path) -> None:
                 writer.add_scalar("cross_rank/makes_others_wait_ms", skew.wait_caused_ms, skew.rank)
             writer.add_scalar("cross_rank/straggler_cost_ms", report.cross_rank.straggler_cost_ms, 0)
         writer.add_text("report/headline", headline(report), 0)
-        writer.add_text("report/report.md", render_markdown(report), 0)
+        writer.add_text("report/report.md", markdown.render(document(report)), 0)
     if report.sweep is not None:
         _hparams(report, logdir / "hparams")
 

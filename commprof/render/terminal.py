@@ -1,133 +1,109 @@
-"""Rich rendering of a Report for the terminal."""
+"""A document in the terminal, or in a log: nothing is ever cut. A table wider than the console is split into
+parts, each repeating the columns that name a row, and says so; one that cannot fit even so is stacked, a block
+of 'header: value' lines per row. Text wraps at words. Plain text in a pipe, bold headings in a terminal."""
 
 from __future__ import annotations
 
-from rich import box
+import textwrap
+
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
-from commprof.render.findings_text import ADVICE_HEADERS, advice_rows, finding_lines, has_findings
-from commprof.render.skew_text import SKEW_HEADERS, skew_rows, skew_summary
-from commprof.render.tables import (
-    BREAKDOWN_HEADERS,
-    BREAKDOWN_SUM,
-    COLLECTIVE_HEADERS,
-    GATHER_HEADERS,
-    GATHER_NOTE,
-    NOT_SIGNIFICANT,
-    PHASE_HEADERS,
-    PHASE_NOTE,
-    breakdown_notes,
-    breakdown_rows,
-    collective_row,
-    gather_rows,
-    headline,
-    many_ranks,
-    phase_rows,
-    step_clock,
-    sweep_table,
-    without_empty_columns,
-)
-from commprof.results.report import Report
+from commprof.render.document import Document, Figure, Table, Text
+
+GAP = "  "
+STYLES = {"headline": "bold", "alert": "bold red", "note": "yellow", "meta": "dim"}
+PREFIX = {"item": "   ", "action": "   do: ", "code": "  "}
 
 
-def rich_table(
-    title: str, headers: tuple[str, ...], rows, left: tuple[str, ...] = ("rank",), centre: bool = False
-) -> Table:
-    """Columns named in `left` align left, the others right (or centred)."""
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0), pad_edge=False)
-    for header in headers:
-        table.add_column(header, justify="left" if header in left else "center" if centre else "right", no_wrap=True)
-    for row in rows:
-        table.add_row(*(escape(cell) for cell in row))
-    return table
+def show(document: Document, console: Console) -> None:
+    console.print(f"[bold]{escape(document.title)}[/]")
+    for section in document.sections:
+        if section.title:
+            console.print(f"[bold]{escape(section.title)}[/]")
+        for block in section.blocks:
+            if isinstance(block, Text):
+                _text(block, console)
+            elif isinstance(block, Table):
+                for line in table_lines(block, console.width):
+                    console.print(line, markup=False, highlight=False, soft_wrap=True)
+            elif isinstance(block, Figure):
+                console.print(f"figure: {block.file} ({block.alt}), in report.html and report.md", markup=False)
 
 
-def render_sweep(report: Report, console: Console) -> None:
-    sweep = report.sweep
-    assert sweep is not None, "only for a sweep's report"
-    console.print(
-        rich_table(
-            f"{sweep.kind}: job step time, median of interleaved rounds (ms); speedup vs "
-            f"{sweep.baseline}; * best, {NOT_SIGNIFICANT}; exposed comm ms; "
-            f"{'gathers = FSDP parameter all-gathers' if sweep.strategy == 'fsdp' else 'AR = all-reduces'}",
-            *sweep_table(sweep),
-            left=("setting",),
-        )
-    )
-    console.print(f"[bold]{escape(sweep.recommendation)}[/]")
-    if sweep.paste:
-        console.print(f"  {escape(sweep.paste)}")
-    if sweep.kind == "advise":
-        console.print(
-            rich_table(
-                "The findings' settings: predicted against measured gain per step (ms)",
-                ADVICE_HEADERS,
-                advice_rows(sweep),
-                left=("setting", "verdict"),
-            )
-        )
+def _text(block: Text, console: Console) -> None:
+    prefix = PREFIX.get(block.style, "")
+    style = STYLES.get(block.style)
+    line = escape(prefix + block.text)
+    console.print(f"[{style}]{line}[/]" if style else line, highlight=False)
 
 
-def show(report: Report, console: Console) -> None:
-    run = report.run
-    if run:
-        console.print(
-            f"[bold]{escape(report.name)}[/]: {escape(str(run.model))} ({run.parameters or 0:,} parameters), "
-            f"{run.world_size} ranks, {run.backend} on {run.device}"
-        )
-    else:
-        console.print(
-            f"[bold]{escape(report.name)}[/]: {len(report.ranks)} rank(s) from {len(report.sources)} trace file(s)"
-        )
-    if report.incomplete:
-        console.print(f"[bold red]INCOMPLETE:[/] {escape(report.incomplete)}")
-    if has_findings(report):
-        console.print("[bold]Findings[/]")
-        for title, evidence, action in finding_lines(report):
-            console.print(escape(title))
-            if evidence:
-                console.print(f"   evidence: {escape(evidence)}")
-            if action:
-                console.print(f"   do: {escape(action)}")
-    if report.sweep is not None:
-        render_sweep(report, console)
-        console.print(f"Breakdown of the best setting, {escape(report.sweep.best)}:")
-    per = "quantiles over ranks, then the slowest ranks" if many_ranks(report) else "per rank"
-    console.print(
-        rich_table(
-            f"Where the step goes, {per} (ms and % of the mean step; {BREAKDOWN_SUM}; all ranks in "
-            f"report.json; {step_clock(report)})",
-            BREAKDOWN_HEADERS,
-            breakdown_rows(report),
-        )
-    )
-    for line in breakdown_notes(report):
-        console.print(escape(line))
-    if report.phases:
-        console.print(rich_table(PHASE_NOTE, PHASE_HEADERS, phase_rows(report), left=("phase",)))
-    if report.gathers:
-        console.print(rich_table(GATHER_NOTE, GATHER_HEADERS, gather_rows(report), left=("module", "phase")))
-    if report.collectives:
-        headers, rows = without_empty_columns(COLLECTIVE_HEADERS, [collective_row(c) for c in report.collectives])
-        console.print(
-            rich_table(
-                "Collectives in the profiled steps (algbw, busbw in GB/s)",
-                headers,
-                rows,
-                left=("phase", "op", "for", "backend", "dtype"),
-            )
-        )
-    else:
-        console.print("No collective ran in the profiled steps.")
-    if report.cross_rank is not None:
-        console.print(rich_table("Across ranks (per step)", SKEW_HEADERS, skew_rows(report.cross_rank), left=()))
-        console.print(skew_summary(report))
-    console.print(
-        headline(report) if any(r.comm_ms for r in report.ranks) else "No communication in the profiled steps."
-    )
-    for skipped in report.skipped:
-        console.print(f"[yellow]skipped[/] {escape(skipped.path)}: {escape(skipped.reason)}")
-    for warning in report.warnings:
-        console.print(f"[yellow]warning[/] {escape(warning)}")
+def table_lines(table: Table, width: int) -> list[str]:
+    """The table as lines of at most `width` characters: whole, split into parts, or stacked by row."""
+    widths = [max([len(h), *(len(row[i]) for row in table.rows)]) for i, h in enumerate(table.headers)]
+    key = list(range(min(table.key, len(widths))))
+    parts = _parts(widths, key, width)
+    if parts is None:
+        return _stacked(table, key, width)
+    lines: list[str] = []
+    for number, columns in enumerate(parts, 1):
+        if len(parts) > 1:
+            lines.append(f"(part {number} of {len(parts)}, split to fit {width} columns)")
+        lines += _aligned(table, columns, widths)
+    return lines
+
+
+def _parts(widths: list[int], key: list[int], width: int) -> list[list[int]] | None:
+    """Columns per part: all of them when they fit, else the key columns and as many more as fit, in order.
+    None when the key columns and one more do not fit."""
+
+    def line_width(columns: list[int]) -> int:
+        return sum(widths[c] for c in columns) + len(GAP) * (len(columns) - 1)
+
+    if line_width(list(range(len(widths)))) <= width:
+        return [list(range(len(widths)))]
+    parts: list[list[int]] = []
+    current = list(key)
+    for column in range(len(key), len(widths)):
+        if line_width([*current, column]) <= width:
+            current.append(column)
+        elif len(current) > len(key):
+            parts.append(current)
+            current = [*key, column]
+            if line_width(current) > width:
+                return None
+        else:
+            return None
+    if len(current) > len(key) or not parts:
+        parts.append(current)
+    return parts
+
+
+def _aligned(table: Table, columns: list[int], widths: list[int]) -> list[str]:
+    def cell(text: str, column: int) -> str:
+        left = table.headers[column] in table.left or column < table.key
+        return text.ljust(widths[column]) if left else text.rjust(widths[column])
+
+    def line(cells: tuple[str, ...]) -> str:
+        return GAP.join(cell(cells[c], c) for c in columns).rstrip()
+
+    rule = GAP.join("-" * widths[c] for c in columns)
+    return [line(table.headers), rule, *(line(row) for row in table.rows), ""]
+
+
+def _stacked(table: Table, key: list[int], width: int) -> list[str]:
+    """A block per row: its key cells, then 'header: value' per other column, wrapped at words."""
+    lines: list[str] = []
+    for row in table.rows:
+        lines.append(" ".join(f"{table.headers[c]} {row[c]}" for c in key) or "-")
+        for column in range(len(key), len(table.headers)):
+            lines += textwrap.wrap(
+                f"{table.headers[column]}: {row[column]}",
+                width,
+                initial_indent="  ",
+                subsequent_indent="    ",
+                break_long_words=False,
+                break_on_hyphens=False,
+            ) or [f"  {table.headers[column]}:"]
+        lines.append("")
+    return lines

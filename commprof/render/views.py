@@ -14,7 +14,7 @@ from commprof.results.scale import ScaleReport
 
 
 def view_of(result: Result) -> ModuleType:
-    """The render module of this kind: show(result, console), markdown(result), html(result, images), images(result)."""
+    """The render module of this kind: document(result), the sections every renderer shows, and images(result)."""
     from commprof.render import backends, bench, compare, diff, report_view, scale
 
     views = {
