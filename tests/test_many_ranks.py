@@ -43,7 +43,7 @@ def test_report_of_many_ranks_is_summarised(tmp_path):
     for label in ("min of 24", "p50 of 24", "p90 of 24", "p99 of 24", "max of 24", "(slowest #1)", "(costliest #1)"):
         assert label in markdown, label
     assert f"rank {RANKS // 3} (slowest #1)" in markdown
-    breakdown = markdown.split("## Step time breakdown")[1].split("##")[0]
+    breakdown = markdown.split("## Where the step goes")[1].split("##")[0]
     assert len([line for line in breakdown.splitlines() if line.startswith("| ")]) == 1 + 5 + TOP_RANKS
     assert RANKS > MAX_RANK_ROWS
     assert "(slowest #1)" in result.stdout  # the terminal shows the same summary

@@ -1,10 +1,11 @@
 """Statistics for comparing settings on noisy machines: medians with bootstrap intervals, widened to hold a rerun.
 
-A claim rests on one launch's samples (its steps, its link probe, its interleaved rounds). The bootstrap's 95%
-interval says where this launch's value lies; a rerun's value has its own error too, so the difference between
-two launches' values spreads sqrt(2) times as far as one's. Every interval a claim rests on is that wider one
-(`rerun_interval`): it holds where a rerun's value falls, 95% of the time, and a claim needs it to exclude no
-change. docs/semantics.md ("Claims") has the launches that checked it."""
+Where a claim rests on samples taken together in one stretch of one launch (a run's profiled window and its link
+probe; each backend's own launch in compare), their interval says where this launch's value lies, and a rerun's
+value has an error of its own: two launches' values differ by up to sqrt(2) times one's. Those claims use that
+wider interval (`rerun_interval`), which holds where a rerun's value falls 95% of the time. Sweep, tune and
+advise interleave their settings in rounds over the launch, so their intervals already hold how the host moves
+over time. docs/semantics.md ("Claims") has the launches that checked it."""
 
 from __future__ import annotations
 
@@ -70,28 +71,24 @@ def _binomial_cdf(n: int, k: int) -> float:
 
 
 def speedup_ci(baseline: list[float], candidate: list[float], seed: int = 0) -> Estimate:
-    """median(baseline) / median(candidate), with the interval a rerun's ratio falls in: > 1 means candidate is
-    faster."""
+    """median(baseline) / median(candidate), with a bootstrap interval: > 1 means candidate is faster."""
     rng = random.Random(seed)
     boots = [
         statistics.median(rng.choices(baseline, k=len(baseline)))
         / statistics.median(rng.choices(candidate, k=len(candidate)))
         for _ in range(RESAMPLES)
     ]
-    return rerun_interval(
-        Estimate(statistics.median(baseline) / statistics.median(candidate), *_bounds(boots)), ratio=True
-    )
+    return Estimate(statistics.median(baseline) / statistics.median(candidate), *_bounds(boots))
 
 
 def difference_ci(before: list[float], after: list[float], seed: int = 0) -> Estimate:
-    """median(after) - median(before), with the interval a rerun's difference falls in: excludes 0 when the change
-    is real."""
+    """median(after) - median(before), with a bootstrap interval: excludes 0 when the change is real."""
     rng = random.Random(seed)
     boots = [
         statistics.median(rng.choices(after, k=len(after))) - statistics.median(rng.choices(before, k=len(before)))
         for _ in range(RESAMPLES)
     ]
-    return rerun_interval(Estimate(statistics.median(after) - statistics.median(before), *_bounds(boots)))
+    return Estimate(statistics.median(after) - statistics.median(before), *_bounds(boots))
 
 
 # Student's t, two-sided 95%: the quantile for 1..30 degrees of freedom (the normal's beyond)

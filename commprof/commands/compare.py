@@ -7,7 +7,7 @@ import statistics
 from typing import cast
 
 from commprof.analysis.distortion import unprofiled_job_steps
-from commprof.analysis.stats import PRACTICAL_SHARE, real_speedup, speedup_ci
+from commprof.analysis.stats import PRACTICAL_SHARE, real_speedup, rerun_interval, speedup_ci
 from commprof.backends import BACKENDS
 from commprof.commands.common import check_model, ddp_only, training
 from commprof.commands.outcome import SILENT, Feedback, Outcome
@@ -109,7 +109,7 @@ def summary(rows: list[BackendRun]) -> str:
             f"{best.name} took {best.step_ms:.1f} ms per step, {runner_up.name} {runner_up.step_ms:.1f} ms; too "
             "few unprofiled steps to tell them apart from the noise (run more --steps). No winner."
         )
-    gain = speedup_ci(runner_up.job_steps_ms, best.job_steps_ms)
+    gain = rerun_interval(speedup_ci(runner_up.job_steps_ms, best.job_steps_ms), ratio=True)  # launches apart
     steps = (
         f"the job's step without the profiler: {statistics.median(best.job_steps_ms):.1f} ms against "
         f"{statistics.median(runner_up.job_steps_ms):.1f} ms"

@@ -94,8 +94,8 @@ def _sweep(report: Report) -> list[Section]:
         blocks.append(Text(sweep.paste, "code"))
     blocks += [
         Text(
-            f"The job's step time (slowest rank per step), median of interleaved rounds in ms, with the 95% interval "
-            f"a rerun falls in; speedup against {sweep.baseline}; * marks the best, {NOT_SIGNIFICANT}; exposed "
+            f"The job's step time (slowest rank per step), median of interleaved rounds in ms, with its 95% "
+            f"interval; speedup against {sweep.baseline}; * marks the best, {NOT_SIGNIFICANT}; exposed "
             f"communication in ms; {counted}. The breakdown below is the best setting's, {sweep.best}."
         ),
         Figure("sweep.png", "step time against setting"),
@@ -106,7 +106,8 @@ def _sweep(report: Report) -> list[Section]:
         checked = Table(ADVICE_HEADERS, advice_rows(sweep), left=("setting", "verdict"))
         about = (
             "Gain per step against the run's own setting, in ms: predicted by the finding, measured here (median "
-            "difference of the job's step times, with the 95% interval a rerun falls in)."
+            "difference of the job's step times, with its 95% interval; the prediction's interval is the one a rerun "
+            "falls in)."
         )
         sections.append(Section("The findings, checked", [Text(about), checked], level=3))
     if sweep.strategy != "ddp":
