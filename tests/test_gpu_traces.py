@@ -91,3 +91,20 @@ def test_gloo_next_to_cuda_kernels_is_communication(tmp_path):
     assert rank.idle_ms == pytest.approx(0.35 - 0.15 - 0.18)
     (call,) = report.collectives
     assert (call.op, call.backend, call.bytes) == ("all_reduce", "gloo", 4096)
+
+
+def test_gloo_that_ends_after_the_last_kernel_counts_in_its_step(tmp_path):
+    """The step's only kernel runs [100, 200]; Gloo's all-reduce, launched at 190 inside the CPU step, runs on the
+    host [200, 3200] after it: the step window reaches its end, and its 3.0 ms are communication (not 0.0)."""
+    trace = (
+        TraceBuilder(rank=0, world_size=2, backend="gloo")
+        .step(1, 0, 300)
+        .launch(10, 1)
+        .kernel("volta_sgemm_128x64_nn", 100, 100, 1)
+        .x("c10d::allreduce_", 190, 5)
+        .x("gloo:all_reduce", 200, 3000, cat="user_annotation", thread=GLOO, Input_Dims=[[1024]], Input_type=["float"])
+    )
+    report = analyze(load_run([trace.write(tmp_path / "r.json")], workers=1), "g", "analysis")
+    (rank,) = report.ranks
+    assert rank.step_time_ms.median == pytest.approx(3.1)  # [100, 3200]
+    assert (rank.compute_ms, rank.comm_ms, rank.exposed_comm_ms) == pytest.approx((0.1, 3.0, 3.0))

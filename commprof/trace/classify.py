@@ -40,9 +40,11 @@ def classify(path: Path, trace: TraceFile) -> RankTrace:
     if kernels:
         device = _DeviceWork(events)
         clock = _GpuClock(device)
-        compute, comm, memory, collectives = _gpu(events, device, info, cpu_steps, clock, roles)
+        compute, comm, memory, collectives, host_comm = _gpu(events, device, info, cpu_steps, clock, roles)
         work = _device_ops(events, device)
-        steps, empty_steps = device_steps(work, cpu_steps) if cpu_steps else (cpu_steps, ())
+        # a CPU backend's ranges (Gloo on CUDA tensors) belong to the step that issued them, even when they end
+        # after its last kernel; HTA counts only the device's work
+        steps, empty_steps = device_steps(work + host_comm, cpu_steps) if cpu_steps else (cpu_steps, ())
         hta = hta_view(work, cpu_steps, ns_resolution=events.fractional_times)
         optimizer_starts = tuple(clock.started_from(t) for t in optimizer_starts)
         backward_starts = tuple(clock.started_from(t) for t in backward_starts)
@@ -154,8 +156,9 @@ class _GpuClock:
 
 def _gpu(
     events: Partition, device: _DeviceWork, info: dict[str, Any], cpu_steps: list[Step], clock: _GpuClock, roles: Roles
-) -> tuple[list[Interval], list[Interval], list[Interval], list[Collective]]:
-    """Kernels, and the ranges of a CPU backend (Gloo, MPI) that moves the data of CUDA tensors on the host."""
+) -> tuple[list[Interval], list[Interval], list[Interval], list[Collective], list[DeviceOp]]:
+    """Kernels, and the ranges of a CPU backend (Gloo, MPI) that moves the data of CUDA tensors on the host: those
+    also as work issued when their collective was launched (CPU time), for the step windows."""
     metas = _Metas()
     launch_meta = _launch_op_meta(events, metas)
     comm_kernels = [(k, a) for k, a in device.kernels if device.is_comm(k)]
@@ -184,9 +187,10 @@ def _gpu(
             )
         )
     ranges, host_collectives = _backend_ranges(events.comm_ranges, events.launch_ops, cpu_steps, info, roles)
+    host_work = [DeviceOp(c.start, c.end, c.start if c.ready is None else c.ready, "comm") for c in host_collectives]
     collectives += [dataclasses.replace(c, ready=clock.ready(c.ready, c.start)) for c in host_collectives]
     comm = merge([(k.ts, k.ts + k.dur) for k, _ in comm_kernels] + ranges)
-    return compute, comm, memory, collectives
+    return compute, comm, memory, collectives, host_work
 
 
 def _cpu(
