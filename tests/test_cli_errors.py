@@ -1,5 +1,7 @@
 """Every bad input: one line on stderr, exit code 2, nothing launched."""
 
+from pathlib import Path
+
 import pytest
 from bad_inputs import CASES, make_sandbox, run_case
 
@@ -28,6 +30,33 @@ def test_existing_run_id(tmp_path, monkeypatch, capsys):
     (tmp_path / "traces" / "mine").mkdir(parents=True)
     code, err = run_main(["run", "--run-id", "mine"], capsys)
     assert code == 2 and "already exists" in err
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="no /proc file system here")
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (
+            ["run", "--traces-dir", "/proc"],
+            "/proc: cannot write there (/proc takes no new files: a virtual file system)",
+        ),
+        (
+            ["run", "--reports-dir", "/proc/new/reports"],
+            "/proc/new/reports: cannot write there (/proc takes no new files: a virtual file system)",
+        ),
+        (
+            ["analyze", "trace.json", "--reports-dir", "/proc"],
+            "/proc: cannot write there (/proc takes no new files: a virtual file system)",
+        ),
+    ],
+)
+def test_a_folder_that_takes_no_files_is_named_as_such(tmp_path, monkeypatch, capsys, argv, message):
+    """Creating a file in /proc fails with 'No such file or directory' about a folder that is there: not the
+    reason to show."""
+    monkeypatch.chdir(tmp_path)
+    make_sandbox(tmp_path)
+    code, err = run_main(argv, capsys)
+    assert (code, err) == (2, f"error: {message}")
 
 
 def test_reports_dir_is_a_file(tmp_path, monkeypatch, capsys):

@@ -9,6 +9,7 @@ from typing import Iterator
 from commprof.commands.outcome import SILENT, Feedback, Outcome
 from commprof.commands.reporting import report_from_traces, write_report
 from commprof.errors import RunFailed, UsageError
+from commprof.results.store import check_writable
 from commprof.trace.files import find_trace_files
 
 HOW_TO_GET_DASK = "install Dask with: pip install 'commprof[cluster]'"
@@ -32,6 +33,7 @@ def analyze(
     started now, beside the analysis (render.figure_process), unless `workers` is 1."""
     if workers is not None and workers < 1:
         raise UsageError(f"--workers must be >= 1, got {workers}")
+    check_writable(reports_dir)  # before the analysis, which may take long
     with _figure_process(figures_apart and workers != 1 and big_traces(paths)) as apart:
         with _executor(cluster) as executor, feedback.counter("analysing trace files") as progress:
             report, timeline = report_from_traces(

@@ -20,6 +20,7 @@ from commprof.launch.runlog import read_run_json
 from commprof.results.common import Estimate, Result
 from commprof.results.report import Report
 from commprof.results.run_record import RunSummary
+from commprof.results.store import why_not_written
 from commprof.trace.load import load_run, load_run_with
 from commprof.trace.model import RankTrace, RunTrace
 
@@ -148,7 +149,8 @@ def prepare_report_dir(reports_dir: Path, name: str) -> Path:
             f"{folder} already exists; choose another --name (commprof never overwrites a report)"
         ) from None
     except OSError as exc:
-        raise UsageError(f"cannot create {folder}: {exc.strerror}") from None
+        where = next((p for p in folder.parents if p.exists()), Path("."))
+        raise UsageError(f"cannot create {folder}: {why_not_written(where, exc)}") from None
     return folder
 
 
