@@ -73,13 +73,20 @@ def test_reports_dir_is_a_file(tmp_path, monkeypatch, capsys):
             ["run", "--help"],
             ["[default: 2]", "[default: time stamp + random suffix]", "[default: the script's own length]"],
         ),
-        (["analyze", "--help"], ["[default: the folder or file name]", "[default: all cores]"]),
+        (
+            ["analyze", "--help"],
+            [
+                "[default: the folder or file name]",
+                "[default: all cores]",
+                "pip install 'commprof[cluster]'",
+            ],
+        ),
         (["sweep", "--help"], ["[default: as many as fit in GPU memory; all on CPU]"]),
         (["bench", "--help"], ["[default: 1G on GPUs, 16M on CPU]", "[default: bench-<time stamp>]"]),
     ],
 )
 def test_help_states_the_defaults_it_cannot_show_otherwise(command, stated, capsys, monkeypatch):
-    """Defaults that depend on the machine are written in the help text; rich must not take them for markup."""
+    """Defaults that depend on the machine are written in the help text, brackets kept (no markup eats them)."""
     monkeypatch.setenv("COLUMNS", "250")
     with pytest.raises(SystemExit) as exit_info:
         main(command)

@@ -20,14 +20,13 @@ class Windows(str, Enum):
 def analyze(
     paths: Annotated[list[Path], typer.Argument(help="Trace folders or files (.json, .json.gz).", show_default=False)],
     name: Annotated[
-        Optional[str], typer.Option(help="The report folder's name \\[default: the folder or file name].")
+        Optional[str], typer.Option(help="The report folder's name [default: the folder or file name].")
     ] = None,
     reports_dir: ReportsDirOpt = Path("reports"),
     workers: Annotated[
         Optional[int],
         typer.Option(
-            help="Parallel processes for parsing (1: everything in this process, the figures too) \\[default: all "
-            "cores]."
+            help="Parallel processes for parsing (1: everything in this process, the figures too) [default: all cores]."
         ),
     ] = None,
     windows: Annotated[
@@ -50,7 +49,10 @@ def analyze(
     quiet: QuietOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Analyse existing PyTorch profiler traces: compute vs communication, overlap, collectives."""
+    """Analyse existing PyTorch profiler traces.
+
+    The report of commprof run (compute against communication, overlap, collectives, findings), from traces
+    commprof did not record or recorded earlier."""
     from commprof.cli.progress import ConsoleFeedback
     from commprof.commands.analyze import analyze as command
 
