@@ -76,7 +76,7 @@ def test_reports_dir_is_a_file(tmp_path, monkeypatch, capsys):
         (
             ["analyze", "--help"],
             [
-                "[default: the folder or file name]",
+                "[default: the folder's name, or the file's without .json and .gz (foo.json: foo);",
                 "[default: all cores]",
                 "pip install 'commprof[cluster]'",
             ],

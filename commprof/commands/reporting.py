@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 from concurrent.futures import Executor
 from pathlib import Path
@@ -135,6 +136,16 @@ def sweep_report(run_dir: Path, name: str, kind: str, predicted: dict[str, Estim
         versions=raw["versions"],
     )
     return dataclasses.replace(analysed[result.best][0], name=name, kind=kind, run=run, sweep=result)
+
+
+def free_report_name(reports_dir: Path, *names: str) -> str:
+    """The first of `names` that no folder in reports_dir has, else the last numbered from 2 (NAME-2, NAME-3, ...):
+    a default name that never collides with a report already there."""
+    for name in names:
+        if not (reports_dir / name).exists():
+            return name
+    last = names[-1]
+    return next(f"{last}-{n}" for n in itertools.count(2) if not (reports_dir / f"{last}-{n}").exists())
 
 
 def prepare_report_dir(reports_dir: Path, name: str) -> Path:
