@@ -164,7 +164,7 @@ class RunRequest(_StrategyOptions):
 
     nodes: int = option(1, "Number of nodes in the job; run commprof on each (needs --rdzv-endpoint).")
     gpus: int | None = option(None, "GPUs (ranks) per node; default: every visible GPU.")
-    procs: int | None = option(None, "CPU ranks per node when there is no GPU \\[default: 2].")
+    procs: int | None = option(None, "CPU ranks per node when there is no GPU [default: 2].")
     device: str = option("auto", "auto, cuda or cpu; auto picks cuda when a GPU is visible.")
     backend: str = option("auto", "auto, nccl, gloo or mpi; auto is nccl on GPUs, gloo on CPU.")
     model: str = option("mlp", "mlp, transformer, convnet, mlstm, or your own: pkg.mod:build or file.py:build.")
@@ -177,7 +177,7 @@ class RunRequest(_StrategyOptions):
     batch_size: int = option(32, "Per-rank batch size.")
     steps: int = option(20, "Training steps (optimizer steps); at least wait + warmup + active.")
     precision: str = option("fp32", "fp32, bf16 or fp16 (autocast; fp16 adds a GradScaler).")
-    run_id: str | None = option(None, "Name of the run folder \\[default: time stamp + random suffix].")
+    run_id: str | None = option(None, "Name of the run folder [default: time stamp + random suffix].")
     traces_dir: Path = option(Path("traces"), "Where traces/<run-id>/ is written.")
     reports_dir: Path = option(Path("reports"), "Where reports/<run-id>/ is written.")
     seed: int = option(0, "Seed for weights and synthetic data.")
@@ -185,13 +185,13 @@ class RunRequest(_StrategyOptions):
     timeout_s: float = option(300.0, "Seconds to wait for rendezvous and for any collective.", flag="timeout")
     tf32: bool | None = option(
         None,
-        "TF32 for float32 matmuls and convolutions on GPUs \\[default: torch's own, "
+        "TF32 for float32 matmuls and convolutions on GPUs [default: torch's own, "
         "matmul off and cuDNN on; run.json records what ran].",
     )
     max_steps: int | None = option(
         None,
         "With a script: end it cleanly on every rank after this many optimizer "
-        "steps \\[default: the script's own length].",
+        "steps [default: the script's own length].",
     )
     script: tuple[str, ...] = ()  # the user's training script and its arguments (or -m module and arguments)
     schedule: ProfileSchedule = field(default_factory=ProfileSchedule)

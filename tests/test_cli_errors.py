@@ -1,5 +1,7 @@
 """Every bad input: one line on stderr, exit code 2, nothing launched."""
 
+from pathlib import Path
+
 import pytest
 from bad_inputs import CASES, make_sandbox, run_case
 
@@ -30,6 +32,33 @@ def test_existing_run_id(tmp_path, monkeypatch, capsys):
     assert code == 2 and "already exists" in err
 
 
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="no /proc file system here")
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (
+            ["run", "--traces-dir", "/proc"],
+            "/proc: cannot write there (/proc takes no new files: a virtual file system)",
+        ),
+        (
+            ["run", "--reports-dir", "/proc/new/reports"],
+            "/proc/new/reports: cannot write there (/proc takes no new files: a virtual file system)",
+        ),
+        (
+            ["analyze", "trace.json", "--reports-dir", "/proc"],
+            "/proc: cannot write there (/proc takes no new files: a virtual file system)",
+        ),
+    ],
+)
+def test_a_folder_that_takes_no_files_is_named_as_such(tmp_path, monkeypatch, capsys, argv, message):
+    """Creating a file in /proc fails with 'No such file or directory' about a folder that is there: not the
+    reason to show."""
+    monkeypatch.chdir(tmp_path)
+    make_sandbox(tmp_path)
+    code, err = run_main(argv, capsys)
+    assert (code, err) == (2, f"error: {message}")
+
+
 def test_reports_dir_is_a_file(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "reports").write_text("")
@@ -44,13 +73,20 @@ def test_reports_dir_is_a_file(tmp_path, monkeypatch, capsys):
             ["run", "--help"],
             ["[default: 2]", "[default: time stamp + random suffix]", "[default: the script's own length]"],
         ),
-        (["analyze", "--help"], ["[default: the folder or file name]", "[default: all cores]"]),
+        (
+            ["analyze", "--help"],
+            [
+                "[default: the folder's name, or the file's without .json and .gz (foo.json: foo);",
+                "[default: all cores]",
+                "pip install 'commprof[cluster]'",
+            ],
+        ),
         (["sweep", "--help"], ["[default: as many as fit in GPU memory; all on CPU]"]),
         (["bench", "--help"], ["[default: 1G on GPUs, 16M on CPU]", "[default: bench-<time stamp>]"]),
     ],
 )
 def test_help_states_the_defaults_it_cannot_show_otherwise(command, stated, capsys, monkeypatch):
-    """Defaults that depend on the machine are written in the help text; rich must not take them for markup."""
+    """Defaults that depend on the machine are written in the help text, brackets kept (no markup eats them)."""
     monkeypatch.setenv("COLUMNS", "250")
     with pytest.raises(SystemExit) as exit_info:
         main(command)

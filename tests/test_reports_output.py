@@ -118,9 +118,20 @@ def test_diff_discounts_a_difference_in_the_profilers_own_cost(tmp_path):
     result = diff_reports(before, after)
     assert result.tested and not any(r.significant for r in result.rows)
     assert (
-        "the profiler slowed a1 and 1 more's recorded steps +0% and b1 and 1 more's +60%: a change counts only "
+        "the profiler slowed a1 and 1 more's recorded steps 0% and b1 and 1 more's +60%: a change counts only "
         "beyond that gap, 60%"
     ) in result.notes
+
+
+@pytest.mark.parametrize(
+    "value, spec, text",
+    [(-0.004, ".0%", "0%"), (0.004, ".0%", "0%"), (-0.0, ".0%", "0%"), (0.16, ".0%", "+16%"), (-0.051, ".0%", "-5%")]
+    + [(-0.04, ".1f", "0.0"), (0.04, ".1f", "0.0"), (-0.06, ".1f", "-0.1"), (30.84, ".1f", "+30.8")],
+)
+def test_a_signed_number_that_rounds_to_zero_has_no_sign(value, spec, text):
+    from commprof.results.common import signed
+
+    assert signed(value, spec) == text
 
 
 def test_the_profilers_own_cost_is_measured_and_warned_about():

@@ -15,7 +15,7 @@ import statistics
 
 from commprof.analysis.stats import difference_ci, launches_difference_ci, real_change
 from commprof.errors import UsageError
-from commprof.results.common import PRACTICAL_SHARE
+from commprof.results.common import PRACTICAL_SHARE, signed
 from commprof.results.diff import DiffResult, DiffRow
 from commprof.results.report import Report
 
@@ -79,8 +79,8 @@ def diff_reports(a: list[Report], b: list[Report]) -> DiffResult:
         )
     if gap > PRACTICAL_SHARE:
         notes.append(
-            f"the profiler slowed {names[0]}'s recorded steps {slowed[0]:+.0%} and {names[1]}'s "
-            f"{slowed[1]:+.0%}: a change counts only beyond that gap, {gap:.0%}"
+            f"the profiler slowed {names[0]}'s recorded steps {signed(slowed[0], '.0%')} and {names[1]}'s "
+            f"{signed(slowed[1], '.0%')}: a change counts only beyond that gap, {gap:.0%}"
         )
     first_a, first_b = a[0], b[0]
     if first_a.sweep and first_b.sweep and first_a.sweep.best != first_b.sweep.best:

@@ -8,6 +8,7 @@ from collections import defaultdict
 
 from commprof.analysis.crossrank import Matching
 from commprof.analysis.stats import median_ci
+from commprof.results.common import signed
 from commprof.results.report import Finding, Report
 
 STALL_SHARE = 0.05  # a rank idle this share of the step before its first operator is stalled (below it: the
@@ -71,7 +72,7 @@ def straggler(report: Report, windows, matching: Matching | None, step_ms: float
     excess = _excess(report, straggler)
     if _shares_one_cpu_host(report) and _excess(report, straggler, ("idle_ms",))["idle_ms"] < gain.value / 2:
         return []  # late from computing slower on cores the ranks share: contention that moves between reruns
-    cause = ", ".join(f"{PARTS[part]} {ms:+.1f} ms" for part, ms in excess.items())
+    cause = ", ".join(f"{PARTS[part]} {signed(ms, '.1f')} ms" for part, ms in excess.items())
     gpu = any(r.kind == "gpu" for r in report.ranks if r.rank == straggler)
     return [
         Finding(
@@ -106,7 +107,8 @@ def _straggler_action(rank: int, excess: dict[str, float], gpu: bool) -> str:
         "start_idle_ms": "its DataLoader workers and storage",
         "exposed_comm_ms": "its network link and NIC" if gpu else "its network link",
     }[part]
-    return f"look at rank {rank}'s {PARTS[part]} ({excess[part]:+.1f} ms per step against the others): {where}"
+    more = signed(excess[part], ".1f")
+    return f"look at rank {rank}'s {PARTS[part]} ({more} ms per step against the others): {where}"
 
 
 EXCESS_FLOOR_MS = 0.05  # below this, a part is not in excess

@@ -18,7 +18,7 @@ def advise(
         typer.Argument(help="The run: its id under --reports-dir, or its report.json (or folder).", show_default=False),
     ],
     top: Annotated[int, typer.Option(help="Settings to check at most, the best predicted first.")] = 3,
-    run_id: Annotated[Optional[str], typer.Option(help="Name of the new run folder \\[default: RUN-advise].")] = None,
+    run_id: Annotated[Optional[str], typer.Option(help="Name of the new run folder [default: RUN-advise].")] = None,
     reports_dir: Annotated[Path, typer.Option(help="Where the run's report is, and the new one goes.")] = Path(
         "reports"
     ),
@@ -29,8 +29,10 @@ def advise(
     quiet: QuietOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Check a run's findings: rerun the job with each setting its findings advise (bucket_cap_mb, fp16
-    compression) and with its own, interleaved, and show predicted against measured gain with 95% CIs."""
+    """Check a run's findings by measuring the settings they advise.
+
+    Reruns the job with each setting its findings advise (bucket_cap_mb, fp16 compression) and with its own,
+    interleaved, and shows predicted against measured gain with 95% CIs."""
     from commprof.cli.progress import ConsoleFeedback
     from commprof.commands.advise import advise as command
 

@@ -20,14 +20,18 @@ class Windows(str, Enum):
 def analyze(
     paths: Annotated[list[Path], typer.Argument(help="Trace folders or files (.json, .json.gz).", show_default=False)],
     name: Annotated[
-        Optional[str], typer.Option(help="The report folder's name \\[default: the folder or file name].")
+        Optional[str],
+        typer.Option(
+            help="The report folder's name; one that exists is an error, never overwritten [default: the folder's "
+            "name, or the file's without .json and .gz (foo.json: foo); when a report has that name already (the "
+            "run's own), NAME-analysis, then NAME-analysis-2, -3, ...].",
+        ),
     ] = None,
     reports_dir: ReportsDirOpt = Path("reports"),
     workers: Annotated[
         Optional[int],
         typer.Option(
-            help="Parallel processes for parsing (1: everything in this process, the figures too) \\[default: all "
-            "cores]."
+            help="Parallel processes for parsing (1: everything in this process, the figures too) [default: all cores]."
         ),
     ] = None,
     windows: Annotated[
@@ -50,7 +54,12 @@ def analyze(
     quiet: QuietOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Analyse existing PyTorch profiler traces: compute vs communication, overlap, collectives."""
+    """Analyse existing PyTorch profiler traces.
+
+    The report of commprof run (compute against communication, overlap, collectives, findings), from traces
+    commprof did not record or recorded earlier. It goes to a new folder named after the traces (see --name):
+    after `commprof run --run-id exp1`, `commprof analyze traces/exp1` writes reports/exp1-analysis/, since
+    reports/exp1/ is the run's own report. The last line printed says where it went."""
     from commprof.cli.progress import ConsoleFeedback
     from commprof.commands.analyze import analyze as command
 

@@ -15,6 +15,10 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # click's plain help, not Rich's panels: at 80 columns (and in a pipe) Rich's option table cut the long flag
+    # names (--gradient-as-bucket-view / --no-...) to fit, and its markup ate brackets ('commprof[cluster]');
+    # tests/test_help.py holds every command's help to 80 columns with every option name whole
+    rich_markup_mode=None,
 )
 app.command()(run.run)
 app.command()(sweep.sweep)
@@ -44,7 +48,9 @@ def main(argv: list[str] | None = None) -> None:
         code = exc.exit_code
     except TyperException as exc:  # unknown options, bad values: the parser's own message, one line
         message = exc.format_message().strip()
-        if message:  # empty when the parser already printed help (no arguments)
+        if type(exc).__name__ == "NoArgsIsHelpError":  # `commprof` alone: the help, as --help prints it
+            sys.stdout.write(message + "\n")
+        elif message:  # empty when the parser already printed help (no arguments)
             console.error(message.replace("\n", " "))
         code = EXIT_USAGE
     except Abort:

@@ -15,7 +15,10 @@ def backends(
     quiet: QuietOpt = False,
     timeout: Annotated[float, typer.Option(help="Seconds allowed for any one op before it counts as failed.")] = 30.0,
 ) -> None:
-    """Try send, recv, broadcast, all_reduce, ... on gloo / mpi / nccl with CPU and GPU tensors, 2 ranks each."""
+    """Show which collectives work on this installation.
+
+    Tries send, recv, broadcast, all_reduce and the other collectives on gloo, mpi and nccl with CPU and GPU
+    tensors, 2 ranks each."""
     from commprof.cli.progress import ConsoleFeedback
     from commprof.commands.backends import backends as command
 

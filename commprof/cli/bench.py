@@ -33,7 +33,7 @@ def bench(
     ] = "all_reduce,all_gather,reduce_scatter,broadcast,reduce,all_to_all,send_recv",
     min_bytes: Annotated[str, Opt(help="Smallest message (e.g. 1K).")] = "1K",
     max_bytes: Annotated[
-        Optional[str], Opt(help="Largest message (e.g. 16M) \\[default: 1G on GPUs, 16M on CPU].", show_default=False)
+        Optional[str], Opt(help="Largest message (e.g. 16M) [default: 1G on GPUs, 16M on CPU].", show_default=False)
     ] = None,
     factor: Annotated[int, Opt(help="Multiply the size by this between measurements.")] = 4,
     dtype: Annotated[str, Opt(help="float32, float16, bfloat16, float64 or int32.")] = "float32",
@@ -45,21 +45,22 @@ def bench(
     ] = 5,
     procs: Annotated[
         Optional[int],
-        Opt(help="Ranks: CPU processes, or GPUs on CUDA \\[default: every GPU, or 2].", show_default=False),
+        Opt(help="Ranks: CPU processes, or GPUs on CUDA [default: every GPU, or 2].", show_default=False),
     ] = None,
     device: Annotated[
         str, Opt(help="auto, cpu or cuda; auto is cuda when a GPU is visible (nccl needs cuda).")
     ] = "auto",
     model: Annotated[Optional[str], Opt(help="Mark the message sizes DDP uses for this model's buckets.")] = None,
     bucket_cap_mb: Annotated[float, Opt(help="Bucket cap for --model.")] = 25.0,
-    name: Annotated[Optional[str], Opt(help="The report folder's name \\[default: bench-<time stamp>].")] = None,
+    name: Annotated[Optional[str], Opt(help="The report folder's name [default: bench-<time stamp>].")] = None,
     reports_dir: ReportsDirOpt = Path("reports"),
     timeout: Annotated[float, Opt(help="Seconds allowed per backend.")] = 600.0,
     json_out: JsonOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
-    """Time each collective from --min-bytes to --max-bytes: median, spread, algbw, busbw, correctness, alpha-beta
-    fit."""
+    """Time each collective at each message size, as nccl-tests does.
+
+    From --min-bytes to --max-bytes: median, spread, algbw, busbw, correctness, alpha-beta fit."""
     from commprof.cli.progress import ConsoleFeedback
     from commprof.cli.sweep import parse_list
     from commprof.commands.bench import bench as command

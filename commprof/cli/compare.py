@@ -24,8 +24,10 @@ def compare(
         ),
     ] = None,
 ) -> None:
-    """Run the same workload on each backend (or strategy); compare step time, communication, overlap, peak memory
-    and busbw."""
+    """Compare backends (or DDP against FSDP) on the same workload.
+
+    Runs it on each backend (or strategy) and compares step time, communication, overlap, peak memory and
+    busbw."""
     from commprof.cli.progress import ConsoleFeedback
     from commprof.cli.sweep import parse_list
     from commprof.commands.compare import compare as command

@@ -23,9 +23,10 @@ def diff(
     json_out: JsonOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
-    """Compare two reports (runs, sweeps or analyses): numbers, deltas, and whether each delta beats the noise.
-    A delta is tested only with two or more launches on each side: one launch cannot show the spread between
-    launches."""
+    """Compare two reports: deltas, and which of them beat the noise.
+
+    Runs, sweeps or analyses: numbers, deltas, and whether each delta beats the noise. A delta is tested only
+    with two or more launches on each side: one launch cannot show the spread between launches."""
     from commprof.commands.diff import diff as command
     from commprof.commands.diff import split_sides
     from commprof.render import diff as render

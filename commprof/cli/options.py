@@ -24,6 +24,13 @@ def _cli_type(hint: Any) -> Any:
     return hint
 
 
+def _typer_option(help: str, default: Any) -> Any:
+    """A flag (--x / --no-x) is off unless given: its help says only a default that is on."""
+    if isinstance(default, bool):
+        return typer.Option(help=help + (" [default: on]" if default else ""), show_default=False)
+    return typer.Option(help=help)
+
+
 def _declared() -> list[tuple[str, str, inspect.Parameter]]:
     """(owner, field name, CLI parameter) for every option field, in declaration order."""
     declared = []
@@ -32,7 +39,7 @@ def _declared() -> list[tuple[str, str, inspect.Parameter]]:
         for f in option_fields(owner):
             name = f.metadata["flag"] or f.name
             # made at run time (a value for Typer to read, not a type alias mypy could check)
-            annotation: Any = Annotated[_cli_type(hints[f.name]), typer.Option(help=f.metadata["help"])]
+            annotation: Any = Annotated[_cli_type(hints[f.name]), _typer_option(f.metadata["help"], f.default)]
             declared.append(
                 (
                     owner.__name__,

@@ -19,8 +19,9 @@ def report(
     json_out: JsonOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
-    """Show a saved report (run, analysis, sweep, tune, scale, bench, compare, backends or diff) as a table,
-    Markdown or JSON."""
+    """Show a saved report as a table, Markdown or JSON.
+
+    Any report.json commprof wrote: run, analysis, sweep, tune, scale, bench, compare, backends or diff."""
     from commprof.errors import UsageError
     from commprof.render.outputs import markdown, show
     from commprof.results.report import Report

@@ -31,8 +31,9 @@ def run(
         ),
     ] = False,
 ) -> None:
-    """Train with DDP on N ranks under the PyTorch profiler, then report where the step time went: your own
-    script (after --), or a built-in model.
+    """Profile DDP training and report where the step time goes.
+
+    Trains your own script (after --) or a built-in model on N ranks under the PyTorch profiler.
 
     Several nodes: run the same command on each with --nodes, --rdzv-endpoint and --run-id; inside
     a SLURM job step (srun --ntasks-per-node=1) those come from SLURM's environment."""

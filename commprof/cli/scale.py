@@ -38,8 +38,10 @@ def scale(
         float, Opt(help="Learning rate at the smallest size; larger sizes get the linear scaling rule.")
     ] = 0.1,
 ) -> None:
-    """Run the same workload at several world sizes: samples/s, speedup, scaling efficiency, where the step
-    goes, and (with --predict) the step time, efficiency and best bucket_cap_mb at sizes not run."""
+    """Measure how the job scales with world size; predict beyond it.
+
+    Runs the same workload at several world sizes: samples/s, speedup, scaling efficiency, where the step goes,
+    and (with --predict) the step time, efficiency and best bucket_cap_mb at sizes not run."""
     from commprof.cli.progress import ConsoleFeedback
     from commprof.cli.sweep import parse_list
     from commprof.commands.scale import scale as command

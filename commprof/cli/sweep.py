@@ -46,7 +46,7 @@ MaxLiveOpt = Annotated[
     Optional[int],
     Opt(
         help="Settings kept in memory at once (model, DDP buckets, optimizer); "
-        "when fewer than all, each turn rebuilds its setting \\[default: as "
+        "when fewer than all, each turn rebuilds its setting [default: as "
         "many as fit in GPU memory; all on CPU]."
     ),
 ]
@@ -100,8 +100,10 @@ def sweep(
     profile_steps: ProfileStepsOpt = 3,
     max_live_settings: MaxLiveOpt = None,
 ) -> None:
-    """Compare DDP settings (bucket size and other knobs), or FSDP's with --strategy fsdp (resharding, prefetch,
-    reduce dtype), in one launch, with confidence intervals."""
+    """Compare DDP or FSDP settings, with confidence intervals.
+
+    DDP's bucket size and other knobs, or FSDP's with --strategy fsdp (resharding, prefetch, reduce dtype), in
+    one launch (a script: one launch per setting and turn)."""
     from commprof.cli.progress import ConsoleFeedback
     from commprof.commands.sweep import sweep as command
 

@@ -29,7 +29,9 @@ def tune(
     profile_steps: ProfileStepsOpt = 3,
     max_live_settings: MaxLiveOpt = None,
 ) -> None:
-    """Coarse log grid of bucket sizes, then refinement around the best; stops when the rest is noise."""
+    """Find the best bucket_cap_mb with fewer runs than a sweep.
+
+    A coarse log grid of bucket sizes, then refinement around the best; stops when the rest is noise."""
     from commprof.cli.progress import ConsoleFeedback
     from commprof.commands.sweep import tune as command
 

@@ -21,8 +21,10 @@ def view(
     json_out: JsonOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
-    """Open a run (or all of them) in TensorBoard: commprof's own figures (Scalars, HParams, Text, drawn offline)
-    next to the PyTorch Profiler plugin's traces."""
+    """Open a run (or all of them) in TensorBoard.
+
+    commprof's own figures (Scalars, HParams, Text, drawn offline) next to the PyTorch Profiler plugin's
+    traces."""
     from commprof.commands.view import TABS, tensorboard
 
     try:

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import os
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
 from commprof.commands.outcome import SILENT, Feedback, Outcome
-from commprof.commands.reporting import report_from_traces, write_report
+from commprof.commands.reporting import free_report_name, report_from_traces, write_report
 from commprof.errors import RunFailed, UsageError
+from commprof.results.store import check_writable
 from commprof.trace.files import find_trace_files
 
 HOW_TO_GET_DASK = "install Dask with: pip install 'commprof[cluster]'"
@@ -32,11 +34,13 @@ def analyze(
     started now, beside the analysis (render.figure_process), unless `workers` is 1."""
     if workers is not None and workers < 1:
         raise UsageError(f"--workers must be >= 1, got {workers}")
+    check_writable(reports_dir)  # before the analysis, which may take long
+    name, note = (name, None) if name else _default_name(paths, reports_dir)
     with _figure_process(figures_apart and workers != 1 and big_traces(paths)) as apart:
         with _executor(cluster) as executor, feedback.counter("analysing trace files") as progress:
             report, timeline = report_from_traces(
                 paths,
-                name=name or default_name(paths[0]),
+                name=name,
                 kind="analysis",
                 workers=workers,
                 windows=windows,
@@ -48,7 +52,7 @@ def analyze(
             from commprof.render.tables import headline
 
             feedback.info(f"{headline(report)} (writing the report)")
-        return Outcome(report, write_report(report, reports_dir, report.name, timeline, apart=apart))
+        return Outcome(report, write_report(report, reports_dir, report.name, timeline, apart=apart), note=note)
 
 
 @contextmanager
@@ -100,8 +104,28 @@ def big_traces(paths: list[Path]) -> bool:
     return False
 
 
-def default_name(path: Path) -> str:
-    name = path.resolve().name
+def default_name(paths: list[Path]) -> str:
+    """What the traces are called: a folder's name (a run's: its run id), a file's without its suffixes
+    (foo.json.gz: foo), and the folder of several files that share one (traces/r1/rank*.json: r1). The path as
+    given, not where a link points."""
+    first = Path(os.path.abspath(paths[0]))  # `.` and `..` made names; links kept
+    parents = {Path(os.path.abspath(p)).parent for p in paths}
+    if len(paths) > 1 and len(parents) == 1 and all(p.is_file() for p in paths):
+        first = parents.pop()
+    name = first.name
     for suffix in (".gz", ".json", ".trace", ".pt"):
         name = name.removesuffix(suffix)
     return name or "analysis"
+
+
+def _default_name(paths: list[Path], reports_dir: Path) -> tuple[str, str | None]:
+    """The traces' name (default_name) while reports_dir has no report of that name (commprof never overwrites
+    one), else NAME-analysis, NAME-analysis-2, ...; and then a note that says where the report goes."""
+    base = default_name(paths)
+    name = free_report_name(reports_dir, base, f"{base}-analysis")
+    if name == base:
+        return name, None
+    return (
+        name,
+        f"{reports_dir / base} already exists, so this analysis goes to {reports_dir / name}/ (--name NAME to choose)",
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 from concurrent.futures import Executor
 from pathlib import Path
@@ -20,6 +21,7 @@ from commprof.launch.runlog import read_run_json
 from commprof.results.common import Estimate, Result
 from commprof.results.report import Report
 from commprof.results.run_record import RunSummary
+from commprof.results.store import why_not_written
 from commprof.trace.load import load_run, load_run_with
 from commprof.trace.model import RankTrace, RunTrace
 
@@ -136,6 +138,16 @@ def sweep_report(run_dir: Path, name: str, kind: str, predicted: dict[str, Estim
     return dataclasses.replace(analysed[result.best][0], name=name, kind=kind, run=run, sweep=result)
 
 
+def free_report_name(reports_dir: Path, *names: str) -> str:
+    """The first of `names` that no folder in reports_dir has, else the last numbered from 2 (NAME-2, NAME-3, ...):
+    a default name that never collides with a report already there."""
+    for name in names:
+        if not (reports_dir / name).exists():
+            return name
+    last = names[-1]
+    return next(f"{last}-{n}" for n in itertools.count(2) if not (reports_dir / f"{last}-{n}").exists())
+
+
 def prepare_report_dir(reports_dir: Path, name: str) -> Path:
     """A new folder for this report; never overwrites an existing one."""
     if reports_dir.exists() and not reports_dir.is_dir():
@@ -148,7 +160,8 @@ def prepare_report_dir(reports_dir: Path, name: str) -> Path:
             f"{folder} already exists; choose another --name (commprof never overwrites a report)"
         ) from None
     except OSError as exc:
-        raise UsageError(f"cannot create {folder}: {exc.strerror}") from None
+        where = next((p for p in folder.parents if p.exists()), Path("."))
+        raise UsageError(f"cannot create {folder}: {why_not_written(where, exc)}") from None
     return folder
 
 

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import os
 import secrets
-import tempfile
 import time
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Mapping
 
 from commprof.backends import BACKENDS, TABLE, by_name
 from commprof.config import DEVICES, RunConfig, RunRequest, by_fields
 from commprof.errors import UsageError
 from commprof.launch.slurm import apply_slurm, slurm_step
+from commprof.results.store import check_writable
 
 DEFAULT_CPU_RANKS = 2
 
@@ -63,7 +62,7 @@ def resolve(request: RunRequest, probe: MachineProbe, env: Mapping[str, str] = o
     if request.nodes > 1 and request.run_id is None:
         raise UsageError("--nodes > 1: pass the same --run-id NAME on every node, so all nodes write one run folder")
     run_id = request.run_id or new_run_id()
-    _check_output_dirs(request.traces_dir, request.reports_dir)
+    check_writable(request.traces_dir, request.reports_dir)
     resolved = {"run_id": run_id, "device": device, "backend": backend, "procs_per_node": ranks}
     config = by_fields(RunConfig, vars(request), **resolved, launch_id=secrets.token_hex(8))
     if request.nodes == 1 and (config.run_dir.exists() or config.report_dir.exists()):
@@ -121,15 +120,3 @@ def _resolve_ranks(request: RunRequest, device: str, probe: MachineProbe) -> int
             raise UsageError("--procs is for CPU ranks; on CUDA use --gpus N (one rank per GPU)")
         return request.gpus or probe.gpu_count
     return request.procs or DEFAULT_CPU_RANKS
-
-
-def _check_output_dirs(*dirs: Path) -> None:
-    for path in dirs:
-        if path.exists() and not path.is_dir():
-            raise UsageError(f"{path} exists and is not a folder")
-        parent = path if path.exists() else next((p for p in path.parents if p.exists()), Path("."))
-        try:  # really write: permission bits say nothing to root, or on a read-only or full file system
-            with tempfile.TemporaryFile(dir=parent):
-                pass
-        except OSError as exc:
-            raise UsageError(f"{path}: cannot write there ({exc.strerror})") from None

@@ -28,6 +28,15 @@ def as_text(obj: object) -> str:
     raise TypeError(f"{type(obj).__name__} is not JSON serializable")
 
 
+def signed(value: float, spec: str) -> str:
+    """`value` in format `spec` (without its sign option) with its sign, +16% or -0.4, but none when it rounds to
+    zero: 0%, never -0% or +0%."""
+    text = format(value, spec)
+    if not any(c in "123456789" for c in text):
+        return format(0.0, spec)
+    return format(value, "+" + spec)
+
+
 # The one rule for every claim (findings, sweep, tune, advise, diff, compare; analysis/stats.py applies it): a
 # difference counts when its interval excludes no change AND it is at least this share of the step.
 PRACTICAL_SHARE = 0.03

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import errno
 import json
 import os
+import tempfile
 from pathlib import Path
 from typing import Any, get_type_hints
 
@@ -30,6 +32,31 @@ KINDS: dict[str, type] = {
     "diff": DiffResult,
 }
 FILE_NAME = "report.json"
+
+
+def check_writable(*folders: Path) -> None:
+    """Each folder (or, until it exists, the nearest of its parents that does) takes new files: really written,
+    since permission bits say nothing to root, nor to a read-only or full file system."""
+    for path in folders:
+        if path.exists() and not path.is_dir():
+            raise UsageError(f"{path} exists and is not a folder")
+        parent = path if path.exists() else next((p for p in path.parents if p.exists()), Path("."))
+        try:
+            with tempfile.TemporaryFile(dir=parent):
+                pass
+        except OSError as exc:
+            raise UsageError(f"{path}: cannot write there ({why_not_written(parent, exc)})") from None
+
+
+def why_not_written(where: Path, exc: OSError) -> str:
+    """The error's own words, unless they name the wrong problem: a file where a folder should be, which
+    says 'Not a directory', or a folder of /proc or /sys, where creating a file says 'No such file or directory'
+    about a folder that is there. `where`: the folder that exists (or the file in its place)."""
+    if exc.errno == errno.ENOTDIR and where.exists() and not where.is_dir():
+        return f"{where} is a file, not a folder"
+    if exc.errno == errno.ENOENT and where.is_dir():
+        return f"{where} takes no new files: a virtual file system"
+    return exc.strerror or str(exc)
 
 
 def save_result(result: Result, folder: Path) -> Path:
