@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from commprof.render.document import Block, Document, Section, Table, Text, notes_section
+from commprof.results.common import signed
 from commprof.results.diff import DiffResult
 
 HEADERS = ("metric", "A", "B", "B-A", "change", "95% CI of B-A", "real?")
@@ -27,9 +28,9 @@ def rows(result: DiffResult, only_real: bool = False) -> list[tuple[str, ...]]:
             r.metric,
             f"{r.a:.1f}",
             f"{r.b:.1f}",
-            f"{r.delta:+.1f}",
-            f"{r.delta_pct:+.1f}%" if r.delta_pct is not None else "-",
-            f"{r.low:+.1f}..{r.high:+.1f}",
+            signed(r.delta, ".1f"),
+            f"{signed(r.delta_pct, '.1f')}%" if r.delta_pct is not None else "-",
+            f"{signed(r.low, '.1f')}..{signed(r.high, '.1f')}",
             verdict(result, r.significant),
         )
         for r in result.rows

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import cast
 
-from commprof.results.common import PRACTICAL_SHARE, Estimate
+from commprof.results.common import PRACTICAL_SHARE, Estimate, signed
 from commprof.results.report import Finding, Report
 
 BALANCED = (
@@ -62,14 +62,14 @@ def advice_rows(sweep) -> list[tuple[str, ...]]:
     predicted)."""
 
     def ci(e) -> str:
-        return f"{e.value:+.1f} ({e.low:+.1f} to {e.high:+.1f})"
+        return f"{signed(e.value, '.1f')} ({signed(e.low, '.1f')} to {signed(e.high, '.1f')})"
 
     return [
         (
             s.label,
             ci(s.predicted_gain_ms),
             ci(s.gain_ms),
-            f"{s.gain_ms.value - s.predicted_gain_ms.value:+.1f}",
+            signed(s.gain_ms.value - s.predicted_gain_ms.value, ".1f"),
             advice_verdict(s.significant, s.speedup.value),
         )
         for s in sweep.settings

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import statistics
 
-from commprof.results.common import PRACTICAL_SHARE, WARN_SLOWDOWN
+from commprof.results.common import PRACTICAL_SHARE, WARN_SLOWDOWN, signed
 from commprof.results.report import (
     BucketEvent,
     CollectiveStats,
@@ -142,7 +142,7 @@ def profiler_cost(report: Report) -> str | None:
     slowed = "; the breakdown describes these slowed steps" if slowdown > WARN_SLOWDOWN else ""
     return (
         f"Profiler's own cost: the profiled steps took {profiled:.1f} ms against {unprofiled:.1f} ms outside its "
-        f"window ({slowdown:+.0%}, median over ranks, wall clock){slowed}"
+        f"window ({signed(slowdown, '.0%')}, median over ranks, wall clock){slowed}"
     )
 
 
@@ -267,7 +267,7 @@ def headline(report: Report) -> str:
     slowdown = statistics.median(d.slowdown for d in found)
     return (
         f"The job's step takes {job:.1f} ms without the profiler (median of its unprofiled steps, slowest rank)"
-        + (f"; the profiled steps {slowdown:+.0%}, in which " if slowdown > WARN_SLOWDOWN else "; ")
+        + (f"; the profiled steps {signed(slowdown, '.0%')}, in which " if slowdown > WARN_SLOWDOWN else "; ")
         + text
     )
 
