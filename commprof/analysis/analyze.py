@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 from commprof.analysis.breakdown import breakdown_step, step_windows, summarize_rank
 from commprof.analysis.collectives import collective_stats
 from commprof.analysis.crossrank import Matching, MeasuredClocks, cross_rank, match_collectives
-from commprof.analysis.distortion import distortion_note, job_drift_ms, profiler_distortion
+from commprof.analysis.distortion import job_drift_ms, profiler_distortion
 from commprof.analysis.findings import findings
 from commprof.analysis.incomplete import missing_note, missing_ranks
 from commprof.analysis.phases import gathers_by_module, phase_means
@@ -102,8 +102,7 @@ def finished_report(
     `incomplete`: why the report covers only part of the run; `ceiling`: as for analysis.findings."""
     report = analysis.report
     distortion = profiler_distortion(record) if record else []
-    note = distortion_note(distortion)
-    warnings = [*report.warnings, *(record.notes if record else []), *([note] if note else [])]
+    warnings = [*report.warnings, *(record.notes if record else [])]  # the breakdown states the profiler's cost
     drift = job_drift_ms(record) if record else 0.0
     found, within_noise = findings(report, analysis.windows, analysis.matching, distortion, ceiling, drift)
     return dataclasses.replace(

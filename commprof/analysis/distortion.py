@@ -74,15 +74,3 @@ def large_slowdown(found: list[ProfilerDistortion]) -> float | None:
     """The profiler's slowdown of the steps it recorded (median over ranks) when above WARN_SLOWDOWN, else None."""
     slowdown = statistics.median(d.slowdown for d in found) if found else 0.0
     return slowdown if slowdown > WARN_SLOWDOWN else None
-
-
-def distortion_note(found: list[ProfilerDistortion]) -> str | None:
-    """A warning when the profiler slowed the steps it recorded by more than WARN_SLOWDOWN (median over ranks)."""
-    slowdown = large_slowdown(found)
-    if slowdown is None:
-        return None
-    profiled, unprofiled = (statistics.median(getattr(d, a) for d in found) for a in ("profiled_ms", "unprofiled_ms"))
-    return (
-        f"the profiler slowed the steps it recorded by {slowdown:.0%} ({profiled:.1f} ms against {unprofiled:.1f} "
-        "ms outside its window, median over ranks): the breakdown describes those slowed steps"
-    )

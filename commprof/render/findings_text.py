@@ -29,20 +29,17 @@ def finding_lines(report: Report) -> list[tuple[str, str, str]]:
     """Per finding, ranked: (title with its predicted gain, evidence, action); or the balanced line with how large
     the noise is: the largest gain weighed and not claimed, with its interval."""
     found = [(f"{i}. {f.title}: {finding_gain(f)}", f.evidence, f.action) for i, f in enumerate(report.findings, 1)]
-    if found:
+    if any(f.gain_ms is not None for f in report.findings):
         return found
     if not report.within_noise:
-        return [(BALANCED, "", "")]
+        return [(BALANCED, "", ""), *found]
     largest = report.within_noise[0]
     gain = cast(Estimate, largest.gain_ms)
-    return [
-        (
-            f"{BALANCED}. The largest gain weighed: {largest.title}, {gain.value:.1f} ms per step "
-            f"({largest.gain_pct:.0f}% of the step, 95% CI {gain.low:.1f} to {gain.high:.1f})",
-            "",
-            "",
-        )
-    ]
+    balanced = (
+        f"{BALANCED}. The largest gain weighed: {largest.title}, {gain.value:.1f} ms per step "
+        f"({largest.gain_pct:.0f}% of the step, 95% CI {gain.low:.1f} to {gain.high:.1f})"
+    )
+    return [(balanced, "", ""), *found]
 
 
 ADVICE_HEADERS = ("setting", "predicted gain ms (95% CI)", "measured gain ms (95% CI)", "error ms", "verdict")
