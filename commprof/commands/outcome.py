@@ -23,7 +23,9 @@ class Feedback(Protocol):
 
     def info(self, message: str) -> None: ...
 
-    def watch(self, progress_file: Path, total_steps: int) -> AbstractContextManager: ...
+    def watch(self, progress_file: Path, total_steps: int | None) -> AbstractContextManager:
+        """A launch's progress, read from the file its local rank 0 rewrites; `total_steps` None: known at the end."""
+        ...
 
     def status(self, message: str) -> AbstractContextManager: ...
 
@@ -36,7 +38,7 @@ class Silent:
     def info(self, message: str) -> None:
         pass
 
-    def watch(self, progress_file: Path, total_steps: int) -> AbstractContextManager:
+    def watch(self, progress_file: Path, total_steps: int | None) -> AbstractContextManager:
         return nullcontext()
 
     def status(self, message: str) -> AbstractContextManager:

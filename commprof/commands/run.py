@@ -42,8 +42,9 @@ def run(request: RunRequest, feedback: Feedback = SILENT, env: Mapping[str, str]
             else f"bucket_cap_mb={config.ddp.bucket_cap_mb:g}"
         )
         feedback.info(f"run {config.run_id}: {describe(config, workload)}, {settings}")
+    steps = config.max_steps if config.script else config.steps  # a script without --max-steps: its loop decides
     try:
-        launched = run_job(config, training(config), config.max_steps or config.steps, feedback.watch)
+        launched = run_job(config, training(config), steps, feedback.watch)
     except RunFailed as failure:
         raise RunFailed(f"{failure}{_partial_report(failure, config.reports_dir)}") from None
     if config.script:

@@ -16,7 +16,7 @@ from commprof.config import RunConfig
 from commprof.errors import RunFailed
 from commprof.launch.result import LaunchResult
 
-Watch = Callable[[Path, int], AbstractContextManager]  # shows a launch's progress from its progress file
+Watch = Callable[[Path, int | None], AbstractContextManager]  # shows a launch's progress from its progress file
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ def uses_mpirun(config: RunConfig, task: Task) -> bool:
     return by_name(config.backend).launched_by == "mpirun" and task.mpi_module is not None
 
 
-def run_job(config: RunConfig, task: Task, total_steps: int = 0, watch: Watch | None = None) -> LaunchResult:
+def run_job(config: RunConfig, task: Task, total_steps: int | None = None, watch: Watch | None = None) -> LaunchResult:
     """Start every rank of this node on `task` and wait for them; RunFailed names
     the rank and the cause when one fails."""
     with tempfile.TemporaryDirectory(prefix="commprof-job-") as tmp:

@@ -11,9 +11,9 @@ from pathlib import Path
 
 @dataclass(frozen=True)
 class Progress:
-    step: int
-    steps: int
-    step_ms: float
+    step: int  # steps done
+    steps: int | None  # steps the job will run; None while not known (a script without --max-steps)
+    step_ms: float  # rank 0's latest step
     phase: str = "training"
 
 

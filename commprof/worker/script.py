@@ -137,12 +137,14 @@ class ScriptSession:
         if not self.due():
             return
         write_step_log(self.config.run_dir, self.rank, self.host, self.step_ms)
+        self._write_progress(self.config.max_steps)
+
+    def _write_progress(self, total: int | None) -> None:
+        """On each node's first rank: the steps so far, of `total` (None: the script's own loop decides)."""
         if self.local_rank == 0:
-            total = self.config.max_steps or self.config.schedule.total
             phase = "training" if self.profiler is None else "profiling"
-            write_progress(
-                self.progress_path, Progress(len(self.step_ms), max(total, len(self.step_ms)), self.step_ms[-1], phase)
-            )
+            last_ms = self.step_ms[-1] if self.step_ms else 0.0
+            write_progress(self.progress_path, Progress(len(self.step_ms), total, last_ms, phase))
 
     def _start_scheduled_profiler(self) -> None:
         """At the first optimizer step: the start-up recording is dropped, the schedule's profiler begins. It
@@ -161,8 +163,11 @@ class ScriptSession:
             profiler, self.profiler = self.profiler, None
             profiler.stop()  # writes the window it was recording, if any
 
-    def finish(self) -> None:
-        """Trace, step log with what this rank learned, hooks removed."""
+    def finish(self, ended: bool = True) -> None:
+        """Trace, step log with what this rank learned, hooks removed; the progress's last state: the steps run,
+        of as many when the script `ended` (it stopped at --max-steps, or its own loop did), else of those asked
+        for. Progress is written at most every quarter second: without this, the last steps would be missing."""
+        self._write_progress(len(self.step_ms) if ended else self.config.max_steps)
         if self.startup is not None:  # no optimizer step at all: the whole run is the one window
             startup, self.startup = self.startup, None
             startup.stop()
@@ -246,7 +251,7 @@ def run_rank(config: RunConfig, progress_path: Path) -> int:
     except BaseException as exc:  # record why for the launcher, keep what was measured, leave at once
         code = 1
         try:
-            session.finish()
+            session.finish(ended=False)
         except BaseException:  # the failure itself is what must be reported
             pass
         get_error_handler().record_exception(exc)

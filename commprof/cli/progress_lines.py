@@ -1,0 +1,125 @@
+"""What a log gets while a command works, where a terminal gets a live display: plain lines, no control codes.
+
+A launch (`StepLines`): one line when it starts and when rank 0 first enters each phase, at least one every
+`EVERY_S` seconds while it runs (step, steps done, ETA), and a last one with the final count. Work without
+steps (`WorkLines`: trace files analysed, a bench): nothing while it is short; once it has run `EVERY_S`
+seconds, a line every `EVERY_S` seconds and a last one. Pure: the caller gives the clock and where the lines
+go, and calls `show`/`tick` as often as it likes (cli/progress polls a few times a second)."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from commprof.launch.progress import Progress
+
+EVERY_S = 10.0
+PREFIX = "commprof: "
+
+Clock = Callable[[], float]
+Write = Callable[[str], None]
+
+
+def duration(seconds: float) -> str:
+    """`0:00:07`, `1:02:03`: hours, minutes, seconds, as Rich's time columns write them."""
+    whole = max(0, round(seconds))
+    return f"{whole // 3600}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
+
+
+def phase_kind(phase: str) -> str:
+    """A phase without what it works on: a sweep's `repeat 2/5 bucket-25mb` is a `repeat`. A line is due when the
+    kind changes, not at each setting's turn of a few steps."""
+    return phase.split(" ", 1)[0]
+
+
+def step_count(step: int, steps: int | None) -> str:
+    return f"{step}/{steps}" if steps is not None else str(step)
+
+
+class StepLines:
+    """A launch's progress, from the states rank 0 writes to its progress file (None: none written yet)."""
+
+    def __init__(self, write: Write, clock: Clock, every_s: float = EVERY_S):
+        self.write, self.clock, self.every_s = write, clock, every_s
+        self.started = self.last_line = clock()
+        self.kinds: set[str] = set()  # the phases seen: a line when one begins for the first time
+        self.first: tuple[float, int] | None = None  # when the first state was seen, and its step
+
+    def start(self) -> None:
+        self._say("starting ranks")
+
+    def show(self, state: Progress | None) -> None:
+        now = self.clock()
+        if state is None:
+            if now - self.last_line >= self.every_s:
+                self._say(f"starting ranks, {duration(now - self.started)} so far")
+            return
+        if self.first is None:
+            self.first = (now, state.step)
+        kind = phase_kind(state.phase)
+        if kind in self.kinds and now - self.last_line < self.every_s:
+            return
+        self.kinds.add(kind)
+        self._say(self.line(state, now))
+
+    def line(self, state: Progress, now: float) -> str:
+        """`rank 0 training: step 12/20, 85.3 ms per step, ETA 0:00:07`: the step time is rank 0's latest; the time
+        left is the steps left at the pace seen since the first state was read (all phases together, as the total
+        counts them). No ETA before that pace is known (a first step's time holds the start's), nor while the total is
+        not known."""
+        text = f"rank 0 {state.phase}: step {step_count(state.step, state.steps)}, {state.step_ms:.1f} ms per step"
+        seen_at, seen_step = self.first or (now, state.step)
+        if state.steps is None or state.step >= state.steps or state.step <= seen_step:
+            return text
+        pace_s = (now - seen_at) / (state.step - seen_step)
+        return f"{text}, ETA {duration((state.steps - state.step) * pace_s)}"
+
+    def end(self, state: Progress | None, failed: bool) -> None:
+        """The last line: the steps really run, from the last state rank 0 wrote (read after the launch ended)."""
+        took = duration(self.clock() - self.started)
+        if state is None:
+            self._say(f"stopped before rank 0's first step, after {took}" if failed else f"done in {took}")
+        elif failed:
+            self._say(f"rank 0 stopped at step {step_count(state.step, state.steps)}, after {took}")
+        else:
+            self._say(f"rank 0 done: {state.step}/{state.steps or state.step} steps in {took}")
+
+    def _say(self, text: str) -> None:
+        self.write(PREFIX + text)
+        self.last_line = self.clock()
+
+
+class WorkLines:
+    """Work with no steps of rank 0: a count of items (`update(done, total)`), or none at all (a bench)."""
+
+    def __init__(self, description: str, write: Write, clock: Clock, every_s: float = EVERY_S):
+        self.description, self.write, self.clock, self.every_s = description, write, clock, every_s
+        self.started = self.last_line = clock()
+        self.count: tuple[int, int] | None = None
+        self.said = False
+
+    def update(self, done: int, total: int) -> None:
+        self.count = (done, total)
+
+    def tick(self) -> None:
+        now = self.clock()
+        if now - self.last_line < self.every_s:
+            return
+        elapsed = now - self.started
+        if self.count is None or self.count[0] == 0:
+            self._say(f"{self.description}, {duration(elapsed)} so far")
+            return
+        done, total = self.count
+        eta = f", ETA {duration((total - done) * elapsed / done)}" if done < total else ""
+        self._say(f"{self.description}: {done}/{total}, {done / elapsed:.1f}/s{eta}")
+
+    def end(self) -> None:
+        """The last line, if the work was long enough to have any."""
+        if not self.said:
+            return
+        took = duration(self.clock() - self.started)
+        count = f"{self.count[0]}/{self.count[1]}" if self.count is not None else "done"
+        self._say(f"{self.description}: {count} in {took}")
+
+    def _say(self, text: str) -> None:
+        self.write(PREFIX + text)
+        self.last_line, self.said = self.clock(), True

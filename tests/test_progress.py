@@ -1,0 +1,361 @@
+"""Progress on stderr: a terminal's bar ends on the steps really run, a log gets plain lines (one when a phase
+starts, one at least every 10 s, the final count), --quiet gets nothing. No process is started: the progress
+file is written here, the clock is a fake one, and the poller's interval is an hour, so that only the final read,
+after the block, sees what was written inside it (as when a launch ends before the next poll)."""
+
+from __future__ import annotations
+
+import io
+import re
+import threading
+from pathlib import Path
+
+import pytest
+import torch
+from rich.console import Console
+
+from commprof.cli.progress import ConsoleFeedback, StepsBar, ticking, watch_steps
+from commprof.cli.progress_lines import StepLines, WorkLines, duration
+from commprof.config import RunConfig
+from commprof.launch.progress import Progress, read_progress, write_progress
+from tests.conftest import REPO, commprof
+
+NEVER = 3600.0  # a poll interval no test outlives: the thread polls only if the test hangs
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def step_lines() -> tuple[StepLines, list[str], FakeClock]:
+    lines: list[str] = []
+    clock = FakeClock()
+    return StepLines(lines.append, clock), lines, clock
+
+
+def test_duration():
+    assert [duration(s) for s in (0, 7.4, 7.6, 65, 3723, -1)] == [
+        "0:00:00",
+        "0:00:07",
+        "0:00:08",
+        "0:01:05",
+        "1:02:03",
+        "0:00:00",
+    ]
+
+
+def test_a_log_gets_a_line_per_phase_one_every_10_s_and_the_final_count():
+    view, lines, clock = step_lines()
+    shown = []
+
+    def at(t: float, state: Progress | None) -> None:
+        clock.now = t
+        before = len(lines)
+        view.show(state)
+        shown.extend(lines[before:])
+
+    view.start()
+    at(4, None)  # ranks starting: nothing yet
+    at(10, None)
+    at(11, Progress(1, 20, 90.0))  # a first step: no pace yet, no ETA
+    at(15, Progress(5, 20, 85.0))  # 4 s after the last line: nothing
+    at(21, Progress(12, 20, 85.3))  # 10 s: (21 - 11) / 11 steps, 8 to go
+    at(22, Progress(20, 20, 80.0, "writing traces"))  # a new phase at once
+    at(31, Progress(20, 20, 80.0, "writing traces"))
+    clock.now = 33
+    view.end(Progress(20, 20, 80.0, "writing traces"), failed=False)
+    assert lines == [
+        "commprof: starting ranks",
+        "commprof: starting ranks, 0:00:10 so far",
+        "commprof: rank 0 training: step 1/20, 90.0 ms per step",
+        "commprof: rank 0 training: step 12/20, 85.3 ms per step, ETA 0:00:07",
+        "commprof: rank 0 writing traces: step 20/20, 80.0 ms per step",
+        "commprof: rank 0 done: 20/20 steps in 0:00:33",
+    ]
+
+
+def test_a_phase_seen_before_waits_for_the_10_s():
+    """A sweep's settings take turns (warm-up, repeat, warm-up again...): a line when a phase first begins only."""
+    view, lines, clock = step_lines()
+    for t, phase in [(1, "warmup bucket-1mb"), (2, "repeat 1/5 bucket-1mb"), (3, "warmup bucket-25mb"), (4, "repeat")]:
+        clock.now = t
+        view.show(Progress(t, 60, 100.0, phase))
+    clock.now = 12
+    view.show(Progress(40, 60, 100.0, "repeat 3/5 bucket-25mb"))
+    assert lines == [
+        "commprof: rank 0 warmup bucket-1mb: step 1/60, 100.0 ms per step",
+        "commprof: rank 0 repeat 1/5 bucket-1mb: step 2/60, 100.0 ms per step, ETA 0:00:58",
+        "commprof: rank 0 repeat 3/5 bucket-25mb: step 40/60, 100.0 ms per step, ETA 0:00:06",
+    ]
+
+
+def test_a_script_of_unknown_length_counts_up_and_ends_on_the_steps_run():
+    view, lines, clock = step_lines()
+    clock.now = 2
+    view.show(Progress(119, None, 2.0))
+    clock.now = 5
+    view.end(Progress(160, 160, 1.9), failed=False)
+    assert lines == [
+        "commprof: rank 0 training: step 119, 2.0 ms per step",
+        "commprof: rank 0 done: 160/160 steps in 0:00:05",
+    ]
+    view, lines, clock = step_lines()
+    view.end(Progress(160, None, 1.9), failed=False)  # an older worker's last state: the steps run are the total
+    assert lines == ["commprof: rank 0 done: 160/160 steps in 0:00:00"]
+
+
+def test_a_failed_launch_says_where_it_stopped():
+    view, lines, clock = step_lines()
+    clock.now = 5
+    view.end(Progress(3, 20, 80.0), failed=True)
+    view.end(Progress(3, None, 80.0), failed=True)
+    view.end(None, failed=True)
+    view.end(None, failed=False)
+    assert lines == [
+        "commprof: rank 0 stopped at step 3/20, after 0:00:05",
+        "commprof: rank 0 stopped at step 3, after 0:00:05",
+        "commprof: stopped before rank 0's first step, after 0:00:05",
+        "commprof: done in 0:00:05",
+    ]
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.calls: list[tuple] = []
+
+    def start(self) -> None:
+        self.calls.append(("start",))
+
+    def show(self, state: Progress | None) -> None:
+        self.calls.append(("show", state))
+
+    def end(self, state: Progress | None, failed: bool) -> None:
+        self.calls.append(("end", state, failed))
+
+
+def test_the_view_ends_on_the_last_state_written_not_the_last_polled(tmp_path):
+    """The cause of '17/20 at the end of a complete run': polling stopped before rank 0's last write."""
+    path = tmp_path / "progress.json"
+    view = Recorder()
+    with watch_steps(path, view, interval_s=NEVER):
+        write_progress(path, Progress(17, 20, 80.0))
+        write_progress(path, Progress(20, 20, 80.0, "writing traces"))
+    assert view.calls == [("start",), ("end", Progress(20, 20, 80.0, "writing traces"), False)]
+
+
+def test_a_failed_launch_ends_the_view_as_failed_and_raises(tmp_path):
+    path = tmp_path / "progress.json"
+    view = Recorder()
+    with pytest.raises(KeyboardInterrupt), watch_steps(path, view, interval_s=NEVER):
+        write_progress(path, Progress(3, 20, 80.0))
+        raise KeyboardInterrupt
+    assert view.calls == [("start",), ("end", Progress(3, 20, 80.0), True)]
+
+
+def test_ticking_calls_on_its_thread_until_the_block_ends():
+    ticked = threading.Event()
+    calls = []
+
+    def tick() -> None:
+        calls.append(threading.current_thread())
+        ticked.set()
+
+    with ticking(tick, 0.001):
+        assert ticked.wait(timeout=30)
+    assert calls and threading.current_thread() not in calls
+    assert not calls[0].is_alive()  # stopped and joined when the block ended: no tick after it
+
+
+def terminal() -> Console:
+    return Console(file=io.StringIO(), force_terminal=True, width=100, color_system=None)
+
+
+def last_frame(console: Console) -> str:
+    """The bar's last drawing, without the codes that move the cursor."""
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", console.file.getvalue())  # type: ignore[attr-defined]
+    return [line.strip() for line in re.split(r"[\r\n]", text) if "rank 0" in line][-1]
+
+
+def bar_of(console: Console, steps: int | None, written: list[Progress], tmp_path: Path) -> StepsBar:
+    path = tmp_path / "progress.json"
+    bar = StepsBar(console, steps)
+    with watch_steps(path, bar, interval_s=NEVER):
+        for state in written:
+            write_progress(path, state)
+    return bar
+
+
+def test_the_bar_of_a_complete_run_ends_at_its_steps(tmp_path):
+    console = terminal()
+    bar = bar_of(console, 20, [Progress(17, 20, 80.0), Progress(20, 20, 80.0, "writing traces")], tmp_path)
+    (task,) = bar.progress.tasks
+    assert (task.description, task.completed, task.total) == ("rank 0 done", 20, 20)
+    assert re.fullmatch(r"rank 0 done ━{40} 20/20 step 80\.0 ms \d:\d\d:\d\d", last_frame(console)), last_frame(console)
+
+
+def test_the_bar_of_a_script_ends_at_the_steps_it_ran(tmp_path):
+    """The cause of '119/119 for a run of 160 steps': a total taken from the schedule, and no last write."""
+    console = terminal()
+    bar = bar_of(console, None, [Progress(119, None, 2.0), Progress(160, 160, 1.9)], tmp_path)
+    (task,) = bar.progress.tasks
+    assert (task.description, task.completed, task.total) == ("rank 0 done", 160, 160)
+    assert " 160/160 step 1.9 ms " in last_frame(console)
+
+
+def test_the_bar_of_a_failed_run_stays_where_rank_0_stopped(tmp_path):
+    path = tmp_path / "progress.json"
+    bar = StepsBar(terminal(), 20)
+    with pytest.raises(RuntimeError), watch_steps(path, bar, interval_s=NEVER):
+        write_progress(path, Progress(3, 20, 80.0))
+        raise RuntimeError("rank 1 failed")
+    (task,) = bar.progress.tasks
+    assert (task.description, task.completed, task.total) == ("rank 0 training", 3, 20)
+
+
+def test_a_log_gets_plain_lines_and_no_control_codes(tmp_path):
+    log = Console(file=io.StringIO(), width=40)  # a file: not a terminal
+    clock = FakeClock()
+    feedback = ConsoleFeedback(False, log, clock, interval_s=NEVER)
+    path = tmp_path / "progress.json"
+    feedback.info("run r: mlp-small on 2 cpu rank(s), gloo, bucket_cap_mb=25 [bold]not markup[/]")
+    with feedback.watch(path, 20):
+        write_progress(path, Progress(20, 20, 80.0, "writing traces"))
+        clock.now = 9
+    assert log.file.getvalue().splitlines() == [  # type: ignore[attr-defined]
+        "run r: mlp-small on 2 cpu rank(s), gloo, bucket_cap_mb=25 [bold]not markup[/]",
+        "commprof: starting ranks",
+        "commprof: rank 0 done: 20/20 steps in 0:00:09",
+    ]
+
+
+def test_quiet_prints_nothing_anywhere(tmp_path):
+    for console in (Console(file=io.StringIO()), terminal()):
+        feedback = ConsoleFeedback(True, console, FakeClock(), interval_s=NEVER)
+        path = tmp_path / "progress.json"
+        feedback.info("a note")
+        with feedback.watch(path, 20):
+            write_progress(path, Progress(20, 20, 80.0))
+        with feedback.status("bench: gloo on 2 ranks"):
+            pass
+        with feedback.counter("analysing trace files") as advance:
+            advance(1, 2)
+        assert console.file.getvalue() == ""  # type: ignore[attr-defined]
+
+
+def test_work_without_steps_in_a_log():
+    lines: list[str] = []
+    clock = FakeClock()
+    short = WorkLines("analysing trace files", lines.append, clock)
+    clock.now = 3
+    short.tick()
+    short.update(8, 8)
+    short.end()
+    assert lines == []  # short work: no line at all
+
+    long = WorkLines("analysing trace files", lines.append, clock)
+    clock.now = 13
+    long.tick()  # nothing done yet
+    long.update(2, 8)
+    clock.now = 20
+    long.tick()  # 7 s after the last line
+    clock.now = 23
+    long.tick()
+    long.update(8, 8)
+    clock.now = 25
+    long.end()
+    assert lines == [
+        "commprof: analysing trace files, 0:00:10 so far",
+        "commprof: analysing trace files: 2/8, 0.1/s, ETA 0:01:00",
+        "commprof: analysing trace files: 8/8 in 0:00:22",
+    ]
+
+    bench = WorkLines("bench: gloo on 2 ranks", lines.append, clock)
+    clock.now = 36
+    bench.tick()
+    bench.end()
+    assert lines[3:] == [
+        "commprof: bench: gloo on 2 ranks, 0:00:11 so far",
+        "commprof: bench: gloo on 2 ranks: done in 0:00:11",
+    ]
+
+
+@pytest.fixture
+def script_session(tmp_path, monkeypatch):
+    """One rank of a user's script as the worker sees it, without the script or a process group: its steps are
+    optimizer steps made here."""
+    from commprof.worker.script import ScriptSession
+
+    for name, value in {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1"}.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr("commprof.worker.script.device_name", lambda device: "cpu")  # platform's runs `uname -p`
+
+    def make(max_steps: int | None) -> tuple[ScriptSession, Path, torch.optim.Optimizer]:
+        config = RunConfig(run_id="s", script=("train.py",), traces_dir=tmp_path, max_steps=max_steps, profiled=False)
+        config.run_dir.mkdir(parents=True, exist_ok=True)
+        optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.1)
+        return ScriptSession(config, tmp_path / "progress.json"), tmp_path / "progress.json", optimizer
+
+    return make
+
+
+def test_a_script_at_max_steps_writes_its_final_count(script_session):
+    from commprof.worker.script import MaxStepsReached
+
+    session, path, optimizer = script_session(20)
+    with pytest.raises(MaxStepsReached):
+        for _ in range(21):
+            session._after_step(optimizer, (), {})
+    session.finish()
+    state = read_progress(path)
+    assert state is not None and (state.step, state.steps) == (20, 20)
+
+
+def test_a_script_that_ends_by_itself_writes_the_steps_it_ran(script_session):
+    session, path, optimizer = script_session(None)
+    for _ in range(160):
+        session._after_step(optimizer, (), {})
+    state = read_progress(path)
+    assert state is not None and state.steps is None  # while it runs, its length is not known
+    session.finish()
+    state = read_progress(path)
+    assert state is not None and (state.step, state.steps) == (160, 160)
+
+
+def test_a_failed_script_writes_the_steps_it_ran_of_those_asked(script_session):
+    session, path, optimizer = script_session(20)
+    for _ in range(3):
+        session._after_step(optimizer, (), {})
+    session.finish(ended=False)
+    state = read_progress(path)
+    assert state is not None and (state.step, state.steps) == (3, 20)
+
+
+def progress_lines(stderr: str) -> list[str]:
+    assert "\x1b" not in stderr and "━" not in stderr, stderr  # a pipe: no control codes, no bar
+    return [line for line in stderr.splitlines() if line.startswith("commprof: ")]
+
+
+def test_a_real_run_in_a_log_ends_on_its_steps(cpu_run):
+    _, result = cpu_run
+    lines = progress_lines(result.stderr)
+    assert lines[0] == "commprof: starting ranks" and re.fullmatch(
+        r"commprof: rank 0 done: 9/9 steps in \d:\d\d:\d\d", lines[-1]
+    ), result.stderr
+
+
+@pytest.mark.slow
+def test_a_real_script_in_a_log_ends_on_the_steps_it_ran(tmp_path):
+    """train_epochs.py: 16 steps an epoch on 2 ranks. Before: '1/20' at --max-steps 20, '151/151' for its 160."""
+    script = str(REPO / "tests" / "data" / "scripts" / "train_epochs.py")
+    for run_id, options, steps in [("capped", ["--max-steps", "20"], 20), ("own", [], 160)]:
+        result = commprof("run", "--run-id", run_id, *options, "--", script, "--epochs", "10", cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+        lines = progress_lines(result.stderr)
+        assert lines[0] == "commprof: starting ranks", result.stderr
+        assert re.fullmatch(rf"commprof: rank 0 done: {steps}/{steps} steps in \d:\d\d:\d\d", lines[-1]), lines
+    result = commprof("run", "--run-id", "quiet", "--quiet", "--", script, "--epochs", "1", cwd=tmp_path)
+    assert result.returncode == 0 and result.stderr == "", result.stderr
