@@ -2,6 +2,7 @@
 message worth showing."""
 
 import re
+import signal
 
 
 class CommprofError(Exception):
@@ -25,6 +26,10 @@ class TraceError(UsageError):
         self.problem = problem
 
 
+class NothingToReport(UsageError):
+    """Traces with no step to report: every step they hold was cut short by a failure or an interrupt."""
+
+
 class WorkloadError(UsageError):
     """A model spec that cannot be loaded or does not train."""
 
@@ -34,11 +39,39 @@ class ModelRunError(WorkloadError):
 
 
 class RunFailed(CommprofError):
-    """The training job itself failed. Exit code 1."""
+    """The training job itself failed. Exit code 1.
 
-    def __init__(self, message: str, run_dir=None):
-        super().__init__(message)
+    `cause`: the line naming the rank and why; `logs`: the worker logs' folder, when the ranks had any (the message
+    is the cause followed by where the logs are); `traceback`: the user's own traceback (their script raised),
+    which the CLI shows above the message, as python would have shown it."""
+
+    def __init__(self, cause: str, run_dir=None, logs=None, traceback: str = ""):
+        super().__init__(f"{cause} (worker logs: {logs})" if logs is not None else cause)
+        self.cause = cause
         self.run_dir = run_dir  # the run folder this failed run created (traces kept there), if any
+        self.logs = logs
+        self.traceback = traceback
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM (Ctrl-C, kill, a batch system's stop), raised where commprof was when it came: a
+    KeyboardInterrupt, so no `except Exception` swallows it. The CLI says its one line and exits 128 + the
+    signal's number (130, 143), as a shell reports a process its signal ended."""
+
+    def __init__(self, signum: int = signal.SIGINT, message: str = "interrupted", run_dir=None):
+        super().__init__(message)
+        self.signum = int(signum)
+        self.message = message
+        self.run_dir = run_dir  # the run folder the interrupted launch started, if any
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+
+
+def raise_interrupted(signum: int, frame: object) -> None:
+    """A signal handler: the signal becomes Interrupted where the program was."""
+    raise Interrupted(signum)
 
 
 # Known errors whose first sentence alone does not say what to do: (text in the message, advice)

@@ -3,6 +3,7 @@ as built-in runs are: compute + exposed + idle = step, the buckets in the trace 
 rank stops at the same step under --max-steps."""
 
 import json
+import re
 
 import pytest
 
@@ -107,6 +108,9 @@ def test_a_module_started_with_dash_m(tmp_path):
 
 
 def test_a_script_that_fails_on_one_rank(tmp_path):
+    """Its traceback as python shows it, once (rank 1's: rank 0 was only stopped), then one line: which rank, at
+    which step, what to do, where the logs and the partial report are."""
+    script = SCRIPTS / "fails_on_rank1.py"
     result = commprof(
         "run",
         "--run-id",
@@ -119,14 +123,51 @@ def test_a_script_that_fails_on_one_rank(tmp_path):
         "--active",
         "2",
         "--",
-        str(SCRIPTS / "fails_on_rank1.py"),
+        str(script),
         cwd=tmp_path,
     )
     assert result.returncode == 1
-    (line,) = result.stderr.strip().splitlines()
-    assert "rank 1 on " in line and "ValueError: batch 3 has a NaN label" in line and "(worker logs: " in line, line
-    assert "partial report (marked incomplete)" in line, line
-    assert run_json(tmp_path, "f")["status"] == "failed"
+    lines = result.stderr.strip().splitlines()
+    assert lines[:-1] == [
+        "Traceback (most recent call last):",
+        f'  File "{script}", line 15, in <module>',
+        '    raise ValueError("batch 3 has a NaN label")',
+        "ValueError: batch 3 has a NaN label",
+    ], result.stderr
+    record = run_json(tmp_path, "f")
+    host = record["hosts"][0]
+    assert lines[-1] == (
+        f"error: rank 1 on {host} raised the error above at step 3; fix the script and run it again (worker logs: "
+        f"traces/f/logs/{host}; partial report, marked incomplete: reports/f/report.html)"
+    ), lines[-1]
+    assert record["status"] == "failed" and record["error"].endswith("failed: ValueError: batch 3 has a NaN label")
+    assert list((tmp_path / "traces" / "f" / "tensorboard" / "rank0").glob("events.out.tfevents.*"))
+
+
+def test_a_script_that_fails_as_it_starts(tmp_path):
+    """Every rank raises the same error at import: its traceback once, with file and line, and one line naming the
+    first rank to fail and the others; nothing about a report, which there cannot be."""
+    script = SCRIPTS / "fails_at_import.py"
+    result = commprof("run", "--run-id", "start", "--quiet", "--", str(script), cwd=tmp_path)
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert lines[:-1] == [
+        "Traceback (most recent call last):",
+        f'  File "{script}", line 10, in <module>',
+        '    config = load_config("experiment.yaml")',
+        "             " + "^" * len('load_config("experiment.yaml")'),
+        f'  File "{script}", line 7, in load_config',
+        '    raise FileNotFoundError(f"no configuration at {path}")',
+        "FileNotFoundError: no configuration at experiment.yaml",
+    ], result.stderr
+    host = run_json(tmp_path, "start")["hosts"][0]
+    # the other rank raised it too, or was stopped by the launcher before it got that far
+    assert re.fullmatch(
+        rf"error: rank [01] on {re.escape(host)} raised the error above( \(rank [01] too\))? before the first step "
+        rf"completed; fix the script and run it again \(worker logs: traces/start/logs/{re.escape(host)}\)",
+        lines[-1],
+    ), lines[-1]
+    assert run_json(tmp_path, "start")["status"] == "failed"
 
 
 def test_sweep_of_a_script_interleaves_launches_and_applies_each_setting(tmp_path):

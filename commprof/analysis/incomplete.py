@@ -1,4 +1,4 @@
-"""A failed run's report covers only the steps that completed on every rank, and says so."""
+"""A failed or interrupted run's report covers only the steps that completed on every rank, and says so."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ _STEP_NUMBER = re.compile(r"#(\d+)$")
 
 
 def completed_steps_only(trace: RunTrace, run: RunSummary | None) -> tuple[RunTrace, str | None]:
-    """For a run whose run.json says it failed: drop the steps at and after the first that did not
-    complete (their ranges were closed by the failure, not by the step's end), and the ranks left
-    with none. Returns the trace and a sentence for the report (None when the run did not fail)."""
-    if run is None or run.status not in ("failed", "running"):
+    """For a run whose run.json says it failed or was interrupted: drop the steps at and after the first that
+    did not complete (their ranges were closed by the failure, not by the step's end), and the ranks left
+    with none. Returns the trace and a sentence for the report (None when the run completed)."""
+    if run is None or run.status not in ("failed", "running", "interrupted"):
         return trace, None
     completed = run.steps_completed or 0
     kept: list[RankTrace] = []
@@ -25,7 +25,9 @@ def completed_steps_only(trace: RunTrace, run: RunSummary | None) -> tuple[RunTr
         (kept if steps else emptied).append(dataclasses.replace(rank, steps=steps))
     missing = missing_ranks(trace, run)
     parts = [
-        f"the run failed ({run.error or run.status})",
+        f"the run was {run.error or 'interrupted'}"
+        if run.status == "interrupted"
+        else f"the run failed ({run.error or run.status})",
         f"this report covers the {completed} step(s) that completed on every rank, where traced",
     ]
     if missing:

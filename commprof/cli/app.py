@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import functools
+import signal
 import sys
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
 
 import typer
 from typer.exceptions import Abort, Exit, TyperException
@@ -20,30 +24,56 @@ app = typer.Typer(
     # tests/test_help.py holds every command's help to 80 columns with every option name whole
     rich_markup_mode=None,
 )
-app.command()(run.run)
-app.command()(sweep.sweep)
-app.command()(tune.tune)
-app.command()(advise.advise)
-app.command()(analyze.analyze)
-app.command()(report.report)
-app.command()(view.view)
-app.command()(diff.diff)
-app.command()(bench.bench)
-app.command()(backends.backends)
-app.command()(compare.compare)
-app.command()(scale.scale)
+COMMANDS: tuple[Callable[..., Any], ...] = (
+    run.run,
+    sweep.sweep,
+    tune.tune,
+    advise.advise,
+    analyze.analyze,
+    report.report,
+    view.view,
+    diff.diff,
+    bench.bench,
+    backends.backends,
+    compare.compare,
+    scale.scale,
+)
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+def _says_interrupts(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Ctrl-C (KeyboardInterrupt) and SIGTERM (Interrupted) end a command with its one line and 128 + the signal's
+    number. Caught here, inside Typer, which turns a KeyboardInterrupt into a silent exit code 130."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from commprof.errors import Interrupted
+
+        try:
+            return command(*args, **kwargs)
+        except KeyboardInterrupt as exc:
+            stop = exc if isinstance(exc, Interrupted) else Interrupted()
+            console.interrupted(stop.message)
+            raise Exit(stop.exit_code) from None
+
+    return wrapper
+
+
+for _command in COMMANDS:
+    app.command()(_says_interrupts(_command))
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130  # 130: 128 + SIGINT
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: one line on stderr and exit code 1 (run failed) or 2 (bad input) on errors."""
-    from commprof.errors import CommprofError
+    """Entry point: one line on stderr and exit code 1 (run failed) or 2 (bad input) on errors; on SIGINT
+    (Ctrl-C) or SIGTERM, one line and 130 or 143."""
+    from commprof.errors import CommprofError, Interrupted, RunFailed
     from commprof.native_logs import silence_in_this_process
 
     silence_in_this_process()
     try:
-        code = app(args=argv, prog_name="commprof", standalone_mode=False)
+        with _sigterm_interrupts():
+            code = app(args=argv, prog_name="commprof", standalone_mode=False)
     except Exit as exc:
         code = exc.exit_code
     except TyperException as exc:  # unknown options, bad values: the parser's own message, one line
@@ -55,11 +85,29 @@ def main(argv: list[str] | None = None) -> None:
         code = EXIT_USAGE
     except Abort:
         console.error("interrupted")
-        code = 130
+        code = EXIT_INTERRUPTED
     except CommprofError as exc:
-        console.error(str(exc))
+        console.error(str(exc), exc.traceback if isinstance(exc, RunFailed) else "")
         code = exc.exit_code
-    except KeyboardInterrupt:
-        console.error("interrupted")
-        code = 130
+    except KeyboardInterrupt as exc:  # outside a command (a command's own: _says_interrupts)
+        stop = exc if isinstance(exc, Interrupted) else Interrupted()
+        console.interrupted(stop.message)
+        code = stop.exit_code
     sys.exit(code if isinstance(code, int) else EXIT_OK)
+
+
+@contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """SIGTERM (kill, a batch system's stop) unwinds commprof as Ctrl-C does, so that what it started is stopped
+    and what it wrote is said; the handler it replaced comes back after (main() may be called in a test)."""
+    from commprof.errors import raise_interrupted
+
+    try:
+        previous = signal.signal(signal.SIGTERM, raise_interrupted)
+    except ValueError:  # not the main thread: signals are not ours to handle
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)

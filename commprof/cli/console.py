@@ -9,8 +9,16 @@ out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False)
 
 
-def error(message: str) -> None:
+def error(message: str, traceback: str = "") -> None:
+    """One line; below the user's own traceback, when their script raised (printed as python prints it)."""
+    if traceback:
+        err.print(traceback, markup=False, highlight=False, emoji=False, soft_wrap=True)
     err.print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True)
+
+
+def interrupted(message: str) -> None:
+    """Ctrl-C or SIGTERM: what the run had done and left, in one line (not an error of commprof's or the job's)."""
+    err.print(escape(message), soft_wrap=True)
 
 
 def info(message: str, quiet: bool = False) -> None:

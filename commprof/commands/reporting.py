@@ -16,7 +16,7 @@ from commprof.analysis.incomplete import completed_steps_only
 from commprof.analysis.sweep import sweep_result
 from commprof.analysis.timeline import job_timeline
 from commprof.config import RunConfig
-from commprof.errors import UsageError
+from commprof.errors import NothingToReport, UsageError
 from commprof.launch.runlog import read_run_json
 from commprof.results.common import Estimate, Result
 from commprof.results.report import Report
@@ -80,7 +80,7 @@ def _analyse(
         loaded, breakdowns = with_digests_from_other_nodes(loaded, breakdowns, paths[0])
     trace, incomplete = completed_steps_only(loaded, run)
     if not trace.ranks:
-        raise UsageError(f"{paths[0]}: {incomplete}; nothing to report")
+        raise NothingToReport(f"{paths[0]}: {incomplete}; nothing to report")
     analysis = analyze_run(trace, name, kind, run, measured_offsets(run, trace), breakdowns)
     # timeline.json: the first ranks (those digest keeps intervals for); report.json has every rank
     timeline = job_timeline(analysis.windows[:MAX_DETAILED_RANKS], analysis.matching)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Mapping
@@ -11,8 +12,9 @@ from typing import Mapping
 from commprof.commands.common import check_model, describe, training
 from commprof.commands.outcome import SILENT, Feedback, Outcome
 from commprof.commands.reporting import report_from_traces, write_report
+from commprof.commands.unfinished import failed_run, interrupted_run
 from commprof.config import RunConfig, RunRequest, setting_label
-from commprof.errors import CommprofError, RunFailed, UsageError
+from commprof.errors import Interrupted, RunFailed, UsageError
 from commprof.launch.runlog import finish_script_run
 
 DERIVED_IN_SLURM = ("--nodes", "--rdzv-endpoint", "--run-id")
@@ -46,7 +48,9 @@ def run(request: RunRequest, feedback: Feedback = SILENT, env: Mapping[str, str]
     try:
         launched = run_job(config, training(config), steps, feedback.watch)
     except RunFailed as failure:
-        raise RunFailed(f"{failure}{_partial_report(failure, config.reports_dir)}") from None
+        raise failed_run(failure, config) from None
+    except Interrupted as stop:
+        raise interrupted_run(stop, config) from None
     if config.script:
         finish_script_run(launched.run_dir, config.launch_id)
     if not launched.has_rank_zero:
@@ -55,7 +59,15 @@ def run(request: RunRequest, feedback: Feedback = SILENT, env: Mapping[str, str]
             note=f"traces of ranks {', '.join(map(str, launched.ranks_here))} written to "
             f"{launched.run_dir}/; the node that runs rank 0 writes the report",
         )
-    return report_run(launched.run_dir, config.reports_dir)
+    try:
+        return report_run(launched.run_dir, config.reports_dir)
+    except KeyboardInterrupt as stop:  # Interrupted too
+        raise Interrupted(
+            getattr(stop, "signum", signal.SIGINT),
+            f"interrupted while writing the report; the run is complete (`commprof analyze {launched.run_dir} "
+            f"--name {launched.run_dir.name}-report` reports on it)",
+            launched.run_dir,
+        ) from None
 
 
 def report_run(run_dir: Path, reports_dir: Path) -> Outcome:
@@ -136,17 +148,3 @@ def _without(args: tuple[str, ...], options: tuple[str, ...]) -> list[str]:
         else:
             kept.append(arg)
     return kept
-
-
-def _partial_report(failure: RunFailed, reports_dir: Path) -> str:
-    """After a failure: a report of the completed steps, marked incomplete, when traces survived."""
-    if failure.run_dir is None or not failure.run_dir.is_dir():
-        return ""
-    if not any(failure.run_dir.glob("*.pt.trace.json")):
-        return f"; no trace was written before the failure (run.json and step logs in {failure.run_dir}/)"
-    try:
-        report, timeline = report_from_traces([failure.run_dir], name=failure.run_dir.name, kind="run")
-        files = write_report(report, reports_dir, report.name, timeline)
-    except (CommprofError, OSError) as exc:
-        return f"; traces kept in {failure.run_dir}/, no partial report ({str(exc).splitlines()[0]})"
-    return f"; traces kept in {failure.run_dir}/, partial report (marked incomplete): {files[0]}"

@@ -69,7 +69,7 @@ def tensorboard(run: str | None, traces_dir: Path, host: str = "127.0.0.1", port
     if not logdir.is_dir():
         raise UsageError(f"{logdir}: no such folder (run `commprof run` first, or pass --traces-dir)")
     if not any(logdir.rglob("*.pt.trace.json*")) and not any(logdir.rglob("events.out.tfevents.*")):
-        raise UsageError(f"{logdir}: no profiler traces (*.pt.trace.json) or TensorBoard event files in this folder")
+        raise UsageError(f"{logdir}: {_why_nothing(logdir)}")
     process = subprocess.Popen(
         [
             sys.executable,
@@ -99,6 +99,26 @@ def tensorboard(run: str | None, traces_dir: Path, host: str = "127.0.0.1", port
         if process.poll() is None:
             process.terminate()
             process.wait(timeout=30)
+
+
+def _why_nothing(logdir: Path) -> str:
+    """A run that ended before its profiler recorded anything says so; any other folder has no traces."""
+    from commprof.launch.runlog import read_run_json
+
+    record = read_run_json(logdir)
+    if record is None or record.status not in ("interrupted", "failed"):
+        return "no profiler traces (*.pt.trace.json) or TensorBoard event files in this folder"
+    from commprof.commands.unfinished import at_step, profiled_steps
+
+    ended = "was interrupted" if record.status == "interrupted" else "failed"
+    done = record.steps_completed or 0
+    schedule = record.config.schedule
+    why = (
+        f"before its profiler recorded a step ({profiled_steps(record.config)})"
+        if done < schedule.wait + schedule.warmup + 1
+        else "and no trace was written (run.json says why)"
+    )
+    return f"run {record.run_id} {ended} {at_step(record.config, done)}, {why}: nothing to view"
 
 
 def _exit_on_sigterm(signum, frame) -> None:

@@ -19,6 +19,9 @@ _PEER_GONE = re.compile(
 )
 # what a rank stopped by its launcher's SIGTERM raises (worker/rank.py), and the root cause it is told apart from
 STOPPED_MESSAGE = "stopped by the launcher (SIGTERM) while still running"
+# what a rank raises at Ctrl-C (SIGINT; worker/rank.py); a rank of a user's script records KeyboardInterrupt
+INTERRUPTED_MESSAGE = "interrupted (SIGINT) while still running"
+_INTERRUPTED = re.compile(rf"{re.escape(INTERRUPTED_MESSAGE)}|^KeyboardInterrupt\b")
 _TIMED_OUT = re.compile(r"timed out|timeout", re.IGNORECASE)
 # torch elastic's own words for a worker it stopped (SignalException), when SIGTERM reaches it outside commprof's
 # handler
@@ -34,6 +37,12 @@ class RankOutcome:
     exitcode: int | None  # negative: killed by that signal; None: ended without recording an error
     timestamp: float = 0.0  # when the error was recorded
     crash_site: str = ""  # where a crashed rank's Python code was, from its log (crash_site)
+    traceback: str = ""  # the Python traceback its error file recorded
+
+    @property
+    def interrupted(self) -> bool:
+        """Stopped by Ctrl-C (SIGINT), not by an error of its own."""
+        return bool(_INTERRUPTED.search(self.message))
 
     @property
     def kind(self) -> str:
@@ -41,6 +50,7 @@ class RankOutcome:
             return "timed out"
         if (
             STOPPED_MESSAGE in self.message
+            or self.interrupted
             or _TERMINATED.search(self.message)
             or (not self.message and self.exitcode == -signal.SIGTERM)
         ):
@@ -65,16 +75,10 @@ def root_cause(
     after another's error is collateral (a rank blocked on the GPU can outlive the launcher's grace period).
     `never_arrived`: what NCCL's flight recorder says."""
     host = host or socket.gethostname()
-    by_kind: dict[str, list[RankOutcome]] = {}
-    for outcome in sorted(outcomes, key=lambda o: (o.timestamp or float("inf"), o.rank)):
-        by_kind.setdefault(outcome.kind, []).append(outcome)
+    by_kind = _by_kind(outcomes)
     crashed_while_stuck = _crashed_after_a_timeout(by_kind)
-    own = sorted(
-        [o for o in by_kind.get("killed", []) if o not in crashed_while_stuck] + by_kind.get("error", []),
-        key=lambda o: (o.timestamp or float("inf"), o.kind != "killed", o.rank),
-    )
-    if own and own[0].kind == "killed":
-        first = own[0]
+    first = first_own_failure(outcomes)
+    if first is not None and first.kind == "killed":
         if first.exitcode is None and first.crash_site:
             return f"rank {first.rank} on {host} crashed {first.crash_site}"
         if first.exitcode is None:
@@ -84,8 +88,7 @@ def root_cause(
             )
         where = f" {first.crash_site}" if first.crash_site else ""
         return f"rank {first.rank} on {host} was killed by signal {_signal_name(-first.exitcode)}{where}"
-    if own:
-        first = own[0]
+    if first is not None:
         return f"rank {first.rank} on {host} failed: {first.message or f'exit code {first.exitcode}'}"
     if "timed out" in by_kind and never_arrived:
         limit = f" after {timeout_s:g} s" if timeout_s else ""
@@ -111,6 +114,31 @@ def root_cause(
     if not rest:
         return f"the job failed on {host} without a recorded error"
     return f"rank {rest[0].rank} on {host} failed: {rest[0].message or f'exit code {rest[0].exitcode}'}"
+
+
+def first_own_failure(outcomes: list[RankOutcome]) -> RankOutcome | None:
+    """The rank root_cause blames when one failed on its own: the first killed (not while stuck, see
+    _crashed_after_a_timeout) or with an error of its own; killed first when both fall in the same second."""
+    by_kind = _by_kind(outcomes)
+    crashed_while_stuck = _crashed_after_a_timeout(by_kind)
+    own = sorted(
+        [o for o in by_kind.get("killed", []) if o not in crashed_while_stuck] + by_kind.get("error", []),
+        key=lambda o: (o.timestamp or float("inf"), o.kind != "killed", o.rank),
+    )
+    return own[0] if own else None
+
+
+def interrupted_by_user(outcomes: list[RankOutcome]) -> bool:
+    """Ranks that ended on Ctrl-C, none of them on an error of its own: the job was interrupted, not failed (the
+    ranks saw the terminal's SIGINT before their launcher did)."""
+    return first_own_failure(outcomes) is None and any(o.interrupted for o in outcomes)
+
+
+def _by_kind(outcomes: list[RankOutcome]) -> dict[str, list[RankOutcome]]:
+    by_kind: dict[str, list[RankOutcome]] = {}
+    for outcome in sorted(outcomes, key=lambda o: (o.timestamp or float("inf"), o.rank)):
+        by_kind.setdefault(outcome.kind, []).append(outcome)
+    return by_kind
 
 
 _FATAL = re.compile(

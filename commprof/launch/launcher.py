@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import signal
 import socket
 import tempfile
 import threading
@@ -14,23 +15,34 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from torch.distributed import TCPStore
-from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs, Std
+from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs, SignalException, Std
 from torch.distributed.elastic.multiprocessing.errors import ChildFailedError, ProcessFailure
 from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
 from commprof.backends import by_name
 from commprof.config import RunConfig
-from commprof.errors import RunFailed, what_went_wrong
+from commprof.errors import Interrupted, RunFailed, what_went_wrong
 from commprof.launch import flight_recorder
-from commprof.launch.faults import WATCHDOG, RankOutcome, crash_site, root_cause
+from commprof.launch.faults import (
+    WATCHDOG,
+    RankOutcome,
+    crash_site,
+    first_own_failure,
+    interrupted_by_user,
+    root_cause,
+)
 from commprof.launch.result import LaunchResult
-from commprof.launch.runlog import mark_failed, started_by
+from commprof.launch.runlog import mark_failed, mark_interrupted, started_by
+from commprof.launch.tracebacks import user_traceback
 from commprof.native_logs import restore_for_workers
 
 # 'localhost:0' is torchrun --standalone: the c10d store binds a free port itself.
 STANDALONE_ENDPOINT = "localhost:0"
 SHUTDOWN_GRACE_S = 15  # a stopped rank's time to write the trace it was recording
 ENDPOINT_PROBE_S = 3
+# the signals torch's elastic agent turns into SignalException (TORCHELASTIC_SIGNALS_TO_HANDLE's default), stopping
+# the ranks with the same signal; it leaves its handlers installed, so commprof puts its own back after a launch
+AGENT_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT")
 
 
 def launch_config(config: RunConfig, log_dir: Path) -> LaunchConfig:
@@ -55,22 +67,33 @@ def launch(config: RunConfig, entrypoint: Callable[..., Any] | str, args: tuple[
     """Run `entrypoint(*args)` on every rank of this node (through launch.job.run_job): a function, or a program
     (a path) started with those arguments; worker output goes to <run dir>/logs/<host>/.
 
-    On failure: RunFailed naming the rank and cause; the run folder (if this launch started it)
-    keeps every trace written, and its run.json is marked failed."""
-    for name in ("torch.distributed.elastic", "torch.multiprocessing"):
-        logging.getLogger(name).setLevel(logging.CRITICAL)
+    On failure: RunFailed naming the rank and cause (and, for a program, the user's own traceback); the run
+    folder (if this launch started it) keeps every trace written, and its run.json is marked failed. On SIGINT or
+    SIGTERM: the agent stops the ranks with that signal (each writes the trace it was recording), run.json is
+    marked interrupted, and Interrupted is raised."""
+    _quiet_torch_loggers()
     _check_endpoint(config.rdzv_endpoint)
     restore_for_workers()
     log_dir = Path(tempfile.mkdtemp(prefix="commprof-logs-"))
     try:
-        with _workers_environment(
-            flight_recorder.environment(log_dir) if by_name(config.backend).flight_recorder else {}
+        with (
+            _workers_environment(
+                flight_recorder.environment(log_dir) if by_name(config.backend).flight_recorder else {}
+            ),
+            _own_signal_handlers(),
         ):
             results = elastic_launch(launch_config(config, log_dir), entrypoint)(*args)
     except ChildFailedError as exc:
-        raise _failed(config, _failure_summary(exc, log_dir, config), log_dir) from None
+        outcomes = _outcomes(exc, log_dir, config)
+        if interrupted_by_user(outcomes):  # the ranks saw the terminal's Ctrl-C before the agent did
+            raise _interrupted(config, signal.SIGINT, log_dir) from None
+        raise _failed(config, outcomes, log_dir, program=isinstance(entrypoint, str)) from None
+    except SignalException as exc:  # SIGINT or SIGTERM while the agent ran the ranks: it has stopped them
+        raise _interrupted(config, exc.sigval, log_dir) from None
+    except KeyboardInterrupt as exc:  # before the agent's handlers were in place (Interrupted: commprof's own)
+        raise _interrupted(config, getattr(exc, "signum", signal.SIGINT), log_dir) from None
     except Exception as exc:  # rendezvous timeouts and agent errors surface as various types
-        raise _failed(config, _rendezvous_problem(exc, config), log_dir) from None
+        raise _run_failed(config, _rendezvous_problem(exc, config), log_dir) from None
     _keep_logs(log_dir, config)
     # a function returns where it wrote; a program returns nothing, and its results are keyed by global rank
     first = next(iter(results.values())) or {"run_id": config.run_id, "run_dir": str(config.run_dir)}
@@ -89,15 +112,70 @@ def _workers_environment(variables: dict[str, str]) -> Iterator[None]:
             os.environ.pop(name, None)
 
 
-def _failed(config: RunConfig, summary: str, log_dir: Path) -> RunFailed:
-    """Another run's folder (same --run-id) is never touched: only the one this launch started."""
+@contextmanager
+def _own_signal_handlers() -> Iterator[None]:
+    """The handlers of the agent's signals as they were before it replaced them (in the main thread only)."""
+    numbers = [getattr(signal, name) for name in AGENT_SIGNALS if hasattr(signal, name)]
+    try:
+        saved = {number: signal.getsignal(number) for number in numbers}
+    except ValueError:
+        saved = {}
+    try:
+        yield
+    finally:
+        for number, handler in saved.items():
+            try:
+                signal.signal(number, handler if handler is not None else signal.SIG_DFL)
+            except ValueError:  # not the main thread: the agent could not install its own either
+                pass
+
+
+def _quiet_torch_loggers() -> None:
+    """commprof says what happened in one line; torch elastic's loggers each set their own level (LOGLEVEL or
+    WARNING), so each is silenced, not only their parent."""
+    prefixes = ("torch.distributed.elastic", "torch.multiprocessing")
+    names = [*prefixes, *(n for n in logging.root.manager.loggerDict if n.startswith(prefixes))]
+    for name in names:
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+
+
+def _interrupted(config: RunConfig, signum: int, log_dir: Path) -> Interrupted:
+    """The ranks are stopped; the run folder this launch started keeps what they wrote, and says it was
+    interrupted."""
+    name = signal.Signals(signum).name if signum in set(signal.Signals) else f"signal {signum}"
     if not started_by(config.run_dir, config.launch_id):
-        return RunFailed(f"{summary} (worker logs: {log_dir})")
+        return Interrupted(signum, f"interrupted ({name})")
+    _keep_logs(log_dir, config)
+    mark_interrupted(config.run_dir, f"interrupted by {name}")
+    return Interrupted(signum, f"interrupted ({name})", run_dir=config.run_dir)
+
+
+def _failed(config: RunConfig, outcomes: list[RankOutcome], log_dir: Path, program: bool) -> RunFailed:
+    """The root cause; for a program (a user's script), its own traceback when its error was the cause."""
+    host = socket.gethostname()
+    never_arrived = flight_recorder.who_never_arrived(flight_recorder.read_dumps(log_dir))
+    summary = root_cause(outcomes, host, config.timeout_s, never_arrived)
+    first = first_own_failure(outcomes)
+    shown = user_traceback(first.traceback) if program and first is not None and first.kind == "error" else ""
+    if not shown or first is None:
+        return _run_failed(config, summary, log_dir)
+    also = sorted(o.rank for o in outcomes if o.kind == "error" and o.rank != first.rank and o.message == first.message)
+    same = f" (rank{'s' if len(also) > 1 else ''} {', '.join(map(str, also))} too)" if also else ""
+    return _run_failed(config, summary, log_dir, f"rank {first.rank} on {host} raised the error above{same}", shown)
+
+
+def _run_failed(
+    config: RunConfig, summary: str, log_dir: Path, shown: str | None = None, traceback: str = ""
+) -> RunFailed:
+    """run.json gets `summary`; the terminal `shown` (the summary unless given). Another run's folder (same
+    --run-id) is never touched: only the one this launch started."""
+    if not started_by(config.run_dir, config.launch_id):
+        return RunFailed(shown or summary, logs=log_dir, traceback=traceback)
     mark_failed(config.run_dir, summary)
-    return RunFailed(f"{summary} (worker logs: {_keep_logs(log_dir, config)})", run_dir=config.run_dir)
+    return RunFailed(shown or summary, config.run_dir, _keep_logs(log_dir, config), traceback)
 
 
-def _failure_summary(exc: ChildFailedError, log_dir: Path, config: RunConfig) -> str:
+def _outcomes(exc: ChildFailedError, log_dir: Path, config: RunConfig) -> list[RankOutcome]:
     """Every local rank's outcome: torch reports one failed process per node (the first it
     finds), so each rank's error.json in the log folder is read too."""
     reported_rank, reported = exc.get_first_failure()
@@ -108,12 +186,10 @@ def _failure_summary(exc: ChildFailedError, log_dir: Path, config: RunConfig) ->
         failures.setdefault(
             first_global + local_rank, ProcessFailure(local_rank=local_rank, pid=0, exitcode=1, error_file=str(path))
         )
-    outcomes = [
+    return [
         _outcome(rank, failures.get(rank), _stderr(log_dir, rank - first_global))
         for rank in range(first_global, first_global + config.procs_per_node)
     ]
-    never_arrived = flight_recorder.who_never_arrived(flight_recorder.read_dumps(log_dir))
-    return root_cause(outcomes, socket.gethostname(), config.timeout_s, never_arrived)
 
 
 def _outcome(rank: int, failure: ProcessFailure | None, stderr: str) -> RankOutcome:
@@ -128,6 +204,7 @@ def _outcome(rank: int, failure: ProcessFailure | None, stderr: str) -> RankOutc
         failure.exitcode,
         failure.timestamp,
         crash_site(stderr),
+        _recorded_traceback(failure),
     )
 
 
@@ -179,6 +256,13 @@ def _check_endpoint(endpoint: str | None) -> None:
 def _message(failure) -> str:
     message = failure.message
     return what_went_wrong(str(message.get("message", "") if isinstance(message, dict) else message))
+
+
+def _recorded_traceback(failure: ProcessFailure) -> str:
+    """The traceback the rank's error file holds (torch elastic's record of its exception), or ""."""
+    message = failure.message
+    extra = message.get("extraInfo") if isinstance(message, dict) else None
+    return str(extra.get("py_callstack", "")) if isinstance(extra, dict) else ""
 
 
 def _keep_logs(log_dir: Path, config: RunConfig) -> Path:

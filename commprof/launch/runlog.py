@@ -1,11 +1,11 @@
 """The run folder's own records besides the traces: run.json (results/run_record.RunRecord) and one step log
 per rank.
 
-run.json is written when the run starts (status "running", with the measured clock offsets),
-replaced when it completes ("complete", with every rank's results), and marked "failed" by the
-launcher when a rank fails. Each rank rewrites rank<N>.steps.json after every step, so the steps
-that completed are known even for a rank that was killed. Every write goes to a temporary name
-first and is renamed, so no reader ever sees half a file."""
+run.json is written when the run starts (status "running", with the measured clock offsets), replaced when it
+completes ("complete", with every rank's results), and marked "failed" by the launcher when a rank fails, or
+"interrupted" when commprof was (SIGINT, SIGTERM). Each rank rewrites rank<N>.steps.json after every step, so the
+steps that completed are known even for a rank that was killed. Every write goes to a temporary name first and is
+renamed, so no reader ever sees half a file."""
 
 from __future__ import annotations
 
@@ -116,13 +116,23 @@ def started_by(run_dir: Path, launch_id: str) -> bool:
 
 def mark_failed(run_dir: Path, error: str) -> None:
     """Record the failure in run.json, with the steps every rank completed."""
+    _mark_ended(run_dir, "failed", error)
+
+
+def mark_interrupted(run_dir: Path, how: str) -> None:
+    """Record the interrupt (`how`: "interrupted by SIGINT") in run.json, with the steps every rank completed."""
+    _mark_ended(run_dir, "interrupted", how)
+
+
+def _mark_ended(run_dir: Path, status: str, error: str) -> None:
+    """A run that did not complete, unless it did before the end came."""
     record = read_run_json(run_dir)
     if record is None or record.status == "complete":
         return
     logs = read_step_logs(run_dir)
     record = replace(
         record,
-        status="failed",
+        status=status,
         error=error,
         end_time=now(),
         steps_completed=min((log["steps_done"] for log in logs.values()), default=0),

@@ -1,7 +1,8 @@
 """run.json: what a run of commprof's own did, one typed record, written and read only here.
 
 Rank 0 writes it when the run starts (status "running"), replaces it when the run completes ("complete", with
-every rank's step times), and the launcher marks it "failed" when a rank fails. A record from an older commprof
+every rank's step times), and the launcher marks it "failed" when a rank fails, or "interrupted" when commprof was
+stopped (SIGINT, SIGTERM), with the steps every rank completed. A record from an older commprof
 loads with the fields it lacks at their defaults; fields this version does not know are ignored."""
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from commprof.config import RunConfig
 from commprof.results.common import as_text
 
 RUN_RECORD_VERSION = 1
+# "running" also stays in the run.json of a launcher that was killed (SIGKILL) before it could mark its run
+RUN_STATUSES = ("running", "complete", "failed", "interrupted")
 
 
 @dataclass(frozen=True)
@@ -88,8 +91,8 @@ class RunRecord:
     run_id: str
     config: RunConfig
     version: int = RUN_RECORD_VERSION
-    status: str = "running"  # "running", "complete" or "failed"
-    error: str | None = None
+    status: str = "running"  # one of RUN_STATUSES
+    error: str | None = None  # why it failed, or how it was interrupted ("interrupted by SIGINT")
     versions: dict[str, Any] = field(default_factory=dict)
     world_size: int = 0
     hosts: list[str] = field(default_factory=list)

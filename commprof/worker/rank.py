@@ -24,7 +24,7 @@ import commprof
 from commprof.analysis.digest import own_digest, write_digests
 from commprof.config import RunConfig
 from commprof.instrument.profiler import trace_path
-from commprof.launch.faults import STOPPED_MESSAGE
+from commprof.launch.faults import INTERRUPTED_MESSAGE, STOPPED_MESSAGE
 from commprof.worker.torch_settings import configure_rank
 
 
@@ -37,32 +37,39 @@ class RankContext:
 
 
 class RankStopped(BaseException):
-    """The launcher stopped this rank (SIGTERM), normally because another rank failed."""
+    """The launcher stopped this rank (SIGTERM), normally because another rank failed, or Ctrl-C (SIGINT) did."""
 
 
 def raise_stopped(signum: int, frame: Any) -> None:
-    """SIGTERM handler: the launcher stopped this rank; unwind, so the profiler writes its trace."""
-    # Launchers may signal more than once; the first stop must be able to finish unwinding (the
-    # launcher's SIGKILL after its grace period still bounds it).
+    """SIGTERM (and SIGINT) handler: the launcher stopped this rank; unwind, so the profiler writes its trace."""
+    # Launchers may signal more than once, and Ctrl-C reaches a rank twice (from the terminal, and forwarded by
+    # the launcher); the first stop must be able to finish unwinding (the launcher's SIGKILL after its grace
+    # period still bounds it).
+    _ignore_stops()
+    raise RankStopped(INTERRUPTED_MESSAGE if signum == signal.SIGINT else STOPPED_MESSAGE)
+
+
+def _ignore_stops() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    raise RankStopped(STOPPED_MESSAGE)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def exit_on_error(entry: Callable[..., Any]) -> Callable[..., Any]:
     """On any error, record it for the launcher (error.json) and leave at once.
 
-    SIGTERM becomes an exception, so a rank the launcher stops still unwinds: the profiler writes
-    the trace it was recording. os._exit skips the C++ teardown of a process group whose peers are
+    SIGTERM and SIGINT become an exception, so a rank the launcher stops (or Ctrl-C) still unwinds: the profiler
+    writes the trace it was recording. os._exit skips the C++ teardown of a process group whose peers are
     gone, which otherwise aborts noisily after the real error has been recorded."""
 
     @functools.wraps(entry)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         faulthandler.enable(all_threads=True)  # a crash leaves its Python stack in the worker's log
         signal.signal(signal.SIGTERM, raise_stopped)
+        signal.signal(signal.SIGINT, raise_stopped)
         try:
             return entry(*args, **kwargs)
         except BaseException as exc:
-            signal.signal(signal.SIGTERM, signal.SIG_IGN)  # leaving anyway: a stop must not cut the record short
+            _ignore_stops()  # leaving anyway: a stop must not cut the record short
             try:
                 get_error_handler().record_exception(error_to_record(exc))
                 sys.stdout.flush()
