@@ -53,6 +53,10 @@ def classify(path: Path, trace: TraceFile) -> RankTrace:
         marks = [_on_device(m, clock) for m in marks]
         backward_starts = tuple(clock.started_from(t) for t in backward_starts)
         backward_ends = tuple(clock.done_by(t) for t in backward_ends)
+        if empty_steps:  # per step of the device: those of the steps that launched nothing are not in `steps`
+            kept = [s.name not in empty_steps for s in cpu_steps]
+            backward_starts = tuple(t for t, keep in zip(backward_starts, kept, strict=True) if keep)
+            backward_ends = tuple(t for t, keep in zip(backward_ends, kept, strict=True) if keep)
     else:
         steps = cpu_steps
         compute, comm, collectives = _cpu(events, steps, info, roles)
