@@ -57,6 +57,18 @@ def test_bucket_timeline_is_on_the_gpu_clock(tmp_path):
     assert (times.compute_ms, times.comm_ms, times.overlap_ms) == pytest.approx((0.3, 0.46 - 0.2, 0.1))
 
 
+def test_a_step_that_launched_nothing_leaves_the_next_ones_backward_in_place(tmp_path):
+    """A ProfilerStep before the lagging one that launched no device work is not a step of the device: the
+    backward start and end of the step that is stay with it (they were the empty step's, and its bucket timeline
+    was lost)."""
+    trace = lagging_trace().step(2, -100, 90)
+    (rank,) = load_run([trace.write(tmp_path / "r.json")], workers=1).ranks
+    assert rank.empty_steps == ("ProfilerStep#2",) and [s.name for s in rank.steps] == ["ProfilerStep#3"]
+    assert rank.backward_starts == (1100,) and rank.backward_ends == (1560,)
+    (timeline,) = bucket_timelines(rank)
+    assert [b.ready_ms for b in timeline] == pytest.approx([0.2, 0.3])
+
+
 def test_prediction_profile_is_on_the_gpu_clock(tmp_path):
     profile = step_profile(load_run([lagging_trace().write(tmp_path / "r.json")], workers=1))
     # before backward 1050 -> 1100; backward 1100 -> last bucket ready 1400; all-reduces end 1550: exposed

@@ -12,7 +12,7 @@ from commprof.analysis.crossrank import Matching, MeasuredClocks, cross_rank, ma
 from commprof.analysis.distortion import job_drift_ms, profiler_distortion
 from commprof.analysis.findings import findings
 from commprof.analysis.incomplete import missing_note, missing_ranks
-from commprof.analysis.phases import gathers_by_module, phase_means
+from commprof.analysis.phases import gathers_by_module, micro_steps, phase_means
 from commprof.errors import UsageError
 from commprof.results.report import Report, SkippedFileInfo, StepBreakdown, StepTimeline
 from commprof.results.run_record import RunRecord, RunSummary
@@ -86,6 +86,7 @@ def analyze_run(
         missing_ranks=missing,
         empty_steps={str(r.rank): list(r.empty_steps) for r, _ in per_rank if r.empty_steps},
         phases=phase_means(steps),
+        micro_steps=micro_steps(steps),
         gathers=gathers_by_module(per_rank),
     )
     return RunAnalysis(report, per_rank, matching)

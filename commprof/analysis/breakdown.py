@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import statistics
 
-from commprof.analysis.phases import phase_shares
+from commprof.analysis.phases import step_phases
 from commprof.results.report import RankSummary, Stat, StepBreakdown
 from commprof.trace.intervals import busy_until, clip, intersect, merge, total
 from commprof.trace.model import RankTrace, Step
@@ -30,6 +30,7 @@ def breakdown_step(rank: RankTrace, step: Step) -> StepBreakdown:
     compute_us, comm_us = total(compute), total(comm)
     window_us = step.end - step.start
     busy_us = total(merge([*compute, *comm, *memory]))  # memcpy/memset keep the device busy: not idle
+    phases, micro_steps = step_phases(rank, step)
     return StepBreakdown(
         rank=rank.rank,
         step=step.name,
@@ -42,7 +43,8 @@ def breakdown_step(rank: RankTrace, step: Step) -> StepBreakdown:
         memory_ms=total(memory) / US_PER_MS,
         carried_over_ms=step.carried_over_us / US_PER_MS,
         start_idle_ms=_idle_before_first(rank, step) / US_PER_MS,
-        phases=phase_shares(rank, step),
+        phases=phases,
+        micro_steps=micro_steps,
     )
 
 

@@ -1,6 +1,7 @@
-"""Each step split by phase: forward (from the step's start), backward (from its first backward op) and
-optimizer (from its Optimizer.step), each phase's window broken down as the whole step is (breakdown); and
-FSDP's parameter all-gathers by module, with what of them no computation hid."""
+"""Each step split by phase, by what ran: forward (each micro-step's forward: the time before the optimizer outside
+the backward passes), backward (each backward pass, the last one to the optimizer) and optimizer (from its
+Optimizer.step), each phase's time broken down as the whole step is (breakdown); how many micro-steps (backward
+passes) make a step; and FSDP's parameter all-gathers by module, with what of them no computation hid."""
 
 from __future__ import annotations
 
@@ -10,34 +11,40 @@ from collections import defaultdict
 from commprof.results.report import ModuleGathers, PhaseShare, StepBreakdown
 from commprof.trace.intervals import clip, intersect, total
 from commprof.trace.model import RankTrace, Step
-from commprof.trace.roles import phase_bounds
+from commprof.trace.roles import phase_segments
 from commprof.trace.rules import PHASES
 
 US_PER_MS = 1000.0
 
 
-def phase_shares(rank: RankTrace, step: Step) -> list[PhaseShare]:
-    """The step's phases as the trace marks them ([] for a step it does not mark, or with no backward)."""
-    mark = next(((b, o) for name, b, o in rank.phase_marks if name == step.name), (None, None))
-    backward, optimizer = phase_bounds(step, *mark)
-    if backward is None:
-        return []
-    bounds = [step.start, backward, step.end if optimizer is None else optimizer]
+def step_phases(rank: RankTrace, step: Step) -> tuple[list[PhaseShare], int | None]:
+    """The step's phases as the trace marks them, and how many micro-steps (backward passes) make it: ([], None)
+    for a step it does not mark, or with no backward."""
+    marks = next((m for m in rank.phase_marks if m.step == step.name), None)
+    if marks is None or not any(phase == "backward" for phase, _ in marks.changes):
+        return [], None
+    segments = phase_segments(step, marks.changes)
     shares = []
-    for phase, start, end in zip(PHASES, bounds, [*bounds[1:], step.end], strict=False):
-        compute, comm = clip(rank.compute, start, end), clip(rank.communication, start, end)
-        overlap = total(intersect(compute, comm))
+    for phase in PHASES:  # every phase, if only for 0 ms (no Optimizer.step): the means add up to the step
+        spans = [(start, end) for name, start, end in segments if name == phase]
+        window = compute_us = comm_us = overlap = 0.0
+        for start, end in spans:
+            compute, comm = clip(rank.compute, start, end), clip(rank.communication, start, end)
+            window += end - start
+            compute_us += total(compute)
+            comm_us += total(comm)
+            overlap += total(intersect(compute, comm))
         shares.append(
             PhaseShare(
                 phase,
-                (end - start) / US_PER_MS,
-                total(compute) / US_PER_MS,
-                total(comm) / US_PER_MS,
+                window / US_PER_MS,
+                compute_us / US_PER_MS,
+                comm_us / US_PER_MS,
                 overlap / US_PER_MS,
-                (total(comm) - overlap) / US_PER_MS,
+                (comm_us - overlap) / US_PER_MS,
             )
         )
-    return shares
+    return shares, marks.passes
 
 
 def phase_means(steps: list[StepBreakdown]) -> list[PhaseShare]:
@@ -57,6 +64,12 @@ def phase_means(steps: list[StepBreakdown]) -> list[PhaseShare]:
         for phase in PHASES
         if by_phase.get(phase)
     ]
+
+
+def micro_steps(steps: list[StepBreakdown]) -> int | None:
+    """How many micro-steps (backward passes) make a step: the median over every rank's steps that mark it."""
+    counts = [s.micro_steps for s in steps if s.micro_steps is not None]
+    return statistics.median_low(counts) if counts else None
 
 
 GATHER = "parameter all-gather"

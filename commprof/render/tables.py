@@ -194,15 +194,18 @@ def _num(value: float | None, fmt: str = ".2f") -> str:
 
 PHASE_HEADERS = ("phase", "ms", "compute", "comm", "hidden", "exposed")
 PHASE_NOTE = (
-    "Per phase of the step (mean over every rank's steps, ms): forward from the step's start, backward from "
-    "its first backward op, optimizer from Optimizer.step; hidden: communication under computation"
+    "Per phase of the step (mean over every rank's steps, ms), by what ran: forward, each micro-step's forward; "
+    "backward, each backward pass from its first backward op (the last one up to Optimizer.step); optimizer, from "
+    "Optimizer.step; under gradient accumulation the rows say how many micro-steps make a step; hidden: "
+    "communication under computation"
 )
 
 
 def phase_rows(report: Report) -> list[tuple[str, ...]]:
+    micro = report.micro_steps or 1
     return [
         (
-            p.phase,
+            f"{p.phase} ({micro} micro-steps)" if micro > 1 and p.phase != "optimizer" else p.phase,
             f"{p.window_ms:.1f}",
             f"{p.compute_ms:.1f}",
             f"{p.comm_ms:.1f}",

@@ -59,6 +59,8 @@ class StepBreakdown:
     carried_over_ms: float = 0.0  # GPU: device work from before the step still running in its window
     start_idle_ms: float = 0.0  # from the step's start to its first computation, communication or copy
     phases: list[PhaseShare] = field(default_factory=list)  # [] when the trace marks no backward in the step
+    # backward passes before the optimizer: the micro-steps that make this step (None when it has no phases)
+    micro_steps: int | None = None
 
 
 @dataclass(frozen=True)
@@ -274,5 +276,7 @@ class Report(Result):
     findings: list[Finding] = field(default_factory=list)  # ranked, largest predicted gain first
     within_noise: list[Finding] = field(default_factory=list)  # what was weighed and not claimed, ranked likewise
     phases: list[PhaseShare] = field(default_factory=list)  # per phase, the mean over every rank's steps
+    # micro-steps (backward passes) per step, the median over every rank's steps with phases; None: none has
+    micro_steps: int | None = None
     gathers: list[ModuleGathers] = field(default_factory=list)  # FSDP runs: all-gathers by module, most exposed first
     schema_version: int = SCHEMA_VERSION

@@ -15,9 +15,9 @@ from commprof.trace.gpu_steps import DeviceOp, device_steps, hta_view
 from commprof.trace.intervals import merge, subtract
 from commprof.trace.launches import enclosing_ranges, launching_backend, meta_from_ranges
 from commprof.trace.meta import NO_META, CollectiveMeta, meta_from_args
-from commprof.trace.model import Collective, DeviceView, Interval, RankTrace, Step
+from commprof.trace.model import Collective, DeviceView, Interval, PhaseMarks, RankTrace, Step
 from commprof.trace.partition import Partition, partition
-from commprof.trace.roles import CollectiveRoles, Roles
+from commprof.trace.roles import CollectiveRoles, Roles, backward_passes, last_backward, phase_marks
 
 _RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
 
@@ -34,11 +34,15 @@ def classify(path: Path, trace: TraceFile) -> RankTrace:
     kernels = events.kernels
     hta: DeviceView | None = None
     empty_steps: tuple[str, ...] = ()
-    backward_starts, backward_ends = _first_in_steps(events.backward, cpu_steps), _backward_ends(events, cpu_steps)
+    device = _DeviceWork(events) if kernels else None
+    others = _other_starts(events, device) if events.backward and cpu_steps else []
+    passes = backward_passes([(e.ts, e.ts + e.dur) for e in events.backward], others, cpu_steps)
     optimizer_starts = _first_in_steps(events.optimizer_steps, cpu_steps)
-    roles = Roles(events, cpu_steps, backward_starts, optimizer_starts)  # CPU times, before the GPU's timeline
-    if kernels:
-        device = _DeviceWork(events)
+    marks = [phase_marks(s.name, p, o) for s, p, o in zip(cpu_steps, passes, optimizer_starts, strict=True)]
+    backward_starts = tuple(last_backward(m) for m in marks)  # the last micro-step's: DDP all-reduces in it
+    backward_ends = _backward_ends(events, cpu_steps)
+    roles = Roles(events, cpu_steps, marks)  # CPU times, before the GPU's timeline
+    if device is not None:
         clock = _GpuClock(device)
         compute, comm, memory, collectives, host_comm = _gpu(events, device, info, cpu_steps, clock, roles)
         work = _device_ops(events, device)
@@ -46,9 +50,13 @@ def classify(path: Path, trace: TraceFile) -> RankTrace:
         # after its last kernel; HTA counts only the device's work
         steps, empty_steps = device_steps(work + host_comm, cpu_steps) if cpu_steps else (cpu_steps, ())
         hta = hta_view(work, cpu_steps, ns_resolution=events.fractional_times)
-        optimizer_starts = tuple(clock.started_from(t) for t in optimizer_starts)
+        marks = [_on_device(m, clock) for m in marks]
         backward_starts = tuple(clock.started_from(t) for t in backward_starts)
         backward_ends = tuple(clock.done_by(t) for t in backward_ends)
+        if empty_steps:  # per step of the device: those of the steps that launched nothing are not in `steps`
+            kept = [s.name not in empty_steps for s in cpu_steps]
+            backward_starts = tuple(t for t, keep in zip(backward_starts, kept, strict=True) if keep)
+            backward_ends = tuple(t for t, keep in zip(backward_ends, kept, strict=True) if keep)
     else:
         steps = cpu_steps
         compute, comm, collectives = _cpu(events, steps, info, roles)
@@ -56,7 +64,7 @@ def classify(path: Path, trace: TraceFile) -> RankTrace:
     return RankTrace(
         backward_starts=backward_starts,
         backward_ends=backward_ends,
-        phase_marks=tuple(zip((s.name for s in cpu_steps), backward_starts, optimizer_starts, strict=False)),
+        phase_marks=tuple(marks),
         path=str(path),
         rank=rank,
         world_size=info.get("world_size"),
@@ -253,6 +261,41 @@ def _launch_ops(
 def _backward_ends(events: Partition, steps: list[Step]) -> tuple[float | None, ...]:
     ends = [e.ts + e.dur for e in events.copy_back]
     return tuple(max((t for t in ends if step.start <= t <= step.end), default=None) for step in steps)
+
+
+def _other_starts(events: Partition, device: _DeviceWork | None) -> list[float]:
+    """Sorted starts of what the training thread (the one that ran ProfilerStep) did other than backward ops and
+    collective launch ops: its operators and, on a GPU, its launches of device work (a big GPU trace is read
+    without its operators). Between two backward passes that is the next micro-step's forward."""
+    threads = {(e.pid, e.tid) for e in events.steps}
+    judged: dict[str, bool] = {}
+    starts = []
+    for e in events.compute_ops:
+        if (e.pid, e.tid) not in threads:
+            continue
+        other = judged.get(e.name)
+        if other is None:
+            other = judged[e.name] = not (rules.BACKWARD_OP.match(e.name) or rules.COLLECTIVE_LAUNCH.match(e.name))
+        if other:
+            starts.append(e.ts)
+    if device is not None:
+        for _, links in device.kernels + device.memory:
+            launch = device.launches.get(links.correlation)
+            if launch is not None and (launch.pid, launch.tid) in threads:
+                starts.append(launch.ts)
+    return sorted(starts)
+
+
+def _on_device(marks: PhaseMarks, clock: _GpuClock) -> PhaseMarks:
+    """The phase changes on the device's timeline: when it began the first work launched from each on. A change
+    after the last launch, and every one after it, is dropped (the phase before runs to the step's end)."""
+    changes = []
+    for phase, t in marks.changes:
+        started = clock.started_from(t)
+        if started is None:
+            break
+        changes.append((phase, started))
+    return dataclasses.replace(marks, changes=tuple(changes))
 
 
 def _first_in_steps(events: list[CompleteEvent], steps: list[Step]) -> tuple[float | None, ...]:

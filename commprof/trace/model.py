@@ -17,6 +17,17 @@ class Step:
 
 
 @dataclass(frozen=True)
+class PhaseMarks:
+    """Where one ProfilerStep changes phase, by what ran: each backward pass from its first backward op, the next
+    micro-step's forward from the pass's last backward op's end, the optimizer from Optimizer.step (roles.phase_marks).
+    The step begins in the forward."""
+
+    step: str  # the ProfilerStep's name
+    passes: int  # backward passes before the optimizer: the micro-steps that make the step
+    changes: tuple[tuple[str, float], ...]  # (phase, from when) in order, on the timeline of RankTrace.steps
+
+
+@dataclass(frozen=True)
 class DeviceView:
     """A GPU rank as Holistic Trace Analysis sees it: one window, and only the device work it keeps."""
 
@@ -68,15 +79,16 @@ class RankTrace:
     hta: DeviceView | None = None
     # GPU only: ProfilerSteps that launched no device work (not steps of the device's timeline)
     empty_steps: tuple[str, ...] = ()
-    # per step (same order as steps): start of the first autograd op in it, or None; on GPU traces when
-    # the device began the first work launched from then on
+    # per step (same order as steps): start of its last backward pass before the optimizer (under gradient
+    # accumulation the micro-step whose backward DDP all-reduces), or None; on GPU traces when the device began
+    # the first work launched from then on
     backward_starts: tuple[float | None, ...] = ()
     # per step: end of DDP's last copy of a reduced bucket into the gradients, or None; on GPU traces when
     # the device had finished the work launched up to then
     backward_ends: tuple[float | None, ...] = ()
-    # per ProfilerStep, by name: where its backward and its optimizer step begin (None: not in it), on the same
-    # timeline as `steps` (on GPU traces when the device began the first work launched from then on)
-    phase_marks: tuple[tuple[str, float | None, float | None], ...] = ()
+    # per ProfilerStep: where it changes phase, on the same timeline as `steps` (on GPU traces when the device
+    # began the first work launched from then on)
+    phase_marks: tuple[PhaseMarks, ...] = ()
     intervals_dropped: bool = False  # compute/communication/memory emptied to save memory (analysis.digest)
 
 
