@@ -66,7 +66,8 @@ class ProfileSchedule:
 class DDPOptions:
     """Options forwarded to DistributedDataParallel and the training loop."""
 
-    bucket_cap_mb: float = option(25.0, "DDP gradient bucket size cap in MB.")
+    # None: commprof passes no bucket_cap_mb, so a script keeps its own (its sweep's baseline: OWN_LABEL)
+    bucket_cap_mb: float | None = option(25.0, "DDP gradient bucket size cap in MB.")
     comm_hook: str = option("none", "Gradient compression hook: none, fp16 or bf16.")
     grad_accum: int = option(1, "Micro-batches per step; the first N-1 run under no_sync().")
     static_graph: bool = option(False, "DDP static_graph=True.")
@@ -74,7 +75,10 @@ class DDPOptions:
     find_unused_parameters: bool = option(False, "DDP find_unused_parameters=True.")
 
     def __post_init__(self) -> None:
-        _require(self.bucket_cap_mb > 0, f"--bucket-cap-mb must be > 0, got {self.bucket_cap_mb:g}")
+        _require(
+            self.bucket_cap_mb is None or self.bucket_cap_mb > 0,
+            f"--bucket-cap-mb must be > 0, got {self.bucket_cap_mb or 0:g}",
+        )
         _require(self.comm_hook in COMM_HOOKS, f"--comm-hook must be one of {', '.join(COMM_HOOKS)}")
         _require(self.grad_accum >= 1, f"--grad-accum must be >= 1, got {self.grad_accum}")
         _require(
@@ -111,6 +115,9 @@ class FSDPOptions:
         _require(self.reduce_dtype in REDUCE_DTYPES, f"--reduce-dtype must be one of {', '.join(REDUCE_DTYPES)}")
 
 
+# DistributedDataParallel's own keyword arguments that DDPOptions sets (comm_hook is registered after it is built)
+DDP_ARGUMENTS = ("bucket_cap_mb", "find_unused_parameters", "gradient_as_bucket_view", "static_graph")
+
 SettingOptions = DDPOptions | FSDPOptions
 OPTIONS_OF_STRATEGY: dict[str, type] = {"ddp": DDPOptions, "fsdp": FSDPOptions}
 
@@ -120,8 +127,18 @@ def changed_options(options: SettingOptions) -> list[str]:
     return [f.name.replace("_", "-") for f in dataclasses.fields(options) if getattr(options, f.name) != f.default]
 
 
+OWN_LABEL = "script-own"  # a script's DDP as it is written: commprof applies no bucket_cap_mb (nor any default)
+
+
+def own_setting(options: DDPOptions) -> DDPOptions:
+    """A script's own setting: its DistributedDataParallel as written, with only the options given that differ from
+    DDP's defaults applied on top (none, unless --comm-hook, --find-unused-parameters, ... were given)."""
+    return dataclasses.replace(options, bucket_cap_mb=None)
+
+
 def setting_label(options: SettingOptions) -> str:
-    """A folder-safe name for one setting, e.g. 'bucket-25mb', 'bucket-5mb_hook-fp16' or 'no-reshard_fwd-prefetch-2'."""
+    """A folder-safe name for one setting, e.g. 'bucket-25mb', 'bucket-5mb_hook-fp16', 'script-own' (a script's DDP
+    as written) or 'no-reshard_fwd-prefetch-2'."""
     if isinstance(options, FSDPOptions):
         parts = ["reshard" if options.reshard_after_forward else "no-reshard"]
         if options.forward_prefetch:
@@ -131,7 +148,7 @@ def setting_label(options: SettingOptions) -> str:
         if options.reduce_dtype != "fp32":
             parts.append(f"reduce-{options.reduce_dtype}")
         return "_".join(parts)
-    parts = [f"bucket-{options.bucket_cap_mb:g}mb"]
+    parts = [OWN_LABEL if options.bucket_cap_mb is None else f"bucket-{options.bucket_cap_mb:g}mb"]
     if options.comm_hook != "none":
         parts.append(f"hook-{options.comm_hook}")
     if options.grad_accum > 1:
@@ -190,8 +207,9 @@ class RunRequest(_StrategyOptions):
     )
     max_steps: int | None = option(
         None,
-        "With a script: end it cleanly on every rank after this many optimizer "
-        "steps [default: the script's own length].",
+        "With a script: end it cleanly on every rank after this many optimizer steps. Sweep, tune and advise: "
+        "each launch runs this many and times those after --warmup-steps [default: run: the script's own length; "
+        "sweep, tune, advise: --warmup-steps + --steps-per-repeat, profiled: --warmup-steps + 1 + --profile-steps].",
     )
     script: tuple[str, ...] = ()  # the user's training script and its arguments (or -m module and arguments)
     schedule: ProfileSchedule = field(default_factory=ProfileSchedule)
@@ -281,6 +299,10 @@ class RunConfig(_StrategyOptions):
             "--max-steps is for a script (commprof run -- train.py); a built-in model runs --steps",
         )
         _require(
+            self.ddp.bucket_cap_mb is not None or bool(self.script),
+            "a setting without bucket_cap_mb (a script's own) needs a script",
+        )
+        _require(
             self.nodes == 1 or self.rdzv_endpoint is not None,
             "--nodes > 1 needs --rdzv-endpoint HOST:PORT (the same on every node)",
         )
@@ -349,6 +371,11 @@ class SweepPlan:
         labels = [setting_label(s) for s in self.settings]
         _require(len(set(labels)) == len(labels), f"settings repeat: {', '.join(labels)}")
         _require(self.baseline in self.settings, "the baseline must be one of the settings")
+        _require(
+            bool(self.run.script)
+            or all(not isinstance(s, DDPOptions) or s.bucket_cap_mb is not None for s in self.settings),
+            "a setting without bucket_cap_mb (a script's own) needs a script",
+        )
         _require(
             all(isinstance(s, OPTIONS_OF_STRATEGY[self.run.strategy]) for s in self.settings),
             f"--strategy {self.run.strategy} sweeps its own options only",

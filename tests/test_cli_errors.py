@@ -71,7 +71,7 @@ def test_reports_dir_is_a_file(tmp_path, monkeypatch, capsys):
     [
         (
             ["run", "--help"],
-            ["[default: 2]", "[default: time stamp + random suffix]", "[default: the script's own length]"],
+            ["[default: 2]", "[default: time stamp + random suffix]", "[default: run: the script's own length;"],
         ),
         (
             ["analyze", "--help"],
@@ -81,7 +81,16 @@ def test_reports_dir_is_a_file(tmp_path, monkeypatch, capsys):
                 "pip install 'commprof[cluster]'",
             ],
         ),
-        (["sweep", "--help"], ["[default: as many as fit in GPU memory; all on CPU]"]),
+        (
+            ["sweep", "--help"],
+            [
+                "[default: as many as fit in GPU memory; all on CPU]",
+                "--max-steps",
+                "sweep, tune, advise: --warmup-steps + --steps-per-repeat,",
+            ],
+        ),
+        (["tune", "--help"], ["--max-steps", "[default: 4; with a script and --max-steps:"]),
+        (["advise", "--help"], ["--max-steps", "[default: 4; with a script and --max-steps:"]),
         (["bench", "--help"], ["[default: 1G on GPUs, 16M on CPU]", "[default: bench-<time stamp>]"]),
     ],
 )

@@ -58,6 +58,39 @@ def test_nothing_given_changes_nothing(one_rank):
     assert ddp.bucket_bytes_cap == int(3 * 2**20) and overrides.built[0].applied == {}
 
 
+def test_a_scripts_own_setting_applies_nothing_and_keeps_ddps_1mb_first_bucket(one_rank):
+    """The baseline of a script's sweep (no bucket_cap_mb) leaves DDP(model) as written: DDP's default buckets, a
+    first one of 1 MiB and then 25 MiB (tests/data/scripts/train_default_ddp.py's model); an explicit 25, the old
+    baseline, builds one bucket instead."""
+    import importlib.util
+
+    import torch
+
+    from tests.conftest import REPO
+
+    spec = importlib.util.spec_from_file_location("train_default_ddp", REPO / "tests/data/scripts/train_default_ddp.py")
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    built = {}
+    for label, options, forced in (
+        ("own", DDPOptions(bucket_cap_mb=None), ()),
+        ("25", DDPOptions(bucket_cap_mb=25.0), ("bucket_cap_mb",)),
+    ):
+        overrides = DDPOverrides(options, forced)
+        overrides.install()
+        try:
+            ddp = nn.parallel.DistributedDataParallel(script.build_model(256, 12))
+        finally:
+            overrides.uninstall()
+        for _ in range(3):  # DDP rebuilds its buckets after the first step; its logging data has them from the third
+            ddp(torch.randn(4, 256)).sum().backward()
+        built[label] = (overrides.built[0].asked["bucket_cap_mb"], overrides.built[0].applied, overrides.logging_data())
+    assert built["own"][:2] == (None, {}) and built["25"][:2] == (None, {"bucket_cap_mb": 25.0})
+    assert built["own"][2]["rebuilt_bucket_sizes"] == "1062952, 2105344"
+    assert built["25"][2]["rebuilt_bucket_sizes"] == "3168296"
+
+
 def test_the_recommendation_speaks_the_framework_that_built_the_ddp():
     from commprof.analysis.sweep import paste_line
     from commprof.instrument.ddp import framework_of

@@ -10,7 +10,7 @@ import pytest
 
 from commprof.cli.app import app, main
 from commprof.cli.options import RUN_OPTIONS
-from commprof.config import FSDPOptions, RunConfig, SweepPlan
+from commprof.config import DDPOptions, FSDPOptions, RunConfig, SweepPlan
 from commprof.launch import job
 from commprof.launch.resolve import MachineProbe
 
@@ -218,3 +218,40 @@ def test_sweep_grid_keeps_the_options_it_does_not_sweep(launches):
 def test_tune_grid_keeps_the_ddp_options(launches):
     worker = launches(["tune", "--comm-hook", "bf16", "--quiet"])
     assert len(worker.ddp_settings) > 3 and all(d.comm_hook == "bf16" for d in worker.ddp_settings)
+
+
+@pytest.mark.parametrize("command", ["sweep", "tune"])
+def test_a_scripts_first_launch_is_the_script_as_written_for_max_steps(launches, command):
+    """The baseline launches first: no bucket_cap_mb and nothing forced, so its DDP is the script's own; it runs
+    --max-steps optimizer steps."""
+    worker = launches([command, "--quiet", "--max-steps", "9", "--warmup-steps", "2", "--", "train.py"])
+    assert worker.config.run_id.endswith("script-own-r1.1") and worker.config.max_steps == 9
+    assert worker.config.ddp == DDPOptions(bucket_cap_mb=None) and worker.config.ddp_forced == ()
+    assert not worker.config.profiled  # a timed launch
+
+
+@pytest.mark.parametrize(
+    "argv, error",
+    [
+        (
+            ["sweep", "--max-steps", "9"],
+            "--max-steps is for a script (commprof sweep -- train.py); a built-in model's sweep runs --warmup-steps "
+            "+ --steps-per-repeat steps per setting and round",
+        ),
+        (
+            ["tune", "--max-steps", "9", "--steps-per-repeat", "4", "--", "train.py"],
+            "--max-steps and --steps-per-repeat: give one (each launch runs --max-steps, the first --warmup-steps "
+            "untimed; or --warmup-steps + --steps-per-repeat)",
+        ),
+        (
+            ["sweep", "--max-steps", "5", "--", "train.py"],
+            "--max-steps 5 is too few: each launch drops its first --warmup-steps 3, and the profiled one records "
+            "1 + --profile-steps 3 after them; give 7 or more",
+        ),
+    ],
+)
+def test_max_steps_refused_where_it_cannot_hold(launches, capsys, argv, error):
+    with pytest.raises(SystemExit) as exit_info:
+        main([*argv[:1], "--quiet", *argv[1:]])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.strip() == f"error: {error}"

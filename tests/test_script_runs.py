@@ -194,11 +194,14 @@ def test_sweep_of_a_script_interleaves_launches_and_applies_each_setting(tmp_pat
     )
     assert result.returncode == 0, result.stderr
     raw = json.loads((tmp_path / "traces" / "sw" / "sweep.json").read_text())
-    assert raw["order"] == ["bucket-0.01mb", "bucket-25mb"] * 2 and raw["framework"] == "script"
+    assert raw["order"] == ["script-own", "bucket-0.01mb"] * 2 and raw["framework"] == "script"
     assert raw["timings"]["launches"] == 6  # 2 settings x 2 rounds, then one profiled launch each
     sweep = load_report(tmp_path / "reports" / "sw").sweep
-    # each setting as given, 25 MB too, although the script asks for 1 MB itself
-    assert {s.label: (s.buckets, s.samples) for s in sweep.settings} == {"bucket-0.01mb": (3, 4), "bucket-25mb": (1, 4)}
+    # the baseline is the script as written, its own 1 MB buckets; 0.01 MB applied on top of it
+    assert sweep.baseline == "script-own"
+    assert {s.label: (s.buckets, s.samples) for s in sweep.settings} == {"script-own": (2, 4), "bucket-0.01mb": (3, 4)}
+    assert sweep.settings[0].options["bucket_cap_mb"] == 1  # what the script passes
+    assert "as written: bucket_cap_mb=1 as the script passes it" in sweep.recommendation
     assert sweep.paste is None or sweep.paste.startswith("DDP(model, bucket_cap_mb=")
 
 

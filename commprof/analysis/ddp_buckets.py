@@ -42,13 +42,23 @@ def layout(parameter_bytes: Sequence[int], cap_mb: float | None) -> tuple[int, .
 
 def describe(sizes: Sequence[int]) -> str:
     """'one bucket of 32.1 MB', '2 buckets: 28.1, 4.0 MB', or '64 buckets of 0.3 to 4.0 MB' (MB = MiB, as DDP
-    counts them)."""
+    counts them), with more decimals where one would read two different sizes alike ('1.01, 1.00 MB')."""
+    shown = _decimals(sizes)
     if len(sizes) == 1:
-        return f"one bucket of {sizes[0] / MB:.1f} MB"
+        return f"one bucket of {sizes[0] / MB:.{shown}f} MB"
     if len(sizes) > MAX_LISTED:
-        low, high = f"{min(sizes) / MB:.1f}", f"{max(sizes) / MB:.1f}"
+        low, high = f"{min(sizes) / MB:.{shown}f}", f"{max(sizes) / MB:.{shown}f}"
         return f"{len(sizes)} buckets of {low if low == high else f'{low} to {high}'} MB"
-    return f"{len(sizes)} buckets: " + ", ".join(f"{s / MB:.1f}" for s in sizes) + " MB"
+    return f"{len(sizes)} buckets: " + ", ".join(f"{s / MB:.{shown}f}" for s in sizes) + " MB"
+
+
+def _decimals(sizes: Sequence[int], most: int = 3) -> int:
+    """The fewest decimals (one at least) at which different sizes read differently and none reads 0."""
+    for decimals in range(1, most):
+        texts = {size: f"{size / MB:.{decimals}f}" for size in set(sizes)}
+        if len(set(texts.values())) == len(texts) and all(size == 0 or float(t) > 0 for size, t in texts.items()):
+            return decimals
+    return most
 
 
 def cap_label(cap_mb: float | None) -> str:

@@ -9,7 +9,7 @@ from typing import Any
 from commprof.analysis.buckets import backward_times, bucket_timelines, median_timeline
 from commprof.analysis.ddp_buckets import describe
 from commprof.analysis.stats import PRACTICAL_SHARE, difference_ci, median_ci, real_speedup, speedup_ci
-from commprof.config import OPTIONS_OF_STRATEGY, FSDPOptions, SettingOptions, setting_label
+from commprof.config import OPTIONS_OF_STRATEGY, DDPOptions, FSDPOptions, SettingOptions, setting_label
 from commprof.results.report import DDPCrossCheck, Report, SettingResult, SweepResult
 from commprof.trace.model import RankTrace
 from commprof.trace.rules import FSDP_PURPOSE
@@ -31,19 +31,20 @@ def paste_line(options: SettingOptions, framework: str = "script") -> str:
     """What to write in the training script for this setting, in the terms of whatever built its DDP (or FSDP)."""
     if isinstance(options, FSDPOptions):
         return fsdp_paste_line(options)
-    args = [f"bucket_cap_mb={options.bucket_cap_mb:g}"]
+    args = [f"bucket_cap_mb={options.bucket_cap_mb:g}"] if options.bucket_cap_mb is not None else []
     if options.gradient_as_bucket_view:
         args.append("gradient_as_bucket_view=True")
     if options.static_graph:
         args.append("static_graph=True")
     hook = f"default_hooks.{options.comm_hook}_compress_hook" if options.comm_hook != "none" else None
     if framework == "transformers":  # Trainer passes only the cap through; the other knobs need a DDP of one's own
-        line = f"TrainingArguments(..., ddp_bucket_cap_mb={options.bucket_cap_mb:g})"
-        extra = args[1:] + ([f"comm hook {options.comm_hook}"] if hook else [])
+        cap = f"ddp_bucket_cap_mb={options.bucket_cap_mb:g}" if options.bucket_cap_mb is not None else ""
+        line = f"TrainingArguments(..., {cap})" if cap else "TrainingArguments(...)"
+        extra = args[1 if cap else 0 :] + ([f"comm hook {options.comm_hook}"] if hook else [])
         return line + (f"  # and {', '.join(extra)}: not settable through TrainingArguments" if extra else "")
     if framework == "lightning":
         return f"DDPStrategy({', '.join(args + ([f'ddp_comm_hook={hook}'] if hook else []))})"
-    line = f"DDP(model, {', '.join(args)})"
+    line = f"DDP({', '.join(['model', *args])})"
     if hook:
         line += f"; ddp.register_comm_hook(None, {hook})"
     if options.grad_accum > 1:
@@ -111,35 +112,55 @@ def setting_result(
     )
 
 
+def baseline_words(baseline: SettingResult, own: bool) -> tuple[str, str]:
+    """What the recommendation calls the baseline, and what it was: a script's own setting by what the script
+    passed and the buckets DDP built for it; another by its label and buckets. Never 'the default': an explicit
+    bucket_cap_mb, 25 included, is not DDP's default (analysis/ddp_buckets)."""
+    buckets = f"DDP built {describe(baseline.bucket_sizes)}" if baseline.bucket_sizes else ""
+    if not own:
+        return "the baseline", f"{baseline.label}: {buckets}" if buckets else baseline.label
+    buckets = buckets or "DDP's buckets not recorded"
+    cap = baseline.options.get("bucket_cap_mb")
+    passed = (
+        f"bucket_cap_mb={cap:g} as the script passes it"
+        if cap is not None
+        else "no bucket_cap_mb, so DDP's default: a 1 MiB first bucket, then 25 MiB"
+    )
+    return "the script's own setting", f"{baseline.label}, as written: {passed}; {buckets}"
+
+
 def recommend(
     settings: list[SettingResult],
     baseline: SettingResult,
     options: dict[str, SettingOptions],
     framework: str = "script",
+    own: bool = False,
 ) -> tuple[str, str | None]:
+    """The recommendation and the line to paste (None: keep the baseline). `own`: the baseline is a script's own
+    setting, the script as written."""
     best = min(settings, key=lambda s: s.step_ms.value)
     gain = best.speedup
+    name, what = baseline_words(baseline, own)
     if best.label != baseline.label and best.same_buckets(baseline):
         return (
-            f"The fastest, {best.label}, builds the same buckets as the default ({baseline.label}: "
-            f"{describe(best.bucket_sizes)}): it is the same setting, and {gain.value:.2f}x (95% CI "
-            f"{gain.low:.2f}-{gain.high:.2f}) is the noise between repeats of it. Keep the default."
+            f"The fastest, {best.label}, builds the same buckets as {name} ({what}): it is the same setting, and "
+            f"{gain.value:.2f}x (95% CI {gain.low:.2f}-{gain.high:.2f}) is the noise between repeats of it. "
+            f"Keep {name}."
         ), None
     if best.label == baseline.label:
         return (
-            f"The default ({baseline.label}, {baseline.step_ms.value:.1f} ms per step) is the fastest setting "
-            "measured. Keep it."
+            f"{name[0].upper()}{name[1:]} ({what}; {baseline.step_ms.value:.1f} ms per step) is the fastest "
+            "setting measured. Keep it."
         ), None
     if not best.significant or gain.value <= 1:
         return (
-            f"No setting is significantly better than the default ({baseline.label}, "
-            f"{baseline.step_ms.value:.1f} ms per step) by {PRACTICAL_SHARE:.0%} of the step or more: the "
-            f"fastest, {best.label}, is {gain.value:.2f}x (95% CI {gain.low:.2f}-{gain.high:.2f}). Keep the "
-            "default."
+            f"No setting is significantly better than {name} ({what}; {baseline.step_ms.value:.1f} ms per step) by "
+            f"{PRACTICAL_SHARE:.0%} of the step or more: the fastest, {best.label}, is {gain.value:.2f}x (95% CI "
+            f"{gain.low:.2f}-{gain.high:.2f}). Keep {name}."
         ), None
     return (
         f"{best.label} is best: {best.step_ms.value:.1f} ms per step vs {baseline.step_ms.value:.1f} ms for "
-        f"{baseline.label}, {gain.value:.2f}x faster (95% CI {gain.low:.2f}-{gain.high:.2f}), "
+        f"{name}, {baseline.label}, {gain.value:.2f}x faster (95% CI {gain.low:.2f}-{gain.high:.2f}), "
         f"{100 * (1 - 1 / gain.value):.0f}% less step time."
     ), paste_line(options[best.label], framework)
 
@@ -147,16 +168,19 @@ def recommend(
 def sweep_result(raw: dict[str, Any], analysed: dict[str, tuple[Report, RankTrace | None]], kind: str) -> SweepResult:
     strategy = raw["plan"]["run"].get("strategy", "ddp")
     options_of = OPTIONS_OF_STRATEGY[strategy]
-    baseline_label = setting_label(options_of(**raw["plan"]["baseline"]))
+    planned = options_of(**raw["plan"]["baseline"])
+    baseline_label = setting_label(planned)
+    own = isinstance(planned, DDPOptions) and planned.bucket_cap_mb is None  # a script as written (config.OWN_LABEL)
     baseline_steps = raw["settings"][baseline_label]["step_ms"]
     results = [
         setting_result(label, setting, baseline_steps, *analysed[label], strategy)
         for label, setting in raw["settings"].items()
     ]
-    results.sort(key=lambda s: (s.options.get("bucket_cap_mb", 0), s.label))
+    # a script's own setting first, then by cap
+    results.sort(key=lambda s: (not (own and s.label == baseline_label), s.options.get("bucket_cap_mb") or 0, s.label))
     baseline = next(s for s in results if s.label == baseline_label)
     options = {label: options_of(**setting["options"]) for label, setting in raw["settings"].items()}
-    text, paste = recommend(results, baseline, options, raw.get("framework", "script"))
+    text, paste = recommend(results, baseline, options, raw.get("framework", "script"), own)
     best = min(results, key=lambda s: s.step_ms.value).label
     results = [dataclasses.replace(s, best=s.label == best) for s in results]
     return SweepResult(

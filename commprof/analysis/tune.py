@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Mapping
 
 from commprof.analysis.stats import real_speedup, speedup_ci
 
 COARSE_GRID_MB = (1.0, 5.0, 25.0, 100.0)
 MAX_ROUNDS = 2
+OWN = "own"  # a script's own setting among the tried caps
+REFINED = f"then at most {2 * (MAX_ROUNDS - 1)} more caps around the best"  # refine_around's two a round
 
 
 def round_mb(value: float) -> float:
@@ -21,7 +23,7 @@ def round_mb(value: float) -> float:
     return round(value, digits)
 
 
-def within_noise(step_ms: dict[float, list[float]]) -> bool:
+def within_noise(step_ms: Mapping[Hashable, list[float]]) -> bool:
     """True when no tried setting is significantly slower or faster than the best one."""
     best = min(step_ms, key=lambda mb: statistics.median(step_ms[mb]))
     return all(not real_speedup(speedup_ci(step_ms[mb], step_ms[best])) for mb in step_ms if mb != best)
@@ -37,17 +39,26 @@ def refine_around(best_mb: float, tried: list[float]) -> list[float]:
 
 
 def next_bucket_sizes(
-    step_ms: dict[float, list[float]], round_index: int, layout_of: Callable[[float], tuple[int, ...]] | None = None
+    step_ms: dict[float, list[float]],
+    round_index: int,
+    layout_of: Callable[[float], tuple[int, ...]] | None = None,
+    own: list[float] | None = None,
+    own_layout: tuple[int, ...] | None = None,
 ) -> list[float]:
     """Bucket sizes for the next round; empty when tuning is done. With `layout_of` (a cap's buckets, as DDP builds
-    them: analysis/ddp_buckets), a size that builds the buckets of one already tried is not tried again."""
-    if round_index + 1 >= MAX_ROUNDS or within_noise(step_ms):
+    them: analysis/ddp_buckets), a size that builds the buckets of one already tried is not tried again. `own`: the
+    step times of a script's own setting (no cap applied; `own_layout`, its buckets): it counts in the noise, and
+    the refinement is around the best cap."""
+    tried: dict[Hashable, list[float]] = {mb: steps for mb, steps in step_ms.items()}
+    if own is not None:
+        tried[OWN] = own
+    if round_index + 1 >= MAX_ROUNDS or not step_ms or within_noise(tried):
         return []
     best = min(step_ms, key=lambda mb: statistics.median(step_ms[mb]))
     candidates = refine_around(best, list(step_ms))
     if layout_of is None:
         return candidates
-    seen = {layout_of(mb) for mb in step_ms}
+    seen = {layout_of(mb) for mb in step_ms} | ({own_layout} if own_layout is not None else set())
     fresh = []
     for mb in candidates:
         if layout_of(mb) not in seen:

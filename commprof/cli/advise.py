@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from commprof.cli import console
-from commprof.cli.options import JsonOpt, QuietOpt
+from commprof.cli.options import JsonOpt, MaxStepsOpt, QuietOpt
 from commprof.cli.sweep import ProfileStepsOpt, RepeatsOpt, StepsPerRepeatOpt, WarmupStepsOpt
 
 
@@ -23,9 +23,10 @@ def advise(
         "reports"
     ),
     repeats: RepeatsOpt = 5,
-    steps_per_repeat: StepsPerRepeatOpt = 4,
+    steps_per_repeat: StepsPerRepeatOpt = None,
     warmup_steps: WarmupStepsOpt = 3,
     profile_steps: ProfileStepsOpt = 3,
+    max_steps: MaxStepsOpt = None,
     quiet: QuietOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
@@ -44,6 +45,7 @@ def advise(
             ConsoleFeedback(quiet),
             top=top,
             run_id=run_id,
+            max_steps=max_steps,
             repeats=repeats,
             steps_per_repeat=steps_per_repeat,
             warmup_steps=warmup_steps,

@@ -79,6 +79,8 @@ def _extra(
 
 DECLARED = _declared()
 FIELD_OF = {p.name: field for _, field, p in DECLARED}  # CLI name -> field name
+# --max-steps as RunRequest declares it, for a command that takes it without the other run options (advise)
+MaxStepsOpt: Any = next(p.annotation for _, field, p in DECLARED if field == "max_steps")
 HELP_OF = {f.name: f.metadata["help"] for owner in (DDPOptions, FSDPOptions) for f in option_fields(owner)}
 
 

@@ -12,7 +12,7 @@ from commprof.cli import console
 from commprof.cli.options import FSDP_OPTIONS, with_run_options
 from commprof.errors import UsageError
 
-UNUSED = frozenset({"steps", "wait", "warmup", "active", "schedule", "max_steps"})  # its own schedule
+UNUSED = frozenset({"steps", "wait", "warmup", "active", "schedule"})  # its own schedule (--max-steps: a script's)
 DDP_SWEPT = {
     "bucket_cap_mb": "1,5,10,25,50,100",
     "comm_hook": "none",
@@ -31,14 +31,21 @@ Opt = typer.Option
 
 
 RepeatsOpt = Annotated[int, Opt(help="Rounds in which every setting takes its turn (interleaved).")]
-StepsPerRepeatOpt = Annotated[int, Opt(help="Timed steps per setting per round.")]
+StepsPerRepeatOpt = Annotated[
+    Optional[int],
+    Opt(
+        help="Timed steps per setting per round [default: 4; with a script and --max-steps: the launch's after "
+        "--warmup-steps].",
+        show_default=False,
+    ),
+]
 WarmupStepsOpt = Annotated[int, Opt(help="Untimed steps per setting first (DDP rebuilds buckets after step 1).")]
 ProfileStepsOpt = Annotated[int, Opt(help="Profiled steps per setting, after the timed rounds.")]
 ScriptArg = Annotated[
     Optional[list[str]],
     typer.Argument(
-        help="Your training script and its arguments, after --: each setting gets launches of its own with "
-        "--max-steps, turns interleaved.",
+        help="Your training script and its arguments, after --: each setting gets launches of its own, turns "
+        "interleaved, each ended after its steps (--max-steps); the baseline is the script as written.",
         show_default=False,
     ),
 ]
@@ -95,7 +102,7 @@ def sweep(
     swept_values: dict[str, str],
     script: ScriptArg = None,
     repeats: RepeatsOpt = 5,
-    steps_per_repeat: StepsPerRepeatOpt = 4,
+    steps_per_repeat: StepsPerRepeatOpt = None,
     warmup_steps: WarmupStepsOpt = 3,
     profile_steps: ProfileStepsOpt = 3,
     max_live_settings: MaxLiveOpt = None,

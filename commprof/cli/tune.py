@@ -24,7 +24,7 @@ def tune(
     json_out: bool,
     script: ScriptArg = None,
     repeats: RepeatsOpt = 5,
-    steps_per_repeat: StepsPerRepeatOpt = 4,
+    steps_per_repeat: StepsPerRepeatOpt = None,
     warmup_steps: WarmupStepsOpt = 3,
     profile_steps: ProfileStepsOpt = 3,
     max_live_settings: MaxLiveOpt = None,

@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from commprof.commands.outcome import SILENT, Feedback, Outcome
-from commprof.config import RunConfig, RunRequest, setting_label
+from commprof.config import DDPOptions, RunConfig, RunRequest, own_setting, setting_label
 from commprof.errors import UsageError
+from commprof.results.run_record import RunSummary
 from commprof.results.store import load_report
 
 TOP = 3  # settings checked at most, best predicted first
@@ -21,9 +22,11 @@ def advise(
     feedback: Feedback = SILENT,
     top: int = TOP,
     run_id: str | None = None,
+    max_steps: int | None = None,
     **rounds: Any,
 ) -> Outcome:
-    """`run`: a run id under `reports_dir`, or a report.json (or its folder). `rounds`: as for sweep."""
+    """`run`: a run id under `reports_dir`, or a report.json (or its folder). `max_steps`: with a script, every
+    launch's optimizer steps (as for sweep). `rounds`: as for sweep."""
     from commprof.analysis.findings import current_options
     from commprof.commands.sweep import measure
 
@@ -43,10 +46,12 @@ def advise(
             f"{run}: no finding of this run is a setting to try: nothing to advise "
             f"({len(report.findings)} finding(s); see its report)"
         )
-    baseline, _ = current_options(report)  # a script's own DDP arguments: its baseline is what it trains with
+    baseline = ran_with(report.run) if config.script else current_options(report)[0]
     settings = [dataclasses.replace(baseline, **f.setting) for f in advised]
     predicted = {setting_label(s): f.gain_ms for s, f in zip(settings, advised, strict=False) if f.gain_ms is not None}
-    request = _request(dataclasses.replace(config, ddp=baseline), run_id or f"{config.run_id}-advise", reports_dir)
+    request = _request(
+        dataclasses.replace(config, ddp=baseline), run_id or f"{config.run_id}-advise", reports_dir, max_steps
+    )
     feedback.info(
         f"advise {request.run_id}: {len(settings)} setting(s) from the findings of {config.run_id} against "
         f"its own, {setting_label(baseline)}"
@@ -54,7 +59,17 @@ def advise(
     return measure(request, [baseline, *settings], baseline, "advise", feedback, rounds, predicted=predicted)
 
 
-def _request(config: RunConfig, run_id: str, reports_dir: Path) -> RunRequest:
+def ran_with(run: RunSummary) -> DDPOptions:
+    """What a script's run applied to its DDP, as a setting: the script as written (config.own_setting) with the
+    options the run set on top, its bucket_cap_mb only if it set one. Launched like the run, it builds the same."""
+    built = run.ddp_built[0] if run.ddp_built else None
+    applied = built.applied.get("bucket_cap_mb") if built else None
+    return dataclasses.replace(
+        own_setting(run.config.ddp), bucket_cap_mb=float(applied) if applied is not None else None
+    )
+
+
+def _request(config: RunConfig, run_id: str, reports_dir: Path, max_steps: int | None) -> RunRequest:
     """The job the run was, to run again: same ranks, model, batch, precision and script."""
     return RunRequest(
         nodes=config.nodes,
@@ -70,7 +85,7 @@ def _request(config: RunConfig, run_id: str, reports_dir: Path) -> RunRequest:
         seed=config.seed,
         rdzv_endpoint=config.rdzv_endpoint,
         timeout_s=config.timeout_s,
-        max_steps=config.max_steps,
+        max_steps=max_steps,
         script=config.script,
         ddp=config.ddp,
         gpus=config.procs_per_node if config.device == "cuda" else None,

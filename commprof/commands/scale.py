@@ -139,6 +139,7 @@ def run_scale(plan: ScalePlan, launch: Callable[[RunConfig], Path], reports_dir:
         profiles.setdefault(n, []).append(step_profile(trace))
         runs.append(config.run_id)
     first = plan.configs[min(plan.configs)]
+    assert first.ddp.bucket_cap_mb is not None  # a built-in model's: only a script's own setting has none
     points = scale_points(measured, {n: c.batch_size for n, c in plan.configs.items()}, plan.base_lr)
     scale = ScaleReport(
         name=plan.name,

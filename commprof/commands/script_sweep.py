@@ -2,14 +2,21 @@
 
 A script cannot hold several DDP copies of its model at once, so each setting gets launches of its own:
 `repeats` rounds in which every setting takes its turn (A B C A B C), each turn one unprofiled launch of
-`warmup_steps + steps_per_repeat` optimizer steps whose first `warmup_steps` are dropped; then one profiled
-launch per setting. The same statistics, plots and report as a sweep of a built-in model follow."""
+`warmup_steps + steps_per_repeat` optimizer steps (or `--max-steps`) whose first `warmup_steps` are dropped; then
+one profiled launch per setting. The same statistics, plots and report as a sweep of a built-in model follow.
+
+The baseline of a sweep or tune is the script as it is written (config.OWN_LABEL): commprof passes its
+DistributedDataParallel no option, so it builds the buckets the script asks for (without a bucket_cap_mb, DDP's
+default: a 1 MiB first bucket, then 25 MiB). Every other setting is applied on top of the script's own arguments:
+each DDP argument in which the settings differ from the baseline is set, even at DDP's default value, and the
+others stay as the script wrote them."""
 
 from __future__ import annotations
 
 import dataclasses
 import secrets
 import time
+from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
@@ -17,6 +24,7 @@ from commprof.commands.common import ddp_only, training
 from commprof.commands.outcome import Feedback, Outcome
 from commprof.commands.reporting import sweep_report, write_report
 from commprof.config import (
+    DDP_ARGUMENTS,
     DDPOptions,
     ProfileSchedule,
     RunConfig,
@@ -28,11 +36,38 @@ from commprof.config import (
 from commprof.errors import UsageError
 from commprof.launch.runlog import finish_script_run, read_run_json, write_json_atomic
 from commprof.results.common import Estimate
-from commprof.results.run_record import RunRecord
+from commprof.results.run_record import BuiltDDP, RunRecord
 
 UNPROFILED = ProfileSchedule(wait=0, warmup=0, active=1)  # a placeholder: timed launches run no profiler
-# every setting is applied as it is, DDP's default values too: the script's own choice is not a setting
-SWEPT = ("bucket_cap_mb", "gradient_as_bucket_view", "static_graph")
+
+
+def applied_on_top(settings: list[DDPOptions], baseline: DDPOptions) -> tuple[str, ...]:
+    """The DDP arguments every setting but the baseline sets even at DDP's default value: those in which some
+    setting differs from the baseline. The others stay as the script wrote them (the baseline applies none)."""
+    return tuple(name for name in DDP_ARGUMENTS if any(getattr(s, name) != getattr(baseline, name) for s in settings))
+
+
+def launch_lengths(max_steps: int | None, rounds: dict[str, Any]) -> tuple[dict[str, Any], int | None]:
+    """`rounds` for the plan, and each launch's optimizer steps (None: a timed launch runs warmup_steps +
+    steps_per_repeat, a profiled one warmup_steps + 1 + profile_steps). With --max-steps N every launch runs N:
+    a timed one times the N - warmup_steps after its warm-up, a profiled one records after it and then goes on."""
+    rounds = {k: v for k, v in rounds.items() if v is not None}
+    if max_steps is None:
+        return rounds, None
+    defaults = {f.name: f.default for f in dataclasses.fields(SweepPlan)}
+    warmup = rounds.get("warmup_steps", defaults["warmup_steps"])
+    profile = rounds.get("profile_steps", defaults["profile_steps"])
+    if "steps_per_repeat" in rounds:
+        raise UsageError(
+            "--max-steps and --steps-per-repeat: give one (each launch runs --max-steps, the first --warmup-steps "
+            "untimed; or --warmup-steps + --steps-per-repeat)"
+        )
+    if max_steps < warmup + 1 + profile:
+        raise UsageError(
+            f"--max-steps {max_steps} is too few: each launch drops its first --warmup-steps {warmup}, and the "
+            f"profiled one records 1 + --profile-steps {profile} after them; give {warmup + 1 + profile} or more"
+        )
+    return {**rounds, "steps_per_repeat": max_steps - warmup}, max_steps
 
 
 def measure_script(
@@ -45,66 +80,107 @@ def measure_script(
     tune: bool,
     predicted: dict[str, Estimate] | None = None,
 ) -> Outcome:
-    from commprof.analysis.tune import next_bucket_sizes
+    from commprof.analysis.tune import REFINED, next_bucket_sizes
     from commprof.commands.run import check_script
     from commprof.launch.resolve import MachineProbe, resolve
 
     ddp_only(request, "sweep -- SCRIPT", " settings on a script (one that calls fully_shard itself keeps its own)")
     assert isinstance(baseline, DDPOptions)  # --strategy ddp: the baseline and every setting are DDP's
-    config = resolve(request, MachineProbe.detect())
+    rounds, max_steps = launch_lengths(request.max_steps, rounds)
+    config = resolve(dataclasses.replace(request, max_steps=None), MachineProbe.detect())
     check_script(request)
-    plan = SweepPlan(run=config, settings=tuple(settings), baseline=baseline, tune=tune, **rounds)
+    ddp_settings = [baseline, *(s for s in settings if isinstance(s, DDPOptions) and s != baseline)]
+    plan = SweepPlan(run=config, settings=tuple(ddp_settings), baseline=baseline, tune=tune, **rounds)
+    profile = ProfileSchedule(wait=plan.warmup_steps, warmup=1, active=plan.profile_steps)
+    timed_steps, profiled_steps = max_steps or plan.warmup_steps + plan.steps_per_repeat, max_steps or profile.total
+    forced = applied_on_top(ddp_settings, baseline)
     try:
         config.run_dir.mkdir(parents=True)
     except FileExistsError:
         raise UsageError(f"run folder {config.run_dir} already exists; commprof never overwrites a run") from None
     started = time.perf_counter()
+    what = (
+        f"the script's own setting and caps {', '.join(f'{s.bucket_cap_mb:g}' for s in ddp_settings[1:])} MB, one "
+        "per bucket layout,"
+        if tune
+        else _counted(ddp_settings)
+    )
     feedback.info(
         f"{kind} {config.run_id}: {' '.join(config.script)} on {config.world_size} {config.device} rank(s); "
-        f"{len(settings)} settings x {plan.repeats} interleaved rounds, one launch each"
+        f"{what} x {plan.repeats} interleaved rounds of one launch each ({timed_steps} steps, the first "
+        f"{plan.warmup_steps} untimed), then one profiled launch each ({profiled_steps} steps)"
+        + (f"; {REFINED}" if tune else "")
     )
     results: dict[str, dict[str, Any]] = {}
     order: list[str] = []
-    pending: list[DDPOptions] = [s for s in settings if isinstance(s, DDPOptions)]
+    launches = 0
+    pending = list(ddp_settings)
+    layout_of: Callable[[DDPOptions], tuple[int, ...]] | None = None
     round_index = 0
     last: RunRecord | None = None
+
+    def launch(setting: DDPOptions, run_id: str, steps: int, schedule: ProfileSchedule | None) -> RunRecord:
+        nonlocal launches
+        launches += 1
+        applied = () if setting == baseline else forced
+        return _launch(config, setting, applied, run_id, steps, schedule, feedback)
+
     while pending:
         timed: dict[str, list[float]] = {setting_label(s): [] for s in pending}
         for repeat in range(plan.repeats):
-            for setting in pending:
+            for setting in list(pending):
+                if setting not in pending:  # measured once for its buckets: another builds the same
+                    continue
                 label = setting_label(setting)
-                run = _launch(
-                    config,
-                    setting,
-                    f"{label}-r{round_index + 1}.{repeat + 1}",
-                    plan.warmup_steps + plan.steps_per_repeat,
-                    None,
-                    feedback,
-                )
+                run = launch(setting, f"{label}-r{round_index + 1}.{repeat + 1}", timed_steps, None)
                 timed[label] += _job_steps(run)[plan.warmup_steps :]
                 order.append(label)
+                if tune and layout_of is None and run.ddp_built:  # the baseline's first launch: its module
+                    layout_of = _layouts(run.ddp_built[0])
+                    pending = _one_per_layout(pending, layout_of, f"{kind} {config.run_id}", feedback)
+                    timed = {setting_label(s): timed[setting_label(s)] for s in pending}
         for setting in pending:
             label = setting_label(setting)
-            schedule = ProfileSchedule(wait=plan.warmup_steps, warmup=1, active=plan.profile_steps)
-            last = _launch(config, setting, label, schedule.total, schedule, feedback)
+            last = launch(setting, label, profiled_steps, profile)
+            built = last.ddp_built[0] if last.ddp_built else None
             results[label] = {
-                "options": dataclasses.asdict(setting),
+                "options": _ran_with(setting, built),
                 "step_ms": timed[label],
                 "ddp": {str(r.rank): r.ddp for r in last.ranks},
+                **({"asked": built.asked, "applied": built.applied} if built else {}),
             }
         round_index += 1
         pending = []
         if tune:
-            by_size = {r["options"]["bucket_cap_mb"]: r["step_ms"] for r in results.values()}
-            pending = [
-                dataclasses.replace(baseline, bucket_cap_mb=mb) for mb in next_bucket_sizes(by_size, round_index - 1)
-            ]
+            measured = [s for s in ddp_settings if setting_label(s) in results]
+            ddp_settings = measured
+            caps = {
+                s.bucket_cap_mb: results[setting_label(s)]["step_ms"]
+                for s in measured
+                if s != baseline and s.bucket_cap_mb is not None
+            }
+            fresh = next_bucket_sizes(
+                caps,
+                round_index - 1,
+                _cap_layouts(layout_of, baseline),
+                own=results[setting_label(baseline)]["step_ms"],
+                own_layout=layout_of(baseline) if layout_of else None,
+            )
+            pending = [dataclasses.replace(baseline, bucket_cap_mb=mb) for mb in fresh]
+            ddp_settings += pending
+            if pending:
+                feedback.info(
+                    f"{kind} {config.run_id}: round {round_index + 1}, {_counted(pending, 'more ')} around the best"
+                )
     assert last is not None  # every round launched each pending setting once more, profiled
+    feedback.info(
+        f"{kind} {config.run_id}: {_counted(ddp_settings)} measured in {round_index} round(s), {launches} launches"
+    )
     built = last.ddp_built[0] if last.ddp_built else None
     write_json_atomic(
         config.run_dir / "sweep.json",
         {
-            "plan": plan.to_dict(),
+            "plan": dataclasses.replace(plan, settings=tuple(ddp_settings)).to_dict(),
             "versions": last.versions,
             "model": last.model,
             "parameters": last.parameters,
@@ -115,7 +191,9 @@ def measure_script(
             "settings": results,
             "framework": built.built_by if built else "script",
             "script": list(config.script),
-            "timings": {"worker_s": time.perf_counter() - started, "launches": len(order) + len(results)},
+            "max_steps": max_steps,
+            "applied_on_top": list(forced),
+            "timings": {"worker_s": time.perf_counter() - started, "launches": launches},
         },
     )
     report = sweep_report(config.run_dir, config.run_id, kind, predicted)
@@ -124,9 +202,69 @@ def measure_script(
     )
 
 
+def _counted(settings: list[DDPOptions], more: str = "") -> str:
+    """'3 settings (script-own, bucket-1mb, bucket-5mb)': the settings a header promises, each by its label."""
+    return (
+        f"{len(settings)} {more}setting{'s' if len(settings) != 1 else ''} ({', '.join(map(setting_label, settings))})"
+    )
+
+
+def _layouts(built: BuiltDDP) -> Callable[[DDPOptions], tuple[int, ...]]:
+    """A setting's buckets, as DDP builds them for the module the script wrapped: its own cap when the setting
+    applies none (what the script passes, or DDP's default)."""
+    from commprof.analysis.ddp_buckets import layout
+
+    asked = built.asked.get("bucket_cap_mb")
+    own = float(asked) if asked is not None else None
+    return lambda s: layout(built.parameter_sizes, s.bucket_cap_mb if s.bucket_cap_mb is not None else own)
+
+
+def _cap_layouts(
+    layout_of: Callable[[DDPOptions], tuple[int, ...]] | None, baseline: DDPOptions
+) -> Callable[[float], tuple[int, ...]] | None:
+    """A cap's buckets, for the refinement of tune (analysis.tune.next_bucket_sizes)."""
+    if layout_of is None:
+        return None
+    return lambda mb: layout_of(dataclasses.replace(baseline, bucket_cap_mb=mb))
+
+
+def _one_per_layout(
+    pending: list[DDPOptions], layout_of: Callable[[DDPOptions], tuple[int, ...]], name: str, feedback: Feedback
+) -> list[DDPOptions]:
+    """Tune measures one setting per bucket layout, the first that builds it (the baseline comes first); says
+    which it leaves out and how many it measures."""
+    from commprof.analysis.ddp_buckets import describe
+
+    kept: dict[tuple[int, ...], DDPOptions] = {}
+    twins: list[str] = []
+    for setting in pending:
+        built = layout_of(setting)
+        if built in kept:
+            twins.append(f"{setting_label(setting)} builds {setting_label(kept[built])}'s buckets ({describe(built)})")
+        else:
+            kept[built] = setting
+    again = f"; not measured again: {'; '.join(twins)}" if twins else ""
+    feedback.info(f"{name}: {_counted(list(kept.values()))} in this round{again}")
+    return list(kept.values())
+
+
+def _ran_with(setting: DDPOptions, built: BuiltDDP | None) -> dict[str, Any]:
+    """The options a setting's DDP really had: the script's own arguments, with what commprof set on top."""
+    options = dataclasses.asdict(setting)
+    if built is None:
+        return options
+    for name in DDP_ARGUMENTS:
+        if name in built.applied:
+            options[name] = built.applied[name]
+        elif name in built.asked:
+            options[name] = built.asked[name]
+    return options
+
+
 def _launch(
     config: RunConfig,
     setting: DDPOptions,
+    forced: tuple[str, ...],
     run_id: str,
     max_steps: int,
     schedule: ProfileSchedule | None,
@@ -143,7 +281,7 @@ def _launch(
         max_steps=max_steps,
         schedule=schedule or UNPROFILED,
         profiled=schedule is not None,
-        ddp_forced=SWEPT,
+        ddp_forced=forced,
         launch_id=secrets.token_hex(8),
     )
     run_job(one, training(one), max_steps, feedback.watch)
@@ -153,7 +291,7 @@ def _launch(
         raise UsageError(
             f"{' '.join(config.script)} ended after {(run.steps_completed or 0) if run else 0} "
             f"optimizer steps; a sweep needs {max_steps} per launch: let it run longer (its own "
-            "arguments), or ask for fewer --warmup-steps, --steps-per-repeat, --profile-steps"
+            "arguments), or ask for fewer --max-steps, --warmup-steps, --steps-per-repeat, --profile-steps"
         )
     return run
 

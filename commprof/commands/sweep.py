@@ -10,8 +10,10 @@ from typing import Any
 from commprof.commands.common import check_model, ddp_only, describe
 from commprof.commands.outcome import SILENT, Feedback, Outcome
 from commprof.commands.reporting import sweep_report, write_report
-from commprof.config import DDPOptions, RunRequest, SettingOptions, SweepPlan, setting_label
+from commprof.config import DDPOptions, RunRequest, SettingOptions, SweepPlan, own_setting, setting_label
+from commprof.errors import UsageError
 from commprof.results.common import Estimate
+from commprof.results.report import Report
 
 
 def grid_settings(base: SettingOptions, grid: dict[str, list[Any]]) -> list[SettingOptions]:
@@ -22,10 +24,18 @@ def grid_settings(base: SettingOptions, grid: dict[str, list[Any]]) -> list[Sett
     ]
 
 
+def baseline_of(request: RunRequest) -> SettingOptions:
+    """What the other settings are measured against: a script's DDP as written (config.own_setting: commprof
+    passes it no bucket_cap_mb, nor any option not given); a built-in model's, the request's own options."""
+    if request.script and isinstance(request.options, DDPOptions):
+        return own_setting(request.options)
+    return request.options
+
+
 def sweep(request: RunRequest, grid: dict[str, list[Any]], feedback: Feedback = SILENT, **rounds: Any) -> Outcome:
     """`grid`: the strategy's options (DDP's, or FSDP's with --strategy fsdp) and the values each takes. `rounds`:
-    SweepPlan's warmup_steps, repeats, steps_per_repeat, profile_steps and max_live_settings."""
-    return measure(request, grid_settings(request.options, grid), request.options, "sweep", feedback, rounds)
+    SweepPlan's warmup_steps, repeats, steps_per_repeat, profile_steps and max_live_settings (None: its default)."""
+    return measure(request, grid_settings(request.options, grid), baseline_of(request), "sweep", feedback, rounds)
 
 
 def tune(request: RunRequest, feedback: Feedback = SILENT, **rounds: Any) -> Outcome:
@@ -34,7 +44,7 @@ def tune(request: RunRequest, feedback: Feedback = SILENT, **rounds: Any) -> Out
 
     ddp_only(request, "tune", " bucket sizes (FSDP's knobs: commprof sweep --strategy fsdp)")
     settings = grid_settings(request.ddp, {"bucket_cap_mb": list(COARSE_GRID_MB)})
-    return measure(request, settings, request.ddp, "tune", feedback, rounds, tune=True)
+    return measure(request, settings, baseline_of(request), "tune", feedback, rounds, tune=True)
 
 
 def _distinct_buckets(settings: list[SettingOptions], baseline: SettingOptions, workload) -> list[SettingOptions]:
@@ -42,9 +52,10 @@ def _distinct_buckets(settings: list[SettingOptions], baseline: SettingOptions, 
     from commprof.analysis.tune import distinct_layouts
 
     assert isinstance(baseline, DDPOptions)  # tune is DDP's alone (ddp_only), and so is every setting
+    assert baseline.bucket_cap_mb is not None  # a built-in model's: only a script's own setting has none
     sizes = workload.parameter_sizes
     caps = distinct_layouts(
-        [s.bucket_cap_mb for s in settings if isinstance(s, DDPOptions)],
+        [s.bucket_cap_mb for s in settings if isinstance(s, DDPOptions) and s.bucket_cap_mb is not None],
         baseline.bucket_cap_mb,
         lambda mb: layout(sizes, mb),
     )
@@ -63,25 +74,33 @@ def measure(
 ) -> Outcome:
     """Resolve, check the model, launch the sweep worker once, analyse every setting, report. `predicted`: the
     gain predicted for some settings (by label), shown beside the measured one (commprof advise)."""
+    from commprof.analysis.tune import REFINED
     from commprof.launch.job import Task, run_job
     from commprof.launch.resolve import MachineProbe, resolve
     from commprof.worker.sweep import sweep_main
 
-    if baseline not in settings:
-        settings = [*settings, baseline]
-        feedback.info(f"added the default {setting_label(baseline)} as the baseline")
     if request.script:
         from commprof.commands.script_sweep import measure_script
 
         return measure_script(request, settings, baseline, kind, feedback, rounds, tune, predicted)
+    if request.max_steps is not None:
+        raise UsageError(
+            f"--max-steps is for a script (commprof {kind} -- train.py); a built-in model's {kind} runs "
+            "--warmup-steps + --steps-per-repeat steps per setting and round"
+        )
+    rounds = {k: v for k, v in rounds.items() if v is not None}
+    if baseline not in settings:
+        settings = [*settings, baseline]
+        feedback.info(f"added {setting_label(baseline)} as the baseline (the run options of a built-in model)")
     config = resolve(request, MachineProbe.detect())
     workload = check_model(config, feedback)
     if tune:  # caps that build the same buckets are one setting: measured once
         settings = _distinct_buckets(settings, baseline, workload)
     plan = SweepPlan(run=config, settings=tuple(settings), baseline=baseline, tune=tune, **rounds)
     feedback.info(
-        f"{kind} {config.run_id}: {describe(config, workload)}; "
-        f"{len(settings)} settings x {plan.repeats} interleaved rounds"
+        f"{kind} {config.run_id}: {describe(config, workload)}; {len(settings)} settings "
+        f"({', '.join(map(setting_label, settings))}) x {plan.repeats} interleaved rounds"
+        + (f"; one per bucket layout, {REFINED}" if tune else "")
     )
     per_setting = plan.warmup_steps + plan.repeats * plan.steps_per_repeat + plan.profile_steps + 1
     launched = run_job(config, Task(sweep_main, None, plan.to_dict()), per_setting * len(settings), feedback.watch)
@@ -90,6 +109,14 @@ def measure(
             None, note=f"ranks {', '.join(map(str, launched.ranks_here))} done; the node with rank 0 writes the report"
         )
     report = sweep_report(launched.run_dir, launched.run_id, kind, predicted)
+    feedback.info(_counted(kind, report))
     return Outcome(
         report, write_report(report, config.reports_dir, report.name, traces=launched.run_dir), traces=launched.run_dir
     )
+
+
+def _counted(kind: str, report: Report) -> str:
+    """The closing line: how many settings were measured, in how many rounds (tune adds some after its first)."""
+    assert report.sweep is not None  # a sweep's report
+    n = len(report.sweep.settings)
+    return f"{kind} {report.name}: {n} setting{'s' if n != 1 else ''} measured in {report.sweep.rounds} round(s)"

@@ -10,7 +10,7 @@ from torch import nn
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 from torch.nn.parallel import DistributedDataParallel
 
-from commprof.config import DDPOptions
+from commprof.config import DDP_ARGUMENTS, DDPOptions
 from commprof.results.run_record import BuiltDDP
 
 COMM_HOOKS = {"fp16": default_hooks.fp16_compress_hook, "bf16": default_hooks.bf16_compress_hook}
@@ -74,7 +74,7 @@ def bucket_sizes(model: nn.Module, bucket_cap_mb: float) -> list[int]:
 
 
 # DDP's own keyword arguments that commprof's options set; comm_hook is registered after construction
-DDP_KEYWORDS = ("bucket_cap_mb", "find_unused_parameters", "gradient_as_bucket_view", "static_graph")
+DDP_KEYWORDS = DDP_ARGUMENTS
 
 
 FRAMEWORKS = (
@@ -98,15 +98,17 @@ def framework_of(frame) -> str:
 
 class DDPOverrides:
     """While installed, every DistributedDataParallel the program builds, however it imported the class, gets the
-    options that differ from DDP's defaults, and those in `forced` even at their default (a sweep's settings);
-    what each one asked for and got is recorded in `built`."""
+    options that differ from DDP's defaults, and those in `forced` even at their default (a sweep's settings), but
+    never a bucket_cap_mb of None (a script's own: what it passes, or DDP's default); what each one asked for and
+    got is recorded in `built`."""
 
     def __init__(self, options: DDPOptions, forced: tuple[str, ...] = ()):
         defaults = DDPOptions()
         self.options = {
             name: getattr(options, name)
             for name in DDP_KEYWORDS
-            if getattr(options, name) != getattr(defaults, name) or name in forced
+            if getattr(options, name) is not None
+            and (getattr(options, name) != getattr(defaults, name) or name in forced)
         }
         self.comm_hook = options.comm_hook if options.comm_hook != "none" else None
         self.built: list[BuiltDDP] = []

@@ -100,7 +100,8 @@ def step_timeline_plot(timeline: StepTimeline) -> bytes:
 
 def sweep_plot(sweep: SweepResult) -> bytes:
     """Step time (median, 95% CI) and exposed communication against the setting, log axis for sizes."""
-    settings = sorted(sweep.settings, key=lambda s: (s.options.get("bucket_cap_mb", 0), s.label))
+    # a script's own setting (no bucket_cap_mb applied: None) first, on an axis of labels
+    settings = sorted(sweep.settings, key=lambda s: (s.options.get("bucket_cap_mb") or 0, s.label))
     sizes = [s.options["bucket_cap_mb"] for s in settings if s.options.get("bucket_cap_mb") is not None]
     by_size = len(sizes) == len(settings) and len(set(sizes)) == len(settings)
     fig, ax = subplots((7, 4))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import statistics
 
 from commprof.results.common import PRACTICAL_SHARE, WARN_SLOWDOWN, signed
@@ -178,12 +179,19 @@ def breakdown_rows(report: Report) -> list[tuple[str, ...]]:
 
 
 def human_bytes(n: int | None) -> str:
+    """'130.00 KiB', '4.00 MiB': two decimals when they are the size exactly; otherwise four significant digits
+    (at least two decimals), so that sizes a rounding would merge read apart: 1,048,576 bytes is '1.00 MiB',
+    1,052,672 '1.004 MiB' and 1,062,952 '1.014 MiB'."""
     if n is None:
         return "unknown"
     size: float = n  # divided by 1024 per unit
     for unit in ("B", "KiB", "MiB", "GiB"):
         if size < 1024 or unit == "GiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.2f} {unit}"
+            if unit == "B":
+                return f"{size:.0f} {unit}"
+            exact = round(size, 2) == size
+            decimals = 2 if exact or size >= 100 else max(2, 3 - math.floor(math.log10(size)))
+            return f"{size:.{decimals}f} {unit}"
         size /= 1024
     return str(size)
 

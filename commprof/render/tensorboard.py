@@ -86,7 +86,7 @@ def _hparams(report: Report, folder: Path) -> None:
     for s in report.sweep.settings:
         with _writer(folder / s.label) as writer:
             writer.add_hparams(
-                dict(s.options),
+                {k: v for k, v in s.options.items() if v is not None},  # a script's own sets no bucket_cap_mb
                 {
                     "hparam/step_ms": s.step_ms.value,
                     "hparam/step_ms_ci_low": s.step_ms.low,

@@ -1,0 +1,123 @@
+"""A script written the way public ones are (argparse, its own init_process_group, DistributedDataParallel(model)
+with no bucket_cap_mb) swept, tuned and advised on 2 real Gloo ranks: the baseline is the script as written, with
+the buckets DDP built for it (its 1 MiB first bucket), every launch runs --max-steps, and the lines that count the
+settings count the rows of the report."""
+
+import json
+import re
+
+import pytest
+
+from commprof.results.store import load_report
+from tests.conftest import REPO, commprof
+
+pytestmark = pytest.mark.slow
+SCRIPT = str(REPO / "tests" / "data" / "scripts" / "train_default_ddp.py")
+ROUNDS = ["--repeats", "2", "--warmup-steps", "1", "--profile-steps", "2"]
+STEPS = 5
+# its model: twelve 256x256 layers and a 256x10 head, 3,168,296 bytes of gradients. DDP(model) builds a first
+# bucket that closes past 1 MiB, then the rest under 25 MiB; bucket_cap_mb=1 three of about 1 MiB; 5 or more one
+OWN = [1_062_952, 2_105_344]
+CAP_1 = [1_062_952, 1_052_672, 1_052_672]
+ONE = [3_168_296]
+
+
+def launches_of(folder):
+    """Each launch's run.json in a script sweep's folder, by its name."""
+    return {p.parent.name: json.loads(p.read_text()) for p in folder.glob("*/run.json")}
+
+
+def counted(stderr: str, pattern: str) -> list[str]:
+    """The labels a line of the command's own feedback names: '3 settings (a, b, c) ...'."""
+    (line,) = [line for line in stderr.splitlines() if re.search(pattern, line)]
+    count, labels = re.search(r"(\d+) settings? \(([^)]*)\)", line).groups()
+    assert int(count) == len(labels.split(", ")), line
+    return labels.split(", ")
+
+
+def test_sweep_of_a_script_measures_it_as_written_then_each_setting_on_top(tmp_path):
+    result = commprof(
+        "sweep",
+        "--bucket-cap-mb",
+        "1,25",
+        *ROUNDS,
+        "--max-steps",
+        str(STEPS),
+        "--run-id",
+        "sw",
+        "--",
+        SCRIPT,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    launched = launches_of(tmp_path / "traces" / "sw")
+    assert len(launched) == 9  # 3 settings x 2 rounds, then one profiled launch each
+    for name, run in launched.items():
+        assert run["steps_completed"] == STEPS and [len(r["step_ms"]) for r in run["ranks"]] == [STEPS] * 2, name
+        (built,) = run["ddp_built"]
+        assert built["asked"]["bucket_cap_mb"] is None, name  # the script passes no cap
+        expected = {} if name.startswith("script-own") else {"bucket_cap_mb": float(name.split("-")[1][:-2])}
+        assert built["applied"] == expected, name
+    sweep = load_report(tmp_path / "reports" / "sw").sweep
+    assert sweep.baseline == "script-own"
+    assert [(s.label, s.bucket_sizes, s.samples) for s in sweep.settings] == [
+        ("script-own", OWN, 2 * (STEPS - 1)),
+        ("bucket-1mb", CAP_1, 2 * (STEPS - 1)),
+        ("bucket-25mb", ONE, 2 * (STEPS - 1)),
+    ]
+    assert sweep.settings[0].options["bucket_cap_mb"] is None and sweep.settings[0].speedup.value == 1.0
+    assert "the script's own setting (script-own, as written: no bucket_cap_mb" in sweep.recommendation
+    assert "DDP built 2 buckets: 1.0, 2.0 MB" in sweep.recommendation and "the default" not in sweep.recommendation
+    header = counted(result.stderr, r"sweep sw: .* interleaved rounds")
+    assert header == counted(result.stderr, r"sweep sw: .* measured in") == [s.label for s in sweep.settings]
+    assert f"({STEPS} steps, the first 1 untimed)" in result.stderr
+
+
+def test_tune_of_a_script_counts_what_it_measures(tmp_path):
+    result = commprof("tune", *ROUNDS, "--max-steps", str(STEPS), "--run-id", "tu", "--", SCRIPT, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    sweep = load_report(tmp_path / "reports" / "tu").sweep
+    rows = [s.label for s in sweep.settings]
+    # 25 and 100 build 5's one bucket: measured once; the refinement, if any, adds caps of other layouts
+    assert counted(result.stderr, r"tune tu: .* in this round") == ["script-own", "bucket-1mb", "bucket-5mb"]
+    assert "not measured again: bucket-25mb builds bucket-5mb's buckets (one bucket of 3.0 MB)" in result.stderr
+    assert counted(result.stderr, r"tune tu: .* measured in") == rows
+    assert rows[0] == "script-own" and {"bucket-1mb", "bucket-5mb"} <= set(rows) and len(rows) <= 5
+    assert len({tuple(s.bucket_sizes) for s in sweep.settings}) == len(rows)  # one setting per layout
+    assert sweep.baseline == "script-own" and sweep.settings[0].bucket_sizes == OWN
+    launched = launches_of(tmp_path / "traces" / "tu")
+    assert len(launched) == json.loads((tmp_path / "traces" / "tu" / "sweep.json").read_text())["timings"]["launches"]
+    assert all(run["steps_completed"] == STEPS for run in launched.values())
+    assert "the default" not in sweep.recommendation
+
+
+def test_advise_of_a_script_run_reruns_it_as_written(tmp_path):
+    """A run of the script as written, given one finding (bucket_cap_mb=25): advise measures the script's own
+    setting against an explicit 25, which builds other buckets; every launch runs --max-steps."""
+    result = commprof(
+        "run", "--run-id", "r", "--max-steps", "12", "--schedule", "3,1,4", "--quiet", "--", SCRIPT, cwd=tmp_path
+    )
+    assert result.returncode == 0, result.stderr
+    path = tmp_path / "reports" / "r" / "report.json"
+    report = json.loads(path.read_text())
+    gain = {"value": 2.0, "low": 1.0, "high": 3.0}
+    report["findings"] = [
+        {
+            "kind": "bucket_cap",
+            "title": "bucket_cap_mb=25",
+            "evidence": "",
+            "action": "",
+            "gain_ms": gain,
+            "gain_pct": 3.0,
+            "setting": {"bucket_cap_mb": 25},
+        },
+    ]
+    path.write_text(json.dumps(report))
+    result = commprof("advise", "r", *ROUNDS, "--max-steps", str(STEPS), "--quiet", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    sweep = load_report(tmp_path / "reports" / "r-advise").sweep
+    assert [(s.label, s.bucket_sizes) for s in sweep.settings] == [("script-own", OWN), ("bucket-25mb", ONE)]
+    assert sweep.settings[1].predicted_gain_ms is not None and sweep.settings[1].predicted_gain_ms.value == 2.0
+    launched = launches_of(tmp_path / "traces" / "r-advise")
+    assert len(launched) == 6 and all(run["steps_completed"] == STEPS for run in launched.values())
+    assert {run["ddp_built"][0]["applied"].get("bucket_cap_mb") for name, run in launched.items()} == {None, 25.0}
