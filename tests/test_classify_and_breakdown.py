@@ -12,7 +12,8 @@ def cpu_trace(rank=0):
     # Step 1 [0,100]: compute = [0,30] + ([40,70] minus the nested launch [50,55]) + [85,95] = 65
     # comm = gloo:all_reduce [52,90] = 38; overlap = [55,70] + [85,90] = 20; exposed 18; idle 100-83 = 17
     # The annotation Optimizer.step [84,96] is not computation; the cpu_op inside it [85,95] is.
-    # Step 2 [100,200]: compute 50, nothing else.
+    # Step 2 [100,200]: compute 50, nothing else (its optimizer step, an annotation, is not computation: a step
+    # that stepped no optimizer after steps that did would be the range left open at the job's end, not a step).
     return (
         TraceBuilder(rank=rank)
         .step(1, 0, 100)
@@ -24,6 +25,7 @@ def cpu_trace(rank=0):
         .x("aten::add_", 85, 10)
         .x("gloo:all_reduce", 52, 38, cat="user_annotation", thread=GLOO, Input_Dims=[[1000]], Input_type=["float"])
         .x("aten::mm", 100, 50)
+        .x("Optimizer.step#SGD.step", 160, 1, cat="user_annotation")
         .x("aten::mm", 250, 10)
     )  # outside every step: ignored
 

@@ -15,7 +15,7 @@ from commprof.commands.reporting import report_from_traces, write_report
 from commprof.commands.unfinished import failed_run, interrupted_run
 from commprof.config import RunConfig, RunRequest, setting_label
 from commprof.errors import Interrupted, RunFailed, UsageError
-from commprof.launch.runlog import finish_script_run
+from commprof.launch.runlog import finish_script_run, read_run_json
 
 DERIVED_IN_SLURM = ("--nodes", "--rdzv-endpoint", "--run-id")
 
@@ -23,7 +23,7 @@ DERIVED_IN_SLURM = ("--nodes", "--rdzv-endpoint", "--run-id")
 def run(request: RunRequest, feedback: Feedback = SILENT, env: Mapping[str, str] = os.environ) -> Outcome:
     """Resolve the options for this machine, check the model, launch, and report on the traces.
     Under an external MPI launcher this process is one rank of the job."""
-    from commprof.launch.job import run_job
+    from commprof.launch.job import TORCHRUN_OMP_WARNING, run_job, torchrun_environment
     from commprof.launch.resolve import MachineProbe, resolve
     from commprof.worker.mpi_identity import started_by_mpi_launcher
 
@@ -36,6 +36,8 @@ def run(request: RunRequest, feedback: Feedback = SILENT, env: Mapping[str, str]
             f"run {config.run_id}: {' '.join(config.script)} on {config.world_size} {config.device} rank(s), "
             f"{config.backend}"
         )
+        if torchrun_environment(config.procs_per_node):
+            feedback.info(TORCHRUN_OMP_WARNING)
     else:
         workload = check_model(config, feedback)
         settings = (
@@ -59,6 +61,9 @@ def run(request: RunRequest, feedback: Feedback = SILENT, env: Mapping[str, str]
             note=f"traces of ranks {', '.join(map(str, launched.ranks_here))} written to "
             f"{launched.run_dir}/; the node that runs rank 0 writes the report",
         )
+    if config.script:
+        record = read_run_json(launched.run_dir)
+        _covered_by_the_window(config, (record.steps_completed if record else None) or 0, feedback)
     try:
         return report_run(launched.run_dir, config.reports_dir)
     except KeyboardInterrupt as stop:  # Interrupted too
@@ -68,6 +73,27 @@ def run(request: RunRequest, feedback: Feedback = SILENT, env: Mapping[str, str]
             f"--name {launched.run_dir.name}-report` reports on it)",
             launched.run_dir,
         ) from None
+
+
+def _covered_by_the_window(config: RunConfig, ran: int, feedback: Feedback) -> None:
+    """A script decides how many steps it runs: one that ended before the profiler's first recorded step is told so
+    in one line, with the option to change; one that ended inside the window is reported on what it recorded; one
+    that never stepped an optimizer is one window."""
+    schedule = config.schedule
+    first, last = schedule.wait + schedule.warmup + 1, schedule.total
+    if ran == 0:  # it never stepped an optimizer: its whole run is the one window (worker/script.py)
+        return
+    if ran < first:
+        raise UsageError(
+            f"the script ran {ran} optimizer step(s) and ended before the profiler's first recorded step, step "
+            f"{first} (--wait {schedule.wait} --warmup {schedule.warmup}): profile earlier, e.g. --schedule "
+            f"0,0,{ran}, or let the script run longer; its traces and run.json are in {config.run_dir}/"
+        )
+    if ran < last:
+        feedback.info(
+            f"the script ended at step {ran}: the report covers {ran - first + 1} of the {schedule.active} profiled "
+            f"steps asked for (steps {first}-{ran})"
+        )
 
 
 def report_run(run_dir: Path, reports_dir: Path) -> Outcome:

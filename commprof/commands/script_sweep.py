@@ -34,6 +34,7 @@ from commprof.config import (
     setting_label,
 )
 from commprof.errors import UsageError
+from commprof.launch.job import TORCHRUN_OMP_WARNING, torchrun_environment
 from commprof.launch.runlog import finish_script_run, read_run_json, write_json_atomic
 from commprof.results.common import Estimate
 from commprof.results.run_record import BuiltDDP, RunRecord
@@ -111,6 +112,8 @@ def measure_script(
         f"{plan.warmup_steps} untimed), then one profiled launch each ({profiled_steps} steps)"
         + (f"; {REFINED}" if tune else "")
     )
+    if torchrun_environment(config.procs_per_node):
+        feedback.info(TORCHRUN_OMP_WARNING)
     results: dict[str, dict[str, Any]] = {}
     order: list[str] = []
     launches = 0

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import inspect
-from typing import Any
+from typing import Any, Callable
 
 import torch
 from torch import nn
@@ -114,6 +114,7 @@ class DDPOverrides:
         self.built: list[BuiltDDP] = []
         self._first: DistributedDataParallel | None = None  # kept alive for its logging data at the end
         self._original = DistributedDataParallel.__init__
+        self.on_first_forward: Callable[[], None] | None = None  # called once, as the first DDP's forward begins
 
     def install(self) -> None:
         original, signature, overrides = self._original, inspect.signature(self._original), self
@@ -143,8 +144,18 @@ class DDPOverrides:
             )
             if overrides._first is None:
                 overrides._first = ddp
+                if overrides.on_first_forward is not None:
+                    overrides._hook_first_forward(ddp, overrides.on_first_forward)
 
         DistributedDataParallel.__init__ = __init__  # type: ignore[method-assign,assignment]
+
+    @staticmethod
+    def _hook_first_forward(ddp: DistributedDataParallel, call: Callable[[], None]) -> None:
+        def once(*_: Any) -> None:
+            handle.remove()
+            call()
+
+        handle = ddp.register_forward_pre_hook(once)
 
     def uninstall(self) -> None:
         DistributedDataParallel.__init__ = self._original  # type: ignore[method-assign]

@@ -4,12 +4,13 @@ MPI through mpi4py (which needs the MPI launcher's environment)."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 import tempfile
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from commprof.backends import by_name
 from commprof.config import RunConfig
@@ -17,6 +18,19 @@ from commprof.errors import RunFailed
 from commprof.launch.result import LaunchResult
 
 Watch = Callable[[Path, int | None], AbstractContextManager]  # shows a launch's progress from its progress file
+# torchrun's own words (torch/distributed/run.py) when it sets OMP_NUM_THREADS for several ranks on a node
+TORCHRUN_OMP_WARNING = (
+    "*****************************************\n"
+    "Setting OMP_NUM_THREADS environment variable for each process to be 1 in default, to avoid your system being "
+    "overloaded, please further tune the variable for optimal performance in your application as needed. \n"
+    "*****************************************"
+)
+
+
+def torchrun_environment(procs_per_node: int, environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """What torchrun adds to a script's ranks beyond the rendezvous variables (elastic_launch adds none of it):
+    OMP_NUM_THREADS=1 when several ranks share the node and the user set none."""
+    return {"OMP_NUM_THREADS": "1"} if "OMP_NUM_THREADS" not in environ and procs_per_node > 1 else {}
 
 
 @dataclass(frozen=True)
@@ -50,7 +64,8 @@ def run_job(config: RunConfig, task: Task, total_steps: int | None = None, watch
                 assert task.elastic is not None  # a task is a program or an elastic entry point
                 return launch(config, task.elastic, (task.payload, str(progress)))
             (Path(tmp) / "payload.json").write_text(json.dumps(task.payload))
-            return launch(config, sys.executable, ("-m", task.program, str(Path(tmp) / "payload.json"), str(progress)))
+            arguments = ("-m", task.program, str(Path(tmp) / "payload.json"), str(progress))
+            return launch(config, sys.executable, arguments, torchrun_environment(config.procs_per_node))
 
 
 def _under_mpirun(config: RunConfig, task: Task, progress: Path, tmp: Path) -> LaunchResult:

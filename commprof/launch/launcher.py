@@ -63,9 +63,15 @@ def launch_config(config: RunConfig, log_dir: Path) -> LaunchConfig:
     )
 
 
-def launch(config: RunConfig, entrypoint: Callable[..., Any] | str, args: tuple[Any, ...]) -> LaunchResult:
+def launch(
+    config: RunConfig,
+    entrypoint: Callable[..., Any] | str,
+    args: tuple[Any, ...],
+    environment: dict[str, str] | None = None,
+) -> LaunchResult:
     """Run `entrypoint(*args)` on every rank of this node (through launch.job.run_job): a function, or a program
-    (a path) started with those arguments; worker output goes to <run dir>/logs/<host>/.
+    (a path) started with those arguments and `environment` added (what the user set wins); worker output goes
+    to <run dir>/logs/<host>/.
 
     On failure: RunFailed naming the rank and cause (and, for a program, the user's own traceback); the run
     folder (if this launch started it) keeps every trace written, and its run.json is marked failed. On SIGINT or
@@ -78,7 +84,10 @@ def launch(config: RunConfig, entrypoint: Callable[..., Any] | str, args: tuple[
     try:
         with (
             _workers_environment(
-                flight_recorder.environment(log_dir) if by_name(config.backend).flight_recorder else {}
+                {
+                    **(flight_recorder.environment(log_dir) if by_name(config.backend).flight_recorder else {}),
+                    **(environment or {}),
+                }
             ),
             _own_signal_handlers(),
         ):

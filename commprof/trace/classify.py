@@ -31,6 +31,12 @@ def classify(path: Path, trace: TraceFile) -> RankTrace:
     info = trace.distributedInfo or {}
     rank, warnings = _rank(path, info)
     cpu_steps = sorted((Step(e.name, e.ts, e.ts + e.dur) for e in events.steps), key=lambda s: s.start)
+    cpu_steps, unfinished = _without_unfinished_step(cpu_steps, events)
+    if unfinished:
+        warnings.append(
+            f"{path.name}: {unfinished} ran no optimizer step where every step before it did (the job ended inside "
+            "it): not counted as a step"
+        )
     kernels = events.kernels
     hta: DeviceView | None = None
     empty_steps: tuple[str, ...] = ()
@@ -296,6 +302,19 @@ def _on_device(marks: PhaseMarks, clock: _GpuClock) -> PhaseMarks:
             break
         changes.append((phase, started))
     return dataclasses.replace(marks, changes=tuple(changes))
+
+
+def _without_unfinished_step(steps: list[Step], events: Partition) -> tuple[list[Step], str | None]:
+    """The steps less a last one that ran neither a backward pass nor an optimizer step where every one before it
+    stepped the optimizer: the profiler's range still open when the job ended (a script that stops inside the
+    window), not a step of training."""
+    if len(steps) < 2 or not events.optimizer_steps:
+        return steps, None
+    optimizer = _first_in_steps(events.optimizer_steps, steps)
+    backward = _first_in_steps(events.backward, steps[-1:])
+    if optimizer[-1] is None and backward[0] is None and all(t is not None for t in optimizer[:-1]):
+        return steps[:-1], steps[-1].name
+    return steps, None
 
 
 def _first_in_steps(events: list[CompleteEvent], steps: list[Step]) -> tuple[float | None, ...]:

@@ -111,6 +111,8 @@ class ScriptSession:
             # until the first optimizer step, the whole start: the trace of a script that never steps
             self.startup = make_profiler(None, self.use_cuda, self.config.run_dir, self.rank)
             self.startup.start()
+            if self.config.schedule.wait == 0:  # the first step profiled: it begins with the model's first forward
+                self.ddp.on_first_forward = self._start_at_first_forward
         signal.signal(
             signal.SIGTERM, raise_stopped
         )  # a stopped rank unwinds and writes its trace (the script may override)
@@ -156,6 +158,16 @@ class ScriptSession:
         self.profiler = make_profiler(
             dataclasses.replace(schedule, wait=max(0, schedule.wait - 1)), self.use_cuda, self.config.run_dir, self.rank
         )
+        self.profiler.start()
+
+    def _start_at_first_forward(self) -> None:
+        """With no step to wait: the schedule's profiler from the first DDP forward on, so that the first optimizer
+        step is ProfilerStep#0 (without the script's start-up before it)."""
+        if self.startup is None or self.step_ms:  # the counted optimizer stepped before any DDP forward
+            return
+        startup, self.startup = self.startup, None
+        startup.stop()
+        self.profiler = make_profiler(self.config.schedule, self.use_cuda, self.config.run_dir, self.rank)
         self.profiler.start()
 
     def _stop_profiler(self) -> None:
