@@ -56,9 +56,10 @@ def images(report: Report) -> dict[str, bytes]:
 def _about(report: Report) -> Section:
     run = report.run
     if run:
+        hosts = f"; hosts: {', '.join(run.hosts)}" if run.hosts else ""
         about = (
             f"{run.model} ({run.parameters or 0:,} parameters), {run.world_size} ranks, {run.backend} on "
-            f"{run.device}; hosts: {', '.join(run.hosts)}; torch {run.versions.get('torch')}; created {report.created}"
+            f"{run.device}{hosts}; torch {run.versions.get('torch')}; created {report.created}"
         )
     else:
         about = f"{len(report.ranks)} rank(s) from {len(report.sources)} trace file(s); created {report.created}"
