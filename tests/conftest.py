@@ -38,6 +38,30 @@ def load_json(path: Path):
     return json.loads(path.read_text())
 
 
+PLANTED_GAIN = {"value": 2.0, "low": 1.0, "high": 3.0}
+
+
+def planted_finding(kind: str, title: str, setting: dict) -> dict:
+    """A finding as report.json holds it, predicting 2.0 ms (interval 1.0 to 3.0), 3% of the step: what advise
+    tests give a run's report so that advise has a known prediction to check."""
+    gain = {"value": 2.0, "low": 1.0, "high": 3.0}
+    return {
+        "kind": kind,
+        "title": title,
+        "evidence": "",
+        "action": "",
+        "gain_ms": gain,
+        "gain_pct": 3.0,
+        "setting": setting,
+    }
+
+
+def plant_findings(report_folder: Path, *findings: dict) -> None:
+    """Replace a written report's findings with these."""
+    path = report_folder / "report.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), "findings": list(findings)}))
+
+
 def pytest_collection_modifyitems(items):
     """Tests of the shared real run are slow; those marked `cuda` skip, with the reason, where torch sees no CUDA
     GPU (the one switch for the GPU tests)."""

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from tests.conftest import FAST_RUN, commprof
+from tests.conftest import FAST_RUN, PLANTED_GAIN, commprof, plant_findings, planted_finding
 
 pytestmark = pytest.mark.slow
 ROUNDS = ["--repeats", "3", "--steps-per-repeat", "2", "--warmup-steps", "1", "--profile-steps", "2"]
@@ -15,37 +15,21 @@ def test_advise_checks_a_runs_setting_findings(tmp_path):
     """The run's report is given one finding that is a setting (bucket_cap_mb=5, predicted 2.0 ms [1.0, 3.0])
     and one that is not; advise measures the run's own setting (25 MB) and the advised one, and shows both gains."""
     assert commprof("run", *FAST_RUN, "--run-id", "base", "--quiet", cwd=tmp_path).returncode == 0
-    path = tmp_path / "reports" / "base" / "report.json"
-    report = json.loads(path.read_text())
-    gain = {"value": 2.0, "low": 1.0, "high": 3.0}
-    report["findings"] = [
-        {
-            "kind": "bucket_cap",
-            "title": "bucket_cap_mb=5",
-            "evidence": "",
-            "action": "",
-            "gain_ms": gain,
-            "gain_pct": 3.0,
-            "setting": {"bucket_cap_mb": 5},
-        },
-        {
-            "kind": "input_stall",
-            "title": "stall",
-            "evidence": "",
-            "action": "",
-            "gain_ms": gain,
-            "gain_pct": 3.0,
-            "setting": {},
-        },
-    ]
-    path.write_text(json.dumps(report))
+    plant_findings(
+        tmp_path / "reports" / "base",
+        planted_finding("bucket_cap", "bucket_cap_mb=5", {"bucket_cap_mb": 5}),
+        planted_finding("input_stall", "stall", {}),
+    )
     result = commprof("advise", "base", "--json", *ROUNDS, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     advised = json.loads(result.stdout)
     assert advised["kind"] == "advise" and advised["name"] == "base-advise"
     settings = {s["label"]: s for s in advised["sweep"]["settings"]}
     assert sorted(settings) == ["bucket-25mb", "bucket-5mb"]
-    assert settings["bucket-5mb"]["predicted_gain_ms"] == gain and settings["bucket-25mb"]["predicted_gain_ms"] is None
+    assert (
+        settings["bucket-5mb"]["predicted_gain_ms"] == PLANTED_GAIN
+        and settings["bucket-25mb"]["predicted_gain_ms"] is None
+    )
     measured = settings["bucket-5mb"]["gain_ms"]
     assert measured["low"] <= measured["value"] <= measured["high"] and settings["bucket-25mb"]["gain_ms"]["value"] == 0
     page = (tmp_path / "reports" / "base-advise" / "report.md").read_text()

@@ -79,16 +79,31 @@ def test_prediction_profile_is_on_the_gpu_clock(tmp_path):
     assert profile.bucket_ready == pytest.approx([2 / 3, 1.0])  # of the backward pass, when each was ready
 
 
-def gloo_on_gpu_trace() -> TraceBuilder:
-    """Gloo all-reduces CUDA tensors on the host: CPU step [0, 300]; kernels launched at 10 and 250 run at
-    [100, 200] and [400, 450]; Gloo's range on its worker thread [200, 380] after the c10d op at 190."""
+def gloo_after_a_kernel(gloo_us: float) -> TraceBuilder:
+    """Gloo all-reduces CUDA tensors on the host: CPU step [0, 300]; a kernel launched at 10 runs at [100, 200];
+    Gloo's range on its worker thread from 200 for `gloo_us`, after the c10d op at 190."""
     return (
         TraceBuilder(rank=0, world_size=2, backend="gloo")
         .step(1, 0, 300)
         .launch(10, 1)
         .kernel("volta_sgemm_128x64_nn", 100, 100, 1)
         .x("c10d::allreduce_", 190, 5)
-        .x("gloo:all_reduce", 200, 180, cat="user_annotation", thread=GLOO, Input_Dims=[[1024]], Input_type=["float"])
+        .x(
+            "gloo:all_reduce",
+            200,
+            gloo_us,
+            cat="user_annotation",
+            thread=GLOO,
+            Input_Dims=[[1024]],
+            Input_type=["float"],
+        )
+    )
+
+
+def gloo_on_gpu_trace() -> TraceBuilder:
+    """Gloo's range [200, 380], and a second kernel launched at 250 that runs at [400, 450]."""
+    return (
+        gloo_after_a_kernel(180)
         .launch(250, 2)
         .kernel("vectorized_elementwise_kernel", 400, 50, 2)
         .x("Memcpy DtoH (Device -> Pageable)", 195, 5, cat="gpu_memcpy", thread=(0, 7))
@@ -108,14 +123,7 @@ def test_gloo_next_to_cuda_kernels_is_communication(tmp_path):
 def test_gloo_that_ends_after_the_last_kernel_counts_in_its_step(tmp_path):
     """The step's only kernel runs [100, 200]; Gloo's all-reduce, launched at 190 inside the CPU step, runs on the
     host [200, 3200] after it: the step window reaches its end, and its 3.0 ms are communication (not 0.0)."""
-    trace = (
-        TraceBuilder(rank=0, world_size=2, backend="gloo")
-        .step(1, 0, 300)
-        .launch(10, 1)
-        .kernel("volta_sgemm_128x64_nn", 100, 100, 1)
-        .x("c10d::allreduce_", 190, 5)
-        .x("gloo:all_reduce", 200, 3000, cat="user_annotation", thread=GLOO, Input_Dims=[[1024]], Input_type=["float"])
-    )
+    trace = gloo_after_a_kernel(3000)
     report = analyze(load_run([trace.write(tmp_path / "r.json")], workers=1), "g", "analysis")
     (rank,) = report.ranks
     assert rank.step_time_ms.median == pytest.approx(3.1)  # [100, 3200]

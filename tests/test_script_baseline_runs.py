@@ -9,7 +9,7 @@ import re
 import pytest
 
 from commprof.results.store import load_report
-from tests.conftest import REPO, commprof
+from tests.conftest import REPO, commprof, plant_findings, planted_finding
 
 pytestmark = pytest.mark.slow
 SCRIPT = str(REPO / "tests" / "data" / "scripts" / "train_default_ddp.py")
@@ -66,8 +66,11 @@ def test_sweep_of_a_script_measures_it_as_written_then_each_setting_on_top(tmp_p
         ("bucket-25mb", ONE, 2 * (STEPS - 1)),
     ]
     assert sweep.settings[0].options["bucket_cap_mb"] is None and sweep.settings[0].speedup.value == 1.0
-    assert "the script's own setting (script-own, as written: no bucket_cap_mb" in sweep.recommendation
-    assert "DDP built 2 buckets: 1.0, 2.0 MB" in sweep.recommendation and "the default" not in sweep.recommendation
+    recommendation = sweep.recommendation.lower()
+    assert "the script's own setting" in recommendation and "the default" not in recommendation
+    if sweep.paste is None:  # kept, as the noise falls either way: said by what the script passed and DDP built
+        assert "the script's own setting (script-own, as written: no bucket_cap_mb" in recommendation
+        assert "DDP built 2 buckets: 1.0, 2.0 MB" in sweep.recommendation
     header = counted(result.stderr, r"sweep sw: .* interleaved rounds")
     assert header == counted(result.stderr, r"sweep sw: .* measured in") == [s.label for s in sweep.settings]
     assert f"({STEPS} steps, the first 1 untimed)" in result.stderr
@@ -81,7 +84,7 @@ def test_tune_of_a_script_counts_what_it_measures(tmp_path):
     # 25 and 100 build 5's one bucket: measured once; the refinement, if any, adds caps of other layouts
     assert counted(result.stderr, r"tune tu: .* in this round") == ["script-own", "bucket-1mb", "bucket-5mb"]
     assert "not measured again: bucket-25mb builds bucket-5mb's buckets (one bucket of 3.0 MB)" in result.stderr
-    assert counted(result.stderr, r"tune tu: .* measured in") == rows
+    assert sorted(counted(result.stderr, r"tune tu: .* measured in")) == sorted(rows)  # measured order, sized order
     assert rows[0] == "script-own" and {"bucket-1mb", "bucket-5mb"} <= set(rows) and len(rows) <= 5
     assert len({tuple(s.bucket_sizes) for s in sweep.settings}) == len(rows)  # one setting per layout
     assert sweep.baseline == "script-own" and sweep.settings[0].bucket_sizes == OWN
@@ -98,21 +101,7 @@ def test_advise_of_a_script_run_reruns_it_as_written(tmp_path):
         "run", "--run-id", "r", "--max-steps", "12", "--schedule", "3,1,4", "--quiet", "--", SCRIPT, cwd=tmp_path
     )
     assert result.returncode == 0, result.stderr
-    path = tmp_path / "reports" / "r" / "report.json"
-    report = json.loads(path.read_text())
-    gain = {"value": 2.0, "low": 1.0, "high": 3.0}
-    report["findings"] = [
-        {
-            "kind": "bucket_cap",
-            "title": "bucket_cap_mb=25",
-            "evidence": "",
-            "action": "",
-            "gain_ms": gain,
-            "gain_pct": 3.0,
-            "setting": {"bucket_cap_mb": 25},
-        },
-    ]
-    path.write_text(json.dumps(report))
+    plant_findings(tmp_path / "reports" / "r", planted_finding("bucket_cap", "bucket_cap_mb=25", {"bucket_cap_mb": 25}))
     result = commprof("advise", "r", *ROUNDS, "--max-steps", str(STEPS), "--quiet", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     sweep = load_report(tmp_path / "reports" / "r-advise").sweep
