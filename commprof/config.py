@@ -211,6 +211,11 @@ class RunRequest(_StrategyOptions):
         "each launch runs this many and times those after --warmup-steps [default: run: the script's own length; "
         "sweep, tune, advise: --warmup-steps + --steps-per-repeat, profiled: --warmup-steps + 1 + --profile-steps].",
     )
+    whole_run: bool = option(
+        True,
+        "Record every step's time and each DDP all-reduce on every rank, from the first step to the last, without "
+        "the profiler (the report's whole-run section; costs under 1% of a step). --no-whole-run: the window only.",
+    )
     script: tuple[str, ...] = ()  # the user's training script and its arguments (or -m module and arguments)
     schedule: ProfileSchedule = field(default_factory=ProfileSchedule)
     ddp: DDPOptions = field(default_factory=DDPOptions)
@@ -255,6 +260,7 @@ class RunConfig(_StrategyOptions):
     script: tuple[str, ...] = ()  # a user's script and its arguments, run unmodified on every rank (worker.script)
     max_steps: int | None = None  # with a script: optimizer steps after which it ends
     profiled: bool = True  # False: a script's timed launch in a sweep, no profiler at all
+    whole_run: bool = True  # every step recorded on every rank (worker/step_ledger.py)
     ddp_forced: tuple[str, ...] = ()  # DDP options a script gets even at DDP's default value (a sweep's settings)
     launch_id: str = ""  # random per `commprof run` process: tells this launch's run folder from another's
 

@@ -55,6 +55,7 @@ CASES = {
         ["--max-steps", "30", "--", "train.py", "--lr", "1"],
         lambda w: w.config.max_steps == 30 and w.config.script == ("train.py", "--lr", "1"),
     ),
+    "whole_run": (["--no-whole-run"], lambda w: w.config.whole_run is False),
     "wait": (["--wait", "3"], lambda w: w.config.schedule.wait == 3),
     "warmup": (["--warmup", "1"], lambda w: w.config.schedule.warmup == 1),
     "active": (["--active", "4"], lambda w: w.config.schedule.active == 4),

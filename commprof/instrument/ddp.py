@@ -13,6 +13,7 @@ from torch.nn.parallel import DistributedDataParallel
 from commprof.config import DDP_ARGUMENTS, DDPOptions
 from commprof.results.run_record import BuiltDDP
 
+TIMED = "_commprof_timed_hook"  # the attribute of a DDP whose comm hook commprof times
 COMM_HOOKS = {"fp16": default_hooks.fp16_compress_hook, "bf16": default_hooks.bf16_compress_hook}
 
 
@@ -30,10 +31,19 @@ def mpi_allreduce_hook(state, bucket):  # no annotations: DDP checks them and re
     return future
 
 
+# wraps a comm hook (None: DDP's own all-reduce) and its state in one that times it (worker/step_ledger.py)
+Timing = Callable[[Any, Any], Any]
+
+
 def wrap_ddp(
-    model: nn.Module, options: DDPOptions, device: torch.device, mpi_gradients: bool = False
+    model: nn.Module,
+    options: DDPOptions,
+    device: torch.device,
+    mpi_gradients: bool = False,
+    timing: Timing | None = None,
 ) -> DistributedDataParallel:
-    """DDP with commprof's options; with `mpi_gradients`, buckets are all-reduced over MPI by a comm hook."""
+    """DDP with commprof's options; with `mpi_gradients`, buckets are all-reduced over MPI by a comm hook; with
+    `timing`, the hook it uses is timed."""
     ddp = DistributedDataParallel(
         model,
         device_ids=[device.index] if device.type == "cuda" else None,
@@ -42,10 +52,11 @@ def wrap_ddp(
         gradient_as_bucket_view=options.gradient_as_bucket_view,
         static_graph=options.static_graph,
     )
-    if mpi_gradients:
-        ddp.register_comm_hook(None, mpi_allreduce_hook)
-    elif options.comm_hook != "none":
-        ddp.register_comm_hook(None, COMM_HOOKS[options.comm_hook])
+    hook = mpi_allreduce_hook if mpi_gradients else COMM_HOOKS.get(options.comm_hook)
+    if timing is not None:
+        ddp.register_comm_hook(None, timing(hook, None))
+    elif hook is not None:
+        ddp.register_comm_hook(None, hook)
     return ddp
 
 
@@ -114,7 +125,9 @@ class DDPOverrides:
         self.built: list[BuiltDDP] = []
         self._first: DistributedDataParallel | None = None  # kept alive for its logging data at the end
         self._original = DistributedDataParallel.__init__
+        self._original_register = DistributedDataParallel.register_comm_hook
         self.on_first_forward: Callable[[], None] | None = None  # called once, as the first DDP's forward begins
+        self.timing: Timing | None = None  # when set, every DDP's comm hook is timed (the script's own included)
 
     def install(self) -> None:
         original, signature, overrides = self._original, inspect.signature(self._original), self
@@ -126,6 +139,8 @@ class DDPOverrides:
             original(*bound.args, **bound.kwargs)
             if overrides.comm_hook:
                 ddp.register_comm_hook(None, COMM_HOOKS[overrides.comm_hook])
+            elif overrides.timing is not None:  # at its first forward: the script may register its own hook first
+                overrides._before_first_forward(ddp, lambda: overrides._time_default(ddp))
             ddp._set_ddp_runtime_logging_sample_rate(1)  # DDP's own averages cover every step
             module = bound.arguments["module"]
             overrides.built.append(
@@ -145,12 +160,34 @@ class DDPOverrides:
             if overrides._first is None:
                 overrides._first = ddp
                 if overrides.on_first_forward is not None:
-                    overrides._hook_first_forward(ddp, overrides.on_first_forward)
+                    overrides._before_first_forward(ddp, overrides.on_first_forward)
+
+        def register_comm_hook(ddp: DistributedDataParallel, state: Any, hook: Callable[..., Any]) -> None:
+            timed = getattr(ddp, TIMED, None)
+            if timed is not None:  # commprof's timed all-reduce is registered: the script's hook goes inside it
+                timed.inner, timed.state = hook, state
+            elif overrides.timing is not None:
+                timed = overrides.timing(hook, state)
+                overrides._original_register(ddp, None, timed)
+                setattr(ddp, TIMED, timed)
+            else:
+                overrides._original_register(ddp, state, hook)
 
         DistributedDataParallel.__init__ = __init__  # type: ignore[method-assign,assignment]
+        DistributedDataParallel.register_comm_hook = register_comm_hook  # type: ignore[method-assign,assignment]
+
+    def _time_default(self, ddp: DistributedDataParallel) -> None:
+        """DDP's own all-reduce, timed, unless the script registered a hook (its own is then timed)."""
+        if getattr(ddp, TIMED, None) is None and self.timing is not None:
+            timed = self.timing(None, None)
+            try:
+                self._original_register(ddp, None, timed)
+            except RuntimeError:  # the script registered a built-in hook (C++): its steps are timed, not its calls
+                return
+            setattr(ddp, TIMED, timed)
 
     @staticmethod
-    def _hook_first_forward(ddp: DistributedDataParallel, call: Callable[[], None]) -> None:
+    def _before_first_forward(ddp: DistributedDataParallel, call: Callable[[], None]) -> None:
         def once(*_: Any) -> None:
             handle.remove()
             call()
@@ -159,6 +196,7 @@ class DDPOverrides:
 
     def uninstall(self) -> None:
         DistributedDataParallel.__init__ = self._original  # type: ignore[method-assign]
+        DistributedDataParallel.register_comm_hook = self._original_register  # type: ignore[method-assign]
 
     def logging_data(self) -> dict[str, object]:
         """DDP's own measurements of the first DDP the program built; then lets it go."""

@@ -10,7 +10,7 @@ from commprof.errors import TraceError, UsageError
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 NOT_TRACES = {"run.json", "report.json", "timeline.json", "sweep.json", "error.json"}
-NOT_TRACE_SUFFIXES = (".steps.json",)  # a rank's step log in a commprof run folder
+NOT_TRACE_SUFFIXES = (".steps.json", ".ledger.json")  # a rank's step log and whole-run record in a run folder
 NOT_TRACE_FOLDERS = {"logs"}  # worker logs beside the traces
 
 

@@ -31,6 +31,7 @@ from commprof.worker.rank import (
     tf32_settings,
     versions,
 )
+from commprof.worker.step_ledger import StepLedger
 from commprof.worker.training import Trainer, make_batches
 from commprof.workloads import Workload, load_workload
 
@@ -63,6 +64,9 @@ def run_worker(config: RunConfig, progress_path: str, store: Any = None) -> dict
 
 def _train(config: RunConfig, ctx: RankContext, workload: Workload, run_dir: Path, progress_path: Path) -> RankResult:
     batches = make_batches(workload, config.batch_size, config.seed, ctx.rank, ctx.device)
+    ledger = (
+        StepLedger(run_dir, ctx.rank, socket.gethostname(), ctx.device.type == "cuda") if config.whole_run else None
+    )
     trainer = Trainer(
         workload.model,
         workload,
@@ -71,12 +75,20 @@ def _train(config: RunConfig, ctx: RankContext, workload: Workload, run_dir: Pat
         ctx.device,
         config.precision,
         mpi_gradients=mpi_through_mpi4py(config),
+        timing=ledger.timed if ledger else None,
     )
     recorder = StepRecorder(run_dir, ctx, progress_path, config.steps)
     with make_profiler(config.schedule, ctx.device.type == "cuda", run_dir, ctx.rank) as prof:
         for _ in range(config.steps):
-            recorder.record(trainer.step())
+            if ledger:
+                ledger.step_started()
+            step_ms = trainer.step()
+            if ledger:
+                ledger.step_ended(step_ms)
+            recorder.record(step_ms)
             prof.step()
+    if ledger:
+        ledger.finish()
     recorder.writing_traces()
     probe = [] if mpi_through_mpi4py(config) else probe_link(ctx.device)
     record = RankRecord(

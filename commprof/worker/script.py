@@ -53,6 +53,7 @@ from commprof.worker.rank import (
     tf32_settings,
     versions,
 )
+from commprof.worker.step_ledger import StepLedger
 from commprof.worker.torch_settings import configure_rank
 
 
@@ -84,6 +85,9 @@ class ScriptSession:
         self.others: set[str] = set()
         self.saw_distributed = False  # torch.distributed initialized at some step
         self.ddp = DDPOverrides(config.ddp, config.ddp_forced)
+        self.ledger = StepLedger(config.run_dir, self.rank, self.host, self.use_cuda) if config.whole_run else None
+        if self.ledger is not None:
+            self.ddp.timing = self.ledger.timed
         self.last = time.perf_counter()
         self.profiler: torch.profiler.profile | None = None  # the scheduled one, from the first optimizer step on
         self.startup: torch.profiler.profile | None = None
@@ -123,6 +127,15 @@ class ScriptSession:
         elif id(optimizer) != self.counted_id:
             self.others.add(type(optimizer).__name__)
             return
+        if self.ledger is not None:
+            self.ledger.step_ended()
+        try:
+            self._count_step()
+        finally:
+            if self.ledger is not None:
+                self.ledger.step_started()  # commprof's own work after the step is in neither
+
+    def _count_step(self) -> None:
         self.saw_distributed = self.saw_distributed or dist.is_initialized()
         now_s = time.perf_counter()
         self.step_ms.append((now_s - self.last) * 1e3)
@@ -185,6 +198,8 @@ class ScriptSession:
             startup.stop()
             write_trace(startup, trace_path(self.config.run_dir, self.rank))
         self._stop_profiler()
+        if self.ledger is not None:
+            self.ledger.finish()
         if self._hook is not None:
             self._hook.remove()
         self.ddp.uninstall()

@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from commprof.config import DDPOptions, SettingOptions
-from commprof.instrument.ddp import ddp_logging_data, wrap_ddp
+from commprof.instrument.ddp import Timing, ddp_logging_data, wrap_ddp
 from commprof.instrument.fsdp import shard
 from commprof.instrument.profiler import cuda_synchronize
 from commprof.workloads.workload import Workload, call_model, to_device
@@ -27,7 +27,7 @@ def make_batches(workload: Workload, batch_size: int, seed: int, rank: int, devi
 
 class Trainer:
     """A model wrapped in DDP (or sharded with FSDP2) with its optimizer; `step()` runs one optimizer step and
-    times it."""
+    times it. `timing`: DDP's comm hook is wrapped in it (the whole-run record, worker/step_ledger.py)."""
 
     def __init__(
         self,
@@ -39,11 +39,12 @@ class Trainer:
         precision: str,
         mpi_gradients: bool = False,
         ddp_logging_every_step: bool = True,
+        timing: Timing | None = None,
     ):
         self.is_ddp = isinstance(options, DDPOptions)
         self.accum = 1
         if isinstance(options, DDPOptions):
-            self.ddp: Any = wrap_ddp(model.to(device), options, device, mpi_gradients)
+            self.ddp: Any = wrap_ddp(model.to(device), options, device, mpi_gradients, timing)
             if ddp_logging_every_step:
                 self.ddp._set_ddp_runtime_logging_sample_rate(1)  # DDP's own averages then cover every step
             self.accum = options.grad_accum

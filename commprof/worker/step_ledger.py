@@ -1,0 +1,134 @@
+"""The whole-run record's recorder, in each rank (results/step_ledger.py): every optimizer step's time and each
+DDP gradient all-reduce's bytes, start and duration, without the profiler.
+
+The all-reduces are timed by a DDP comm hook wrapped around the one the run uses (DDP's own all-reduce,
+commprof's --comm-hook, MPI's, or the script's own): it notes when the bucket is launched and when its future
+completes. On CPU tensors (Gloo, MPI) the future completes on the backend's thread when the collective does, so
+host clocks time it. On CUDA tensors a future completes when the collective is enqueued, so the times are CUDA
+events: one recorded on the current stream at the launch, one in the future's callback (which runs on a stream
+that waits for the collective); they are read once they have happened, without synchronising."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+
+from commprof.launch.progress import Every
+from commprof.launch.runlog import write_bytes_atomic
+from commprof.results.step_ledger import Call, LedgerBuilder, StepEntry, encode, ledger_path
+
+HOST_CLOCK = "DDP comm hook futures, host clock"
+CUDA_EVENTS = "DDP comm hook, CUDA events"
+CommHook = Callable[[Any, Any], torch.futures.Future]
+
+
+class _Launch:
+    """One bucket's all-reduce: launched at `start`, done at `end` (perf_counter ns, or CUDA events)."""
+
+    __slots__ = ("op", "bytes", "start", "end")
+
+    def __init__(self, op: str, nbytes: int, start: Any):
+        self.op, self.bytes, self.start = op, nbytes, start
+        self.end: Any = None
+
+
+class TimedHook:
+    """A DDP comm hook that times `inner` (called with `state`); both can be replaced after it is registered: a
+    script that registers its own hook after commprof registered this one gets its hook timed."""
+
+    def __init__(self, ledger: StepLedger, inner: CommHook | None, state: Any):
+        self.ledger, self.inner, self.state = ledger, inner or default_hooks.allreduce_hook, state
+        self.__name__ = self.__qualname__ = f"timed_{getattr(self.inner, '__name__', 'hook')}"  # DDP logs it
+
+    def __call__(self, state, bucket):  # no annotations: DDP checks them and rejects strings
+        ledger = self.ledger
+        tensor = bucket.buffer()
+        start = ledger._event() if ledger.use_cuda else time.perf_counter_ns()
+        launch = _Launch("all_reduce", tensor.numel() * tensor.element_size(), start)
+        ledger.launches.append(launch)
+
+        def done(future):
+            launch.end = ledger._event() if ledger.use_cuda else time.perf_counter_ns()
+            return future.value()
+
+        return self.inner(self.state, bucket).then(done)
+
+
+class StepLedger:
+    """A rank's recorder: `timed(hook)` for each DDP's comm hook; `step_started()` and `step_ended()` around each
+    optimizer step; written every 10 s and by `finish()`."""
+
+    def __init__(self, run_dir: Path, rank: int, host: str, use_cuda: bool):
+        self.path = ledger_path(run_dir, rank)
+        self.use_cuda = use_cuda
+        self.builder = LedgerBuilder(rank, host, "")
+        self.launches: list[_Launch] = []
+        self.waiting: list[tuple[int, float, Any, list[_Launch]]] = []  # CUDA steps whose events are pending
+        self.last = time.perf_counter_ns()
+        self.step_start_event: Any = self._event() if use_cuda else None
+        self.due = Every(10.0)
+
+    def _event(self) -> Any:
+        event = torch.cuda.Event(enable_timing=True)
+        event.record()
+        return event
+
+    def timed(self, hook: CommHook | None = None, state: Any = None) -> TimedHook:
+        """`hook` (DDP's own all-reduce when None), timed: register the result as DDP's comm hook."""
+        self.builder.timed_by = CUDA_EVENTS if self.use_cuda else HOST_CLOCK
+        return TimedHook(self, hook, state)
+
+    def step_started(self) -> None:
+        """A step begins now: what ran since the last one ended (commprof's own bookkeeping) is in neither."""
+        self.last = time.perf_counter_ns()
+        if self.use_cuda:
+            self.step_start_event = self._event()
+
+    def step_ended(self, step_ms: float | None = None) -> None:
+        """The step that began at the last `step_started` has ended (`step_ms`: as the caller timed it)."""
+        step = self.builder.steps + len(self.waiting) + 1
+        step_ms = (time.perf_counter_ns() - self.last) / 1e6 if step_ms is None else step_ms
+        launches, self.launches = self.launches, []
+        if self.use_cuda:
+            self.waiting.append((step, step_ms, self.step_start_event, launches))
+            self._resolve_cuda(block=False)
+        else:
+            calls = tuple(
+                Call(x.op, x.bytes, (x.start - self.last) / 1e6, (x.end - x.start) / 1e6)
+                for x in launches
+                if x.end is not None
+            )
+            self.builder.add(StepEntry(step, step_ms, calls))
+        if self.due():
+            self.write()
+
+    def _resolve_cuda(self, block: bool) -> None:
+        """Add the CUDA steps whose events have all happened, in order (all of them when `block`)."""
+        while self.waiting:
+            step, step_ms, start, launches = self.waiting[0]
+            events = [x.end for x in launches if x.end is not None]
+            if not block and not all(e.query() for e in events):
+                return
+            for event in events:
+                event.synchronize()
+            calls = tuple(
+                Call(x.op, x.bytes, start.elapsed_time(x.start), x.start.elapsed_time(x.end))
+                for x in launches
+                if x.end is not None
+            )
+            self.builder.add(StepEntry(step, step_ms, calls))
+            self.waiting.pop(0)
+
+    def write(self) -> None:
+        if self.use_cuda:
+            self._resolve_cuda(block=False)
+        write_bytes_atomic(self.path, encode(self.builder.ledger()))
+
+    def finish(self) -> None:
+        if self.use_cuda:
+            self._resolve_cuda(block=True)
+        write_bytes_atomic(self.path, encode(self.builder.ledger()))
