@@ -51,6 +51,11 @@ class ProfileSchedule:
     def total(self) -> int:
         return self.wait + self.warmup + self.active
 
+    @property
+    def profiled_steps(self) -> tuple[int, int]:
+        """The first and last optimizer step (from 1) the profiler records."""
+        return self.wait + self.warmup + 1, self.wait + self.warmup + self.active
+
     @classmethod
     def parse(cls, text: str) -> ProfileSchedule:
         """Parse 'WAIT,WARMUP,ACTIVE', e.g. '10,5,10'."""

@@ -11,6 +11,7 @@ from typing import Any
 
 from commprof.results.common import SCHEMA_VERSION, Estimate, Result
 from commprof.results.run_record import RunSummary
+from commprof.results.whole_run import WholeRun
 
 
 @dataclass(frozen=True)
@@ -279,4 +280,5 @@ class Report(Result):
     # micro-steps (backward passes) per step, the median over every rank's steps with phases; None: none has
     micro_steps: int | None = None
     gathers: list[ModuleGathers] = field(default_factory=list)  # FSDP runs: all-gathers by module, most exposed first
+    whole_run: WholeRun | None = None  # every step of the run, from the ranks' whole-run records (commprof's runs)
     schema_version: int = SCHEMA_VERSION

@@ -7,6 +7,7 @@ profiler); read by the analysis (analysis/whole_run.py). However long the run, a
   than MAX_BLOCKS: a run of 100,000 steps keeps 391 blocks of 256 steps;
 - `recent`: the last RECENT steps in full, each collective with its op, bytes, start and duration;
 - `slowest`: the SLOWEST slowest steps of the whole run in full;
+- `window`: the profiled steps in full (at most RECENT), to compare the window with the run;
 - `histogram`: every step time counted in bins 5% wide, from which the run's median step and the number of steps
   over any multiple of it are read.
 At most MAX_CALLS collectives are kept per step (the others are counted in `calls_dropped`), so the file's size has an
@@ -25,7 +26,7 @@ MAX_BLOCKS = 512
 RECENT = 1024
 SLOWEST = 128
 MAX_CALLS = 64
-UPPER_BYTES = 8 * 2**20  # RECENT + SLOWEST steps of MAX_CALLS calls each, with every number at full length
+UPPER_BYTES = 12 * 2**20  # 2 * RECENT + SLOWEST steps of MAX_CALLS calls each, with every number at full length
 BIN_RATIO = 1.05
 BIN_FLOOR_MS = 1e-3
 LEDGER_SUFFIX = ".ledger.json"
@@ -101,11 +102,12 @@ class RankLedger:
     blocks: tuple[Block, ...] = ()
     recent: tuple[StepEntry, ...] = ()
     slowest: tuple[StepEntry, ...] = ()
+    window: tuple[StepEntry, ...] = ()  # the profiled steps, in full wherever they fall
     histogram: dict[int, int] = field(default_factory=dict)  # bin -> steps; bin b holds BIN_FLOOR_MS * BIN_RATIO**b
 
     def entries(self) -> dict[int, StepEntry]:
         """The steps kept in full, by step."""
-        return {e.step: e for e in (*self.slowest, *self.recent)}
+        return {e.step: e for e in (*self.window, *self.slowest, *self.recent)}
 
     def median_ms(self) -> float:
         """The run's median step time, to the histogram's 5%."""
@@ -140,8 +142,11 @@ def quantile_ms(histogram: dict[int, int], q: float) -> float:
 class LedgerBuilder:
     """A rank's record as its steps come, never larger than its bounds."""
 
-    def __init__(self, rank: int, host: str, timed_by: str):
+    def __init__(self, rank: int, host: str, timed_by: str, window: tuple[int, int] | None = None):
+        """`window`: the first and last profiled step, kept in full (at most RECENT of them)."""
         self.rank, self.host, self.timed_by = rank, host, timed_by
+        self.keep = window
+        self.window: list[StepEntry] = []
         self.steps = 0
         self.block_steps = 1
         self.blocks: list[Block] = []
@@ -154,6 +159,8 @@ class LedgerBuilder:
             entry = replace(entry, calls=entry.calls[:MAX_CALLS], calls_dropped=len(entry.calls) - MAX_CALLS)
         self.steps += 1
         self.histogram[bin_of(entry.step_ms)] = self.histogram.get(bin_of(entry.step_ms), 0) + 1
+        if self.keep and self.keep[0] <= entry.step <= self.keep[1] and len(self.window) < RECENT:
+            self.window.append(entry)
         self.recent.append(entry)
         if len(self.recent) > 2 * RECENT:  # trimmed now and then, not at every step
             del self.recent[:-RECENT]
@@ -197,6 +204,7 @@ class LedgerBuilder:
             recent=tuple(self.recent[-RECENT:]),
             slowest=tuple(sorted((e for _, _, e in self.slowest), key=lambda e: e.step)),
             histogram=dict(self.histogram),
+            window=tuple(self.window),
         )
 
 

@@ -64,9 +64,8 @@ def run_worker(config: RunConfig, progress_path: str, store: Any = None) -> dict
 
 def _train(config: RunConfig, ctx: RankContext, workload: Workload, run_dir: Path, progress_path: Path) -> RankResult:
     batches = make_batches(workload, config.batch_size, config.seed, ctx.rank, ctx.device)
-    ledger = (
-        StepLedger(run_dir, ctx.rank, socket.gethostname(), ctx.device.type == "cuda") if config.whole_run else None
-    )
+    use_cuda, window = ctx.device.type == "cuda", config.schedule.profiled_steps
+    ledger = StepLedger(run_dir, ctx.rank, socket.gethostname(), use_cuda, window) if config.whole_run else None
     trainer = Trainer(
         workload.model,
         workload,

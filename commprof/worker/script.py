@@ -85,7 +85,10 @@ class ScriptSession:
         self.others: set[str] = set()
         self.saw_distributed = False  # torch.distributed initialized at some step
         self.ddp = DDPOverrides(config.ddp, config.ddp_forced)
-        self.ledger = StepLedger(config.run_dir, self.rank, self.host, self.use_cuda) if config.whole_run else None
+        window = config.schedule.profiled_steps if config.profiled else None
+        self.ledger = (
+            StepLedger(config.run_dir, self.rank, self.host, self.use_cuda, window) if config.whole_run else None
+        )
         if self.ledger is not None:
             self.ddp.timing = self.ledger.timed
         self.last = time.perf_counter()

@@ -62,10 +62,11 @@ class StepLedger:
     """A rank's recorder: `timed(hook)` for each DDP's comm hook; `step_started()` and `step_ended()` around each
     optimizer step; written every 10 s and by `finish()`."""
 
-    def __init__(self, run_dir: Path, rank: int, host: str, use_cuda: bool):
+    def __init__(self, run_dir: Path, rank: int, host: str, use_cuda: bool, window: tuple[int, int] | None):
+        """`window`: the first and last step the profiler records (kept in full), None when it records none."""
         self.path = ledger_path(run_dir, rank)
         self.use_cuda = use_cuda
-        self.builder = LedgerBuilder(rank, host, "")
+        self.builder = LedgerBuilder(rank, host, "", window)
         self.launches: list[_Launch] = []
         self.waiting: list[tuple[int, float, Any, list[_Launch]]] = []  # CUDA steps whose events are pending
         self.last = time.perf_counter_ns()

@@ -1,0 +1,60 @@
+"""The report's whole-run section: every step of the run on every rank, from the ranks' whole-run records
+(results/step_ledger.py), computed by analysis/whole_run.py. Documented in docs/report-schema.md."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class WholeRunPoint:
+    """A block of consecutive steps (one step in runs of up to 512 steps)."""
+
+    first_step: int
+    steps: int
+    step_ms: float  # mean step time over the block, of the slowest rank
+    step_ms_max: float  # the block's slowest step on any rank
+    comm_ms: float  # mean time per step with a collective in flight, the mean over ranks
+
+
+@dataclass(frozen=True)
+class StandOut:
+    """A step slower than STANDOUT times the run's median, and who made it slow."""
+
+    step: int
+    step_ms: float  # the slowest rank's time for the step
+    times_median: float
+    rank: int | None  # the rank with the most time outside collectives in this step (None: one rank only)
+    busy_ms: float  # that rank's time outside collectives
+    collective: str | None  # what the other ranks waited in, e.g. "all_reduce of 28.07 MiB"
+    waited_ms: float  # how long it took on the other ranks (their median)
+
+
+@dataclass(frozen=True)
+class WindowCheck:
+    """Whether the profiled steps looked like the run."""
+
+    first_step: int
+    last_step: int
+    median_ms: float  # the window's median step (slowest rank per step)
+    standouts: int  # stand-out steps inside the window
+    expected_standouts: float  # the run's share of stand-out steps times the window's length
+    typical: bool
+    why: str  # one sentence
+
+
+@dataclass(frozen=True)
+class WholeRun:
+    timed_by: str  # what timed the collectives; "" when only the steps were timed (no DDP, FSDP)
+    ranks: list[int]
+    steps: int  # steps recorded (the fewest of any rank)
+    block_steps: int  # steps per point of `series`
+    median_step_ms: float  # over every step of every rank (to 5%)
+    median_comm_ms: float  # per step, the median over the steps kept in full
+    threshold_ms: float  # a step slower than this stands out
+    standout_count: int  # in the whole run
+    standouts: list[StandOut] = field(default_factory=list)  # the slowest, in step order (at most MAX_LISTED)
+    slow_rank: int | None = None  # the rank that made most stand-out steps slow
+    slow_rank_steps: int = 0  # how many of the listed ones it made slow
+    window: WindowCheck | None = None
+    series: list[WholeRunPoint] = field(default_factory=list)
