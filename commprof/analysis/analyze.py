@@ -13,9 +13,11 @@ from commprof.analysis.distortion import job_drift_ms, profiler_distortion
 from commprof.analysis.findings import findings
 from commprof.analysis.incomplete import missing_note, missing_ranks
 from commprof.analysis.phases import gathers_by_module, micro_steps, phase_means
+from commprof.analysis.whole_run import whole_run
 from commprof.errors import UsageError
 from commprof.results.report import Report, SkippedFileInfo, StepBreakdown, StepTimeline
 from commprof.results.run_record import RunRecord, RunSummary
+from commprof.results.step_ledger import RankLedger
 from commprof.trace.intervals import clip
 from commprof.trace.model import RankTrace, RunTrace, Step
 
@@ -97,11 +99,14 @@ def finished_report(
     record: RunRecord | None,
     incomplete: str | None = None,
     ceiling: tuple[float, str] | None = None,
+    ledgers: dict[int, RankLedger] | None = None,
 ) -> Report:
     """The report `run` and `analyze` write: the analysis, with what the run's own record adds (the profiler's
-    cost, the run's notes, the job's drift) and the findings. `record`: None for traces from elsewhere;
-    `incomplete`: why the report covers only part of the run; `ceiling`: as for analysis.findings."""
-    report = analysis.report
+    cost, the run's notes, the job's drift, every step of the run) and the findings. `record`: None for traces
+    from elsewhere; `incomplete`: why the report covers only part of the run; `ceiling`: as for
+    analysis.findings; `ledgers`: the ranks' whole-run records (results/step_ledger.py)."""
+    schedule = record.config.schedule if record and record.config.profiled else None
+    report = dataclasses.replace(analysis.report, whole_run=whole_run(ledgers or {}, schedule))
     distortion = profiler_distortion(record) if record else []
     warnings = [*report.warnings, *(record.notes if record else [])]  # the breakdown states the profiler's cost
     drift = job_drift_ms(record) if record else 0.0

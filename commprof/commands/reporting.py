@@ -21,6 +21,7 @@ from commprof.launch.runlog import read_run_json
 from commprof.results.common import Estimate, Result
 from commprof.results.report import Report
 from commprof.results.run_record import RunSummary
+from commprof.results.step_ledger import read_ledgers
 from commprof.results.store import why_not_written
 from commprof.trace.load import load_run, load_run_with
 from commprof.trace.model import RankTrace, RunTrace
@@ -86,7 +87,8 @@ def _analyse(
     timeline = job_timeline(analysis.windows[:MAX_DETAILED_RANKS], analysis.matching)
     host = next((r.host for r in trace.ranks if r.host), None) or (run.hosts[0] if run and run.hosts else None)
     ceiling = bench_ceiling(bench_dir, host, trace.ranks[0].backend) if bench_dir else None
-    return finished_report(analysis, meta, incomplete, ceiling), trace, timeline
+    ledgers = read_ledgers(paths[0]) if meta else {}
+    return finished_report(analysis, meta, incomplete, ceiling, ledgers), trace, timeline
 
 
 def bench_ceiling(reports_dir: Path, host: str | None, backend: str | None) -> tuple[float, str] | None:

@@ -28,6 +28,7 @@ class StandOut:
     busy_ms: float  # that rank's time outside collectives
     collective: str | None  # what the other ranks waited in, e.g. "all_reduce of 28.07 MiB"
     waited_ms: float  # how long it took on the other ranks (their median)
+    lost_ms: float = 0.0  # the step's time beyond the usual step (the run's median; the window's for its steps)
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,10 @@ class WholeRun:
     threshold_ms: float  # a step slower than this stands out
     standout_count: int  # in the whole run
     standouts: list[StandOut] = field(default_factory=list)  # the slowest, in step order (at most MAX_LISTED)
-    slow_rank: int | None = None  # the rank that made most stand-out steps slow
-    slow_rank_steps: int = 0  # how many of the listed ones it made slow
+    lost_ms: float = 0.0  # every stand-out step's time beyond the usual step, summed
+    slow_rank: int | None = None  # the rank that made the stand-out steps slow for the longest in all
+    slow_rank_steps: int = 0  # how many stand-out steps it made slow
+    slow_rank_lost_ms: float = 0.0  # their time beyond the usual step, summed
+    slow_rank_every: int | None = None  # its largest stand-outs come every this many steps
     window: WindowCheck | None = None
     series: list[WholeRunPoint] = field(default_factory=list)

@@ -1,0 +1,190 @@
+"""The ranks' whole-run records -> the report's whole-run section: every step of the run, the steps that stood
+out and the rank that made each slow, and whether the profiled window looked like the run (docs/semantics.md,
+Whole run)."""
+
+from __future__ import annotations
+
+import statistics
+
+from commprof.analysis.distortion import SKIP_FIRST_STEPS
+from commprof.config import ProfileSchedule
+from commprof.results.step_ledger import RankLedger, StepEntry, quantile_ms
+from commprof.results.whole_run import StandOut, WholeRun, WholeRunPoint, WindowCheck
+
+STANDOUT = 1.5  # a step slower than this many times the run's median stands out
+MAX_LISTED = 20
+PROFILER_NOTED = 0.1  # a window's median this much from the run's is said to be the profiler's cost
+
+
+def whole_run(ledgers: dict[int, RankLedger], schedule: ProfileSchedule | None) -> WholeRun | None:
+    """`schedule`: the profiler's, None when nothing was profiled. None without records (a run made with
+    --no-whole-run, traces from elsewhere) or without a step."""
+    ledgers = {rank: ledger for rank, ledger in ledgers.items() if ledger.steps}
+    if not ledgers:
+        return None
+    histogram: dict[int, int] = {}
+    for ledger in ledgers.values():
+        for b, n in ledger.histogram.items():
+            histogram[b] = histogram.get(b, 0) + n
+    by_step = _kept_steps(ledgers)
+    every_step_kept = all(len(ledger.entries()) >= ledger.steps for ledger in ledgers.values())
+    median = (
+        statistics.median(e.step_ms for ranks in by_step.values() for e in ranks.values())
+        if every_step_kept
+        else quantile_ms(histogram, 0.5)
+    )
+    threshold = STANDOUT * median
+    steps = min(ledger.steps for ledger in ledgers.values())
+    standouts = _standouts(by_step, median, schedule)
+    count = len(standouts) if every_step_kept else max(ledger.steps_over(threshold) for ledger in ledgers.values())
+    listed = sorted(sorted(standouts, key=lambda s: -s.step_ms)[:MAX_LISTED], key=lambda s: s.step)
+    lost: dict[int, float] = {}
+    for standout in standouts:
+        if standout.rank is not None:
+            lost[standout.rank] = lost.get(standout.rank, 0.0) + standout.lost_ms
+    slow_rank = max(lost, key=lambda r: lost[r]) if lost else None
+    comm = [e.comm_ms for ranks in by_step.values() for e in ranks.values()]
+    return WholeRun(
+        timed_by=next((ledger.timed_by for ledger in ledgers.values() if ledger.timed_by), ""),
+        ranks=sorted(ledgers),
+        steps=steps,
+        block_steps=max(ledger.block_steps for ledger in ledgers.values()),
+        median_step_ms=median,
+        median_comm_ms=statistics.median(comm) if comm else 0.0,
+        threshold_ms=threshold,
+        standout_count=count,
+        standouts=listed,
+        lost_ms=sum(standout.lost_ms for standout in standouts),
+        slow_rank=slow_rank,
+        slow_rank_steps=sum(standout.rank == slow_rank for standout in standouts) if slow_rank is not None else 0,
+        slow_rank_lost_ms=lost.get(slow_rank, 0.0) if slow_rank is not None else 0.0,
+        slow_rank_every=_period([s for s in standouts if s.rank == slow_rank]) if slow_rank is not None else None,
+        window=_window_check(schedule.profiled_steps, by_step, median, count, steps) if schedule else None,
+        series=_series(ledgers),
+    )
+
+
+def _kept_steps(ledgers: dict[int, RankLedger]) -> dict[int, dict[int, StepEntry]]:
+    """step -> rank -> the step as that rank recorded it, for the steps kept in full."""
+    by_step: dict[int, dict[int, StepEntry]] = {}
+    for rank, ledger in ledgers.items():
+        for step, entry in ledger.entries().items():
+            by_step.setdefault(step, {})[rank] = entry
+    return by_step
+
+
+def _standouts(
+    by_step: dict[int, dict[int, StepEntry]], median: float, schedule: ProfileSchedule | None
+) -> list[StandOut]:
+    """The steps kept in full that are slower than STANDOUT times the median: the run's median, or for the steps
+    the profiler recorded (its warm-up and window, which it slows alike) theirs. The first SKIP_FIRST_STEPS
+    (warm-up) and the step after the window (the ranks write their traces in it) are slow by commprof's doing or
+    the job's start, and never stand out."""
+    skipped = set(range(1, SKIP_FIRST_STEPS + 1))
+    profiled: set[int] = set()
+    if schedule is not None:
+        profiled = set(range(schedule.wait + 1, schedule.total + 1))
+        skipped.add(schedule.total + 1)
+    profiled_times = [_slowest(by_step[s]) for s in profiled if s in by_step]
+    profiled_median = statistics.median(profiled_times) if profiled_times else median
+    found = []
+    for step, ranks in sorted(by_step.items()):
+        usual = profiled_median if step in profiled else median
+        if step not in skipped and _slowest(ranks) > STANDOUT * usual:
+            found.append(_stand_out(step, ranks, usual))
+    return found
+
+
+def _period(standouts: list[StandOut]) -> int | None:
+    """N when the largest of these stand-outs (those that lost at least half as much as the largest) come every N
+    steps: at least three, two thirds of the gaps between them N."""
+    if not standouts:
+        return None
+    largest = max(s.lost_ms for s in standouts)
+    steps = [s.step for s in standouts if s.lost_ms >= largest / 2]
+    gaps = [b - a for a, b in zip(steps, steps[1:], strict=False)]
+    if len(steps) < 3:
+        return None
+    gap = statistics.mode(gaps)
+    return gap if gaps.count(gap) * 3 >= len(gaps) * 2 else None
+
+
+def _slowest(ranks: dict[int, StepEntry]) -> float:
+    return max(e.step_ms for e in ranks.values())
+
+
+def _stand_out(step: int, ranks: dict[int, StepEntry], median: float) -> StandOut:
+    """The step as the slowest rank saw it, against `median`, the usual step. The rank that made it slow is the
+    one that spent the most of it outside collectives; the others waited for it inside one (the longest they
+    had)."""
+    step_ms = max(e.step_ms for e in ranks.values())
+    busy = {rank: e.step_ms - e.comm_ms for rank, e in ranks.items()}
+    slow = max(busy, key=lambda r: busy[r]) if len(ranks) > 1 else None
+    waits = [max(e.calls, key=lambda c: c.duration_ms) for r, e in ranks.items() if r != slow and e.calls]
+    longest = max(waits, key=lambda c: c.duration_ms) if waits else None
+    return StandOut(
+        step=step,
+        step_ms=step_ms,
+        times_median=step_ms / median if median else 0.0,
+        lost_ms=step_ms - median,
+        rank=slow,
+        busy_ms=busy[slow] if slow is not None else 0.0,
+        collective=f"{longest.op} of {longest.bytes / 2**20:.2f} MiB" if longest else None,
+        waited_ms=statistics.median(c.duration_ms for c in waits) if waits else 0.0,
+    )
+
+
+def _window_check(
+    window: tuple[int, int],
+    by_step: dict[int, dict[int, StepEntry]],
+    median: float,
+    run_standouts: int,
+    steps: int,
+) -> WindowCheck | None:
+    """The profiler slows every step it records alike, so a step stands out in the window against the window's own
+    median."""
+    first, last = window
+    times = [max(e.step_ms for e in by_step[s].values()) for s in range(first, last + 1) if s in by_step]
+    if not times:
+        return None
+    length = len(times)
+    window_median = statistics.median(times)
+    inside = sum(t > STANDOUT * window_median for t in times)
+    expected = run_standouts * length / steps if steps else 0.0
+    ratio = window_median / median if median else 1.0
+    reasons = []
+    if run_standouts >= 2 and inside == 0 and expected >= 0.5:
+        reasons.append(
+            f"none of its {length} steps stood out, while {run_standouts} of the run's {steps} did ({expected:.1f} "
+            "expected in a window this long): it shows the run without them"
+        )
+    elif inside >= 1 and inside > max(1.0, 2 * expected):
+        reasons.append(f"{inside} of its {length} steps stood out, against {run_standouts} of the run's {steps}")
+    typical = not reasons
+    if typical:
+        reasons.append(f"{inside} of its {length} steps stood out, against {run_standouts} of the run's {steps}")
+    profiler = f", the profiler's own cost ({ratio - 1:+.0%})" if abs(ratio - 1) > PROFILER_NOTED else ""
+    reasons.append(f"its median step {window_median:.1f} ms against the run's {median:.1f} ms{profiler}")
+    why = "; ".join(reasons)
+    return WindowCheck(first, last, window_median, inside, expected, typical, why)
+
+
+def _series(ledgers: dict[int, RankLedger]) -> list[WholeRunPoint]:
+    """One point per block: the blocks of the rank with the largest ones, the others' blocks that share its first
+    step beside them."""
+    widest = max(ledgers.values(), key=lambda ledger: ledger.block_steps)
+    others = {rank: {b.first: b for b in ledger.blocks} for rank, ledger in ledgers.items()}
+    points = []
+    for block in widest.blocks:
+        same = [blocks[block.first] for blocks in others.values() if block.first in blocks]
+        same = [b for b in same if b.steps == block.steps] or [block]
+        points.append(
+            WholeRunPoint(
+                first_step=block.first,
+                steps=block.steps,
+                step_ms=max(b.step_ms_sum / b.steps for b in same),
+                step_ms_max=max(b.step_ms_max for b in same),
+                comm_ms=statistics.fmean(b.comm_ms_sum / b.steps for b in same),
+            )
+        )
+    return points
