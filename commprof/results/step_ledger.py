@@ -7,7 +7,7 @@ profiler); read by the analysis (analysis/whole_run.py). However long the run, a
   than MAX_BLOCKS: a run of 100,000 steps keeps 391 blocks of 256 steps;
 - `recent`: the last RECENT steps in full, each collective with its op, bytes, start and duration;
 - `slowest`: the SLOWEST slowest steps of the whole run in full;
-- `window`: the profiled steps in full (at most RECENT), to compare the window with the run;
+- `window`: the profiled steps in full (at most MAX_WINDOW), to compare the window with the run;
 - `histogram`: every step time counted in bins 5% wide, from which the run's median step and the number of steps
   over any multiple of it are read.
 At most MAX_CALLS collectives are kept per step (the others are counted in `calls_dropped`), so the file's size has an
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import msgspec
@@ -25,8 +25,9 @@ import msgspec
 MAX_BLOCKS = 512
 RECENT = 1024
 SLOWEST = 128
+MAX_WINDOW = 256
 MAX_CALLS = 64
-UPPER_BYTES = 12 * 2**20  # 2 * RECENT + SLOWEST steps of MAX_CALLS calls each, with every number at full length
+UPPER_BYTES = 16 * 2**20  # RECENT + SLOWEST + MAX_WINDOW steps of MAX_CALLS calls each, every number at full length
 BIN_RATIO = 1.05
 BIN_FLOOR_MS = 1e-3
 LEDGER_SUFFIX = ".ledger.json"
@@ -50,19 +51,27 @@ class Call:
 class StepEntry:
     step: int  # optimizer step, from 1
     step_ms: float  # the previous optimizer step's end to this one's
-    calls: tuple[Call, ...] = ()
+    comm_ms: float = 0.0  # time with at least one collective in flight (their union), all calls counted
+    bytes: int = 0  # all calls counted
+    calls: tuple[Call, ...] = ()  # the first MAX_CALLS
     calls_dropped: int = 0  # beyond MAX_CALLS
 
-    @property
-    def comm_ms(self) -> float:
-        """Time with at least one collective in flight (their union)."""
-        total, reach = 0.0, -math.inf
-        for call in sorted(self.calls, key=lambda c: c.start_ms):
-            end = call.start_ms + call.duration_ms
-            if end > reach:
-                total += end - max(call.start_ms, reach)
-                reach = end
-        return total
+    @classmethod
+    def of(cls, step: int, step_ms: float, calls: tuple[Call, ...] = ()) -> StepEntry:
+        return cls(
+            step, step_ms, in_flight_ms(calls), sum(c.bytes for c in calls), calls[:MAX_CALLS], len(calls[MAX_CALLS:])
+        )
+
+
+def in_flight_ms(calls: tuple[Call, ...]) -> float:
+    """Time with at least one of the calls in flight: the union of their intervals."""
+    total, reach = 0.0, -math.inf
+    for call in sorted(calls, key=lambda c: c.start_ms):
+        end = call.start_ms + call.duration_ms
+        if end > reach:
+            total += end - max(call.start_ms, reach)
+            reach = end
+    return total
 
 
 @dataclass(frozen=True)
@@ -155,11 +164,9 @@ class LedgerBuilder:
         self.histogram: dict[int, int] = {}
 
     def add(self, entry: StepEntry) -> None:
-        if len(entry.calls) > MAX_CALLS:
-            entry = replace(entry, calls=entry.calls[:MAX_CALLS], calls_dropped=len(entry.calls) - MAX_CALLS)
         self.steps += 1
         self.histogram[bin_of(entry.step_ms)] = self.histogram.get(bin_of(entry.step_ms), 0) + 1
-        if self.keep and self.keep[0] <= entry.step <= self.keep[1] and len(self.window) < RECENT:
+        if self.keep and self.keep[0] <= entry.step <= self.keep[1] and len(self.window) < MAX_WINDOW:
             self.window.append(entry)
         self.recent.append(entry)
         if len(self.recent) > 2 * RECENT:  # trimmed now and then, not at every step
@@ -180,7 +187,7 @@ class LedgerBuilder:
             slowest=entry.step,
             comm_ms_sum=entry.comm_ms,
             calls=len(entry.calls) + entry.calls_dropped,
-            bytes=sum(c.bytes for c in entry.calls),
+            bytes=entry.bytes,
         )
         last = self.blocks[-1] if self.blocks else None
         if last is not None and last.steps < self.block_steps:

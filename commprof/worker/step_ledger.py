@@ -103,7 +103,7 @@ class StepLedger:
                 for x in launches
                 if x.end is not None
             )
-            self.builder.add(StepEntry(step, step_ms, calls))
+            self.builder.add(StepEntry.of(step, step_ms, calls))
         if self.due():
             self.write()
 
@@ -121,7 +121,7 @@ class StepLedger:
                 for x in launches
                 if x.end is not None
             )
-            self.builder.add(StepEntry(step, step_ms, calls))
+            self.builder.add(StepEntry.of(step, step_ms, calls))
             self.waiting.pop(0)
 
     def write(self) -> None:

@@ -1,0 +1,162 @@
+"""The whole-run record: its fixed size however long the run (results/step_ledger.py), the recorder's timed comm
+hook (worker/step_ledger.py, no process), and the report's whole-run section computed from hand-built records
+whose every number can be checked by eye (analysis/whole_run.py)."""
+
+import json
+import math
+
+import pytest
+import torch
+
+from commprof.analysis.whole_run import whole_run
+from commprof.config import ProfileSchedule
+from commprof.results.step_ledger import (
+    MAX_BLOCKS,
+    MAX_CALLS,
+    RECENT,
+    SLOWEST,
+    UPPER_BYTES,
+    Call,
+    LedgerBuilder,
+    StepEntry,
+    encode,
+    read_ledgers,
+)
+from commprof.worker.step_ledger import HOST_CLOCK, StepLedger
+
+
+def test_a_step_s_communication_is_the_union_of_its_calls():
+    entry = StepEntry.of(
+        1, 10.0, (Call("all_reduce", 8, 1, 3), Call("all_reduce", 8, 2, 3), Call("all_reduce", 8, 7, 1))
+    )
+    assert entry.comm_ms == pytest.approx(5.0) and entry.bytes == 24  # 1-5 and 7-8
+
+
+def test_a_run_of_100000_steps_keeps_a_bounded_record():
+    builder = LedgerBuilder(0, "host", HOST_CLOCK, window=(8, 17))
+    for step in range(1, 100_001):
+        slow = step % 1000 == 0
+        builder.add(StepEntry.of(step, 200.0 if slow else 10.0 + step % 7, (Call("all_reduce", 1024, 1.0, 2.0),)))
+    ledger = builder.ledger()
+    assert ledger.steps == 100_000
+    assert ledger.block_steps == 256 and len(ledger.blocks) == math.ceil(100_000 / 256) <= MAX_BLOCKS
+    assert sum(b.steps for b in ledger.blocks) == 100_000
+    assert [b.first for b in ledger.blocks[:3]] == [1, 257, 513]
+    assert ledger.blocks[3].step_ms_max == 200.0 and ledger.blocks[3].slowest == 1000  # steps 769-1024
+    assert [e.step for e in ledger.recent] == list(range(100_000 - RECENT + 1, 100_001))
+    assert [e.step for e in ledger.window] == list(range(8, 18))
+    slowest = {e.step for e in ledger.slowest}
+    assert len(slowest) == SLOWEST and set(range(1000, 100_001, 1000)) <= slowest  # all 100 of the 200 ms steps
+    assert ledger.median_ms() == pytest.approx(13.0, rel=0.05)
+    assert ledger.steps_over(100.0) == 100
+    assert len(encode(ledger)) < 2**20
+
+
+def test_the_record_never_exceeds_its_upper_size():
+    builder = LedgerBuilder(0, "h" * 64, HOST_CLOCK, window=(1, 10**6))  # every step profiled: the window's cap
+    calls = tuple(Call("all_reduce", 2**40, 1e9 / 3 + i, 1e9 / 7) for i in range(MAX_CALLS + 5))
+    for step in range(1, 3 * RECENT):
+        builder.add(StepEntry.of(step, 1e9 / 3 + step, calls))
+    ledger = builder.ledger()
+    assert all(e.calls_dropped == 5 and len(e.calls) == MAX_CALLS for e in ledger.recent)
+    assert (
+        ledger.recent[0].comm_ms == pytest.approx(1e9 / 7 + MAX_CALLS + 4)
+        and ledger.blocks[0].calls == 69 * ledger.block_steps
+    )
+    assert len(encode(ledger)) < UPPER_BYTES
+
+
+def test_the_recorder_times_each_bucket_from_launch_to_completion_on_the_host_clock(tmp_path):
+    ledger = StepLedger(tmp_path, 3, "vm", use_cuda=False, window=None)
+    pending: list[torch.futures.Future] = []
+
+    def backend(state, bucket):  # a collective that completes when the test says so
+        pending.append(torch.futures.Future())
+        return pending[-1]
+
+    class Bucket:
+        def buffer(self):
+            return torch.zeros(256)
+
+    hook = ledger.timed(backend)
+    ledger.step_started()
+    results = [hook(None, Bucket()), hook(None, Bucket())]
+    pending[1].set_result(torch.ones(2))
+    pending[0].set_result(torch.zeros(2))
+    assert results[0].wait().tolist() == [0.0, 0.0]  # the collective's own value passes through
+    ledger.step_ended(12.5)
+    ledger.finish()
+    (recorded,) = read_ledgers(tmp_path).values()
+    assert recorded.rank == 3 and recorded.timed_by == HOST_CLOCK and recorded.steps == 1
+    (step,) = recorded.recent
+    assert step.step == 1 and step.step_ms == 12.5
+    assert [(c.op, c.bytes) for c in step.calls] == [("all_reduce", 1024)] * 2
+    first, second = step.calls
+    assert 0 <= first.start_ms <= second.start_ms  # launched in order, from the step's start
+    assert second.start_ms + second.duration_ms <= first.start_ms + first.duration_ms  # the second completed first
+
+
+def _ledgers(steps: int = 40, sleeps: tuple[int, ...] = (10, 20, 30), sleeper: int = 1) -> dict:
+    """Two ranks of a synchronous job: a step is 10 ms, 4 ms of it one 64 MiB all-reduce from 5 ms in. At each
+    step of `sleeps`, `sleeper` stalls 200 ms before it launches; the other waits for it inside the all-reduce."""
+    builders = {r: LedgerBuilder(r, "vm", HOST_CLOCK, window=(8, 17)) for r in (0, 1)}
+    for step in range(1, steps + 1):
+        for rank, builder in builders.items():
+            stall = 200.0 if step in sleeps else 0.0
+            if rank == sleeper:
+                call = Call("all_reduce", 64 * 2**20, 5.0 + stall, 4.0)
+            else:
+                call = Call("all_reduce", 64 * 2**20, 5.0, 4.0 + stall)
+            builder.add(StepEntry.of(step, 10.0 + stall, (call,)))
+    return {r: b.ledger() for r, b in builders.items()}
+
+
+SCHEDULE = ProfileSchedule(wait=5, warmup=2, active=10)  # records steps 8-17
+
+
+def test_the_steps_that_stand_out_and_the_rank_that_made_them_slow():
+    found = whole_run(_ledgers(), SCHEDULE)
+    assert found is not None
+    assert found.steps == 40 and found.ranks == [0, 1] and found.timed_by == HOST_CLOCK
+    assert found.median_step_ms == 10.0 and found.median_comm_ms == 4.0 and found.threshold_ms == 15.0
+    assert found.standout_count == 3 and [s.step for s in found.standouts] == [10, 20, 30]
+    for standout in found.standouts:
+        assert standout.rank == 1 and standout.step_ms == 210.0
+        assert standout.busy_ms == 206.0  # rank 1: 210 ms, 4 of them in its all-reduce
+        assert standout.collective == "all_reduce of 64.00 MiB" and standout.waited_ms == 204.0  # rank 0's
+    # step 10 is inside the window: compared with the window's own median, also 10 ms
+    assert [s.lost_ms for s in found.standouts] == [200.0, 200.0, 200.0]
+    assert found.slow_rank == 1 and found.slow_rank_steps == 3 and found.slow_rank_lost_ms == 600.0
+    assert found.slow_rank_every == 10
+    assert [p.first_step for p in found.series] == list(range(1, 41))
+    assert found.series[19].step_ms == 210.0 and found.series[19].comm_ms == pytest.approx((204 + 4) / 2)
+
+
+def test_a_window_between_the_slow_steps_is_said_not_to_be_typical():
+    found = whole_run(_ledgers(steps=100, sleeps=tuple(range(20, 101, 10))), SCHEDULE)
+    assert found is not None and found.window is not None
+    assert (found.window.first_step, found.window.last_step, found.window.standouts) == (8, 17, 0)
+    assert found.window.expected_standouts == pytest.approx(9 * 10 / 100)
+    assert not found.window.typical
+    assert found.window.why.startswith("none of its 10 steps stood out, while 9 of the run's 100 did")
+
+
+def test_a_window_like_the_run_is_typical_and_a_run_without_records_has_no_section():
+    found = whole_run(_ledgers(sleeps=()), SCHEDULE)
+    assert found is not None and found.standout_count == 0 and found.slow_rank is None
+    assert found.window is not None and found.window.typical and found.window.median_ms == 10.0
+    assert whole_run({}, SCHEDULE) is None
+    assert whole_run(_ledgers(), None).window is None  # nothing profiled
+
+
+def test_the_first_steps_and_the_step_that_writes_the_traces_never_stand_out():
+    found = whole_run(_ledgers(sleeps=(2, 18, 25)), SCHEDULE)  # 18: the ranks write their traces in it
+    assert found is not None and [s.step for s in found.standouts] == [25]
+
+
+def test_records_are_read_back_whole(tmp_path):
+    for rank, ledger in _ledgers().items():
+        (tmp_path / f"rank{rank}.ledger.json").write_bytes(encode(ledger))
+    (tmp_path / "rank9.ledger.json").write_text("{broken")
+    assert read_ledgers(tmp_path) == _ledgers()
+    assert json.loads((tmp_path / "rank0.ledger.json").read_text())["steps"] == 40
