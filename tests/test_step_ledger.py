@@ -8,7 +8,8 @@ import math
 import pytest
 import torch
 
-from commprof.analysis.whole_run import whole_run
+from commprof.analysis.rank_findings import stalls_now_and_then
+from commprof.analysis.whole_run import waits_caused, whole_run
 from commprof.config import ProfileSchedule
 from commprof.results.step_ledger import (
     MAX_BLOCKS,
@@ -160,3 +161,30 @@ def test_records_are_read_back_whole(tmp_path):
     (tmp_path / "rank9.ledger.json").write_text("{broken")
     assert read_ledgers(tmp_path) == _ledgers()
     assert json.loads((tmp_path / "rank0.ledger.json").read_text())["steps"] == 40
+
+
+def test_what_each_rank_made_the_others_wait_at_each_unprofiled_step():
+    waits = waits_caused(_ledgers(), SCHEDULE)
+    # steps 4-5 and 19-40 (the first three and the profiler's reach, 6-18, left out): rank 1 made rank 0 wait
+    # 200 ms at steps 20 and 30, nothing else
+    assert len(waits[1]) == len(waits[0]) == 2 + 22
+    assert sorted(waits[1])[-2:] == [200.0, 200.0] and sum(waits[1]) == 400.0
+    assert set(waits[0]) == {0.0}
+
+
+def test_a_rank_that_stalls_now_and_then_is_a_finding_of_the_whole_run():
+    ledgers = _ledgers(steps=100, sleeps=tuple(range(20, 101, 10)))
+    whole = whole_run(ledgers, SCHEDULE)
+    (finding,) = stalls_now_and_then(whole, waits_caused(ledgers, SCHEDULE))
+    assert finding.kind == "stalls_now_and_then" and finding.title.startswith("rank 1 stalls now and then")
+    assert "9 of the run's 100 steps took 200 ms longer because of it" in finding.evidence
+    assert "(steps 20, 30, 40, 50, 60, 70, 80, 90, ..., every 10 steps)" in finding.evidence
+    assert "the profiled window, steps 8-17, has none of them" in finding.evidence
+    unprofiled = 100 - 3 - 13  # the first three and the window's reach, steps 6-18
+    assert finding.gain_ms.value == pytest.approx(9 * 200 / unprofiled)
+    assert 0 < finding.gain_ms.low < finding.gain_ms.value < finding.gain_ms.high
+
+
+def test_a_rank_late_at_every_step_is_the_straggler_s_finding_not_this_one():
+    ledgers = _ledgers(sleeps=tuple(range(1, 41)))
+    assert stalls_now_and_then(whole_run(ledgers, SCHEDULE), waits_caused(ledgers, SCHEDULE)) == []

@@ -26,7 +26,13 @@ def test_a_rank_slow_now_and_then_is_found_though_the_window_looks_balanced(tmp_
     assert whole["window"]["first_step"] == 12 and whole["window"]["last_step"] == 18
     # the window itself: no step of it stalled, and no straggler in it
     assert max(s["window_ms"] for s in report["steps"]) < 100
-    assert not [f for f in report["findings"] if f["kind"] == "straggler"]
+    kinds = {f["kind"]: f for f in report["findings"]}
+    assert "straggler" not in kinds
+    # the whole run's finding: rank 1, the six stalls, with a gain whose interval excludes zero
+    stalls = kinds["stalls_now_and_then"]
+    assert stalls["title"].startswith("rank 1 stalls now and then")
+    assert "steps 10, 20, 30, 40, 50, 60, every 10 steps" in stalls["evidence"]
+    assert stalls["gain_ms"]["low"] > 0
     page = (tmp_path / "reports" / "now-and-then" / "report.md").read_text()
     assert "rank 1" in page and "every 10" in page
 

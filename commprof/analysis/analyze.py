@@ -13,7 +13,7 @@ from commprof.analysis.distortion import job_drift_ms, profiler_distortion
 from commprof.analysis.findings import findings
 from commprof.analysis.incomplete import missing_note, missing_ranks
 from commprof.analysis.phases import gathers_by_module, micro_steps, phase_means
-from commprof.analysis.whole_run import whole_run
+from commprof.analysis.whole_run import waits_caused, whole_run
 from commprof.errors import UsageError
 from commprof.results.report import Report, SkippedFileInfo, StepBreakdown, StepTimeline
 from commprof.results.run_record import RunRecord, RunSummary
@@ -110,7 +110,8 @@ def finished_report(
     distortion = profiler_distortion(record) if record else []
     warnings = [*report.warnings, *(record.notes if record else [])]  # the breakdown states the profiler's cost
     drift = job_drift_ms(record) if record else 0.0
-    found, within_noise = findings(report, analysis.windows, analysis.matching, distortion, ceiling, drift)
+    waits = waits_caused(ledgers or {}, schedule)
+    found, within_noise = findings(report, analysis.windows, analysis.matching, distortion, ceiling, drift, waits)
     return dataclasses.replace(
         report,
         incomplete=incomplete,

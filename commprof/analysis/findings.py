@@ -31,7 +31,7 @@ from commprof.analysis.predict import (
     simulate_step,
     step_profile,
 )
-from commprof.analysis.rank_findings import input_stalls, straggler
+from commprof.analysis.rank_findings import input_stalls, stalls_now_and_then, straggler
 from commprof.analysis.stats import real_gain, rerun_interval
 from commprof.analysis.sweep import paste_line
 from commprof.backends import BACKENDS, by_name
@@ -61,17 +61,20 @@ def findings(
     distortion: list[ProfilerDistortion],
     ceiling: tuple[float, str] | None = None,
     drift_ms: float = 0.0,
+    waits: dict[int, list[float]] | None = None,
 ) -> tuple[list[Finding], list[Finding]]:
     """The claims (ranked, the profiler's distortion last) and the findings whose gain is within the noise (ranked),
     each with the interval a rerun's gain falls in. `ceiling`: the all-reduce bus bandwidth `commprof bench`
     measured on this host (GB/s, which bench); without it, the link fitted to the run's own all-reduces is the
     ceiling. `drift_ms`: how far the job's unprofiled step
-    moved within the launch (analysis/distortion.job_drift_ms); every gain's interval is widened by it."""
+    moved within the launch (analysis/distortion.job_drift_ms); every gain's interval is widened by it. `waits`: what
+    each rank made the others wait at each step of the whole run (analysis/whole_run.waits_caused)."""
     step_ms = statistics.median(r.step_time_ms.median for r in report.ranks)
     found = [
         *_settings(report, windows, step_ms, ceiling),
         *input_stalls(report, step_ms),
-        *straggler(report, windows, matching, step_ms),
+        *straggler(report, windows, matching, step_ms, waits),
+        *stalls_now_and_then(report.whole_run, waits or {}),
     ]
     job_ms = job_step_ms(distortion) or step_ms
     weighed = [_weighed(f, job_ms, drift_ms) for f in found if f.gain_ms is not None]

@@ -7,9 +7,10 @@ import statistics
 from collections import defaultdict
 
 from commprof.analysis.crossrank import Matching
-from commprof.analysis.stats import median_ci
+from commprof.analysis.stats import mean_ci, median_ci
 from commprof.results.common import signed
 from commprof.results.report import Finding, Report
+from commprof.results.whole_run import WholeRun
 
 STALL_SHARE = 0.05  # a rank idle this share of the step before its first operator is stalled (below it: the
 # Python between two steps, on every rank)
@@ -48,8 +49,12 @@ def input_stalls(report: Report, step_ms: float) -> list[Finding]:
     ]
 
 
-def straggler(report: Report, windows, matching: Matching | None, step_ms: float) -> list[Finding]:
-    """The rank whose late arrivals make the others wait: the others' mean wait per step is what the job loses."""
+def straggler(
+    report: Report, windows, matching: Matching | None, step_ms: float, waits: dict[int, list[float]] | None = None
+) -> list[Finding]:
+    """The rank whose late arrivals make the others wait: the others' mean wait per step is what the job loses.
+    `waits`: per rank, what it made the others wait at each step of the whole run (analysis/whole_run.waits_caused);
+    the interval is taken over those steps when there are more of them than profiled ones."""
     cross = report.cross_rank
     if cross is None or cross.straggler is None or matching is None:
         return []
@@ -66,6 +71,10 @@ def straggler(report: Report, windows, matching: Matching | None, step_ms: float
             per_step[step] += sum(starts[straggler] - s for s in starts.values()) / (len(starts) - 1) / 1000
     names = [s.name for s in steps_of.get(straggler, [])]
     costs = [per_step.get(name, 0.0) for name in names]
+    over = ""
+    if waits and len(waits.get(straggler, [])) > len(costs):
+        costs = waits[straggler]
+        over = f" (the interval over {len(costs)} unprofiled steps of the whole run)"
     if len(costs) < 2:
         return []
     gain = median_ci(costs)
@@ -81,7 +90,7 @@ def straggler(report: Report, windows, matching: Matching | None, step_ms: float
             evidence=(
                 f"it makes the others wait {cross.straggler_cost_ms:.1f} ms per step in all "
                 f"({', '.join(f'{op} {ms:.1f}' for op, ms in cross.straggler_ops.items())}); "
-                f"against the others' median, its {cause}"
+                f"against the others' median, its {cause}{over}"
             ),
             action=_straggler_action(straggler, excess, gpu),
             gain_ms=gain,
@@ -135,3 +144,43 @@ def _excess(report: Report, rank: int, parts=tuple(PARTS)) -> dict[str, float]:
 
     others = {r.rank for r in report.ranks} - {rank}
     return {part: median_of({rank}, part) - median_of(others, part) for part in parts}
+
+
+def stalls_now_and_then(whole: WholeRun | None, waits: dict[int, list[float]]) -> list[Finding]:
+    """The rank that makes the others wait at a few steps only (its stand-out steps of the whole run): what the job
+    loses is the mean over every step, carried by those few, which no profiled window of a few steps measures. A rank
+    late at most steps is the straggler's finding instead (the median of its waits is then most of their mean)."""
+    if whole is None or whole.slow_rank is None or whole.slow_rank_steps < 2:
+        return []
+    rank = whole.slow_rank
+    costs = waits.get(rank, [])
+    if len(costs) < 2 or statistics.median(costs) >= statistics.fmean(costs) / 2:
+        return []
+    mine = [s for s in whole.standouts if s.rank == rank]
+    mine = [s for s in mine if s.lost_ms >= max(m.lost_ms for m in mine) / 2]  # the stalls, not the jitter
+    every = f", every {whole.slow_rank_every} steps" if whole.slow_rank_every else ""
+    shown = ", ".join(str(s.step) for s in mine[:8]) + (", ..." if len(mine) > 8 else "")
+    waited_in = next((s.collective for s in mine if s.collective), None)
+    window = whole.window
+    unseen = (
+        f"; the profiled window, steps {window.first_step}-{window.last_step}, has none of them"
+        if window is not None and window.standouts == 0
+        else ""
+    )
+    return [
+        Finding(
+            kind="stalls_now_and_then",
+            title=f"rank {rank} stalls now and then: the others wait for it",
+            evidence=(
+                f"{len(mine)} of the run's {whole.steps} steps took "
+                f"{statistics.fmean(s.lost_ms for s in mine):.0f} ms longer because of it (steps {shown}{every})"
+                + (f", the others waiting in {waited_in}" if waited_in else "")
+                + f"{unseen}; over the whole run it costs {statistics.fmean(costs):.1f} ms per step"
+            ),
+            action=(
+                f"look at what rank {rank} does at those steps: a checkpoint, logging or evaluation on that rank "
+                "alone, a slow shard of its data, garbage collection; move it off the step or onto every rank at once"
+            ),
+            gain_ms=mean_ci(costs),
+        )
+    ]

@@ -81,6 +81,14 @@ def speedup_ci(baseline: list[float], candidate: list[float], seed: int = 0) -> 
     return Estimate(statistics.median(baseline) / statistics.median(candidate), *_bounds(boots))
 
 
+def mean_ci(values: list[float], seed: int = 0) -> Estimate:
+    """The mean with a percentile bootstrap interval: for a cost that a few samples carry (a stall every 10th step),
+    where the median of the samples is 0."""
+    rng = random.Random(seed)
+    boots = [statistics.fmean(rng.choices(values, k=len(values))) for _ in range(RESAMPLES)]
+    return Estimate(statistics.fmean(values), *_bounds(boots))
+
+
 def difference_ci(before: list[float], after: list[float], seed: int = 0) -> Estimate:
     """median(after) - median(before), with a bootstrap interval: excludes 0 when the change is real."""
     rng = random.Random(seed)

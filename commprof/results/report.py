@@ -239,7 +239,8 @@ class Finding:
     """One thing to change, ranked by its predicted gain: what the numbers show, the line to paste, and
     the gain per step with its 95% interval (None for findings that predict no step time)."""
 
-    kind: str  # bucket_cap, compression, slow_collectives, straggler, input_stall, profiler_distortion
+    # bucket_cap, compression, slow_collectives, straggler, stalls_now_and_then, input_stall, profiler_distortion
+    kind: str
     title: str
     evidence: str
     action: str
