@@ -18,6 +18,7 @@ from commprof.results.diff import DiffResult, DiffRow
 from commprof.results.scale import ScalePoint, ScaleReport
 from commprof.results.store import KINDS, load_report, load_result
 from tests.golden_reports import GOLDEN
+from tests.test_render_whole_run import EXAMPLE as RUN_EXAMPLE
 
 PACKAGE = Path(__file__).resolve().parent.parent / "commprof"
 POINT = dict(
@@ -82,6 +83,7 @@ EXAMPLES = {
         rows=[DiffRow("step time", 10.0, 8.0, -2.0, -20.0, -3.0, -1.0, True)],
         notes=["world size differs"],
     ),
+    "run": RUN_EXAMPLE,  # a real analysis's report with a whole-run record
 }
 
 
@@ -103,6 +105,7 @@ def test_written_loaded_and_rendered(tmp_path, kind):
         "compare": "not run: no CUDA",
         "backends": "fails: gloo cpu gather",
         "diff": "-20.0%",
+        "run": "rank 1 made 2 of them slow",
     }[kind]
     assert expected in text and expected in markdown(result)
 

@@ -13,6 +13,7 @@ from commprof.render.tables import QUANTILES, TOP_RANKS, many_ranks
 from commprof.results.bench import BenchResult
 from commprof.results.compare import BackendRun
 from commprof.results.report import Report, SettingResult, StepTimeline, SweepResult
+from commprof.results.whole_run import WholeRun
 
 COLORS = {
     "compute": "#4C72B0",
@@ -160,6 +161,65 @@ def bucket_timeline_plot(setting: SettingResult) -> bytes:
     return png_bytes(fig)
 
 
+def whole_run_figure(whole: WholeRun) -> Figure:
+    """Every step of the run: the slowest rank's step time (block means when the record merged steps, each block's
+    slowest step faint), the time with a collective in flight, the stand-out threshold, the profiled window shaded,
+    the listed stand-out steps crossed."""
+    fig, ax = subplots((9, 4))
+    points = whole.series
+    x = [p.first_step for p in points]
+    ax.plot(x, [p.step_ms for p in points], color=COLORS["compute"], linewidth=1.2, label="step time (slowest rank)")
+    if whole.block_steps > 1:
+        ax.plot(
+            x,
+            [p.step_ms_max for p in points],
+            color=COLORS["compute"],
+            alpha=0.35,
+            linewidth=0.8,
+            marker=".",
+            markersize=3,
+            label="slowest step of the block",
+        )
+    if whole.timed_by:
+        ax.plot(x, [p.comm_ms for p in points], color=COLORS["comm"], linewidth=1.2, label="all-reduce in flight")
+    stands_out = f"stands out: > {whole.threshold_ms:.1f} ms"
+    ax.axhline(whole.threshold_ms, color="gray", linestyle="--", linewidth=1, label=stands_out)
+    if whole.window is not None:  # half a step either side: a window of one step is seen too
+        ax.axvspan(
+            whole.window.first_step - 0.5,
+            whole.window.last_step + 0.5,
+            color=COLORS["memory"],
+            alpha=0.2,
+            label="profiled window",
+        )
+    if whole.standouts:
+        ax.plot(
+            [s.step for s in whole.standouts],
+            [s.step_ms for s in whole.standouts],
+            linestyle="none",
+            marker="x",
+            markersize=8,
+            color="red",
+            label="stood out (listed)",
+        )
+        for s in whole.standouts:
+            ax.annotate(str(s.step), (s.step, s.step_ms), xytext=(4, 4), textcoords="offset points", fontsize=7)
+    blocks = f" (mean of {whole.block_steps}-step blocks)" if whole.block_steps > 1 else ""
+    ax.set_xlabel(f"step{blocks}")
+    ax.set_ylabel("ms")
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    legend_beside(ax)
+    ranks = len(whole.ranks)
+    ax.set_title(f"Every step of the run, {ranks} rank{'' if ranks == 1 else 's'}")
+    fig.tight_layout()
+    return fig
+
+
+def whole_run_plot(whole: WholeRun) -> bytes:
+    return png_bytes(whole_run_figure(whole))
+
+
 def figures(report: Report) -> dict[str, bytes]:
     """File name -> PNG bytes, for every plot this report has data for."""
     images = {"breakdown.png": breakdown_plot(report)}
@@ -170,6 +230,8 @@ def figures(report: Report) -> dict[str, bytes]:
         best = next(s for s in report.sweep.settings if s.best)
         if best.timeline:
             images["buckets.png"] = bucket_timeline_plot(best)
+    if report.whole_run is not None:
+        images["whole_run.png"] = whole_run_plot(report.whole_run)
     return images
 
 

@@ -29,6 +29,7 @@ from commprof.render.tables import (
     timeline_row,
     without_empty_columns,
 )
+from commprof.render.whole_run_view import whole_run_sections
 from commprof.results.report import Report
 
 
@@ -39,6 +40,7 @@ def document(report: Report) -> Document:
         *_sweep(report),
         _breakdown(report),
         *_phases(report),
+        *whole_run_sections(report),  # after the profiled window's breakdown: was it typical of the run?
         _collectives(report),
         *_across_ranks(report),
         *notes_section([f"skipped {s.path}: {s.reason}" for s in report.skipped] + list(report.warnings)),

@@ -2,8 +2,9 @@
 HParams per sweep setting, scale curves, backends side by side, and the report's words as text.
 
 Layout under the folder given (`<run>/tensorboard` next to the profiler traces): `rank<r>/` (per-step
-breakdown, the first MAX_RANK_RUNS ranks), `job/` (collectives, cross-rank, text), `hparams/<setting>/` (sweep and
-tune), `scale/`, `backend-<name>/` or `strategy-<name>/` (compare). TensorBoard shows each subfolder as a run.
+breakdown, the first MAX_RANK_RUNS ranks), `job/` (collectives, cross-rank, text), `whole_run/` (every step of the
+run, by training step), `hparams/<setting>/` (sweep and tune), `scale/`, `backend-<name>/` or `strategy-<name>/`
+(compare). TensorBoard shows each subfolder as a run.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from commprof.results.common import Result
 from commprof.results.compare import CompareResult
 from commprof.results.report import Report
 from commprof.results.scale import ScaleReport
+from commprof.results.whole_run import WholeRun
 
 STEP_FIGURES = ("window_ms", "compute_ms", "comm_ms", "overlap_ms", "exposed_comm_ms", "idle_ms")
 # Per-step runs for the first ranks only, as the timelines: one writer per rank would make thousands of runs. The
@@ -77,8 +79,22 @@ def _report(report: Report, logdir: Path) -> None:
             writer.add_scalar("cross_rank/straggler_cost_ms", report.cross_rank.straggler_cost_ms, 0)
         writer.add_text("report/headline", headline(report), 0)
         writer.add_text("report/report.md", markdown.render(document(report)), 0)
+    if report.whole_run is not None:
+        _whole_run(report.whole_run, logdir / "whole_run")
     if report.sweep is not None:
         _hparams(report, logdir / "hparams")
+
+
+def _whole_run(whole: WholeRun, folder: Path) -> None:
+    """x axis: the training step (a block of steps at its first); no collective time where none was timed."""
+    with _writer(folder) as writer:
+        for point in whole.series:
+            writer.add_scalar("whole_run/step_ms", point.step_ms, point.first_step)
+            writer.add_scalar("whole_run/step_ms_max", point.step_ms_max, point.first_step)
+            if whole.timed_by:
+                writer.add_scalar("whole_run/comm_ms", point.comm_ms, point.first_step)
+        for s in whole.standouts:
+            writer.add_scalar("whole_run/standout_step_ms", s.step_ms, s.step)
 
 
 def _hparams(report: Report, folder: Path) -> None:

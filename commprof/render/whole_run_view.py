@@ -1,0 +1,116 @@
+"""The report's whole-run section (Report.whole_run): every step of the run on every rank, the steps that stood out
+and who made them slow, and whether the profiled window looked like the rest of the run. Its plot is
+plots.whole_run_plot, its TensorBoard scalars tensorboard.py's `whole_run/` run."""
+
+from __future__ import annotations
+
+from commprof.render.document import Block, Figure, Section, Table, Text
+from commprof.results.report import Report
+from commprof.results.whole_run import StandOut, WholeRun, WindowCheck
+
+TITLE = "Whole run (every step, every rank)"
+FIGURE = "whole_run.png"
+STANDOUT_HEADERS = ("step", "step ms", "x median", "slow rank", "busy ms", "others waited in", "waited ms")
+STANDOUT_NOTE = (
+    "Listed in step order. step ms: the slowest rank's time for the step; slow rank: the rank with the most time "
+    "outside collectives in the step, busy ms that time; others waited in: the collective the other ranks waited in "
+    "meanwhile, waited ms how long it took on them (their median)."
+)
+
+
+def whole_run_sections(report: Report) -> list[Section]:
+    """The section, or none for a report without a whole-run record (traces from elsewhere, --no-whole-run)."""
+    whole = report.whole_run
+    if whole is None:
+        return []
+    blocks: list[Block] = [Text(summary(whole)), *standout_blocks(whole)]
+    if whole.window is not None:
+        blocks.append(window_text(whole.window))
+    blocks += [Text(figure_caption(whole)), Figure(FIGURE, "step time over the whole run")]
+    return [Section(TITLE, blocks)]
+
+
+def summary(whole: WholeRun) -> str:
+    steps = f"{whole.steps:,} step{_s(whole.steps)} on {len(whole.ranks)} rank{_s(len(whole.ranks))}"
+    if not whole.timed_by:
+        return (
+            f"{steps}; median step {whole.median_step_ms:.1f} ms. The steps were timed but no collective was: no DDP "
+            "model in the run, or FSDP, whose collectives are measured in the profiled window only."
+        )
+    return (
+        f"{steps}; median step {whole.median_step_ms:.1f} ms, {whole.median_comm_ms:.2f} ms of it with an all-reduce "
+        f"in flight; all-reduces timed by {whole.timed_by}."
+    )
+
+
+def threshold(whole: WholeRun) -> str:
+    """'150.0 ms, 1.5x the median': the ratio read from the numbers, so it says what the analysis used."""
+    ratio = f", {whole.threshold_ms / whole.median_step_ms:.1f}x the median" if whole.median_step_ms > 0 else ""
+    return f"{whole.threshold_ms:.1f} ms{ratio}"
+
+
+def standout_blocks(whole: WholeRun) -> list[Block]:
+    if whole.standout_count == 0:
+        return [Text(f"No step stood out: none slower than {threshold(whole)}.")]
+    count = whole.standout_count
+    listed = len(whole.standouts)
+    slowest = f"; the {listed} slowest listed" if 0 < listed < count else ""
+    line = f"{count:,} step{_s(count)} stood out (slower than {threshold(whole)}{slowest})"
+    if whole.slow_rank is not None:
+        every = f", the largest every {whole.slow_rank_every} steps" if whole.slow_rank_every else ""
+        line += (
+            f"; rank {whole.slow_rank} made {whole.slow_rank_steps} of them slow{every}: "
+            f"{whole.slow_rank_lost_ms:,.0f} ms of the {whole.lost_ms:,.0f} ms they took beyond the usual step"
+        )
+    blocks: list[Block] = [Text(f"{line}.", "alert")]
+    if listed:
+        rows = [standout_row(s) for s in whole.standouts]
+        blocks += [Text(STANDOUT_NOTE), Table(STANDOUT_HEADERS, rows, left=("others waited in",))]
+    return blocks
+
+
+def standout_row(s: StandOut) -> tuple[str, ...]:
+    return (
+        str(s.step),
+        f"{s.step_ms:.1f}",
+        f"{s.times_median:.2f}x",
+        "-" if s.rank is None else str(s.rank),
+        f"{s.busy_ms:.1f}",
+        s.collective or "-",
+        f"{s.waited_ms:.2f}" if s.collective else "-",
+    )
+
+
+def window_text(window: WindowCheck) -> Text:
+    steps = (
+        f"step {window.first_step}"
+        if window.first_step == window.last_step
+        else f"steps {window.first_step}–{window.last_step}"
+    )
+    why = window.why.strip().rstrip(".")
+    if window.typical:
+        return Text(f"The profiled window ({steps}) was typical of the run: {why}.")
+    return Text(f"The profiled window ({steps}) was not typical of the run: {why}.", "alert")
+
+
+def figure_caption(whole: WholeRun) -> str:
+    if whole.block_steps > 1:
+        parts = [
+            f"The slowest rank's step time over the run, in means of {whole.block_steps}-step blocks drawn at each "
+            "block's first step",
+            "each block's slowest step faint",
+        ]
+    else:
+        parts = ["The slowest rank's time for each step of the run"]
+    if whole.timed_by:
+        parts.append("the time with an all-reduce in flight per step")
+    parts.append(f"the stand-out line at {whole.threshold_ms:.1f} ms")
+    if whole.window is not None:
+        parts.append("the profiled window shaded")
+    if whole.standouts:
+        parts.append("the listed stand-out steps as red crosses")
+    return "; ".join(parts) + "."
+
+
+def _s(n: int) -> str:
+    return "" if n == 1 else "s"
