@@ -298,3 +298,12 @@ def test_written_with_its_plot_and_loaded_back(tmp_path):
 def test_the_rank_that_stalls_every_n_steps_is_said_so():
     report = report_with(dataclasses.replace(WHOLE, slow_rank_every=10))
     assert "rank 1 made 2 of them slow, the largest every 10 steps: 230 ms of the 289 ms" in words(screen(report))
+
+
+def test_a_start_up_step_off_the_scale_does_not_flatten_the_plot():
+    start_up = [dataclasses.replace(SERIES[0], first_step=1, step_ms=5000.0, step_ms_max=5000.0), *SERIES[1:]]
+    figure = whole_run_figure(dataclasses.replace(WHOLE, series=start_up))
+    (ax,) = figure.axes
+    later = max(p.step_ms_max for p in SERIES[1:] if p.first_step > 3)
+    assert ax.get_ylim()[1] == pytest.approx(1.15 * max(later, WHOLE.threshold_ms))
+    assert any("step 1: 5,000 ms (start-up, off the scale)" == t.get_text() for t in ax.texts)

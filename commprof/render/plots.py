@@ -207,13 +207,36 @@ def whole_run_figure(whole: WholeRun) -> Figure:
     blocks = f" (mean of {whole.block_steps}-step blocks)" if whole.block_steps > 1 else ""
     ax.set_xlabel(f"step{blocks}")
     ax.set_ylabel("ms")
-    ax.set_ylim(bottom=0)
+    _start_up_off_scale(ax, whole)
     ax.grid(alpha=0.3)
     legend_beside(ax)
     ranks = len(whole.ranks)
     ax.set_title(f"Every step of the run, {ranks} rank{'' if ranks == 1 else 's'}")
     fig.tight_layout()
     return fig
+
+
+START_UP_STEPS = 3  # the job's start-up: never a stand-out (analysis/whole_run.py)
+
+
+def _start_up_off_scale(ax, whole: WholeRun) -> None:
+    """A start-up step far slower than the rest of the run (the script's imports, the process group) would flatten
+    the plot: the axis then ends above the rest, and the start-up's time is written at the top."""
+    later = [p.step_ms_max for p in whole.series if p.first_step > START_UP_STEPS]
+    early = [p for p in whole.series if p.first_step <= START_UP_STEPS]
+    top = 1.15 * max([*later, whole.threshold_ms]) if later else None
+    if top is None or not early or max(p.step_ms for p in early) <= top:
+        ax.set_ylim(bottom=0)
+        return
+    ax.set_ylim(0, top)
+    first = max(early, key=lambda p: p.step_ms)
+    ax.annotate(
+        f"step {first.first_step}: {first.step_ms:,.0f} ms (start-up, off the scale)",
+        (first.first_step, top),
+        xytext=(6, -12),
+        textcoords="offset points",
+        fontsize=7,
+    )
 
 
 def whole_run_plot(whole: WholeRun) -> bytes:
