@@ -11,6 +11,7 @@ import torch
 from commprof.analysis.rank_findings import stalls_now_and_then
 from commprof.analysis.whole_run import waits_caused, whole_run
 from commprof.config import ProfileSchedule
+from commprof.launch.progress import Every
 from commprof.results.step_ledger import (
     MAX_BLOCKS,
     MAX_CALLS,
@@ -188,3 +189,19 @@ def test_a_rank_that_stalls_now_and_then_is_a_finding_of_the_whole_run():
 def test_a_rank_late_at_every_step_is_the_straggler_s_finding_not_this_one():
     ledgers = _ledgers(sleeps=tuple(range(1, 41)))
     assert stalls_now_and_then(whole_run(ledgers, SCHEDULE), waits_caused(ledgers, SCHEDULE)) == []
+
+
+def test_a_log_that_grows_is_rewritten_less_often(monkeypatch):
+    """A step log of 100,000 steps takes about 0.1 s to write: at most 1% of the run goes to it."""
+    clock = [0.0]
+    monkeypatch.setattr("commprof.launch.progress.time.monotonic", lambda: clock[0])
+    due = Every(0.25)
+    assert due()
+    due.took(0.1)
+    clock[0] = 9.9
+    assert not due()
+    clock[0] = 10.0
+    assert due()
+    due.took(0.001)  # small again: back to the quarter second
+    clock[0] = 10.25
+    assert due()

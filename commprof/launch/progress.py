@@ -21,8 +21,11 @@ class Every:
     """True at most once per `seconds` (and the first time): a rank's per-step files are rewritten at this pace,
     not at every step, so that commprof's own bookkeeping stays out of the steps it measures."""
 
+    MAX_SHARE = 0.01  # of the run's time spent on what is done when due, however large it grows
+
     def __init__(self, seconds: float = 0.25):
-        self.seconds, self.last = seconds, float("-inf")
+        self.base = self.seconds = seconds
+        self.last = float("-inf")
 
     def __call__(self) -> bool:
         now = time.monotonic()
@@ -30,6 +33,11 @@ class Every:
             return False
         self.last = now
         return True
+
+    def took(self, seconds: float) -> None:
+        """What was done when due took `seconds`: the pace slows so that it stays under MAX_SHARE of the time (a
+        step log of 100,000 steps takes 0.1 s to write: every 10 s, not every quarter second)."""
+        self.seconds = max(self.base, seconds / self.MAX_SHARE)
 
 
 def write_progress(path: Path, progress: Progress) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import socket
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -127,9 +128,11 @@ class StepRecorder:
         self.lines.append(step_ms)
         if not self.due() and len(self.step_ms) < self.total:
             return
+        started = time.perf_counter()
         write_step_log(self.run_dir, self.ctx.rank, self.host, self.step_ms)
         if self.ctx.local_rank == 0:
             write_progress(self.progress_path, Progress(len(self.step_ms), self.total, step_ms))
+        self.due.took(time.perf_counter() - started)
 
     def writing_traces(self) -> None:
         if self.ctx.local_rank == 0:

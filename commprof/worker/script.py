@@ -154,8 +154,10 @@ class ScriptSession:
             raise MaxStepsReached  # the step log is written when the script ends (finish)
         if not self.due():
             return
+        started = time.perf_counter()
         write_step_log(self.config.run_dir, self.rank, self.host, self.step_ms)
         self._write_progress(self.config.max_steps)
+        self.due.took(time.perf_counter() - started)
 
     def _write_progress(self, total: int | None) -> None:
         """On each node's first rank: the steps so far, of `total` (None: the script's own loop decides)."""

@@ -125,9 +125,11 @@ class StepLedger:
             self.waiting.pop(0)
 
     def write(self) -> None:
+        started = time.perf_counter()
         if self.use_cuda:
             self._resolve_cuda(block=False)
         write_bytes_atomic(self.path, encode(self.builder.ledger()))
+        self.due.took(time.perf_counter() - started)
 
     def finish(self) -> None:
         if self.use_cuda:
