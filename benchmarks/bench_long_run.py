@@ -1,0 +1,61 @@
+"""A long run stays small and does not slow down (issue 31): `commprof run` of a script with ~1 ms steps for
+100,000 steps, then what it left on disk per rank and its step time at the start against the end.
+
+    python benchmarks/bench_long_run.py --workdir /tmp/bench-long [--steps 100000]
+
+Prints, per rank: the whole-run record's size, the step log's and the step lines' sizes, and from the record's
+blocks the mean step over the first and the last tenth of the run (a record or a log whose upkeep grew with the
+run would show as a later step slower than an early one). Exits 1 when the record exceeds its bound
+(results/step_ledger.UPPER_BYTES) or the last tenth's mean step is more than 10% above the first's."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+from commprof.results.step_ledger import UPPER_BYTES, read_ledgers  # noqa: E402
+
+SCRIPT = REPO / "benchmarks" / "tiny_steps.py"
+
+
+def mean_step(blocks) -> float:
+    return sum(b.step_ms_sum for b in blocks) / sum(b.steps for b in blocks)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--workdir", type=Path, required=True)
+    parser.add_argument("--steps", type=int, default=100_000)
+    args = parser.parse_args()
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    command = [sys.executable, "-m", "commprof", "run", "--quiet", "--run-id", "long", "--", str(SCRIPT)]
+    started = time.perf_counter()
+    subprocess.run([*command, "--steps", str(args.steps)], cwd=args.workdir, check=True)
+    print(f"{args.steps} steps in {time.perf_counter() - started:.0f} s (analysis included)")
+    run_dir = args.workdir / "traces" / "long"
+    ok = True
+    for rank, ledger in sorted(read_ledgers(run_dir).items()):
+        size = (run_dir / f"rank{rank}.ledger.json").stat().st_size
+        log = (run_dir / f"rank{rank}.steps.json").stat().st_size
+        lines = (run_dir / f"rank{rank}.steps.txt").stat().st_size
+        tenth = max(1, len(ledger.blocks) // 10)
+        first = sum(b.step_ms_sum for b in ledger.blocks[1 : tenth + 1]) / sum(
+            b.steps for b in ledger.blocks[1 : tenth + 1]
+        )
+        last = sum(b.step_ms_sum for b in ledger.blocks[-tenth:]) / sum(b.steps for b in ledger.blocks[-tenth:])
+        print(
+            f"rank {rank}: {ledger.steps} steps recorded in {len(ledger.blocks)} blocks of {ledger.block_steps}; "
+            f"record {size / 1024:.0f} KiB, step log {log / 1024:.0f} KiB, step lines {lines / 1024:.0f} KiB; "
+            f"mean step {first:.3f} ms in the first tenth (after the first block), {last:.3f} ms in the last"
+        )
+        ok = ok and size < UPPER_BYTES and last <= 1.1 * first
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
