@@ -4,12 +4,15 @@ imported the class and however it passed its own arguments (one in-process rank,
 import dataclasses
 
 import pytest
+import torch
 import torch.distributed as dist
 from torch import nn
+from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 from torch.nn.parallel import DistributedDataParallel as ImportedEarly
 
 from commprof.config import DDPOptions
 from commprof.instrument.ddp import DDPOverrides
+from commprof.worker.step_ledger import StepLedger
 
 
 @pytest.fixture
@@ -112,3 +115,37 @@ def test_the_recommendation_speaks_the_framework_that_built_the_ddp():
         paste_line(best, "lightning") == "DDPStrategy(bucket_cap_mb=50, ddp_comm_hook=default_hooks.bf16_compress_hook)"
     )
     assert paste_line(DDPOptions(bucket_cap_mb=50), "transformers") == "TrainingArguments(..., ddp_bucket_cap_mb=50)"
+
+
+def _train_once(ddp) -> None:
+    ddp(torch.randn(2, 8)).sum().backward()
+
+
+@pytest.mark.parametrize("registered", ["before the first forward", "after it", "never"])
+def test_every_ddp_s_all_reduces_are_timed_with_the_script_s_own_hook_inside(one_rank, tmp_path, registered):
+    """The whole-run record times DDP's all-reduces through a comm hook: DDP's own all-reduce when the script
+    registers none, else the script's hook, whenever it registers it (DDP allows one registration)."""
+    ledger = StepLedger(tmp_path, 0, "vm", use_cuda=False, window=None)
+    overrides = DDPOverrides(DDPOptions())
+    overrides.timing = ledger.timed
+    called = []
+
+    def own_hook(state, bucket):
+        called.append(state)
+        return default_hooks.allreduce_hook(None, bucket)
+
+    overrides.install()
+    try:
+        ddp = nn.parallel.DistributedDataParallel(nn.Linear(8, 4))
+        if registered == "before the first forward":
+            ddp.register_comm_hook("mine", own_hook)
+        _train_once(ddp)
+        if registered == "after it":
+            ddp.register_comm_hook("mine", own_hook)
+            _train_once(ddp)
+    finally:
+        overrides.uninstall()
+    ledger.step_ended()
+    (step,) = ledger.builder.ledger().recent
+    assert [c.bytes for c in step.calls] == [(32 + 4) * 4] * (2 if registered == "after it" else 1)
+    assert called == (["mine"] if registered != "never" else [])
