@@ -205,3 +205,18 @@ def test_a_log_that_grows_is_rewritten_less_often(monkeypatch):
     due.took(0.001)  # small again: back to the quarter second
     clock[0] = 10.25
     assert due()
+
+
+def test_a_step_stands_out_only_beyond_the_run_s_own_jitter():
+    """Steps of 6 and 14 ms in turn, one of 16 ms and one of 200: the median is 14 ms, the deviations from it 0 (19
+    steps), 2, 8 (19) and 186, their median 5 ms (7.4 as a standard deviation). The 16 ms step is within the jitter
+    (14 + 10 x 7.4 ms) though over 1.5x the median; the 200 ms stall is not."""
+    builders = {r: LedgerBuilder(r, "vm", HOST_CLOCK) for r in (0, 1)}
+    for step in range(1, 41):
+        for builder in builders.values():
+            ms = {25: 16.0, 30: 200.0}.get(step, 6.0 if step % 2 else 14.0)
+            builder.add(StepEntry.of(step, ms, (Call("all_reduce", 8, 1.0, 1.0),)))
+    found = whole_run({r: b.ledger() for r, b in builders.items()}, None)
+    assert found is not None and found.median_step_ms == 14.0
+    assert found.threshold_ms == pytest.approx(14 + 10 * 1.4826 * 5)
+    assert [s.step for s in found.standouts] == [30] and found.standout_count == 1

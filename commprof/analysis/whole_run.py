@@ -4,14 +4,18 @@ Whole run)."""
 
 from __future__ import annotations
 
+import math
 import statistics
+from typing import Callable
 
 from commprof.analysis.distortion import SKIP_FIRST_STEPS
 from commprof.config import ProfileSchedule
-from commprof.results.step_ledger import RankLedger, StepEntry, quantile_ms
+from commprof.results.step_ledger import BIN_RATIO, RankLedger, StepEntry, bin_floor_ms, quantile_ms
 from commprof.results.whole_run import StandOut, WholeRun, WholeRunPoint, WindowCheck
 
-STANDOUT = 1.5  # a step slower than this many times the run's median stands out
+STANDOUT = 1.5  # a step slower than this many times the run's median stands out ...
+JITTER = 10  # ... and slower than the median by this many times the run's own spread (scaled MAD)
+MAD_TO_SIGMA = 1.4826
 MAX_LISTED = 20
 PROFILER_NOTED = 0.1  # a window's median this much from the run's is said to be the profiler's cost
 
@@ -33,9 +37,16 @@ def whole_run(ledgers: dict[int, RankLedger], schedule: ProfileSchedule | None) 
         if every_step_kept
         else quantile_ms(histogram, 0.5)
     )
-    threshold = STANDOUT * median
+    times = [e.step_ms for ranks in by_step.values() for e in ranks.values()]
+    spread = _spread(times if every_step_kept else _from_histogram(histogram), median)
+
+    def bar(usual: float) -> float:
+        """Slower than this stands out: STANDOUT times the usual step, and beyond the run's own jitter."""
+        return usual + max((STANDOUT - 1) * usual, JITTER * spread)
+
+    threshold = bar(median)
     steps = min(ledger.steps for ledger in ledgers.values())
-    standouts = _standouts(by_step, median, schedule)
+    standouts = _standouts(by_step, median, schedule, bar)
     count = len(standouts) if every_step_kept else max(ledger.steps_over(threshold) for ledger in ledgers.values())
     listed = sorted(sorted(standouts, key=lambda s: -s.step_ms)[:MAX_LISTED], key=lambda s: s.step)
     lost: dict[int, float] = {}
@@ -59,7 +70,7 @@ def whole_run(ledgers: dict[int, RankLedger], schedule: ProfileSchedule | None) 
         slow_rank_steps=sum(standout.rank == slow_rank for standout in standouts) if slow_rank is not None else 0,
         slow_rank_lost_ms=lost.get(slow_rank, 0.0) if slow_rank is not None else 0.0,
         slow_rank_every=_period([s for s in standouts if s.rank == slow_rank]) if slow_rank is not None else None,
-        window=_window_check(schedule.profiled_steps, by_step, median, count, steps) if schedule else None,
+        window=_window_check(schedule.profiled_steps, by_step, median, count, steps, bar) if schedule else None,
         series=_series(ledgers),
     )
 
@@ -73,11 +84,25 @@ def _kept_steps(ledgers: dict[int, RankLedger]) -> dict[int, dict[int, StepEntry
     return by_step
 
 
+def _spread(times: list[float], median: float) -> float:
+    """The step times' median absolute deviation, scaled to a normal distribution's standard deviation: the run's
+    own jitter, which the steps of a few stalls do not move."""
+    return MAD_TO_SIGMA * statistics.median(abs(t - median) for t in times) if times else 0.0
+
+
+def _from_histogram(histogram: dict[int, int]) -> list[float]:
+    """Each counted step at its bin's middle (to 5%)."""
+    return [bin_floor_ms(b) * math.sqrt(BIN_RATIO) for b, n in histogram.items() for _ in range(n)]
+
+
 def _standouts(
-    by_step: dict[int, dict[int, StepEntry]], median: float, schedule: ProfileSchedule | None
+    by_step: dict[int, dict[int, StepEntry]],
+    median: float,
+    schedule: ProfileSchedule | None,
+    bar: Callable[[float], float],
 ) -> list[StandOut]:
-    """The steps kept in full that are slower than STANDOUT times the median: the run's median, or for the steps
-    the profiler recorded (its warm-up and window, which it slows alike) theirs. The first SKIP_FIRST_STEPS
+    """The steps kept in full that are slower than `bar` of the usual step: the run's median, or for the steps the
+    profiler recorded (its warm-up and window, which it slows alike) theirs. The first SKIP_FIRST_STEPS
     (warm-up) and the step after the window (the ranks write their traces in it) are slow by commprof's doing or
     the job's start, and never stand out."""
     skipped = set(range(1, SKIP_FIRST_STEPS + 1))
@@ -90,7 +115,7 @@ def _standouts(
     found = []
     for step, ranks in sorted(by_step.items()):
         usual = profiled_median if step in profiled else median
-        if step not in skipped and _slowest(ranks) > STANDOUT * usual:
+        if step not in skipped and _slowest(ranks) > bar(usual):
             found.append(_stand_out(step, ranks, usual))
     return found
 
@@ -140,6 +165,7 @@ def _window_check(
     median: float,
     run_standouts: int,
     steps: int,
+    bar: Callable[[float], float],
 ) -> WindowCheck | None:
     """The profiler slows every step it records alike, so a step stands out in the window against the window's own
     median."""
@@ -149,20 +175,20 @@ def _window_check(
         return None
     length = len(times)
     window_median = statistics.median(times)
-    inside = sum(t > STANDOUT * window_median for t in times)
+    inside = sum(t > bar(window_median) for t in times)
     expected = run_standouts * length / steps if steps else 0.0
     ratio = window_median / median if median else 1.0
     reasons = []
     if run_standouts >= 2 and inside == 0 and expected >= 0.5:
         reasons.append(
-            f"none of its {length} steps stood out, while {run_standouts} of the run's {steps} did ({expected:.1f} "
+            f"none of its {length} steps stood out, while {run_standouts:,} of the run's {steps:,} did ({expected:.1f} "
             "expected in a window this long): it shows the run without them"
         )
     elif inside >= 1 and inside > max(1.0, 2 * expected):
-        reasons.append(f"{inside} of its {length} steps stood out, against {run_standouts} of the run's {steps}")
+        reasons.append(f"{inside} of its {length} steps stood out, against {run_standouts:,} of the run's {steps:,}")
     typical = not reasons
     if typical:
-        reasons.append(f"{inside} of its {length} steps stood out, against {run_standouts} of the run's {steps}")
+        reasons.append(f"{inside} of its {length} steps stood out, against {run_standouts:,} of the run's {steps:,}")
     profiler = f", the profiler's own cost ({ratio - 1:+.0%})" if abs(ratio - 1) > PROFILER_NOTED else ""
     reasons.append(f"its median step {window_median:.1f} ms against the run's {median:.1f} ms{profiler}")
     why = "; ".join(reasons)

@@ -75,7 +75,7 @@ def standout_row(s: StandOut) -> tuple[str, ...]:
         f"{s.step_ms:.1f}",
         f"{s.times_median:.2f}x",
         "-" if s.rank is None else str(s.rank),
-        f"{s.busy_ms:.1f}",
+        "-" if s.rank is None else f"{s.busy_ms:.1f}",
         s.collective or "-",
         f"{s.waited_ms:.2f}" if s.collective else "-",
     )
