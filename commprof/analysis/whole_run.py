@@ -32,13 +32,9 @@ def whole_run(ledgers: dict[int, RankLedger], schedule: ProfileSchedule | None) 
             histogram[b] = histogram.get(b, 0) + n
     by_step = _kept_steps(ledgers)
     every_step_kept = all(len(ledger.entries()) >= ledger.steps for ledger in ledgers.values())
-    median = (
-        statistics.median(e.step_ms for ranks in by_step.values() for e in ranks.values())
-        if every_step_kept
-        else quantile_ms(histogram, 0.5)
-    )
-    times = [e.step_ms for ranks in by_step.values() for e in ranks.values()]
-    spread = _spread(times if every_step_kept else _from_histogram(histogram), median)
+    times = [e.step_ms for ranks in by_step.values() for e in ranks.values()] if every_step_kept else []
+    median = statistics.median(times) if times else quantile_ms(histogram, 0.5)
+    spread = _spread(times or _from_histogram(histogram), median)
 
     def bar(usual: float) -> float:
         """Slower than this stands out: STANDOUT times the usual step, and beyond the run's own jitter."""
