@@ -11,6 +11,7 @@ from tests.conftest import REPO, commprof, load_json
 
 pytestmark = pytest.mark.slow
 SLEEPER = REPO / "tests" / "data" / "scripts" / "slow_input_on_rank1.py"  # rank 1 sleeps 40 ms before each batch
+NOW_AND_THEN = REPO / "tests" / "data" / "scripts" / "slow_every_10th_step_on_rank1.py"  # 200 ms every 10th step
 DEEP_MLP = f"{REPO / 'tests' / 'data' / 'deep_mlp.py'}:build"  # 128 small parameters: 64 buckets at a tiny cap
 TINY_CAP = "0.001"
 REPEATS = 3
@@ -23,7 +24,7 @@ def claims(report: dict) -> dict[str, str]:
     for f in report["findings"]:
         if f["setting"]:
             found[f["kind"]] = json.dumps(f["setting"], sort_keys=True)
-        elif f["kind"] in ("straggler", "input_stall"):
+        elif f["kind"] in ("straggler", "input_stall", "stalls_now_and_then"):
             found[f["kind"]] = f["title"]
     return found
 
@@ -63,6 +64,19 @@ def test_a_sleeping_rank_is_the_straggler_every_time(tmp_path):
         assert straggler["title"] == "rank 1 is the straggler: the others wait for it"
         assert 30 <= straggler["gain_ms"]["value"] <= 50 and straggler["gain_ms"]["low"] > 0
         assert "idle before its first operator" in straggler["action"]
+
+
+def test_a_rank_that_stalls_every_10th_step_is_found_every_time(tmp_path):
+    """Rank 1 stalls 200 ms at steps 10, 20, ..., 60, the profiled window between two of them: every run names rank 1
+    from the whole run, with those six steps and nothing else standing out."""
+    reports = runs(tmp_path, "now-and-then", "--schedule", "10,1,7", "--", str(NOW_AND_THEN))
+    no_contradiction(reports)
+    for report in reports:
+        stalls = next(f for f in report["findings"] if f["kind"] == "stalls_now_and_then")
+        assert stalls["title"].startswith("rank 1 stalls now and then") and stalls["gain_ms"]["low"] > 0
+        whole = report["whole_run"]
+        assert [s["step"] for s in whole["standouts"] if s["rank"] == 1] == [10, 20, 30, 40, 50, 60]
+        assert whole["slow_rank"] == 1 and whole["slow_rank_every"] == 10
 
 
 def test_a_tiny_bucket_cap_loses_every_time(tmp_path):
