@@ -102,6 +102,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.steps <= SKIP:
         parser.error(f"--steps must be more than {SKIP}: the steps compared are those from {SKIP} on")
+    args.workdir = args.workdir.resolve()  # the launches run in it: the script's --out must not be relative
     args.workdir.mkdir(parents=True, exist_ok=True)
     workloads = args.workloads.split(",")
     ms: dict[str, dict[str, list[float]]] = {w: {m: [] for m in MODES} for w in workloads}
