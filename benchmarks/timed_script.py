@@ -1,6 +1,7 @@
 """A DDP training script that times its own optimizer steps (wall clock, rank 0) into --out: the same numbers
 under torchrun and under `commprof run --`, for benchmarks/bench_script_overhead.py and bench_whole_run.py.
---device cuda: NCCL, each rank on its LOCAL_RANK's GPU, synchronised before each step's time is taken."""
+--device cuda: NCCL, each rank on its LOCAL_RANK's GPU, synchronised before each step's time is taken. --comm-hook
+allreduce: the script registers torch's own Python all-reduce hook (DDP's all-reduce without its fused division)."""
 
 import argparse
 import json
@@ -10,11 +11,13 @@ import time
 import torch
 import torch.distributed as dist
 from torch import nn
+from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--steps", type=int, default=60)
 parser.add_argument("--out", required=True)
 parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+parser.add_argument("--comm-hook", choices=("none", "allreduce"), default="none")
 args = parser.parse_args()
 
 cuda = args.device == "cuda"
@@ -27,6 +30,8 @@ layers = []
 for _ in range(8):
     layers += [nn.Linear(1024, 1024), nn.ReLU()]
 model = nn.parallel.DistributedDataParallel(nn.Sequential(*layers).to(device))
+if args.comm_hook == "allreduce":
+    model.register_comm_hook(None, default_hooks.allreduce_hook)
 optimizer = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9)
 batches = [torch.randn(32, 1024, device=device) for _ in range(4)]
 times, last = [], time.perf_counter()
