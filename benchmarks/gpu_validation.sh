@@ -75,11 +75,14 @@ else:
     analysis = TraceAnalysis(trace_dir="traces/ws1-fp32")
     print(analysis.get_temporal_breakdown(visualize=False))
 PY
+# the whole-run record's cost (issue 31): commprof run with it against --no-whole-run, interleaved, on one GPU
+# (--gpus 1: with one rank DDP still calls the timed comm hook, so the recorder's CUDA events are paid); goal 1%
+check whole-run-cost "$py" "$repo/benchmarks/bench_whole_run.py" --workdir whole-run --device cuda --rounds 4
 
 echo "=== summary (work folder: $work)"
 printf '%s\n' "${summary[@]}"
 if [ -n "${OUT:-}" ]; then
   mkdir -p "$OUT"
-  tar czf "$OUT/reports.tgz" reports ./*.log sweep-memory.csv 2>/dev/null
+  tar czf "$OUT/reports.tgz" reports ./*.log sweep-memory.csv whole-run/whole-run-results.json 2>/dev/null
   tar czf "$OUT/traces-ws1.tgz" traces/ws1-fp32 traces/gloo-gpu 2>/dev/null
 fi
