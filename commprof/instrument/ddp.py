@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 import torch
 from torch import nn
@@ -31,8 +31,21 @@ def mpi_allreduce_hook(state, bucket):  # no annotations: DDP checks them and re
     return future
 
 
-# wraps a comm hook (None: DDP's own all-reduce) and its state in one that times it (worker/step_ledger.py)
-Timing = Callable[[Any, Any], Any]
+class CommTiming(Protocol):
+    """The whole-run record's recorder (worker/step_ledger.py)."""
+
+    def timed(self, hook: Any, state: Any) -> Any:
+        """A comm hook timing `hook` (None: DDP's own all-reduce), called with `state`."""
+
+    def watch(self, ddp: DistributedDataParallel) -> None:
+        """Read each step's span from this DDP's own timers (a DDP on CPU that keeps its own all-reduce)."""
+
+
+def keeps_its_own_all_reduce_on_cpu(ddp: DistributedDataParallel) -> bool:
+    """On CPU tensors, any comm hook costs a pass over the gradients that DDP's own all-reduce saves (it divides them
+    while copying them into its buckets); on a GPU that pass is a kernel of microseconds."""
+    first = next((p for p in ddp.parameters() if p.requires_grad), None)
+    return first is not None and first.device.type == "cpu"
 
 
 def wrap_ddp(
@@ -40,7 +53,7 @@ def wrap_ddp(
     options: DDPOptions,
     device: torch.device,
     mpi_gradients: bool = False,
-    timing: Timing | None = None,
+    timing: CommTiming | None = None,
 ) -> DistributedDataParallel:
     """DDP with commprof's options; with `mpi_gradients`, buckets are all-reduced over MPI by a comm hook; with
     `timing`, the hook it uses is timed."""
@@ -53,8 +66,10 @@ def wrap_ddp(
         static_graph=options.static_graph,
     )
     hook = mpi_allreduce_hook if mpi_gradients else COMM_HOOKS.get(options.comm_hook)
-    if timing is not None:
-        ddp.register_comm_hook(None, timing(hook, None))
+    if timing is not None and hook is None and keeps_its_own_all_reduce_on_cpu(ddp):
+        timing.watch(ddp)
+    elif timing is not None:
+        ddp.register_comm_hook(None, timing.timed(hook, None))
     elif hook is not None:
         ddp.register_comm_hook(None, hook)
     return ddp
@@ -127,7 +142,7 @@ class DDPOverrides:
         self._original = DistributedDataParallel.__init__
         self._original_register = DistributedDataParallel.register_comm_hook
         self.on_first_forward: Callable[[], None] | None = None  # called once, as the first DDP's forward begins
-        self.timing: Timing | None = None  # when set, every DDP's comm hook is timed (the script's own included)
+        self.timing: CommTiming | None = None  # when set, every DDP's all-reduces are timed (worker/step_ledger.py)
 
     def install(self) -> None:
         original, signature, overrides = self._original, inspect.signature(self._original), self
@@ -167,7 +182,7 @@ class DDPOverrides:
             if timed is not None:  # commprof's timed all-reduce is registered: the script's hook goes inside it
                 timed.inner, timed.state = hook, state
             elif overrides.timing is not None:
-                timed = overrides.timing(hook, state)
+                timed = overrides.timing.timed(hook, state)
                 overrides._original_register(ddp, None, timed)
                 setattr(ddp, TIMED, timed)
             else:
@@ -177,9 +192,13 @@ class DDPOverrides:
         DistributedDataParallel.register_comm_hook = register_comm_hook  # type: ignore[method-assign,assignment]
 
     def _time_default(self, ddp: DistributedDataParallel) -> None:
-        """DDP's own all-reduce, timed, unless the script registered a hook (its own is then timed)."""
+        """DDP's own all-reduce, timed, unless the script registered a hook (its own is then timed); on CPU, read
+        from DDP's own timers instead."""
         if getattr(ddp, TIMED, None) is None and self.timing is not None:
-            timed = self.timing(None, None)
+            if keeps_its_own_all_reduce_on_cpu(ddp):
+                self.timing.watch(ddp)
+                return
+            timed = self.timing.timed(None, None)
             try:
                 self._original_register(ddp, None, timed)
             except RuntimeError:  # the script registered a built-in hook (C++): its steps are timed, not its calls

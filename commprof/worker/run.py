@@ -75,7 +75,7 @@ def _train(config: RunConfig, ctx: RankContext, workload: Workload, run_dir: Pat
         ctx.device,
         config.precision,
         mpi_gradients=mpi_through_mpi4py(config),
-        timing=ledger.timed if ledger else None,
+        timing=ledger,
     )
     recorder = StepRecorder(run_dir, ctx, progress_path, config.steps)
     with make_profiler(config.schedule, ctx.device.type == "cuda", run_dir, ctx.rank) as prof:

@@ -90,7 +90,7 @@ class ScriptSession:
             StepLedger(config.run_dir, self.rank, self.host, self.use_cuda, window) if config.whole_run else None
         )
         if self.ledger is not None:
-            self.ddp.timing = self.ledger.timed
+            self.ddp.timing = self.ledger
         self.last = time.perf_counter()
         self.profiler: torch.profiler.profile | None = None  # the scheduled one, from the first optimizer step on
         self.startup: torch.profiler.profile | None = None

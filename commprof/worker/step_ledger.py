@@ -23,7 +23,15 @@ from commprof.results.step_ledger import Call, LedgerBuilder, StepEntry, encode,
 
 HOST_CLOCK = "DDP comm hook futures, host clock"
 CUDA_EVENTS = "DDP comm hook, CUDA events"
+DDP_TIMERS = "DDP's own timers, one span per step"
 CommHook = Callable[[Any, Any], torch.futures.Future]
+
+
+def bucket_bytes(sizes: str | list[int]) -> int:
+    """The bytes of all of DDP's buckets, from its logging data ("1049600, 7357450")."""
+    if isinstance(sizes, str):
+        return sum(int(size) for size in sizes.replace(",", " ").split() if size.isdigit())
+    return sum(sizes)
 
 
 class _Launch:
@@ -70,7 +78,11 @@ class StepLedger:
         self.launches: list[_Launch] = []
         self.waiting: list[tuple[int, float, Any, list[_Launch]]] = []  # CUDA steps whose events are pending
         self.last = time.perf_counter_ns()
+        self.last_wall = time.time_ns()  # DDP's own timers are wall-clock stamps
         self.step_start_event: Any = self._event() if use_cuda else None
+        self.watched: Any = None  # a DDP on CPU without a comm hook: its own timers give each step's span
+        self.seen_comm_start = 0
+        self.unspanned: list[tuple[int, float, int, int]] = []  # (step, ms, wall start, wall end) awaiting a span
         self.due = Every(10.0)
 
     def _event(self) -> Any:
@@ -80,21 +92,37 @@ class StepLedger:
 
     def timed(self, hook: CommHook | None = None, state: Any = None) -> TimedHook:
         """`hook` (DDP's own all-reduce when None), timed: register the result as DDP's comm hook."""
+        if self.watched is not None:  # a script that registers its own hook late: its calls are timed from now
+            self._span_from_ddp(final=True)
+            self.watched = None
         self.builder.timed_by = CUDA_EVENTS if self.use_cuda else HOST_CLOCK
         return TimedHook(self, hook, state)
+
+    def watch(self, ddp: Any) -> None:
+        """A DDP on CPU tensors that keeps its own all-reduce: a Python hook in its place would cost one more pass
+        over the gradients (DDP divides them while copying them into its buckets only without a hook), so each
+        step's span, from the first bucket's launch to the last one's completion, is read from DDP's own timers
+        (its runtime logging, every step)."""
+        if self.watched is None and self.builder.timed_by != HOST_CLOCK:
+            self.watched = ddp
+            self.builder.timed_by = DDP_TIMERS
 
     def step_started(self) -> None:
         """A step begins now: what ran since the last one ended (commprof's own bookkeeping) is in neither."""
         self.last = time.perf_counter_ns()
+        self.last_wall = time.time_ns()
         if self.use_cuda:
             self.step_start_event = self._event()
 
     def step_ended(self, step_ms: float | None = None) -> None:
         """The step that began at the last `step_started` has ended (`step_ms`: as the caller timed it)."""
-        step = self.builder.steps + len(self.waiting) + 1
+        step = self.builder.steps + len(self.waiting) + len(self.unspanned) + 1
         step_ms = (time.perf_counter_ns() - self.last) / 1e6 if step_ms is None else step_ms
         launches, self.launches = self.launches, []
-        if self.use_cuda:
+        if self.watched is not None:
+            self.unspanned.append((step, step_ms, self.last_wall, time.time_ns()))
+            self._span_from_ddp(final=False)
+        elif self.use_cuda:
             self.waiting.append((step, step_ms, self.step_start_event, launches))
             self._resolve_cuda(block=False)
         else:
@@ -106,6 +134,33 @@ class StepLedger:
             self.builder.add(StepEntry.of(step, step_ms, calls))
         if self.due():
             self.write()
+
+    def _span_from_ddp(self, final: bool) -> None:
+        """DDP's timers of its last backward (set as the next forward begins, or at the end of the backward) go to
+        the step whose time holds their start; the steps before it are complete. `final`: every step is, and the
+        last backward's timers are taken as DDP would at a next forward."""
+        try:
+            if final and self.watched.logger is not None:
+                self.watched.logger.set_runtime_stats_and_log()
+            data = self.watched._get_ddp_logging_data()
+        except Exception:  # noqa: BLE001 - the script's run matters more than its record: steps only from here
+            data = {}
+        start, end = data.get("backward_comm_time_start", 0), data.get("backward_comm_time_end", 0)
+        if start > self.seen_comm_start and end >= start:
+            self.seen_comm_start = start
+            for i, (step, step_ms, wall_start, wall_end) in enumerate(self.unspanned):
+                if wall_start <= start <= wall_end:
+                    sizes = data.get("rebuilt_bucket_sizes") or data.get("bucket_sizes") or ""
+                    call = Call("all_reduce", bucket_bytes(sizes), (start - wall_start) / 1e6, (end - start) / 1e6)
+                    for earlier in self.unspanned[:i]:
+                        self.builder.add(StepEntry.of(earlier[0], earlier[1]))
+                    self.builder.add(StepEntry.of(step, step_ms, (call,)))
+                    del self.unspanned[: i + 1]
+                    break
+        keep = 0 if final else 1  # the last step's span may come with the next forward
+        while len(self.unspanned) > keep:
+            step, step_ms, _, _ = self.unspanned.pop(0)
+            self.builder.add(StepEntry.of(step, step_ms))
 
     def _resolve_cuda(self, block: bool) -> None:
         """Add the CUDA steps whose events have all happened, in order (all of them when `block`)."""
@@ -132,6 +187,8 @@ class StepLedger:
         self.due.took(time.perf_counter() - started)
 
     def finish(self) -> None:
+        if self.watched is not None:
+            self._span_from_ddp(final=True)
         if self.use_cuda:
             self._resolve_cuda(block=True)
         write_bytes_atomic(self.path, encode(self.builder.ledger()))

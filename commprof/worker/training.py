@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from commprof.config import DDPOptions, SettingOptions
-from commprof.instrument.ddp import Timing, ddp_logging_data, wrap_ddp
+from commprof.instrument.ddp import CommTiming, ddp_logging_data, wrap_ddp
 from commprof.instrument.fsdp import shard
 from commprof.instrument.profiler import cuda_synchronize
 from commprof.workloads.workload import Workload, call_model, to_device
@@ -39,7 +39,7 @@ class Trainer:
         precision: str,
         mpi_gradients: bool = False,
         ddp_logging_every_step: bool = True,
-        timing: Timing | None = None,
+        timing: CommTiming | None = None,
     ):
         self.is_ddp = isinstance(options, DDPOptions)
         self.accum = 1
