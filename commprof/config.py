@@ -218,8 +218,8 @@ class RunRequest(_StrategyOptions):
     )
     whole_run: bool = option(
         True,
-        "Record every step's time and each DDP all-reduce on every rank, from the first step to the last, without "
-        "the profiler (the report's whole-run section; costs under 1% of a step). --no-whole-run: the window only.",
+        "Record every step's time and its DDP all-reduces on every rank, from the first step to the last, without "
+        "the profiler (the report's whole-run section). --no-whole-run: the profiled window only.",
     )
     script: tuple[str, ...] = ()  # the user's training script and its arguments (or -m module and arguments)
     schedule: ProfileSchedule = field(default_factory=ProfileSchedule)

@@ -11,8 +11,8 @@ from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 from torch.nn.parallel import DistributedDataParallel as ImportedEarly
 
 from commprof.config import DDPOptions
-from commprof.instrument.ddp import DDPOverrides
-from commprof.worker.step_ledger import StepLedger
+from commprof.instrument.ddp import TIMED, DDPOverrides
+from commprof.worker.step_ledger import DDP_TIMERS, HOST_CLOCK, StepLedger
 
 
 @pytest.fixture
@@ -121,13 +121,13 @@ def _train_once(ddp) -> None:
     ddp(torch.randn(2, 8)).sum().backward()
 
 
-@pytest.mark.parametrize("registered", ["before the first forward", "after it", "never"])
-def test_every_ddp_s_all_reduces_are_timed_with_the_script_s_own_hook_inside(one_rank, tmp_path, registered):
-    """The whole-run record times DDP's all-reduces through a comm hook: DDP's own all-reduce when the script
-    registers none, else the script's hook, whenever it registers it (DDP allows one registration)."""
+@pytest.mark.parametrize("registered", ["before the first forward", "after it"])
+def test_a_script_s_own_hook_is_timed_inside_commprof_s_whenever_it_registers_it(one_rank, tmp_path, registered):
+    """The whole-run record times DDP's all-reduces through a comm hook where the script has one, whenever it
+    registers it (DDP allows one registration): the script's hook runs inside the timed one."""
     ledger = StepLedger(tmp_path, 0, "vm", use_cuda=False, window=None)
     overrides = DDPOverrides(DDPOptions())
-    overrides.timing = ledger.timed
+    overrides.timing = ledger
     called = []
 
     def own_hook(state, bucket):
@@ -147,5 +147,31 @@ def test_every_ddp_s_all_reduces_are_timed_with_the_script_s_own_hook_inside(one
         overrides.uninstall()
     ledger.step_ended()
     (step,) = ledger.builder.ledger().recent
-    assert [c.bytes for c in step.calls] == [(32 + 4) * 4] * (2 if registered == "after it" else 1)
-    assert called == (["mine"] if registered != "never" else [])
+    assert ledger.builder.timed_by == HOST_CLOCK
+    assert [c.bytes for c in step.calls] == [(32 + 4) * 4]  # the hook's one bucket, timed
+    assert called == ["mine"]
+
+
+def test_ddp_s_own_all_reduce_on_cpu_is_read_from_its_own_timers(one_rank, tmp_path):
+    """No hook of the script's: no Python hook takes the place of DDP's C++ all-reduce (it would cost a pass over the
+    gradients); each step's span, first bucket's launch to last one's completion, comes from DDP's own timers."""
+    ledger = StepLedger(tmp_path, 0, "vm", use_cuda=False, window=None)
+    overrides = DDPOverrides(DDPOptions())
+    overrides.timing = ledger
+    overrides.install()
+    try:
+        ddp = nn.parallel.DistributedDataParallel(nn.Linear(8, 4))
+        for _ in range(3):
+            ledger.step_started()
+            _train_once(ddp)
+            ledger.step_ended()
+    finally:
+        overrides.uninstall()
+    ledger.finish()  # the last step's span: taken as DDP's next forward would
+    assert getattr(ddp, TIMED, None) is None and "comm_hook" not in ddp._get_ddp_logging_data()  # no hook
+    recorded = ledger.builder.ledger()
+    assert recorded.timed_by == DDP_TIMERS and recorded.steps == 3
+    for step in recorded.recent:
+        (span,) = step.calls
+        assert span.op == "all_reduce" and span.bytes == (32 + 4) * 4
+        assert 0 <= span.start_ms and span.start_ms + span.duration_ms <= step.step_ms
