@@ -1,12 +1,17 @@
-"""The whole-run record's recorder, in each rank (results/step_ledger.py): every optimizer step's time and each
-DDP gradient all-reduce's bytes, start and duration, without the profiler.
+"""The whole-run record's recorder, in each rank (results/step_ledger.py): every optimizer step's time and its
+DDP gradient all-reduces' bytes, start and duration, without the profiler (docs/semantics.md, Whole run).
 
-The all-reduces are timed by a DDP comm hook wrapped around the one the run uses (DDP's own all-reduce,
-commprof's --comm-hook, MPI's, or the script's own): it notes when the bucket is launched and when its future
-completes. On CPU tensors (Gloo, MPI) the future completes on the backend's thread when the collective does, so
-host clocks time it. On CUDA tensors a future completes when the collective is enqueued, so the times are CUDA
-events: one recorded on the current stream at the launch, one in the future's callback (which runs on a stream
-that waits for the collective); they are read once they have happened, without synchronising."""
+Two sources, whichever costs the run nothing:
+- a DDP on CPU tensors that keeps DDP's own C++ all-reduce is only watched: each step's span, from the first
+  bucket's launch to the last one's completion, is read from DDP's own timers (its runtime logging, on for every
+  step). A comm hook in its place would cost a pass over the gradients (DDP divides them while copying them into
+  its buckets only when there is no hook).
+- otherwise (a hook the run has anyway, or CUDA tensors) a DDP comm hook wrapped around the run's own notes when
+  each bucket is launched and when its future completes. On CPU tensors the future completes on the backend's
+  thread when the collective does, so host clocks time it. On CUDA tensors a future completes when the collective
+  is enqueued, so the times are CUDA events: one recorded on the current stream at the launch, one in the future's
+  callback (which runs on a stream that waits for the collective); they are read once they have happened, without
+  synchronising."""
 
 from __future__ import annotations
 
