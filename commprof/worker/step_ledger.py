@@ -97,8 +97,9 @@ class StepLedger:
 
     def timed(self, hook: CommHook | None = None, state: Any = None) -> TimedHook:
         """`hook` (DDP's own all-reduce when None), timed: register the result as DDP's comm hook."""
-        if self.watched is not None:  # a script that registers its own hook late: its calls are timed from now
-            self._span_from_ddp(final=True)
+        if self.watched is not None:  # a script that registers its own hook: its calls are timed from now
+            if self.unspanned:
+                self._span_from_ddp(final=True)
             self.watched = None
         self.builder.timed_by = CUDA_EVENTS if self.use_cuda else HOST_CLOCK
         return TimedHook(self, hook, state)
