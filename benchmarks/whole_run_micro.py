@@ -6,7 +6,9 @@ periodic write, on one CPU core without any training.
 - per all-reduce: TimedHook(inner) against inner alone, both called with a fake bucket, inner returning a
   completed future (its `then` callback, the one that times the end, runs at once);
 - per step: StepLedger.step_ended with 2 and with 64 (MAX_CALLS) timed all-reduces, the 10-second write left out;
-- per write (every 10 s, and at the end): StepLedger.write once its record is full (2 x RECENT recent steps).
+- per write (every 10 s, and at the end): StepLedger.write once its record is full (2 x RECENT recent steps);
+- per step on CPU without a hook: reading DDP's own timers (`_get_ddp_logging_data`) of a one-rank DDP (an
+  in-process Gloo group) after a training step.
 Each figure is the fastest of --repeats runs (the machine's noise only adds), in microseconds."""
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import torch
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+from commprof.launch.progress import Every  # noqa: E402
 from commprof.results.step_ledger import RECENT  # noqa: E402
 from commprof.worker.step_ledger import StepLedger  # noqa: E402
 
@@ -52,7 +55,8 @@ def fastest_us(fn, calls: int, repeats: int) -> float:
 
 def ledger(folder: Path) -> StepLedger:
     recorder = StepLedger(folder, 0, "host", use_cuda=False, window=(8, 17))
-    recorder.due = lambda: False  # the write is timed on its own
+    recorder.due = Every(float("inf"))  # the write is timed on its own
+    recorder.due()  # its first call is due; never again
     return recorder
 
 
@@ -91,6 +95,20 @@ def write_us(folder: Path, buckets: int, repeats: int) -> tuple[float, int]:
     return best, recorder.path.stat().st_size
 
 
+def ddp_timers_us(repeats: int) -> float:
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        ddp = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(1024, 1024))
+        ddp._set_ddp_runtime_logging_sample_rate(1)
+        for _ in range(3):
+            ddp(torch.randn(8, 1024)).sum().backward()
+        return fastest_us(ddp._get_ddp_logging_data, 1000, repeats)
+    finally:
+        dist.destroy_process_group()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7)
@@ -107,6 +125,7 @@ def main() -> None:
         print(f"per all-reduce: TimedHook adds {timed_us - plain_us:.1f} us ({timed_us:.1f} against {plain_us:.1f})")
         for buckets in (2, 64):
             print(f"per step, {buckets} all-reduces: step_ended {step_us(folder, buckets, args.repeats):.1f} us")
+        print(f"per step, DDP's own timers read: {ddp_timers_us(args.repeats):.1f} us")
         for buckets in (2, 64):
             us, size = write_us(folder, buckets, args.repeats)
             print(

@@ -118,10 +118,6 @@ class RankLedger:
         """The steps kept in full, by step."""
         return {e.step: e for e in (*self.window, *self.slowest, *self.recent)}
 
-    def median_ms(self) -> float:
-        """The run's median step time, to the histogram's 5%."""
-        return quantile_ms(self.histogram, 0.5)
-
     def steps_over(self, ms: float) -> int:
         """How many of the run's steps took longer than `ms` (to the histogram's 5%)."""
         return sum(n for b, n in self.histogram.items() if bin_floor_ms(b) >= ms)
