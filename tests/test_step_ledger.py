@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from commprof.analysis.rank_findings import stalls_now_and_then
+from commprof.analysis.stats import mean_ci
 from commprof.analysis.whole_run import waits_caused, whole_run
 from commprof.config import ProfileSchedule
 from commprof.launch.progress import Every
@@ -99,13 +100,16 @@ def test_the_recorder_times_each_bucket_from_launch_to_completion_on_the_host_cl
     assert second.start_ms + second.duration_ms <= first.start_ms + first.duration_ms  # the second completed first
 
 
-def _ledgers(steps: int = 40, sleeps: tuple[int, ...] = (10, 20, 30), sleeper: int = 1) -> dict:
+def _ledgers(
+    steps: int = 40, sleeps: tuple[int, ...] = (10, 20, 30), sleeper: int = 1, stall_ms=lambda step: 200.0
+) -> dict:
     """Two ranks of a synchronous job: a step is 10 ms, 4 ms of it one 64 MiB all-reduce from 5 ms in. At each
-    step of `sleeps`, `sleeper` stalls 200 ms before it launches; the other waits for it inside the all-reduce."""
+    step of `sleeps`, `sleeper` stalls `stall_ms(step)` before it launches; the other waits for it inside the
+    all-reduce."""
     builders = {r: LedgerBuilder(r, "vm", HOST_CLOCK, window=(8, 17)) for r in (0, 1)}
     for step in range(1, steps + 1):
         for rank, builder in builders.items():
-            stall = 200.0 if step in sleeps else 0.0
+            stall = stall_ms(step) if step in sleeps else 0.0
             if rank == sleeper:
                 call = Call("all_reduce", 64 * 2**20, 5.0 + stall, 4.0)
             else:
@@ -169,9 +173,9 @@ def test_what_each_rank_made_the_others_wait_at_each_unprofiled_step():
     waits = waits_caused(_ledgers(), SCHEDULE)
     # steps 4-5 and 19-40 (the first three and the profiler's reach, 6-18, left out): rank 1 made rank 0 wait
     # 200 ms at steps 20 and 30, nothing else
-    assert len(waits[1]) == len(waits[0]) == 2 + 22
-    assert sorted(waits[1])[-2:] == [200.0, 200.0] and sum(waits[1]) == 400.0
-    assert set(waits[0]) == {0.0}
+    assert list(waits[1]) == list(waits[0]) == [4, 5, *range(19, 41)]
+    assert {step: ms for step, ms in waits[1].items() if ms} == {20: 200.0, 30: 200.0}
+    assert set(waits[0].values()) == {0.0}
 
 
 def test_a_rank_that_stalls_now_and_then_is_a_finding_of_the_whole_run():
@@ -184,7 +188,29 @@ def test_a_rank_that_stalls_now_and_then_is_a_finding_of_the_whole_run():
     assert "the profiled window, steps 8-17, has none of them" in finding.evidence
     unprofiled = 100 - 3 - 13  # the first three and the window's reach, steps 6-18
     assert finding.gain_ms.value == pytest.approx(9 * 200 / unprofiled)
-    assert 0 < finding.gain_ms.low < finding.gain_ms.value < finding.gain_ms.high
+    # nine stalls of exactly 200 ms every 10 steps: a rerun has as many, as large
+    assert finding.gain_ms.low == finding.gain_ms.high == finding.gain_ms.value
+
+
+def test_stalls_every_10_steps_keep_their_count_in_the_interval_and_stalls_at_no_period_do_not():
+    """Stalls of 202, 203, ..., 210 ms at steps 20, 30, ..., 100: only their sizes move the interval (variance 7.5,
+    8 degrees of freedom, t = 2.306), not how many there are. Six stalls at no period: the bootstrap of every
+    step's wait, in which a rerun may stall more or less often."""
+    ledgers = _ledgers(steps=100, sleeps=tuple(range(20, 101, 10)), stall_ms=lambda step: 200 + step / 10)
+    (finding,) = stalls_now_and_then(whole_run(ledgers, SCHEDULE), waits_caused(ledgers, SCHEDULE))
+    unprofiled = 100 - 3 - 13
+    mean, half = 1854 / unprofiled, 2.306 * (9 * 7.5) ** 0.5 / unprofiled
+    gain = finding.gain_ms
+    assert (gain.value, gain.low, gain.high) == pytest.approx((mean, mean - half, mean + half))
+
+    irregular = (20, 23, 41, 70, 72, 95)
+    ledgers = _ledgers(steps=100, sleeps=irregular)
+    whole = whole_run(ledgers, SCHEDULE)
+    assert whole is not None and whole.slow_rank_every is None
+    waits = waits_caused(ledgers, SCHEDULE)
+    (finding,) = stalls_now_and_then(whole, waits)
+    assert finding.gain_ms == mean_ci(list(waits[1].values()))
+    assert finding.gain_ms.low < 6 * 200 / unprofiled / 2  # the count of stalls may halve
 
 
 def test_a_rank_late_at_every_step_is_the_straggler_s_finding_not_this_one():

@@ -61,7 +61,7 @@ def findings(
     distortion: list[ProfilerDistortion],
     ceiling: tuple[float, str] | None = None,
     drift_ms: float = 0.0,
-    waits: dict[int, list[float]] | None = None,
+    waits: dict[int, dict[int, float]] | None = None,
 ) -> tuple[list[Finding], list[Finding]]:
     """The claims (ranked, the profiler's distortion last) and the findings whose gain is within the noise (ranked),
     each with the interval a rerun's gain falls in. `ceiling`: the all-reduce bus bandwidth `commprof bench`

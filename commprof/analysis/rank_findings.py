@@ -7,7 +7,7 @@ import statistics
 from collections import defaultdict
 
 from commprof.analysis.crossrank import Matching
-from commprof.analysis.stats import mean_ci, median_ci
+from commprof.analysis.stats import mean_ci, median_ci, stratified_mean_ci
 from commprof.results.common import signed
 from commprof.results.report import Finding, Report
 from commprof.results.whole_run import WholeRun
@@ -50,7 +50,7 @@ def input_stalls(report: Report, step_ms: float) -> list[Finding]:
 
 
 def straggler(
-    report: Report, windows, matching: Matching | None, step_ms: float, waits: dict[int, list[float]] | None = None
+    report: Report, windows, matching: Matching | None, step_ms: float, waits: dict[int, dict[int, float]] | None = None
 ) -> list[Finding]:
     """The rank whose late arrivals make the others wait: the others' mean wait per step is what the job loses.
     `waits`: per rank, what it made the others wait at each step of the whole run (analysis/whole_run.waits_caused);
@@ -72,8 +72,8 @@ def straggler(
     names = [s.name for s in steps_of.get(straggler, [])]
     costs = [per_step.get(name, 0.0) for name in names]
     over = ""
-    if waits and len(waits.get(straggler, [])) > len(costs):
-        costs = waits[straggler]
+    if waits and len(waits.get(straggler, {})) > len(costs):
+        costs = list(waits[straggler].values())
         over = f" (the interval over {len(costs)} unprofiled steps of the whole run)"
     if len(costs) < 2:
         return []
@@ -146,18 +146,27 @@ def _excess(report: Report, rank: int, parts=tuple(PARTS)) -> dict[str, float]:
     return {part: median_of({rank}, part) - median_of(others, part) for part in parts}
 
 
-def stalls_now_and_then(whole: WholeRun | None, waits: dict[int, list[float]]) -> list[Finding]:
+def stalls_now_and_then(whole: WholeRun | None, waits: dict[int, dict[int, float]]) -> list[Finding]:
     """The rank that makes the others wait at a few steps only (its stand-out steps of the whole run): what the job
     loses is the mean over every step, carried by those few, which no profiled window of a few steps measures. A rank
-    late at most steps is the straggler's finding instead (the median of its waits is then most of their mean)."""
+    late at most steps is the straggler's finding instead (the median of its waits is then most of their mean).
+    Stalls that come every N steps come as often in a rerun: the interval then holds their count and lets only
+    their sizes and the other steps' waits move; stalls at no period may come more or less often."""
     if whole is None or whole.slow_rank is None or whole.slow_rank_steps < 2:
         return []
     rank = whole.slow_rank
-    costs = waits.get(rank, [])
+    by_step = waits.get(rank, {})
+    costs = list(by_step.values())
     if len(costs) < 2 or statistics.median(costs) >= statistics.fmean(costs) / 2:
         return []
     mine = [s for s in whole.standouts if s.rank == rank]
     mine = [s for s in mine if s.lost_ms >= max(m.lost_ms for m in mine) / 2]  # the stalls, not the jitter
+    stalled = {s.step for s in mine}
+    if whole.slow_rank_every:
+        groups = [[w for step, w in by_step.items() if (step in stalled) is inside] for inside in (True, False)]
+        gain = stratified_mean_ci(groups)
+    else:
+        gain = mean_ci(costs)
     every = f", every {whole.slow_rank_every} steps" if whole.slow_rank_every else ""
     shown = ", ".join(str(s.step) for s in mine[:8]) + (", ..." if len(mine) > 8 else "")
     waited_in = next((s.collective for s in mine if s.collective), None)
@@ -181,6 +190,6 @@ def stalls_now_and_then(whole: WholeRun | None, waits: dict[int, list[float]]) -
                 f"look at what rank {rank} does at those steps: a checkpoint, logging or evaluation on that rank "
                 "alone, a slow shard of its data, garbage collection; move it off the step or onto every rank at once"
             ),
-            gain_ms=mean_ci(costs),
+            gain_ms=gain,
         )
     ]

@@ -145,3 +145,20 @@ def launches_difference_ci(before: list[float], after: list[float]) -> Estimate:
     df = (var_a + var_b) ** 2 / (var_a**2 / (len(after) - 1) + var_b**2 / (len(before) - 1))
     t = T_975[int(df) - 1] if int(df) <= len(T_975) else 1.96
     return Estimate(difference, difference - t * se, difference + t * se)
+
+
+def stratified_mean_ci(groups: list[list[float]]) -> Estimate:
+    """The mean over every group's values with a 95% interval in which each group keeps its count: for a cost whose
+    few large samples come on a schedule (a stall every 10th step), so that a rerun has as many of them and only
+    their sizes and the other samples move. `mean_ci` of the same values lets the count of large samples vary as
+    well. Student's t with Welch-Satterthwaite degrees of freedom: a bootstrap of six stalls is too narrow."""
+    groups = [g for g in groups if g]
+    count = sum(len(g) for g in groups)
+    mean = sum(sum(g) for g in groups) / count
+    parts = [(len(g) * statistics.variance(g) / count**2, len(g) - 1) for g in groups if len(g) > 1]
+    var = sum(v for v, _ in parts)
+    if var == 0:
+        return Estimate(mean, mean, mean)
+    df = var**2 / sum(v**2 / dof for v, dof in parts)
+    t = T_975[int(df) - 1] if int(df) <= len(T_975) else 1.96
+    return Estimate(mean, mean - t * var**0.5, mean + t * var**0.5)

@@ -212,8 +212,8 @@ def _series(ledgers: dict[int, RankLedger]) -> list[WholeRunPoint]:
     return points
 
 
-def waits_caused(ledgers: dict[int, RankLedger], schedule: ProfileSchedule | None) -> dict[int, list[float]]:
-    """rank -> for each step every rank kept in full (after the first SKIP_FIRST_STEPS, outside the profiler's
+def waits_caused(ledgers: dict[int, RankLedger], schedule: ProfileSchedule | None) -> dict[int, dict[int, float]]:
+    """rank -> step -> for each step every rank kept in full (after the first SKIP_FIRST_STEPS, outside the profiler's
     reach): how long the others waited for it, the mean over them of how much longer their collectives were in
     flight than its own (a rank that arrives L ms late finds its collective done in T; the others took L + T)."""
     if len(ledgers) < 2 or not all(ledger.timed_by for ledger in ledgers.values()):
@@ -223,10 +223,10 @@ def waits_caused(ledgers: dict[int, RankLedger], schedule: ProfileSchedule | Non
         reach |= set(range(schedule.wait + 1, schedule.total + 2))
     steps = [(step, ranks) for step, ranks in sorted(_kept_steps(ledgers).items()) if step not in reach]
     return {
-        rank: [
-            statistics.fmean(max(0.0, e.comm_ms - ranks[rank].comm_ms) for r, e in ranks.items() if r != rank)
-            for _, ranks in steps
+        rank: {
+            step: statistics.fmean(max(0.0, e.comm_ms - ranks[rank].comm_ms) for r, e in ranks.items() if r != rank)
+            for step, ranks in steps
             if len(ranks) == len(ledgers)
-        ]
+        }
         for rank in ledgers
     }
