@@ -226,6 +226,7 @@ class RunRequest(_StrategyOptions):
     ddp: DDPOptions = field(default_factory=DDPOptions)
     fsdp: FSDPOptions = field(default_factory=FSDPOptions)
     cli_args: tuple[str, ...] = ()  # the options as given on the command line (non-defaults), to repeat them
+    ddp_forced: tuple[str, ...] = ()  # DDP arguments named on the command line: a script gets them even at default
 
 
 def option_fields(cls: type) -> list[dataclasses.Field]:

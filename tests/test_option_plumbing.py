@@ -256,3 +256,18 @@ def test_max_steps_refused_where_it_cannot_hold(launches, capsys, argv, error):
         main([*argv[:1], "--quiet", *argv[1:]])
     assert exit_info.value.code == 2
     assert capsys.readouterr().err.strip() == f"error: {error}"
+
+
+@pytest.mark.parametrize(
+    "args, forced",
+    [
+        ([], ()),
+        (["--bucket-cap-mb", "25"], ("bucket_cap_mb",)),  # DDP's default, named: the script's own cap gives way
+        (["--bucket-cap-mb", "50", "--no-static-graph"], ("bucket_cap_mb", "static_graph")),
+        (["--max-steps", "30", "--comm-hook", "none"], ()),  # not DDP's arguments
+    ],
+)
+def test_ddp_arguments_named_on_the_command_line_reach_a_script_even_at_their_default(launches, args, forced):
+    """A script that asks DDP for bucket_cap_mb=100 gets 25 with --bucket-cap-mb 25, though 25 is the default."""
+    worker = launches(["run", "--quiet", *args, "--", "train.py"])
+    assert worker.config.ddp_forced == forced

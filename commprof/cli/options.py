@@ -13,7 +13,15 @@ from typing import Annotated, Any, Callable, Optional
 
 import typer
 
-from commprof.config import DDPOptions, FSDPOptions, ProfileSchedule, RunRequest, by_fields, option_fields
+from commprof.config import (
+    DDP_ARGUMENTS,
+    DDPOptions,
+    FSDPOptions,
+    ProfileSchedule,
+    RunRequest,
+    by_fields,
+    option_fields,
+)
 
 
 def _cli_type(hint: Any) -> Any:
@@ -103,8 +111,10 @@ DEFAULTS = {p.name: p.default for p in RUN_OPTIONS}
 FSDP_OPTIONS = frozenset(f.name for f in option_fields(FSDPOptions))  # only commands that run FSDP take them
 
 
-def build_request(values: dict[str, Any]) -> RunRequest:
-    """The RunRequest from the options' values (missing ones at their defaults), built by keyword."""
+def build_request(values: dict[str, Any], named: frozenset[str] = frozenset()) -> RunRequest:
+    """The RunRequest from the options' values (missing ones at their defaults), built by keyword. `named`: the
+    options the command line named, even at their default: a script's DDP gets those of DDP's arguments (its own
+    `bucket_cap_mb=100` becomes 25 with --bucket-cap-mb 25)."""
     given = {FIELD_OF.get(name, name): value for name, value in {**DEFAULTS, **values}.items()}
     schedule = ProfileSchedule.parse(given["schedule"]) if given["schedule"] else by_fields(ProfileSchedule, given)
     return by_fields(
@@ -114,6 +124,7 @@ def build_request(values: dict[str, Any]) -> RunRequest:
         ddp=by_fields(DDPOptions, given),
         fsdp=by_fields(FSDPOptions, given),
         cli_args=as_cli_args(values),
+        ddp_forced=tuple(name for name in DDP_ARGUMENTS if name in {FIELD_OF.get(n, n) for n in named}),
     )
 
 
@@ -151,10 +162,20 @@ def with_run_options(
             shared = {p.name: kwargs.pop(p.name) for p in shared_params}
             quiet, json_out = shared.pop("quiet"), shared.pop("json_out")
             lists = {"swept_values": {p.name: kwargs.pop(p.name) for p in list_params}} if swept else {}
-            request = build_request(shared)
+            request = build_request(shared, _named_on_command_line(kwargs.pop(CONTEXT.name), shared))
             return command(request=request, quiet=quiet or json_out, json_out=json_out, **lists, **kwargs)
 
-        wrapper.__signature__ = inspect.Signature(own + list_params + shared_params)  # type: ignore[attr-defined]
+        parameters = [CONTEXT, *own, *list_params, *shared_params]
+        wrapper.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
         return wrapper
 
     return decorate
+
+
+CONTEXT = inspect.Parameter("command_line", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context)
+
+
+def _named_on_command_line(context: typer.Context, names: dict[str, Any]) -> frozenset[str]:
+    """Those of `names` the command line (or an environment variable) gave, rather than left at their defaults."""
+    given = ("COMMANDLINE", "ENVIRONMENT")
+    return frozenset(name for name in names if getattr(context.get_parameter_source(name), "name", None) in given)
