@@ -226,7 +226,12 @@ class RunRequest(_StrategyOptions):
     ddp: DDPOptions = field(default_factory=DDPOptions)
     fsdp: FSDPOptions = field(default_factory=FSDPOptions)
     cli_args: tuple[str, ...] = ()  # the options as given on the command line (non-defaults), to repeat them
-    ddp_forced: tuple[str, ...] = ()  # DDP arguments named on the command line: a script gets them even at default
+    named: tuple[str, ...] = ()  # the fields the command line named, even at their default values
+
+    @property
+    def ddp_forced(self) -> tuple[str, ...]:
+        """DDP's arguments named on the command line: a script's DDP gets them even at their default."""
+        return tuple(name for name in DDP_ARGUMENTS if name in self.named)
 
 
 def option_fields(cls: type) -> list[dataclasses.Field]:

@@ -31,6 +31,7 @@ CASES: list[tuple[list[str], str]] = [
     (["run", "--", "missing.py"], "missing.py: no such script"),
     (["run", "--", "-m", "no_such_package.train"], "-m no_such_package.train: no such module here"),
     (["run", "--batch-size", "8", "--grad-accum", "2", "--", "afile"], "--batch-size, --grad-accum: not with a script"),
+    (["run", "--steps", "20", "--grad-accum", "1", "--", "afile"], "--steps, --grad-accum: not with a script"),
     (["run", "--max-steps", "3", "--", "afile"], "--max-steps 3 is smaller than the profiler schedule"),
     (["run", "--max-steps", "30"], "--max-steps is for a script"),
     (["run", "--nodes", "2", "--run-id", "x", "--rdzv-endpoint", "head"], "--rdzv-endpoint must be HOST:PORT"),

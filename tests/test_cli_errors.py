@@ -3,7 +3,7 @@
 from pathlib import Path
 
 import pytest
-from bad_inputs import CASES, make_sandbox, run_case
+from bad_inputs import CASES, make_sandbox, markdown_table, run_case
 
 from commprof.cli.app import main
 
@@ -23,6 +23,13 @@ def test_bad_input_is_one_line_exit_2(tmp_path, monkeypatch, argv, message):
     code, err = run_case(argv)
     assert code == 2, err
     assert err.startswith("error: ") and message in err and len(err.splitlines()) == 1, err
+
+
+def test_the_table_in_the_docs_is_what_the_commands_print(monkeypatch):
+    """docs/reliability.md's table of bad inputs is `python tests/bad_inputs.py`, not an older version of it."""
+    monkeypatch.setenv("COLUMNS", "200")
+    docs = (Path(__file__).parent.parent / "docs" / "reliability.md").read_text()
+    assert markdown_table() in docs, "regenerate it: python tests/bad_inputs.py"
 
 
 def test_existing_run_id(tmp_path, monkeypatch, capsys):

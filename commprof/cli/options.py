@@ -14,7 +14,6 @@ from typing import Annotated, Any, Callable, Optional
 import typer
 
 from commprof.config import (
-    DDP_ARGUMENTS,
     DDPOptions,
     FSDPOptions,
     ProfileSchedule,
@@ -113,8 +112,8 @@ FSDP_OPTIONS = frozenset(f.name for f in option_fields(FSDPOptions))  # only com
 
 def build_request(values: dict[str, Any], named: frozenset[str] = frozenset()) -> RunRequest:
     """The RunRequest from the options' values (missing ones at their defaults), built by keyword. `named`: the
-    options the command line named, even at their default: a script's DDP gets those of DDP's arguments (its own
-    `bucket_cap_mb=100` becomes 25 with --bucket-cap-mb 25)."""
+    options the command line named, even at their default (a script's DDP gets those of DDP's arguments: its own
+    `bucket_cap_mb=100` becomes 25 with --bucket-cap-mb 25; one that makes no sense with a script is refused)."""
     given = {FIELD_OF.get(name, name): value for name, value in {**DEFAULTS, **values}.items()}
     schedule = ProfileSchedule.parse(given["schedule"]) if given["schedule"] else by_fields(ProfileSchedule, given)
     return by_fields(
@@ -124,7 +123,7 @@ def build_request(values: dict[str, Any], named: frozenset[str] = frozenset()) -
         ddp=by_fields(DDPOptions, given),
         fsdp=by_fields(FSDPOptions, given),
         cli_args=as_cli_args(values),
-        ddp_forced=tuple(name for name in DDP_ARGUMENTS if name in {FIELD_OF.get(n, n) for n in named}),
+        named=tuple(sorted(FIELD_OF.get(name, name) for name in named)),
     )
 
 

@@ -115,8 +115,12 @@ NOT_WITH_A_SCRIPT = {
 def check_script(request: RunRequest) -> None:
     """One clear line before anything starts: a script or module that is not there, or options it cannot take."""
     defaults = RunRequest()
-    given = [flag for name, flag in NOT_WITH_A_SCRIPT.items() if getattr(request, name) != getattr(defaults, name)]
-    if request.ddp.grad_accum != 1:
+    given = [
+        flag
+        for name, flag in NOT_WITH_A_SCRIPT.items()
+        if name in request.named or getattr(request, name) != getattr(defaults, name)
+    ]
+    if request.ddp.grad_accum != 1 or "grad_accum" in request.named:
         given.append("--grad-accum")
     if given:
         raise UsageError(

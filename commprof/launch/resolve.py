@@ -64,7 +64,9 @@ def resolve(request: RunRequest, probe: MachineProbe, env: Mapping[str, str] = o
     run_id = request.run_id or new_run_id()
     check_writable(request.traces_dir, request.reports_dir)
     resolved = {"run_id": run_id, "device": device, "backend": backend, "procs_per_node": ranks}
-    config = by_fields(RunConfig, vars(request), **resolved, launch_id=secrets.token_hex(8))
+    config = by_fields(
+        RunConfig, vars(request), **resolved, ddp_forced=request.ddp_forced, launch_id=secrets.token_hex(8)
+    )
     if request.nodes == 1 and (config.run_dir.exists() or config.report_dir.exists()):
         raise UsageError(
             f"run id {run_id!r} already exists in {config.traces_dir} or {config.reports_dir}; "
