@@ -13,14 +13,7 @@ from typing import Annotated, Any, Callable, Optional
 
 import typer
 
-from commprof.config import (
-    DDPOptions,
-    FSDPOptions,
-    ProfileSchedule,
-    RunRequest,
-    by_fields,
-    option_fields,
-)
+from commprof.config import DDPOptions, FSDPOptions, ProfileSchedule, RunRequest, by_fields, option_fields
 
 
 def _cli_type(hint: Any) -> Any:
