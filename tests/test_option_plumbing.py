@@ -271,3 +271,12 @@ def test_ddp_arguments_named_on_the_command_line_reach_a_script_even_at_their_de
     """A script that asks DDP for bucket_cap_mb=100 gets 25 with --bucket-cap-mb 25, though 25 is the default."""
     worker = launches(["run", "--quiet", *args, "--", "train.py"])
     assert worker.config.ddp_forced == forced
+
+
+@pytest.mark.parametrize("command", ["sweep", "tune"])
+def test_a_ddp_argument_named_for_every_setting_reaches_the_scripts_own_baseline(launches, command):
+    """`--no-find-unused-parameters`, DDP's default, named: even the script-own launch sets it over a script's
+    True."""
+    worker = launches([command, "--quiet", "--no-find-unused-parameters", "--max-steps", "9", "--", "train.py"])
+    assert worker.config.run_id.endswith("script-own-r1.1")
+    assert worker.config.ddp_forced == ("find_unused_parameters",)

@@ -44,7 +44,8 @@ UNPROFILED = ProfileSchedule(wait=0, warmup=0, active=1)  # a placeholder: timed
 
 def applied_on_top(settings: list[DDPOptions], baseline: DDPOptions) -> tuple[str, ...]:
     """The DDP arguments every setting but the baseline sets even at DDP's default value: those in which some
-    setting differs from the baseline. The others stay as the script wrote them (the baseline applies none)."""
+    setting differs from the baseline. The others stay as the script wrote them (the baseline applies none but
+    those the command line named for every setting: `--no-find-unused-parameters`)."""
     return tuple(name for name in DDP_ARGUMENTS if any(getattr(s, name) != getattr(baseline, name) for s in settings))
 
 
@@ -125,7 +126,7 @@ def measure_script(
     def launch(setting: DDPOptions, run_id: str, steps: int, schedule: ProfileSchedule | None) -> RunRecord:
         nonlocal launches
         launches += 1
-        applied = () if setting == baseline else forced
+        applied = tuple(dict.fromkeys((*config.ddp_forced, *(() if setting == baseline else forced))))
         return _launch(config, setting, applied, run_id, steps, schedule, feedback)
 
     while pending:
