@@ -5,8 +5,9 @@
 
 Prints, per rank: the whole-run record's size, the step log's and the step lines' sizes, and from the record's
 blocks the mean step over the first and the last tenth of the run (a record or a log whose upkeep grew with the
-run would show as a later step slower than an early one). Exits 1 when the record exceeds its bound
-(results/step_ledger.UPPER_BYTES) or the last tenth's mean step is more than 10% above the first's."""
+run would show as a later step slower than an early one); then run.json's size, its steps completed and the whole
+run folder's size. Exits 1 when the record exceeds its bound (results/step_ledger.UPPER_BYTES), the last tenth's
+mean step is more than 10% above the first's, or run.json does not count every step."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+from commprof.launch.runlog import read_run_json  # noqa: E402
 from commprof.results.step_ledger import UPPER_BYTES, read_ledgers  # noqa: E402
 
 SCRIPT = REPO / "benchmarks" / "tiny_steps.py"
@@ -54,7 +56,14 @@ def main() -> int:
             f"mean step {first:.3f} ms in the first tenth (after the first block), {last:.3f} ms in the last"
         )
         ok = ok and size < UPPER_BYTES and last <= 1.1 * first
-    return 0 if ok else 1
+    record = read_run_json(run_dir)
+    completed = record.steps_completed if record else None
+    folder = sum(f.stat().st_size for f in run_dir.rglob("*") if f.is_file())
+    print(
+        f"run.json {(run_dir / 'run.json').stat().st_size / 1024:.0f} KiB, {completed} steps completed; "
+        f"the run folder {folder / 2**20:.1f} MiB"
+    )
+    return 0 if ok and completed == args.steps else 1
 
 
 if __name__ == "__main__":

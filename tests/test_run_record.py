@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from commprof.config import DDPOptions, ProfileSchedule, RunConfig
-from commprof.launch.runlog import mark_failed, read_run_json, write_run_json
+from commprof.launch.runlog import StepLog, mark_failed, read_run_json, read_step_logs, write_run_json
 from commprof.results.run_record import RUN_RECORD_VERSION, ClockOffset, ProbedSize, RankRecord, RunRecord
 
 # what commprof wrote before the record had a version, a link probe or per-parameter sizes, with a config key that
@@ -76,6 +76,24 @@ def test_a_failed_run_keeps_its_record_and_says_how_far_each_rank_got(tmp_path):
     record = read_run_json(tmp_path)
     assert (record.status, record.error, record.steps_completed) == ("failed", "rank 1 was killed", 1)
     assert record.steps_done_by_rank == {"0": 3, "1": 1} and record.config.run_id == "old"
+
+
+def test_a_step_log_counts_every_step_and_keeps_the_times_of_the_first_it_is_told_to(tmp_path):
+    """A long run's step files stop growing: past `kept` steps, a step is counted, its time not kept. A rank killed
+    before its next write is read from its lines, up to `kept`, and from its last write past them."""
+    log = StepLog(tmp_path, 0, "a", kept=3)
+    for ms in (10.0, 11.0):
+        log.add(ms)
+    log.write()
+    log.add(12.0)  # killed here: the lines know 3 steps, the JSON 2
+    assert read_step_logs(tmp_path)[0]["steps_done"] == 3 and read_step_logs(tmp_path)[0]["step_ms"] == [10, 11, 12]
+    for ms in (13.0, 14.0):
+        log.add(ms)
+    log.write()
+    assert (log.count, log.last_ms, log.step_ms) == (5, 14.0, [10.0, 11.0, 12.0])
+    assert (tmp_path / "rank0.steps.txt").read_text() == "10.0\n11.0\n12.0\n"
+    read = read_step_logs(tmp_path)[0]
+    assert (read["steps_done"], read["step_ms"], read["host"]) == (5, [10.0, 11.0, 12.0], "a")
 
 
 @pytest.mark.parametrize("text", ["not json", "[]", '{"run_id": "x"}', '{"run_id": "x", "config": {"run_id": 3}}'])

@@ -1,5 +1,5 @@
 """The profiler's own cost in a run: each rank's step times inside the profiled window against its steps
-outside it (run.json records every step of every rank, profiled or not)."""
+outside it (run.json records every rank's steps, profiled or not, up to 10,000 after the window)."""
 
 from __future__ import annotations
 

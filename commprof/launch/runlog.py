@@ -3,9 +3,11 @@ per rank.
 
 run.json is written when the run starts (status "running", with the measured clock offsets), replaced when it
 completes ("complete", with every rank's results), and marked "failed" by the launcher when a rank fails, or
-"interrupted" when commprof was (SIGINT, SIGTERM). Each rank rewrites rank<N>.steps.json after every step, so the
-steps that completed are known even for a rank that was killed. Every write goes to a temporary name first and is
-renamed, so no reader ever sees half a file."""
+"interrupted" when commprof was (SIGINT, SIGTERM). Each rank appends each step's time to rank<N>.steps.txt as the
+step ends and rewrites rank<N>.steps.json now and then, so the steps that completed are known even for a rank that
+was killed; the times are kept up to STEP_TIMES_AFTER_WINDOW steps after the profiler's window, the later steps
+only counted, so a long run's files stop growing. Every write goes to a temporary name first and is renamed, so no
+reader ever sees half a file."""
 
 from __future__ import annotations
 
@@ -49,28 +51,39 @@ def step_log_path(run_dir: Path, rank: int) -> Path:
     return run_dir / f"rank{rank}{STEP_LOG_SUFFIX}"
 
 
-def write_step_log(
-    run_dir: Path, rank: int, host: str, step_ms: list[float], info: ScriptRankInfo | None = None
-) -> None:
-    """`info`: what a rank running a user's script learned (its model, DDP, optimizers), written at its end."""
-    record = {"rank": rank, "host": host, "steps_done": len(step_ms), "step_ms": step_ms, "updated": now()}
-    write_json_atomic(step_log_path(run_dir, rank), {**record, **({"info": info.to_dict()} if info else {})})
+STEP_TIMES_AFTER_WINDOW = 10_000  # steps whose times are kept after the profiler's window (then only counted)
 
 
-class StepLines:
-    """A rank's step times as they happen, one line appended per step: cheap enough for every step (one write),
-    and complete up to the moment a rank is killed. The step log (JSON, with the host and what the rank learned)
-    is rewritten only now and then; readers take the steps from here when it has more."""
+class StepLog:
+    """A rank's steps: every one counted, the times of the first `kept` in full (run.json's step_ms: the window
+    and the steps around it are what reads them; the whole-run record holds every step in a fixed size). Each kept
+    step is appended as a line as it happens: cheap enough for every step, and complete up to the moment a rank is
+    killed. The JSON step log, with the host and what the rank learned, is rewritten only when `write` is called;
+    readers take the steps from the lines when they have more."""
 
-    def __init__(self, run_dir: Path, rank: int):
-        self.path = run_dir / f"rank{rank}{STEP_LINES_SUFFIX}"
-        self.file: TextIO | None = None
+    def __init__(self, run_dir: Path, rank: int, host: str, kept: int):
+        self.run_dir, self.rank, self.host, self.kept = run_dir, rank, host, kept
+        self.step_ms: list[float] = []
+        self.count = 0
+        self.last_ms = 0.0
+        self.lines: TextIO | None = None
 
-    def append(self, step_ms: float) -> None:
-        if self.file is None:  # opened at the first step: the run folder exists by then
-            self.file = open(self.path, "a", encoding="utf-8")
-        self.file.write(f"{step_ms!r}\n")
-        self.file.flush()
+    def add(self, step_ms: float) -> None:
+        self.count += 1
+        self.last_ms = step_ms
+        if self.count > self.kept:
+            return
+        self.step_ms.append(step_ms)
+        if self.lines is None:  # opened at the first step: the run folder exists by then
+            self.lines = open(self.run_dir / f"rank{self.rank}{STEP_LINES_SUFFIX}", "a", encoding="utf-8")
+        self.lines.write(f"{step_ms!r}\n")
+        self.lines.flush()
+
+    def write(self, info: ScriptRankInfo | None = None) -> None:
+        """`info`: what a rank running a user's script learned (its model, DDP, optimizers), written at its end."""
+        record = {"rank": self.rank, "host": self.host, "steps_done": self.count, "step_ms": self.step_ms}
+        extra = {"info": info.to_dict()} if info else {}
+        write_json_atomic(step_log_path(self.run_dir, self.rank), {**record, "updated": now(), **extra})
 
 
 def read_step_logs(run_dir: Path) -> dict[int, dict[str, Any]]:

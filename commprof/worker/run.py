@@ -17,7 +17,7 @@ from commprof.config import RunConfig
 from commprof.instrument.link_probe import probe_link
 from commprof.instrument.profiler import make_profiler, trace_path
 from commprof.launch.progress import Every, Progress, write_progress
-from commprof.launch.runlog import StepLines, now, write_run_json, write_step_log
+from commprof.launch.runlog import STEP_TIMES_AFTER_WINDOW, StepLog, now, write_run_json
 from commprof.results.run_record import ClockOffset, ProbedSize, RankRecord, RunRecord
 from commprof.worker.clocks import measure_clock_offsets
 from commprof.worker.rank import (
@@ -77,7 +77,7 @@ def _train(config: RunConfig, ctx: RankContext, workload: Workload, run_dir: Pat
         mpi_gradients=mpi_through_mpi4py(config),
         timing=ledger,
     )
-    recorder = StepRecorder(run_dir, ctx, progress_path, config.steps)
+    recorder = StepRecorder(run_dir, ctx, progress_path, config.steps, config.schedule.total + STEP_TIMES_AFTER_WINDOW)
     with make_profiler(config.schedule, ctx.device.type == "cuda", run_dir, ctx.rank) as prof:
         for _ in range(config.steps):
             if ledger:
@@ -97,18 +97,19 @@ def _train(config: RunConfig, ctx: RankContext, workload: Workload, run_dir: Pat
         device=device_name(ctx.device),
         trace=trace_path(run_dir, ctx.rank).name,
         trace_path=str(trace_path(run_dir, ctx.rank).resolve()),  # on "host": nodes may share no file system
-        step_ms=recorder.step_ms,
+        step_ms=recorder.log.step_ms,
         ddp=trainer.ddp_logging_data(),
         peak_memory_mb=peak_memory_mb(ctx.device),
     )
-    return RankResult(record, probe)
+    return RankResult(record, recorder.log.count, probe)
 
 
 @dataclass(frozen=True)
 class RankResult:
-    """What one rank sends rank 0 at the end: its record in run.json, and its times of the link probe."""
+    """What one rank sends rank 0 at the end: its record in run.json, its steps, and its times of the link probe."""
 
     record: RankRecord
+    steps_done: int
     link_probe: list[ProbedSize]
 
 
@@ -116,27 +117,25 @@ class StepRecorder:
     """What commprof does after every training step besides profiling: the rank's step log (so the
     completed steps are known even if the run dies) and, on each node's first rank, the progress."""
 
-    def __init__(self, run_dir: Path, ctx: RankContext, progress_path: Path, total_steps: int):
-        self.run_dir, self.ctx, self.progress_path, self.total = run_dir, ctx, progress_path, total_steps
+    def __init__(self, run_dir: Path, ctx: RankContext, progress_path: Path, total_steps: int, kept_steps: int):
+        self.ctx, self.progress_path, self.total = ctx, progress_path, total_steps
         self.host = socket.gethostname()
-        self.step_ms: list[float] = []
-        self.lines = StepLines(run_dir, ctx.rank)
+        self.log = StepLog(run_dir, ctx.rank, self.host, kept_steps)
         self.due = Every()
 
     def record(self, step_ms: float) -> None:
-        self.step_ms.append(step_ms)
-        self.lines.append(step_ms)
-        if not self.due() and len(self.step_ms) < self.total:
+        self.log.add(step_ms)
+        if not self.due() and self.log.count < self.total:
             return
         started = time.perf_counter()
-        write_step_log(self.run_dir, self.ctx.rank, self.host, self.step_ms)
+        self.log.write()
         if self.ctx.local_rank == 0:
-            write_progress(self.progress_path, Progress(len(self.step_ms), self.total, step_ms))
+            write_progress(self.progress_path, Progress(self.log.count, self.total, step_ms))
         self.due.took(time.perf_counter() - started)
 
     def writing_traces(self) -> None:
         if self.ctx.local_rank == 0:
-            write_progress(self.progress_path, Progress(self.total, self.total, self.step_ms[-1], "writing traces"))
+            write_progress(self.progress_path, Progress(self.total, self.total, self.log.last_ms, "writing traces"))
 
 
 def _start_record(config: RunConfig, ctx: RankContext, workload: Workload, clocks: list[ClockOffset]) -> RunRecord:
@@ -162,7 +161,7 @@ def _final_record(started: RunRecord, ranks: list[RankResult]) -> RunRecord:
         started,
         status="complete",
         end_time=now(),
-        steps_completed=min(len(r.record.step_ms) for r in ranks),
+        steps_completed=min(r.steps_done for r in ranks),
         link_probe=ranks[0].link_probe,  # the slowest rank's times: the same on every rank
         ranks=[r.record for r in ranks],
     )
