@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -78,6 +79,7 @@ def _executor(cluster: str | None) -> Iterator:
         from distributed import Client
     except ImportError:
         raise UsageError(f"--cluster needs Dask's distributed package; {HOW_TO_GET_DASK}") from None
+    _nothing_refuses(cluster)
     try:
         client = Client(cluster, timeout="20s")
     except (OSError, TimeoutError) as exc:
@@ -86,6 +88,25 @@ def _executor(cluster: str | None) -> Iterator:
         yield client.get_executor()
     finally:
         client.close()
+
+
+def _nothing_refuses(cluster: str) -> None:
+    """A TCP address where nothing listens is said at once: Dask's client would retry it for its whole timeout."""
+    from distributed.comm.addressing import parse_address, parse_host_port
+
+    try:
+        scheme, location = parse_address(cluster)
+        host, port = parse_host_port(location)
+    except ValueError:
+        return  # Dask says what is wrong with it
+    if scheme != "tcp":
+        return
+    try:
+        socket.create_connection((host, port), timeout=5).close()
+    except ConnectionRefusedError as exc:
+        raise RunFailed(f"--cluster {cluster}: no Dask scheduler answered (nothing listens there: {exc})") from None
+    except OSError:
+        return  # unreachable or slow: Dask's own timeout decides
 
 
 def big_traces(paths: list[Path]) -> bool:
