@@ -7,7 +7,8 @@ Prints, per rank: the whole-run record's size, the step log's and the step lines
 blocks the mean step over the first and the last tenth of the run (a record or a log whose upkeep grew with the
 run would show as a later step slower than an early one); then run.json's size, its steps completed and the whole
 run folder's size. Exits 1 when the record exceeds its bound (results/step_ledger.UPPER_BYTES), the last tenth's
-mean step is more than 10% above the first's, or run.json does not count every step."""
+mean step is more than 10% above the first's, the step lines hold more than the steps kept (runlog.steps_kept), or
+run.json does not count every step."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from commprof.launch.runlog import read_run_json  # noqa: E402
+from commprof.config import ProfileSchedule  # noqa: E402
+from commprof.launch.runlog import read_run_json, steps_kept  # noqa: E402
 from commprof.results.step_ledger import UPPER_BYTES, read_ledgers  # noqa: E402
 
 SCRIPT = REPO / "benchmarks" / "tiny_steps.py"
@@ -55,7 +57,8 @@ def main() -> int:
             f"record {size / 1024:.0f} KiB, step log {log / 1024:.0f} KiB, step lines {lines / 1024:.0f} KiB; "
             f"mean step {first:.3f} ms in the first tenth (after the first block), {last:.3f} ms in the last"
         )
-        ok = ok and size < UPPER_BYTES and last <= 1.1 * first
+        kept = len((run_dir / f"rank{rank}.steps.txt").read_text().splitlines())
+        ok = ok and size < UPPER_BYTES and last <= 1.1 * first and kept <= steps_kept(ProfileSchedule())
     record = read_run_json(run_dir)
     completed = record.steps_completed if record else None
     folder = sum(f.stat().st_size for f in run_dir.rglob("*") if f.is_file())

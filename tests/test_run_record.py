@@ -80,7 +80,7 @@ def test_a_failed_run_keeps_its_record_and_says_how_far_each_rank_got(tmp_path):
 
 def test_a_step_log_counts_every_step_and_keeps_the_times_of_the_first_it_is_told_to(tmp_path):
     """A long run's step files stop growing: past `kept` steps, a step is counted, its time not kept. A rank killed
-    before its next write is read from its lines, up to `kept`, and from its last write past them."""
+    between two writes of its JSON log is known to its last step: from its lines up to `kept`, then its counter."""
     log = StepLog(tmp_path, 0, "a", kept=3)
     for ms in (10.0, 11.0):
         log.add(ms)
@@ -89,11 +89,16 @@ def test_a_step_log_counts_every_step_and_keeps_the_times_of_the_first_it_is_tol
     assert read_step_logs(tmp_path)[0]["steps_done"] == 3 and read_step_logs(tmp_path)[0]["step_ms"] == [10, 11, 12]
     for ms in (13.0, 14.0):
         log.add(ms)
+    assert (read_step_logs(tmp_path)[0]["steps_done"], read_step_logs(tmp_path)[0]["step_ms"]) == (5, [10, 11, 12])
     log.write()
-    assert (log.count, log.last_ms, log.step_ms) == (5, 14.0, [10.0, 11.0, 12.0])
+    assert (log.steps_done, log.last_ms, log.step_ms) == (5, 14.0, [10.0, 11.0, 12.0])
     assert (tmp_path / "rank0.steps.txt").read_text() == "10.0\n11.0\n12.0\n"
     read = read_step_logs(tmp_path)[0]
     assert (read["steps_done"], read["step_ms"], read["host"]) == (5, [10.0, 11.0, 12.0], "a")
+    for _ in range(1000):
+        log.add(15.0)
+    assert read_step_logs(tmp_path)[0]["steps_done"] == 1005  # the counter, rewritten in place
+    assert (tmp_path / "rank0.steps.count").stat().st_size == 21
 
 
 @pytest.mark.parametrize("text", ["not json", "[]", '{"run_id": "x"}', '{"run_id": "x", "config": {"run_id": 3}}'])

@@ -1,5 +1,6 @@
 """The profiler's own cost in a run: each rank's step times inside the profiled window against its steps
-outside it (run.json records every rank's steps, profiled or not, up to 10,000 after the window)."""
+outside it (run.json records every rank's steps, profiled or not, up to runlog.STEP_TIMES_AFTER_WINDOW after
+the window)."""
 
 from __future__ import annotations
 

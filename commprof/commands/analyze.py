@@ -79,7 +79,7 @@ def _executor(cluster: str | None) -> Iterator:
         from distributed import Client
     except ImportError:
         raise UsageError(f"--cluster needs Dask's distributed package; {HOW_TO_GET_DASK}") from None
-    _nothing_refuses(cluster)
+    _fail_fast_if_refused(cluster)
     try:
         client = Client(cluster, timeout="20s")
     except (OSError, TimeoutError) as exc:
@@ -90,8 +90,10 @@ def _executor(cluster: str | None) -> Iterator:
         client.close()
 
 
-def _nothing_refuses(cluster: str) -> None:
-    """A TCP address where nothing listens is said at once: Dask's client would retry it for its whole timeout."""
+def _fail_fast_if_refused(cluster: str) -> None:
+    """A TCP address where nothing listens is said at once: Dask's client would retry it for its whole timeout.
+    A scheduler still starting is refused too (start it first); an address that drops the connection, or a host
+    that does not resolve, is left to Dask."""
     from distributed.comm.addressing import parse_address, parse_host_port
 
     try:

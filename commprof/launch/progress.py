@@ -36,7 +36,7 @@ class Every:
 
     def took(self, seconds: float) -> None:
         """What was done when due took `seconds`: the pace slows so that it stays under MAX_SHARE of the time (a
-        step log of 100,000 steps takes 0.1 s to write: every 10 s, not every quarter second)."""
+        step log of 10,017 steps, the most it holds, took 10 ms to write: every second, not every quarter second)."""
         self.seconds = max(self.base, seconds / self.MAX_SHARE)
 
 

@@ -17,7 +17,7 @@ from commprof.config import RunConfig
 from commprof.instrument.link_probe import probe_link
 from commprof.instrument.profiler import make_profiler, trace_path
 from commprof.launch.progress import Every, Progress, write_progress
-from commprof.launch.runlog import STEP_TIMES_AFTER_WINDOW, StepLog, now, write_run_json
+from commprof.launch.runlog import StepLog, now, steps_kept, write_run_json
 from commprof.results.run_record import ClockOffset, ProbedSize, RankRecord, RunRecord
 from commprof.worker.clocks import measure_clock_offsets
 from commprof.worker.rank import (
@@ -77,7 +77,7 @@ def _train(config: RunConfig, ctx: RankContext, workload: Workload, run_dir: Pat
         mpi_gradients=mpi_through_mpi4py(config),
         timing=ledger,
     )
-    recorder = StepRecorder(run_dir, ctx, progress_path, config.steps, config.schedule.total + STEP_TIMES_AFTER_WINDOW)
+    recorder = StepRecorder(run_dir, ctx, progress_path, config.steps, steps_kept(config.schedule))
     with make_profiler(config.schedule, ctx.device.type == "cuda", run_dir, ctx.rank) as prof:
         for _ in range(config.steps):
             if ledger:
@@ -93,7 +93,7 @@ def _train(config: RunConfig, ctx: RankContext, workload: Workload, run_dir: Pat
     probe = [] if mpi_through_mpi4py(config) else probe_link(ctx.device)
     record = RankRecord(
         rank=ctx.rank,
-        host=recorder.host,
+        host=recorder.log.host,
         device=device_name(ctx.device),
         trace=trace_path(run_dir, ctx.rank).name,
         trace_path=str(trace_path(run_dir, ctx.rank).resolve()),  # on "host": nodes may share no file system
@@ -101,7 +101,7 @@ def _train(config: RunConfig, ctx: RankContext, workload: Workload, run_dir: Pat
         ddp=trainer.ddp_logging_data(),
         peak_memory_mb=peak_memory_mb(ctx.device),
     )
-    return RankResult(record, recorder.log.count, probe)
+    return RankResult(record, recorder.log.steps_done, probe)
 
 
 @dataclass(frozen=True)
@@ -119,18 +119,17 @@ class StepRecorder:
 
     def __init__(self, run_dir: Path, ctx: RankContext, progress_path: Path, total_steps: int, kept_steps: int):
         self.ctx, self.progress_path, self.total = ctx, progress_path, total_steps
-        self.host = socket.gethostname()
-        self.log = StepLog(run_dir, ctx.rank, self.host, kept_steps)
+        self.log = StepLog(run_dir, ctx.rank, socket.gethostname(), kept_steps)
         self.due = Every()
 
     def record(self, step_ms: float) -> None:
         self.log.add(step_ms)
-        if not self.due() and self.log.count < self.total:
+        if not self.due() and self.log.steps_done < self.total:
             return
         started = time.perf_counter()
         self.log.write()
         if self.ctx.local_rank == 0:
-            write_progress(self.progress_path, Progress(self.log.count, self.total, step_ms))
+            write_progress(self.progress_path, Progress(self.log.steps_done, self.total, step_ms))
         self.due.took(time.perf_counter() - started)
 
     def writing_traces(self) -> None:

@@ -42,7 +42,7 @@ from commprof.instrument.ddp import DDPOverrides
 from commprof.instrument.link_probe import probe_link
 from commprof.instrument.profiler import make_profiler, trace_path, write_trace
 from commprof.launch.progress import Every, Progress, write_progress
-from commprof.launch.runlog import STEP_TIMES_AFTER_WINDOW, StepLog, now, write_run_json
+from commprof.launch.runlog import StepLog, now, steps_kept, write_run_json
 from commprof.results.run_record import ProbedSize, RunRecord, ScriptRankInfo
 from commprof.worker.rank import (
     device_name,
@@ -77,7 +77,7 @@ class ScriptSession:
             if self.use_cuda
             else torch.device("cpu")
         )
-        self.log = StepLog(config.run_dir, self.rank, self.host, config.schedule.total + STEP_TIMES_AFTER_WINDOW)
+        self.log = StepLog(config.run_dir, self.rank, self.host, steps_kept(config.schedule))
         self.due = Every()
         self.counted: str | None = None  # the optimizer whose steps are steps
         self.counted_id: int | None = None
@@ -146,9 +146,9 @@ class ScriptSession:
             self._start_scheduled_profiler()
         elif self.profiler is not None:
             self.profiler.step()
-            if self.log.count >= self.config.schedule.total:
+            if self.log.steps_done >= self.config.schedule.total:
                 self._stop_profiler()
-        if self.config.max_steps is not None and self.log.count >= self.config.max_steps:
+        if self.config.max_steps is not None and self.log.steps_done >= self.config.max_steps:
             raise MaxStepsReached  # the step log is written when the script ends (finish)
         if not self.due():
             return
@@ -161,7 +161,7 @@ class ScriptSession:
         """On each node's first rank: the steps so far, of `total` (None: the script's own loop decides)."""
         if self.local_rank == 0:
             phase = "training" if self.profiler is None else "profiling"
-            write_progress(self.progress_path, Progress(self.log.count, total, self.log.last_ms, phase))
+            write_progress(self.progress_path, Progress(self.log.steps_done, total, self.log.last_ms, phase))
 
     def _start_scheduled_profiler(self) -> None:
         """At the first optimizer step: the start-up recording is dropped, the schedule's profiler begins. It
@@ -178,7 +178,7 @@ class ScriptSession:
     def _start_at_first_forward(self) -> None:
         """With no step to wait: the schedule's profiler from the first DDP forward on, so that the first optimizer
         step is ProfilerStep#0 (without the script's start-up before it)."""
-        if self.startup is None or self.log.count:  # the counted optimizer stepped before any DDP forward
+        if self.startup is None or self.log.steps_done:  # the counted optimizer stepped before any DDP forward
             return
         startup, self.startup = self.startup, None
         startup.stop()
@@ -194,7 +194,7 @@ class ScriptSession:
         """Trace, step log with what this rank learned, hooks removed; the progress's last state: the steps run,
         of as many when the script `ended` (it stopped at --max-steps, or its own loop did), else of those asked
         for. Progress is written at most every quarter second: without this, the last steps would be missing."""
-        self._write_progress(self.log.count if ended else self.config.max_steps)
+        self._write_progress(self.log.steps_done if ended else self.config.max_steps)
         if self.startup is not None:  # no optimizer step at all: the whole run is the one window
             startup, self.startup = self.startup, None
             startup.stop()
