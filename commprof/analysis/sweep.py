@@ -158,9 +158,10 @@ def recommend(
             f"{PRACTICAL_SHARE:.0%} of the step or more: the fastest, {best.label}, is {gain.value:.2f}x (95% CI "
             f"{gain.low:.2f}-{gain.high:.2f}). Keep {name}."
         ), None
+    against = f"{name} ({what})" if own else f"{name}, {baseline.label}"  # a script's own: what it was
     return (
         f"{best.label} is best: {best.step_ms.value:.1f} ms per step vs {baseline.step_ms.value:.1f} ms for "
-        f"{name}, {baseline.label}, {gain.value:.2f}x faster (95% CI {gain.low:.2f}-{gain.high:.2f}), "
+        f"{against}, {gain.value:.2f}x faster (95% CI {gain.low:.2f}-{gain.high:.2f}), "
         f"{100 * (1 - 1 / gain.value):.0f}% less step time."
     ), paste_line(options[best.label], framework)
 
