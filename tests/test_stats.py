@@ -3,7 +3,14 @@ import statistics
 
 import pytest
 
-from commprof.analysis.stats import mean_ci, median_ci, rerun_interval, speedup_ci, stratified_mean_ci
+from commprof.analysis.stats import (
+    difference_ci,
+    mean_ci,
+    median_ci,
+    rerun_interval,
+    speedup_ci,
+    stratified_mean_ci,
+)
 
 
 def test_median_interval_contains_the_median_and_shrinks_with_more_data():
@@ -24,6 +31,20 @@ def test_speedup_detects_a_real_difference_and_not_noise():
     gain = speedup_ci(base, faster)
     assert 1.2 < gain.value < 1.3 and gain.excludes(1.0)
     assert not speedup_ci(base, same).excludes(1.0)
+
+
+def test_few_samples_a_side_compare_the_medians_own_intervals():
+    """4 steps a side: each median's interval is its samples' range (median_ci), so 10-13 against 8-11 is 11.5 / 9.5
+    with [10 / 11, 13 / 8], and a difference of -2 with [8 - 13, 11 - 10]: no claim, where a bootstrap of so few
+    samples excluded no change."""
+    base, faster = [10.0, 11.0, 12.0, 13.0], [8.0, 9.0, 10.0, 11.0]
+    gain = speedup_ci(base, faster)
+    assert (gain.value, gain.low, gain.high) == pytest.approx((11.5 / 9.5, 10 / 11, 13 / 8))
+    change = difference_ci(base, faster)
+    assert (change.value, change.low, change.high) == pytest.approx((-2.0, -5.0, 1.0))
+    assert speedup_ci(base * 2, faster * 2).excludes(1.0)  # the bootstrap, at 8 a side, does exclude it
+    apart = speedup_ci([20.0, 21.0, 22.0, 23.0], faster)  # every baseline step slower than every candidate's
+    assert apart.low == pytest.approx(20 / 11) and apart.excludes(1.0)
 
 
 def test_welch_interval_between_launches_by_hand():
