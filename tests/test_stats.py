@@ -35,8 +35,8 @@ def test_speedup_detects_a_real_difference_and_not_noise():
 
 def test_few_samples_a_side_compare_the_medians_own_intervals():
     """4 steps a side: each median's interval is its samples' range (median_ci), so 10-13 against 8-11 is 11.5 / 9.5
-    with [10 / 11, 13 / 8], and a difference of -2 with [8 - 13, 11 - 10]: no claim, where a bootstrap of so few
-    samples excluded no change."""
+    with [10 / 11, 13 / 8], and a difference of -2 with [8 - 13, 11 - 10]: no claim, where the bootstrap of the same
+    steps twice over (8 a side) claims one."""
     base, faster = [10.0, 11.0, 12.0, 13.0], [8.0, 9.0, 10.0, 11.0]
     gain = speedup_ci(base, faster)
     assert (gain.value, gain.low, gain.high) == pytest.approx((11.5 / 9.5, 10 / 11, 13 / 8))
