@@ -11,10 +11,28 @@ py=${PYTHON:-python3}
 commprof() { "$py" -m commprof "$@"; }
 summary=()
 
+finish() {  # the summary and $OUT's archives, however the script ends
+  echo "=== summary (work folder: $work)"
+  printf '%s\n' "${summary[@]}"
+  if [ -n "${OUT:-}" ]; then
+    mkdir -p "$OUT"
+    tar czf "$OUT/reports.tgz" reports ./*.log sweep-memory.csv whole-run/whole-run-results.json 2>/dev/null
+    tar czf "$OUT/traces-ws1.tgz" traces/ws1-fp32 traces/gloo-gpu 2>/dev/null
+  fi
+}
+trap finish EXIT
+deadline=$((SECONDS + ${VALIDATION_BUDGET_S:-3600}))
+
+# A check is stopped (exit 124) after CHECK_TIMEOUT seconds or when VALIDATION_BUDGET_S since the start have passed,
+# so one hang cannot take a whole lease; the checks after the budget are skipped, and $OUT's archives still written.
 check() {  # check NAME COMMAND...: run it, keep its output, print its last lines
   local name=$1; shift
+  local left=$((deadline - SECONDS)) limit=${CHECK_TIMEOUT:-240}
+  if [ "$left" -le 5 ]; then summary+=("$(printf '%-28s skipped (budget spent)' "$name")"); return; fi
+  [ "$left" -lt "$limit" ] && limit=$left
   echo "=== $name: $*"
-  "$@" > "$name.log" 2>&1
+  [ "$1" = commprof ] && set -- "$py" -m commprof "${@:2}"  # timeout runs programs, not the shell function
+  timeout -k 10 "$limit" "$@" > "$name.log" 2>&1
   local code=$?
   tail -n 15 "$name.log"
   summary+=("$(printf '%-28s exit %s' "$name" "$code")")
@@ -77,12 +95,5 @@ else:
 PY
 # the whole-run record's cost (issue 31): commprof run with it against --no-whole-run, interleaved, on one GPU
 # (--gpus 1: with one rank DDP still calls the timed comm hook, so the recorder's CUDA events are paid); goal 1%
-check whole-run-cost "$py" "$repo/benchmarks/bench_whole_run.py" --workdir whole-run --device cuda --rounds 4
+check whole-run-cost "$py" "$repo/benchmarks/bench_whole_run.py" --workdir whole-run --device cuda --rounds "${WHOLE_RUN_ROUNDS:-4}"
 
-echo "=== summary (work folder: $work)"
-printf '%s\n' "${summary[@]}"
-if [ -n "${OUT:-}" ]; then
-  mkdir -p "$OUT"
-  tar czf "$OUT/reports.tgz" reports ./*.log sweep-memory.csv whole-run/whole-run-results.json 2>/dev/null
-  tar czf "$OUT/traces-ws1.tgz" traces/ws1-fp32 traces/gloo-gpu 2>/dev/null
-fi

@@ -47,6 +47,8 @@ AGENT_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT")
 
 def launch_config(config: RunConfig, log_dir: Path) -> LaunchConfig:
     timeout = max(1, int(config.timeout_s))
+    # torch before 2.12 has no shutdown_timeout: its agent gives a stopped rank its default 30 s
+    grace = {"shutdown_timeout": SHUTDOWN_GRACE_S} if "shutdown_timeout" in LaunchConfig.__dataclass_fields__ else {}
     return LaunchConfig(
         min_nodes=config.nodes,
         max_nodes=config.nodes,
@@ -58,8 +60,8 @@ def launch_config(config: RunConfig, log_dir: Path) -> LaunchConfig:
         rdzv_configs={"join_timeout": timeout, "read_timeout": timeout, "close_timeout": min(timeout, 30)},
         max_restarts=0,
         monitor_interval=0.1,
-        shutdown_timeout=SHUTDOWN_GRACE_S,
         logs_specs=DefaultLogsSpecs(log_dir=str(log_dir), redirects=Std.ALL),
+        **grace,
     )
 
 
