@@ -12,6 +12,7 @@ from commprof.analysis.crossrank import Matching, MeasuredClocks, cross_rank, ma
 from commprof.analysis.distortion import job_drift_ms, profiler_distortion
 from commprof.analysis.findings import findings
 from commprof.analysis.incomplete import missing_note, missing_ranks
+from commprof.analysis.network import network_of
 from commprof.analysis.phases import gathers_by_module, micro_steps, phase_means
 from commprof.analysis.whole_run import waits_caused, whole_run
 from commprof.errors import UsageError
@@ -106,7 +107,11 @@ def finished_report(
     from elsewhere; `incomplete`: why the report covers only part of the run; `ceiling`: as for
     analysis.findings; `ledgers`: the ranks' whole-run records (results/step_ledger.py)."""
     schedule = record.config.schedule if record and record.config.profiled else None
-    report = dataclasses.replace(analysis.report, whole_run=whole_run(ledgers or {}, schedule))
+    report = dataclasses.replace(
+        analysis.report,
+        whole_run=whole_run(ledgers or {}, schedule),
+        network=network_of(analysis.report, analysis.windows),
+    )
     distortion = profiler_distortion(record) if record else []
     warnings = [*report.warnings, *(record.notes if record else [])]  # the breakdown states the profiler's cost
     drift = job_drift_ms(record) if record else 0.0

@@ -48,7 +48,9 @@ AGENT_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT")
 def launch_config(config: RunConfig, log_dir: Path) -> LaunchConfig:
     timeout = max(1, int(config.timeout_s))
     # torch before 2.12 has no shutdown_timeout: its agent gives a stopped rank its default 30 s
-    grace = {"shutdown_timeout": SHUTDOWN_GRACE_S} if "shutdown_timeout" in LaunchConfig.__dataclass_fields__ else {}
+    grace: dict[str, Any] = (
+        {"shutdown_timeout": SHUTDOWN_GRACE_S} if "shutdown_timeout" in LaunchConfig.__dataclass_fields__ else {}
+    )
     return LaunchConfig(
         min_nodes=config.nodes,
         max_nodes=config.nodes,

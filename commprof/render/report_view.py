@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from commprof.render.document import Block, Document, Figure, Section, Table, Text, notes_section
 from commprof.render.findings_text import ADVICE_HEADERS, advice_rows, finding_lines, has_findings
+from commprof.render.network_view import link_bound_headline, network_sections
 from commprof.render.skew_text import SKEW_HEADERS, skew_rows, skew_summary
 from commprof.render.tables import (
     BREAKDOWN_HEADERS,
@@ -42,6 +43,7 @@ def document(report: Report) -> Document:
         *_phases(report),
         *whole_run_sections(report),  # after the profiled window's breakdown: was it typical of the run?
         _collectives(report),
+        *network_sections(report),
         *_across_ranks(report),
         *notes_section([f"skipped {s.path}: {s.reason}" for s in report.skipped] + list(report.warnings)),
     ]
@@ -72,6 +74,9 @@ def _about(report: Report) -> Section:
     blocks.append(Text(f"{headline(report)}." if communicates else "No communication in the profiled steps."))
     if communicates:
         blocks[-1] = Text(blocks[-1].text, "headline")
+    bound = link_bound_headline(report)
+    if bound:
+        blocks.append(Text(f"{bound}.", "headline"))
     return Section("", blocks)
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from commprof.results.common import SCHEMA_VERSION, Estimate, Result
+from commprof.results.network import Network
 from commprof.results.run_record import RunSummary
 from commprof.results.whole_run import WholeRun
 
@@ -282,4 +283,5 @@ class Report(Result):
     micro_steps: int | None = None
     gathers: list[ModuleGathers] = field(default_factory=list)  # FSDP runs: all-gathers by module, most exposed first
     whole_run: WholeRun | None = None  # every step of the run, from the ranks' whole-run records (commprof's runs)
+    network: Network | None = None  # hosts, links per tier and the collectives on them (commprof's runs)
     schema_version: int = SCHEMA_VERSION

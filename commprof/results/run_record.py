@@ -40,6 +40,29 @@ class ProbedSize:
 
 
 @dataclass(frozen=True)
+class ProbedTier:
+    """The link probe of one tier of the network (instrument/link_probe.py): all-reduces among the ranks of one
+    host ("host": shared memory or loopback), or among one rank per host ("network": the link between hosts)."""
+
+    tier: str  # "host" or "network"
+    ranks: list[int]  # the group that was probed
+    sizes: list[ProbedSize]
+
+
+@dataclass(frozen=True)
+class CastCost:
+    """What compressing a gradient costs on a rank's device, measured alone after training: a float32 buffer of
+    `bytes` cast to `dtype` and back (what torch's fp16/bf16 compression hooks add to each bucket), every repeat."""
+
+    dtype: str  # "float16" or "bfloat16"
+    bytes: int  # of the float32 buffer
+    us: list[float]
+    # the cast buffer (bytes / 2 of `dtype`) all-reduced alone over the job, every repeat (the fastest rank's), at
+    # the link probe's sizes: what the halved bytes take on the link, 16-bit sums included (empty at other sizes)
+    allreduce_us: list[float] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
 class BuiltDDP:
     """A DistributedDataParallel a user's script built (instrument/ddp.py), and what it asked for and got."""
 
@@ -71,6 +94,8 @@ class ScriptRankInfo:
     device: str | None = None
     trace: str | None = None
     link_probe: list[ProbedSize] = field(default_factory=list)
+    link_tiers: list[ProbedTier] = field(default_factory=list)
+    cast_costs: list[CastCost] = field(default_factory=list)
     ddp: dict[str, Any] = field(default_factory=dict)
     ddp_built: list[BuiltDDP] = field(default_factory=list)
     optimizer: str | None = None  # whose steps are the steps
@@ -108,6 +133,8 @@ class RunRecord:
     steps_completed: int | None = None
     steps_done_by_rank: dict[str, int] = field(default_factory=dict)  # a failed run's, by rank
     link_probe: list[ProbedSize] = field(default_factory=list)
+    link_tiers: list[ProbedTier] = field(default_factory=list)  # per tier, where the job has more than one
+    cast_costs: list[CastCost] = field(default_factory=list)  # rank 0's
     ddp_built: list[BuiltDDP] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     ranks: list[RankRecord] = field(default_factory=list)
@@ -149,6 +176,9 @@ class RunRecord:
             ddp_built=self.ddp_built,
             notes=self.notes,
             link_probe=self.link_probe,
+            link_tiers=self.link_tiers,
+            cast_costs=self.cast_costs,
+            rank_hosts={str(r.rank): r.host for r in self.ranks if r.host},
             parameter_sizes=self.parameter_sizes or (self.ddp_built[0].parameter_sizes if self.ddp_built else None),
         )
 
@@ -181,6 +211,9 @@ class RunSummary:
     ddp_built: list[BuiltDDP] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     link_probe: list[ProbedSize] = field(default_factory=list)
+    link_tiers: list[ProbedTier] = field(default_factory=list)
+    cast_costs: list[CastCost] = field(default_factory=list)
+    rank_hosts: dict[str, str] = field(default_factory=dict)  # rank -> the host it ran on
     parameter_sizes: list[int] | None = None  # bytes per parameter, registration order
 
 

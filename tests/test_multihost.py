@@ -1,0 +1,55 @@
+"""Jobs over two hosts joined by a real, rate-limited link: the multi-host test bed (tests/netbed.py)."""
+
+import subprocess
+
+import pytest
+
+from commprof.results.store import load_report
+from tests.netbed import commprof_argv, namespaces_of_this_process, netbed, unavailable
+
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(unavailable() is not None, reason=str(unavailable()))]
+RATE_MBIT = 400  # 0.05 GB/s
+SHORT = ["--steps", "8", "--schedule", "2,1,4", "--batch-size", "8", "--quiet"]
+
+
+def test_the_bed_removes_every_namespace_it_made_even_when_the_body_fails(tmp_path):
+    with pytest.raises(RuntimeError, match="the test body failed"):
+        with netbed(2, RATE_MBIT, tmp_path) as bed:
+            assert len(namespaces_of_this_process()) == 3  # two hosts and their bridge
+            hostname = subprocess.run(bed.hosts[1].argv(["hostname"], bed.hosts_file), capture_output=True, text=True)
+            assert hostname.stdout.strip() == "node1"
+            raise RuntimeError("the test body failed")
+    assert namespaces_of_this_process() == []
+
+
+@pytest.fixture(scope="module")
+def two_hosts(tmp_path_factory):
+    """One job of one rank on each of two hosts over a 400 Mbit/s link, each host in its own folder."""
+    folder = tmp_path_factory.mktemp("two-hosts")
+    with netbed(2, RATE_MBIT, folder) as bed:
+        args = ["run", "--nodes", "2", "--procs", "1", "--rdzv-endpoint", bed.rdzv_endpoint, "--run-id", "x", *SHORT]
+        done = bed.run_on_each([commprof_argv(*args)] * 2, timeout=600)
+        assert [d.returncode for d in done] == [0, 0], [d.stderr[-2000:] for d in done]
+        yield bed
+    assert namespaces_of_this_process() == []
+
+
+def test_the_report_names_the_hosts_and_the_link_between_them(two_hosts):
+    head = two_hosts.hosts[0].folder
+    report = load_report(head / "reports" / "x" / "report.json")
+    network = report.network
+    assert [(h.host, h.ranks) for h in network.hosts] == [("node0", [0]), ("node1", [1])]
+    (link,) = network.tiers
+    assert link.tier == "network" and 0.035 < link.busbw_gbps < 0.055  # tbf at 400 Mbit/s: 0.05 GB/s
+    gradients = [c for c in network.collectives if c.op == "all_reduce"]
+    assert gradients and all(c.tier == "network" and 0 < c.share < 1.2 for c in gradients)
+    largest = max(gradients, key=lambda c: c.bytes)
+    assert largest.share > 0.5  # the 28 MiB bucket runs near the link's rate
+    # the step is bound by the link: the sentence says so with the numbers
+    text = (head / "reports" / "x" / "report.md").read_text()
+    assert report.network.link_bound_share is not None
+    assert f"The link between hosts bounds the step: {report.network.link_bound_share:.0%} of it" in text
+    assert f"{link.busbw_gbps:.3f} GB/s the probe measured between hosts" in text
+    # what-if links: a slower link costs more, a faster one less, the measured one as measured
+    steps = {w.factor: w.step_ms for w in network.what_if}
+    assert steps[0.25] > steps[0.5] > steps[1.0] > steps[2.0] > steps[4.0] > 0
