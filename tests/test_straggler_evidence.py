@@ -1,0 +1,139 @@
+"""Stragglers by evidence, on any host (issue 39, item 4): a rank late in every step that costs the others 3% of
+the step or more is named wherever its time goes (forward, backward, input), CPU ranks sharing one host included;
+when none is named, the cross-rank summary gives the one reason that held. Hand-built traces (times in
+microseconds), every number worked out by hand; then a real run whose rank 0 sleeps in a gradient hook."""
+
+import dataclasses
+
+import pytest
+
+from commprof.analysis.analyze import analyze_run
+from commprof.analysis.findings import findings
+from commprof.render.skew_text import skew_summary
+from commprof.trace.load import load_run
+from tests.conftest import REPO, commprof, load_json
+from tests.tracebuilder import GLOO, TraceBuilder
+
+STEP_US = 50_000
+
+
+def rank_trace(rank: int, late_us: list[float], where: str = "backward", last_us: list[float] | None = None):
+    """One CPU rank on host node0, a 50 ms step per entry of `late_us`: forward [0, 10] ms, backward [10, 30], a
+    1 MiB all-reduce launched when the backward ends and done 10 ms after the last rank's arrival (`last_us`: how
+    late that rank was, by default this one), then the optimizer for 5 ms. That step's `late_us` makes this rank
+    arrive late at the all-reduce, spent in its forward, its backward (a slow gradient hook), or before its first
+    operator (`input`: waiting for its batch)."""
+    trace = TraceBuilder(rank=rank)
+    trace.header["host_name"] = "node0"  # one host, CPU ranks: they share its cores
+    for k, (late, last) in enumerate(zip(late_us, last_us or late_us, strict=True)):
+        t = k * STEP_US
+        idle = late if where == "input" else 0.0
+        forward = 10_000 + (late if where == "forward" else 0.0)
+        backward = 20_000 + (late if where == "backward" else 0.0)
+        trace.step(k + 1, t, STEP_US)
+        trace.x("aten::mm", t + idle, forward)
+        trace.x("autograd::engine::evaluate_function: MmBackward0", t + idle + forward, backward)
+        ready = t + 30_000 + late
+        trace.x("c10d::allreduce_", ready, 10)
+        done = t + 40_000 + last
+        trace.x("gloo:all_reduce", ready, done - ready, cat="user_annotation", thread=GLOO, Input_Dims=[[262_144]])
+        trace.x("aten::add_", done, 5_000)
+    return trace
+
+
+def analysed(tmp_path, *ranks: TraceBuilder, waits=None):
+    """The report with its claims and what was weighed within the noise, as `commprof run` writes it."""
+    paths = [r.write(tmp_path / f"rank{i}.json") for i, r in enumerate(ranks)]
+    analysis = analyze_run(load_run(paths, workers=1), "t", "run", None)
+    claims, noise = findings(analysis.report, analysis.windows, analysis.matching, [], waits=waits)
+    return dataclasses.replace(analysis.report, findings=claims, within_noise=noise)
+
+
+def named(report):
+    return next((f for f in report.findings if f.kind == "straggler"), None)
+
+
+@pytest.mark.parametrize("where", ["backward", "forward", "input"])
+def test_a_rank_late_in_every_step_is_the_straggler_wherever_its_time_goes(tmp_path, where):
+    """Rank 1 is 3 ms late at the all-reduce in each of 4 steps: rank 0 waits 3 ms a step, 6% of the 50 ms step,
+    every step. Two CPU ranks on one host, and named all the same, with the part of the step that grew."""
+    late = [3_000.0] * 4
+    report = analysed(tmp_path, rank_trace(0, [0.0] * 4, where, late), rank_trace(1, late, where))
+    straggler = named(report)
+    assert straggler is not None and straggler.title == "rank 1 is the straggler: the others wait for it"
+    assert straggler.gain_ms.value == pytest.approx(3.0) and straggler.gain_ms.low == pytest.approx(3.0)
+    assert straggler.gain_pct == pytest.approx(6.0)
+    assert "late in 4 of 4 profiled steps" in straggler.evidence
+    part = "idle before its first operator (input pipeline)" if where == "input" else "compute"
+    assert straggler.action.startswith(f"look at rank 1's {part} (+3.0 ms per step against the others)")
+    summary = skew_summary(report)
+    assert "Straggler: rank 1, which makes the others wait 3.00 ms per step" in summary
+    assert "worth acting on" not in summary
+
+
+def test_a_rank_late_in_half_the_steps_is_not_consistent(tmp_path):
+    """Rank 1 is 3 ms late in steps 1 and 3 only: a cost per step of 3, 0, 3, 0 ms, median 1.5, whose interval
+    (four steps: their whole range, 0 to 3) widened for a rerun by sqrt(2) is 1.5 -+ 2.12: -0.62 to 3.62 ms."""
+    now_and_then = [3_000.0, 0.0, 3_000.0, 0.0]
+    report = analysed(tmp_path, rank_trace(0, [0.0] * 4, last_us=now_and_then), rank_trace(1, now_and_then))
+    assert named(report) is None and report.cross_rank.straggler == 1
+    assert (
+        "No rank is a straggler worth acting on: rank 1 made the others wait most, 1.50 ms per step, but not late "
+        "consistently across the steps: the 95% interval of its cost per step, -0.62 to 3.62 ms, includes 0. "
+    ) in skew_summary(report)
+
+
+def test_a_rank_late_in_every_step_by_little_is_under_the_practical_share(tmp_path):
+    """Rank 1 is 0.5 ms late in every step: consistent (0.5 to 0.5 ms), but 1% of the 50 ms step."""
+    report = analysed(tmp_path, rank_trace(0, [0.0] * 4, last_us=[500.0] * 4), rank_trace(1, [500.0] * 4))
+    assert named(report) is None and report.cross_rank.straggler == 1
+    assert (
+        "No rank is a straggler worth acting on: rank 1 made the others wait most, 0.50 ms per step, late "
+        "consistently across the steps (95% interval 0.50 to 0.50 ms per step) but under 3% of the step (1.0%). "
+    ) in skew_summary(report)
+
+
+def test_one_step_is_too_few_to_weigh(tmp_path):
+    """One profiled step and no record of the others: no interval, so no straggler, and the summary says why."""
+    report = analysed(tmp_path, rank_trace(0, [0.0], last_us=[3_000.0]), rank_trace(1, [3_000.0]))
+    assert named(report) is None and not report.within_noise and report.cross_rank.straggler == 1
+    assert (
+        "No rank is a straggler worth acting on: rank 1 made the others wait most, 3.00 ms per step, over fewer "
+        "than two steps, too few to tell whether it is late in every step. "
+    ) in skew_summary(report)
+
+
+def test_the_whole_runs_steps_decide_when_there_are_more_of_them(tmp_path):
+    """Rank 1 late in every profiled step; over 12 unprofiled steps of the whole run it made the others wait 3 ms
+    in all 12 (named, its interval the 3rd and 10th of them), or in 6 only (a median of 1.5 whose interval, the
+    3rd to the 10th, 0 to 3 ms, includes 0: not named)."""
+    every, half = [3.0] * 12, [3.0, 0.0] * 6
+    ranks = [rank_trace(0, [0.0] * 4, last_us=[3_000.0] * 4), rank_trace(1, [3_000.0] * 4)]
+    (tmp_path / "every").mkdir()
+    report = analysed(tmp_path / "every", *ranks, waits={0: dict.fromkeys(range(12), 0.0), 1: dict(enumerate(every))})
+    straggler = named(report)
+    assert straggler is not None and "late in 12 of the whole run's 12 unprofiled steps" in straggler.evidence
+    (tmp_path / "half").mkdir()
+    report = analysed(tmp_path / "half", *ranks, waits={0: dict.fromkeys(range(12), 0.0), 1: dict(enumerate(half))})
+    assert named(report) is None
+    weighed = next(f for f in report.within_noise if f.kind == "straggler")
+    assert "late in 6 of the whole run's 12 unprofiled steps" in weighed.evidence
+    assert "but not late consistently across the steps" in skew_summary(report)
+
+
+SLOW_BACKWARD = REPO / "tests" / "data" / "scripts" / "slow_backward_on_rank0.py"  # rank 0's grad hook sleeps 30 ms
+
+
+@pytest.mark.slow
+def test_a_rank_slowed_inside_its_backward_is_the_straggler(tmp_path):
+    """Rank 0 of a plain Gloo script sleeps 30 ms in a gradient hook every step, two CPU ranks sharing this host's
+    cores: named the straggler, costing the other rank about the 30 ms, with an interval above 0, its compute the
+    part that grew."""
+    args = ("--procs", "2", "--quiet", "--max-steps", "24", "--schedule", "3,1,6", "--run-id", "hook")
+    result = commprof("run", *args, "--", str(SLOW_BACKWARD), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    report = load_json(tmp_path / "reports" / "hook" / "report.json")
+    straggler = next(f for f in report["findings"] if f["kind"] == "straggler")
+    assert straggler["title"] == "rank 0 is the straggler: the others wait for it"
+    assert 20 <= straggler["gain_ms"]["value"] <= 45 and straggler["gain_ms"]["low"] > 0
+    assert straggler["action"].startswith("look at rank 0's compute")
