@@ -204,6 +204,11 @@ class RunRequest(_StrategyOptions):
     reports_dir: Path = option(Path("reports"), "Where reports/<run-id>/ is written.")
     seed: int = option(0, "Seed for weights and synthetic data.")
     rdzv_endpoint: str | None = option(None, "HOST:PORT of the c10d rendezvous, the same on every node.")
+    local_addr: str | None = option(
+        None,
+        "This node's address as the other nodes reach it, as torchrun's --local-addr [default: the address this "
+        "host's name resolves to].",
+    )
     timeout_s: float = option(300.0, "Seconds to wait for rendezvous and for any collective.", flag="timeout")
     tf32: bool | None = option(
         None,
@@ -266,6 +271,7 @@ class RunConfig(_StrategyOptions):
     traces_dir: Path = Path("traces")
     reports_dir: Path = Path("reports")
     rdzv_endpoint: str | None = None
+    local_addr: str | None = None  # this node's address for torch's launcher; None: its host name
     timeout_s: float = 300.0
     tf32: bool | None = None  # None: torch's defaults
     script: tuple[str, ...] = ()  # a user's script and its arguments, run unmodified on every rank (worker.script)
@@ -329,6 +335,10 @@ class RunConfig(_StrategyOptions):
                 bool(host) and port.isdigit() and 0 < int(port) < 65536,
                 f"--rdzv-endpoint must be HOST:PORT, got {self.rdzv_endpoint!r}",
             )
+        _require(
+            self.local_addr is None or (bool(self.local_addr) and not any(c.isspace() for c in self.local_addr)),
+            f"--local-addr must be this host's address or name, got {self.local_addr!r}",
+        )
         chosen = by_name(self.backend)
         _require(
             self.device in chosen.devices,

@@ -76,6 +76,16 @@ def raise_interrupted(signum: int, frame: object) -> None:
 
 # Known errors whose first sentence alone does not say what to do: (text in the message, advice)
 ADVICE = (("find_unused_parameters=True", "some parameters received no gradient: pass --find-unused-parameters"),)
+# Known errors whose line names no fix, though it names the cause: (text in the line, advice)
+_GLOO_REACH = (
+    "Gloo's ranks could not connect: each announces the address of GLOO_SOCKET_IFNAME's interface (or of its host's "
+    "name); set GLOO_SOCKET_IFNAME on every node to the interface the other nodes reach"
+)
+FIXES = (
+    ("Unable to find address for", "GLOO_SOCKET_IFNAME names an interface this host lacks (`ip -brief link`)"),
+    ("Gloo connectFullMesh failed", _GLOO_REACH),
+    ("Connect timeout", _GLOO_REACH),
+)
 _CPP_CONTEXT = re.compile(r"(Exception raised from |frame #\d+)")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
 LONG_LINE = 160
@@ -92,4 +102,5 @@ def what_went_wrong(message: str) -> str:
     if len(line) > LONG_LINE:
         line = _SENTENCE_END.split(line, maxsplit=1)[0]
     advice = [hint for marker, hint in ADVICE if marker in message and marker not in line]
+    advice += [hint for marker, hint in FIXES if marker in message and hint not in advice]
     return f"{line} ({'; '.join(advice)})" if advice else line

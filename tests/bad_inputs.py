@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import contextlib
 import io
+import itertools
 import os
 import sys
 import tempfile
 from pathlib import Path
+from unittest import mock
 
 # (command line, what the one-line error must contain)
 CASES: list[tuple[list[str], str]] = [
@@ -39,6 +41,13 @@ CASES: list[tuple[list[str], str]] = [
     (["run", "--model", "missing.py:build"], "file missing.py not found"),
     (["run", "--model", "broken.py:build"], "broken.py"),
     (["run", "--model", "nobuild.py:build"], "build"),
+    (["run", "--local-addr", "nosuch.invalid"], "--local-addr nosuch.invalid does not resolve"),
+    (["run", "--local-addr", "192.0.2.1"], "--local-addr 192.0.2.1 is not an address of this host"),
+    (
+        ["run", "--nodes", "2", "--run-id", "x", "--rdzv-endpoint", "nosuch.invalid:29400"],
+        "rendezvous endpoint nosuch.invalid:29400: the host 'nosuch.invalid' does not resolve on this node",
+    ),
+    (["GLOO_SOCKET_IFNAME=cps7-none", "run"], "GLOO_SOCKET_IFNAME=cps7-none: this host has no interface cps7-none"),
     (["run", "--reports-dir", "afile"], "afile exists and is not a folder"),
     (["run", "--traces-dir", "afile/traces"], "afile/traces: cannot write there (afile is a file, not a folder)"),
     (["sweep", "--bucket-cap-mb", "1,abc"], "--bucket-cap-mb"),
@@ -102,12 +111,24 @@ def make_sandbox(folder: Path) -> None:
     (folder / "empty").mkdir()
 
 
+# the interfaces a case sees (the message of GLOO_SOCKET_IFNAME's case lists them): those of a typical host
+INTERFACES = [(1, "lo"), (2, "eth0")]
+
+
 def run_case(argv: list[str]) -> tuple[int, str]:
-    """The exit code and stderr of `commprof ARGV`, run in this process."""
+    """The exit code and stderr of `commprof ARGV`, run in this process; leading NAME=VALUE words are environment
+    variables set for it, as a shell reads them."""
     from commprof.cli.app import main
 
+    variables = dict(word.split("=", 1) for word in itertools.takewhile(lambda w: "=" in w, argv))
+    argv = argv[len(variables) :]
     err = io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+    with (
+        contextlib.redirect_stderr(err),
+        contextlib.redirect_stdout(io.StringIO()),
+        mock.patch.dict(os.environ, variables),
+        mock.patch("socket.if_nameindex", lambda: INTERFACES),
+    ):
         try:
             main(argv)
             code = 0
@@ -125,7 +146,12 @@ def markdown_table() -> str:
         try:
             for argv, _ in CASES:
                 code, err = run_case(argv)
-                rows.append(f"| `commprof {' '.join(argv)}` | {code} | {err.replace('|', '/')} |")
+                line = (
+                    " ".join(w for w in argv if "=" in w.split("-", 1)[0])
+                    + " commprof "
+                    + " ".join(w for w in argv if "=" not in w.split("-", 1)[0])
+                )
+                rows.append(f"| `{line.strip()}` | {code} | {err.replace('|', '/')} |")
         finally:
             os.chdir(here)
     return "\n".join(rows)

@@ -158,7 +158,8 @@ def test_a_rank_without_its_gpu_says_so():
 
 
 def test_one_gpu_bound_to_each_rank(tmp_path, monkeypatch):
-    """CUDA_VISIBLE_DEVICES per rank: each of 8 ranks on a node sees one GPU; the job is still 8 GPUs a node."""
+    """CUDA_VISIBLE_DEVICES per rank: each of 8 ranks on a node sees one GPU; the job is still 8 GPUs a node. A rank
+    mpirun started checks no rendezvous endpoint (node0 does not resolve here): no elastic launch follows."""
     monkeypatch.chdir(tmp_path)
     one_gpu = MachineProbe(cuda_available=True, gpu_count=1, nccl_available=True, mpi_available=False)
     config = rank_config(RunRequest(), one_gpu, world=16, local=8, endpoint="node0:4242", run_id="bound")

@@ -49,6 +49,7 @@ CASES = {
     "reports_dir": (["--reports-dir", "rdir"], lambda w: w.config.reports_dir == Path("rdir")),
     "seed": (["--seed", "5"], lambda w: w.config.seed == 5),
     "rdzv_endpoint": (["--rdzv-endpoint", "127.0.0.1:29400"], lambda w: w.config.rdzv_endpoint == "127.0.0.1:29400"),
+    "local_addr": (["--local-addr", "127.0.0.1"], lambda w: w.config.local_addr == "127.0.0.1"),
     "timeout": (["--timeout", "42"], lambda w: w.config.timeout_s == 42),
     "tf32": (["--tf32"], lambda w: w.config.tf32 is True),
     "max_steps": (

@@ -8,13 +8,10 @@ import shutil
 import signal
 import socket
 import tempfile
-import threading
 from contextlib import contextmanager
-from datetime import timedelta
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from torch.distributed import TCPStore
 from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs, SignalException, Std
 from torch.distributed.elastic.multiprocessing.errors import ChildFailedError, ProcessFailure
 from torch.distributed.launcher.api import LaunchConfig, elastic_launch
@@ -31,6 +28,7 @@ from commprof.launch.faults import (
     interrupted_by_user,
     root_cause,
 )
+from commprof.launch.preflight import endpoint_is_here, failed_setup
 from commprof.launch.result import LaunchResult
 from commprof.launch.runlog import mark_failed, mark_interrupted, started_by
 from commprof.launch.tracebacks import user_traceback
@@ -39,7 +37,6 @@ from commprof.native_logs import restore_for_workers
 # 'localhost:0' is torchrun --standalone: the c10d store binds a free port itself.
 STANDALONE_ENDPOINT = "localhost:0"
 SHUTDOWN_GRACE_S = 15  # a stopped rank's time to write the trace it was recording
-ENDPOINT_PROBE_S = 3
 # the signals torch's elastic agent turns into SignalException (TORCHELASTIC_SIGNALS_TO_HANDLE's default), stopping
 # the ranks with the same signal; it leaves its handlers installed, so commprof puts its own back after a launch
 AGENT_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT")
@@ -51,15 +48,24 @@ def launch_config(config: RunConfig, log_dir: Path) -> LaunchConfig:
     grace: dict[str, Any] = (
         {"shutdown_timeout": SHUTDOWN_GRACE_S} if "shutdown_timeout" in LaunchConfig.__dataclass_fields__ else {}
     )
+    endpoint = config.rdzv_endpoint or STANDALONE_ENDPOINT
+    # with --local-addr on a host whose name does not resolve, torch cannot tell whether it hosts the store: told
+    here = endpoint_is_here(endpoint) if config.local_addr else None
     return LaunchConfig(
         min_nodes=config.nodes,
         max_nodes=config.nodes,
         nproc_per_node=config.procs_per_node,
         run_id=config.run_id,
         rdzv_backend="c10d",
-        rdzv_endpoint=config.rdzv_endpoint or STANDALONE_ENDPOINT,
+        rdzv_endpoint=endpoint,
         # join: every node must arrive within the timeout; read: each store operation
-        rdzv_configs={"join_timeout": timeout, "read_timeout": timeout, "close_timeout": min(timeout, 30)},
+        rdzv_configs={
+            "join_timeout": timeout,
+            "read_timeout": timeout,
+            "close_timeout": min(timeout, 30),
+            **({"is_host": here} if here is not None else {}),
+        },
+        local_addr=config.local_addr,
         max_restarts=0,
         monitor_interval=0.1,
         logs_specs=DefaultLogsSpecs(log_dir=str(log_dir), redirects=Std.ALL),
@@ -82,7 +88,6 @@ def launch(
     SIGTERM: the agent stops the ranks with that signal (each writes the trace it was recording), run.json is
     marked interrupted, and Interrupted is raised."""
     _quiet_torch_loggers()
-    _check_endpoint(config.rdzv_endpoint)
     restore_for_workers()
     log_dir = Path(tempfile.mkdtemp(prefix="commprof-logs-"))
     try:
@@ -183,9 +188,9 @@ def _run_failed(
     """run.json gets `summary`; the terminal `shown` (the summary unless given). Another run's folder (same
     --run-id) is never touched: only the one this launch started."""
     if not started_by(config.run_dir, config.launch_id):
-        return RunFailed(shown or summary, logs=log_dir, traceback=traceback)
+        return RunFailed(shown or summary, logs=worth_naming(log_dir), traceback=traceback)
     mark_failed(config.run_dir, summary)
-    return RunFailed(shown or summary, config.run_dir, _keep_logs(log_dir, config), traceback)
+    return RunFailed(shown or summary, config.run_dir, worth_naming(_keep_logs(log_dir, config)), traceback)
 
 
 def _outcomes(exc: ChildFailedError, log_dir: Path, config: RunConfig) -> list[RankOutcome]:
@@ -228,6 +233,9 @@ def _stderr(log_dir: Path, local_rank: int) -> str:
 def _rendezvous_problem(exc: Exception, config: RunConfig) -> str:
     endpoint = config.rdzv_endpoint or STANDALONE_ENDPOINT
     name = type(exc).__name__
+    setup = failed_setup(f"{name}: {exc}", config)
+    if setup:
+        return setup
     if "Timeout" in name:
         return (
             f"rendezvous at {endpoint} timed out after {config.timeout_s:g} s: not all {config.nodes} nodes "
@@ -237,33 +245,6 @@ def _rendezvous_problem(exc: Exception, config: RunConfig) -> str:
     if "Connection" in name:
         return f"rendezvous at {endpoint} failed: no c10d store answered there within {config.timeout_s:g} s"
     return f"launch failed: {name}: {what_went_wrong(str(exc))}"
-
-
-def _check_endpoint(endpoint: str | None) -> None:
-    """Fail fast when the rendezvous port is taken by a program that is not a c10d store; nothing
-    listening is fine (this node will host the store, or node 0 has not started yet)."""
-    if endpoint is None:
-        return
-    host, _, port = endpoint.rpartition(":")
-    try:
-        socket.create_connection((host, int(port)), timeout=2).close()
-    except (OSError, ValueError):
-        return
-    answered = threading.Event()
-
-    def probe() -> None:  # a store answers in milliseconds; a foreign program may never answer at all
-        try:
-            TCPStore(host, int(port), is_master=False, timeout=timedelta(seconds=ENDPOINT_PROBE_S))
-            answered.set()
-        except Exception:  # the store client raises several types; any of them means no store answered
-            pass
-
-    threading.Thread(target=probe, daemon=True).start()
-    if not answered.wait(ENDPOINT_PROBE_S):
-        raise RunFailed(
-            f"rendezvous endpoint {endpoint}: port {port} is in use by a program that is not a "
-            "c10d store; choose another port for --rdzv-endpoint"
-        ) from None
 
 
 def _message(failure) -> str:
@@ -276,6 +257,16 @@ def _recorded_traceback(failure: ProcessFailure) -> str:
     message = failure.message
     extra = message.get("extraInfo") if isinstance(message, dict) else None
     return str(extra.get("py_callstack", "")) if isinstance(extra, dict) else ""
+
+
+def worth_naming(logs: Path) -> Path | None:
+    """The worker logs' folder when a file in it holds something; an empty one is no place to look (a temporary
+    one is removed)."""
+    if any(path.is_file() and path.stat().st_size > 0 for path in logs.rglob("*")):
+        return logs
+    if logs.name.startswith("commprof-logs-") and logs.parent == Path(tempfile.gettempdir()):
+        shutil.rmtree(logs, ignore_errors=True)
+    return None
 
 
 def _keep_logs(log_dir: Path, config: RunConfig) -> Path:

@@ -11,6 +11,7 @@ from typing import Mapping
 from commprof.backends import BACKENDS, TABLE, by_name
 from commprof.config import DEVICES, RunConfig, RunRequest, by_fields
 from commprof.errors import UsageError
+from commprof.launch.preflight import check_setup
 from commprof.launch.slurm import apply_slurm, slurm_step
 from commprof.results.store import check_writable
 
@@ -49,7 +50,9 @@ def new_run_id() -> str:
     return f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
 
 
-def resolve(request: RunRequest, probe: MachineProbe, env: Mapping[str, str] = os.environ) -> RunConfig:
+def resolve(
+    request: RunRequest, probe: MachineProbe, env: Mapping[str, str] = os.environ, launching: bool = True
+) -> RunConfig:
     step = slurm_step(env)
     if step is not None:
         nodes, endpoint, run_id = apply_slurm(request.nodes, request.rdzv_endpoint, request.run_id, step)
@@ -72,6 +75,8 @@ def resolve(request: RunRequest, probe: MachineProbe, env: Mapping[str, str] = o
             f"run id {run_id!r} already exists in {config.traces_dir} or {config.reports_dir}; "
             "choose another --run-id (commprof never overwrites a run)"
         )
+    if launching and by_name(backend).launched_by != "mpirun":
+        check_setup(config, environ=env)  # torch's elastic launch will start: this node's name, endpoint, interfaces
     return config
 
 

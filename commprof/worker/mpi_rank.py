@@ -106,7 +106,7 @@ def rank_config(request, probe, world: int, local: int, endpoint: str, run_id: s
         rdzv_endpoint=endpoint,
         **({"gpus": local} if cuda else {"procs": local}),
     )
-    return resolve(sized, probe, env={})  # the MPI launcher, not SLURM, placed the ranks
+    return resolve(sized, probe, env={}, launching=False)  # the MPI launcher, not SLURM, placed the ranks
 
 
 def _script_rank(request, probe, comm, rank: int, world: int, local: int) -> tuple[object, Path] | None:

@@ -1,0 +1,231 @@
+"""Set-up checks across hosts, before torch's elastic launch starts anything: this host's name (or --local-addr),
+the rendezvous endpoint and GLOO_SOCKET_IFNAME. Each problem is one line naming the cause and the fix
+(docs/reliability.md, Set-up failures); the checks themselves are pure, over what `Host` answers."""
+
+from __future__ import annotations
+
+import errno
+import ipaddress
+import os
+import re
+import socket
+import threading
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Callable, Mapping
+
+from commprof.config import RunConfig
+from commprof.errors import UsageError
+
+ENDPOINT_PROBE_S = 3  # how long a rendezvous endpoint may take to answer (or refuse) a connection
+GLOO_IFNAME = "GLOO_SOCKET_IFNAME"
+# what a connection attempt can end in: it connected, it was refused (nothing listening: fine), or why it failed
+CONNECTED, REFUSED = "connected", "refused"
+_UNREACHABLE = {errno.EHOSTUNREACH: "no route to host", errno.ENETUNREACH: "network unreachable"}
+# messages of a name that did not resolve, as getaddrinfo and torch's store client word them
+NAME_NOT_RESOLVED = re.compile(
+    r"gaierror|name resolution|Name or service not known|nodename nor servname|No address associated", re.I
+)
+_CONNECTING_TO = re.compile(r"trying to connect to \(([^,()\s]+), ?(\d+)\)")
+
+
+def addresses(name: str) -> list[str]:
+    """The addresses `name` resolves to; socket.gaierror (an OSError) when it resolves to none."""
+    return sorted({str(info[4][0]) for info in socket.getaddrinfo(name, None, proto=socket.IPPROTO_TCP)})
+
+
+def is_own_address(address: str) -> bool:
+    """Whether this host holds `address`: a socket binds only to an address of its own (no packet is sent)."""
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.bind((address, 0))
+    except OSError:
+        return False
+    return True
+
+
+def connect(host: str, port: int, timeout: float) -> str:
+    """CONNECTED, REFUSED, or why no connection was made (a timeout, no route)."""
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except ConnectionRefusedError:
+        return REFUSED
+    except TimeoutError:
+        return f"no answer within {timeout:g} s"
+    except OSError as exc:
+        return _UNREACHABLE.get(exc.errno or 0, exc.strerror or type(exc).__name__)
+    return CONNECTED
+
+
+def store_answers(host: str, port: int, timeout: float) -> bool:
+    """Whether a c10d store answers at host:port: a store answers in milliseconds, a foreign program maybe never."""
+    from torch.distributed import TCPStore
+
+    answered = threading.Event()
+
+    def probe() -> None:
+        try:
+            TCPStore(host, port, is_master=False, timeout=timedelta(seconds=timeout))
+            answered.set()
+        except Exception:  # the store client raises several types; any of them means no store answered
+            pass
+
+    threading.Thread(target=probe, daemon=True).start()
+    return answered.wait(timeout)
+
+
+@dataclass(frozen=True)
+class Host:
+    """What the checks ask of this host and its network; tests give their own answers."""
+
+    name: Callable[[], str] = socket.getfqdn  # the name torch's launcher gives the other ranks as this node's address
+    resolve: Callable[[str], list[str]] = addresses
+    is_own: Callable[[str], bool] = is_own_address
+    interfaces: Callable[[], list[str]] = lambda: [name for _, name in socket.if_nameindex()]
+    connect: Callable[[str, int, float], str] = connect
+    store_answers: Callable[[str, int, float], bool] = store_answers
+
+    def resolves(self, name: str) -> bool:
+        try:
+            return bool(self.resolve(name))
+        except OSError:
+            return False
+
+
+def own_address_problem(local_addr: str | None, nodes: int, host: Host) -> str | None:
+    """This node's address as torch's launcher publishes it: --local-addr, else this host's name, which must
+    resolve (torch's c10d store is reached by it, on this node too)."""
+    if local_addr is None:
+        name = host.name()
+        if host.resolves(name):
+            return None
+        address = "127.0.0.1 on one node" if nodes == 1 else "the one the other nodes reach"
+        return (
+            f"this host's name {name!r} does not resolve: add it to /etc/hosts, or pass --local-addr with this "
+            f"host's address ({address})"
+        )
+    if not host.resolves(local_addr):
+        return f"--local-addr {local_addr} does not resolve: pass this host's address, the one the other nodes reach"
+    found = host.resolve(local_addr)
+    if not any(host.is_own(address) for address in found):
+        shown = "" if found == [local_addr] else f" ({local_addr} is {', '.join(found)})"
+        return (
+            f"--local-addr {local_addr} is not an address of this host{shown}: pass one of its own addresses, the "
+            "one the other nodes reach (`ip -brief address` lists them)"
+        )
+    return None
+
+
+def endpoint_problem(endpoint: str | None, host: Host, timeout: float = ENDPOINT_PROBE_S) -> str | None:
+    """The rendezvous endpoint as this node sees it: its host must resolve and answer within `timeout` (a refusal
+    is an answer: nothing listens yet, node 0 hosts the store once it starts), and what answers must be a store."""
+    if endpoint is None:
+        return None
+    name, _, port_text = endpoint.rpartition(":")
+    port = int(port_text)
+    if not host.resolves(name):
+        return (
+            f"rendezvous endpoint {endpoint}: the host {name!r} does not resolve on this node; pass node 0's "
+            "address in --rdzv-endpoint, or add the name to /etc/hosts"
+        )
+    outcome = host.connect(name, port, timeout)
+    if outcome == REFUSED:
+        return None
+    if outcome != CONNECTED:
+        return (
+            f"rendezvous endpoint {endpoint} cannot be reached from this node ({outcome}): check that {name} is "
+            f"node 0's address on a network this node shares, and that no firewall drops port {port}"
+        )
+    if not host.store_answers(name, port, timeout):
+        return (
+            f"rendezvous endpoint {endpoint}: port {port} is in use by a program that is not a c10d store; "
+            "choose another port for --rdzv-endpoint"
+        )
+    return None
+
+
+def gloo_interface_problem(environ: Mapping[str, str], host: Host) -> str | None:
+    """GLOO_SOCKET_IFNAME (one interface, or several comma-separated) must name interfaces this host has."""
+    value = environ.get(GLOO_IFNAME)
+    if not value:
+        return None
+    have = host.interfaces()
+    missing = [name for name in value.split(",") if name.strip() not in have]
+    if not missing:
+        return None
+    return (
+        f"{GLOO_IFNAME}={value}: this host has no interface {', '.join(missing)} (it has {', '.join(have)}); set it "
+        "to the interface on the network the other nodes reach, or unset it"
+    )
+
+
+def gloo_loopback_problem(config: RunConfig, environ: Mapping[str, str], host: Host) -> str | None:
+    """Gloo, without GLOO_SOCKET_IFNAME, binds to the address this host's name resolves to, or to loopback when it
+    does not resolve: the other nodes cannot reach a loopback address (nodes on one machine, meeting at a loopback
+    endpoint, can)."""
+    if config.nodes == 1 or config.backend != "gloo" or environ.get(GLOO_IFNAME):
+        return None
+    if config.rdzv_endpoint is None or is_loopback(config.rdzv_endpoint.rpartition(":")[0]):
+        return None
+    name = host.name()
+    try:
+        found = host.resolve(name)
+    except OSError:
+        found = []
+    if found and not all(is_loopback(address) for address in found):
+        return None
+    bound = f"resolves to {', '.join(found)}" if found else "does not resolve"
+    return (
+        f"Gloo would bind to loopback, which the other nodes cannot reach (this host's name {name!r} {bound}): "
+        f"set {GLOO_IFNAME} to the interface the other nodes reach (this host has {', '.join(host.interfaces())})"
+    )
+
+
+def check_setup(config: RunConfig, host: Host = Host(), environ: Mapping[str, str] = os.environ) -> None:
+    """UsageError naming the first set-up problem of this node, before anything is launched."""
+    for problem in (
+        gloo_interface_problem(environ, host),
+        own_address_problem(config.local_addr, config.nodes, host),
+        endpoint_problem(config.rdzv_endpoint, host),
+        gloo_loopback_problem(config, environ, host),
+    ):
+        if problem:
+            raise UsageError(problem)
+
+
+def is_loopback(name: str) -> bool:
+    try:
+        return name == "localhost" or ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def endpoint_is_here(endpoint: str, host: Host = Host()) -> bool | None:
+    """Whether this node hosts the rendezvous store, decided without this host's name, or None where torch's
+    launcher can decide it itself: it resolves this host's name to compare it with the endpoint's host, and raises
+    gaierror where the name does not resolve (what --local-addr is for)."""
+    name = endpoint.rpartition(":")[0]
+    if is_loopback(name) or host.resolves(host.name()):
+        return None
+    try:
+        return any(host.is_own(address) for address in host.resolve(name))
+    except OSError:
+        return None
+
+
+def failed_setup(message: str, config: RunConfig, host: Host = Host()) -> str | None:
+    """The one line for a launch that failed on the network (torch's own error in `message`), or None: a name
+    that does not resolve (this host's own, the endpoint's, or the one torch's store client was connecting to)."""
+    if not NAME_NOT_RESOLVED.search(message) and not _CONNECTING_TO.search(message):
+        return None
+    own = own_address_problem(config.local_addr, config.nodes, host)
+    if own:
+        return own
+    aimed = _CONNECTING_TO.search(message)
+    if aimed and not host.resolves(aimed.group(1)):
+        return (
+            f"torch's launcher could not reach {aimed.group(1)}:{aimed.group(2)}: the name {aimed.group(1)!r} does "
+            "not resolve on this node; add it to /etc/hosts, or pass that node's --local-addr with its address"
+        )
+    return endpoint_problem(config.rdzv_endpoint, host) if NAME_NOT_RESOLVED.search(message) else None
