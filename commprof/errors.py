@@ -102,5 +102,5 @@ def what_went_wrong(message: str) -> str:
     if len(line) > LONG_LINE:
         line = _SENTENCE_END.split(line, maxsplit=1)[0]
     advice = [hint for marker, hint in ADVICE if marker in message and marker not in line]
-    advice += [hint for marker, hint in FIXES if marker in message and hint not in advice]
+    advice = list(dict.fromkeys([*advice, *(hint for marker, hint in FIXES if marker in message)]))
     return f"{line} ({'; '.join(advice)})" if advice else line

@@ -53,3 +53,24 @@ def test_the_report_names_the_hosts_and_the_link_between_them(two_hosts):
     # what-if links: a slower link costs more, a faster one less, the measured one as measured
     steps = {w.factor: w.step_ms for w in network.what_if}
     assert steps[0.25] > steps[0.5] > steps[1.0] > steps[2.0] > steps[4.0] > 0
+
+
+def test_set_up_failures_across_hosts_are_one_line_with_the_fix(tmp_path):
+    """From a host of the bed: a rendezvous address nobody holds, and Gloo told to bind to loopback while the other
+    host is across the link; each refused before anything is launched, in one line."""
+    with netbed(2, None, tmp_path) as bed:
+        nobody = "10.231.0.99:29400"
+        args = ["run", "--nodes", "2", "--procs", "1", "--run-id", "u", "--quiet"]
+        unreachable = bed.popen(bed.hosts[1], commprof_argv(*args, "--rdzv-endpoint", nobody))
+        looped = bed.popen(
+            bed.hosts[1], commprof_argv(*args, "--rdzv-endpoint", bed.rdzv_endpoint), env={"GLOO_SOCKET_IFNAME": "lo"}
+        )
+        (_, unreachable_err), (_, looped_err) = (p.communicate(timeout=120) for p in (unreachable, looped))
+    assert unreachable.returncode == 2 and unreachable_err.strip() == (
+        "error: rendezvous endpoint 10.231.0.99:29400 cannot be reached from this node (no answer within 3 s): check "
+        "that 10.231.0.99 is node 0's address on a network this node shares, and that no firewall drops port 29400"
+    )
+    assert looped.returncode == 2 and looped_err.strip() == (
+        "error: GLOO_SOCKET_IFNAME=lo is loopback, which the other nodes cannot reach: set it to the interface on "
+        "their network (this host has lo, eth0)"
+    )

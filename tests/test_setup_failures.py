@@ -46,6 +46,7 @@ HERE = Host(
     resolve=table({"node1": ["10.0.0.2"], "node0": ["10.0.0.1"], "127.0.0.1": ["127.0.0.1"]}),
     is_own=lambda address: address in ("10.0.0.2", "127.0.0.1"),
     interfaces=lambda: ["lo", "eth0"],
+    is_loopback_interface=lambda name: name == "lo",
     connect=lambda host, port, timeout: REFUSED,
     store_answers=lambda host, port, timeout: True,
 )
@@ -137,6 +138,25 @@ def test_gloo_bound_to_loopback_across_hosts_is_refused():
     check_setup(TWO_NODES, looped, environ={"GLOO_SOCKET_IFNAME": "eth0"})  # told where to bind: fine
     check_setup(replace(TWO_NODES, rdzv_endpoint="127.0.0.1:29400"), looped, environ={})  # nodes on one machine
     check_setup(TWO_NODES, HERE, environ={})
+
+
+def test_gloo_told_to_bind_to_a_loopback_interface_across_hosts_is_refused():
+    with pytest.raises(UsageError) as refused:
+        check_setup(TWO_NODES, HERE, environ={"GLOO_SOCKET_IFNAME": "lo"})
+    assert str(refused.value) == (
+        "GLOO_SOCKET_IFNAME=lo is loopback, which the other nodes cannot reach: set it to the interface on their "
+        "network (this host has lo, eth0)"
+    )
+    check_setup(TWO_NODES, HERE, environ={"GLOO_SOCKET_IFNAME": "lo,eth0"})  # one of them reaches the others
+    check_setup(replace(TWO_NODES, rdzv_endpoint="127.0.0.1:29400"), HERE, environ={"GLOO_SOCKET_IFNAME": "lo"})
+    assert Host().is_loopback_interface("lo")
+
+
+def test_gloo_connect_errors_get_the_fix_once():
+    from commprof.errors import what_went_wrong
+
+    line = what_went_wrong("RuntimeError: Gloo connectFullMesh failed with [pair.h:311] Connect timeout [none]")
+    assert line.count("Gloo's ranks could not connect") == 1
 
 
 def test_check_setup_names_the_first_problem():

@@ -12,6 +12,7 @@ import socket
 import threading
 from dataclasses import dataclass
 from datetime import timedelta
+from pathlib import Path
 from typing import Callable, Mapping
 
 from commprof.config import RunConfig
@@ -75,6 +76,17 @@ def store_answers(host: str, port: int, timeout: float) -> bool:
     return answered.wait(timeout)
 
 
+IFF_LOOPBACK = 0x8
+
+
+def loopback_interface(name: str) -> bool:
+    """Whether this host's interface `name` is a loopback (Linux: its flags in /sys; elsewhere: named lo)."""
+    try:
+        return bool(int(Path(f"/sys/class/net/{name}/flags").read_text(), 16) & IFF_LOOPBACK)
+    except (OSError, ValueError):
+        return name.startswith("lo")
+
+
 @dataclass(frozen=True)
 class Host:
     """What the checks ask of this host and its network; tests give their own answers."""
@@ -83,6 +95,7 @@ class Host:
     resolve: Callable[[str], list[str]] = addresses
     is_own: Callable[[str], bool] = is_own_address
     interfaces: Callable[[], list[str]] = lambda: [name for _, name in socket.if_nameindex()]
+    is_loopback_interface: Callable[[str], bool] = loopback_interface
     connect: Callable[[str, int, float], str] = connect
     store_answers: Callable[[str, int, float], bool] = store_answers
 
@@ -161,13 +174,21 @@ def gloo_interface_problem(environ: Mapping[str, str], host: Host) -> str | None
 
 
 def gloo_loopback_problem(config: RunConfig, environ: Mapping[str, str], host: Host) -> str | None:
-    """Gloo, without GLOO_SOCKET_IFNAME, binds to the address this host's name resolves to, or to loopback when it
-    does not resolve: the other nodes cannot reach a loopback address (nodes on one machine, meeting at a loopback
-    endpoint, can)."""
-    if config.nodes == 1 or config.backend != "gloo" or environ.get(GLOO_IFNAME):
+    """Gloo binds to GLOO_SOCKET_IFNAME's interfaces or, without it, to the address this host's name resolves to, or
+    to loopback when it does not resolve: the other nodes cannot reach a loopback address (nodes on one machine,
+    meeting at a loopback endpoint, can)."""
+    if config.nodes == 1 or config.backend != "gloo":
         return None
     if config.rdzv_endpoint is None or is_loopback(config.rdzv_endpoint.rpartition(":")[0]):
         return None
+    chosen = [name.strip() for name in environ.get(GLOO_IFNAME, "").split(",") if name.strip()]
+    if chosen:
+        if not all(host.is_loopback_interface(name) for name in chosen):
+            return None
+        return (
+            f"{GLOO_IFNAME}={environ[GLOO_IFNAME]} is loopback, which the other nodes cannot reach: set it to the "
+            f"interface on their network (this host has {', '.join(host.interfaces())})"
+        )
     name = host.name()
     try:
         found = host.resolve(name)
