@@ -22,9 +22,6 @@ class Backend:
     kernels: re.Pattern[str] | None = None
     flight_recorder: bool = False  # torch's Flight Recorder can dump its collectives in flight (launch/launcher)
     fsdp: bool = True  # FSDP2 runs over it (config)
-    # gradient compression casts on the device, so a compression hook can pay (analysis/findings); on the host
-    # (Gloo) the casts cost more than the smaller messages save (docs/benchmarks.md)
-    compresses_on_device: bool = False
 
     def no_device(self, device: str) -> str:
         """Why its collectives cannot run on `device` (one of those it lacks)."""
@@ -43,7 +40,6 @@ TABLE = (
         # ncclDevKernel_AllGather_RING_LL, ncclDevKernel_Generic, the pre-2.4 ncclAllReduceRingLLKernel_sum_f32
         kernels=re.compile(r"^nccl", re.IGNORECASE),
         flight_recorder=True,
-        compresses_on_device=True,
     ),
     # torch builds rarely have MPI: commprof then all-reduces through mpi4py, on CPU tensors, under mpirun
     Backend("mpi", "MPI", ("cpu", "cuda"), gpu_per_rank=False, launched_by="mpirun", cpu_ranges="mpi", fsdp=False),

@@ -116,8 +116,11 @@ def test_an_exposed_nccl_allreduce_gets_a_bucket_cap_and_compression(tmp_path):
     """The same step on GPUs over NCCL, where an all-reduce under the backward is free. The best cap: 10 (8 ms;
     caps 1, 2 and 5 build one layout, five 5 MiB buckets, which gains the same: the largest cap whose gain is inside
     the best one's interval is named). fp16 compression all-reduces 12.5 MiB in 5 ms after the backward instead of
-    25 MiB in 10: 5 ms gained."""
-    result, report = found(tmp_path, nccl_rank(0), nccl_rank(1), run=DDP_RUN)
+    25 MiB in 10: 5 ms gained, the casts measured free (a GPU casts 25 MiB in microseconds)."""
+    from commprof.results.run_record import CastCost
+
+    free_casts = dataclasses.replace(DDP_RUN, cast_costs=[CastCost("float16", 25 * MB, [0.0])])
+    result, report = found(tmp_path, nccl_rank(0), nccl_rank(1), run=free_casts)
     assert [f.kind for f in result] == ["bucket_cap", "compression"]
     bucket, compression = result
     assert (bucket.gain_ms.value, bucket.gain_ms.low, bucket.gain_ms.high) == pytest.approx((8.0, 8.0, 8.0))

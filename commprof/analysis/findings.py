@@ -2,7 +2,8 @@
 
 Each finding's gain is a median over the profiled steps (of every analysed rank) with a 95% bootstrap
 interval, and fires only when that interval excludes zero and the gain is at least 3% of the step (the one rule
-of analysis/stats.py). Settings (bucket_cap_mb, gradient compression) are predicted by re-running the measured
+of analysis/stats.py). Settings (bucket_cap_mb; gradient compression, accumulation and batch in
+analysis/setting_findings.py, weighed against what the run measured) are predicted by re-running the measured
 step through the bucket model of `commprof scale` (analysis/predict.py, docs/prediction.md): each profiled step's
 backward, buckets and ready times, the link the run timed alone (or, for others' traces, fitted to the all-reduces
 that ran alone), the buckets re-made as DDP makes them for the candidate setting (analysis/ddp_buckets.py). The
@@ -32,9 +33,9 @@ from commprof.analysis.predict import (
     step_profile,
 )
 from commprof.analysis.rank_findings import input_stalls, stalls_now_and_then, straggler
+from commprof.analysis.setting_findings import accumulation, compression
 from commprof.analysis.stats import real_gain, rerun_interval
 from commprof.analysis.sweep import paste_line
-from commprof.backends import BACKENDS, by_name
 from commprof.config import DDPOptions
 from commprof.errors import UsageError
 from commprof.results.common import Estimate
@@ -231,20 +232,20 @@ def _settings(report: Report, windows, step_ms: float, ceiling: tuple[float, str
     now = layout(parameters, current_cap(report)) if parameters else tuple(samples[0].bucket_bytes)
     candidates = distinct_caps(units, CANDIDATE_CAPS_MB, now)  # one cap per layout DDP would build; not today's
     serial = windows[0][0].kind == "cpu"
-    by_cap = {
-        cap: _model_gain(samples, link, lambda s, cap=cap: rebucket(s, units, cap), serial=serial) for cap in candidates
-    }
+    # the parameters' buckets are float32; a compression hook all-reduces them in 16 bits, as the trace measured
+    shrink = 2 if parameters and options.comm_hook != "none" else 1
+
+    def on_wire(sample: StepProfile, cap: float) -> list[tuple[int, float]]:
+        return [(b // shrink, r) for b, r in rebucket(sample, units, cap)]
+
+    by_cap = {cap: _model_gain(samples, link, lambda s, cap=cap: on_wire(s, cap), serial=serial) for cap in candidates}
     if by_cap:
         best = max(by_cap, key=lambda c: (round(by_cap[c], 6), c))
-        best_gain = _gain_ci(samples, lambda s: rebucket(s, units, best), serial=serial, probe=probe)
+        best_gain = _gain_ci(samples, lambda s: on_wire(s, best), serial=serial, probe=probe)
         # the caps whose gain is inside the best one's interval are as good, as far as the steps can tell: the
         # largest of them (fewest calls) is named, so that a rerun's noise does not flip the advice between them
         cap = max(c for c, g in by_cap.items() if g >= best_gain.low)
-        gain = (
-            best_gain
-            if cap == best
-            else _gain_ci(samples, lambda s: rebucket(s, units, cap), serial=serial, probe=probe)
-        )
+        gain = best_gain if cap == best else _gain_ci(samples, lambda s: on_wire(s, cap), serial=serial, probe=probe)
         as_good = sorted(c for c, g in by_cap.items() if g >= best_gain.low and c != cap)
         then = candidates[cap]
         found.append(
@@ -267,33 +268,9 @@ def _settings(report: Report, windows, step_ms: float, ceiling: tuple[float, str
                 setting={"bucket_cap_mb": cap},
             )
         )
-    byte_us = statistics.median(
-        2 * (s.world_size - 1) / s.world_size * b / (link.bandwidth_gbps * 1e3) for s in samples for b in s.bucket_bytes
-    )
-    latency_us = 2 * (samples[0].world_size - 1) * link.alpha_us
-    # bandwidth-bound: halving the bytes helps. Only where the backend casts on the device (commprof/backends.py):
-    # the model leaves out the casts, which on a CPU backend cost more than they save (Gloo sums fp16 on the host;
-    # `commprof advise` measured it slower, docs/benchmarks.md)
-    on_device = all(
-        c.backend in BACKENDS and by_name(c.backend).compresses_on_device
-        for c in report.collectives
-        if c.op == "all_reduce"
-    )
-    if on_device and options.comm_hook == "none" and exposed > 0 and byte_us > latency_us:
-        gain = _gain_ci(samples, lambda s: [(b // 2, r) for b, r in rebucket(s, None, None)], probe=probe)
-        found.append(
-            Finding(
-                kind="compression",
-                title="fp16 gradient compression halves the bytes of an all-reduce that is bandwidth-bound",
-                evidence=(
-                    f"{exposed:.1f} ms exposed all-reduce per step; a typical bucket spends {byte_us:.0f} us "
-                    f"moving bytes against {latency_us:.0f} us of latency"
-                ),
-                action=paste_line(dataclasses.replace(options, comm_hook="fp16"), framework),
-                gain_ms=gain,
-                setting={"comm_hook": "fp16"},
-            )
-        )
+    # compression, accumulation and a larger batch: decided by what this run measured (analysis/setting_findings)
+    found += compression(report, samples, link, probe, options, framework, serial)
+    found += accumulation(report, samples, link, probe, options, framework, serial)
     slow = _slow_collectives(report, samples, link, step_ms, total, ceiling, serial)
     if slow and found and found[0].kind == "bucket_cap" and _significant(found[0], step_ms):  # one advice on buckets
         return [

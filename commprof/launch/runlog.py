@@ -212,6 +212,8 @@ def finish_script_run(run_dir: Path, launch_id: str) -> None:
         ddp_built=built,
         notes=first.notes,
         link_probe=first.link_probe,
+        link_tiers=first.link_tiers,
+        cast_costs=first.cast_costs,
         ranks=[
             RankRecord(
                 rank=rank,

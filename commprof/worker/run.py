@@ -14,11 +14,12 @@ import torch.distributed as dist
 
 from commprof.backends import by_name
 from commprof.config import RunConfig
-from commprof.instrument.link_probe import probe_link
+from commprof.instrument.cast_probe import probe_casts, typical_bucket_bytes
+from commprof.instrument.link_probe import probe_link, probe_tiers
 from commprof.instrument.profiler import make_profiler, trace_path
 from commprof.launch.progress import Every, Progress, write_progress
 from commprof.launch.runlog import StepLog, now, steps_kept, write_run_json
-from commprof.results.run_record import ClockOffset, ProbedSize, RankRecord, RunRecord
+from commprof.results.run_record import CastCost, ClockOffset, ProbedSize, ProbedTier, RankRecord, RunRecord
 from commprof.worker.clocks import measure_clock_offsets
 from commprof.worker.rank import (
     RankContext,
@@ -90,7 +91,11 @@ def _train(config: RunConfig, ctx: RankContext, workload: Workload, run_dir: Pat
     if ledger:
         ledger.finish()
     recorder.writing_traces()
-    probe = [] if mpi_through_mpi4py(config) else probe_link(ctx.device)
+    probed = not mpi_through_mpi4py(config)
+    probe = probe_link(ctx.device) if probed else []
+    tiers = probe_tiers(ctx.device) if probed else []
+    bucket = typical_bucket_bytes(config.ddp.bucket_cap_mb, workload.parameter_bytes)
+    casts = probe_casts(ctx.device, bucket) if probed else []
     record = RankRecord(
         rank=ctx.rank,
         host=recorder.log.host,
@@ -101,16 +106,19 @@ def _train(config: RunConfig, ctx: RankContext, workload: Workload, run_dir: Pat
         ddp=trainer.ddp_logging_data(),
         peak_memory_mb=peak_memory_mb(ctx.device),
     )
-    return RankResult(record, recorder.log.steps_done, probe)
+    return RankResult(record, recorder.log.steps_done, probe, tiers, casts)
 
 
 @dataclass(frozen=True)
 class RankResult:
-    """What one rank sends rank 0 at the end: its record in run.json, its steps, and its times of the link probe."""
+    """What one rank sends rank 0 at the end: its record in run.json, its steps, its times of the link probe (and of
+    its tiers, rank 0's), and what compressing a gradient cost on its device (instrument/cast_probe)."""
 
     record: RankRecord
     steps_done: int
     link_probe: list[ProbedSize]
+    link_tiers: list[ProbedTier] = dataclasses.field(default_factory=list)
+    cast_costs: list[CastCost] = dataclasses.field(default_factory=list)
 
 
 class StepRecorder:
@@ -162,5 +170,7 @@ def _final_record(started: RunRecord, ranks: list[RankResult]) -> RunRecord:
         end_time=now(),
         steps_completed=min(r.steps_done for r in ranks),
         link_probe=ranks[0].link_probe,  # the slowest rank's times: the same on every rank
+        link_tiers=ranks[0].link_tiers,
+        cast_costs=ranks[0].cast_costs,  # rank 0's device
         ranks=[r.record for r in ranks],
     )

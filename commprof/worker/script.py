@@ -38,12 +38,13 @@ from torch.utils.hooks import RemovableHandle
 
 from commprof.config import RunConfig
 from commprof.errors import what_went_wrong
+from commprof.instrument.cast_probe import probe_casts, typical_bucket_bytes
 from commprof.instrument.ddp import DDPOverrides
-from commprof.instrument.link_probe import probe_link
+from commprof.instrument.link_probe import probe_link, probe_tiers
 from commprof.instrument.profiler import make_profiler, trace_path, write_trace
 from commprof.launch.progress import Every, Progress, write_progress
 from commprof.launch.runlog import StepLog, now, steps_kept, write_run_json
-from commprof.results.run_record import ProbedSize, RunRecord, ScriptRankInfo
+from commprof.results.run_record import CastCost, ProbedSize, ProbedTier, RunRecord, ScriptRankInfo
 from commprof.worker.rank import (
     device_name,
     gather_digests,
@@ -67,6 +68,8 @@ class ScriptSession:
 
     def __init__(self, config: RunConfig, progress_path: Path):
         self.link_probe: list[ProbedSize] = []  # all-reduces timed alone after the script (instrument/link_probe)
+        self.link_tiers: list[ProbedTier] = []  # the same by tier, on a job over several hosts (rank 0's)
+        self.cast_costs: list[CastCost] = []  # what compressing a gradient costs here (instrument/cast_probe)
         self.config, self.progress_path = config, progress_path
         self.rank, self.local_rank = int(os.environ["RANK"]), int(os.environ["LOCAL_RANK"])
         self.world = int(os.environ["WORLD_SIZE"])
@@ -207,6 +210,13 @@ class ScriptSession:
         self.ddp.uninstall()
         self.log.write(self.info())
 
+    def bucket_bytes(self) -> int:
+        """The script's typical full bucket: its first DDP's cap (asked for or applied) against its gradients."""
+        built = self.ddp.built[0] if self.ddp.built else None
+        cap = (built.applied.get("bucket_cap_mb") or built.asked.get("bucket_cap_mb")) if built else None
+        gradients = sum(built.parameter_sizes) if built and built.parameter_sizes else None
+        return typical_bucket_bytes(float(cap) if cap is not None else None, gradients)
+
     def info(self) -> ScriptRankInfo:
         notes = []
         if self.counted is None:
@@ -222,6 +232,8 @@ class ScriptSession:
             device=device_name(self.device),
             trace=trace.name if trace.exists() else None,
             link_probe=self.link_probe,
+            link_tiers=self.link_tiers,
+            cast_costs=self.cast_costs,
             ddp=self.ddp.logging_data(),
             ddp_built=self.ddp.built,
             optimizer=self.counted,
@@ -273,6 +285,8 @@ def run_rank(config: RunConfig, progress_path: Path) -> int:
             )
         if dist.is_initialized() and dist.get_backend() in ("gloo", "nccl"):  # the script left its group up
             session.link_probe = probe_link(session.device)
+            session.link_tiers = probe_tiers(session.device)
+            session.cast_costs = probe_casts(session.device, session.bucket_bytes())
         session.finish()
         if dist.is_initialized():  # the script's own group, if it left it up; a CPU group beside it for the digests
             gather_digests(config.run_dir, session.rank, session.world, dist.new_group(backend="gloo"))

@@ -1,0 +1,295 @@
+"""The findings decided by measurement, not by rule: gradient compression, gradient accumulation, a larger batch.
+
+Compression (docs/semantics.md, "Compression, by measurement"): the gain is the model's step now minus its step with
+every bucket's bytes halved on the link the halved bytes were measured on (the run's 16-bit all-reduces, timed alone
+after training by instrument/cast_probe; the float32 link where there are none), MINUS what the casts cost per step
+on this rank's device (each bucket cast to 16 bits with the hook's divide, and back: the fastest of the probe's
+repeats, interpolated to the bucket's bytes). Both hooks are weighed where torch registers both (bf16's only over
+NCCL: DistributedDataParallel.register_comm_hook refuses it elsewhere, by its name); the one that gains more is
+named. Without the casts' measurement (traces from elsewhere, an older run) the gain is the halved bytes' alone, an
+upper bound, and is never claimed.
+
+Accumulation and batch: the gradient all-reduce is paid once per optimizer step. Accumulating k micro-batches under
+no_sync (the DDP paper's skipped synchronizations) pays the step's communication (on CPU ranks every all-reduce in
+full on the link, the model's convention there; on GPUs the exposed part the trace measured) once per k
+micro-batches; a k times larger per-rank batch pays it once per k times the samples (and, on GPUs, hides more of
+it under a k times longer backward). The proposal multiplies today's micro-batches (commprof's --grad-accum, or
+the accumulation the trace counts in a script's steps) by 4, and the batch by 2. Their gain is per today's step of
+samples (so the one rule of analysis/stats.py applies as to any other finding), and per sample where the run's
+batch is known; neither is a setting `commprof advise` can measure
+(its sweep compares step times, and these change the samples in a step)."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import statistics
+from typing import Callable
+
+from commprof.analysis.predict import (
+    MB,
+    ComputeModel,
+    LinkModel,
+    StepProfile,
+    fit_link,
+    probed_link,
+    rebucket,
+    simulate_step,
+)
+from commprof.analysis.sweep import paste_line
+from commprof.config import DDPOptions
+from commprof.errors import UsageError
+from commprof.results.common import Estimate
+from commprof.results.report import Finding, Report
+from commprof.results.run_record import CastCost, ProbedSize
+
+RESAMPLES = 400
+HOOKS = {"fp16": "float16", "bf16": "bfloat16"}
+ACCUMULATE = 4  # micro-batches per optimizer step, proposed
+LARGER_BATCH = 2  # times today's per-rank batch, proposed
+Buckets = list[tuple[int, float]]
+Value = Callable[[list[StepProfile], LinkModel, "random.Random | None"], float]
+
+
+def _buckets(sample: StepProfile, serial: bool, halve: bool = False) -> Buckets:
+    """The sample's buckets as measured (bytes halved: compressed); `serial`: each ready when the backward ends."""
+    return [(b // 2 if halve else b, 1.0 if serial else r) for b, r in rebucket(sample, None, None)]
+
+
+def _step(sample: StepProfile, link: LinkModel, buckets: Buckets, scale: float = 1.0) -> float:
+    return simulate_step(sample, ComputeModel(sample.compute_ms * scale, 0.0), link, sample.world_size, buckets)[0]
+
+
+def _bootstrap(samples: list[StepProfile], probe: list[ProbedSize], value: Value) -> Estimate:
+    """`value` on every profiled step with the link as probed (or fitted), and a 95% bootstrap interval in which each
+    resample of the steps also refits the link from a resample of the probe's repeats (value's own measurements it
+    resamples itself, with the rng it is given)."""
+    rng = random.Random(0)
+
+    def link_of(picked: list[StepProfile], resample: bool) -> LinkModel:
+        if not probe:
+            return fit_link(picked)
+        return probed_link(probe, picked[0].world_size, (lambda t: rng.choices(t, k=len(t))) if resample else None)
+
+    boots = []
+    for _ in range(RESAMPLES):
+        picked = rng.choices(samples, k=len(samples))
+        try:
+            boots.append(value(picked, link_of(picked, True), rng))
+        except UsageError:
+            continue
+    boots.sort()
+    tail = int(0.025 * len(boots))
+    point = value(samples, link_of(samples, False), None)
+    return Estimate(point, boots[tail], boots[-1 - tail]) if boots else Estimate(point, point, point)
+
+
+def cast_us(costs: list[CastCost], nbytes: int, rng: random.Random | None = None) -> float:
+    """One cast of a float32 bucket of `nbytes` to the 16-bit dtype and back (the hook's work on it), in us: the
+    fastest repeat at each measured size, interpolated between sizes, in proportion beyond the largest. `rng`: the
+    repeats resampled first (a bootstrap)."""
+    points = sorted((c.bytes, min(rng.choices(c.us, k=len(c.us)) if rng else c.us)) for c in costs if c.us)
+    if nbytes <= points[0][0]:
+        return points[0][1]
+    for (x0, y0), (x1, y1) in zip(points, points[1:], strict=False):
+        if nbytes <= x1:
+            return y0 + (y1 - y0) * (nbytes - x0) / (x1 - x0)
+    return points[-1][1] * nbytes / points[-1][0]
+
+
+def _halved_link(costs: list[CastCost], ranks: int, link: LinkModel, rng: random.Random | None) -> LinkModel:
+    """The link the 16-bit bytes travel, from their own all-reduces (a CPU backend sums them on the host); the
+    float32 link where they were not timed."""
+    probe = [ProbedSize(c.bytes // 2, c.allreduce_us) for c in costs if c.allreduce_us]
+    if len({p.bytes for p in probe}) < 2:
+        return link
+    return probed_link(probe, ranks, (lambda t: rng.choices(t, k=len(t))) if rng else None)
+
+
+def _compression_gain(costs: list[CastCost], serial: bool) -> Value:
+    def value(picked: list[StepProfile], link: LinkModel, rng: random.Random | None) -> float:
+        halved = _halved_link(costs, picked[0].world_size, link, rng)
+        gains = []
+        for s in picked:
+            casts_ms = sum(cast_us(costs, b, rng) for b, _ in _buckets(s, serial)) / 1000 if costs else 0.0
+            gains.append(_step(s, link, _buckets(s, serial)) - _step(s, halved, _buckets(s, serial, True)) - casts_ms)
+        return statistics.median(gains)
+
+    return value
+
+
+def compression(
+    report: Report,
+    samples: list[StepProfile],
+    link: LinkModel,
+    probe: list[ProbedSize],
+    options: DDPOptions,
+    framework: str,
+    serial: bool,
+) -> list[Finding]:
+    """fp16 or bf16 compression where the halved bytes save more on this link than the casts cost on this device
+    (a net loss is no finding at all; a net gain within the noise is one, unclaimed)."""
+    if options.comm_hook != "none":
+        return []
+    measured = report.run.cast_costs if report.run else []
+    registers = _registers(report)
+    by_hook = {hook: [c for c in measured if c.dtype == dtype] for hook, dtype in HOOKS.items() if hook in registers}
+    if measured:
+        points = {
+            hook: _compression_gain(costs, serial)(samples, link, None) for hook, costs in by_hook.items() if costs
+        }
+        if not points:
+            return []
+        hook = max(points, key=lambda h: (round(points[h], 6), h == "fp16"))
+    else:
+        hook = "fp16"
+    costs = by_hook.get(hook, [])
+    gain = _bootstrap(samples, probe, _compression_gain(costs, serial))
+    if gain.value <= 0:
+        return []
+    sample = samples[0]
+    buckets = _buckets(sample, serial)
+    halved = _halved_link(costs, sample.world_size, link, None)
+    saved = statistics.median(
+        _step(s, link, _buckets(s, serial)) - _step(s, halved, _buckets(s, serial, True)) for s in samples
+    )
+    largest = max(b for b, _ in buckets)
+    if costs:
+        casts_ms = sum(cast_us(costs, b) for b, _ in buckets) / 1000
+        others = [
+            f"{other}: {_compression_gain(c, serial)(samples, link, None):+.1f} ms"
+            for other, c in by_hook.items()
+            if other != hook and c
+        ]
+        evidence = (
+            f"a cast of a {largest / MB:.1f} MB bucket to {HOOKS[hook]} and back costs "
+            f"{cast_us(costs, largest):.0f} us on this device, {casts_ms:.1f} ms per step for "
+            f"{len(buckets)} bucket(s); the halved bytes save {saved:.1f} ms per step on this link "
+            f"({link.bandwidth_gbps:.3f} GB/s for float32"
+            + (
+                f", {halved.bandwidth_gbps:.3f} GB/s for {HOOKS[hook]} as measured"
+                if halved is not link
+                else "; the 16-bit all-reduce was not timed: as float32's"
+            )
+            + f"): net {gain.value:.1f} ms"
+            + (f" (the other hook nets {', '.join(others)})" if others else "")
+            + ("" if "bf16" in registers else f"; bf16 not weighed: {BF16_NCCL_ONLY}")
+        )
+    else:
+        gain = Estimate(gain.value, min(gain.low, 0.0), gain.high)
+        evidence = (
+            f"the halved bytes save {saved:.1f} ms per step on this link ({link.bandwidth_gbps:.3f} GB/s); what the "
+            "casts cost was not measured here (traces from elsewhere, or a run before commprof timed them), so this "
+            "is an upper bound and no claim: a `commprof run` of the job measures them"
+        )
+    return [
+        Finding(
+            kind="compression",
+            title=(
+                f"{hook} gradient compression: the halved bytes save more on this link than the casts cost"
+                if measured
+                else f"{hook} gradient compression halves the bytes on this link (the casts' cost not measured)"
+            ),
+            evidence=evidence,
+            action=paste_line(dataclasses.replace(options, comm_hook=hook), framework),
+            gain_ms=gain,
+            setting={"comm_hook": hook},
+        )
+    ]
+
+
+BF16_NCCL_ONLY = "torch's DDP registers bf16_compress_hook only over NCCL (register_comm_hook refuses it elsewhere)"
+
+
+# accumulation and a larger batch change the optimisation (a larger global batch): advised only where the step pays
+# communication for this share of its time or more
+COMMUNICATION_BOUND = 0.25
+
+
+def _registers(report: Report) -> set[str]:
+    """The hooks torch lets this job register: bf16's only where every gradient all-reduce runs over NCCL (RCCL)."""
+    backends = {c.backend for c in report.collectives if c.op == "all_reduce"}
+    if report.run:
+        backends = {report.run.config.backend}
+    return set(HOOKS) if backends == {"nccl"} else {"fp16"}
+
+
+def _exposed_gain(serial: bool, factor: int, batch: bool) -> Value:
+    """Per today's step of samples: what accumulating `factor` micro-batches (or a `factor` times larger batch)
+    saves of the step's communication."""
+
+    def value(picked: list[StepProfile], link: LinkModel, rng: random.Random | None) -> float:
+        gains = []
+        for s in picked:
+            now = _step(s, link, _buckets(s, serial))
+            if batch:
+                gains.append(now - _step(s, link, _buckets(s, serial), factor) / factor)
+            else:
+                gains.append(_paid(s, link, serial) * (1 - 1 / factor))
+        return statistics.median(gains)
+
+    return value
+
+
+def _paid(sample: StepProfile, link: LinkModel, serial: bool) -> float:
+    """The communication a step pays: on CPU ranks every all-reduce in full on the link (the model's convention);
+    on GPUs the exposed part as the trace measured it."""
+    return _step(sample, link, _buckets(sample, serial)) - sample.compute_ms if serial else sample.exposed_ms
+
+
+def accumulation(
+    report: Report,
+    samples: list[StepProfile],
+    link: LinkModel,
+    probe: list[ProbedSize],
+    options: DDPOptions,
+    framework: str,
+    serial: bool,
+) -> list[Finding]:
+    """Accumulation under no_sync and a larger per-rank batch, each where it saves communication per sample."""
+    run = report.run
+    micro = max(options.grad_accum, report.micro_steps or 1)  # a script's own accumulation, as the trace counts it
+    per_step = run.config.batch_size * micro if run and not run.script else None
+    exposed = statistics.median(_paid(s, link, serial) for s in samples)
+    step = statistics.median(s.compute_ms for s in samples) + exposed
+    if exposed <= 0 or exposed < COMMUNICATION_BOUND * step:
+        return []
+    found = []
+    for kind, factor, batch in (("accumulation", ACCUMULATE, False), ("batch", LARGER_BATCH, True)):
+        gain = _bootstrap(samples, probe, _exposed_gain(serial, factor, batch))
+        if gain.value <= 0:
+            continue
+        per_sample = (
+            f"{gain.value / per_step:.3f} ms per sample [{gain.low / per_step:.3f}, {gain.high / per_step:.3f}] of "
+            f"today's {per_step} per rank"
+            if per_step
+            else "its samples per rank are not known here: divide by them for the gain per sample"
+        )
+        if not batch:
+            action = paste_line(dataclasses.replace(options, grad_accum=micro * factor), framework)
+        elif per_step and run:
+            action = f"commprof run ... --batch-size {run.config.batch_size * factor}"
+        else:
+            action = f"a {factor}x larger per-rank batch in the script's data loader"
+        found.append(
+            Finding(
+                kind=kind,
+                title=(
+                    f"accumulate {micro * factor} micro-batches per step under no_sync: the all-reduce "
+                    f"is paid once per {factor} times the samples"
+                    if not batch
+                    else f"a {factor}x larger per-rank batch pays the all-reduce once per {factor} times the samples"
+                ),
+                evidence=(
+                    f"{exposed:.1f} ms of communication is paid by every step"
+                    + (" (every all-reduce in full on this link, as on CPU ranks)" if serial else " (exposed)")
+                    + "; "
+                    f"saved per today's step of samples: {per_sample}; the global batch grows {factor}x: scale the "
+                    "learning rate with it (linear rule, with a warm-up)"
+                    + ("; the model takes compute per sample as today's, and needs the memory" if batch else "")
+                ),
+                action=action,
+                gain_ms=gain,
+            )
+        )
+    return found
