@@ -37,11 +37,16 @@ def backends(timeout_s: float = 30.0, feedback: Feedback = SILENT) -> Outcome:
                 devices.append(device)
         if not devices:
             continue
-        with feedback.status(f"trying {backend} on {', '.join(devices)}"):
-            try:
-                matrix[backend] = _try_backend(backend, devices, timeout_s)
-            except CommprofError as exc:
-                missing.update({f"{backend}/{device}": str(exc) for device in devices})
+        # one launch per device: a backend that aborts its ranks on one device (Gloo's send of a CUDA tensor between
+        # two ranks on one GPU: SIGABRT, seen on an H100) must not take the other device's answers with it
+        for device in devices:
+            with feedback.status(f"trying {backend} on {device}"):
+                try:
+                    answers = _try_backend(backend, [device], timeout_s)
+                except CommprofError as exc:
+                    missing[f"{backend}/{device}"] = str(exc)
+                    continue
+            matrix.setdefault(backend, {}).update(answers)
     return Outcome(BackendsResult(matrix=matrix, not_available=missing, ops=list(MATRIX_OPS)))
 
 
