@@ -2,28 +2,32 @@
 gain beside the measured one."""
 
 import json
+import shutil
 
 import pytest
 
-from tests.conftest import FAST_RUN, PLANTED_GAIN, commprof, plant_findings, planted_finding
+from tests.conftest import PLANTED_GAIN, commprof, plant_findings, planted_finding
 
 pytestmark = pytest.mark.slow
 ROUNDS = ["--repeats", "3", "--steps-per-repeat", "2", "--warmup-steps", "1", "--profile-steps", "2"]
 
 
-def test_advise_checks_a_runs_setting_findings(tmp_path):
+def test_advise_checks_a_runs_setting_findings(tmp_path, cpu_run):
     """The run's report is given one finding that is a setting (bucket_cap_mb=5, predicted 2.0 ms [1.0, 3.0])
-    and one that is not; advise measures the run's own setting (25 MB) and the advised one, and shows both gains."""
-    assert commprof("run", *FAST_RUN, "--run-id", "base", "--quiet", cwd=tmp_path).returncode == 0
+    and one that is not; advise measures the run's own setting (25 MB) and the advised one, and shows both gains.
+    The run is the shared real run's (a copy of its report.json: advise reruns the job from the report alone)."""
+    cwd, _ = cpu_run
+    (tmp_path / "reports" / "e2e").mkdir(parents=True)
+    shutil.copy(cwd / "reports" / "e2e" / "report.json", tmp_path / "reports" / "e2e")
     plant_findings(
-        tmp_path / "reports" / "base",
+        tmp_path / "reports" / "e2e",
         planted_finding("bucket_cap", "bucket_cap_mb=5", {"bucket_cap_mb": 5}),
         planted_finding("input_stall", "stall", {}),
     )
-    result = commprof("advise", "base", "--json", *ROUNDS, cwd=tmp_path)
+    result = commprof("advise", "e2e", "--json", *ROUNDS, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     advised = json.loads(result.stdout)
-    assert advised["kind"] == "advise" and advised["name"] == "base-advise"
+    assert advised["kind"] == "advise" and advised["name"] == "e2e-advise"
     settings = {s["label"]: s for s in advised["sweep"]["settings"]}
     assert sorted(settings) == ["bucket-25mb", "bucket-5mb"]
     assert (
@@ -32,7 +36,7 @@ def test_advise_checks_a_runs_setting_findings(tmp_path):
     )
     measured = settings["bucket-5mb"]["gain_ms"]
     assert measured["low"] <= measured["value"] <= measured["high"] and settings["bucket-25mb"]["gain_ms"]["value"] == 0
-    page = (tmp_path / "reports" / "base-advise" / "report.md").read_text()
+    page = (tmp_path / "reports" / "e2e-advise" / "report.md").read_text()
     assert "### The findings, checked" in page and "| bucket-5mb | +2.0 (+1.0 to +3.0) |" in page
 
 

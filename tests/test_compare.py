@@ -11,6 +11,8 @@ from tests.conftest import FAST_RUN, commprof
 pytestmark = pytest.mark.slow
 # FAST_RUN leaves one unprofiled step: no interval, so no winner; longer runs get one only with a real interval
 CLAIM = re.compile(r" wins: .*x faster than .*95% CI|No significant difference|too few unprofiled steps")
+# the transformer's steps are costly on CPU: 2 samples a rank are as good for what is compared here
+TRANSFORMER_RUN = [*FAST_RUN[:-1], "2"]
 
 
 def test_backends_side_by_side(tmp_path):
@@ -41,7 +43,7 @@ def test_ddp_against_fsdp_on_the_same_model(tmp_path):
         "--run-id",
         "ways",
         "--json",
-        *FAST_RUN,
+        *TRANSFORMER_RUN,
         cwd=tmp_path,
     )
     assert result.returncode == 0, result.stderr

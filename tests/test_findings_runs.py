@@ -2,32 +2,19 @@
 and rank 1 as the straggler, with the idle before its first operator named as what is slow."""
 
 import json
-from pathlib import Path
 
 import pytest
 
-from tests.conftest import commprof
+from tests.conftest import REPO
 
 pytestmark = pytest.mark.slow
-SCRIPT = Path(__file__).parent / "data" / "scripts" / "slow_input_on_rank1.py"
+SCRIPT = REPO / "tests" / "data" / "scripts" / "slow_input_on_rank1.py"
 
 
-def test_a_slow_input_on_one_rank(tmp_path):
-    result = commprof(
-        "run",
-        "--run-id",
-        "slow",
-        "--max-steps",
-        "12",
-        "--schedule",
-        "3,1,6",
-        "--quiet",
-        "--",
-        str(SCRIPT),
-        cwd=tmp_path,
-    )
-    assert result.returncode == 0, result.stderr
-    report = json.loads((tmp_path / "reports" / "slow" / "report.json").read_text())
+def test_a_slow_input_on_one_rank(shared_runs):
+    """The run is the first of tests/test_reproducible.py's three sleeper runs (the same arguments): made once."""
+    folder = shared_runs("sleeper0", "--max-steps", "12", "--schedule", "3,1,6", "--", str(SCRIPT))
+    report = json.loads((folder / "report.json").read_text())
     found = {f["kind"]: f for f in report["findings"]}
     assert {"input_stall", "straggler"} <= set(found), report["findings"]
     stall = found["input_stall"]
@@ -37,5 +24,5 @@ def test_a_slow_input_on_one_rank(tmp_path):
     assert straggler["title"] == "rank 1 is the straggler: the others wait for it"
     assert "idle before its first operator" in straggler["action"] and straggler["gain_ms"]["low"] > 20
     assert found["input_stall"] == report["findings"][0] or found["straggler"] == report["findings"][0]
-    page = (tmp_path / "reports" / "slow" / "report.md").read_text()
+    page = (folder / "report.md").read_text()
     assert "## Findings" in page and "**1. " in page

@@ -348,11 +348,14 @@ def test_a_real_run_in_a_log_ends_on_its_steps(cpu_run):
 
 
 @pytest.mark.slow
-def test_a_real_script_in_a_log_ends_on_the_steps_it_ran(tmp_path):
-    """train_epochs.py: 16 steps an epoch on 2 ranks. Before: '1/20' at --max-steps 20, '151/151' for its 160."""
+def test_a_real_script_in_a_log_ends_on_the_steps_it_ran(tmp_path, capped_script_run):
+    """train_epochs.py: 16 steps an epoch on 2 ranks. The last line counts the steps run, capped (the shared run of a
+    script, --max-steps 8) or to the script's own end (3 epochs, 48 steps, past the profiler's window). Before: '1/20'
+    at --max-steps 20, '151/151' for its own 160."""
     script = str(REPO / "tests" / "data" / "scripts" / "train_epochs.py")
-    for run_id, options, steps in [("capped", ["--max-steps", "20"], 20), ("own", [], 160)]:
-        result = commprof("run", "--run-id", run_id, *options, "--", script, "--epochs", "10", cwd=tmp_path)
+    _, capped = capped_script_run
+    own = commprof("run", "--run-id", "own", "--", script, "--epochs", "3", cwd=tmp_path)
+    for result, steps in ((capped, 8), (own, 48)):
         assert result.returncode == 0, result.stderr
         lines = progress_lines(result.stderr)
         assert lines[0] == "commprof: starting ranks", result.stderr

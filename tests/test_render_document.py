@@ -61,7 +61,10 @@ def test_every_renderer_shows_every_cell_and_sentence(name, document):
         assert words(text.text) in words(md) and words(text.text) in words(page)
         for screen in screens.values():
             assert words(text.text) in words(screen)
-    table_lines = [line for line in screens[60].splitlines() if "  " in line.strip()]
+    # a table's line has cells apart by two spaces; a finding's `do:` line is code, whose comment may follow two
+    table_lines = [
+        line for line in screens[60].splitlines() if "  " in line.strip() and not line.strip().startswith("do:")
+    ]
     assert all(len(line) <= 60 for line in table_lines)
 
 

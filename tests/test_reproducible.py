@@ -36,17 +36,13 @@ def no_contradiction(reports: list[dict]) -> None:
         assert len(said) == 1, f"{kind}: {said} over {REPEATS} identical runs"
 
 
-def runs(tmp_path, name: str, *args: str) -> list[dict]:
-    reports = []
-    for i in range(REPEATS):
-        result = commprof("run", "--run-id", f"{name}{i}", "--quiet", *args, cwd=tmp_path)
-        assert result.returncode == 0, result.stderr
-        reports.append(load_json(tmp_path / "reports" / f"{name}{i}" / "report.json"))
-    return reports
+def runs(shared_runs, name: str, *args: str) -> list[dict]:
+    """REPEATS identical runs, <name>0 to <name>2 (shared: other tests read the first of them)."""
+    return [load_json(shared_runs(f"{name}{i}", *args) / "report.json") for i in range(REPEATS)]
 
 
-def test_three_default_runs_never_contradict_each_other(tmp_path):
-    reports = runs(tmp_path, "default")
+def test_three_default_runs_never_contradict_each_other(shared_runs):
+    reports = runs(shared_runs, "default")
     no_contradiction(reports)
     for report in reports:  # two identical CPU ranks of mlp-small: a second bucket costs no measurable latency
         assert not [f for f in report["findings"] if f["kind"] in ("bucket_cap", "straggler")], report["findings"]
@@ -54,10 +50,10 @@ def test_three_default_runs_never_contradict_each_other(tmp_path):
         assert probe and all(len(row["us"]) == PROBE_REPEATS for row in probe)
 
 
-def test_a_sleeping_rank_is_the_straggler_every_time(tmp_path):
+def test_a_sleeping_rank_is_the_straggler_every_time(shared_runs):
     """Rank 1 of a script sleeps 40 ms before each batch: named the straggler in every run, its cost to the others
     within 25% of the 40 ms it makes them wait."""
-    reports = runs(tmp_path, "sleeper", "--max-steps", "12", "--schedule", "3,1,6", "--", str(SLEEPER))
+    reports = runs(shared_runs, "sleeper", "--max-steps", "12", "--schedule", "3,1,6", "--", str(SLEEPER))
     no_contradiction(reports)
     for report in reports:
         straggler = next(f for f in report["findings"] if f["kind"] == "straggler")
@@ -66,10 +62,10 @@ def test_a_sleeping_rank_is_the_straggler_every_time(tmp_path):
         assert "idle before its first operator" in straggler["action"]
 
 
-def test_a_rank_that_stalls_every_10th_step_is_found_every_time(tmp_path):
+def test_a_rank_that_stalls_every_10th_step_is_found_every_time(shared_runs):
     """Rank 1 stalls 200 ms at steps 10, 20, ..., 60, the profiled window between two of them: every run names rank 1
     from the whole run, those six steps and no other losing 150 ms."""
-    reports = runs(tmp_path, "now-and-then", "--schedule", "10,1,7", "--", str(NOW_AND_THEN))
+    reports = runs(shared_runs, "now-and-then", "--schedule", "10,1,7", "--", str(NOW_AND_THEN))
     no_contradiction(reports)
     for report in reports:
         stalls = next(f for f in report["findings"] if f["kind"] == "stalls_now_and_then")
@@ -80,17 +76,17 @@ def test_a_rank_that_stalls_every_10th_step_is_found_every_time(tmp_path):
         assert whole["slow_rank"] == 1 and whole["slow_rank_every"] == 10
 
 
-def test_a_tiny_bucket_cap_loses_every_time(tmp_path):
+def test_a_tiny_bucket_cap_loses_every_time(shared_runs, tmp_path):
     """64 all-reduces a step where DDP's default makes one: every run advises the one bucket, advise measures it
     faster, and every sweep and tune has the tiny cap slower than the default."""
-    reports = runs(tmp_path, "tiny", "--model", DEEP_MLP, "--bucket-cap-mb", TINY_CAP)
+    reports = runs(shared_runs, "tiny", "--model", DEEP_MLP, "--bucket-cap-mb", TINY_CAP)
     no_contradiction(reports)
     for report in reports:
         bucket = next(f for f in report["findings"] if f["kind"] == "bucket_cap")
         assert bucket["setting"] == {"bucket_cap_mb": 25} and "saves all-reduce calls" in bucket["title"]
         assert bucket["gain_ms"]["low"] > 0 and "64 buckets" in bucket["evidence"]
 
-    result = commprof("advise", "tiny0", "--json", "--quiet", cwd=tmp_path)
+    result = commprof("advise", "tiny0", "--json", "--quiet", cwd=shared_runs.cwd)
     assert result.returncode == 0, result.stderr
     checked = {s["label"]: s for s in json.loads(result.stdout)["sweep"]["settings"]}
     assert checked["bucket-25mb"]["significant"] and checked["bucket-25mb"]["gain_ms"]["low"] > 0

@@ -12,6 +12,10 @@ from commprof.results.store import load_report
 from tests.conftest import FAST_RUN, commprof, load_json
 
 pytestmark = pytest.mark.slow
+# 4 steps, 2 of them profiled: what the tests of options, FSDP and several nodes check needs no more
+SHORT_RUN = ["--steps", "4", "--schedule", "1,1,2", "--batch-size", "8"]
+# the transformer's steps are costly on CPU (in bf16 most of all): 2 samples a rank are as good for what is checked
+TRANSFORMER_RUN = [*SHORT_RUN[:-1], "2"]
 
 
 def test_run_writes_traces_run_json_and_report(cpu_run):
@@ -82,7 +86,7 @@ def test_two_emulated_nodes_form_one_job(tmp_path):
         "--run-id",
         "two-nodes",
         "--quiet",
-        *FAST_RUN,
+        *SHORT_RUN,
     ]
     nodes = [
         subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -130,7 +134,7 @@ def test_ddp_options_reach_the_traces(tmp_path):
         "--run-id",
         "opts",
         "--quiet",
-        *FAST_RUN,
+        *TRANSFORMER_RUN,
         cwd=tmp_path,
     )
     assert result.returncode == 0, result.stderr
@@ -145,7 +149,16 @@ def test_ddp_options_reach_the_traces(tmp_path):
 def test_fsdp_run_names_its_collectives(tmp_path):
     """--strategy fsdp: FSDP2 on each decoder block and the root; its all-gathers and reduce-scatters named."""
     result = commprof(
-        "run", "--strategy", "fsdp", "--model", "transformer", "--run-id", "fsdp", "--quiet", *FAST_RUN, cwd=tmp_path
+        "run",
+        "--strategy",
+        "fsdp",
+        "--model",
+        "transformer",
+        "--run-id",
+        "fsdp",
+        "--quiet",
+        *TRANSFORMER_RUN,
+        cwd=tmp_path,
     )
     assert result.returncode == 0, result.stderr
     report = load_report(tmp_path / "reports" / "fsdp" / "report.json")
@@ -187,7 +200,7 @@ def test_two_nodes_with_node_local_traces_folders(tmp_path):
         "--run-id",
         "local",
         "--quiet",
-        *FAST_RUN,
+        *SHORT_RUN,
     ]
     folders = [tmp_path / "node0", tmp_path / "node1"]
     nodes = []

@@ -12,40 +12,28 @@ from tests.conftest import REPO, commprof
 
 SCRIPTS = REPO / "tests" / "data" / "scripts"
 pytestmark = pytest.mark.slow
+# a profiler window of a few steps, early: what these tests check needs no more, and each profiled step costs time
+SHORT_SCHEDULE = ["--schedule", "2,1,4"]
+TINY_SCHEDULE = ["--schedule", "1,1,2"]
 
 
 def run_json(cwd, run_id):
     return json.loads((cwd / "traces" / run_id / "run.json").read_text())
 
 
-def test_a_script_unmodified_with_max_steps_and_a_bucket_override(tmp_path):
-    result = commprof(
-        "run",
-        "--run-id",
-        "s",
-        "--max-steps",
-        "20",
-        "--bucket-cap-mb",
-        "0.01",
-        "--quiet",
-        "--",
-        str(SCRIPTS / "train_epochs.py"),
-        "--epochs",
-        "50",
-        cwd=tmp_path,
-    )
-    assert result.returncode == 0, result.stderr
-    run = run_json(tmp_path, "s")
-    assert run["status"] == "complete" and [len(r["step_ms"]) for r in run["ranks"]] == [20, 20]
+def test_a_script_unmodified_with_max_steps_and_a_bucket_override(capped_script_run):
+    cwd, _ = capped_script_run  # train_epochs.py --epochs 50, --max-steps 8 --bucket-cap-mb 0.01
+    run = run_json(cwd, "s")
+    assert run["status"] == "complete" and [len(r["step_ms"]) for r in run["ranks"]] == [8, 8]
     assert run["model"] == "Sequential" and run["parameters"] == 301_066
     (built,) = run["ddp_built"]
     assert built["asked"]["bucket_cap_mb"] == 1 and built["applied"] == {"bucket_cap_mb": 0.01}
-    report = load_report(tmp_path / "reports" / "s")
+    report = load_report(cwd / "reports" / "s")
     # the script asked for 1 MB buckets (two all-reduces); 0.01 MB splits them into three
     assert sorted(c.bytes for c in report.collectives) == [20520, 133120, 1050624]
     for rank in report.ranks:
         assert rank.compute_ms + rank.exposed_comm_ms + rank.idle_ms == pytest.approx(rank.step_time_ms.mean)
-    assert not (tmp_path / "checkpoint.pt").exists()  # ended at step 20, before its own end
+    assert not (cwd / "checkpoint.pt").exists()  # ended at step 8, before its own end
 
 
 def test_a_script_runs_to_its_own_end_with_its_own_buckets(tmp_path):
@@ -53,6 +41,7 @@ def test_a_script_runs_to_its_own_end_with_its_own_buckets(tmp_path):
         "run",
         "--run-id",
         "e",
+        *SHORT_SCHEDULE,
         "--quiet",
         "--",
         str(SCRIPTS / "train_epochs.py"),
@@ -74,7 +63,8 @@ def test_optimizer_steps_are_steps_under_accumulation_and_a_grad_scaler(tmp_path
         "--run-id",
         "a",
         "--max-steps",
-        "18",
+        "8",
+        *SHORT_SCHEDULE,
         "--quiet",
         "--",
         str(SCRIPTS / "train_accumulate_amp.py"),
@@ -83,7 +73,7 @@ def test_optimizer_steps_are_steps_under_accumulation_and_a_grad_scaler(tmp_path
         cwd=tmp_path,
     )
     assert result.returncode == 0, result.stderr
-    assert run_json(tmp_path, "a")["steps_completed"] == 18
+    assert run_json(tmp_path, "a")["steps_completed"] == 8
     (call,) = load_report(tmp_path / "reports" / "a").collectives
     assert call.calls_per_step == 1.0  # one bucket all-reduced per optimizer step, none in the no_sync micro-batches
 
@@ -97,12 +87,36 @@ def test_a_module_started_with_dash_m(tmp_path):
     (tmp_path / "mypkg" / "train.py").write_text("from .settings import EPOCHS_FLAG  # noqa: F401\n" + code)
     (tmp_path / "mypkg" / "__main__.py").write_text("from mypkg.train import main\nmain()\n")
     result = commprof(
-        "run", "--run-id", "m", "--max-steps", "18", "--quiet", "--", "-m", "mypkg.train", "--epochs", "9", cwd=tmp_path
+        "run",
+        "--run-id",
+        "m",
+        "--max-steps",
+        "4",
+        *TINY_SCHEDULE,
+        "--quiet",
+        "--",
+        "-m",
+        "mypkg.train",
+        "--epochs",
+        "9",
+        cwd=tmp_path,
     )
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "reports" / "m" / "report.html").exists()
     result = commprof(
-        "run", "--run-id", "p", "--max-steps", "18", "--quiet", "--", "-m", "mypkg", "--epochs", "9", cwd=tmp_path
+        "run",
+        "--run-id",
+        "p",
+        "--max-steps",
+        "4",
+        *TINY_SCHEDULE,
+        "--quiet",
+        "--",
+        "-m",
+        "mypkg",
+        "--epochs",
+        "9",
+        cwd=tmp_path,
     )
     assert result.returncode == 0, result.stderr
 
@@ -232,7 +246,8 @@ def test_a_lightning_script(tmp_path):
         "--run-id",
         "l",
         "--max-steps",
-        "20",
+        "8",
+        *SHORT_SCHEDULE,
         "--bucket-cap-mb",
         "0.01",
         "--quiet",
@@ -244,7 +259,7 @@ def test_a_lightning_script(tmp_path):
     run = run_json(tmp_path, "l")
     (built,) = run["ddp_built"]
     assert (built["built_by"], built["module"], built["parameters"]) == ("lightning", "Classifier", 38_410)
-    assert [len(r["step_ms"]) for r in run["ranks"]] == [20, 20]
+    assert [len(r["step_ms"]) for r in run["ranks"]] == [8, 8]
     gradients = sorted(c.bytes for c in load_report(tmp_path / "reports" / "l").collectives if c.bytes > 1024)
     assert gradients == [20520, 133120]  # both linear layers' gradients in 0.01 MB buckets
 
@@ -252,7 +267,16 @@ def test_a_lightning_script(tmp_path):
 def test_a_hugging_face_trainer_script_and_its_sweep(tmp_path):
     pytest.importorskip("transformers", reason="Hugging Face transformers is not installed (the `frameworks` extra)")
     result = commprof(
-        "run", "--run-id", "h", "--max-steps", "20", "--quiet", "--", str(SCRIPTS / "train_hf_trainer.py"), cwd=tmp_path
+        "run",
+        "--run-id",
+        "h",
+        "--max-steps",
+        "8",
+        *SHORT_SCHEDULE,
+        "--quiet",
+        "--",
+        str(SCRIPTS / "train_hf_trainer.py"),
+        cwd=tmp_path,
     )
     assert result.returncode == 0, result.stderr
     (built,) = run_json(tmp_path, "h")["ddp_built"]
@@ -287,7 +311,8 @@ def test_a_script_without_ddp_is_measured_and_told_the_options_did_nothing(tmp_p
         "--run-id",
         "n",
         "--max-steps",
-        "20",
+        "8",
+        *SHORT_SCHEDULE,
         "--bucket-cap-mb",
         "5",
         "--quiet",
@@ -371,7 +396,8 @@ def test_a_script_on_two_emulated_nodes(tmp_path):
         "--run-id",
         "two",
         "--max-steps",
-        "20",
+        "6",
+        *TINY_SCHEDULE,
         "--quiet",
         "--",
         str(SCRIPTS / "train_epochs.py"),
@@ -385,7 +411,7 @@ def test_a_script_on_two_emulated_nodes(tmp_path):
     outputs = [node.communicate(timeout=300) for node in nodes]
     assert [n.returncode for n in nodes] == [0, 0], outputs
     run = run_json(tmp_path, "two")
-    assert run["world_size"] == 2 and [len(r["step_ms"]) for r in run["ranks"]] == [20, 20]
+    assert run["world_size"] == 2 and [len(r["step_ms"]) for r in run["ranks"]] == [6, 6]
     assert [r.rank for r in load_report(tmp_path / "reports" / "two").ranks] == [0, 1]
 
 
