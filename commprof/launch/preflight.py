@@ -179,7 +179,7 @@ def gloo_loopback_problem(config: RunConfig, environ: Mapping[str, str], host: H
     meeting at a loopback endpoint, can)."""
     if config.nodes == 1 or config.backend != "gloo":
         return None
-    if config.rdzv_endpoint is None or is_loopback(config.rdzv_endpoint.rpartition(":")[0]):
+    if config.rdzv_endpoint is None or _meets_on_loopback(config.rdzv_endpoint.rpartition(":")[0], host):
         return None
     chosen = [name.strip() for name in environ.get(GLOO_IFNAME, "").split(",") if name.strip()]
     if chosen:
@@ -201,6 +201,18 @@ def gloo_loopback_problem(config: RunConfig, environ: Mapping[str, str], host: H
         f"Gloo would bind to loopback, which the other nodes cannot reach (this host's name {name!r} {bound}): "
         f"set {GLOO_IFNAME} to the interface the other nodes reach (this host has {', '.join(host.interfaces())})"
     )
+
+
+def _meets_on_loopback(endpoint_host: str, host: Host) -> bool:
+    """The nodes meet at a loopback address (by number or by a name that resolves only to loopback): all on this
+    machine, where loopback reaches every one."""
+    if is_loopback(endpoint_host):
+        return True
+    try:
+        found = host.resolve(endpoint_host)
+    except OSError:
+        return False
+    return bool(found) and all(is_loopback(address) for address in found)
 
 
 def check_setup(config: RunConfig, host: Host = Host(), environ: Mapping[str, str] = os.environ) -> None:
