@@ -29,6 +29,7 @@ from commprof.analysis.predict import (
     fit_link,
     probed_link,
     rebucket,
+    run_link,
     simulate_step,
     step_profile,
 )
@@ -193,22 +194,21 @@ def _gain_ci(
     buckets = _pairs(samples, make_buckets, serial)  # once: resamples reuse them
     rng = random.Random(0)
 
-    def link_of(picked: list[StepProfile], resample: bool) -> LinkModel:
-        if not probe:
-            return fit_link(picked)
-        return probed_link(probe, picked[0].world_size, (lambda t: rng.choices(t, k=len(t))) if resample else None)
-
     boots = []
     for _ in range(RESAMPLES):
         chosen = rng.choices(range(len(samples)), k=len(samples))
         picked = [samples[i] for i in chosen]
         try:
-            boots.append(_median_gain(picked, [buckets[i] for i in chosen], link_of(picked, True), no_latency))
+            boots.append(
+                _median_gain(picked, [buckets[i] for i in chosen], run_link(picked, probe or [], rng), no_latency)
+            )
         except UsageError:
             continue
     boots.sort()
     tail = int(0.025 * len(boots))
-    return Estimate(_median_gain(samples, buckets, link_of(samples, False), no_latency), boots[tail], boots[-1 - tail])
+    return Estimate(
+        _median_gain(samples, buckets, run_link(samples, probe or []), no_latency), boots[tail], boots[-1 - tail]
+    )
 
 
 def _settings(report: Report, windows, step_ms: float, ceiling: tuple[float, str] | None) -> list[Finding]:

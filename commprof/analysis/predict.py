@@ -14,6 +14,7 @@ growing on a CPU host whose cores the ranks share)."""
 from __future__ import annotations
 
 import itertools
+import random
 import re
 import statistics
 from dataclasses import dataclass, field
@@ -157,6 +158,14 @@ def probed_link(
         1 / inverse_bw / 1e3,
         f"all-reduces of {small.bytes // 1024} KiB to {large.bytes // 1024**2} MiB timed alone after training",
     )
+
+
+def run_link(samples: list[StepProfile], probe: list[ProbedSize], rng: random.Random | None = None) -> LinkModel:
+    """The run's link: from its probe (its repeats resampled with `rng`, for a bootstrap), or fitted to the steps'
+    own all-reduces where it has none."""
+    if not probe:
+        return fit_link(samples)
+    return probed_link(probe, samples[0].world_size, (lambda t: rng.choices(t, k=len(t))) if rng else None)
 
 
 def probed_transfers(probe: list[ProbedSize], ranks: int) -> list[tuple[int, int, float]]:

@@ -31,9 +31,9 @@ from commprof.analysis.predict import (
     ComputeModel,
     LinkModel,
     StepProfile,
-    fit_link,
     probed_link,
     rebucket,
+    run_link,
     simulate_step,
 )
 from commprof.analysis.sweep import paste_line
@@ -66,21 +66,16 @@ def _bootstrap(samples: list[StepProfile], probe: list[ProbedSize], value: Value
     resamples itself, with the rng it is given)."""
     rng = random.Random(0)
 
-    def link_of(picked: list[StepProfile], resample: bool) -> LinkModel:
-        if not probe:
-            return fit_link(picked)
-        return probed_link(probe, picked[0].world_size, (lambda t: rng.choices(t, k=len(t))) if resample else None)
-
     boots = []
     for _ in range(RESAMPLES):
         picked = rng.choices(samples, k=len(samples))
         try:
-            boots.append(value(picked, link_of(picked, True), rng))
+            boots.append(value(picked, run_link(picked, probe or [], rng), rng))
         except UsageError:
             continue
     boots.sort()
     tail = int(0.025 * len(boots))
-    point = value(samples, link_of(samples, False), None)
+    point = value(samples, run_link(samples, probe or []), None)
     return Estimate(point, boots[tail], boots[-1 - tail]) if boots else Estimate(point, point, point)
 
 
