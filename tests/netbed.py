@@ -16,6 +16,7 @@ one helper; `unavailable()` says why it cannot work here (not root, no `ip`, nam
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import signal
@@ -26,7 +27,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-PREFIX = "cpnb"  # every namespace this helper makes: cpnb<pid>-<what>
+PREFIX = "cpnb"  # every namespace this helper makes: cpnb<pid>-<bed>-<what>
+_beds_made = itertools.count()
 SUBNET = "10.231.0"  # the bed's addresses: SUBNET.1 is the first host; they exist only inside the bed
 BRIDGE = "br0"
 RDZV_PORT = 29400
@@ -120,7 +122,7 @@ def netbed(hosts: int = 2, rate_mbit: float | None = None, folder: Path | None =
     if not 1 <= hosts <= 8:
         raise ValueError("a bed has 1 to 8 hosts")
     remove_stale()
-    tag = f"{PREFIX}{os.getpid()}"
+    tag = f"{PREFIX}{os.getpid()}-{next(_beds_made)}"  # beds of one process may be alive at once
     made: list[str] = []
     try:
         bridge_ns = _namespace(f"{tag}-br", made)

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
@@ -22,6 +25,37 @@ def trace_path(run_dir: Path, rank: int) -> Path:
     return run_dir / TRACE_FILE.format(rank=rank)
 
 
+class Profile(profile):
+    """torch's profiler, less the import of torch._inductor it makes as it starts (torch 2.13 reads one setting,
+    `triton.cudagraphs`, through `hasattr(torch, "_inductor")`, which imports the compiler stack: 2-3 s per rank on a
+    CPU, docs/benchmarks.md). The setting concerns only code inductor compiled, and a job that compiled any has
+    imported it: then torch's own start runs unchanged."""
+
+    def prepare_trace(self) -> None:
+        if "torch._inductor" in sys.modules:
+            super().prepare_trace()
+            return
+        with _inductor_not_loaded():
+            super().prepare_trace()
+
+
+@contextmanager
+def _inductor_not_loaded() -> Iterator[None]:
+    """`torch._inductor` reads as absent, not as a module to import; every other lazy attribute as before."""
+    lazy = torch.__dict__["__getattr__"]
+
+    def getattr_(name: str):
+        if name == "_inductor":
+            raise AttributeError(name)
+        return lazy(name)
+
+    setattr(torch, "__getattr__", getattr_)  # noqa: B010 (mypy refuses assigning a module function)
+    try:
+        yield
+    finally:
+        setattr(torch, "__getattr__", lazy)  # noqa: B010
+
+
 def make_profiler(
     sched: ProfileSchedule | None, use_cuda: bool, run_dir: Path, rank: int, record_shapes: bool = True
 ) -> profile:
@@ -31,8 +65,8 @@ def make_profiler(
     measurably cheaper on CPU (benchmarks/bench_overhead.py --record-shapes, docs/benchmarks.md)."""
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if use_cuda else [])
     if sched is None:
-        return profile(activities=activities, record_shapes=record_shapes)
-    return profile(
+        return Profile(activities=activities, record_shapes=record_shapes)
+    return Profile(
         activities=activities,
         # CPU ranks: the records kept away from the tensors while recorded (instrument/host_heap.py)
         schedule=HeapDuringWindow(
