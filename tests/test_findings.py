@@ -20,10 +20,12 @@ FLOATS_25_MIB = 25 * MB // 4
 DDP_RUN = run_summary(parameter_sizes=[5 * MB] * 5)
 
 
-def ddp_rank(rank, steps=2, late_us=0.0, first_op_us=0.0, allreduce_us=10_000.0, optimizer_us=5_000.0):
+def ddp_rank(rank, steps=2, late_us=0.0, first_op_us=0.0, allreduce_us=10_000.0, optimizer_us=5_000.0, last_us=None):
     """Each 50 ms step: forward [0, 10] ms, backward [10, 30], the one 25 MiB bucket launched at 30 and
     all-reduced for 10 ms (nothing left to hide it), the optimizer [40, 45], idle to 50. `late_us` shifts this
-    rank's backward end and all-reduce later; `first_op_us` leaves the step's start idle (waiting for data)."""
+    rank's backward end and all-reduce later, and the all-reduce ends `allreduce_us` after the last rank's arrival
+    (`last_us` late: by default this one's); `first_op_us` leaves the step's start idle (waiting for data)."""
+    last_us = late_us if last_us is None else last_us
     trace = TraceBuilder(rank=rank)
     trace.header["host_name"] = "node0"  # one host: one clock, so lateness is not aligned away
     for k in range(steps):
@@ -35,13 +37,13 @@ def ddp_rank(rank, steps=2, late_us=0.0, first_op_us=0.0, allreduce_us=10_000.0,
         trace.x(
             "gloo:all_reduce",
             t + 30_000 + late_us,
-            allreduce_us,
+            allreduce_us + last_us - late_us,
             cat="user_annotation",
             thread=GLOO,
             Input_Dims=[[FLOATS_25_MIB]],
             Input_type=["float"],
         )
-        trace.x("aten::add_", t + 40_000 + late_us, optimizer_us)
+        trace.x("aten::add_", t + 40_000 + last_us, optimizer_us)
     return trace
 
 
@@ -206,7 +208,7 @@ def test_a_rank_that_computes_slower_in_every_step_is_the_straggler_on_any_host(
     went, so it is named (issue 39: a rank slowed inside its backward was once dismissed as core contention)."""
     from commprof.render.skew_text import skew_summary
 
-    result, report = found(tmp_path, ddp_rank(0, steps=3), ddp_rank(1, steps=3, late_us=3_000))
+    result, report = found(tmp_path, ddp_rank(0, steps=3, last_us=3_000), ddp_rank(1, steps=3, late_us=3_000))
     (straggler,) = [f for f in result if f.kind == "straggler"]
     assert straggler.title == "rank 1 is the straggler: the others wait for it"
     assert straggler.gain_ms.value == pytest.approx(3.0, abs=0.01) and straggler.gain_ms.low > 0
@@ -239,7 +241,7 @@ def test_a_rank_that_waits_a_little_is_named_no_straggler(tmp_path):
     threshold; the report says so instead of naming a straggler."""
     from commprof.render.skew_text import skew_summary
 
-    result, report = found(tmp_path, ddp_rank(0, steps=3), ddp_rank(1, steps=3, late_us=500))
+    result, report = found(tmp_path, ddp_rank(0, steps=3, last_us=500), ddp_rank(1, steps=3, late_us=500))
     assert not [f for f in result if f.kind == "straggler"] and report.cross_rank.straggler == 1
     summary = skew_summary(dataclasses.replace(report, findings=result))
     assert "No rank is a straggler worth acting on: rank 1 made the others wait most, 0.50 ms per step" in summary

@@ -121,6 +121,32 @@ def test_the_whole_runs_steps_decide_when_there_are_more_of_them(tmp_path):
     assert "but not late consistently across the steps" in skew_summary(report)
 
 
+def test_waits_at_buckets_in_flight_at_once_count_once(tmp_path):
+    """Two all-reduces launched together at the backward's end, in flight at once (Gloo runs two): rank 1 is 3 ms
+    late at both, so 6 ms are charged to it a step; but its own step is only 3 ms longer outside communication, so
+    it costs the others 3 ms a step, 6% of the step, and the evidence says what bounded it."""
+    traces = []
+    for rank, late in ((0, 0.0), (1, 3_000.0)):
+        trace = TraceBuilder(rank=rank)
+        trace.header["host_name"] = "node0"
+        for k in range(4):
+            t = k * STEP_US
+            trace.step(k + 1, t, STEP_US)
+            trace.x("aten::mm", t, 10_000)
+            trace.x("autograd::engine::evaluate_function: MmBackward0", t + 10_000, 20_000 + late)
+            for bucket in range(2):
+                trace.x("c10d::allreduce_", t + 30_000 + late + bucket, 1)
+                trace.x("gloo:all_reduce", t + 30_000 + late + bucket, 10_000 + 3_000 - late, cat="user_annotation",
+                        thread=(GLOO[0], GLOO[1] + bucket), Input_Dims=[[262_144]])  # fmt: skip
+            trace.x("aten::add_", t + 43_000 + bucket, 5_000)
+        traces.append(trace)
+    report = analysed(tmp_path, *traces)
+    assert report.cross_rank.straggler_cost_ms == pytest.approx(6.0, abs=0.01)
+    straggler = named(report)
+    assert straggler is not None and straggler.gain_ms.value == pytest.approx(3.0, abs=0.01)
+    assert "bounded by its own extra time outside communication: +3.0 ms a step" in straggler.evidence
+
+
 SLOW_BACKWARD = REPO / "tests" / "data" / "scripts" / "slow_backward_on_rank0.py"  # rank 0's grad hook sleeps 30 ms
 
 

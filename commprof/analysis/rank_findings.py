@@ -3,6 +3,7 @@ rank whose lateness costs the others the most), each with the part that is in ex
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections import defaultdict
 
@@ -77,7 +78,8 @@ def straggler(
         if step is not None:
             per_step[step] += sum(starts[straggler] - s for s in starts.values()) / (len(starts) - 1) / 1000
     names = [s.name for s in steps_of.get(straggler, [])]
-    costs = [per_step.get(name, 0.0) for name in names]
+    own = _own_excess(report, straggler)
+    costs = [min(per_step.get(name, 0.0), own.get(name, math.inf)) for name in names]
     over = "{late} of {n} profiled steps"
     if waits and len(waits.get(straggler, {})) > len(costs):
         costs = list(waits[straggler].values())
@@ -87,6 +89,8 @@ def straggler(
     gain = median_ci(costs)
     excess = _excess(report, straggler)
     late = over.format(late=sum(cost > EXCESS_FLOOR_MS for cost in costs), n=len(costs))
+    if gain.value < cross.straggler_cost_ms - EXCESS_FLOOR_MS:
+        late += f", bounded by its own extra time outside communication: {signed(gain.value, '.1f')} ms a step"
     cause = ", ".join(f"{PARTS[part]} {signed(ms, '.1f')} ms" for part, ms in excess.items())
     gpu = any(r.kind == "gpu" for r in report.ranks if r.rank == straggler)
     return [
@@ -102,6 +106,20 @@ def straggler(
             gain_ms=gain,
         )
     ]
+
+
+def _own_excess(report: Report, rank: int) -> dict[str, float]:
+    """Per step: how much longer than the others' median this rank spent outside its exposed communication
+    (computing, waiting for input, in Python), the most its lateness can cost them in that step. The waits charged
+    to it at each collective add up to more where its buckets are in flight at once (Gloo runs two at a time)."""
+    outside: dict[str, dict[int, float]] = defaultdict(dict)
+    for s in report.steps:
+        outside[s.step][s.rank] = s.window_ms - s.exposed_comm_ms
+    return {
+        step: ranks[rank] - statistics.median(v for r, v in ranks.items() if r != rank)
+        for step, ranks in outside.items()
+        if rank in ranks and len(ranks) > 1
+    }
 
 
 def _straggler_action(rank: int, excess: dict[str, float], gpu: bool) -> str:
