@@ -41,11 +41,12 @@ class Profile(profile):
 
 @contextmanager
 def _inductor_not_loaded() -> Iterator[None]:
-    """`torch._inductor` reads as absent, not as a module to import; every other lazy attribute as before."""
+    """`torch._inductor` reads as absent, not as a module to import, unless an import of it is under way (another
+    thread's, whose own modules read it as they load); every other lazy attribute as before."""
     lazy = torch.__dict__["__getattr__"]
 
     def getattr_(name: str):
-        if name == "_inductor":
+        if name == "_inductor" and "torch._inductor" not in sys.modules:
             raise AttributeError(name)
         return lazy(name)
 
