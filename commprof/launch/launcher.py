@@ -30,7 +30,7 @@ from commprof.launch.faults import (
 )
 from commprof.launch.preflight import endpoint_is_here, failed_setup
 from commprof.launch.result import LaunchResult
-from commprof.launch.runlog import mark_failed, mark_interrupted, started_by
+from commprof.launch.runlog import claim_if_unstarted, mark_failed, mark_interrupted, started_by
 from commprof.launch.tracebacks import user_traceback
 from commprof.native_logs import restore_for_workers
 
@@ -171,6 +171,8 @@ def _interrupted(config: RunConfig, signum: int, log_dir: Path) -> Interrupted:
 def _failed(config: RunConfig, outcomes: list[RankOutcome], log_dir: Path, program: bool) -> RunFailed:
     """The root cause; for a program (a user's script), its own traceback when its error was the cause."""
     host = socket.gethostname()
+    if any(o.rank == 0 for o in outcomes):
+        claim_if_unstarted(config, host)
     never_arrived = flight_recorder.who_never_arrived(flight_recorder.read_dumps(log_dir))
     summary = root_cause(outcomes, host, config.timeout_s, never_arrived)
     first = first_own_failure(outcomes)

@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TextIO
 
-from commprof.config import ProfileSchedule
+from commprof.config import ProfileSchedule, RunConfig
 from commprof.results.run_record import RankRecord, RunRecord, ScriptRankInfo
 
 RUN_JSON = "run.json"
@@ -158,6 +158,23 @@ def started_by(run_dir: Path, launch_id: str) -> bool:
     """Whether this launch's rank 0 created the run folder (and not another run with the same id)."""
     record = read_run_json(run_dir)
     return record is not None and bool(launch_id) and record.config.launch_id == launch_id
+
+
+def claim_if_unstarted(config: RunConfig, host: str) -> None:
+    """A launch whose rank 0 failed before writing run.json (the launcher may stop it while it still imports, once
+    another rank failed first) starts the record itself, so the failure is recorded all the same."""
+    if (config.run_dir / RUN_JSON).exists():
+        return
+    config.run_dir.mkdir(parents=True, exist_ok=True)
+    record = RunRecord(
+        run_id=config.run_id,
+        config=config,
+        world_size=config.world_size,
+        hosts=[host],
+        start_time=now(),
+        script=list(config.script) or None,
+    )
+    write_run_json(config.run_dir, record)
 
 
 def mark_failed(run_dir: Path, error: str) -> None:
