@@ -171,6 +171,12 @@ def _model_gain(
 def _median_gain(
     samples: list[StepProfile], buckets: list[tuple[list, list]], link: LinkModel, no_latency: float | None
 ) -> float:
+    return statistics.median(_gains(samples, buckets, link, no_latency))
+
+
+def _gains(
+    samples: list[StepProfile], buckets: list[tuple[list, list]], link: LinkModel, no_latency: float | None
+) -> list[float]:
     then_link = LinkModel(0.0, no_latency, "no latency") if no_latency else link
     gains = []
     for sample, (now_buckets, then_buckets) in zip(samples, buckets, strict=False):
@@ -178,7 +184,7 @@ def _median_gain(
         now, _ = simulate_step(sample, flat, link, sample.world_size, now_buckets)
         then, _ = simulate_step(sample, flat, then_link, sample.world_size, then_buckets)
         gains.append(now - then)
-    return statistics.median(gains)
+    return gains
 
 
 def _gain_ci(
@@ -197,13 +203,14 @@ def _gain_ci(
     boots = []
     for _ in range(RESAMPLES):
         chosen = rng.choices(range(len(samples)), k=len(samples))
-        picked = [samples[i] for i in chosen]
         try:
-            boots.append(
-                _median_gain(picked, [buckets[i] for i in chosen], run_link(picked, probe or [], rng), no_latency)
-            )
+            link = run_link([samples[i] for i in chosen], probe or [], rng)
         except UsageError:
             continue
+        drawn = sorted(set(chosen))  # a step drawn twice is simulated once
+        gains = _gains([samples[i] for i in drawn], [buckets[i] for i in drawn], link, no_latency)
+        gain_of = dict(zip(drawn, gains, strict=True))
+        boots.append(statistics.median(gain_of[i] for i in chosen))
     boots.sort()
     tail = int(0.025 * len(boots))
     return Estimate(

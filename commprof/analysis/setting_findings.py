@@ -48,7 +48,9 @@ HOOKS = {"fp16": "float16", "bf16": "bfloat16"}
 ACCUMULATE = 4  # micro-batches per optimizer step, proposed
 LARGER_BATCH = 2  # times today's per-rank batch, proposed
 Buckets = list[tuple[int, float]]
-Value = Callable[[list[StepProfile], LinkModel, "random.Random | None"], float]
+PerStep = Callable[[StepProfile], float]
+# a finding's value per step, for one draw of the steps and the link (its own measurements drawn with the rng)
+Value = Callable[[list[StepProfile], LinkModel, "random.Random | None"], PerStep]
 
 
 def _buckets(sample: StepProfile, serial: bool, halve: bool = False) -> Buckets:
@@ -70,20 +72,38 @@ def _bootstrap(samples: list[StepProfile], probe: list[ProbedSize], value: Value
     for _ in range(RESAMPLES):
         picked = rng.choices(samples, k=len(samples))
         try:
-            boots.append(value(picked, run_link(picked, probe or [], rng), rng))
+            boots.append(_median(value, picked, run_link(picked, probe or [], rng), rng))
         except UsageError:
             continue
     boots.sort()
     tail = int(0.025 * len(boots))
-    point = value(samples, run_link(samples, probe or []), None)
+    point = _median(value, samples, run_link(samples, probe or []))
     return Estimate(point, boots[tail], boots[-1 - tail]) if boots else Estimate(point, point, point)
 
 
-def cast_us(costs: list[CastCost], nbytes: int, rng: random.Random | None = None) -> float:
+def _median(value: Value, picked: list[StepProfile], link: LinkModel, rng: random.Random | None = None) -> float:
+    """The median of `value` over the picked steps; a step drawn twice is simulated once."""
+    per_step = value(picked, link, rng)
+    of: dict[int, float] = {}
+    for s in picked:
+        if id(s) not in of:
+            of[id(s)] = per_step(s)
+    return statistics.median(of[id(s)] for s in picked)
+
+
+def cast_us(costs: list[CastCost], nbytes: int) -> float:
     """One cast of a float32 bucket of `nbytes` to the 16-bit dtype and back (the hook's work on it), in us: the
-    fastest repeat at each measured size, interpolated between sizes, in proportion beyond the largest. `rng`: the
-    repeats resampled first (a bootstrap)."""
-    points = sorted((c.bytes, min(rng.choices(c.us, k=len(c.us)) if rng else c.us)) for c in costs if c.us)
+    fastest repeat at each measured size, interpolated between sizes, in proportion beyond the largest."""
+    return _interpolated(_cast_points(costs), nbytes)
+
+
+def _cast_points(costs: list[CastCost], rng: random.Random | None = None) -> list[tuple[int, float]]:
+    """(bytes, us) of each measured size's fastest repeat; `rng`: the repeats resampled first, once for all the
+    buckets a bootstrap replicate casts."""
+    return sorted((c.bytes, min(rng.choices(c.us, k=len(c.us)) if rng else c.us)) for c in costs if c.us)
+
+
+def _interpolated(points: list[tuple[int, float]], nbytes: int) -> float:
     if nbytes <= points[0][0]:
         return points[0][1]
     for (x0, y0), (x1, y1) in zip(points, points[1:], strict=False):
@@ -102,13 +122,19 @@ def _halved_link(costs: list[CastCost], ranks: int, link: LinkModel, rng: random
 
 
 def _compression_gain(costs: list[CastCost], serial: bool) -> Value:
-    def value(picked: list[StepProfile], link: LinkModel, rng: random.Random | None) -> float:
+    def value(picked: list[StepProfile], link: LinkModel, rng: random.Random | None) -> PerStep:
         halved = _halved_link(costs, picked[0].world_size, link, rng)
-        gains = []
-        for s in picked:
-            casts_ms = sum(cast_us(costs, b, rng) for b, _ in _buckets(s, serial)) / 1000 if costs else 0.0
-            gains.append(_step(s, link, _buckets(s, serial)) - _step(s, halved, _buckets(s, serial, True)) - casts_ms)
-        return statistics.median(gains)
+        points = _cast_points(costs, rng) if costs else []
+        casts_ms: dict[tuple[int, ...], float] = {}  # per bucket layout (every step's, as a rule)
+
+        def gain(s: StepProfile) -> float:
+            buckets = _buckets(s, serial)
+            sizes = tuple(b for b, _ in buckets)
+            if sizes not in casts_ms:
+                casts_ms[sizes] = sum(_interpolated(points, b) for b in sizes) / 1000 if points else 0.0
+            return _step(s, link, buckets) - _step(s, halved, _buckets(s, serial, True)) - casts_ms[sizes]
+
+        return gain
 
     return value
 
@@ -131,7 +157,7 @@ def compression(
     by_hook = {hook: [c for c in measured if c.dtype == dtype] for hook, dtype in HOOKS.items() if hook in registers}
     if measured:
         points = {
-            hook: _compression_gain(costs, serial)(samples, link, None) for hook, costs in by_hook.items() if costs
+            hook: _median(_compression_gain(costs, serial), samples, link) for hook, costs in by_hook.items() if costs
         }
         if not points:
             return []
@@ -152,7 +178,7 @@ def compression(
     if costs:
         casts_ms = sum(cast_us(costs, b) for b, _ in buckets) / 1000
         others = [
-            f"{other}: {_compression_gain(c, serial)(samples, link, None):+.1f} ms"
+            f"{other}: {_median(_compression_gain(c, serial), samples, link):+.1f} ms"
             for other, c in by_hook.items()
             if other != hook and c
         ]
@@ -213,15 +239,13 @@ def _exposed_gain(serial: bool, factor: int, batch: bool) -> Value:
     """Per today's step of samples: what accumulating `factor` micro-batches (or a `factor` times larger batch)
     saves of the step's communication."""
 
-    def value(picked: list[StepProfile], link: LinkModel, rng: random.Random | None) -> float:
-        gains = []
-        for s in picked:
-            now = _step(s, link, _buckets(s, serial))
+    def value(picked: list[StepProfile], link: LinkModel, rng: random.Random | None) -> PerStep:
+        def gain(s: StepProfile) -> float:
             if batch:
-                gains.append(now - _step(s, link, _buckets(s, serial), factor) / factor)
-            else:
-                gains.append(_paid(s, link, serial) * (1 - 1 / factor))
-        return statistics.median(gains)
+                return _step(s, link, _buckets(s, serial)) - _step(s, link, _buckets(s, serial), factor) / factor
+            return _paid(s, link, serial) * (1 - 1 / factor)
+
+        return gain
 
     return value
 
