@@ -80,7 +80,8 @@ def test_every_op_runs_for_real_and_is_correct(tmp_path, backend):
     assert sorted({r["bytes"] for r in rows if r["op"] == "all_reduce"}) == [1024, 4096, 16384, 65536]
     assert "NCCL has no CPU transport" in data["unavailable"]["nccl"]  # no GPU here: a reason, not a crash
     assert data["ddp_bucket_sizes"] == [29429800, 4198400]  # mlp-small's buckets at 25 MB
-    assert data["host"] == socket.gethostname()  # a run's findings on this host take their ceiling from it
+    # a run's findings on this host take their ceiling from it
+    assert data["host"] == socket.gethostname() and data["hosts"] == [socket.gethostname()] * 2
     for name in ("report.json", "report.md", "report.html", "bench.csv", "busbw.png"):
         assert (tmp_path / "reports" / "b" / name).stat().st_size > 100
     shown = commprof("report", str(tmp_path / "reports" / "b"), "--format", "md", cwd=tmp_path)

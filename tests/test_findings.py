@@ -303,30 +303,35 @@ def test_the_ceiling_from_commprof_bench_on_this_host(tmp_path):
     )
 
 
-def test_the_newest_bench_of_the_same_host_and_backend_is_the_ceiling(tmp_path):
+def test_the_newest_bench_of_the_same_hosts_and_backend_is_the_ceiling(tmp_path):
+    """A bench of one host is the ceiling of a run on that host, a bench across two hosts that of a run across the
+    same two; a bench from before benches had `hosts` counts as one of its `host`."""
     import json
     import os
 
     from commprof.commands.reporting import bench_ceiling
 
-    def bench(name, host, busbw, mtime):
+    def bench(name, hosts, busbw, mtime):
         folder = tmp_path / name
         folder.mkdir()
         fits = [
             {"backend": "gloo", "op": "all_reduce", "busbw_gbps": busbw},
             {"backend": "nccl", "op": "all_reduce", "busbw_gbps": 100.0},
         ]
-        (folder / "report.json").write_text(json.dumps({"kind": "bench", "name": name, "host": host, "fits": fits}))
+        where = {"host": hosts} if isinstance(hosts, str) else {"host": hosts[0], "hosts": hosts}
+        (folder / "report.json").write_text(json.dumps({"kind": "bench", "name": name, **where, "fits": fits}))
         (folder / "bench.csv").write_text("")
         os.utime(folder / "bench.csv", (mtime, mtime))
 
     bench("old", "node0", 3.0, 1_000)
-    bench("new", "node0", 4.0, 2_000)
+    bench("new", ["node0", "node0"], 4.0, 2_000)
     bench("elsewhere", "node1", 9.0, 3_000)
+    bench("across", ["node0", "node1"], 0.05, 4_000)
     (tmp_path / "a-run").mkdir()
     (tmp_path / "a-run" / "report.json").write_text("{}")
-    assert bench_ceiling(tmp_path, "node0", "gloo") == (4.0, "commprof bench new")
-    assert bench_ceiling(tmp_path, "node2", "gloo") is None and bench_ceiling(tmp_path, "node0", "mpi") is None
+    assert bench_ceiling(tmp_path, {"node0"}, "gloo") == (4.0, "commprof bench new")
+    assert bench_ceiling(tmp_path, {"node0", "node1"}, "gloo") == (0.05, "commprof bench across")
+    assert bench_ceiling(tmp_path, {"node2"}, "gloo") is None and bench_ceiling(tmp_path, {"node0"}, "mpi") is None
 
 
 def test_a_scripts_own_ddp_arguments_are_its_current_setting():

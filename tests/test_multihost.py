@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from commprof.results.store import load_report
+from commprof.results.store import load_report, load_result
 from tests.netbed import commprof_argv, namespaces_of_this_process, netbed, unavailable
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(unavailable() is not None, reason=str(unavailable()))]
@@ -66,6 +66,25 @@ def test_on_the_slow_link_compression_is_advised_by_what_its_casts_cost_here(two
     assert "cast" in compression.evidence
 
 
+def test_a_bench_across_two_hosts_measures_the_link_between_them(two_hosts):
+    """`commprof bench --nodes 2`, as nccl-tests across nodes: the all-reduce's bus bandwidth is the link's 400
+    Mbit/s (0.05 GB/s); the node of rank 0 writes the result, the other says so."""
+    args = ["bench", "--nodes", "2", "--procs", "1", "--rdzv-endpoint", two_hosts.rdzv_endpoint, "--name", "b"]
+    args += ["--ops", "all_reduce", "--min-bytes", "1M", "--max-bytes", "4M", "--warmup", "1", "--iters", "3"]
+    args += ["--bursts", "3"]
+    done = two_hosts.run_on_each([commprof_argv(*args)] * 2, timeout=300)
+    assert [d.returncode for d in done] == [0, 0], [d.stderr[-2000:] for d in done]
+    (written,) = [h for h in two_hosts.hosts if (h.folder / "reports" / "b" / "report.json").exists()]
+    other = done[1 - two_hosts.hosts.index(written)]
+    assert "the node of rank 0 writes it" in other.stdout + other.stderr
+    result = load_result(written.folder / "reports" / "b" / "report.json")
+    assert sorted(result.hosts) == ["node0", "node1"] and result.world_size == 2
+    largest = max(result.rows, key=lambda r: r.bytes)
+    assert largest.bytes == 4 << 20 and largest.correct and 0.03 < largest.busbw_gbps < 0.055, largest
+    text = (written.folder / "reports" / "b" / "report.md").read_text()
+    assert "2 ranks on 2 hosts (" in text and "the collectives cross the link between them" in text
+
+
 def test_set_up_failures_across_hosts_are_one_line_with_the_fix(tmp_path):
     """From a host of the bed: a rendezvous address nobody holds, and Gloo told to bind to loopback while the other
     host is across the link; each refused before anything is launched, in one line."""
@@ -99,6 +118,12 @@ def test_a_sweep_across_two_hosts_measures_compression_on_the_slow_link(tmp_path
         args += ["--warmup-steps", "1", "--profile-steps", "2", "--batch-size", "8", "--quiet"]
         done = bed.run_on_each([commprof_argv(*args)] * 2, timeout=600)
         assert [d.returncode for d in done] == [0, 0], [d.stderr[-2000:] for d in done]
-        sweep = load_report(bed.hosts[0].folder / "reports" / "s" / "report.json").sweep
+        report = load_report(bed.hosts[0].folder / "reports" / "s" / "report.json")
+        text = (bed.hosts[0].folder / "reports" / "s" / "report.md").read_text()
+    sweep = report.sweep
     fp16 = next(s for s in sweep.settings if s.options.get("comm_hook") == "fp16")
     assert sweep.best == fp16.label and fp16.significant and fp16.speedup.low > 1.2, fp16
+    # the network of the best setting's launch: which host held which rank, the all-reduces across the link
+    assert [(h.host, h.ranks) for h in report.network.hosts] == [("node0", [0]), ("node1", [1])]
+    assert report.network.collectives and all(c.tier == "network" for c in report.network.collectives)
+    assert "2 ranks on 2 hosts." in text and "this launch did not probe its links" in text

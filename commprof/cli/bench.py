@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from commprof.cli import console
-from commprof.cli.options import JsonOpt, QuietOpt, ReportsDirOpt
+from commprof.cli.options import JsonOpt, LocalAddrOpt, NodesOpt, QuietOpt, RdzvEndpointOpt, ReportsDirOpt
 
 Opt = typer.Option
 _SIZE = re.compile(r"^(\d+)([KMG]?)B?$", re.IGNORECASE)
@@ -52,7 +52,13 @@ def bench(
     ] = "auto",
     model: Annotated[Optional[str], Opt(help="Mark the message sizes DDP uses for this model's buckets.")] = None,
     bucket_cap_mb: Annotated[float, Opt(help="Bucket cap for --model.")] = 25.0,
-    name: Annotated[Optional[str], Opt(help="The report folder's name [default: bench-<time stamp>].")] = None,
+    nodes: NodesOpt = 1,
+    rdzv_endpoint: RdzvEndpointOpt = None,
+    local_addr: LocalAddrOpt = None,
+    name: Annotated[
+        Optional[str],
+        Opt(help="The report folder's name, the same on every node with --nodes [default: bench-<time stamp>]."),
+    ] = None,
     reports_dir: ReportsDirOpt = Path("reports"),
     timeout: Annotated[float, Opt(help="Seconds allowed per backend.")] = 600.0,
     json_out: JsonOpt = False,
@@ -85,6 +91,9 @@ def bench(
         backends,
         procs=procs,
         device=device,
+        nodes=nodes,
+        rdzv_endpoint=rdzv_endpoint,
+        local_addr=local_addr,
         model=model,
         bucket_cap_mb=bucket_cap_mb,
         name=name,

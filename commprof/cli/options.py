@@ -79,8 +79,18 @@ def _extra(
 
 DECLARED = _declared()
 FIELD_OF = {p.name: field for _, field, p in DECLARED}  # CLI name -> field name
-# --max-steps as RunRequest declares it, for a command that takes it without the other run options (advise)
-MaxStepsOpt: Any = next(p.annotation for _, field, p in DECLARED if field == "max_steps")
+
+
+def declared_option(field_name: str) -> Any:
+    """A run option as RunRequest declares it, for a command that takes it without the others."""
+    return next(p.annotation for _, field, p in DECLARED if field == field_name)
+
+
+MaxStepsOpt: Any = declared_option("max_steps")  # advise
+# bench, across nodes
+NodesOpt: Any = declared_option("nodes")
+RdzvEndpointOpt: Any = declared_option("rdzv_endpoint")
+LocalAddrOpt: Any = declared_option("local_addr")
 HELP_OF = {f.name: f.metadata["help"] for owner in (DDPOptions, FSDPOptions) for f in option_fields(owner)}
 
 

@@ -30,11 +30,15 @@ def bench(
     reports_dir: Path = Path("reports"),
     timeout_s: float = 600.0,
     feedback: Feedback = SILENT,
+    nodes: int = 1,
+    rdzv_endpoint: str | None = None,
+    local_addr: str | None = None,
 ) -> Outcome:
     """Every op of the plan on each backend; a backend that cannot run here is listed with the reason, and so is
     an op that a backend refuses on this device. `device` auto is cuda when a GPU is visible; backend `auto` is
     nccl there, gloo on CPU; `procs` None is every visible GPU (CUDA) or 2; a plan without max_bytes goes to
-    1 GiB on GPUs, 16 MiB on CPU."""
+    1 GiB on GPUs, 16 MiB on CPU. Across `nodes`, every node runs the same command; the node of rank 0 writes the
+    result."""
     from commprof.analysis.bench import fit_alpha_beta, summarize
     from commprof.instrument.collectives import BENCH_OPS, DTYPES
     from commprof.launch.resolve import MachineProbe, new_run_id
@@ -50,38 +54,58 @@ def bench(
     if plan.dtype not in DTYPES:
         raise UsageError(f"--dtype must be one of {', '.join(DTYPES)}, got {plan.dtype!r}")
     procs = procs if procs is not None else max(2, probe.gpu_count) if device == "cuda" else 2
-    if procs < 2:
-        raise UsageError(f"--procs must be >= 2, got {procs}")
+    if procs * nodes < 2:
+        raise UsageError(f"--procs must be >= 2 on one node, got {procs}")
     if plan.max_bytes is None:
         plan = dataclasses.replace(
             plan, max_bytes=max(plan.min_bytes, GPU_MAX_BYTES if device == "cuda" else CPU_MAX_BYTES)
         )
+    if nodes > 1 and name is None:
+        raise UsageError("--nodes > 1: pass the same --name NAME on every node, so the nodes meet in one benchmark")
     report_name = name or f"bench-{new_run_id()}"
-    folder = prepare_report_dir(reports_dir, report_name)
+    across = Across(nodes, rdzv_endpoint, local_addr, report_name)
+    folder = prepare_report_dir(reports_dir, report_name) if nodes == 1 else reports_dir / report_name
     buckets = _model_buckets(model, bucket_cap_mb) if model else []
-    rows, unavailable = [], {}
+    rows, unavailable, hosts = [], {}, [socket.gethostname()] * procs
     for backend in backends:
-        with feedback.status(f"bench: {backend} on {procs} ranks"):
+        with feedback.status(f"bench: {backend} on {procs * nodes} ranks"):
             try:
-                raw = _measure(backend, plan, procs, device, timeout_s)
+                raw = _measure(backend, plan, procs, device, timeout_s, across)
             except CommprofError as exc:
                 unavailable[backend] = str(exc)
                 continue
+        if raw is None:
+            return Outcome(None, note=f"{backend}: this node ran ranks of the benchmark; the node of rank 0 writes it")
+        hosts = raw.get("hosts", hosts)
         rows += summarize(backend, raw["world_size"], raw["rows"], buckets)
         unavailable.update({f"{backend} {op}": f"refused on {device}: {why}" for op, why in raw["refused"].items()})
+    if nodes > 1:
+        folder.mkdir(parents=True, exist_ok=True)
     result = BenchResult(
         name=report_name,
-        world_size=procs,
+        world_size=len(hosts),
         rows=rows,
-        fits=fit_alpha_beta(rows, procs),
+        fits=fit_alpha_beta(rows, len(hosts)),
         unavailable=unavailable,
         ddp_bucket_sizes=buckets,
-        host=socket.gethostname(),
+        host=hosts[0],
+        hosts=hosts,
     )
     return Outcome(result, write_result(result, folder))
 
 
-def _measure(backend: str, plan: BenchPlan, procs: int, device: str, timeout_s: float) -> dict:
+@dataclasses.dataclass(frozen=True)
+class Across:
+    """The nodes a benchmark spans: each backend's launch meets at the endpoint under its own rendezvous id."""
+
+    nodes: int
+    rdzv_endpoint: str | None
+    local_addr: str | None
+    name: str
+
+
+def _measure(backend: str, plan: BenchPlan, procs: int, device: str, timeout_s: float, across: Across) -> dict | None:
+    """Rank 0's measurements; None on a node without rank 0."""
     from commprof.launch.job import Task, run_job
     from commprof.launch.resolve import MachineProbe, resolve
     from commprof.worker.bench import bench_main
@@ -97,11 +121,16 @@ def _measure(backend: str, plan: BenchPlan, procs: int, device: str, timeout_s: 
             traces_dir=Path(tmp) / "traces",
             reports_dir=Path(tmp) / "reports",
             timeout_s=timeout_s,
+            nodes=across.nodes,
+            rdzv_endpoint=across.rdzv_endpoint,
+            local_addr=across.local_addr,
+            run_id=f"{across.name}-{backend}" if across.nodes > 1 else None,
         )
         ddp_only(request, "bench")
         config = resolve(request, MachineProbe.detect())
         payload = {**dataclasses.asdict(plan), "out": str(out), "run": config.to_dict()}
-        run_job(config, Task(bench_main, "commprof.worker.bench", payload))
+        if not run_job(config, Task(bench_main, "commprof.worker.bench", payload)).has_rank_zero:
+            return None
         if not out.exists():
             raise RunFailed(f"{backend}: the benchmark wrote no results")
         return json.loads(out.read_text())

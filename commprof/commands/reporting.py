@@ -13,6 +13,7 @@ from commprof.analysis.analyze import analyze, analyze_run, finished_report
 from commprof.analysis.crossrank import measured_offsets
 from commprof.analysis.digest import MAX_DETAILED_RANKS, digest, digest_hta, with_digests_from_other_nodes
 from commprof.analysis.incomplete import completed_steps_only
+from commprof.analysis.network import network_of
 from commprof.analysis.sweep import sweep_result
 from commprof.analysis.timeline import job_timeline
 from commprof.config import RunConfig
@@ -85,22 +86,22 @@ def _analyse(
     analysis = analyze_run(trace, name, kind, run, measured_offsets(run, trace), breakdowns)
     # timeline.json: the first ranks (those digest keeps intervals for); report.json has every rank
     timeline = job_timeline(analysis.windows[:MAX_DETAILED_RANKS], analysis.matching)
-    host = next((r.host for r in trace.ranks if r.host), None) or (run.hosts[0] if run and run.hosts else None)
-    ceiling = bench_ceiling(bench_dir, host, trace.ranks[0].backend) if bench_dir else None
+    hosts = {r.host for r in trace.ranks if r.host} or set(run.hosts if run else [])
+    ceiling = bench_ceiling(bench_dir, hosts, trace.ranks[0].backend) if bench_dir else None
     ledgers = read_ledgers(paths[0]) if meta else {}
     return finished_report(analysis, meta, incomplete, ceiling, ledgers), trace, timeline
 
 
-def bench_ceiling(reports_dir: Path, host: str | None, backend: str | None) -> tuple[float, str] | None:
-    """The all-reduce bus bandwidth the newest `commprof bench` on this host measured for this backend (large
-    messages), and where: (GB/s, "commprof bench NAME"); None without one."""
+def bench_ceiling(reports_dir: Path, hosts: set[str], backend: str | None) -> tuple[float, str] | None:
+    """The all-reduce bus bandwidth the newest `commprof bench` on these hosts (the same hosts, no others)
+    measured for this backend (large messages), and where: (GB/s, "commprof bench NAME"); None without one."""
     found = []
     for marker in reports_dir.glob("*/bench.csv"):  # only bench folders have it: no other report.json is read
         try:
             data = json.loads((marker.parent / "report.json").read_text())
         except (OSError, ValueError):
             continue
-        if data.get("kind") != "bench" or not host or data.get("host") != host:
+        if data.get("kind") != "bench" or not hosts or set(data.get("hosts") or [data.get("host")]) != hosts:
             continue
         found += [
             (marker.stat().st_mtime, fit["busbw_gbps"], data["name"])
@@ -127,6 +128,10 @@ def sweep_report(run_dir: Path, name: str, kind: str, predicted: dict[str, Estim
             result, settings=[dataclasses.replace(s, predicted_gain_ms=predicted.get(s.label)) for s in result.settings]
         )
     config = RunConfig.from_dict(raw["plan"]["run"])
+    best_launch = read_run_json(run_dir / result.best)  # a script's sweep: its profiled launch's own record
+    rank_hosts = {str(r): h for r, h in enumerate(raw.get("hosts", []))} or (
+        best_launch.summary().rank_hosts if best_launch else {}
+    )
     run = RunSummary(
         run_id=config.run_id,
         config=config,
@@ -136,8 +141,11 @@ def sweep_report(run_dir: Path, name: str, kind: str, predicted: dict[str, Estim
         backend=config.backend,
         device=config.device,
         versions=raw["versions"],
+        hosts=sorted(set(rank_hosts.values())),
+        rank_hosts=rank_hosts,
     )
-    return dataclasses.replace(analysed[result.best][0], name=name, kind=kind, run=run, sweep=result)
+    best = dataclasses.replace(analysed[result.best][0], name=name, kind=kind, run=run, sweep=result)
+    return dataclasses.replace(best, network=network_of(best))  # the hosts and links of the best setting's launch
 
 
 def free_report_name(reports_dir: Path, *names: str) -> str:

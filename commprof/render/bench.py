@@ -40,9 +40,20 @@ def notes(result: BenchResult) -> list[str]:
     return [f"{backend}: not measured: {reason}" for backend, reason in result.unavailable.items()]
 
 
+def where(result: BenchResult) -> str:
+    """'2 ranks.' on one host; across hosts, which ranks each holds (the collectives cross the link between them)."""
+    by_host: dict[str, list[int]] = {}
+    for rank, host in enumerate(result.hosts):
+        by_host.setdefault(host, []).append(rank)
+    if len(by_host) < 2:
+        return f"{result.world_size} ranks."
+    held = "; ".join(f"{host}: rank{'s' if len(r) > 1 else ''} {', '.join(map(str, r))}" for host, r in by_host.items())
+    return f"{result.world_size} ranks on {len(by_host)} hosts ({held}): the collectives cross the link between them."
+
+
 def document(result: BenchResult) -> Document:
     sections = [
-        Section("", [Text(f"{result.world_size} ranks."), Figure("busbw.png", "bus bandwidth against message size")]),
+        Section("", [Text(where(result)), Figure("busbw.png", "bus bandwidth against message size")]),
         Section(ROWS_TITLE, [Table(ROW_HEADERS, rows(result), left=("backend", "op"), key=3)]),
         Section(FITS_TITLE, [Table(FIT_HEADERS, fit_rows(result), left=("backend", "op"), key=2)]),
         *notes_section(notes(result)),

@@ -18,11 +18,15 @@ WHAT_IF_NOTE = (
     "What if the link between hosts were faster or slower: the measured median profiled step plus the bucket "
     "model's change (docs/prediction.md, What-if links); the link within a host and the latency kept as measured."
 )
-LINK_NOTE = (
+PROBE_NOTE = (
     "Links: all-reduces timed alone after training, one group per tier; busbw of the largest size probed, bandwidth "
-    "and latency per ring step fitted over the sizes. Collectives: median bus bandwidth in the profiled steps, and "
-    "its share of the probed busbw of the slowest link its group crosses."
+    "and latency per ring step fitted over the sizes. "
 )
+COLLECTIVES_NOTE = (
+    "Collectives: median bus bandwidth in the profiled steps, and its share of the probed busbw of the slowest link "
+    "its group crosses."
+)
+UNPROBED_NOTE = "Collectives: median bus bandwidth in the profiled steps; this launch did not probe its links."
 
 
 def network_sections(report: Report) -> list[Section]:
@@ -34,8 +38,10 @@ def network_sections(report: Report) -> list[Section]:
         blocks.append(Table(LINK_HEADERS, link_rows(network), left=("link", "ranks probed")))
     if network.collectives:
         blocks.append(Table(ON_LINK_HEADERS, on_link_rows(network), left=("op", "link"), key=2))
-    if network.tiers or network.collectives:
-        blocks.append(Text(LINK_NOTE, "note"))
+    if network.tiers:
+        blocks.append(Text(PROBE_NOTE + COLLECTIVES_NOTE, "note"))
+    elif network.collectives:
+        blocks.append(Text(UNPROBED_NOTE, "note"))
     if network.what_if:
         blocks += [Table(WHAT_IF_HEADERS, what_if_rows(network), left=()), Text(WHAT_IF_NOTE, "note")]
     return [Section(TITLE, blocks)]

@@ -43,6 +43,7 @@ class BenchResult(Result):
     fits: list[AlphaBeta]
     unavailable: dict[str, str] = field(default_factory=dict)  # backend -> why it could not run
     ddp_bucket_sizes: list[int] = field(default_factory=list)
-    host: str | None = None  # where it ran: findings compare a run's all-reduces with a bench of its own host
+    host: str | None = None  # rank 0's host
+    hosts: list[str] = field(default_factory=list)  # each rank's, rank order: findings use a bench of the run's hosts
     kind: str = "bench"
     schema_version: int = SCHEMA_VERSION

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import socket
 import time
 from pathlib import Path
 from typing import Any
@@ -82,10 +83,15 @@ def _message_bytes(op: str, buffers, n: int) -> int:
 
 def write_rows(comm: Comm, plan: dict[str, Any], measured: tuple[list[dict[str, Any]], dict[str, str]]) -> None:
     rows, refused = measured
+    hosts = comm.all_gather_object(socket.gethostname())
     if comm.rank == 0:
         out = Path(plan["out"])
         tmp = out.with_name(f".{out.name}.tmp")
-        tmp.write_text(json.dumps({"backend": comm.backend, "world_size": comm.size, "rows": rows, "refused": refused}))
+        tmp.write_text(
+            json.dumps(
+                {"backend": comm.backend, "world_size": comm.size, "hosts": hosts, "rows": rows, "refused": refused}
+            )
+        )
         os.replace(tmp, out)
 
 

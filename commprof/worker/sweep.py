@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import gc
+import socket
 import time
 import weakref
 from datetime import datetime, timezone
@@ -56,6 +57,8 @@ def sweep_main(plan_dict: dict[str, Any], progress_path: str) -> dict[str, Any]:
             results.update(measured)
             pending = _next_round(plan, ctx, results, round_index, workload.parameter_sizes) if plan.tune else []
             round_index += 1
+        hosts: list[str] = [""] * ctx.world_size
+        dist.all_gather_object(hosts, socket.gethostname())
         if ctx.rank == 0:
             phases.update(setup_s=setup_s, worker_s=time.perf_counter() - started)
             write_json_atomic(
@@ -66,6 +69,7 @@ def sweep_main(plan_dict: dict[str, Any], progress_path: str) -> dict[str, Any]:
                     "model": workload.name,
                     "parameters": workload.parameter_count,
                     "world_size": ctx.world_size,
+                    "hosts": hosts,  # each rank's
                     "rounds": round_index,
                     "end_time": datetime.now(timezone.utc).isoformat(),
                     "timings": phases,
