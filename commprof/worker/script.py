@@ -55,7 +55,7 @@ from commprof.worker.rank import (
     versions,
 )
 from commprof.worker.step_ledger import StepLedger
-from commprof.worker.torch_settings import configure_rank
+from commprof.worker.torch_settings import bound_default_timeouts, configure_rank
 
 
 class MaxStepsReached(BaseException):
@@ -114,6 +114,7 @@ class ScriptSession:
                 ),
             )
         configure_rank(self.device, self.config.tf32)
+        bound_default_timeouts(self.config.timeout_s)
         self.ddp.install()
         self._hook = register_optimizer_step_post_hook(self._after_step)
         if self.config.profiled:

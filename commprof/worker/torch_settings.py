@@ -41,3 +41,18 @@ def configure_rank(device: torch.device, tf32: bool | None) -> TorchSettings:
     settings = rank_settings(device.type, tf32, os.environ, len(os.sched_getaffinity(0)))
     apply_settings(settings)
     return settings
+
+
+def bound_default_timeouts(timeout_s: float) -> None:
+    """A user's script that makes its process groups without a timeout gets commprof's --timeout instead of torch's
+    default (30 minutes for Gloo, 10 for NCCL): a rank stuck outside a collective fails the others' next collective
+    within --timeout, so the job ends and is diagnosed instead of hanging. torch reads these names when a group is
+    made (distributed_c10d._get_default_timeout); a timeout the script passes itself stands."""
+    from datetime import timedelta
+
+    import torch.distributed.distributed_c10d as c10d
+
+    bound = timedelta(seconds=timeout_s)
+    c10d.default_pg_timeout = bound
+    if isinstance(c10d.default_pg_nccl_timeout, timedelta):  # None where torch was built without NCCL
+        c10d.default_pg_nccl_timeout = bound

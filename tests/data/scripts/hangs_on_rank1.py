@@ -1,14 +1,14 @@
-"""Rank 1 stops in its third step (a dead data source, say) and never reaches the next all-reduce."""
+"""Rank 1 stops in its third step (a dead data source, say) and never reaches the next all-reduce. Its process
+group has torch's default timeout (30 minutes): commprof's --timeout bounds it."""
 
 import os
 import time
-from datetime import timedelta
 
 import torch
 import torch.distributed as dist
 from torch import nn
 
-dist.init_process_group("gloo", timeout=timedelta(seconds=10))
+dist.init_process_group("gloo")
 model = nn.parallel.DistributedDataParallel(nn.Linear(16, 16))
 optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
 for step in range(1000):
