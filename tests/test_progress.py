@@ -93,6 +93,31 @@ def test_a_phase_seen_before_waits_for_the_10_s():
     ]
 
 
+def test_a_stalled_rank_0_is_said_to_be_stalled_not_shown_on_its_last_line_again():
+    """Rank 0 finished step 15 and then no other for 25 s (a rank it waits for is stuck): the lines say how long, and
+    from when; a slow step (5 s a step) is not a stall until five of them have gone by."""
+    view, lines, clock = step_lines()
+    for t, step in [(1, 14), (2, 15), (12, 15), (27, 15), (28, 16)]:
+        clock.now = t
+        view.show(Progress(step, 40, 1164.2, "profiling"))
+    assert lines[1:] == [
+        "commprof: rank 0 has finished no step for 0:00:10, since step 15/40 (profiling, 1164.2 ms per step before): "
+        "it, or a rank it waits for, is stuck or slow",
+        "commprof: rank 0 has finished no step for 0:00:25, since step 15/40 (profiling, 1164.2 ms per step before): "
+        "it, or a rank it waits for, is stuck or slow",
+    ]
+    view, lines, clock = step_lines()
+    for t in (1, 12, 22):  # 21 s: not yet five of its 5 s steps
+        clock.now = t
+        view.show(Progress(3, 40, 5000.0))
+    assert lines[-1] == "commprof: rank 0 training: step 3/40, 5000.0 ms per step"
+    view, lines, clock = step_lines()
+    for t in (1, 30):  # every step done: the traces take their time, nothing is stalled
+        clock.now = t
+        view.show(Progress(20, 20, 80.0, "writing traces"))
+    assert lines[-1] == "commprof: rank 0 writing traces: step 20/20, 80.0 ms per step"
+
+
 def test_a_script_of_unknown_length_counts_up_and_ends_on_the_steps_run():
     view, lines, clock = step_lines()
     clock.now = 2

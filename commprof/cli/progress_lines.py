@@ -1,7 +1,8 @@
 """What a log gets while a command works, where a terminal gets a live display: plain lines, no control codes.
 
 A launch (`StepLines`): one line when it starts and when rank 0 first enters each phase, at least one every
-`EVERY_S` seconds while it runs (step, steps done, ETA), and a last one with the final count. Work without
+`EVERY_S` seconds while it runs (step, steps done, ETA, or how long rank 0 has finished no step), and a last one
+with the final count. Work without
 steps (`WorkLines`: trace files analysed, a bench): nothing while it is short; once it has run `EVERY_S`
 seconds, a line every `EVERY_S` seconds and a last one. Pure: the caller gives the clock and where the lines
 go, and calls `show`/`tick` as often as it likes (cli/progress polls a few times a second)."""
@@ -13,6 +14,7 @@ from typing import Callable
 from commprof.launch.progress import Progress
 
 EVERY_S = 10.0
+STALLED_S = 10.0  # rank 0 finished no step for this long, and for 5 of its latest steps: the line says so
 PREFIX = "commprof: "
 
 Clock = Callable[[], float]
@@ -43,6 +45,7 @@ class StepLines:
         self.started = self.last_line = clock()
         self.kinds: set[str] = set()  # the phases seen: a line when one begins for the first time
         self.first: tuple[float, int] | None = None  # when the first state was seen, and its step
+        self.moved: tuple[float, int] | None = None  # when rank 0's step count last changed, and to what
 
     def start(self) -> None:
         self._say("starting ranks")
@@ -55,6 +58,8 @@ class StepLines:
             return
         if self.first is None:
             self.first = (now, state.step)
+        if self.moved is None or self.moved[1] != state.step:
+            self.moved = (now, state.step)
         kind = phase_kind(state.phase)
         if kind in self.kinds and now - self.last_line < self.every_s:
             return
@@ -67,6 +72,14 @@ class StepLines:
         counts them). No ETA before that pace is known (a first step's time holds the start's), nor while the total is
         not known."""
         text = f"rank 0 {state.phase}: step {step_count(state.step, state.steps)}, {state.step_ms:.1f} ms per step"
+        still_s = now - (self.moved or (now, state.step))[0]
+        stepping = state.phase != "writing traces" and (state.steps is None or state.step < state.steps)
+        if stepping and still_s >= max(STALLED_S, 5 * state.step_ms / 1000):
+            since = step_count(state.step, state.steps)
+            return (
+                f"rank 0 has finished no step for {duration(still_s)}, since step {since} ({state.phase}, "
+                f"{state.step_ms:.1f} ms per step before): it, or a rank it waits for, is stuck or slow"
+            )
         seen_at, seen_step = self.first or (now, state.step)
         if state.steps is None or state.step >= state.steps or state.step <= seen_step:
             return text
