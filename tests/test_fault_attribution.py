@@ -4,9 +4,12 @@ NCCL's watchdog line, Flight Recorder dumps (hand-made here as torch writes them
 import pickle
 import signal
 
+import pytest
+
 from commprof.launch.faults import RankOutcome, crash_site, root_cause
 from commprof.launch.flight_recorder import environment, read_dumps, who_never_arrived
 from commprof.worker.rank import STOPPED_MESSAGE, RankStopped, error_to_record
+from tests.conftest import REPO
 
 WATCHDOG = (
     "[PG ID 0 PG GUID 0(default_pg) Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, "
@@ -177,3 +180,35 @@ def test_flight_recorder_dumps_go_where_commprof_reads_them(tmp_path):
         == variables["TORCH_NCCL_DEBUG_INFO_TEMP_FILE"]
         == str(tmp_path / "nccl_trace_rank_")
     )
+
+
+class RunsCode:
+    def __reduce__(self):
+        return (print, ("this ran",))
+
+
+def test_a_dump_is_read_as_data_and_a_pickle_that_would_run_code_is_refused(tmp_path, capsys):
+    """Dumps are pickles: plain containers and torch's typed-list tags load; anything naming another callable is
+    refused before it runs (nothing is printed), and read_dumps leaves that dump out."""
+    from commprof.launch.flight_recorder import plain_loads
+
+    typed = b"\x80\x02ctorch.jit._pickle\nbuild_intlist\nq\x00]q\x01(K\x01K\x02e\x85q\x02Rq\x03."
+    assert plain_loads(typed) == [1, 2]
+    plain = {"entries": [{"collective_seq_id": 3, "input_sizes": [[4, 2]], "state": "scheduled"}], "v": (1.5, None)}
+    assert plain_loads(pickle.dumps(plain)) == plain
+    with pytest.raises(pickle.UnpicklingError, match="builtins.print: only plain data is read"):
+        plain_loads(pickle.dumps(RunsCode()))
+    (tmp_path / "nccl_trace_rank_0").write_bytes(pickle.dumps(RunsCode()))
+    (tmp_path / "nccl_trace_rank_1").write_bytes(pickle.dumps(plain))
+    assert read_dumps(tmp_path) == {1: plain} and "this ran" not in capsys.readouterr().out
+
+
+def test_a_real_gloo_dump_of_torch_2_13_reads_as_data():
+    """tests/data/flight_recorder/make_dump.py wrote it: one rank's all_reduce of 4 floats, then a barrier."""
+    from commprof.launch.flight_recorder import plain_loads
+
+    dump = plain_loads((REPO / "tests" / "data" / "flight_recorder" / "gloo_rank0_torch2.13.pickle").read_bytes())
+    first = dump["entries"][0]
+    assert (first["profiling_name"], first["input_sizes"]) == ("gloo:all_reduce", [[4]])
+    assert first["input_dtypes"] == ["Float"]
+    assert first["collective_seq_id"] == 1 and first["process_group"] == ("0", "default_pg")
