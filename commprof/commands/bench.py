@@ -67,6 +67,7 @@ def bench(
     folder = prepare_report_dir(reports_dir, report_name) if nodes == 1 else reports_dir / report_name
     buckets = _model_buckets(model, bucket_cap_mb) if model else []
     rows, unavailable, hosts = [], {}, [socket.gethostname()] * procs
+    written_elsewhere = False
     for backend in backends:
         with feedback.status(f"bench: {backend} on {procs * nodes} ranks"):
             try:
@@ -74,11 +75,14 @@ def bench(
             except CommprofError as exc:
                 unavailable[backend] = str(exc)
                 continue
-        if raw is None:
-            return Outcome(None, note=f"{backend}: this node ran ranks of the benchmark; the node of rank 0 writes it")
+        if raw is None:  # the node of rank 0 has the results; every backend still needs this node's ranks
+            written_elsewhere = True
+            continue
         hosts = raw.get("hosts", hosts)
         rows += summarize(backend, raw["world_size"], raw["rows"], buckets)
         unavailable.update({f"{backend} {op}": f"refused on {device}: {why}" for op, why in raw["refused"].items()})
+    if written_elsewhere:
+        return Outcome(None, note="this node ran ranks of the benchmark; the node of rank 0 writes it")
     if nodes > 1:
         folder.mkdir(parents=True, exist_ok=True)
     result = BenchResult(
