@@ -1,3 +1,4 @@
+import functools
 import json
 import os
 import subprocess
@@ -5,14 +6,20 @@ import sys
 from pathlib import Path
 
 import pytest
+import typer.main
 
 REPO = Path(__file__).resolve().parent.parent
 TRACES = REPO / "tests" / "data" / "traces"  # real traces, in the repo (README there)
 # the 54 MB size benchmark stays outside the repo; tests that need it skip without it
 LARGE_TRACE = REPO.parent / "shared" / "traces" / "nccl-v100-rank1-of-2-large"
-needs_large_trace = pytest.mark.skipif(
-    not LARGE_TRACE.is_dir(), reason="the 54 MB benchmark trace is not in ../shared/traces"
-)
+
+
+def needs_large_trace(test):
+    """Reads the 54 MB benchmark trace: slow (seconds each), and skipped where ../shared/traces lacks it."""
+    skip = pytest.mark.skipif(not LARGE_TRACE.is_dir(), reason="the 54 MB benchmark trace is not in ../shared/traces")
+    return pytest.mark.slow(skip(test))
+
+
 FAST_RUN = ["--steps", "8", "--schedule", "2,1,4", "--batch-size", "8"]
 
 
@@ -66,8 +73,9 @@ class SharedRuns:
 
 @pytest.fixture(scope="session")
 def shared_runs(tmp_path_factory):
-    """tests/test_reproducible.py's runs (three of each), made once: the tests of what a run finds read the first of
-    its positive controls (the sleeping rank, the rank that stalls every 10th step) rather than launch them again."""
+    """tests/test_reproducible.py's runs (a run and its rerun of each), made once: the tests of what a run finds read
+    the first of its positive controls (the sleeping rank, the rank that stalls every 10th step) rather than launch
+    them again."""
     return SharedRuns(tmp_path_factory.mktemp("shared-runs"))
 
 
@@ -111,6 +119,16 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.slow)
         if "cuda" in item.keywords and not cuda:
             item.add_marker(no_gpu)
+
+
+PARSER_BUILT_ONCE = functools.cache(typer.main.get_command)
+
+
+@pytest.fixture(autouse=True)
+def _cli_parser_built_once(monkeypatch):
+    """Typer builds the click parser of the whole CLI anew for every call of the app (a tenth of a second): tests
+    that call `main` in-process, a hundred times or more, build it once."""
+    monkeypatch.setattr(typer.main, "get_command", PARSER_BUILT_ONCE)
 
 
 class ProcessStarted(AssertionError):

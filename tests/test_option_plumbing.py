@@ -2,12 +2,14 @@
 given on the command line arrives in the config the ranks receive. Nothing is launched: the one launch
 helper (launch.job.run_job) is replaced by one that records what it was given."""
 
+import functools
 import inspect
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
+from commprof import workloads
 from commprof.cli.app import app, main
 from commprof.cli.options import RUN_OPTIONS
 from commprof.config import DDPOptions, FSDPOptions, RunConfig, SweepPlan
@@ -18,6 +20,8 @@ FOUR_GPUS = MachineProbe(
     cuda_available=True, gpu_count=4, nccl_available=True, mpi_available=False, mpi4py_problem="not installed here"
 )
 NOT_CONFIG = {"quiet", "json_out"}
+# each model built once for the whole file: initialising its weights is most of what a command does here
+BUILT_ONCE = functools.cache(workloads.load_workload)
 
 
 def ddp(field, value):
@@ -99,6 +103,7 @@ def launches(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "train.py").write_text("")  # a user's script, for the options that go with one
     monkeypatch.setattr(MachineProbe, "detect", staticmethod(lambda: FOUR_GPUS))
+    monkeypatch.setattr(workloads, "load_workload", BUILT_ONCE)
     seen = []
 
     def record(config, task=None, total_steps=0, watch=None):
