@@ -1,5 +1,5 @@
 """A script written the way public ones are (argparse, its own init_process_group, DistributedDataParallel(model)
-with no bucket_cap_mb) swept, tuned and advised on 2 real Gloo ranks: the baseline is the script as written, with
+with no bucket_cap_mb) tuned and advised on 2 real Gloo ranks: the baseline is the script as written, with
 the buckets DDP built for it (its 1 MiB first bucket), every launch runs --max-steps, and the lines that count the
 settings count the rows of the report."""
 
@@ -35,49 +35,6 @@ def counted(stderr: str, pattern: str) -> list[str]:
     return labels.split(", ")
 
 
-def test_sweep_of_a_script_measures_it_as_written_then_each_setting_on_top(tmp_path):
-    result = commprof(
-        "sweep",
-        "--bucket-cap-mb",
-        "1",
-        *ROUNDS,
-        "--max-steps",
-        str(STEPS),
-        "--run-id",
-        "sw",
-        "--",
-        SCRIPT,
-        cwd=tmp_path,
-    )
-    assert result.returncode == 0, result.stderr
-    launched = launches_of(tmp_path / "traces" / "sw")
-    assert len(launched) == 6  # 2 settings x 2 rounds, then one profiled launch each
-    raw = json.loads((tmp_path / "traces" / "sw" / "sweep.json").read_text())
-    assert raw["order"] == ["script-own", "bucket-1mb"] * 2 and raw["framework"] == "script"
-    assert raw["timings"]["launches"] == 6
-    for name, run in launched.items():
-        assert run["steps_completed"] == STEPS and [len(r["step_ms"]) for r in run["ranks"]] == [STEPS] * 2, name
-        (built,) = run["ddp_built"]
-        assert built["asked"]["bucket_cap_mb"] is None, name  # the script passes no cap
-        expected = {} if name.startswith("script-own") else {"bucket_cap_mb": float(name.split("-")[1][:-2])}
-        assert built["applied"] == expected, name
-    sweep = load_report(tmp_path / "reports" / "sw").sweep
-    assert sweep.baseline == "script-own"
-    assert [(s.label, s.bucket_sizes, s.samples) for s in sweep.settings] == [
-        ("script-own", OWN, 2 * (STEPS - 1)),
-        ("bucket-1mb", CAP_1, 2 * (STEPS - 1)),
-    ]
-    assert sweep.settings[0].options["bucket_cap_mb"] is None and sweep.settings[0].speedup.value == 1.0
-    recommendation = sweep.recommendation.lower()
-    assert "the script's own setting" in recommendation and "the default" not in recommendation
-    if sweep.paste is None:  # kept, as the noise falls either way: said by what the script passed and DDP built
-        assert "the script's own setting (script-own, as written: no bucket_cap_mb" in recommendation
-        assert "DDP built 2 buckets: 1.0, 2.0 MB" in sweep.recommendation
-    header = counted(result.stderr, r"sweep sw: .* interleaved rounds")
-    assert header == counted(result.stderr, r"sweep sw: .* measured in") == [s.label for s in sweep.settings]
-    assert f"({STEPS} steps, the first 1 untimed)" in result.stderr
-
-
 def test_tune_of_a_script_counts_what_it_measures(tmp_path):
     result = commprof("tune", *ROUNDS, "--max-steps", str(STEPS), "--run-id", "tu", "--", SCRIPT, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
@@ -90,10 +47,22 @@ def test_tune_of_a_script_counts_what_it_measures(tmp_path):
     assert rows[0] == "script-own" and {"bucket-1mb", "bucket-5mb"} <= set(rows) and len(rows) <= 5
     assert len({tuple(s.bucket_sizes) for s in sweep.settings}) == len(rows)  # one setting per layout
     assert sweep.baseline == "script-own" and sweep.settings[0].bucket_sizes == OWN
+    raw = json.loads((tmp_path / "traces" / "tu" / "sweep.json").read_text())
+    assert raw["order"][:3] == ["script-own", "bucket-1mb", "bucket-5mb"] and raw["framework"] == "script"
     launched = launches_of(tmp_path / "traces" / "tu")
-    assert len(launched) == json.loads((tmp_path / "traces" / "tu" / "sweep.json").read_text())["timings"]["launches"]
-    assert all(run["steps_completed"] == STEPS for run in launched.values())
-    assert "the default" not in sweep.recommendation
+    assert len(launched) == raw["timings"]["launches"]
+    for name, run in launched.items():  # the script as written, then each cap applied on top of it
+        assert run["steps_completed"] == STEPS and [len(r["step_ms"]) for r in run["ranks"]] == [STEPS] * 2, name
+        (built,) = run["ddp_built"]
+        assert built["asked"]["bucket_cap_mb"] is None, name  # the script passes no cap
+        expected = {} if name.startswith("script-own") else {"bucket_cap_mb": float(name.split("-")[1][:-2])}
+        assert built["applied"] == expected, name
+    by_label = {s.label: s for s in sweep.settings}
+    assert [by_label[label].samples for label in raw["order"][:3]] == [2 * (STEPS - 1)] * 3  # both rounds' steps
+    assert by_label["bucket-1mb"].bucket_sizes == CAP_1 and by_label["script-own"].options["bucket_cap_mb"] is None
+    recommendation = sweep.recommendation.lower()
+    assert "the script's own setting" in recommendation and "the default" not in recommendation
+    assert f"({STEPS} steps, the first 1 untimed)" in result.stderr
 
 
 def test_advise_of_a_script_run_reruns_it_as_written(tmp_path):

@@ -255,7 +255,8 @@ PROFILER_STOP_RACE = "(SIGSEGV) in __exit__ (autograd/profiler.py:"
 
 def test_a_script_that_hangs_on_one_rank(tmp_path):
     """The script's process group keeps torch's default timeout (30 minutes); --timeout 10 bounds it: the job ends
-    well within the 120 s this test allows, rank 1 named as the one that never arrived."""
+    well within the 120 s this test allows, rank 1 named as the one behind, at its line, and rank 0 in the collective
+    it waited in."""
     for attempt in ("first", "again"):
         result = commprof(
             "run",
@@ -279,8 +280,17 @@ def test_a_script_that_hangs_on_one_rank(tmp_path):
         if PROFILER_STOP_RACE not in line:
             break
     assert result.returncode == 1
-    assert "rank 1 on " in line and "stuck: never reached the collective that rank 0 waited for" in line, line
+    # each rank's own account, written while it was stuck: where its code is and the collective it is in
+    assert re.search(
+        r"rank 1 is at hangs_on_rank1\.py:16 in <module> \(time\.sleep\(3600\)\), outside any collective, after "
+        r"step 3; rank 0 has waited \d+ s in all_reduce #\d+ of the default group \(1 tensor of 272 Float, 1\.1 KB\) "
+        r"at hangs_on_rank1\.py:17 in <module> \(model\(torch\.randn\(4, 16\)\)\.sum\(\)\.backward\(\)\); the others "
+        r"timed out after 10 s on ",
+        line,
+    ), line
     assert run_json(tmp_path, f"hang-{attempt}")["status"] == "failed"
+    kept = tmp_path / "traces" / f"hang-{attempt}" / "logs"
+    assert sorted(p.name for p in kept.rglob("hang_rank*.json")) == ["hang_rank0.json", "hang_rank1.json"]
 
 
 def test_a_script_that_never_steps_is_one_window(tmp_path):

@@ -28,11 +28,13 @@ from commprof.launch.faults import (
     interrupted_by_user,
     root_cause,
 )
+from commprof.launch.hang_evidence import describe_hang, hang_evidence_environment
 from commprof.launch.preflight import endpoint_is_here, failed_setup
 from commprof.launch.result import LaunchResult
 from commprof.launch.runlog import claim_if_unstarted, mark_failed, mark_interrupted, started_by
 from commprof.launch.tracebacks import user_traceback
 from commprof.native_logs import restore_for_workers
+from commprof.results.hang import read_evidence
 
 # 'localhost:0' is torchrun --standalone: the c10d store binds a free port itself.
 STANDALONE_ENDPOINT = "localhost:0"
@@ -94,6 +96,7 @@ def launch(
         with (
             _workers_environment(
                 {
+                    **hang_evidence_environment(log_dir),
                     **(flight_recorder.environment(log_dir) if by_name(config.backend).flight_recorder else {}),
                     **(environment or {}),
                 }
@@ -173,7 +176,9 @@ def _failed(config: RunConfig, outcomes: list[RankOutcome], log_dir: Path, progr
     host = socket.gethostname()
     if any(o.rank == 0 for o in outcomes):
         claim_if_unstarted(config, host)
-    never_arrived = flight_recorder.who_never_arrived(flight_recorder.read_dumps(log_dir))
+    never_arrived = describe_hang(read_evidence(log_dir)) or flight_recorder.who_never_arrived(
+        flight_recorder.read_dumps(log_dir)
+    )
     summary = root_cause(outcomes, host, config.timeout_s, never_arrived)
     first = first_own_failure(outcomes)
     shown = user_traceback(first.traceback) if program and first is not None and first.kind == "error" else ""

@@ -15,6 +15,7 @@ import torch.distributed as dist
 from commprof.backends import by_name
 from commprof.config import RunConfig
 from commprof.instrument.cast_probe import probe_casts, typical_bucket_bytes
+from commprof.instrument.hang_watch import HangWatch
 from commprof.instrument.link_probe import probe_link, probe_tiers
 from commprof.instrument.profiler import make_profiler, trace_path
 from commprof.launch.progress import Every, Progress, write_progress
@@ -78,7 +79,7 @@ def _train(config: RunConfig, ctx: RankContext, workload: Workload, run_dir: Pat
         mpi_gradients=mpi_through_mpi4py(config),
         timing=ledger,
     )
-    recorder = StepRecorder(run_dir, ctx, progress_path, config.steps, steps_kept(config.schedule))
+    recorder = StepRecorder(run_dir, ctx, progress_path, config)
     with make_profiler(config.schedule, ctx.device.type == "cuda", run_dir, ctx.rank) as prof:
         for _ in range(config.steps):
             if ledger:
@@ -125,12 +126,17 @@ class StepRecorder:
     """What commprof does after every training step besides profiling: the rank's step log (so the
     completed steps are known even if the run dies) and, on each node's first rank, the progress."""
 
-    def __init__(self, run_dir: Path, ctx: RankContext, progress_path: Path, total_steps: int, kept_steps: int):
-        self.ctx, self.progress_path, self.total = ctx, progress_path, total_steps
-        self.log = StepLog(run_dir, ctx.rank, socket.gethostname(), kept_steps)
+    def __init__(self, run_dir: Path, ctx: RankContext, progress_path: Path, config: RunConfig):
+        self.ctx, self.progress_path, self.total = ctx, progress_path, config.steps
+        self.log = StepLog(run_dir, ctx.rank, socket.gethostname(), steps_kept(config.schedule))
         self.due = Every()
+        self.hang_watch = HangWatch.from_environment(ctx.rank, config.timeout_s)
+        if self.hang_watch is not None:
+            self.hang_watch.start()
 
     def record(self, step_ms: float) -> None:
+        if self.hang_watch is not None:
+            self.hang_watch.stepped()
         self.log.add(step_ms)
         if not self.due() and self.log.steps_done < self.total:
             return

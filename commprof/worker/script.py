@@ -40,6 +40,7 @@ from commprof.config import RunConfig
 from commprof.errors import what_went_wrong
 from commprof.instrument.cast_probe import probe_casts, typical_bucket_bytes
 from commprof.instrument.ddp import DDPOverrides
+from commprof.instrument.hang_watch import HangWatch
 from commprof.instrument.link_probe import probe_link, probe_tiers
 from commprof.instrument.profiler import make_profiler, trace_path, write_trace
 from commprof.launch.progress import Every, Progress, write_progress
@@ -94,6 +95,7 @@ class ScriptSession:
         if self.ledger is not None:
             self.ddp.timing = self.ledger
         self.last = time.perf_counter()
+        self.hang_watch = HangWatch.from_environment(self.rank, config.timeout_s)
         self.profiler: torch.profiler.profile | None = None  # the scheduled one, from the first optimizer step on
         self.startup: torch.profiler.profile | None = None
         self._hook: RemovableHandle | None = None
@@ -115,6 +117,8 @@ class ScriptSession:
             )
         configure_rank(self.device, self.config.tf32)
         bound_default_timeouts(self.config.timeout_s)
+        if self.hang_watch is not None:
+            self.hang_watch.start()
         self.ddp.install()
         self._hook = register_optimizer_step_post_hook(self._after_step)
         if self.config.profiled:
@@ -143,6 +147,8 @@ class ScriptSession:
 
     def _count_step(self) -> None:
         self.saw_distributed = self.saw_distributed or dist.is_initialized()
+        if self.hang_watch is not None:
+            self.hang_watch.stepped()
         now_s = time.perf_counter()
         self.log.add((now_s - self.last) * 1e3)
         self.last = now_s

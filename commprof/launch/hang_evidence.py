@@ -1,0 +1,115 @@
+"""A hang told from what each rank wrote while it was stuck (results/hang.py): which ranks are behind and where
+their code is, which collective the others wait in and for how long.
+
+"rank 1 is at train.py:27 in main (time.sleep(3600)), outside any collective, after step 3; rank 0 has waited 9 s
+in all_reduce #4 of the default group (1 tensor of 272 Float, 1.1 KB) at train.py:30 in main (loss.backward())"."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from commprof.launch.flight_recorder import BUFFER_SIZE
+from commprof.results.hang import FOLDER_VARIABLE, EnteredCollective, HangEvidence, StackFrame
+
+_DTYPE_BYTES = {"Float": 4, "Double": 8, "Half": 2, "BFloat16": 2, "Long": 8, "Int": 4, "Short": 2, "Char": 1}
+SHOWN = 3  # ranks named one by one; the rest are counted
+
+
+def hang_evidence_environment(folder: Path) -> dict[str, str]:
+    """What every rank needs to write its evidence into `folder`: the folder, and torch's Flight Recorder on (for
+    Gloo as for NCCL; a dump is taken only on request)."""
+    return {FOLDER_VARIABLE: str(folder), "TORCH_FR_BUFFER_SIZE": BUFFER_SIZE}
+
+
+def describe_hang(evidence: Mapping[int, HangEvidence]) -> str | None:
+    """One sentence for the ranks of this node that wrote evidence, or None when none did."""
+    if not evidence:
+        return None
+    ahead = _furthest(evidence)
+    behind = [e for e in evidence.values() if ahead is None or _behind(e, ahead)]
+    waiting = [e for e in evidence.values() if e not in behind]
+    if ahead is None:  # no Flight Recorder: where each rank is, the fewest steps first
+        ranks = sorted(evidence.values(), key=lambda e: (e.steps_done, e.rank))
+        return "; ".join(_place(e) for e in ranks[:SHOWN]) + _more(len(ranks))
+    parts = [_place(e) for e in sorted(behind, key=lambda e: e.rank)[:SHOWN]]
+    if behind:
+        parts[-1] += _more(len(behind))
+    if waiting:
+        parts.append(_waiting(sorted(waiting, key=lambda e: e.rank), ahead))
+    if not behind:
+        parts.append("no rank of this node is behind: a rank on another node, or the link to it, is")
+    return "; ".join(parts)
+
+
+def _furthest(evidence: Mapping[int, HangEvidence]) -> EnteredCollective | None:
+    """The collective the ranks furthest ahead wait in (the highest sequence number of its group), or None when
+    no rank waits in one."""
+    inside = [e.inside for e in evidence.values() if e.inside is not None]
+    return max(inside, key=lambda c: c.seq, default=None)
+
+
+def _behind(evidence: HangEvidence, ahead: EnteredCollective) -> bool:
+    entered = next((c for c in evidence.collectives if c.group == ahead.group), None)
+    return entered is None or entered.completed or entered.seq < ahead.seq
+
+
+def _place(evidence: HangEvidence) -> str:
+    """Where a rank behind is: its own code's line, and the collective it waits in, if any."""
+    inside = evidence.inside
+    what = f"waiting in {_collective(inside)}" if inside else "outside any collective"
+    return f"rank {evidence.rank} is {_at(evidence)}, {what}, after step {evidence.steps_done}"
+
+
+def _waiting(ranks: list[HangEvidence], ahead: EnteredCollective) -> str:
+    first = ranks[0]
+    waited = max(0.0, first.taken_s - ahead.entered_s)
+    who = f"rank {first.rank}" if len(ranks) == 1 else f"ranks {', '.join(str(e.rank) for e in ranks)}"
+    return (
+        f"{who} {'has' if len(ranks) == 1 else 'have'} waited {waited:.0f} s in {_collective(ahead)} "
+        f"({_tensors(ahead)}) {_at(first)}"
+    )
+
+
+def _at(evidence: HangEvidence) -> str:
+    frame = evidence.own_frame
+    if frame is not None:
+        return f"at {_file(frame)}:{frame.line} in {frame.function}" + (f" ({frame.code})" if frame.code else "")
+    ours = next((f for f in reversed(evidence.stack) if "/commprof/" in f.file), None)  # a built-in run's loop
+    return f"in commprof's {ours.function} ({_file(ours)}:{ours.line})" if ours else "in code that is not the script's"
+
+
+def _file(frame: StackFrame) -> str:
+    return frame.file.rsplit("/", 1)[-1]
+
+
+def _collective(entered: EnteredCollective) -> str:
+    group = "the default group" if entered.group_desc == "default_pg" else f"process group {entered.group}"
+    return f"{entered.op} #{entered.seq} of {group}"
+
+
+def _tensors(entered: EnteredCollective) -> str:
+    elements = [_numel(shape) for shape in entered.sizes]
+    nbytes = sum(n * _DTYPE_BYTES.get(d, 0) for n, d in zip(elements, entered.dtypes, strict=False))
+    dtypes = "/".join(sorted(set(entered.dtypes))) or "tensors"
+    count = len(elements)
+    size = f", {_size(nbytes)}" if nbytes else ""
+    return f"{count} tensor{'s' if count != 1 else ''} of {sum(elements):,} {dtypes}{size}"
+
+
+def _numel(shape: list[int]) -> int:
+    count = 1
+    for n in shape:
+        count *= n
+    return count
+
+
+def _size(nbytes: int) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:.1f} {unit}"
+    return f"{nbytes} B"
+
+
+def _more(count: int) -> str:
+    return f" (and {count - SHOWN} more rank{'s' if count - SHOWN > 1 else ''})" if count > SHOWN else ""

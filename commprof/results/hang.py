@@ -1,0 +1,81 @@
+"""What a rank that has stopped stepping was doing: written by the rank while it is alive
+(instrument/hang_watch.py), read by the launch when the job fails (launch/hang_evidence.py).
+
+`hang_rank<N>.json` in the launch's log folder: the rank's steps so far, how long it has been without a step, its
+main thread's stack (each frame marked `own` when it is the user's code: not Python's library, not an installed
+package, not commprof), and per process group the last collective it entered (torch's Flight Recorder)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import msgspec
+
+EVIDENCE_PREFIX = "hang_rank"
+FOLDER_VARIABLE = "COMMPROF_HANG_DIR"  # set by the launch for every rank: where to write
+
+
+@dataclass(frozen=True)
+class StackFrame:
+    file: str
+    line: int
+    function: str
+    code: str  # the source line, stripped
+    own: bool  # the user's code (the script and its modules), not a library's
+
+
+@dataclass(frozen=True)
+class EnteredCollective:
+    """The last collective a rank entered in one process group, as its Flight Recorder holds it."""
+
+    group: str  # the process group's name ("0": the default group)
+    group_desc: str  # torch's description of it ("default_pg", "undefined", ...)
+    seq: int  # the collective's sequence number in that group, from 1
+    op: str  # "all_reduce", "broadcast", ... (the backend's prefix removed)
+    sizes: list[list[int]]  # each input tensor's shape
+    dtypes: list[str]  # each input tensor's dtype, in torch's words ("Float", "Half")
+    completed: bool  # False: the rank is inside it
+    entered_s: float  # when it was entered (seconds since the epoch)
+
+
+@dataclass(frozen=True)
+class HangEvidence:
+    rank: int
+    host: str
+    steps_done: int
+    taken_s: float  # when this was written (seconds since the epoch)
+    stalled_s: float  # how long the rank had been without a step then
+    stack: list[StackFrame] = field(default_factory=list)  # the main thread's, outermost first
+    collectives: list[EnteredCollective] = field(default_factory=list)  # one per process group it used
+
+    @property
+    def inside(self) -> EnteredCollective | None:
+        """The collective the rank is waiting in, if any."""
+        return next((c for c in self.collectives if not c.completed), None)
+
+    @property
+    def own_frame(self) -> StackFrame | None:
+        """The innermost frame of the user's own code: where the script is."""
+        return next((f for f in reversed(self.stack) if f.own), None)
+
+
+def evidence_path(folder: Path, rank: int) -> Path:
+    return folder / f"{EVIDENCE_PREFIX}{rank}.json"
+
+
+def encode(evidence: HangEvidence) -> bytes:
+    return msgspec.json.encode(evidence)
+
+
+def read_evidence(folder: Path) -> dict[int, HangEvidence]:
+    """rank -> what it last wrote, for every file in `folder` that reads as evidence (others are skipped: a rank
+    killed while writing leaves no complete file, as it writes a temporary one and renames it)."""
+    found = {}
+    for path in folder.glob(f"{EVIDENCE_PREFIX}*.json"):
+        try:
+            evidence = msgspec.json.decode(path.read_bytes(), type=HangEvidence)
+        except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+            continue
+        found[evidence.rank] = evidence
+    return found
