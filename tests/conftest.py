@@ -53,6 +53,17 @@ def capped_script_run(tmp_path_factory):
     return cwd, result
 
 
+@pytest.fixture(scope="session")
+def strategies_compared(tmp_path_factory):
+    """`commprof compare --strategies ddp,fsdp` on the transformer, 2 samples a rank: its FSDP row is a whole run
+    (reports/ways/fsdp/), read by the tests of compare and of FSDP runs."""
+    cwd = tmp_path_factory.mktemp("ways")
+    args = ["--strategies", "ddp,fsdp", "--model", "transformer", "--run-id", "ways", "--json", *FAST_RUN[:-1], "2"]
+    result = commprof("compare", *args, cwd=cwd)
+    assert result.returncode == 0, result.stderr
+    return cwd, result
+
+
 class SharedRuns:
     """Real `commprof run`s that tests of several files read, each made once a session, by the first test that asks
     for it; every test that asks for a run id asks with the same arguments."""
@@ -115,7 +126,7 @@ def pytest_collection_modifyitems(items):
     no_gpu = pytest.mark.skip(reason="needs a CUDA GPU: torch.cuda.is_available() is False here")
     cuda = torch.cuda.is_available()
     for item in items:
-        if {"cpu_run", "capped_script_run", "shared_runs"} & set(item.fixturenames):  # a real training run
+        if {"cpu_run", "capped_script_run", "shared_runs", "strategies_compared"} & set(item.fixturenames):
             item.add_marker(pytest.mark.slow)
         if "cuda" in item.keywords and not cuda:
             item.add_marker(no_gpu)

@@ -11,8 +11,6 @@ from tests.conftest import FAST_RUN, commprof
 pytestmark = pytest.mark.slow
 # FAST_RUN leaves one unprofiled step: no interval, so no winner; longer runs get one only with a real interval
 CLAIM = re.compile(r" wins: .*x faster than .*95% CI|No significant difference|too few unprofiled steps")
-# the transformer's steps are costly on CPU: 2 samples a rank are as good for what is compared here
-TRANSFORMER_RUN = [*FAST_RUN[:-1], "2"]
 
 
 def test_backends_side_by_side(tmp_path):
@@ -33,20 +31,8 @@ def test_backends_side_by_side(tmp_path):
     assert "data:image/png;base64," in page and "<script" not in page and "not run:" in page
 
 
-def test_ddp_against_fsdp_on_the_same_model(tmp_path):
-    result = commprof(
-        "compare",
-        "--strategies",
-        "ddp,fsdp",
-        "--model",
-        "transformer",
-        "--run-id",
-        "ways",
-        "--json",
-        *TRANSFORMER_RUN,
-        cwd=tmp_path,
-    )
-    assert result.returncode == 0, result.stderr
+def test_ddp_against_fsdp_on_the_same_model(strategies_compared):
+    tmp_path, result = strategies_compared
     data = json.loads(result.stdout)
     assert data["compared"] == "strategy"
     rows = {r["label"]: r for r in data["rows"]}

@@ -225,6 +225,8 @@ def test_sweep_grid_keeps_the_options_it_does_not_sweep(launches):
 def test_tune_grid_keeps_the_ddp_options(launches):
     worker = launches(["tune", "--comm-hook", "bf16", "--quiet"])
     assert len(worker.ddp_settings) > 3 and all(d.comm_hook == "bf16" for d in worker.ddp_settings)
+    # mlp-small's 4 MiB weights: 1, 5, 25 and 100 MB each build other buckets, so each is measured
+    assert {1.0, 5.0, 25.0, 100.0} <= {d.bucket_cap_mb for d in worker.ddp_settings}
 
 
 @pytest.mark.parametrize("command", ["sweep", "tune"])

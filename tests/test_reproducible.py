@@ -101,6 +101,7 @@ def test_a_tiny_bucket_cap_loses_every_time(shared_runs, tmp_path):
     result = commprof("tune", "--model", DEEP_MLP, "--run-id", "tu", "--json", "--quiet", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     sweep = json.loads(result.stdout)["sweep"]
+    assert sweep["kind"] == "tune" and sweep["baseline"] == "bucket-25mb"
     smallest = min(sweep["settings"], key=lambda s: s["options"]["bucket_cap_mb"])  # 1 MB: 16 all-reduces a step
     assert smallest["options"]["bucket_cap_mb"] == 1.0 and not smallest["best"] and smallest["speedup"]["value"] < 1
     layouts = [tuple(s["bucket_sizes"]) for s in sweep["settings"]]

@@ -113,22 +113,11 @@ def test_ddp_options_reach_the_traces(tmp_path):
     assert {c.phase for c in report.collectives} == {"backward"}  # DDP's bucket all-reduces run in the backward
 
 
-def test_fsdp_run_names_its_collectives(tmp_path):
-    """--strategy fsdp: FSDP2 on each decoder block and the root; its all-gathers and reduce-scatters named."""
-    result = commprof(
-        "run",
-        "--strategy",
-        "fsdp",
-        "--model",
-        "transformer",
-        "--run-id",
-        "fsdp",
-        "--quiet",
-        *TRANSFORMER_RUN,
-        cwd=tmp_path,
-    )
-    assert result.returncode == 0, result.stderr
-    report = load_report(tmp_path / "reports" / "fsdp" / "report.json")
+def test_fsdp_run_names_its_collectives(strategies_compared):
+    """--strategy fsdp: FSDP2 on each decoder block and the root; its all-gathers and reduce-scatters named (the FSDP
+    row of the shared `compare --strategies ddp,fsdp`, a whole run of its own)."""
+    tmp_path, _ = strategies_compared
+    report = load_report(tmp_path / "reports" / "ways" / "fsdp" / "report.json")
     assert report.run.config.strategy == "fsdp"
     roles = {(c.phase, c.op, c.purpose) for c in report.collectives}
     # Gloo has no reduce-scatter: FSDP's runs as an all-reduce, named by what it is for
@@ -143,7 +132,8 @@ def test_fsdp_run_names_its_collectives(tmp_path):
     assert all(p.comm_ms > 0 for p in report.phases[:2])
     peaks = report.run.peak_rss_mb  # on CPU, each rank's peak resident set
     assert sorted(peaks) == ["0", "1"] and all(100 < mb < 4000 for mb in peaks.values())
-    assert "Peak memory (process resident set): rank 0 " in (tmp_path / "reports" / "fsdp" / "report.md").read_text()
+    page = (tmp_path / "reports" / "ways" / "fsdp" / "report.md").read_text()
+    assert "Peak memory (process resident set): rank 0 " in page
 
 
 def test_two_nodes_with_node_local_traces_folders(tmp_path):

@@ -37,12 +37,13 @@ def test_a_script_unmodified_with_max_steps_and_a_bucket_override(capped_script_
 
 
 def test_a_script_runs_to_its_own_end_with_its_own_buckets(tmp_path):
+    """Past the profiler's window to its own end: its own argv and working directory, its own buckets, and the
+    progress in a log ends on the steps it ran (before: '151/151' for its own 160)."""
     result = commprof(
         "run",
         "--run-id",
         "e",
         *SHORT_SCHEDULE,
-        "--quiet",
         "--",
         str(SCRIPTS / "train_epochs.py"),
         "--epochs",
@@ -55,6 +56,9 @@ def test_a_script_runs_to_its_own_end_with_its_own_buckets(tmp_path):
     assert (tmp_path / "mine.pt").exists()  # its own argv, its own working directory, rank 0's checkpoint
     assert [len(r["step_ms"]) for r in run_json(tmp_path, "e")["ranks"]] == [32, 32]  # 2 epochs x 16 batches
     assert sorted(c.bytes for c in load_report(tmp_path / "reports" / "e").collectives) == [133120, 1071144]
+    lines = [line for line in result.stderr.splitlines() if line.startswith("commprof: ")]
+    assert "\x1b" not in result.stderr and lines[0] == "commprof: starting ranks", result.stderr
+    assert re.fullmatch(r"commprof: rank 0 done: 32/32 steps in \d:\d\d:\d\d", lines[-1]), lines
 
 
 def test_optimizer_steps_are_steps_under_accumulation_and_a_grad_scaler(tmp_path):
@@ -72,7 +76,7 @@ def test_optimizer_steps_are_steps_under_accumulation_and_a_grad_scaler(tmp_path
         "4",
         cwd=tmp_path,
     )
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 0 and result.stderr == "", result.stderr  # --quiet: not a line, not a warning
     assert run_json(tmp_path, "a")["steps_completed"] == 8
     (call,) = load_report(tmp_path / "reports" / "a").collectives
     assert call.calls_per_step == 1.0  # one bucket all-reduced per optimizer step, none in the no_sync micro-batches

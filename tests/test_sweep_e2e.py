@@ -30,15 +30,17 @@ MIB = 2**20
 @pytest.fixture(scope="module")
 def swept(tmp_path_factory):
     cwd = tmp_path_factory.mktemp("sweep")
-    result = commprof("sweep", "--bucket-cap-mb", "1,25", "--run-id", "sw", *SMALL_SWEEP, cwd=cwd)
+    args = ["--bucket-cap-mb", "1,25", "--comm-hook", "none,fp16", "--run-id", "sw"]
+    result = commprof("sweep", *args, *SMALL_SWEEP, cwd=cwd)
     assert result.returncode == 0, result.stderr
     return cwd
 
 
 def test_one_launch_interleaved_with_a_trace_set_per_setting(swept):
     raw = load_json(swept / "traces" / "sw" / "sweep.json")
-    assert raw["order"] == ["bucket-1mb", "bucket-25mb", "bucket-1mb", "bucket-25mb"]  # A B A B
-    for label in ("bucket-1mb", "bucket-25mb"):
+    labels = ["bucket-1mb", "bucket-1mb_hook-fp16", "bucket-25mb", "bucket-25mb_hook-fp16"]
+    assert sorted(raw["settings"]) == labels and raw["order"] == raw["order"][:4] * 2  # A B C D A B C D
+    for label in labels:
         assert len(raw["settings"][label]["step_ms"]) == 2
         assert sorted(p.name for p in (swept / "traces" / "sw" / label).glob("*.pt.trace.json")) == [
             "rank0.pt.trace.json",
@@ -85,20 +87,6 @@ def test_ddp_own_measurements_match_the_trace(tmp_path):
             assert abs(ddp_ns / 1e6 - trace_ms) <= max(0.15 * trace_ms, 2.0), pairs
 
 
-def test_tune_recommends_or_says_the_default_is_as_good(tmp_path):
-    result = commprof("tune", "--run-id", "tu", *SMALL_SWEEP, cwd=tmp_path)
-    assert result.returncode == 0, result.stderr
-    sweep = load_report(tmp_path / "reports" / "tu" / "report.json").sweep
-    tried = sorted(s.options["bucket_cap_mb"] for s in sweep.settings)
-    assert sweep.kind == "tune" and {1.0, 5.0, 25.0, 100.0} <= set(tried) and len(tried) <= 6
-    if sweep.paste:
-        assert sweep.paste.startswith("DDP(model, bucket_cap_mb=") and "faster" in sweep.recommendation
-    elif sweep.best == sweep.baseline:  # timing decides which; on 2 shared cores either can happen
-        assert sweep.recommendation.endswith("is the fastest setting measured. Keep it.")
-    else:
-        assert sweep.recommendation.startswith("No setting is significantly better than the baseline (bucket-25mb: ")
-
-
 def test_bad_sweep_lists(tmp_path):
     result = commprof("sweep", "--bucket-cap-mb", "1,abc", cwd=tmp_path)
     assert result.returncode == 2 and "comma-separated" in result.stderr
@@ -106,16 +94,12 @@ def test_bad_sweep_lists(tmp_path):
     assert result.returncode == 2 and "--bucket-cap-mb must be > 0" in result.stderr
 
 
-def test_the_same_machinery_sweeps_other_knobs(tmp_path):
+def test_the_same_machinery_sweeps_other_knobs(swept):
     """--comm-hook none,fp16: the fp16 setting's all-reduces carry half the bytes, in Half."""
-    result = commprof(
-        "sweep", "--bucket-cap-mb", "25", "--comm-hook", "none,fp16", "--run-id", "hooks", *SMALL_SWEEP, cwd=tmp_path
-    )
-    assert result.returncode == 0, result.stderr
-    sweep = load_report(tmp_path / "reports" / "hooks" / "report.json").sweep
-    assert sorted(s.label for s in sweep.settings) == ["bucket-25mb", "bucket-25mb_hook-fp16"]
+    sweep = load_report(swept / "reports" / "sw" / "report.json").sweep
+    assert {s.label for s in sweep.settings} >= {"bucket-25mb", "bucket-25mb_hook-fp16"}
     traces = {
-        label: load_run([tmp_path / "traces" / "hooks" / label], workers=1)
+        label: load_run([swept / "traces" / "sw" / label], workers=1)
         for label in ("bucket-25mb", "bucket-25mb_hook-fp16")
     }
     plain = sum(c.nbytes for c in traces["bucket-25mb"].ranks[0].collectives if c.op == "all_reduce")
@@ -139,7 +123,7 @@ def test_settings_that_do_not_fit_are_rebuilt_each_turn(tmp_path):
 
 def test_settings_that_fit_stay_alive(swept):
     raw = json.loads((swept / "traces" / "sw" / "sweep.json").read_text())
-    assert raw["timings"]["most_live_settings"] == 2
+    assert raw["timings"]["most_live_settings"] == 4
 
 
 def test_fsdp_knobs_swept_in_one_launch(tmp_path):
