@@ -6,7 +6,7 @@ import signal
 
 import pytest
 
-from commprof.launch.faults import RankOutcome, crash_site, root_cause
+from commprof.launch.faults import RankOutcome, collective_parted, crash_site, root_cause
 from commprof.launch.flight_recorder import environment, read_dumps, who_never_arrived
 from commprof.worker.rank import STOPPED_MESSAGE, RankStopped, error_to_record
 from tests.conftest import REPO
@@ -212,3 +212,41 @@ def test_a_real_gloo_dump_of_torch_2_13_reads_as_data():
     assert (first["profiling_name"], first["input_sizes"]) == ("gloo:all_reduce", [[4]])
     assert first["input_dtypes"] == ["Float"]
     assert first["collective_seq_id"] == 1 and first["process_group"] == ("0", "default_pg")
+
+
+GLOO_ABORT_LOG = """terminate called after throwing an instance of 'gloo::EnforceNotMet'
+  what():  [enforce fail at /__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:456] op.preamble.length \
+<= op.nbytes. 272 vs 4. Received data size doesn't match expected size. Is there a distributed collective mismatch in \
+your code? 272 vs 4
+Fatal Python error: Aborted
+
+Thread 0x00007fac2fe146c0 (most recent call first):
+  File "/work/main/commprof/instrument/hang_watch.py", line 142 in _watch
+  File "/usr/lib/python3.11/threading.py", line 982 in run
+
+Thread 0x00007fac4fa6db80 (most recent call first):
+  File "/venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py", line 3252 in all_reduce
+  File "/venv/lib/python3.11/site-packages/torch/distributed/c10d_logger.py", line 83 in wrapper
+  File "SCRIPT", line 3 in log_mean_loss
+  File "SCRIPT", line 6 in <module>
+  File "/work/main/commprof/worker/script.py", line 266 in run_script
+  File "<frozen runpy>", line 198 in _run_module_as_main
+
+Extension modules: numpy._core._multiarray_umath, torch._C
+"""
+
+
+def test_a_rank_gloo_aborted_on_a_collective_of_another_size_is_named_with_its_line(tmp_path):
+    """The log of rank 0 of a script whose rank 0 alone all-reduces one float (torch 2.13, Gloo): Gloo's enforce,
+    then faulthandler's stacks; the main thread's own frame is the line that called the collective."""
+    script = tmp_path / "train.py"
+    script.write_text("import torch.distributed as dist\ndef log_mean_loss(t):\n    dist.all_reduce(t)\n\n\nlog()\n")
+    log = GLOO_ABORT_LOG.replace("SCRIPT", str(script))
+    parted = collective_parted(log)
+    assert parted == (
+        "its collective at train.py:3 in log_mean_loss (dist.all_reduce(t)) expected 4 bytes where a peer's sent 272: "
+        "the ranks' collectives part (a collective only some ranks run, or tensors that differ between them)"
+    )
+    aborted = RankOutcome(0, "", -signal.SIGABRT, 1_700_000_000, crash_site(log), parted=parted)
+    assert root_cause([aborted], "vm") == f"rank 0 on vm was killed by signal 6 (SIGABRT): {parted}"
+    assert collective_parted(CRASH_LOG) == ""

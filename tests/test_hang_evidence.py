@@ -3,39 +3,51 @@ torch 2.13 returns for a Gloo rank), the rank's stack reduced to the user's code
 
 import threading
 
-from commprof.instrument.hang_watch import HangWatch, last_collectives, own_code, stack_of
+from commprof.instrument.hang_watch import HangWatch, own_code, recent_collectives, stack_of
 from commprof.launch.hang_evidence import describe_hang
 from commprof.results.hang import EnteredCollective, HangEvidence, StackFrame, read_evidence
 
 
-def entry(seq: int, numel: int = 1000, dtype: str = "Float", group: str = "0") -> dict:
-    """One entry of `_dump_fr_trace_json()` as a Gloo rank of torch 2.13 writes it (fields it has and is read by)."""
+def entry(seq: int, numel: int = 1000, dtype: str = "Float", group: str = "0", line: int = 20) -> dict:
+    """One entry of `_dump_fr_trace()` as a Gloo rank of torch 2.13 writes it (the fields commprof reads), called
+    from line `line` of a user's train.py (its frames innermost first, torch's own before it)."""
     return {
         "collective_seq_id": seq,
         "input_dtypes": [dtype],
         "input_sizes": [[numel]],
         "is_p2p": False,
         "pg_id": int(group),
-        "process_group": [group, "default_pg" if group == "0" else "undefined"],
+        "process_group": (group, "default_pg" if group == "0" else "undefined"),
         "profiling_name": "gloo:all_reduce",
         "state": "scheduled",
         "time_created_ns": 1_795_748_136_000_000_000 + seq * 1_000_000_000,
+        "frames": [
+            {
+                "name": "all_reduce",
+                "filename": "/venv/site-packages/torch/distributed/distributed_c10d.py",
+                "line": 3245,
+            },
+            {"name": "main", "filename": "/home/u/train.py", "line": line},
+        ],
     }
 
 
 def status(enqueued: int, completed: int) -> dict:
-    return {"last_enqueued_collective": str(enqueued), "last_completed_collective": str(completed)}
+    return {"last_enqueued_collective": enqueued, "last_completed_collective": completed}
 
 
-def test_the_last_collective_of_each_group_and_whether_the_rank_is_inside_it():
-    waiting = {"entries": [entry(1), entry(2)], "pg_status": {"0": status(2, 1)}}
-    (inside,) = last_collectives(waiting)
-    assert (inside.group, inside.group_desc, inside.seq, inside.op) == ("0", "default_pg", 2, "all_reduce")
-    assert not inside.completed and inside.sizes == [[1000]] and inside.dtypes == ["Float"]
-    assert inside.entered_s == 1_795_748_138.0
+def test_the_recent_collectives_of_each_group_whether_the_rank_is_inside_and_who_called():
+    waiting = {"entries": [entry(s) for s in range(1, 12)], "pg_status": {"0": status(11, 10)}}
+    recent = recent_collectives(waiting)
+    assert [c.seq for c in recent] == list(range(4, 12))  # the last 8
+    last = recent[-1]
+    assert (last.group, last.group_desc, last.seq, last.op) == ("0", "default_pg", 11, "all_reduce")
+    assert not last.completed and all(c.completed for c in recent[:-1])
+    assert last.sizes == [[1000]] and last.dtypes == ["Float"] and last.entered_s == 1_795_748_147.0
+    assert (last.site.file, last.site.line, last.site.function, last.site.own) == ("/home/u/train.py", 20, "main", True)
     done = {"entries": [entry(1), entry(1, group="1")], "pg_status": {"0": status(1, 1), "1": status(1, 0)}}
-    assert [(c.group, c.completed) for c in last_collectives(done)] == [("0", True), ("1", False)]
-    assert last_collectives({}) == []
+    assert [(c.group, c.completed) for c in recent_collectives(done)] == [("0", True), ("1", False)]
+    assert recent_collectives({}) == []
 
 
 def test_own_code_is_neither_pythons_library_nor_a_package_nor_commprof(tmp_path):
@@ -76,8 +88,11 @@ def evidence(rank: int, steps: int, collectives: list[EnteredCollective], line: 
     return HangEvidence(rank, "node0", steps, 1_795_748_150.0, 7.0, frames, collectives)
 
 
-def collective(seq: int, completed: bool, numel: int = 272) -> EnteredCollective:
-    return EnteredCollective("0", "default_pg", seq, "all_reduce", [[numel]], ["Float"], completed, 1_795_748_141.0)
+def collective(
+    seq: int, completed: bool, numel: int = 272, op: str = "all_reduce", dtype: str = "Float", line: int = 30
+) -> EnteredCollective:
+    site = StackFrame("/home/u/train.py", line, "main", f"line {line}", True)
+    return EnteredCollective("0", "default_pg", seq, op, [[numel]], [dtype], completed, 1_795_748_141.0, site)
 
 
 def test_the_rank_outside_any_collective_is_behind_the_ones_waiting():
@@ -150,3 +165,30 @@ def test_a_watch_writes_what_it_sees_and_the_launch_reads_it(tmp_path):
     assert written.stack[-1].function == "stack_of"  # taken of the thread that made the watch: this one
     (tmp_path / "hang_rank7.json").write_text('{"rank": 7, "not": "evidence"')  # a rank killed mid-write
     assert list(read_evidence(tmp_path)) == [3]
+
+
+def test_shapes_that_differ_at_the_same_call_are_named():
+    """Both ranks all-reduce at line 23, rank 0 2 floats, rank 1 3: rank 0 went on (Gloo let it), rank 1 waits."""
+    rank0 = evidence(0, 3, [collective(9, True, 2, line=23), collective(10, False)], 34, "loss.backward()")
+    rank1 = evidence(1, 3, [collective(8, True), collective(9, False, 3, line=23)], 23, "dist.all_reduce(t)")
+    assert describe_hang({0: rank0, 1: rank1}) == (
+        "the ranks' collectives part at #9 of the default group: rank 0 ran all_reduce of 1 tensor of 2 Float, 8 B "
+        "at train.py:23 in main (line 23) where rank 1 ran all_reduce of 1 tensor of 3 Float, 12 B at train.py:23 in "
+        "main (line 23): the same collective with tensors of different shapes"
+    )
+
+
+def test_an_op_a_dtype_and_a_collective_of_one_rank_alone_are_told_apart():
+    def parted(mine: EnteredCollective, theirs: EnteredCollective) -> str:
+        ranks = {0: evidence(0, 3, [mine], 30, "x"), 1: evidence(1, 3, [theirs], 30, "x")}
+        return describe_hang(ranks).rsplit(": ", 1)[-1]
+
+    assert parted(collective(9, False, 4), collective(9, False, 4, op="broadcast")) == (
+        "different collectives at the same position"
+    )
+    assert parted(collective(9, False, 4), collective(9, False, 4, dtype="Int")) == (
+        "the same collective with different dtypes"
+    )
+    assert parted(collective(9, False, 1, line=15), collective(9, False, 272, line=34)) == (
+        "a collective that only some ranks run, met by another"
+    )

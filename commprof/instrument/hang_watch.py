@@ -9,11 +9,11 @@ long, so it writes nothing. The launch reads the files when the job fails (launc
 
 from __future__ import annotations
 
-import json
+import linecache
 import os
+import pickle
 import socket
 import sys
-import sysconfig
 import threading
 import time
 import traceback
@@ -27,23 +27,14 @@ from commprof.results.hang import (
     StackFrame,
     encode,
     evidence_path,
+    own_code,
 )
+from commprof.trace.plain_pickle import plain_loads
 
 MIN_STALL_S, MAX_STALL_S = 5.0, 30.0
 REFRESH_S = 2.0
 MAX_FRAMES = 40
-_LIBRARIES = tuple(
-    {str(Path(p).resolve()) for key in ("stdlib", "platstdlib", "purelib", "platlib") if (p := sysconfig.get_path(key))}
-)
-_COMMPROF = str(Path(__file__).resolve().parent.parent)
-
-
-def own_code(file: str) -> bool:
-    """The user's code: not Python's library, not an installed package, not commprof, not generated code."""
-    if file.startswith("<"):
-        return False
-    path = str(Path(file).resolve())
-    return not path.startswith((*_LIBRARIES, _COMMPROF)) and "site-packages" not in path
+RECENT = 8  # collectives kept per process group: enough to find where two ranks' sequences part
 
 
 def stack_of(thread_id: int) -> list[StackFrame]:
@@ -56,35 +47,43 @@ def stack_of(thread_id: int) -> list[StackFrame]:
     ]
 
 
-def last_collectives(dump: dict[str, Any]) -> list[EnteredCollective]:
-    """Per process group, the last collective entered, from a Flight Recorder dump as JSON (`entries` and
-    `pg_status`, torch 2.6 and later)."""
-    entries: dict[str, dict[str, Any]] = {}
-    for entry in dump.get("entries", []):
-        if entry.get("is_p2p"):
-            continue
-        group = _group_name(entry)
-        if entry.get("collective_seq_id", -1) >= entries.get(group, {}).get("collective_seq_id", -1):
-            entries[group] = entry
+def recent_collectives(dump: dict[str, Any], per_group: int = RECENT) -> list[EnteredCollective]:
+    """Per process group, the last `per_group` collectives entered, from a Flight Recorder dump (`entries` and
+    `pg_status`, torch 2.6 and later; the entries' `frames`, innermost first, give the user's line that called each)."""
     status = dump.get("pg_status", {})  # by the process group's name
+    by_group: dict[str, list[dict[str, Any]]] = {}
+    for entry in dump.get("entries", []):
+        if not entry.get("is_p2p"):
+            by_group.setdefault(_group_name(entry), []).append(entry)
     found = []
-    for group, entry in sorted(entries.items()):
-        seq = int(entry["collective_seq_id"])
-        completed = int(status.get(group, {}).get("last_completed_collective", -1)) >= seq
-        described = entry.get("process_group") or []
-        found.append(
-            EnteredCollective(
-                group=group,
-                group_desc=str(described[1]) if len(described) > 1 else "",
-                seq=seq,
-                op=str(entry.get("profiling_name", "")).split(":")[-1],
-                sizes=[list(s) for s in entry.get("input_sizes", [])],
-                dtypes=[str(d) for d in entry.get("input_dtypes", [])],
-                completed=completed,
-                entered_s=entry.get("time_created_ns", 0) / 1e9,
+    for group, entries in sorted(by_group.items()):
+        completed_up_to = int(status.get(group, {}).get("last_completed_collective", -1))
+        for entry in sorted(entries, key=lambda e: e.get("collective_seq_id", -1))[-per_group:]:
+            seq = int(entry["collective_seq_id"])
+            described = entry.get("process_group") or []
+            found.append(
+                EnteredCollective(
+                    group=group,
+                    group_desc=str(described[1]) if len(described) > 1 else "",
+                    seq=seq,
+                    op=str(entry.get("profiling_name", "")).split(":")[-1],
+                    sizes=[list(s) for s in entry.get("input_sizes", [])],
+                    dtypes=[str(d) for d in entry.get("input_dtypes", [])],
+                    completed=completed_up_to >= seq,
+                    entered_s=entry.get("time_created_ns", 0) / 1e9,
+                    site=_call_site(entry.get("frames", [])),
+                )
             )
-        )
     return found
+
+
+def _call_site(frames: list[dict[str, Any]]) -> StackFrame | None:
+    """The innermost frame of the user's own code among a collective's frames (innermost first, as torch records)."""
+    for frame in frames:
+        file, line = str(frame.get("filename", "")), int(frame.get("line", 0))
+        if own_code(file):
+            return StackFrame(file, line, str(frame.get("name", "")), linecache.getline(file, line).strip(), True)
+    return None
 
 
 def _group_name(entry: dict[str, Any]) -> str:
@@ -95,10 +94,10 @@ def _group_name(entry: dict[str, Any]) -> str:
 def flight_recorder_collectives() -> list[EnteredCollective]:
     """This process's collectives, from torch's Flight Recorder (empty where it is off or absent)."""
     try:
-        from torch._C._distributed_c10d import _dump_fr_trace_json  # type: ignore[attr-defined]
+        from torch._C._distributed_c10d import _dump_fr_trace  # type: ignore[attr-defined]
 
-        return last_collectives(json.loads(_dump_fr_trace_json(True, False)))
-    except (ImportError, RuntimeError, ValueError, KeyError, TypeError):
+        return recent_collectives(plain_loads(_dump_fr_trace(True, True, False)))
+    except (ImportError, RuntimeError, ValueError, KeyError, TypeError, pickle.UnpicklingError):
         return []
 
 

@@ -7,10 +7,13 @@ launcher stops it): it is the rank that the others timed out waiting for."""
 
 from __future__ import annotations
 
+import linecache
 import re
 import signal
 import socket
 from dataclasses import dataclass
+
+from commprof.results.hang import own_code
 
 _PEER_GONE = re.compile(
     r"Connection (closed|reset) by peer|Broken pipe|remote worker|communicator was aborted|"
@@ -38,6 +41,7 @@ class RankOutcome:
     timestamp: float = 0.0  # when the error was recorded
     crash_site: str = ""  # where a crashed rank's Python code was, from its log (crash_site)
     traceback: str = ""  # the Python traceback its error file recorded
+    parted: str = ""  # Gloo aborted it on a collective of another size than its peer's (collective_parted)
 
     @property
     def interrupted(self) -> bool:
@@ -87,7 +91,8 @@ def root_cause(
                 "(SIGKILL, the out-of-memory killer) or a crash"
             )
         where = f" {first.crash_site}" if first.crash_site else ""
-        return f"rank {first.rank} on {host} was killed by signal {_signal_name(-first.exitcode)}{where}"
+        parted = f": {first.parted}" if first.parted else ""
+        return f"rank {first.rank} on {host} was killed by signal {_signal_name(-first.exitcode)}{where}{parted}"
     if first is not None:
         return f"rank {first.rank} on {host} failed: {first.message or f'exit code {first.exitcode}'}"
     if "timed out" in by_kind and never_arrived:
@@ -160,6 +165,37 @@ def crash_site(log: str) -> str:
         return "in a thread running no Python code"
     path = "/".join(found.group("file").split("/")[-2:])
     return f"in {found.group('function')} ({path}:{found.group('line')})"
+
+
+_THREAD = re.compile(r"^(?:Current thread|Thread) 0x[0-9a-f]+ \(most recent call first\):\n((?:  .*\n?)*)", re.M)
+_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<function>\S+)')
+_RUNNERS = ("commprof/worker/", "<frozen runpy>")  # the frames below a rank's main thread
+# gloo/transport/tcp/pair.cc's enforce, when a peer sends more or fewer bytes than this rank's collective expects
+_GLOO_SIZES = re.compile(r"(\d+) vs (\d+)\. Received data size doesn't match expected size")
+
+
+def collective_parted(log: str) -> str:
+    """When Gloo aborted the rank because a peer's collective sent another number of bytes than its own expected:
+    what the rank's main thread was calling, from faulthandler's stack of every thread (the abort comes from a
+    thread of Gloo's, with no Python frame), and the two sizes. "" otherwise."""
+    sizes = _GLOO_SIZES.search(log)
+    if sizes is None:
+        return ""
+    sent, expected = sizes.groups()
+    site = ""
+    for thread in _THREAD.finditer(log):
+        frames = [m.groupdict() for m in _FRAME.finditer(thread.group(1))]  # innermost first
+        if any(runner in f["file"] for f in frames for runner in _RUNNERS):
+            own = next((f for f in frames if own_code(f["file"])), None)
+            if own is not None:
+                code = linecache.getline(own["file"], int(own["line"])).strip()
+                name = own["file"].rsplit("/", 1)[-1]
+                site = f" at {name}:{own['line']} in {own['function']}" + (f" ({code})" if code else "")
+            break
+    return (
+        f"its collective{site} expected {expected} bytes where a peer's sent {sent}: the ranks' collectives part "
+        "(a collective only some ranks run, or tensors that differ between them)"
+    )
 
 
 def _crashed_after_a_timeout(by_kind: dict[str, list[RankOutcome]]) -> list[RankOutcome]:

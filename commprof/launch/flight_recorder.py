@@ -7,10 +7,11 @@ A dump (pickle, as torch writes it) holds `pg_status` {pg: {last_enqueued_collec
 
 from __future__ import annotations
 
-import io
 import pickle
 from pathlib import Path
 from typing import Any, Mapping
+
+from commprof.trace.plain_pickle import plain_loads
 
 BUFFER_SIZE = "2000"
 DUMP_PREFIX = "nccl_trace_rank_"  # torch appends the global rank
@@ -39,27 +40,6 @@ def read_dumps(folder: Path) -> dict[int, dict[str, Any]]:
         except (ValueError, OSError, pickle.UnpicklingError, EOFError):
             continue
     return dumps
-
-
-# the only callables a dump may name: torch's JIT pickler tags typed lists with these, and each returns its argument
-_TYPED_LISTS = {
-    ("torch.jit._pickle", name): (lambda data, *_: data)
-    for name in ("build_intlist", "build_doublelist", "build_boollist", "restore_type_tag")
-}
-
-
-class _PlainUnpickler(pickle.Unpickler):
-    def find_class(self, module: str, name: str) -> Any:
-        if (module, name) in _TYPED_LISTS:
-            return _TYPED_LISTS[module, name]
-        raise pickle.UnpicklingError(f"a dump names {module}.{name}: only plain data is read, nothing is run")
-
-
-def plain_loads(data: bytes) -> Any:
-    """A Flight Recorder dump, a pickle as torch writes it, read as data: dicts, lists, tuples, sets, strings,
-    bytes, numbers, booleans and None. A pickle that names any other class or function (what would run code) is
-    refused with pickle.UnpicklingError before anything in it runs."""
-    return _PlainUnpickler(io.BytesIO(data)).load()
 
 
 def _last_entered(dump: Mapping[str, Any], pg: str) -> tuple[int, str]:

@@ -23,9 +23,13 @@ def hang_evidence_environment(folder: Path) -> dict[str, str]:
 
 
 def describe_hang(evidence: Mapping[int, HangEvidence]) -> str | None:
-    """One sentence for the ranks of this node that wrote evidence, or None when none did."""
+    """One sentence for the ranks of this node that wrote evidence, or None when none did: where their collectives
+    part, if they do; else who is behind and who waits."""
     if not evidence:
         return None
+    parted = _where_they_part(evidence)
+    if parted:
+        return parted
     ahead = _furthest(evidence)
     behind = [e for e in evidence.values() if ahead is None or _behind(e, ahead)]
     waiting = [e for e in evidence.values() if e not in behind]
@@ -40,6 +44,43 @@ def describe_hang(evidence: Mapping[int, HangEvidence]) -> str | None:
     if not behind:
         parts.append("no rank of this node is behind: a rank on another node, or the link to it, is")
     return "; ".join(parts)
+
+
+def _where_they_part(evidence: Mapping[int, HangEvidence]) -> str | None:
+    """The first collective (lowest sequence number of a group) that two ranks entered with different ops, dtypes
+    or shapes, said with each side's call and the kind of mismatch; None when every shared one matches."""
+    groups = sorted({c.group for e in evidence.values() for c in e.collectives})
+    for group in groups:
+        seqs = sorted({c.seq for e in evidence.values() for c in e.collectives if c.group == group})
+        for seq in seqs:
+            calls = {r: c for r, e in sorted(evidence.items()) if (c := e.entered(group, seq)) is not None}
+            sides: list[tuple[list[int], EnteredCollective]] = []
+            for rank, call in calls.items():
+                side = next((s for s in sides if s[1].same_call(call)), None)
+                if side is None:
+                    sides.append(([rank], call))
+                else:
+                    side[0].append(rank)
+            if len(sides) > 1:
+                (ranks_a, a), (ranks_b, b) = sides[:2]
+                where = f"the ranks' collectives part at #{seq} of {_group(a)}"
+                return f"{where}: {_side(ranks_a, a)} where {_side(ranks_b, b)}: {_kind(a, b)}"
+    return None
+
+
+def _side(ranks: list[int], call: EnteredCollective) -> str:
+    who = f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {', '.join(map(str, ranks))}"
+    return f"{who} ran {call.op} of {_tensors(call)} {_site(call.site)}"
+
+
+def _kind(a: EnteredCollective, b: EnteredCollective) -> str:
+    if a.op != b.op:
+        return "different collectives at the same position"
+    if a.dtypes != b.dtypes:
+        return "the same collective with different dtypes"
+    if a.site is not None and b.site is not None and (a.site.file, a.site.line) != (b.site.file, b.site.line):
+        return "a collective that only some ranks run, met by another"
+    return "the same collective with tensors of different shapes"
 
 
 def _furthest(evidence: Mapping[int, HangEvidence]) -> EnteredCollective | None:
@@ -74,7 +115,7 @@ def _waiting(ranks: list[HangEvidence], ahead: EnteredCollective) -> str:
 def _at(evidence: HangEvidence) -> str:
     frame = evidence.own_frame
     if frame is not None:
-        return f"at {_file(frame)}:{frame.line} in {frame.function}" + (f" ({frame.code})" if frame.code else "")
+        return _site(frame)
     ours = next((f for f in reversed(evidence.stack) if "/commprof/" in f.file), None)  # a built-in run's loop
     return f"in commprof's {ours.function} ({_file(ours)}:{ours.line})" if ours else "in code that is not the script's"
 
@@ -84,8 +125,17 @@ def _file(frame: StackFrame) -> str:
 
 
 def _collective(entered: EnteredCollective) -> str:
-    group = "the default group" if entered.group_desc == "default_pg" else f"process group {entered.group}"
-    return f"{entered.op} #{entered.seq} of {group}"
+    return f"{entered.op} #{entered.seq} of {_group(entered)}"
+
+
+def _group(entered: EnteredCollective) -> str:
+    return "the default group" if entered.group_desc == "default_pg" else f"process group {entered.group}"
+
+
+def _site(frame: StackFrame | None) -> str:
+    if frame is None:
+        return "(called from no code of the script's)"
+    return f"at {_file(frame)}:{frame.line} in {frame.function}" + (f" ({frame.code})" if frame.code else "")
 
 
 def _tensors(entered: EnteredCollective) -> str:

@@ -23,6 +23,7 @@ from commprof.launch import flight_recorder
 from commprof.launch.faults import (
     WATCHDOG,
     RankOutcome,
+    collective_parted,
     crash_site,
     first_own_failure,
     interrupted_by_user,
@@ -221,7 +222,7 @@ def _outcome(rank: int, failure: ProcessFailure | None, stderr: str) -> RankOutc
     """Every rank records an error, even if stopped: one without a failure crashed. NCCL's watchdog aborts a rank
     without an error file (its stderr says which collective timed out); faulthandler leaves a crash's stack there."""
     if failure is None:
-        return RankOutcome(rank, "", None, crash_site=crash_site(stderr))
+        return RankOutcome(rank, "", None, crash_site=crash_site(stderr), parted=collective_parted(stderr))
     watchdog = WATCHDOG.search(stderr)
     return RankOutcome(
         rank,
@@ -230,6 +231,7 @@ def _outcome(rank: int, failure: ProcessFailure | None, stderr: str) -> RankOutc
         failure.timestamp,
         crash_site(stderr),
         _recorded_traceback(failure),
+        collective_parted(stderr),
     )
 
 

@@ -3,10 +3,12 @@
 
 `hang_rank<N>.json` in the launch's log folder: the rank's steps so far, how long it has been without a step, its
 main thread's stack (each frame marked `own` when it is the user's code: not Python's library, not an installed
-package, not commprof), and per process group the last collective it entered (torch's Flight Recorder)."""
+package, not commprof), and per process group the last few collectives it entered, each with the line of the user's
+code that called it (torch's Flight Recorder)."""
 
 from __future__ import annotations
 
+import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -14,6 +16,20 @@ import msgspec
 
 EVIDENCE_PREFIX = "hang_rank"
 FOLDER_VARIABLE = "COMMPROF_HANG_DIR"  # set by the launch for every rank: where to write
+
+
+_LIBRARIES = tuple(
+    {str(Path(p).resolve()) for key in ("stdlib", "platstdlib", "purelib", "platlib") if (p := sysconfig.get_path(key))}
+)
+_COMMPROF = str(Path(__file__).resolve().parent.parent)
+
+
+def own_code(file: str) -> bool:
+    """The user's code: not Python's library, not an installed package, not commprof, not generated code."""
+    if file.startswith("<"):
+        return False
+    path = str(Path(file).resolve())
+    return not path.startswith((*_LIBRARIES, _COMMPROF)) and "site-packages" not in path
 
 
 @dataclass(frozen=True)
@@ -37,6 +53,11 @@ class EnteredCollective:
     dtypes: list[str]  # each input tensor's dtype, in torch's words ("Float", "Half")
     completed: bool  # False: the rank is inside it
     entered_s: float  # when it was entered (seconds since the epoch)
+    site: StackFrame | None = None  # the innermost frame of the user's own code that called it
+
+    def same_call(self, other: EnteredCollective) -> bool:
+        """The same op on tensors of the same shapes and dtypes."""
+        return (self.op, self.sizes, self.dtypes) == (other.op, other.sizes, other.dtypes)
 
 
 @dataclass(frozen=True)
@@ -47,12 +68,19 @@ class HangEvidence:
     taken_s: float  # when this was written (seconds since the epoch)
     stalled_s: float  # how long the rank had been without a step then
     stack: list[StackFrame] = field(default_factory=list)  # the main thread's, outermost first
-    collectives: list[EnteredCollective] = field(default_factory=list)  # one per process group it used
+    collectives: list[EnteredCollective] = field(default_factory=list)  # its latest few, per process group
 
     @property
     def inside(self) -> EnteredCollective | None:
-        """The collective the rank is waiting in, if any."""
-        return next((c for c in self.collectives if not c.completed), None)
+        """The collective the rank is waiting in, if any: the earliest it has not completed."""
+        return min((c for c in self.collectives if not c.completed), key=lambda c: c.seq, default=None)
+
+    def last(self, group: str) -> EnteredCollective | None:
+        """The last collective it entered in `group`."""
+        return max((c for c in self.collectives if c.group == group), key=lambda c: c.seq, default=None)
+
+    def entered(self, group: str, seq: int) -> EnteredCollective | None:
+        return next((c for c in self.collectives if c.group == group and c.seq == seq), None)
 
     @property
     def own_frame(self) -> StackFrame | None:

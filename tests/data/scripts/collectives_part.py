@@ -1,0 +1,42 @@
+"""Positive controls for a desync: at step 3 the ranks' collectives part, by KIND (the first argument).
+
+extra: rank 0 alone all-reduces its loss for logging (a classic bug); shape: both all-reduce, 2 floats against 3;
+dtype: both all-reduce 4 elements, float32 against float64; op: rank 0 all-reduces where rank 1 broadcasts."""
+
+import sys
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+KIND = sys.argv[1]
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+model = nn.parallel.DistributedDataParallel(nn.Linear(16, 16))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+
+def log_mean_loss(loss):
+    t = loss.detach().reshape(1)
+    dist.all_reduce(t)
+    return t
+
+
+def parted():
+    if KIND == "extra" and rank == 0:
+        log_mean_loss(torch.ones(()))
+    elif KIND == "shape":
+        dist.all_reduce(torch.ones(2 if rank == 0 else 3))
+    elif KIND == "dtype":
+        dist.all_reduce(torch.ones(4, dtype=torch.float32 if rank == 0 else torch.float64))
+    elif KIND == "op":
+        t = torch.ones(4)
+        dist.all_reduce(t) if rank == 0 else dist.broadcast(t, src=0)
+
+
+for step in range(8):
+    if step == 3:
+        parted()
+    model(torch.randn(4, 16)).sum().backward()
+    optimizer.step()
+    optimizer.zero_grad()

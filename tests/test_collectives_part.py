@@ -1,0 +1,37 @@
+"""Positive controls for desyncs (issue 40): a script whose ranks' collectives part at step 3, in three ways, on 2
+real Gloo ranks. Each is named by kind, with the line of the script that called it, within --timeout."""
+
+import re
+import time
+
+import pytest
+
+from tests.conftest import REPO, commprof
+
+pytestmark = pytest.mark.slow
+SCRIPT = REPO / "tests" / "data" / "scripts" / "collectives_part.py"
+TIMEOUT = 8
+SHAPE_LINE = re.escape("collectives_part.py:29 in parted (dist.all_reduce(torch.ones(2 if rank == 0 else 3)))")
+OP_LINE = re.escape("collectives_part.py:34 in parted (dist.all_reduce(t) if rank == 0 else dist.broadcast(t, src=0))")
+EXPECTED = {
+    # Gloo lets the rank with fewer elements finish; the other waits: each rank's own account names them
+    "shape": rf"the ranks' collectives part at #\d+ of the default group: rank 0 ran all_reduce of 1 tensor of 2 "
+    rf"Float, 8 B at {SHAPE_LINE} where rank 1 ran all_reduce of 1 tensor of 3 Float, 12 B at {SHAPE_LINE}: the same "
+    r"collective with tensors of different shapes; ",
+    "op": rf"the ranks' collectives part at #\d+ of the default group: rank 0 ran all_reduce of 1 tensor of 4 Float, "
+    rf"16 B at {OP_LINE} where rank 1 ran broadcast of 1 tensor of 4 Float, 16 B at {OP_LINE}: different collectives "
+    r"at the same position; ",
+    # Gloo aborts the rank that receives more bytes than its collective expects: its log says which line called it
+    "extra": r"rank 0 on \S+ was killed by signal 6 \(SIGABRT\): its collective at collectives_part\.py:21 in "
+    r"log_mean_loss \(dist\.all_reduce\(t\)\) expected 4 bytes where a peer's sent \d+: the ranks' collectives part ",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(EXPECTED))
+def test_a_desync_is_named_by_kind_with_the_scripts_line(tmp_path, kind):
+    started = time.monotonic()
+    args = ["run", "--run-id", kind, "--timeout", str(TIMEOUT), "--quiet", "--", str(SCRIPT), kind]
+    result = commprof(*args, cwd=tmp_path, timeout=120)
+    assert result.returncode == 1 and time.monotonic() - started < TIMEOUT + 60, result.stderr
+    line = result.stderr.strip().splitlines()[-1]
+    assert re.match(r"error: " + EXPECTED[kind], line), line
