@@ -96,8 +96,8 @@ def collective(
 
 
 def test_the_rank_outside_any_collective_is_behind_the_ones_waiting():
-    stuck = evidence(1, 3, [collective(3, True)], 27, "time.sleep(3600)")
-    waiting = evidence(0, 3, [collective(4, False)], 30, "loss.backward()")
+    stuck = evidence(1, 3, [collective(2, True), collective(3, True)], 27, "time.sleep(3600)")
+    waiting = evidence(0, 3, [collective(2, True), collective(3, True), collective(4, False)], 30, "loss.backward()")
     assert describe_hang({0: waiting, 1: stuck}) == (
         "rank 1 is at train.py:27 in main (time.sleep(3600)), outside any collective, after step 3; "
         "rank 0 has waited 9 s in all_reduce #4 of the default group (1 tensor of 272 Float, 1.1 KB) at train.py:30 "

@@ -117,6 +117,30 @@ def test_a_stalled_rank_0_is_said_to_be_stalled_not_shown_on_its_last_line_again
     assert lines[-1] == "commprof: rank 0 writing traces: step 20/20, 80.0 ms per step"
 
 
+def test_a_stall_says_where_the_ranks_are_once_they_have_written_it(tmp_path):
+    """The ranks' accounts of the stall, in the progress file's folder where the launch tells them to write: the
+    stalled line says where each is (what launch/hang_evidence makes of them), and nothing before they exist."""
+    from commprof.instrument.hang_watch import HangWatch
+    from commprof.launch.hang_evidence import describe_hang
+    from commprof.results.hang import read_evidence
+
+    lines: list[str] = []
+    clock = FakeClock()
+    view = StepLines(lines.append, clock, hang=lambda: describe_hang(read_evidence(tmp_path)))
+    for t in (1, 2, 12):
+        clock.now = t
+        view.show(Progress(15, 40, 80.0))
+    assert lines[-1].endswith("it, or a rank it waits for, is stuck or slow")
+    HangWatch(tmp_path, 1, timeout_s=10, collectives=list).write(12.0)  # this test's own stack, no collective
+    clock.now = 22
+    view.show(Progress(15, 40, 80.0))
+    assert re.search(
+        r"is stuck or slow; rank 1 is at test_progress\.py:\d+ in test_a_stall_says_where_the_ranks_are_once_they_"
+        r"have_written_it \(HangWatch\(.*\), outside any collective, after step 0$",
+        lines[-1],
+    ), lines[-1]
+
+
 def test_a_script_of_unknown_length_counts_up_and_ends_on_the_steps_run():
     view, lines, clock = step_lines()
     clock.now = 2

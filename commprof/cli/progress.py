@@ -17,6 +17,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from commprof.cli.console import err
 from commprof.cli.progress_lines import Clock, StepLines, WorkLines
 from commprof.launch import progress as progress_file
+from commprof.launch.hang_evidence import describe_hang
+from commprof.results.hang import read_evidence
 
 POLL_SECONDS = 0.2
 
@@ -125,7 +127,9 @@ class ConsoleFeedback:
         if self.quiet:
             return nullcontext()
         view: StepsView = (
-            StepsBar(self.console, total_steps) if self.console.is_terminal else StepLines(self.say, self.clock)
+            StepsBar(self.console, total_steps)
+            if self.console.is_terminal
+            else StepLines(self.say, self.clock, hang=lambda: describe_hang(read_evidence(progress_file.parent)))
         )
         return watch_steps(progress_file, view, self.interval_s)
 

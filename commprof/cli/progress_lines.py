@@ -1,7 +1,8 @@
 """What a log gets while a command works, where a terminal gets a live display: plain lines, no control codes.
 
 A launch (`StepLines`): one line when it starts and when rank 0 first enters each phase, at least one every
-`EVERY_S` seconds while it runs (step, steps done, ETA, or how long rank 0 has finished no step), and a last one
+`EVERY_S` seconds while it runs (step, steps done, ETA, or how long rank 0 has finished no step and, once the ranks
+have written their accounts of the stall, where each is), and a last one
 with the final count. Work without
 steps (`WorkLines`: trace files analysed, a bench): nothing while it is short; once it has run `EVERY_S`
 seconds, a line every `EVERY_S` seconds and a last one. Pure: the caller gives the clock and where the lines
@@ -40,8 +41,10 @@ def step_count(step: int, steps: int | None) -> str:
 class StepLines:
     """A launch's progress, from the states rank 0 writes to its progress file (None: none written yet)."""
 
-    def __init__(self, write: Write, clock: Clock, every_s: float = EVERY_S):
-        self.write, self.clock, self.every_s = write, clock, every_s
+    def __init__(self, write: Write, clock: Clock, every_s: float = EVERY_S, hang: Callable[[], str | None] = str):
+        """`hang`: where the stalled ranks are, from what they wrote about themselves (launch/hang_evidence), or
+        "" / None while they have written nothing."""
+        self.write, self.clock, self.every_s, self.hang = write, clock, every_s, hang
         self.started = self.last_line = clock()
         self.kinds: set[str] = set()  # the phases seen: a line when one begins for the first time
         self.first: tuple[float, int] | None = None  # when the first state was seen, and its step
@@ -76,10 +79,11 @@ class StepLines:
         stepping = state.phase != "writing traces" and (state.steps is None or state.step < state.steps)
         if stepping and still_s >= max(STALLED_S, 5 * state.step_ms / 1000):
             since = step_count(state.step, state.steps)
+            where = self.hang()
             return (
                 f"rank 0 has finished no step for {duration(still_s)}, since step {since} ({state.phase}, "
                 f"{state.step_ms:.1f} ms per step before): it, or a rank it waits for, is stuck or slow"
-            )
+            ) + (f"; {where}" if where else "")
         seen_at, seen_step = self.first or (now, state.step)
         if state.steps is None or state.step >= state.steps or state.step <= seen_step:
             return text

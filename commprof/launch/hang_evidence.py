@@ -91,8 +91,8 @@ def _furthest(evidence: Mapping[int, HangEvidence]) -> EnteredCollective | None:
 
 
 def _behind(evidence: HangEvidence, ahead: EnteredCollective) -> bool:
-    entered = next((c for c in evidence.collectives if c.group == ahead.group), None)
-    return entered is None or entered.completed or entered.seq < ahead.seq
+    pending = evidence.pending(ahead.group)
+    return pending is None or pending.seq < ahead.seq
 
 
 def _place(evidence: HangEvidence) -> str:

@@ -62,10 +62,11 @@ def run_job(config: RunConfig, task: Task, total_steps: int | None = None, watch
 
             if task.program is None:
                 assert task.elastic is not None  # a task is a program or an elastic entry point
-                return launch(config, task.elastic, (task.payload, str(progress)))
+                return launch(config, task.elastic, (task.payload, str(progress)), hang_dir=Path(tmp))
             (Path(tmp) / "payload.json").write_text(json.dumps(task.payload))
             arguments = ("-m", task.program, str(Path(tmp) / "payload.json"), str(progress))
-            return launch(config, sys.executable, arguments, torchrun_environment(config.procs_per_node))
+            environment = torchrun_environment(config.procs_per_node)
+            return launch(config, sys.executable, arguments, environment, hang_dir=Path(tmp))
 
 
 def _under_mpirun(config: RunConfig, task: Task, progress: Path, tmp: Path) -> LaunchResult:

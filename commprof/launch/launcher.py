@@ -35,7 +35,7 @@ from commprof.launch.result import LaunchResult
 from commprof.launch.runlog import claim_if_unstarted, mark_failed, mark_interrupted, started_by
 from commprof.launch.tracebacks import user_traceback
 from commprof.native_logs import restore_for_workers
-from commprof.results.hang import read_evidence
+from commprof.results.hang import EVIDENCE_PREFIX, read_evidence
 
 # 'localhost:0' is torchrun --standalone: the c10d store binds a free port itself.
 STANDALONE_ENDPOINT = "localhost:0"
@@ -81,10 +81,12 @@ def launch(
     entrypoint: Callable[..., Any] | str,
     args: tuple[Any, ...],
     environment: dict[str, str] | None = None,
+    hang_dir: Path | None = None,
 ) -> LaunchResult:
     """Run `entrypoint(*args)` on every rank of this node (through launch.job.run_job): a function, or a program
     (a path) started with those arguments and `environment` added (what the user set wins); worker output goes
-    to <run dir>/logs/<host>/.
+    to <run dir>/logs/<host>/. A rank that stalls writes its account to `hang_dir` (where the progress is
+    watched; the log folder if none), kept with the logs.
 
     On failure: RunFailed naming the rank and cause (and, for a program, the user's own traceback); the run
     folder (if this launch started it) keeps every trace written, and its run.json is marked failed. On SIGINT or
@@ -93,18 +95,22 @@ def launch(
     _quiet_torch_loggers()
     restore_for_workers()
     log_dir = Path(tempfile.mkdtemp(prefix="commprof-logs-"))
+    hang_dir = hang_dir or log_dir
     try:
         with (
             _workers_environment(
                 {
-                    **hang_evidence_environment(log_dir),
+                    **hang_evidence_environment(hang_dir),
                     **(flight_recorder.environment(log_dir) if by_name(config.backend).flight_recorder else {}),
                     **(environment or {}),
                 }
             ),
             _own_signal_handlers(),
         ):
-            results = elastic_launch(launch_config(config, log_dir), entrypoint)(*args)
+            try:
+                results = elastic_launch(launch_config(config, log_dir), entrypoint)(*args)
+            finally:
+                _keep_evidence(hang_dir, log_dir)
     except ChildFailedError as exc:
         outcomes = _outcomes(exc, log_dir, config)
         if interrupted_by_user(outcomes):  # the ranks saw the terminal's Ctrl-C before the agent did
@@ -276,6 +282,13 @@ def worth_naming(logs: Path) -> Path | None:
     if logs.name.startswith("commprof-logs-") and logs.parent == Path(tempfile.gettempdir()):
         shutil.rmtree(logs, ignore_errors=True)
     return None
+
+
+def _keep_evidence(hang_dir: Path, log_dir: Path) -> None:
+    """The ranks' accounts of a stall, beside their logs."""
+    if hang_dir != log_dir:
+        for path in hang_dir.glob(f"{EVIDENCE_PREFIX}*.json"):
+            shutil.copy(path, log_dir / path.name)
 
 
 def _keep_logs(log_dir: Path, config: RunConfig) -> Path:

@@ -73,11 +73,11 @@ class HangEvidence:
     @property
     def inside(self) -> EnteredCollective | None:
         """The collective the rank is waiting in, if any: the earliest it has not completed."""
-        return min((c for c in self.collectives if not c.completed), key=lambda c: c.seq, default=None)
+        return min((c for c in self.collectives if not c.completed), key=_seq, default=None)
 
-    def last(self, group: str) -> EnteredCollective | None:
-        """The last collective it entered in `group`."""
-        return max((c for c in self.collectives if c.group == group), key=lambda c: c.seq, default=None)
+    def pending(self, group: str) -> EnteredCollective | None:
+        """The earliest collective of `group` it entered and has not completed."""
+        return min((c for c in self.collectives if c.group == group and not c.completed), key=_seq, default=None)
 
     def entered(self, group: str, seq: int) -> EnteredCollective | None:
         return next((c for c in self.collectives if c.group == group and c.seq == seq), None)
@@ -86,6 +86,10 @@ class HangEvidence:
     def own_frame(self) -> StackFrame | None:
         """The innermost frame of the user's own code: where the script is."""
         return next((f for f in reversed(self.stack) if f.own), None)
+
+
+def _seq(entered: EnteredCollective) -> int:
+    return entered.seq
 
 
 def evidence_path(folder: Path, rank: int) -> Path:
