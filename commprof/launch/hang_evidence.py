@@ -1,11 +1,13 @@
-"""A hang told from what each rank wrote while it was stuck (results/hang.py): which ranks are behind and where
-their code is, which collective the others wait in and for how long.
+"""A hang told from what each rank wrote while it was stuck (results/hang.py): where the ranks' collectives part and
+how (another op, dtype or shape at the same sequence number), or else which ranks are behind and where their code
+is, and which collective the others wait in and for how long.
 
 "rank 1 is at train.py:27 in main (time.sleep(3600)), outside any collective, after step 3; rank 0 has waited 9 s
 in all_reduce #4 of the default group (1 tensor of 272 Float, 1.1 KB) at train.py:30 in main (loss.backward())"."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -139,19 +141,12 @@ def _site(frame: StackFrame | None) -> str:
 
 
 def _tensors(entered: EnteredCollective) -> str:
-    elements = [_numel(shape) for shape in entered.sizes]
+    elements = [math.prod(shape) for shape in entered.sizes]
     nbytes = sum(n * _DTYPE_BYTES.get(d, 0) for n, d in zip(elements, entered.dtypes, strict=False))
     dtypes = "/".join(sorted(set(entered.dtypes))) or "tensors"
     count = len(elements)
     size = f", {_size(nbytes)}" if nbytes else ""
     return f"{count} tensor{'s' if count != 1 else ''} of {sum(elements):,} {dtypes}{size}"
-
-
-def _numel(shape: list[int]) -> int:
-    count = 1
-    for n in shape:
-        count *= n
-    return count
 
 
 def _size(nbytes: int) -> str:
