@@ -2,10 +2,11 @@
 
 A stuck job ends when a collective times out: the rank that timed out raises, the launcher stops the others, and
 whatever they were doing is gone. So every rank runs a daemon thread that, once the rank has completed no step for
-`stall_s` (half the collective timeout, from MIN_STALL_S to MAX_STALL_S), writes where its main thread is and the last
-RECENT collectives it entered in each process group, each with the user's line that called it (torch's Flight
-Recorder, which records Gloo's collectives as well as NCCL's), and writes it again every REFRESH_S while the stall lasts (results/hang.py). A healthy job never stalls that
-long, so it writes nothing. The launch reads the files when the job fails (launch/hang_evidence.py)."""
+`stall_s` (half the collective timeout, from MIN_STALL_S to MAX_STALL_S), writes where its main thread is and the
+last RECENT collectives it entered in each process group, each with the user's line that called it (torch's Flight
+Recorder, which records Gloo's collectives as well as NCCL's), and writes it again every REFRESH_S while the stall
+lasts (results/hang.py). A healthy job never stalls that long, so it writes nothing. The launch reads the files when
+the job fails (launch/hang_evidence.py), and the progress view while it runs."""
 
 from __future__ import annotations
 
