@@ -11,7 +11,22 @@ from typing import Any, Callable, Iterator
 import typer
 from typer.exceptions import Abort, Exit, TyperException
 
-from commprof.cli import advise, analyze, backends, bench, compare, console, diff, report, run, scale, sweep, tune, view
+from commprof.cli import (
+    advise,
+    analyze,
+    backends,
+    bench,
+    compare,
+    console,
+    diagnose,
+    diff,
+    report,
+    run,
+    scale,
+    sweep,
+    tune,
+    view,
+)
 
 app = typer.Typer(
     name="commprof",
@@ -33,6 +48,7 @@ COMMANDS: tuple[Callable[..., Any], ...] = (
     report.report,
     view.view,
     diff.diff,
+    diagnose.diagnose,
     bench.bench,
     backends.backends,
     compare.compare,

@@ -36,7 +36,7 @@ def describe_hang(evidence: Mapping[int, HangEvidence]) -> str | None:
     behind = [e for e in evidence.values() if ahead is None or _behind(e, ahead)]
     waiting = [e for e in evidence.values() if e not in behind]
     if ahead is None:  # no Flight Recorder: where each rank is, the fewest steps first
-        ranks = sorted(evidence.values(), key=lambda e: (e.steps_done, e.rank))
+        ranks = sorted(evidence.values(), key=lambda e: (e.steps_done or 0, e.rank))
         return "; ".join(_place(e) for e in ranks[:SHOWN]) + _more(len(ranks))
     parts = [_place(e) for e in sorted(behind, key=lambda e: e.rank)[:SHOWN]]
     if behind:
@@ -100,8 +100,12 @@ def _behind(evidence: HangEvidence, ahead: EnteredCollective) -> bool:
 def _place(evidence: HangEvidence) -> str:
     """Where a rank behind is: its own code's line, and the collective it waits in, if any."""
     inside = evidence.inside
+    after = f", after step {evidence.steps_done}" if evidence.steps_done is not None else ""
+    last = max(evidence.collectives, key=lambda c: c.seq, default=None)
+    if not evidence.stack and inside is None and last is not None:  # a dump: where its last collective was called
+        return f"rank {evidence.rank} is outside any collective{after}; its last was {_called(last)}"
     what = f"waiting in {_collective(inside)}" if inside else "outside any collective"
-    return f"rank {evidence.rank} is {_at(evidence)}, {what}, after step {evidence.steps_done}"
+    return f"rank {evidence.rank} is {_at(evidence)}, {what}{after}"
 
 
 def _waiting(ranks: list[HangEvidence], ahead: EnteredCollective) -> str:
@@ -119,7 +123,10 @@ def _at(evidence: HangEvidence) -> str:
     if frame is not None:
         return _site(frame)
     ours = next((f for f in reversed(evidence.stack) if "/commprof/" in f.file), None)  # a built-in run's loop
-    return f"in commprof's {ours.function} ({_file(ours)}:{ours.line})" if ours else "in code that is not the script's"
+    if ours is not None:
+        return f"in commprof's {ours.function} ({_file(ours)}:{ours.line})"
+    called = evidence.inside.site if evidence.inside else None  # a dump has no stack: the collective's caller
+    return _site(called) if called else "in code that is not the script's"
 
 
 def _file(frame: StackFrame) -> str:
@@ -128,6 +135,10 @@ def _file(frame: StackFrame) -> str:
 
 def _collective(entered: EnteredCollective) -> str:
     return f"{entered.op} #{entered.seq} of {_group(entered)}"
+
+
+def _called(entered: EnteredCollective) -> str:
+    return f"{_collective(entered)} {_site(entered.site)}"
 
 
 def _group(entered: EnteredCollective) -> str:

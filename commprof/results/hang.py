@@ -64,7 +64,7 @@ class EnteredCollective:
 class HangEvidence:
     rank: int
     host: str
-    steps_done: int
+    steps_done: int | None  # None: not known (a Flight Recorder dump from a job commprof did not launch)
     taken_s: float  # when this was written (seconds since the epoch)
     stalled_s: float  # how long the rank had been without a step then
     stack: list[StackFrame] = field(default_factory=list)  # the main thread's, outermost first
@@ -105,9 +105,14 @@ def read_evidence(folder: Path) -> dict[int, HangEvidence]:
     killed while writing leaves no complete file, as it writes a temporary one and renames it)."""
     found = {}
     for path in folder.glob(f"{EVIDENCE_PREFIX}*.json"):
-        try:
-            evidence = msgspec.json.decode(path.read_bytes(), type=HangEvidence)
-        except (OSError, msgspec.DecodeError, msgspec.ValidationError):
-            continue
-        found[evidence.rank] = evidence
+        evidence = read_account(path)
+        if evidence is not None:
+            found[evidence.rank] = evidence
     return found
+
+
+def read_account(path: Path) -> HangEvidence | None:
+    try:
+        return msgspec.json.decode(path.read_bytes(), type=HangEvidence)
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+        return None
