@@ -192,3 +192,24 @@ def test_an_op_a_dtype_and_a_collective_of_one_rank_alone_are_told_apart():
     assert parted(collective(9, False, 1, line=15), collective(9, False, 272, line=34)) == (
         "a collective that only some ranks run, met by another"
     )
+
+
+def test_the_deadline_passes_once_a_rank_has_waited_in_one_collective_past_timeout_and_grace(tmp_path):
+    from commprof.launch.deadline import GRACE_S, CollectiveDeadline
+    from commprof.results.hang import encode, evidence_path
+
+    now = [1_795_748_141.0]
+    deadline = CollectiveDeadline(tmp_path, timeout_s=10, clock=lambda: now[0])
+    assert not deadline.passed() and deadline.overdue is None  # nothing written: nothing known
+    waiting = evidence(0, 3, [collective(3, True), collective(4, False)], 30, "loss.backward()")  # entered at 141
+    stuck = evidence(1, 3, [collective(3, True)], 27, "time.sleep(3600)")
+    for written in (waiting, stuck):
+        evidence_path(tmp_path, written.rank).write_bytes(encode(written))
+    now[0] += 10 + GRACE_S - 0.5
+    assert not deadline.passed()
+    now[0] += 1
+    assert deadline.passed() and deadline.overdue.startswith("rank 1 is at train.py:27 in main")
+    assert deadline.summary("vm").endswith(
+        "; a collective waited over --timeout 10 s and 15 s of grace on vm (the script's process group would have "
+        "waited longer): commprof stopped the job"
+    )

@@ -4,6 +4,7 @@ rank stops at the same step under --max-steps."""
 
 import json
 import re
+import time
 
 import pytest
 
@@ -295,6 +296,24 @@ def test_a_script_that_hangs_on_one_rank(tmp_path):
     assert run_json(tmp_path, f"hang-{attempt}")["status"] == "failed"
     kept = tmp_path / "traces" / f"hang-{attempt}" / "logs"
     assert sorted(p.name for p in kept.rglob("hang_rank*.json")) == ["hang_rank0.json", "hang_rank1.json"]
+
+
+def test_a_script_with_a_long_timeout_of_its_own_is_stopped_after_ours(tmp_path):
+    """The script's process group waits 10 minutes (as Lightning's and Trainer's do); a collective that waits past
+    --timeout 8 and 15 s of grace is stopped by commprof, where each rank was said, the traces kept."""
+    started = time.monotonic()
+    args = ["--timeout", "8", "--quiet", *TINY_SCHEDULE, "--", str(SCRIPTS / "hangs_with_its_own_timeout.py")]
+    result = commprof("run", "--run-id", "own-timeout", *args, cwd=tmp_path, timeout=180)
+    line = result.stderr.strip().splitlines()[-1]
+    assert result.returncode == 1 and time.monotonic() - started < 8 + 15 + 60, result.stderr
+    assert re.match(
+        r"error: rank 1 is at hangs_with_its_own_timeout\.py:17 in <module> \(time\.sleep\(3600\)\), outside any "
+        r"collective, after step 3; rank 0 has waited \d+ s in all_reduce #\d+ of the default group .*; a collective "
+        r"waited over --timeout 8 s and 15 s of grace on \S+ \(the script's process group would have waited longer\): "
+        r"commprof stopped the job",
+        line,
+    ), line
+    assert run_json(tmp_path, "own-timeout")["status"] == "failed"
 
 
 def test_a_script_that_never_steps_is_one_window(tmp_path):

@@ -20,6 +20,7 @@ from commprof.backends import by_name
 from commprof.config import RunConfig
 from commprof.errors import Interrupted, RunFailed, what_went_wrong
 from commprof.launch import flight_recorder
+from commprof.launch.deadline import CollectiveDeadline
 from commprof.launch.faults import (
     WATCHDOG,
     RankOutcome,
@@ -96,6 +97,7 @@ def launch(
     restore_for_workers()
     log_dir = Path(tempfile.mkdtemp(prefix="commprof-logs-"))
     hang_dir = hang_dir or log_dir
+    deadline = CollectiveDeadline(hang_dir, config.timeout_s)
     try:
         with (
             _workers_environment(
@@ -106,6 +108,7 @@ def launch(
                 }
             ),
             _own_signal_handlers(),
+            deadline.watching(),
         ):
             try:
                 results = elastic_launch(launch_config(config, log_dir), entrypoint)(*args)
@@ -117,6 +120,8 @@ def launch(
             raise _interrupted(config, signal.SIGINT, log_dir) from None
         raise _failed(config, outcomes, log_dir, program=isinstance(entrypoint, str)) from None
     except SignalException as exc:  # SIGINT or SIGTERM while the agent ran the ranks: it has stopped them
+        if deadline.overdue:  # the SIGTERM was the deadline's
+            raise _run_failed(config, deadline.summary(socket.gethostname()), log_dir) from None
         raise _interrupted(config, exc.sigval, log_dir) from None
     except KeyboardInterrupt as exc:  # before the agent's handlers were in place (Interrupted: commprof's own)
         raise _interrupted(config, getattr(exc, "signum", signal.SIGINT), log_dir) from None
