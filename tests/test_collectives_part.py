@@ -23,7 +23,9 @@ EXPECTED = {
     r"at the same position; ",
     # Gloo aborts the rank that receives more bytes than its collective expects: its log says which line called it
     "extra": r"rank 0 on \S+ was killed by signal 6 \(SIGABRT\): its collective at collectives_part\.py:21 in "
-    r"log_mean_loss \(dist\.all_reduce\(t\)\) expected 4 bytes where a peer's sent \d+: the ranks' collectives part ",
+    r"log_mean_loss \(dist\.all_reduce\(t\)\) expected 4 bytes where a peer's sent \d+, while rank 1 was at "
+    r"collectives_part\.py:40 in <module> \(model\(torch\.randn\(4, 16\)\)\.sum\(\)\.backward\(\)\): a collective "
+    r"that only some ranks run",
 }
 
 

@@ -238,15 +238,28 @@ Extension modules: numpy._core._multiarray_umath, torch._C
 
 def test_a_rank_gloo_aborted_on_a_collective_of_another_size_is_named_with_its_line(tmp_path):
     """The log of rank 0 of a script whose rank 0 alone all-reduces one float (torch 2.13, Gloo): Gloo's enforce,
-    then faulthandler's stacks; the main thread's own frame is the line that called the collective."""
+    then faulthandler's stacks; the main thread's own frame is the line that called the collective. The peer's
+    recorded traceback says where it was: another line (a collective only rank 0 runs) or the same."""
     script = tmp_path / "train.py"
     script.write_text("import torch.distributed as dist\ndef log_mean_loss(t):\n    dist.all_reduce(t)\n\n\nlog()\n")
     log = GLOO_ABORT_LOG.replace("SCRIPT", str(script))
     parted = collective_parted(log)
-    assert parted == (
-        "its collective at train.py:3 in log_mean_loss (dist.all_reduce(t)) expected 4 bytes where a peer's sent 272: "
-        "the ranks' collectives part (a collective only some ranks run, or tensors that differ between them)"
-    )
+    assert (parted.sent, parted.expected, parted.site.line, parted.site.code) == (272, 4, 3, "dist.all_reduce(t)")
+    said = "rank 0 on vm was killed by signal 6 (SIGABRT): its collective at train.py:3 in log_mean_loss "
+    said += "(dist.all_reduce(t)) expected 4 bytes where a peer's sent 272"
     aborted = RankOutcome(0, "", -signal.SIGABRT, 1_700_000_000, crash_site(log), parted=parted)
-    assert root_cause([aborted], "vm") == f"rank 0 on vm was killed by signal 6 (SIGABRT): {parted}"
-    assert collective_parted(CRASH_LOG) == ""
+    assert root_cause([aborted], "vm") == (
+        f"{said}: the ranks' collectives part (a collective only some ranks run, or tensors that differ)"
+    )
+
+    def peer_at(line: int) -> RankOutcome:
+        traceback = f'Traceback (most recent call last):\n  File "{script}", line {line}, in <module>\n    x\n'
+        return RankOutcome(1, "Connection reset by peer", 1, 1_700_000_001, traceback=traceback)
+
+    assert root_cause([aborted, peer_at(6)], "vm") == (
+        f"{said}, while rank 1 was at train.py:6 in <module> (log()): a collective that only some ranks run"
+    )
+    assert root_cause([aborted, peer_at(3)], "vm") == (
+        f"{said}, as rank 1 called it from the same line: tensors that differ between the ranks"
+    )
+    assert collective_parted(CRASH_LOG) is None

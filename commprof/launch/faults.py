@@ -13,7 +13,8 @@ import signal
 import socket
 from dataclasses import dataclass
 
-from commprof.results.hang import own_code
+from commprof.launch.hang_evidence import site_text
+from commprof.results.hang import StackFrame, own_code
 
 _PEER_GONE = re.compile(
     r"Connection (closed|reset) by peer|Broken pipe|remote worker|communicator was aborted|"
@@ -41,7 +42,7 @@ class RankOutcome:
     timestamp: float = 0.0  # when the error was recorded
     crash_site: str = ""  # where a crashed rank's Python code was, from its log (crash_site)
     traceback: str = ""  # the Python traceback its error file recorded
-    parted: str = ""  # Gloo aborted it on a collective of another size than its peer's (collective_parted)
+    parted: Parted | None = None  # Gloo aborted it on a collective of another size than its peer's
 
     @property
     def interrupted(self) -> bool:
@@ -91,7 +92,7 @@ def root_cause(
                 "(SIGKILL, the out-of-memory killer) or a crash"
             )
         where = f" {first.crash_site}" if first.crash_site else ""
-        parted = f": {first.parted}" if first.parted else ""
+        parted = f": {_parted_text(first.parted, first.rank, outcomes)}" if first.parted else ""
         return f"rank {first.rank} on {host} was killed by signal {_signal_name(-first.exitcode)}{where}{parted}"
     if first is not None:
         return f"rank {first.rank} on {host} failed: {first.message or f'exit code {first.exitcode}'}"
@@ -174,28 +175,59 @@ _RUNNERS = ("commprof/worker/", "<frozen runpy>")  # the frames below a rank's m
 _GLOO_SIZES = re.compile(r"(\d+) vs (\d+)\. Received data size doesn't match expected size")
 
 
-def collective_parted(log: str) -> str:
-    """When Gloo aborted the rank because a peer's collective sent another number of bytes than its own expected:
-    what the rank's main thread was calling, from faulthandler's stack of every thread (the abort comes from a
-    thread of Gloo's, with no Python frame), and the two sizes. "" otherwise."""
+@dataclass(frozen=True)
+class Parted:
+    """Gloo aborted a rank whose collective expected `expected` bytes where a peer sent `sent`; `site`: the line of
+    the user's code its main thread was calling."""
+
+    sent: int
+    expected: int
+    site: StackFrame | None
+
+
+def collective_parted(log: str) -> Parted | None:
+    """From a rank's log, when Gloo aborted it because a peer's collective sent another number of bytes than its own
+    expected: the sizes, and what the rank's main thread was calling, from faulthandler's stack of every thread (the
+    abort comes from a thread of Gloo's, with no Python frame)."""
     sizes = _GLOO_SIZES.search(log)
     if sizes is None:
-        return ""
-    sent, expected = sizes.groups()
-    site = ""
+        return None
     for thread in _THREAD.finditer(log):
         frames = [m.groupdict() for m in _FRAME.finditer(thread.group(1))]  # innermost first
         if any(runner in f["file"] for f in frames for runner in _RUNNERS):
-            own = next((f for f in frames if own_code(f["file"])), None)
-            if own is not None:
-                code = linecache.getline(own["file"], int(own["line"])).strip()
-                name = own["file"].rsplit("/", 1)[-1]
-                site = f" at {name}:{own['line']} in {own['function']}" + (f" ({code})" if code else "")
+            site = _own_frame(frames)
             break
-    return (
-        f"its collective{site} expected {expected} bytes where a peer's sent {sent}: the ranks' collectives part "
-        "(a collective only some ranks run, or tensors that differ between them)"
-    )
+    else:
+        site = None
+    return Parted(int(sizes.group(1)), int(sizes.group(2)), site)
+
+
+_TRACEBACK_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>\S+)')
+
+
+def _own_frame(frames: list[dict[str, str]]) -> StackFrame | None:
+    """The first of `frames` (innermost first) in the user's own code, with its line of source."""
+    own = next((f for f in frames if own_code(f["file"])), None)
+    if own is None:
+        return None
+    code = linecache.getline(own["file"], int(own["line"])).strip()
+    return StackFrame(own["file"], int(own["line"]), own["function"], code, True)
+
+
+def _parted_text(parted: Parted, rank: int, outcomes: list[RankOutcome]) -> str:
+    """The sizes, and the kind where a peer's recorded traceback says where it was: another line (a collective only
+    some ranks run) or the same (tensors that differ)."""
+    said = f"its collective{' ' + site_text(parted.site) if parted.site else ''} expected {parted.expected} bytes "
+    said += f"where a peer's sent {parted.sent}"
+    for peer in sorted(outcomes, key=lambda o: o.rank):
+        frames = [m.groupdict() for m in _TRACEBACK_FRAME.finditer(peer.traceback)][::-1]  # innermost first
+        at = _own_frame(frames) if peer.rank != rank else None
+        if parted.site is None or at is None:
+            continue
+        if (at.file, at.line) != (parted.site.file, parted.site.line):
+            return f"{said}, while rank {peer.rank} was {site_text(at)}: a collective that only some ranks run"
+        return f"{said}, as rank {peer.rank} called it from the same line: tensors that differ between the ranks"
+    return f"{said}: the ranks' collectives part (a collective only some ranks run, or tensors that differ)"
 
 
 def _crashed_after_a_timeout(by_kind: dict[str, list[RankOutcome]]) -> list[RankOutcome]:

@@ -72,7 +72,7 @@ def _where_they_part(evidence: Mapping[int, HangEvidence]) -> str | None:
 
 def _side(ranks: list[int], call: EnteredCollective) -> str:
     who = f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {', '.join(map(str, ranks))}"
-    return f"{who} ran {call.op} of {_tensors(call)} {_site(call.site)}"
+    return f"{who} ran {call.op} of {_tensors(call)} {site_text(call.site)}"
 
 
 def _kind(a: EnteredCollective, b: EnteredCollective) -> str:
@@ -121,12 +121,12 @@ def _waiting(ranks: list[HangEvidence], ahead: EnteredCollective) -> str:
 def _at(evidence: HangEvidence) -> str:
     frame = evidence.own_frame
     if frame is not None:
-        return _site(frame)
+        return site_text(frame)
     ours = next((f for f in reversed(evidence.stack) if "/commprof/" in f.file), None)  # a built-in run's loop
     if ours is not None:
         return f"in commprof's {ours.function} ({_file(ours)}:{ours.line})"
     called = evidence.inside.site if evidence.inside else None  # a dump has no stack: the collective's caller
-    return _site(called) if called else "in code that is not the script's"
+    return site_text(called) if called else "in code that is not the script's"
 
 
 def _file(frame: StackFrame) -> str:
@@ -138,14 +138,14 @@ def _collective(entered: EnteredCollective) -> str:
 
 
 def _called(entered: EnteredCollective) -> str:
-    return f"{_collective(entered)} {_site(entered.site)}"
+    return f"{_collective(entered)} {site_text(entered.site)}"
 
 
 def _group(entered: EnteredCollective) -> str:
     return "the default group" if entered.group_desc == "default_pg" else f"process group {entered.group}"
 
 
-def _site(frame: StackFrame | None) -> str:
+def site_text(frame: StackFrame | None) -> str:
     if frame is None:
         return "(called from no code of the script's)"
     return f"at {_file(frame)}:{frame.line} in {frame.function}" + (f" ({frame.code})" if frame.code else "")
