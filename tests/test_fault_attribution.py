@@ -7,7 +7,8 @@ import signal
 import pytest
 
 from commprof.launch.faults import RankOutcome, collective_parted, crash_site, root_cause
-from commprof.launch.flight_recorder import environment, read_dumps, who_never_arrived
+from commprof.launch.flight_recorder import environment, read_dumps
+from commprof.launch.hang_evidence import describe_hang
 from commprof.worker.rank import STOPPED_MESSAGE, RankStopped, error_to_record
 from tests.conftest import REPO
 
@@ -157,19 +158,25 @@ def test_flight_recorder_names_the_rank_that_never_arrived(tmp_path):
     for rank, last in ((0, 7), (1, 7), (2, 6), (3, 7)):
         (tmp_path / f"nccl_trace_rank_{rank}").write_bytes(pickle.dumps(dump(last, names)))
     (tmp_path / "nccl_trace_rank_9").write_bytes(b"not a pickle")  # unreadable dumps are ignored
-    sentence = who_never_arrived(read_dumps(tmp_path))
+    sentence = describe_hang(read_dumps(tmp_path))
     assert sentence == (
-        "rank 2 never reached collective #7 (all_gather) of process group 0, which ranks 0, 1, 3 "
-        "entered (NCCL flight recorder)"
+        "rank 2 is waiting in all_reduce #6 of the default group; ranks 0, 1, 3 wait in all_gather #7 of the default "
+        "group"
     )
     outcomes = [RankOutcome(r, WATCHDOG, -signal.SIGABRT, timestamp=1_700_000_010) for r in (0, 1, 3)]
     outcomes.append(RankOutcome(2, STOPPED_MESSAGE, 1, timestamp=1_700_000_011))
     assert root_cause(outcomes, "gpu-07", 10, sentence) == sentence + "; the others timed out after 10 s on gpu-07"
 
 
-def test_flight_recorder_with_every_rank_level_names_no_one(tmp_path):
+def test_flight_recorder_with_every_rank_level_names_no_one_here(tmp_path):
     names = {1: "nccl:all_reduce"}
-    assert who_never_arrived({0: dump(1, names), 1: dump(1, names)}) is None and who_never_arrived({}) is None
+    for rank in (0, 1):
+        (tmp_path / f"nccl_trace_rank_{rank}").write_bytes(pickle.dumps(dump(1, names)))
+    assert describe_hang(read_dumps(tmp_path)) == (
+        "ranks 0, 1 wait in all_reduce #1 of the default group; no rank of this node is behind: a rank on another "
+        "node, or the link to it, is"
+    )
+    assert read_dumps(tmp_path / "none") == {} and describe_hang({}) is None
 
 
 def test_flight_recorder_dumps_go_where_commprof_reads_them(tmp_path):
@@ -190,7 +197,7 @@ class RunsCode:
 def test_a_dump_is_read_as_data_and_a_pickle_that_would_run_code_is_refused(tmp_path, capsys):
     """Dumps are pickles: plain containers and torch's typed-list tags load; anything naming another callable is
     refused before it runs (nothing is printed), and read_dumps leaves that dump out."""
-    from commprof.launch.flight_recorder import plain_loads
+    from commprof.trace.plain_pickle import plain_loads
 
     typed = b"\x80\x02ctorch.jit._pickle\nbuild_intlist\nq\x00]q\x01(K\x01K\x02e\x85q\x02Rq\x03."
     assert plain_loads(typed) == [1, 2]
@@ -200,12 +207,14 @@ def test_a_dump_is_read_as_data_and_a_pickle_that_would_run_code_is_refused(tmp_
         plain_loads(pickle.dumps(RunsCode()))
     (tmp_path / "nccl_trace_rank_0").write_bytes(pickle.dumps(RunsCode()))
     (tmp_path / "nccl_trace_rank_1").write_bytes(pickle.dumps(plain))
-    assert read_dumps(tmp_path) == {1: plain} and "this ran" not in capsys.readouterr().out
+    assert list(read_dumps(tmp_path)) == [1] and "this ran" not in capsys.readouterr().out
+    (entered,) = read_dumps(tmp_path)[1].collectives
+    assert (entered.seq, entered.sizes, entered.completed) == (3, [[4, 2]], False)
 
 
 def test_a_real_gloo_dump_of_torch_2_13_reads_as_data():
     """tests/data/flight_recorder/make_dump.py wrote it: one rank's all_reduce of 4 floats, then a barrier."""
-    from commprof.launch.flight_recorder import plain_loads
+    from commprof.trace.plain_pickle import plain_loads
 
     dump = plain_loads((REPO / "tests" / "data" / "flight_recorder" / "gloo_rank0_torch2.13.pickle").read_bytes())
     first = dump["entries"][0]

@@ -5,21 +5,17 @@ The same sentence as a failed `commprof run` (launch/hang_evidence.py)."""
 
 from __future__ import annotations
 
-import pickle
-import re
 from pathlib import Path
 
 from commprof.errors import UsageError
-from commprof.instrument.hang_watch import recent_collectives
+from commprof.launch.flight_recorder import RefusedDump, dump_account
 from commprof.launch.hang_evidence import describe_hang
 from commprof.results.hang import EVIDENCE_PREFIX, HangEvidence, read_account
-from commprof.trace.plain_pickle import plain_loads
 
 HOW_TO_DUMP = (
     "make the job leave them: TORCH_FR_BUFFER_SIZE=2000 TORCH_FR_DUMP_TEMP_FILE=<folder>/fr_rank_ "
     "TORCH_NCCL_DUMP_ON_TIMEOUT=1 in every rank's environment (NCCL dumps on a collective timeout)"
 )
-_RANK_AT_END = re.compile(r"(\d+)(\.\w+)?$")
 
 
 def diagnose(paths: list[Path]) -> str:
@@ -46,24 +42,9 @@ def read_accounts(paths: list[Path]) -> dict[int, HangEvidence]:
 def _account(file: Path) -> HangEvidence | None:
     if file.name.startswith(EVIDENCE_PREFIX) and file.suffix == ".json":
         return read_account(file)
-    rank = _RANK_AT_END.search(file.name)  # torch names a dump by its prefix and the rank
-    if rank is None or file.suffix in (".json", ".log", ".txt"):
+    if file.suffix in (".json", ".log", ".txt"):
         return None
-    dump = _dump(file)
-    if dump is None:
-        return None
-    return HangEvidence(int(rank.group(1)), "", None, file.stat().st_mtime, 0.0, [], recent_collectives(dump))
-
-
-def _dump(file: Path) -> dict | None:
-    """A Flight Recorder dump read as data; None for a file that is not a pickle at all; a pickle that names code
-    is refused in one line, before anything in it runs."""
     try:
-        data = plain_loads(file.read_bytes())
-    except pickle.UnpicklingError as exc:
-        if "only plain data is read" in str(exc):
-            raise UsageError(f"{file}: {exc}; it is not read") from None
-        return None
-    except (EOFError, ValueError, IndexError, OSError):
-        return None
-    return data if isinstance(data, dict) and "entries" in data else None
+        return dump_account(file)
+    except RefusedDump as exc:
+        raise UsageError(f"{exc}; it is not read") from None

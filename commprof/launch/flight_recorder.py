@@ -1,20 +1,23 @@
 """PyTorch's NCCL Flight Recorder: each rank's ring buffer of its last collectives, dumped to a file when a
-collective times out. commprof turns it on for NCCL jobs and reads the dumps to name the rank that never
-arrived: the others entered a collective it never entered.
+collective times out. commprof asks NCCL ranks to dump into the launch's log folder, and reads the dumps (its own
+launch's, or a folder `commprof diagnose` is given) as each rank's account of the hang (results/hang.py), told as
+launch/hang_evidence tells every account.
 
-A dump (pickle, as torch writes it) holds `pg_status` {pg: {last_enqueued_collective, ...}} and
-`entries` [{pg_id, collective_seq_id, profiling_name, state, ...}]."""
+A dump (pickle, as torch writes it, read as data only) holds `pg_status` {pg: {last_completed_collective, ...}} and
+`entries` [{pg_id, collective_seq_id, profiling_name, input_sizes, input_dtypes, frames, ...}]."""
 
 from __future__ import annotations
 
 import pickle
+import re
 from pathlib import Path
-from typing import Any, Mapping
 
+from commprof.results.hang import HangEvidence, recent_collectives
 from commprof.trace.plain_pickle import plain_loads
 
 BUFFER_SIZE = "2000"
 DUMP_PREFIX = "nccl_trace_rank_"  # torch appends the global rank
+_RANK_AT_END = re.compile(r"(\d+)(\.\w+)?$")
 
 
 def environment(folder: Path) -> dict[str, str]:
@@ -30,41 +33,37 @@ def environment(folder: Path) -> dict[str, str]:
     }
 
 
-def read_dumps(folder: Path) -> dict[int, dict[str, Any]]:
-    """rank -> its dump, for every dump in `folder` that can be read."""
-    dumps = {}
+class RefusedDump(Exception):
+    """A pickle that names code: nothing in it was run."""
+
+
+def dump_account(file: Path) -> HangEvidence | None:
+    """What one rank's dump says, its rank the number the file's name ends with (as torch names it: the prefix, then
+    the rank); None for a file that is not a dump. RefusedDump for a pickle that names any code."""
+    rank = _RANK_AT_END.search(file.name)
+    if rank is None:
+        return None
+    try:
+        data = plain_loads(file.read_bytes())
+    except pickle.UnpicklingError as exc:
+        if str(exc).startswith("a dump names"):
+            raise RefusedDump(f"{file}: {exc}") from None
+        return None
+    except (EOFError, ValueError, IndexError, OSError):
+        return None
+    if not isinstance(data, dict) or "entries" not in data:
+        return None
+    return HangEvidence(int(rank.group(1)), "", None, file.stat().st_mtime, 0.0, [], recent_collectives(data))
+
+
+def read_dumps(folder: Path) -> dict[int, HangEvidence]:
+    """rank -> what its dump says, for every NCCL dump of this launch in `folder` (a refused one is left out)."""
+    accounts = {}
     for path in folder.glob(f"{DUMP_PREFIX}*"):
         try:
-            rank = int(path.name[len(DUMP_PREFIX) :])
-            dumps[rank] = plain_loads(path.read_bytes())
-        except (ValueError, OSError, pickle.UnpicklingError, EOFError):
+            account = dump_account(path)
+        except RefusedDump:
             continue
-    return dumps
-
-
-def _last_entered(dump: Mapping[str, Any], pg: str) -> tuple[int, str]:
-    """The sequence number of the last collective the rank entered in process group `pg`, and its name."""
-    entries = [e for e in dump.get("entries", []) if str(e.get("pg_id")) == pg and not e.get("is_p2p")]
-    statuses = dump.get("pg_status", {})
-    status = statuses.get(pg) or (statuses.get(int(pg)) if pg.isdigit() else None) or {}
-    seq = status.get("last_enqueued_collective", max((e.get("collective_seq_id", -1) for e in entries), default=-1))
-    return seq, next((e.get("profiling_name", "") for e in entries if e.get("collective_seq_id") == seq), "")
-
-
-def who_never_arrived(dumps: Mapping[int, Mapping[str, Any]], pg: str = "0") -> str | None:
-    """A sentence naming the ranks behind the others in process group `pg`, or None when no rank is."""
-    if len(dumps) < 2:
-        return None
-    entered = {rank: _last_entered(dump, pg) for rank, dump in dumps.items()}
-    ahead = max(seq for seq, _ in entered.values())
-    behind = sorted(rank for rank, (seq, _) in entered.items() if seq < ahead)
-    if not behind:
-        return None
-    waiting = sorted(rank for rank, (seq, _) in entered.items() if seq == ahead)
-    operation = next((name for seq, name in entered.values() if seq == ahead and name), "")
-    what = f"collective #{ahead}" + (f" ({operation.removeprefix('nccl:')})" if operation else "")
-    return (
-        f"rank{'s' if len(behind) > 1 else ''} {', '.join(map(str, behind))} never reached {what} of process "
-        f"group {pg}, which rank{'s' if len(waiting) > 1 else ''} {', '.join(map(str, waiting))} entered "
-        "(NCCL flight recorder)"
-    )
+        if account is not None:
+            accounts[account.rank] = account
+    return accounts

@@ -105,17 +105,20 @@ def _place(evidence: HangEvidence) -> str:
     if not evidence.stack and inside is None and last is not None:  # a dump: where its last collective was called
         return f"rank {evidence.rank} is outside any collective{after}; its last was {_called(last)}"
     what = f"waiting in {_collective(inside)}" if inside else "outside any collective"
-    return f"rank {evidence.rank} is {_at(evidence)}, {what}{after}"
+    at = _at(evidence)
+    return f"rank {evidence.rank} is {at + ', ' if at else ''}{what}{after}"
 
 
 def _waiting(ranks: list[HangEvidence], ahead: EnteredCollective) -> str:
     first = ranks[0]
-    waited = max(0.0, first.taken_s - ahead.entered_s)
     who = f"rank {first.rank}" if len(ranks) == 1 else f"ranks {', '.join(str(e.rank) for e in ranks)}"
-    return (
-        f"{who} {'has' if len(ranks) == 1 else 'have'} waited {waited:.0f} s in {_collective(ahead)} "
-        f"({_tensors(ahead)}) {_at(first)}"
-    )
+    verb = "waits" if len(ranks) == 1 else "wait"
+    if ahead.entered_s > 0:  # torch's Flight Recorder says when the collective was entered
+        waited = max(0.0, first.taken_s - ahead.entered_s)
+        verb = f"{'has' if len(ranks) == 1 else 'have'} waited {waited:.0f} s"
+    tensors = f" ({_tensors(ahead)})" if ahead.sizes else ""
+    at = _at(first)
+    return f"{who} {verb} in {_collective(ahead)}{tensors}{' ' + at if at else ''}"
 
 
 def _at(evidence: HangEvidence) -> str:
@@ -126,7 +129,9 @@ def _at(evidence: HangEvidence) -> str:
     if ours is not None:
         return f"in commprof's {ours.function} ({_file(ours)}:{ours.line})"
     called = evidence.inside.site if evidence.inside else None  # a dump has no stack: the collective's caller
-    return site_text(called) if called else "in code that is not the script's"
+    if called is not None:
+        return site_text(called)
+    return "in code that is not the script's" if evidence.stack else ""  # a dump without its callers: nothing known
 
 
 def _file(frame: StackFrame) -> str:

@@ -188,9 +188,7 @@ def _failed(config: RunConfig, outcomes: list[RankOutcome], log_dir: Path, progr
     host = socket.gethostname()
     if any(o.rank == 0 for o in outcomes):
         claim_if_unstarted(config, host)
-    never_arrived = describe_hang(read_evidence(log_dir)) or flight_recorder.who_never_arrived(
-        flight_recorder.read_dumps(log_dir)
-    )
+    never_arrived = describe_hang(read_evidence(log_dir)) or describe_hang(flight_recorder.read_dumps(log_dir))
     summary = root_cause(outcomes, host, config.timeout_s, never_arrived)
     first = first_own_failure(outcomes)
     shown = user_traceback(first.traceback) if program and first is not None and first.kind == "error" else ""

@@ -8,14 +8,17 @@ code that called it (torch's Flight Recorder)."""
 
 from __future__ import annotations
 
+import linecache
 import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
 EVIDENCE_PREFIX = "hang_rank"
 FOLDER_VARIABLE = "COMMPROF_HANG_DIR"  # set by the launch for every rank: where to write
+RECENT = 8  # collectives kept per process group: enough to find where two ranks' sequences part
 
 
 _LIBRARIES = tuple(
@@ -116,3 +119,47 @@ def read_account(path: Path) -> HangEvidence | None:
         return msgspec.json.decode(path.read_bytes(), type=HangEvidence)
     except (OSError, msgspec.DecodeError, msgspec.ValidationError):
         return None
+
+
+def recent_collectives(dump: dict[str, Any], per_group: int = RECENT) -> list[EnteredCollective]:
+    """Per process group, the last `per_group` collectives entered, from a Flight Recorder dump (`entries` and
+    `pg_status`, torch 2.6 and later; the entries' `frames`, innermost first, give the user's line that called each)."""
+    status = dump.get("pg_status", {})  # by the process group's name
+    by_group: dict[str, list[dict[str, Any]]] = {}
+    for entry in dump.get("entries", []):
+        if not entry.get("is_p2p"):
+            by_group.setdefault(_group_name(entry), []).append(entry)
+    found = []
+    for group, entries in sorted(by_group.items()):
+        completed_up_to = int(status.get(group, {}).get("last_completed_collective", -1))
+        for entry in sorted(entries, key=lambda e: e.get("collective_seq_id", -1))[-per_group:]:
+            seq = int(entry["collective_seq_id"])
+            described = entry.get("process_group") or []
+            found.append(
+                EnteredCollective(
+                    group=group,
+                    group_desc=str(described[1]) if len(described) > 1 else "",
+                    seq=seq,
+                    op=str(entry.get("profiling_name", "")).split(":")[-1],
+                    sizes=[list(s) for s in entry.get("input_sizes", [])],
+                    dtypes=[str(d) for d in entry.get("input_dtypes", [])],
+                    completed=completed_up_to >= seq,
+                    entered_s=entry.get("time_created_ns", 0) / 1e9,
+                    site=_call_site(entry.get("frames", [])),
+                )
+            )
+    return found
+
+
+def _call_site(frames: list[dict[str, Any]]) -> StackFrame | None:
+    """The innermost frame of the user's own code among a collective's frames (innermost first, as torch records)."""
+    for frame in frames:
+        file, line = str(frame.get("filename", "")), int(frame.get("line", 0))
+        if own_code(file):
+            return StackFrame(file, line, str(frame.get("name", "")), linecache.getline(file, line).strip(), True)
+    return None
+
+
+def _group_name(entry: dict[str, Any]) -> str:
+    described = entry.get("process_group") or [entry.get("pg_id", "")]
+    return str(described[0])
