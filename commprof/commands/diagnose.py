@@ -8,9 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from commprof.errors import UsageError
-from commprof.launch.flight_recorder import RefusedDump, dump_account
+from commprof.launch.flight_recorder import dump_account
 from commprof.launch.hang_evidence import describe_hang
 from commprof.results.hang import EVIDENCE_PREFIX, HangEvidence, read_account
+from commprof.trace.plain_pickle import NamesCode
 
 HOW_TO_DUMP = (
     "make the job leave them: TORCH_FR_BUFFER_SIZE=2000 TORCH_FR_DUMP_TEMP_FILE=<folder>/fr_rank_ "
@@ -46,5 +47,5 @@ def _account(file: Path) -> HangEvidence | None:
         return None
     try:
         return dump_account(file)
-    except RefusedDump as exc:
-        raise UsageError(f"{exc}; it is not read") from None
+    except NamesCode as exc:
+        raise UsageError(f"{file}: {exc}; it is not read") from None

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 from commprof.results.hang import HangEvidence, recent_collectives
-from commprof.trace.plain_pickle import plain_loads
+from commprof.trace.plain_pickle import NamesCode, plain_loads
 
 BUFFER_SIZE = "2000"
 DUMP_PREFIX = "nccl_trace_rank_"  # torch appends the global rank
@@ -33,23 +33,17 @@ def environment(folder: Path) -> dict[str, str]:
     }
 
 
-class RefusedDump(Exception):
-    """A pickle that names code: nothing in it was run."""
-
-
 def dump_account(file: Path) -> HangEvidence | None:
     """What one rank's dump says, its rank the number the file's name ends with (as torch names it: the prefix, then
-    the rank); None for a file that is not a dump. RefusedDump for a pickle that names any code."""
+    the rank); None for a file that is not a dump. NamesCode for a pickle that names any code (nothing in it run)."""
     rank = _RANK_AT_END.search(file.name)
     if rank is None:
         return None
     try:
         data = plain_loads(file.read_bytes())
-    except pickle.UnpicklingError as exc:
-        if str(exc).startswith("a dump names"):
-            raise RefusedDump(f"{file}: {exc}") from None
-        return None
-    except (EOFError, ValueError, IndexError, OSError):
+    except NamesCode:
+        raise
+    except (pickle.UnpicklingError, EOFError, ValueError, IndexError, OSError):
         return None
     if not isinstance(data, dict) or "entries" not in data:
         return None
@@ -62,7 +56,7 @@ def read_dumps(folder: Path) -> dict[int, HangEvidence]:
     for path in folder.glob(f"{DUMP_PREFIX}*"):
         try:
             account = dump_account(path)
-        except RefusedDump:
+        except NamesCode:
             continue
         if account is not None:
             accounts[account.rank] = account

@@ -15,15 +15,19 @@ _TYPED_LISTS = {
 }
 
 
+class NamesCode(pickle.UnpicklingError):
+    """A pickle that names a class or function: refused, nothing in it was run."""
+
+
 class _PlainUnpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
         if (module, name) in _TYPED_LISTS:
             return _TYPED_LISTS[module, name]
-        raise pickle.UnpicklingError(f"a dump names {module}.{name}: only plain data is read, nothing is run")
+        raise NamesCode(f"a dump names {module}.{name}: only plain data is read, nothing is run")
 
 
 def plain_loads(data: bytes) -> Any:
     """A Flight Recorder dump, a pickle as torch writes it, read as data: dicts, lists, tuples, sets, strings,
     bytes, numbers, booleans and None. A pickle that names any other class or function (what would run code) is
-    refused with pickle.UnpicklingError before anything in it runs."""
+    refused with NamesCode (a pickle.UnpicklingError) before anything in it runs."""
     return _PlainUnpickler(io.BytesIO(data)).load()
