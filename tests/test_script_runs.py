@@ -287,9 +287,9 @@ def test_a_script_that_hangs_on_one_rank(tmp_path):
     assert result.returncode == 1
     # each rank's own account, written while it was stuck: where its code is and the collective it is in
     assert re.search(
-        r"rank 1 is at hangs_on_rank1\.py:16 in <module> \(time\.sleep\(3600\)\), outside any collective, after "
+        r"rank 1 is at hangs_on_rank1\.py:20 in <module> \(time\.sleep\(3600\)\), outside any collective, after "
         r"step 3; rank 0 has waited \d+ s in all_reduce #\d+ of the default group \(1 tensor of 272 Float, 1\.1 KB\) "
-        r"at hangs_on_rank1\.py:17 in <module> \(model\(torch\.randn\(4, 16\)\)\.sum\(\)\.backward\(\)\); the others "
+        r"at hangs_on_rank1\.py:21 in <module> \(model\(torch\.randn\(4, 16\)\)\.sum\(\)\.backward\(\)\); the others "
         r"timed out after 10 s on ",
         line,
     ), line
@@ -302,12 +302,12 @@ def test_a_script_with_a_long_timeout_of_its_own_is_stopped_after_ours(tmp_path)
     """The script's process group waits 10 minutes (as Lightning's and Trainer's do); a collective that waits past
     --timeout 8 and 15 s of grace is stopped by commprof, where each rank was said, the traces kept."""
     started = time.monotonic()
-    args = ["--timeout", "8", "--quiet", *TINY_SCHEDULE, "--", str(SCRIPTS / "hangs_with_its_own_timeout.py")]
+    args = ["--timeout", "8", "--quiet", *TINY_SCHEDULE, "--", str(SCRIPTS / "hangs_on_rank1.py"), "10"]
     result = commprof("run", "--run-id", "own-timeout", *args, cwd=tmp_path, timeout=180)
     line = result.stderr.strip().splitlines()[-1]
     assert result.returncode == 1 and time.monotonic() - started < 8 + 15 + 60, result.stderr
     assert re.match(
-        r"error: rank 1 is at hangs_with_its_own_timeout\.py:17 in <module> \(time\.sleep\(3600\)\), outside any "
+        r"error: rank 1 is at hangs_on_rank1\.py:20 in <module> \(time\.sleep\(3600\)\), outside any "
         r"collective, after step 3; rank 0 has waited \d+ s in all_reduce #\d+ of the default group .*; a collective "
         r"waited over --timeout 8 s and 15 s of grace on \S+ \(the script's process group would have waited longer\): "
         r"commprof stopped the job",
