@@ -5,6 +5,8 @@ worker processes get the user's setting back, and keep those messages in their l
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
+from typing import Iterator
 
 VARIABLE = "TORCH_CPP_LOG_LEVEL"  # read once, when torch's libraries load
 _silenced = False
@@ -23,3 +25,16 @@ def restore_for_workers() -> None:
     if _silenced:
         os.environ.pop(VARIABLE, None)
         _silenced = False
+
+
+@contextmanager
+def unsilenced() -> Iterator[None]:
+    """The user's setting back for a while: to start a process that outlives it (and loads torch's libraries)."""
+    if not _silenced:
+        yield
+        return
+    value = os.environ.pop(VARIABLE)
+    try:
+        yield
+    finally:
+        os.environ[VARIABLE] = value

@@ -24,6 +24,7 @@ def compare(
     """One run per backend, or per strategy on the request's backend (one that cannot run here is listed with
     the reason); each run's full report goes in a folder of its own inside the comparison's."""
     ddp_only(request, "compare", " (to compare DDP with FSDP: --strategies ddp,fsdp)")
+    from commprof.launch import forkserver
     from commprof.launch.job import run_job
     from commprof.launch.resolve import MachineProbe, new_run_id, resolve
     from commprof.launch.runlog import read_run_json
@@ -37,6 +38,7 @@ def compare(
         raise UsageError(f"--{plural} needs at least two different {plural} to compare, got {','.join(names)!r}")
     run_id = request.run_id or new_run_id()
     folder = prepare_report_dir(request.reports_dir, run_id)
+    forkserver.start_early(request)
     rows, probe = [], MachineProbe.detect()  # one probe for every run
     for name in names:
         try:

@@ -23,12 +23,14 @@ DERIVED_IN_SLURM = ("--nodes", "--rdzv-endpoint", "--run-id")
 def run(request: RunRequest, feedback: Feedback = SILENT, env: Mapping[str, str] = os.environ) -> Outcome:
     """Resolve the options for this machine, check the model, launch, and report on the traces.
     Under an external MPI launcher this process is one rank of the job."""
+    from commprof.launch import forkserver
     from commprof.launch.job import TORCHRUN_OMP_WARNING, run_job, torchrun_environment
     from commprof.launch.resolve import MachineProbe, resolve
     from commprof.worker.mpi_identity import started_by_mpi_launcher
 
     if started_by_mpi_launcher(env):
         return _as_one_mpi_rank(request)
+    forkserver.start_early(request)
     config = resolve(request, MachineProbe.detect())
     if config.script:
         check_script(request)

@@ -44,6 +44,7 @@ def scale(
 ) -> Outcome:
     """Every world size `repeats` times, interleaved; each run gets its own full report beside this one."""
     ddp_only(request, "scale")
+    from commprof.launch import forkserver
     from commprof.launch.job import run_job
     from commprof.launch.resolve import MachineProbe, new_run_id, resolve
     from commprof.render.outputs import write_result
@@ -61,6 +62,7 @@ def scale(
     if targets and link_model is None and sizes[-1] < 2:
         raise UsageError("--predict without --link needs a measured size >= 2 to fit the link")
     name = request.run_id or new_run_id()
+    forkserver.start_early(request)
     probe = MachineProbe.detect()
     cuda = request.device == "cuda" or (request.device == "auto" and probe.cuda_available)
     configs = {}

@@ -74,6 +74,9 @@ def measure(
 ) -> Outcome:
     """Resolve, check the model, launch the sweep worker once, analyse every setting, report. `predicted`: the
     gain predicted for some settings (by label), shown beside the measured one (commprof advise)."""
+    from commprof.launch import forkserver
+
+    forkserver.start_early(request)
     from commprof.analysis.tune import REFINED
     from commprof.launch.job import Task, run_job
     from commprof.launch.resolve import MachineProbe, resolve

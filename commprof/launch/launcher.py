@@ -19,7 +19,7 @@ from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 from commprof.backends import by_name
 from commprof.config import RunConfig
 from commprof.errors import Interrupted, RunFailed, what_went_wrong
-from commprof.launch import flight_recorder
+from commprof.launch import flight_recorder, forkserver
 from commprof.launch.deadline import CollectiveDeadline
 from commprof.launch.faults import (
     WATCHDOG,
@@ -73,6 +73,7 @@ def launch_config(config: RunConfig, log_dir: Path) -> LaunchConfig:
         max_restarts=0,
         monitor_interval=0.1,
         logs_specs=DefaultLogsSpecs(log_dir=str(log_dir), redirects=Std.ALL),
+        start_method=forkserver.start_method(config.device),
         **grace,
     )
 
@@ -98,15 +99,19 @@ def launch(
     log_dir = Path(tempfile.mkdtemp(prefix="commprof-logs-"))
     hang_dir = hang_dir or log_dir
     deadline = CollectiveDeadline(hang_dir, config.timeout_s)
+    variables = {
+        **hang_evidence_environment(hang_dir),
+        **(flight_recorder.environment(log_dir) if by_name(config.backend).flight_recorder else {}),
+        **(environment or {}),
+    }
+    added = {name: value for name, value in variables.items() if name not in os.environ}  # what the user set wins
+    if callable(entrypoint):
+        if forkserver.start_method(config.device) == "forkserver":
+            forkserver.start()
+        entrypoint, args = forkserver.in_environment, (added, entrypoint, *args)
     try:
         with (
-            _workers_environment(
-                {
-                    **hang_evidence_environment(hang_dir),
-                    **(flight_recorder.environment(log_dir) if by_name(config.backend).flight_recorder else {}),
-                    **(environment or {}),
-                }
-            ),
+            _workers_environment(added),
             _own_signal_handlers(),
             deadline.watching(),
         ):
@@ -134,9 +139,8 @@ def launch(
 
 
 @contextmanager
-def _workers_environment(variables: dict[str, str]) -> Iterator[None]:
-    """Variables the workers inherit for this launch only; what the user set wins."""
-    added = {name: value for name, value in variables.items() if name not in os.environ}
+def _workers_environment(added: dict[str, str]) -> Iterator[None]:
+    """Variables the workers of a program inherit, for this launch only."""
     os.environ.update(added)
     try:
         yield

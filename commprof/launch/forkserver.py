@@ -1,0 +1,63 @@
+"""CPU ranks of commprof's own workers are forked from one process that has imported torch already.
+
+Spawned, every rank imports torch and, on building DDP, torch._dynamo: about 6 CPU-seconds each, for every launch
+(docs/benchmarks.md). multiprocessing's fork server imports them once per commprof process and forks each rank
+from that clean, single-threaded state, which torch's elastic agent supports as a start method. A command that
+launches several times (sweep, tune, compare) pays the imports once.
+
+Two things differ from spawn. A forked rank inherits the fork server's environment, not this process's at the
+time of the launch, so the variables of one launch reach the rank as arguments (`in_environment`), and the server
+starts in the environment the user gave (not this process's silenced C++ logs). The server starts as soon as a
+command knows it will launch such ranks, before this process imports torch, so that both imports run side by side.
+GPU ranks keep spawn: a fork server that touched CUDA on import could not fork ranks that use it, and on a GPU the
+imports are a small part of a job."""
+
+from __future__ import annotations
+
+import multiprocessing
+import multiprocessing.forkserver
+import os
+from pathlib import Path
+from typing import Any, Callable
+
+from commprof import native_logs
+from commprof.config import RunRequest
+
+# what a rank of commprof's own workers imports before its first step (DDP imports torch._dynamo when it is built)
+PRELOADED = (
+    "torch",
+    "torch._dynamo",
+    "torch.distributed",
+    "commprof.worker.run",
+    "commprof.worker.sweep",
+    "commprof.worker.bench",
+    "commprof.worker.matrix",
+)
+
+
+def start_method(device: str) -> str:
+    return "forkserver" if device == "cpu" else "spawn"
+
+
+def start_early(request: RunRequest) -> None:
+    """For a command about to launch commprof's own workers on CPU ranks: the fork server starts before this
+    process imports torch, so that the two imports run side by side. Where the ranks turn out to be GPU ones (a
+    GPU this cheap check missed), it idles."""
+    gpu_here = Path("/dev/nvidiactl").exists()
+    cpu_ranks = request.device == "cpu" or (request.device == "auto" and not gpu_here)
+    if cpu_ranks and not request.script and request.backend != "mpi":
+        start()
+
+
+def start() -> None:
+    """Start the fork server, with torch and the workers imported in it (it imports them while this process goes
+    on; a rank's fork waits for them), in the environment the user gave. Once per process."""
+    with native_logs.unsilenced():
+        multiprocessing.set_forkserver_preload(list(PRELOADED))
+        multiprocessing.forkserver.ensure_running()
+
+
+def in_environment(variables: dict[str, str], entrypoint: Callable[..., Any], *args: Any) -> Any:
+    """On a rank: this launch's variables, then the entry point (elastic's own per-rank variables are set)."""
+    os.environ.update(variables)
+    return entrypoint(*args)

@@ -1,0 +1,42 @@
+"""CPU ranks of commprof's own workers fork from a fork server that imported torch once (launch/forkserver.py):
+each launch's variables must still reach its ranks, also when the server started at an earlier launch."""
+
+import os
+
+import pytest
+
+from commprof.config import RunConfig
+from commprof.launch import forkserver
+
+
+def told_variable(payload: dict, progress: str) -> dict:
+    """A rank's answer: the launch's variable (as its run id)."""
+    return {"run_id": os.environ["COMMPROF_TEST_VALUE"], "run_dir": payload["run_dir"]}
+
+
+def test_a_rank_gets_the_launch_variables_and_then_runs_the_entry_point(monkeypatch):
+    monkeypatch.delenv("COMMPROF_TEST_VALUE", raising=False)
+    answer = forkserver.in_environment({"COMMPROF_TEST_VALUE": "here"}, told_variable, {"run_dir": "d"}, "p")
+    assert answer == {"run_id": "here", "run_dir": "d"}
+    assert os.environ["COMMPROF_TEST_VALUE"] == "here"
+    monkeypatch.delenv("COMMPROF_TEST_VALUE")
+
+
+def test_cpu_ranks_fork_from_the_server_gpu_ranks_are_spawned():
+    assert forkserver.start_method("cpu") == "forkserver"
+    assert forkserver.start_method("cuda") == "spawn"
+
+
+@pytest.mark.slow
+def test_each_launch_in_one_process_gives_its_ranks_its_own_variables(tmp_path, monkeypatch):
+    """The server starts at the first launch; what the second launch sets must reach the second's ranks."""
+    from commprof.launch.launcher import launch
+
+    monkeypatch.delenv("COMMPROF_TEST_VALUE", raising=False)
+    config = RunConfig(run_id="fork", traces_dir=tmp_path, timeout_s=60)
+    told = [
+        launch(config, told_variable, ({"run_dir": str(tmp_path)}, str(tmp_path / "p")), {"COMMPROF_TEST_VALUE": v})
+        for v in ("first", "second")
+    ]
+    assert [result.run_id for result in told] == ["first", "second"]
+    assert told[1].ranks_here == (0, 1)
