@@ -135,7 +135,7 @@ def test_a_launch_whose_rank_0_was_stopped_before_it_wrote_run_json_records_the_
     log_dir = tmp_path / "worker-logs"
     (log_dir / "start_0" / "attempt_0" / "1").mkdir(parents=True)
     outcomes = [RankOutcome(0, "", -15), RankOutcome(1, "FileNotFoundError: no configuration", 1)]
-    failed = _failed(config, outcomes, log_dir, program=True)
+    failed = _failed(config, outcomes, log_dir)
     record = read_run_json(config.run_dir)
     assert record is not None and (record.status, record.config.launch_id) == ("failed", "this-launch")
     assert record.error and "rank 1" in record.error and failed.run_dir == config.run_dir
@@ -150,5 +150,5 @@ def test_a_launch_without_rank_0_never_starts_the_record(tmp_path):
     config = RunConfig(run_id="start", traces_dir=tmp_path / "traces", launch_id="other", procs_per_node=2)
     log_dir = tmp_path / "worker-logs"
     log_dir.mkdir()
-    failed = _failed(config, [RankOutcome(2, "", -15), RankOutcome(3, "ValueError: x", 1)], log_dir, program=True)
+    failed = _failed(config, [RankOutcome(2, "", -15), RankOutcome(3, "ValueError: x", 1)], log_dir)
     assert read_run_json(config.run_dir) is None and failed.run_dir is None

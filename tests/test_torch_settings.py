@@ -15,7 +15,7 @@ def test_every_combination(device, tf32, omp, local):
     environ = {"LOCAL_WORLD_SIZE": local} | ({"OMP_NUM_THREADS": omp} if omp else {})
     got = rank_settings(device, tf32, environ, cores=8)
     # the thread cap never depends on TF32 (it once was the `else` of the TF32 switch)
-    want_threads = 8 // int(local) if device == "cpu" and omp is None else None
+    want_threads = (int(omp) if omp else 8 // int(local)) if device == "cpu" else None
     assert got == TorchSettings(threads=want_threads, tf32=tf32)
 
 

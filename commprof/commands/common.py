@@ -39,7 +39,9 @@ def ddp_only(request: RunRequest, command: str, instead: str = "") -> None:
 def training(config: RunConfig) -> Task:
     """The profiled training run (commprof run, compare, scale): a built-in model, or the user's script."""
     if config.script:
-        return Task(None, None, config.to_dict(), program="commprof.worker.script")
+        from commprof.worker.script import forked_main
+
+        return Task(forked_main, None, config.to_dict(), program="commprof.worker.script")
     from commprof.worker.run import worker_main
 
     return Task(worker_main, "commprof.worker.mpi_train", config.to_dict())

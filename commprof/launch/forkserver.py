@@ -1,15 +1,18 @@
-"""CPU ranks of commprof's own workers are forked from one process that has imported torch already.
+"""CPU ranks are forked from one process that has imported torch already, commprof's own workers and a user's
+script alike.
 
 Spawned, every rank imports torch and, on building DDP, torch._dynamo: about 6 CPU-seconds each, for every launch
 (docs/benchmarks.md). multiprocessing's fork server imports them once per commprof process and forks each rank
 from that clean, single-threaded state, which torch's elastic agent supports as a start method. A command that
-launches several times (sweep, tune, compare) pays the imports once.
+launches several times (sweep, tune, compare, a script's sweep) pays the imports once.
 
-Two things differ from spawn. A forked rank inherits the fork server's environment, not this process's at the
-time of the launch, so the variables of one launch reach the rank as arguments (`in_environment`), and the server
-starts in the environment the user gave (not this process's silenced C++ logs). The server starts as soon as a
-command knows it will launch such ranks, before this process imports torch, so that both imports run side by side.
-GPU ranks keep spawn: a fork server that touched CUDA on import could not fork ranks that use it, and on a GPU the
+What a forked rank would otherwise get wrong: it inherits the fork server's environment, not this process's at the
+time of the launch, so the variables of one launch reach the rank as arguments (`in_environment`); OpenMP read
+OMP_NUM_THREADS when the server loaded torch, so the rank applies it again (worker/torch_settings.py); and it is
+told "forkserver" as its start method, which it forgets. The server starts in the environment the user gave (not
+this process's silenced C++ logs), as soon as a command knows it will launch CPU ranks, before this process
+imports torch, so that both imports run side by side. GPU ranks are spawned (a script as its own program, as
+torchrun starts it): a fork server that touched CUDA on import could not fork ranks that use it, and on a GPU the
 imports are a small part of a job."""
 
 from __future__ import annotations
@@ -40,12 +43,12 @@ def start_method(device: str) -> str:
 
 
 def start_early(request: RunRequest) -> None:
-    """For a command about to launch commprof's own workers on CPU ranks: the fork server starts before this
-    process imports torch, so that the two imports run side by side. Where the ranks turn out to be GPU ones (a
-    GPU this cheap check missed), it idles."""
+    """For a command about to launch CPU ranks: the fork server starts before this process imports torch, so that
+    the two imports run side by side. Where the ranks turn out to be GPU ones (a GPU this cheap check missed), it
+    idles."""
     gpu_here = Path("/dev/nvidiactl").exists()
     cpu_ranks = request.device == "cpu" or (request.device == "auto" and not gpu_here)
-    if cpu_ranks and not request.script and request.backend != "mpi":
+    if cpu_ranks and request.backend != "mpi":
         start()
 
 
@@ -60,4 +63,7 @@ def start() -> None:
 def in_environment(variables: dict[str, str], entrypoint: Callable[..., Any], *args: Any) -> Any:
     """On a rank: this launch's variables, then the entry point (elastic's own per-rank variables are set)."""
     os.environ.update(variables)
+    # a process the fork server forks is told "forkserver" as its default start method; a fresh one has none yet
+    # (a script's DataLoader workers would each start a fork server that imports torch again)
+    multiprocessing.set_start_method(None, force=True)
     return entrypoint(*args)

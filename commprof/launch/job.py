@@ -35,11 +35,12 @@ def torchrun_environment(procs_per_node: int, environ: Mapping[str, str] = os.en
 
 @dataclass(frozen=True)
 class Task:
-    """What every rank runs: `elastic(payload, progress_path)` under torch's elastic launch (or, with `program`,
-    the process `python -m <program> payload.json progress.json`, as torchrun starts a script); under
-    mpirun, `python -m <mpi_module> plan.json`, whose plan holds the same payload."""
+    """What every rank runs: `elastic(payload, progress_path)` under torch's elastic launch, forked from
+    commprof's fork server on CPU (launch/forkserver.py); a `program` is, where ranks are spawned (GPU), the process
+    `python -m <program> payload.json progress.json`, as torchrun starts a script; under mpirun,
+    `python -m <mpi_module> plan.json`, whose plan holds the same payload."""
 
-    elastic: Callable[[dict[str, Any], str], dict[str, Any]] | None
+    elastic: Callable[[dict[str, Any], str], dict[str, Any] | None] | None
     mpi_module: str | None  # None: this task never runs under mpirun
     payload: dict[str, Any]
     mpi_time_limit_s: float | None = None  # for the whole mpirun; default: the config's timeout
@@ -58,14 +59,15 @@ def run_job(config: RunConfig, task: Task, total_steps: int | None = None, watch
         with watch(progress, total_steps) if watch else nullcontext():
             if uses_mpirun(config, task):
                 return _under_mpirun(config, task, progress, Path(tmp))
+            from commprof.launch import forkserver
             from commprof.launch.launcher import launch
 
-            if task.program is None:
+            environment = torchrun_environment(config.procs_per_node) if task.program else None
+            if task.program is None or forkserver.start_method(config.device) == "forkserver":
                 assert task.elastic is not None  # a task is a program or an elastic entry point
-                return launch(config, task.elastic, (task.payload, str(progress)), hang_dir=Path(tmp))
+                return launch(config, task.elastic, (task.payload, str(progress)), environment, hang_dir=Path(tmp))
             (Path(tmp) / "payload.json").write_text(json.dumps(task.payload))
             arguments = ("-m", task.program, str(Path(tmp) / "payload.json"), str(progress))
-            environment = torchrun_environment(config.procs_per_node)
             return launch(config, sys.executable, arguments, environment, hang_dir=Path(tmp))
 
 

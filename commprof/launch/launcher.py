@@ -123,7 +123,7 @@ def launch(
         outcomes = _outcomes(exc, log_dir, config)
         if interrupted_by_user(outcomes):  # the ranks saw the terminal's Ctrl-C before the agent did
             raise _interrupted(config, signal.SIGINT, log_dir) from None
-        raise _failed(config, outcomes, log_dir, program=isinstance(entrypoint, str)) from None
+        raise _failed(config, outcomes, log_dir) from None
     except SignalException as exc:  # SIGINT or SIGTERM while the agent ran the ranks: it has stopped them
         if deadline.overdue:  # the SIGTERM was the deadline's
             raise _run_failed(config, deadline.summary(socket.gethostname()), log_dir) from None
@@ -187,15 +187,15 @@ def _interrupted(config: RunConfig, signum: int, log_dir: Path) -> Interrupted:
     return Interrupted(signum, f"interrupted ({name})", run_dir=config.run_dir)
 
 
-def _failed(config: RunConfig, outcomes: list[RankOutcome], log_dir: Path, program: bool) -> RunFailed:
-    """The root cause; for a program (a user's script), its own traceback when its error was the cause."""
+def _failed(config: RunConfig, outcomes: list[RankOutcome], log_dir: Path) -> RunFailed:
+    """The root cause; for a user's script, its own traceback when its error was the cause."""
     host = socket.gethostname()
     if any(o.rank == 0 for o in outcomes):
         claim_if_unstarted(config, host)
     never_arrived = describe_hang(read_evidence(log_dir)) or describe_hang(flight_recorder.read_dumps(log_dir))
     summary = root_cause(outcomes, host, config.timeout_s, never_arrived)
     first = first_own_failure(outcomes)
-    shown = user_traceback(first.traceback) if program and first is not None and first.kind == "error" else ""
+    shown = user_traceback(first.traceback) if config.script and first is not None and first.kind == "error" else ""
     if not shown or first is None:
         return _run_failed(config, summary, log_dir)
     also = sorted(o.rank for o in outcomes if o.kind == "error" and o.rank != first.rank and o.message == first.message)

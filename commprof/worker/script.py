@@ -267,9 +267,21 @@ def run_script(script: tuple[str, ...]) -> None:
 
 
 def main(payload_path: str, progress_path: str) -> None:
+    """A rank as its own Python program (`python -m commprof.worker.script`, as torchrun starts a script)."""
     faulthandler.enable(all_threads=True)  # a crash leaves its Python stack in the worker's log
     code = run_rank(RunConfig.from_dict(json.loads(Path(payload_path).read_text())), Path(progress_path))
     os._exit(code)  # skips the teardown of a process group whose peers may be gone
+
+
+def forked_main(payload: dict[str, Any], progress_path: str) -> None:
+    """A rank forked by torch's elastic agent from commprof's fork server (launch/forkserver.py): it returns when
+    the script succeeded, as the agent expects of a function; a failure ends the process with its code, the error
+    recorded for the launcher."""
+    faulthandler.enable(all_threads=True)
+    code = run_rank(RunConfig.from_dict(payload), Path(progress_path))
+    if code:
+        sys.stdout.flush()
+        os._exit(code)
 
 
 def run_rank(config: RunConfig, progress_path: Path) -> int:

@@ -12,19 +12,22 @@ import torch
 
 @dataclass(frozen=True)
 class TorchSettings:
-    threads: int | None  # intra-op threads; None: left as they are (OMP_NUM_THREADS set, or a GPU rank)
+    threads: int | None  # intra-op threads; None: left as they are (a GPU rank)
     tf32: bool | None  # None: torch's own defaults stand
 
 
 def rank_settings(device_type: str, tf32: bool | None, environ: Mapping[str, str], cores: int) -> TorchSettings:
     """What a rank on `device_type` applies, given the launcher's environment and the cores it may use."""
-    cpu = device_type == "cpu"
-    threads = None
-    if cpu and "OMP_NUM_THREADS" not in environ:
-        # torchrun sets OMP_NUM_THREADS=1 for several ranks per node; elastic_launch does not. Without a share
-        # each, CPU ranks oversubscribe the cores and stall for seconds in OpenMP spin-waits.
-        threads = max(1, cores // max(1, int(environ.get("LOCAL_WORLD_SIZE", "1"))))
-    return TorchSettings(threads=threads, tf32=tf32)
+    if device_type != "cpu":
+        return TorchSettings(threads=None, tf32=tf32)
+    told = environ.get("OMP_NUM_THREADS", "")
+    if told.isdigit() and int(told) > 0:
+        # applied again: a rank forked from a process that loaded torch before it was set (launch/forkserver.py)
+        # would not have it
+        return TorchSettings(threads=int(told), tf32=tf32)
+    # torchrun sets OMP_NUM_THREADS=1 for several ranks per node; elastic_launch does not. Without a share each, CPU
+    # ranks oversubscribe the cores and stall for seconds in OpenMP spin-waits.
+    return TorchSettings(threads=max(1, cores // max(1, int(environ.get("LOCAL_WORLD_SIZE", "1")))), tf32=tf32)
 
 
 def apply_settings(settings: TorchSettings) -> None:
