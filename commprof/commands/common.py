@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
+import threading
+
 from commprof.commands.outcome import SILENT, Feedback
 from commprof.config import RunConfig, RunRequest
 from commprof.errors import ModelRunError, UsageError
@@ -45,3 +48,14 @@ def training(config: RunConfig) -> Task:
     from commprof.worker.run import worker_main
 
     return Task(worker_main, "commprof.worker.mpi_train", config.to_dict())
+
+
+_figures_prepared = False
+
+
+def prepare_figures() -> None:
+    """Import the plotting library (about 1.5 s) in a thread while the ranks run, not after them."""
+    global _figures_prepared
+    if not _figures_prepared:
+        _figures_prepared = True
+        threading.Thread(target=importlib.import_module, args=("commprof.render.plots",), daemon=True).start()

@@ -9,7 +9,7 @@ from typing import cast
 from commprof.analysis.distortion import unprofiled_job_steps
 from commprof.analysis.stats import PRACTICAL_SHARE, real_speedup, rerun_interval, speedup_ci
 from commprof.backends import BACKENDS
-from commprof.commands.common import check_model, ddp_only, training
+from commprof.commands.common import check_model, ddp_only, prepare_figures, training
 from commprof.commands.outcome import SILENT, Feedback, Outcome
 from commprof.commands.reporting import prepare_report_dir, report_from_traces
 from commprof.config import STRATEGIES, RunRequest
@@ -55,6 +55,7 @@ def compare(
             feedback.info(
                 f"compare: {name} ({config.world_size} {config.device} ranks, {config.backend}, {config.strategy})"
             )
+            prepare_figures()
             launched = run_job(config, training(config), config.steps, feedback.watch)
             report, timeline = report_from_traces([launched.run_dir], name=name, kind="run")
             (folder / name).mkdir()

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Mapping
 
-from commprof.commands.common import check_model, describe, training
+from commprof.commands.common import check_model, describe, prepare_figures, training
 from commprof.commands.outcome import SILENT, Feedback, Outcome
 from commprof.commands.reporting import report_from_traces, write_report
 from commprof.commands.unfinished import failed_run, interrupted_run
@@ -50,6 +50,7 @@ def run(request: RunRequest, feedback: Feedback = SILENT, env: Mapping[str, str]
         feedback.info(f"run {config.run_id}: {describe(config, workload)}, {settings}")
     steps = config.max_steps if config.script else config.steps  # a script without --max-steps: its loop decides
     try:
+        prepare_figures()
         launched = run_job(config, training(config), steps, feedback.watch)
     except RunFailed as failure:
         raise failed_run(failure, config) from None

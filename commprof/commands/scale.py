@@ -21,7 +21,7 @@ from commprof.analysis.predict import (
     step_profile,
 )
 from commprof.analysis.scaling import SizeMeasurement, job_step_times, predict, scale_points
-from commprof.commands.common import check_model, ddp_only, training
+from commprof.commands.common import check_model, ddp_only, prepare_figures, training
 from commprof.commands.outcome import SILENT, Feedback, Outcome
 from commprof.commands.reporting import prepare_report_dir, report_and_trace, write_report
 from commprof.config import RunConfig, RunRequest
@@ -97,6 +97,7 @@ def scale(
 
     def launch(config: RunConfig) -> Path:
         feedback.info(f"scale {name}: {config.world_size} rank(s), run {config.run_id}")
+        prepare_figures()
         return run_job(config, training(config), config.steps, feedback.watch).run_dir
 
     report = run_scale(plan, launch, request.reports_dir)

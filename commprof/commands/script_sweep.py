@@ -20,7 +20,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
-from commprof.commands.common import ddp_only, training
+from commprof.commands.common import ddp_only, prepare_figures, training
 from commprof.commands.outcome import Feedback, Outcome
 from commprof.commands.reporting import sweep_report, write_report
 from commprof.config import (
@@ -288,6 +288,7 @@ def _launch(
         ddp_forced=forced,
         launch_id=secrets.token_hex(8),
     )
+    prepare_figures()
     run_job(one, training(one), max_steps, feedback.watch)
     finish_script_run(one.run_dir, one.launch_id)
     run = read_run_json(one.run_dir)

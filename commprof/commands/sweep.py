@@ -7,7 +7,7 @@ import dataclasses
 import itertools
 from typing import Any
 
-from commprof.commands.common import check_model, ddp_only, describe
+from commprof.commands.common import check_model, ddp_only, describe, prepare_figures
 from commprof.commands.outcome import SILENT, Feedback, Outcome
 from commprof.commands.reporting import sweep_report, write_report
 from commprof.config import DDPOptions, RunRequest, SettingOptions, SweepPlan, own_setting, setting_label
@@ -106,6 +106,7 @@ def measure(
         + (f"; one per bucket layout, {REFINED}" if tune else "")
     )
     per_setting = plan.warmup_steps + plan.repeats * plan.steps_per_repeat + plan.profile_steps + 1
+    prepare_figures()
     launched = run_job(config, Task(sweep_main, None, plan.to_dict()), per_setting * len(settings), feedback.watch)
     if not launched.has_rank_zero:
         return Outcome(
