@@ -1,8 +1,11 @@
+import contextlib
+import fcntl
 import functools
 import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -130,6 +133,35 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.slow)
         if "cuda" in item.keywords and not cuda:
             item.add_marker(no_gpu)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item):
+    """Under pytest-xdist (two workers, pyproject.toml), a test marked `solo` (timing that another test's ranks on
+    the same cores would distort: the positive controls, the link's measured rate) runs alone: it holds the workers'
+    shared lock exclusively, from its fixtures' setup to their teardown, and every other test holds it shared."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        yield
+        return
+    with _held(exclusive=item.get_closest_marker("solo") is not None):
+        yield
+
+
+@contextlib.contextmanager
+def _held(exclusive: bool):
+    """A readers-writer lock between the workers (children of one pytest): a writer waiting at the turnstile lets
+    no new reader in, so a solo test waits for the test running beside it, never for a stream of them."""
+    base = Path(tempfile.gettempdir()) / f"commprof-tests-{os.getppid()}"
+    with open(f"{base}.turnstile", "a") as turnstile, open(f"{base}.lock", "a") as lock:
+        fcntl.flock(turnstile, fcntl.LOCK_EX)
+        if not exclusive:
+            fcntl.flock(turnstile, fcntl.LOCK_UN)
+        fcntl.flock(lock, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        fcntl.flock(turnstile, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 PARSER_BUILT_ONCE = functools.cache(typer.main.get_command)

@@ -7,7 +7,7 @@ import pytest
 
 from tests.conftest import REPO
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.solo]
 SCRIPT = REPO / "tests" / "data" / "scripts" / "slow_input_on_rank1.py"
 
 

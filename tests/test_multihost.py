@@ -8,7 +8,11 @@ import pytest
 from commprof.results.store import load_report, load_result
 from tests.netbed import commprof_argv, namespaces_of_this_process, netbed, unavailable
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(unavailable() is not None, reason=str(unavailable()))]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.solo,
+    pytest.mark.skipif(unavailable() is not None, reason=str(unavailable())),
+]
 RATE_MBIT = 400  # 0.05 GB/s
 SHORT = ["--steps", "8", "--schedule", "2,1,4", "--batch-size", "8", "--quiet"]
 

@@ -9,7 +9,7 @@ import pytest
 from commprof.instrument.link_probe import REPEATS as PROBE_REPEATS
 from tests.conftest import REPO, commprof, load_json
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.solo]
 SLEEPER = REPO / "tests" / "data" / "scripts" / "slow_input_on_rank1.py"  # rank 1 sleeps 40 ms before each batch
 NOW_AND_THEN = REPO / "tests" / "data" / "scripts" / "slow_every_10th_step_on_rank1.py"  # 200 ms every 10th step
 DEEP_MLP = f"{REPO / 'tests' / 'data' / 'deep_mlp.py'}:build"  # 128 small parameters: 64 buckets at a tiny cap

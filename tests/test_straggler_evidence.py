@@ -151,6 +151,7 @@ SLOW_BACKWARD = REPO / "tests" / "data" / "scripts" / "slow_backward_on_rank0.py
 
 
 @pytest.mark.slow
+@pytest.mark.solo
 def test_a_rank_slowed_inside_its_backward_is_the_straggler(tmp_path):
     """Rank 0 of a plain Gloo script sleeps 30 ms in a gradient hook every step, two CPU ranks sharing this host's
     cores: named the straggler, costing the other rank about the 30 ms, with an interval above 0, its compute the
