@@ -143,12 +143,12 @@ def pytest_runtest_protocol(item):
     if "PYTEST_XDIST_WORKER" not in os.environ:
         yield
         return
-    with _held(exclusive=item.get_closest_marker("solo") is not None):
+    with workers_lock(exclusive=item.get_closest_marker("solo") is not None):
         yield
 
 
 @contextlib.contextmanager
-def _held(exclusive: bool):
+def workers_lock(exclusive: bool):
     """A readers-writer lock between the workers (children of one pytest): a writer waiting at the turnstile lets
     no new reader in, so a solo test waits for the test running beside it, never for a stream of them."""
     base = Path(tempfile.gettempdir()) / f"commprof-tests-{os.getppid()}"
