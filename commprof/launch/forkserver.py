@@ -26,7 +26,7 @@ from typing import Any, Callable
 from commprof import native_logs
 from commprof.config import RunRequest
 
-# what a rank of commprof's own workers imports before its first step (DDP imports torch._dynamo when it is built)
+# what a rank imports before its first step (DDP imports torch._dynamo when it is built)
 PRELOADED = (
     "torch",
     "torch._dynamo",
@@ -35,6 +35,7 @@ PRELOADED = (
     "commprof.worker.sweep",
     "commprof.worker.bench",
     "commprof.worker.matrix",
+    "commprof.worker.script",
 )
 
 
