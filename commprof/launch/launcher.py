@@ -140,7 +140,7 @@ def launch(
 
 @contextmanager
 def _workers_environment(added: dict[str, str]) -> Iterator[None]:
-    """Variables the workers of a program inherit, for this launch only."""
+    """Variables spawned workers inherit, for this launch only (a forked rank gets them from in_environment)."""
     os.environ.update(added)
     try:
         yield

@@ -1,7 +1,8 @@
 """`commprof run -- train.py args`: the user's training script, unmodified, on every rank.
 
-Each rank is started by the same elastic launch as a built-in run, as its own Python program
-(`python -m commprof.worker.script PAYLOAD PROGRESS`), with the environment torchrun gives a script
+Each rank is started by the same elastic launch as a built-in run: on CPU forked from commprof's fork server
+(`forked_main`, launch/forkserver.py), on GPUs as its own Python program (`python -m commprof.worker.script PAYLOAD
+PROGRESS`), with the environment torchrun gives a script
 (RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, TORCHELASTIC_*, ...). Before it runs the script as
 `__main__`, with the script's own argv and working directory, it installs:
 - torch's global optimizer-step hook: a step is one optimizer step (of the first optimizer that
