@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
 import threading
 
@@ -50,12 +51,7 @@ def training(config: RunConfig) -> Task:
     return Task(worker_main, "commprof.worker.mpi_train", config.to_dict())
 
 
-_figures_prepared = False
-
-
+@functools.cache
 def prepare_figures() -> None:
-    """Import the plotting library (about 1.5 s) in a thread while the ranks run, not after them."""
-    global _figures_prepared
-    if not _figures_prepared:
-        _figures_prepared = True
-        threading.Thread(target=importlib.import_module, args=("commprof.render.plots",), daemon=True).start()
+    """Import the plotting library (about 1.5 s) in a thread while the ranks run, not after them; once."""
+    threading.Thread(target=importlib.import_module, args=("commprof.render.plots",), daemon=True).start()
