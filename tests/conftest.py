@@ -135,16 +135,49 @@ def pytest_collection_modifyitems(items):
             item.add_marker(no_gpu)
 
 
+class _Alone:
+    """The workers' lock held exclusively, kept from one solo test to the solo test after it on this worker."""
+
+    held: contextlib.ExitStack | None = None
+
+    @classmethod
+    def hold(cls) -> None:
+        if cls.held is None:
+            cls.held = contextlib.ExitStack()
+            cls.held.enter_context(workers_lock(exclusive=True))
+
+    @classmethod
+    def release(cls) -> None:
+        if cls.held is not None:
+            cls.held.close()
+            cls.held = None
+
+
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_protocol(item):
+def pytest_runtest_protocol(item, nextitem):
     """Under pytest-xdist (two workers, pyproject.toml), a test marked `solo` (timing that another test's ranks on
     the same cores would distort: the positive controls, the link's measured rate) runs alone: it holds the workers'
-    shared lock exclusively, from its fixtures' setup to their teardown, and every other test holds it shared."""
+    shared lock exclusively, from its fixtures' setup to their teardown, and every other test holds it shared. A
+    worker keeps the lock from a solo test to the solo test after it: each hand-over waits for the other worker's
+    test to end, with a core idle meanwhile."""
     if "PYTEST_XDIST_WORKER" not in os.environ:
         yield
         return
-    with workers_lock(exclusive=item.get_closest_marker("solo") is not None):
+    solo = _is_solo(item)
+    if not solo:
+        with workers_lock(exclusive=False):
+            yield
+        return
+    _Alone.hold()
+    try:
         yield
+    finally:
+        if nextitem is None or not _is_solo(nextitem):
+            _Alone.release()
+
+
+def _is_solo(item) -> bool:
+    return item.get_closest_marker("solo") is not None
 
 
 @contextlib.contextmanager

@@ -78,7 +78,8 @@ def test_a_rank_that_stalls_every_10th_step_is_found_every_time(shared_runs):
 
 def test_a_tiny_bucket_cap_loses_every_time(shared_runs, tmp_path):
     """64 all-reduces a step where DDP's default makes one: every run advises the one bucket, advise measures it
-    faster, and the sweep and the tune have the tiny cap slower than the default."""
+    faster in interleaved rounds (a sweep of the two caps: its rounds are the reruns), and the tune has its
+    smallest cap slower than the default."""
     reports = runs(shared_runs, "tiny", "--model", DEEP_MLP, "--bucket-cap-mb", TINY_CAP)
     no_contradiction(reports)
     for report in reports:
@@ -90,13 +91,7 @@ def test_a_tiny_bucket_cap_loses_every_time(shared_runs, tmp_path):
     assert result.returncode == 0, result.stderr
     checked = {s["label"]: s for s in json.loads(result.stdout)["sweep"]["settings"]}
     assert checked["bucket-25mb"]["significant"] and checked["bucket-25mb"]["gain_ms"]["low"] > 0
-
-    sweep_args = ("--model", DEEP_MLP, "--bucket-cap-mb", f"{TINY_CAP},25", "--run-id", "sw", "--json", "--quiet")
-    result = commprof("sweep", *sweep_args, cwd=tmp_path)  # its interleaved rounds are the reruns
-    assert result.returncode == 0, result.stderr
-    sweep = json.loads(result.stdout)["sweep"]
-    tiny = next(s for s in sweep["settings"] if s["options"]["bucket_cap_mb"] == float(TINY_CAP))
-    assert sweep["best"] == "bucket-25mb" and tiny["speedup"]["high"] < 1 and tiny["significant"]
+    assert checked["bucket-25mb"]["speedup"]["low"] > 1
 
     result = commprof("tune", "--model", DEEP_MLP, "--run-id", "tu", "--json", "--quiet", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
