@@ -92,6 +92,12 @@ CASES: list[tuple[list[str], str]] = [
     (["scale", "--predict", "16,x"], "--predict must be a comma-separated list"),
     (["scale", "--reports-dir", "afile"], "afile exists and is not a folder"),
     (["scale", "--world-sizes", "1,2", "--repeats", "0"], "--repeats must be >= 1"),
+    (["scale", "--nodes", "1,2", "--world-sizes", "1,2"], "--nodes and --world-sizes are two ways"),
+    (["scale", "--procs", "1"], "--procs, --gpus and --rdzv-endpoint go with --nodes"),
+    (["scale", "--nodes", "1,2", "--run-id", "s"], "--nodes: pass --rdzv-endpoint HOST:PORT"),
+    (["scale", "--nodes", "1,2", "--rdzv-endpoint", "h:29400"], "--nodes: pass the same --run-id NAME"),
+    (["scale", "--nodes", "0,2", "--rdzv-endpoint", "h:29400", "--run-id", "s"], "--nodes must be >= 1"),
+    (["scale", "--nodes", "2", "--rdzv-endpoint", "h:29400", "--run-id", "s"], "--nodes needs at least two sizes"),
 ]
 
 TRACE = (

@@ -89,6 +89,26 @@ def test_a_bench_across_two_hosts_measures_the_link_between_them(two_hosts):
     assert "2 ranks on 2 hosts (" in text and "the collectives cross the link between them" in text
 
 
+def test_a_scale_from_one_host_to_two_runs_each_size_on_its_hosts(two_hosts):
+    """`commprof scale --nodes 1,2` on both hosts: both hosts first (which tells each its place), then the host of
+    rank 0 alone; the 400 Mbit/s link makes two hosts far slower per step than one, and the scale report says
+    which size ran on how many hosts. The other host ran its ranks and says where the report is."""
+    args = ["scale", "--nodes", "1,2", "--procs", "1", "--rdzv-endpoint", two_hosts.rdzv_endpoint, "--run-id", "sc"]
+    done = two_hosts.run_on_each([commprof_argv(*args, "--repeats", "1", *SHORT[:-1])] * 2, timeout=600)
+    assert [d.returncode for d in done] == [0, 0], [d.stderr[-2000:] for d in done]
+    head, other = (h.folder / "reports" for h in two_hosts.hosts)
+    scale = load_result(head / "sc" / "report.json")
+    assert scale.order == [2, 1] and scale.runs == ["sc-ws2-r1", "sc-ws1-r1"]
+    one, two = scale.points
+    assert (one.world_size, one.nodes, two.world_size, two.nodes) == (1, 1, 2, 2)
+    assert 0.03 < two.allreduce_busbw_gbps < 0.055 and two.efficiency < 0.5, two
+    assert scale.summary.startswith("weak scaling 1 -> 2 ranks (1 -> 2 nodes): ")
+    network = load_report(head / "sc-ws2-r1" / "report.json").network
+    assert [(h.host, h.ranks) for h in network.hosts] == [("node0", [0]), ("node1", [1])]
+    assert "this node ran its ranks of the launches that spanned it; the node of rank 0 reports" in done[1].stderr
+    assert not (other / "sc").exists()
+
+
 def test_set_up_failures_across_hosts_are_one_line_with_the_fix(tmp_path):
     """From a host of the bed: a rendezvous address nobody holds, and Gloo told to bind to loopback while the other
     host is across the link; each refused before anything is launched, in one line."""

@@ -89,6 +89,9 @@ COMMANDS = {
     "compare": ["--backends", "nccl,gloo"],
     "scale": ["--world-sizes", "1,2"],
 }
+# scale takes these with --nodes (its sizes as node counts): the ranks per node and where the nodes meet
+ACROSS_NODES = {"procs", "gpus", "rdzv_endpoint"}
+SCALE_ACROSS_NODES = ["--nodes", "1,2", "--rdzv-endpoint", "127.0.0.1:29400", "--run-id", "plumbed"]
 RUN_ONLY = {"strategy"}  # the other commands refuse it (test_run_only_options_are_refused_elsewhere); sweep
 # takes it and sweeps FSDP's options, which are its own list options (test_fsdp_sweep_grid)
 
@@ -142,7 +145,8 @@ def test_every_shared_option_has_a_case():
 )
 def test_option_reaches_the_workers(launches, command, option):
     args, reached = CASES[option]
-    worker = launches([command, *COMMANDS[command], "--quiet", *args])
+    given = SCALE_ACROSS_NODES if command == "scale" and option in ACROSS_NODES else COMMANDS[command]
+    worker = launches([command, *given, "--quiet", *args])
     assert reached(worker), (command, option, worker.config, worker.ddp_settings)
 
 

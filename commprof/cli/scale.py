@@ -12,14 +12,26 @@ from commprof.cli.options import FSDP_OPTIONS, with_run_options
 Opt = typer.Option
 
 
-@with_run_options(exclude=frozenset({"procs", "gpus", "nodes", "rdzv_endpoint", "max_steps"}) | FSDP_OPTIONS)
+@with_run_options(exclude=frozenset({"nodes", "max_steps"}) | FSDP_OPTIONS)
 def scale(
     request,
     quiet: bool,
     json_out: bool,
     world_sizes: Annotated[
-        str, Opt(help="World sizes to run, comma-separated: CPU ranks, or GPUs on this node.")
-    ] = "1,2,4",
+        Optional[str],
+        Opt(
+            help="World sizes to run, comma-separated: CPU ranks, or GPUs on this node [default: 1,2,4].",
+            show_default=False,
+        ),
+    ] = None,
+    nodes: Annotated[
+        Optional[str],
+        Opt(
+            help="Node counts to run instead of --world-sizes, comma-separated, e.g. 1,2: each size is that many "
+            "nodes of --procs (or --gpus) ranks. Run this same command on every node, with --rdzv-endpoint and "
+            "--run-id; the node of rank 0 writes the reports."
+        ),
+    ] = None,
     strong: Annotated[
         bool,
         Opt(
@@ -41,19 +53,21 @@ def scale(
     """Measure how the job scales with world size; predict beyond it.
 
     Runs the same workload at several world sizes: samples/s, speedup, scaling efficiency, where the step goes,
-    and (with --predict) the step time, efficiency and best bucket_cap_mb at sizes not run."""
+    and (with --predict) the step time, efficiency and best bucket_cap_mb at sizes not run. Across hosts:
+    `commprof scale --nodes 1,2 --procs 1 --rdzv-endpoint HOST:PORT --run-id NAME` on each."""
     from commprof.cli.progress import ConsoleFeedback
     from commprof.cli.sweep import parse_list
     from commprof.commands.scale import scale as command
 
     outcome = command(
         request,
-        parse_list("--world-sizes", world_sizes, int),
+        parse_list("--world-sizes", world_sizes, int) if world_sizes else None,
         ConsoleFeedback(quiet),
         strong=strong,
         repeats=repeats,
         predict_sizes=parse_list("--predict", predict, int) if predict else None,
         link=link,
         base_lr=base_lr,
+        node_counts=parse_list("--nodes", nodes, int) if nodes else None,
     )
     console.finish(outcome, quiet, json_out)

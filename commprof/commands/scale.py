@@ -34,37 +34,41 @@ from commprof.results.scale import ScaleReport
 
 def scale(
     request: RunRequest,
-    world_sizes: list[int],
+    world_sizes: list[int] | None,
     feedback: Feedback = SILENT,
     strong: bool = False,
     repeats: int = 2,
     predict_sizes: list[int] | None = None,
     link: str | None = None,
     base_lr: float = 0.1,
+    node_counts: list[int] | None = None,
 ) -> Outcome:
-    """Every world size `repeats` times, interleaved; each run gets its own full report beside this one."""
+    """Every world size `repeats` times, interleaved; each run gets its own full report beside this one. With
+    `node_counts`, the sizes are that many nodes of request.procs (or .gpus) ranks each: every node runs this same
+    command, joins the launches that span it, and the node of rank 0 writes every report."""
     ddp_only(request, "scale")
     from commprof.launch import forkserver
-    from commprof.launch.job import run_job
     from commprof.launch.resolve import MachineProbe, new_run_id, resolve
     from commprof.render.outputs import write_result
 
-    sizes, targets = sorted(set(world_sizes)), sorted(set(predict_sizes or []))
-    if sizes[0] < 1 or (targets and targets[0] < 1):
-        raise UsageError("world sizes must be >= 1")
-    if len(sizes) < 2:
-        raise UsageError(
-            f"--world-sizes needs at least two sizes to measure scaling, got {','.join(map(str, sizes))!r}"
-        )
+    counts, targets = _counts_asked(request, world_sizes, node_counts), sorted(set(predict_sizes or []))
+    if counts[0] < 1 or (targets and targets[0] < 1):
+        raise UsageError(f"{'--nodes' if node_counts else 'world sizes'} must be >= 1")
+    if len(counts) < 2:
+        what = "--nodes" if node_counts else "--world-sizes"
+        raise UsageError(f"{what} needs at least two sizes to measure scaling, got {','.join(map(str, counts))!r}")
     if repeats < 1:
         raise UsageError(f"--repeats must be >= 1, got {repeats}")
     link_model = parse_link(link) if link else None
-    if targets and link_model is None and sizes[-1] < 2:
+    if targets and link_model is None and counts[-1] < 2:
         raise UsageError("--predict without --link needs a measured size >= 2 to fit the link")
-    name = request.run_id or new_run_id()
     forkserver.start_early(request)
     probe = MachineProbe.detect()
     cuda = request.device == "cuda" or (request.device == "auto" and probe.cuda_available)
+    per_node = (request.gpus or probe.gpu_count) if cuda else (request.procs or 2)
+    nodes_of = {k * per_node: k for k in counts} if node_counts else {n: 1 for n in counts}
+    sizes = sorted(nodes_of)
+    name = request.run_id or new_run_id()
     configs = {}
     for n in sizes:
         per_rank = request.batch_size
@@ -73,12 +77,15 @@ def scale(
             if total % n:
                 raise UsageError(f"--strong: the global batch {total} does not divide evenly over {n} ranks")
             per_rank = total // n
+        per_node = n // nodes_of[n]
         sized = dataclasses.replace(
             request,
             run_id=f"{name}-ws{n}-r1",
             batch_size=per_rank,
-            gpus=n if cuda else request.gpus,
-            procs=request.procs if cuda else n,
+            gpus=per_node if cuda else request.gpus,
+            procs=request.procs if cuda else per_node,
+            nodes=nodes_of[n],
+            rdzv_endpoint=request.rdzv_endpoint if nodes_of[n] > 1 else None,
         )
         configs[n] = resolve(sized, probe)
     workload = check_model(configs[sizes[0]], feedback)
@@ -93,15 +100,54 @@ def scale(
         link=link_model,
         parameters=workload.parameter_count,
         parameter_bytes=[p.numel() * p.element_size() for p in workload.model.parameters() if p.requires_grad],
+        largest_first=node_counts is not None,
     )
-
-    def launch(config: RunConfig) -> Path:
-        feedback.info(f"scale {name}: {config.world_size} rank(s), run {config.run_id}")
-        prepare_figures()
-        return run_job(config, training(config), config.steps, feedback.watch).run_dir
-
-    report = run_scale(plan, launch, request.reports_dir)
+    launches = NodeLaunches(feedback)
+    report = run_scale(plan, launches.launch, request.reports_dir)
+    if report is None:
+        folder.rmdir()  # empty: the node of rank 0 writes the report
+        return Outcome(None, note="this node ran its ranks of the launches that spanned it; the node of rank 0 reports")
     return Outcome(report, write_result(report, folder))
+
+
+def _counts_asked(request: RunRequest, world_sizes: list[int] | None, node_counts: list[int] | None) -> list[int]:
+    """The sizes asked, in order: ranks on this node (--world-sizes), or nodes of --procs/--gpus ranks each."""
+    if node_counts is None:
+        if (request.procs, request.gpus, request.rdzv_endpoint) != (None, None, None):
+            raise UsageError(
+                "--procs, --gpus and --rdzv-endpoint go with --nodes; --world-sizes gives each size's ranks"
+            )
+        return sorted(set(world_sizes or [1, 2, 4]))
+    if world_sizes is not None:
+        raise UsageError("--nodes and --world-sizes are two ways to give the sizes: pass one")
+    if max(node_counts) > 1 and request.rdzv_endpoint is None:
+        raise UsageError("--nodes: pass --rdzv-endpoint HOST:PORT, node 0's address, the same on every node")
+    if request.run_id is None:
+        raise UsageError("--nodes: pass the same --run-id NAME on every node, so the nodes meet in each launch")
+    return sorted(set(node_counts))
+
+
+class NodeLaunches:
+    """This node's part of a scale: the first launch spans every node and tells this node its rank among them;
+    after it, the node joins only the launches on more nodes than its rank (a launch on k nodes runs on nodes
+    0..k-1, which rendezvous orders as in the first)."""
+
+    def __init__(self, feedback: Feedback):
+        self.feedback = feedback
+        self.node_rank: int | None = None
+
+    def launch(self, config: RunConfig) -> Path | None:
+        """The run's trace folder where this node has its rank 0; None where another node reports it."""
+        from commprof.launch.job import run_job
+
+        if self.node_rank is not None and config.nodes <= self.node_rank:
+            return None
+        self.feedback.info(f"scale: {config.world_size} rank(s) on {config.nodes} node(s), run {config.run_id}")
+        prepare_figures()
+        launched = run_job(config, training(config), config.steps, self.feedback.watch)
+        if self.node_rank is None:
+            self.node_rank = min(launched.ranks_here) // config.procs_per_node
+        return launched.run_dir if launched.has_rank_zero else None
 
 
 @dataclass(frozen=True)
@@ -115,16 +161,17 @@ class ScalePlan:
     link: LinkModel | None  # None: fitted to the measured all-reduces
     parameters: int
     parameter_bytes: list[int]  # per parameter, registration order (for re-bucketing)
+    largest_first: bool = False  # across nodes: the first launch spans them all
 
     def order(self) -> list[int]:
-        """ABBA: sizes up, then down, so drift over time hits every size alike."""
-        sizes = sorted(self.configs)
+        """ABBA: sizes up, then down (or down, then up), so drift over time hits every size alike."""
+        sizes = sorted(self.configs, reverse=self.largest_first)
         return [n for r in range(self.repeats) for n in (sizes if r % 2 == 0 else sizes[::-1])]
 
 
-def run_scale(plan: ScalePlan, launch: Callable[[RunConfig], Path], reports_dir: Path) -> ScaleReport:
-    """Launch every size in the interleaved order (`launch` gives the run's trace folder); each run also gets
-    its own full report."""
+def run_scale(plan: ScalePlan, launch: Callable[[RunConfig], Path | None], reports_dir: Path) -> ScaleReport | None:
+    """Launch every size in the interleaved order (`launch` gives the run's trace folder, or None where another
+    node reports the run); each run also gets its own full report. None: this node reported no run."""
     measured: dict[int, list[SizeMeasurement]] = {}
     profiles: dict[int, list[StepProfile]] = {}
     runs, done = [], {n: 0 for n in plan.configs}
@@ -133,6 +180,8 @@ def run_scale(plan: ScalePlan, launch: Callable[[RunConfig], Path], reports_dir:
         done[n] += 1
         config = dataclasses.replace(plan.configs[n], run_id=f"{plan.name}-ws{n}-r{done[n]}")
         run_dir = launch(config)
+        if run_dir is None:
+            continue
         report, trace, timeline = report_and_trace(run_dir, name=config.run_id)
         write_report(report, reports_dir, config.run_id, timeline, run_dir)
         run = read_run_json(run_dir)
@@ -141,9 +190,14 @@ def run_scale(plan: ScalePlan, launch: Callable[[RunConfig], Path], reports_dir:
             probed += probed_transfers(run.link_probe if run else [], n)
         profiles.setdefault(n, []).append(step_profile(trace))
         runs.append(config.run_id)
+    if not measured:
+        return None
     first = plan.configs[min(plan.configs)]
     assert first.ddp.bucket_cap_mb is not None  # a built-in model's: only a script's own setting has none
-    points = scale_points(measured, {n: c.batch_size for n, c in plan.configs.items()}, plan.base_lr)
+    points = [
+        dataclasses.replace(p, nodes=plan.configs[p.world_size].nodes)
+        for p in scale_points(measured, {n: c.batch_size for n, c in plan.configs.items()}, plan.base_lr)
+    ]
     scale = ScaleReport(
         name=plan.name,
         mode="strong" if plan.strong else "weak",

@@ -36,7 +36,7 @@ PREDICTED_HEADERS = (
 def measured_rows(report: ScaleReport) -> list[tuple[str, ...]]:
     return [
         (
-            str(p.world_size),
+            p.ranks,
             str(p.global_batch),
             f"{p.learning_rate:.4g}",
             f"{p.step_ms.value:.1f} [{p.step_ms.low:.1f}, {p.step_ms.high:.1f}]",

@@ -23,6 +23,11 @@ class ScalePoint:
     idle_ms: float
     allreduce_busbw_gbps: float | None
     predicted_step_ms: float | None = None  # the model's value at a measured size (for checking it)
+    nodes: int = 1  # the hosts its ranks ran on (`scale --nodes`)
+
+    @property
+    def ranks(self) -> str:
+        return f"{self.world_size} on {self.nodes} nodes" if self.nodes > 1 else str(self.world_size)
 
 
 @dataclass(frozen=True)
@@ -64,7 +69,9 @@ class ScaleReport(Result):
     def summary(self) -> str:
         last = self.points[-1]
         text = (
-            f"{self.mode} scaling {self.points[0].world_size} -> {last.world_size} ranks: "
+            f"{self.mode} scaling {self.points[0].world_size} -> {last.world_size} ranks"
+            + (f" ({self.points[0].nodes} -> {last.nodes} nodes)" if last.nodes > 1 else "")
+            + ": "
             f"{last.speedup:.2f}x speedup, {last.efficiency:.0%} efficiency; communication exposed "
             f"{last.exposed_comm_ms:.1f} ms of {last.step_ms.value:.1f} ms per step at {last.world_size}"
         )
