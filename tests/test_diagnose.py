@@ -86,3 +86,78 @@ def test_nothing_to_read_says_how_to_make_a_job_leave_dumps(tmp_path, capsys):
     assert code == 2 and "TORCH_FR_BUFFER_SIZE=2000 TORCH_FR_DUMP_TEMP_FILE=" in err and len(err.splitlines()) == 1
     code, _, err = diagnosed(capsys, tmp_path / "missing")
     assert code == 2 and err == f"error: {tmp_path / 'missing'}: no such file or folder"
+
+
+def watchdog_line(rank: int, seq: int, op: str, elements: int, waited_ms: int, second: int = 21) -> str:
+    """NCCL's watchdog timeout as torch 2.5-2.13 logs it (ProcessGroupNCCL.cpp), with torchrun's rank prefix."""
+    return (
+        f"[rank{rank}]:[E1218 20:27:{second}.426415540 ProcessGroupNCCL.cpp:629] [Rank {rank}] Watchdog caught "
+        f"collective operation timeout: WorkNCCL(SeqNum={seq}, OpType={op}, NumelIn={elements}, "
+        f"NumelOut={elements}, Timeout(ms)=600000) ran for {waited_ms} milliseconds before timing out.\n"
+    )
+
+
+def test_the_rank_that_never_timed_out_from_a_jobs_log(tmp_path, capsys):
+    """One SLURM output file of four ranks: three time out in all_reduce #31 (each line also quoted again in the
+    exception it raises), rank 2 logged but has nothing pending: it never entered #31."""
+    lines = [
+        f"[rank{r}]:[I1218 20:17:00.000000000 ProcessGroupNCCL.cpp:900] [Rank {r}] ProcessGroupNCCL init\n"
+        for r in range(4)
+    ]
+    for rank in (0, 1, 3):
+        timeout = watchdog_line(rank, 31, "ALLREDUCE", 1_048_576, 600_000 + rank)
+        lines += [
+            timeout,
+            f"[rank{rank}]:[E1218 20:27:21.5 ProcessGroupNCCL.cpp:1785] [PG ID 0 PG GUID 0(default_pg) Rank {rank}] "
+            "Exception (either an error or timeout) detected by watchdog at work: 31, last enqueued NCCL work: 31, "
+            "last completed NCCL work: 30.\n",
+            "terminate called after throwing an instance of 'c10::DistBackendError'\n",
+            f"  what():  [PG ID 0 PG GUID 0(default_pg) Rank {rank}] Process group watchdog thread terminated with "
+            f"exception: {timeout.split('] ', 1)[1]}",
+        ]
+    (tmp_path / "slurm-4242.out").write_text("".join(lines))
+    code, out, err = diagnosed(capsys, tmp_path)
+    assert code == 0, err
+    assert out == (
+        "rank 2 is outside any collective; ranks 0, 1, 3 have waited 600 s in all_reduce #31 of the default group "
+        "(1,048,576 elements) (from 4 ranks' evidence)"
+    ), out
+
+
+def test_a_group_named_by_the_status_line_and_a_desync_from_the_watchdogs_sizes(tmp_path, capsys):
+    """Older logs name the group only on the status line after the timeout; two ranks timed out at the same
+    sequence number with different element counts: their collectives part there."""
+    status = (
+        "[rank{r}]:[E1218 20:27:21.484903450 ProcessGroupNCCL.cpp:2168] [PG ID 1 PG GUID 1 Rank {r}]  failure "
+        "detected by watchdog at work sequence id: 12 PG status: last enqueued work: 12, last completed work: 11\n"
+    )
+    log = watchdog_line(0, 12, "ALLREDUCE", 1, 30_000) + status.format(r=0)
+    log += watchdog_line(1, 12, "ALLREDUCE", 34_179, 30_000) + status.format(r=1)
+    (tmp_path / "stderr.log").write_text(log)
+    code, out, _ = diagnosed(capsys, tmp_path / "stderr.log")
+    assert code == 0 and out == (
+        "the ranks' collectives part at #12 of process group 1: rank 0 ran all_reduce of 1 element where rank 1 "
+        "ran all_reduce of 34,179 elements: the same collective with tensors of different shapes (from 2 ranks' "
+        "evidence)"
+    ), out
+
+
+def test_a_log_without_a_watchdog_timeout_is_no_evidence(tmp_path, capsys):
+    (tmp_path / "train.log").write_text("[rank0]:[W1218 20:17:00.0 ProcessGroupNCCL.cpp:1] a warning\nloss 2.3\n")
+    code, _, err = diagnosed(capsys, tmp_path)
+    assert code == 2 and err.startswith(f"error: no Flight Recorder dump or hang account in {tmp_path}")
+
+
+def test_an_older_watchdog_line_without_rank_prefix_stamp_or_sizes(tmp_path, capsys):
+    """torch before 2.2: no `[rankN]:` prefix (the group's rank: the global one in the default group), no NumelIn,
+    and here no glog time stamp: each rank's wait is what its line says."""
+    line = (
+        "[E ProcessGroupNCCL.cpp:458] [Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, "
+        "OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1800313 milliseconds before timing out.\n"
+    )
+    (tmp_path / "job.log").write_text(line.format(r=0) + line.format(r=1))
+    code, out, _ = diagnosed(capsys, tmp_path)
+    assert code == 0 and out == (
+        "ranks 0, 1 have waited 1800 s in all_reduce #5 of the default group; no rank of this node is behind: a rank "
+        "on another node, or the link to it, is (from 2 ranks' evidence)"
+    ), out

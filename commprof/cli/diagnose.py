@@ -14,9 +14,11 @@ def diagnose(
     paths: Annotated[
         list[Path],
         typer.Argument(
-            help="Folders or files: torch Flight Recorder dumps, one per rank, its number last in the file's name "
-            "(as TORCH_FR_DUMP_TEMP_FILE=<prefix> names them), or the hang_rank<N>.json a commprof launch keeps "
-            "in traces/<run>/logs/<host>/.",
+            help="Folders (and the folders in them) or files: torch Flight Recorder dumps, one per rank, its "
+            "number last in the file's name (as TORCH_FR_DUMP_TEMP_FILE=<prefix> names them); the job's logs "
+            "(.log, .txt, .out, .err: a SLURM output file, torchrun's --log-dir) where NCCL's watchdog wrote "
+            "'Watchdog caught collective operation timeout'; or the hang_rank<N>.json a commprof launch keeps in "
+            "traces/<run>/logs/<host>/.",
             show_default=False,
         ),
     ],
@@ -26,7 +28,8 @@ def diagnose(
     For jobs commprof did not launch (torchrun, SLURM, mpirun). Read as data: a dump that names any code is refused
     before anything in it runs. To make a job leave dumps, give every rank TORCH_FR_BUFFER_SIZE=2000
     TORCH_FR_DUMP_TEMP_FILE=<shared folder>/fr_rank_ TORCH_NCCL_DUMP_ON_TIMEOUT=1: NCCL writes one per rank when a
-    collective times out. `commprof run` finds the same by itself when its job fails."""
+    collective times out. Without dumps, NCCL's watchdog lines in the logs say which collective each rank timed out
+    in (no dtype or line: those need the dumps). `commprof run` finds the same by itself when its job fails."""
     from commprof.commands.diagnose import diagnose as command
 
     console.out.print(command(paths), markup=False, highlight=False, emoji=False, soft_wrap=True)

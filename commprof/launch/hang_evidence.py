@@ -72,7 +72,8 @@ def _where_they_part(evidence: Mapping[int, HangEvidence]) -> str | None:
 
 def _side(ranks: list[int], call: EnteredCollective) -> str:
     who = f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {', '.join(map(str, ranks))}"
-    return f"{who} ran {call.op} of {_tensors(call)} {site_text(call.site)}"
+    called = f" {site_text(call.site)}" if call.site is not None or call.dtypes else ""  # a log: neither is known
+    return f"{who} ran {call.op} of {_tensors(call)}{called}"
 
 
 def _kind(a: EnteredCollective, b: EnteredCollective) -> str:
@@ -158,6 +159,8 @@ def site_text(frame: StackFrame | None) -> str:
 
 def _tensors(entered: EnteredCollective) -> str:
     elements = [math.prod(shape) for shape in entered.sizes]
+    if not entered.dtypes:  # NCCL's watchdog logs the element count alone
+        return f"{sum(elements):,} element{'s' if sum(elements) != 1 else ''}"
     nbytes = sum(n * _DTYPE_BYTES.get(d, 0) for n, d in zip(elements, entered.dtypes, strict=False))
     dtypes = "/".join(sorted(set(entered.dtypes))) or "tensors"
     count = len(elements)
