@@ -1,3 +1,3 @@
-from commprof.cli.app import main
+from commprof.cli.app import console_main
 
-main()
+console_main()

@@ -112,6 +112,28 @@ def main(argv: list[str] | None = None) -> None:
     sys.exit(code if isinstance(code, int) else EXIT_OK)
 
 
+def console_main() -> None:
+    """The installed command (and `python -m commprof`): main(), then out without the interpreter's teardown. With
+    torch imported, tearing the interpreter down takes a second or more after the last line is printed
+    (docs/benchmarks.md); what the teardown would do that matters is done here first: the threads still running
+    are joined, the exit handlers run (the fork server stopped: launch/forkserver.py), the output flushed."""
+    import atexit
+    import os
+    import threading
+
+    try:
+        main()
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    for thread in threading.enumerate():
+        if thread is not threading.main_thread() and not thread.daemon:
+            thread.join()
+    atexit._run_exitfuncs()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 @contextmanager
 def _sigterm_interrupts() -> Iterator[None]:
     """SIGTERM (kill, a batch system's stop) unwinds commprof as Ctrl-C does, so that what it started is stopped

@@ -17,9 +17,12 @@ imports are a small part of a job."""
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import multiprocessing
 import multiprocessing.forkserver
 import os
+import signal
 from pathlib import Path
 from typing import Any, Callable
 
@@ -59,6 +62,16 @@ def start() -> None:
     with native_logs.unsilenced():
         multiprocessing.set_forkserver_preload(list(PRELOADED))
         multiprocessing.forkserver.ensure_running()
+    atexit.register(_stop, multiprocessing.forkserver._forkserver._forkserver_pid)  # type: ignore[attr-defined]
+
+
+def _stop(pid: int | None) -> None:
+    """At this process's exit: the server would notice and end by itself, but tearing down its interpreter, torch
+    imported, takes over a second, while it holds this process's stdout and stderr open (a caller reading them to
+    their end waits for it). Nothing of it is needed any more: it is killed."""
+    if pid is not None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
 
 
 def in_environment(variables: dict[str, str], entrypoint: Callable[..., Any], *args: Any) -> Any:
