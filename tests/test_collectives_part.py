@@ -1,11 +1,13 @@
-"""Positive controls for desyncs (issue 40): a script whose ranks' collectives part at step 3, in three ways, on 2
-real Gloo ranks. Each is named by kind, with the line of the script that called it, within --timeout."""
+"""Positive controls for desyncs (issue 40): a script whose ranks' collectives part at step 3, in four ways, on 2
+real Gloo ranks. Each is named by kind: the three that stop the job with the line of the script that called it,
+within --timeout; the one Gloo lets pass (a dtype that differs, the same bytes) in the report of the run."""
 
 import re
 import time
 
 import pytest
 
+from commprof.results.store import load_report
 from tests.conftest import REPO, commprof
 
 pytestmark = pytest.mark.slow
@@ -37,3 +39,19 @@ def test_a_desync_is_named_by_kind_with_the_scripts_line(tmp_path, kind):
     assert result.returncode == 1 and time.monotonic() - started < TIMEOUT + 60, result.stderr
     line = result.stderr.strip().splitlines()[-1]
     assert re.match(r"error: " + EXPECTED[kind], line), line
+
+
+def test_a_dtype_the_backend_lets_pass_is_named_in_the_report(tmp_path):
+    """float32 against int32, 16 bytes each: Gloo reduces them without an error and the script runs to its end;
+    the ranks' whole-run collectives part at that all-reduce, and the report says so."""
+    args = ["run", "--run-id", "dtype", "--timeout", str(TIMEOUT), "--quiet", "--", str(SCRIPT), "dtype"]
+    result = commprof(*args, cwd=tmp_path, timeout=120)
+    assert result.returncode == 0, result.stderr
+    warnings = load_report(tmp_path / "reports" / "dtype").warnings
+    (parted,) = [w for w in warnings if "collectives part" in w]
+    assert re.fullmatch(
+        r"the ranks' collectives part at #\d+ of the default group: rank 0 ran all_reduce of 1 tensor of 4 Float, "
+        r"16 B where rank 1 ran all_reduce of 1 tensor of 4 Int, 16 B: the same collective with different dtypes; "
+        r"the backend raised no error: what that collective returned is not what the script meant",
+        parted,
+    ), parted

@@ -125,6 +125,8 @@ def console_main() -> None:
         main()
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    if "mpi4py.MPI" in sys.modules:  # a rank under mpirun: MPI finalizes in the teardown, which mpirun waits for
+        sys.exit(code)
     for thread in threading.enumerate():
         if thread is not threading.main_thread() and not thread.daemon:
             thread.join()

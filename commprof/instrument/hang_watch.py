@@ -30,6 +30,7 @@ from commprof.results.hang import (
     own_code,
     recent_collectives,
 )
+from commprof.results.sequences import GroupSequence, sequences_of
 from commprof.trace.plain_pickle import plain_loads
 
 MIN_STALL_S, MAX_STALL_S = 5.0, 30.0
@@ -53,6 +54,17 @@ def flight_recorder_collectives() -> list[EnteredCollective]:
         from torch._C._distributed_c10d import _dump_fr_trace  # type: ignore[attr-defined]
 
         return recent_collectives(plain_loads(_dump_fr_trace(True, True, False)))
+    except (ImportError, RuntimeError, ValueError, KeyError, TypeError, pickle.UnpicklingError):
+        return []
+
+
+def run_sequences() -> list[GroupSequence]:
+    """This process's collectives over the run, per process group, from torch's Flight Recorder dumped without
+    stack traces (a tenth of a second; with them, seconds); empty where it is off or absent."""
+    try:
+        from torch._C._distributed_c10d import _dump_fr_trace  # type: ignore[attr-defined]
+
+        return sequences_of(plain_loads(_dump_fr_trace(True, False, False)))
     except (ImportError, RuntimeError, ValueError, KeyError, TypeError, pickle.UnpicklingError):
         return []
 

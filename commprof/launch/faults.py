@@ -43,6 +43,7 @@ class RankOutcome:
     crash_site: str = ""  # where a crashed rank's Python code was, from its log (crash_site)
     traceback: str = ""  # the Python traceback its error file recorded
     parted: Parted | None = None  # Gloo aborted it on a collective of another size than its peer's
+    stopped_at: StackFrame | None = None  # its own code's line when the launcher stopped it (its log's stack)
 
     @property
     def interrupted(self) -> bool:
@@ -192,14 +193,18 @@ def collective_parted(log: str) -> Parted | None:
     sizes = _GLOO_SIZES.search(log)
     if sizes is None:
         return None
+    return Parted(int(sizes.group(1)), int(sizes.group(2)), main_thread_site(log))
+
+
+def main_thread_site(log: str) -> StackFrame | None:
+    """The line of the user's code a rank's main thread was in, from the last stack of every thread faulthandler
+    wrote to its log (on a crash, or when the launcher stopped it); None where there is none."""
+    site = None
     for thread in _THREAD.finditer(log):
         frames = [m.groupdict() for m in _FRAME.finditer(thread.group(1))]  # innermost first
         if any(runner in f["file"] for f in frames for runner in _RUNNERS):
             site = _own_frame(frames)
-            break
-    else:
-        site = None
-    return Parted(int(sizes.group(1)), int(sizes.group(2)), site)
+    return site
 
 
 _TRACEBACK_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>\S+)')
@@ -221,7 +226,7 @@ def _parted_text(parted: Parted, rank: int, outcomes: list[RankOutcome]) -> str:
     said += f"where a peer's sent {parted.sent}"
     for peer in sorted(outcomes, key=lambda o: o.rank):
         frames = [m.groupdict() for m in _TRACEBACK_FRAME.finditer(peer.traceback)][::-1]  # innermost first
-        at = _own_frame(frames) if peer.rank != rank else None
+        at = (_own_frame(frames) or peer.stopped_at) if peer.rank != rank else None
         if parted.site is None or at is None:
             continue
         if (at.file, at.line) != (parted.site.file, parted.site.line):

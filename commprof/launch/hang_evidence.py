@@ -29,7 +29,7 @@ def describe_hang(evidence: Mapping[int, HangEvidence]) -> str | None:
     part, if they do; else who is behind and who waits."""
     if not evidence:
         return None
-    parted = _where_they_part(evidence)
+    parted = where_they_part(evidence)
     if parted:
         return parted
     ahead = _furthest(evidence)
@@ -48,9 +48,10 @@ def describe_hang(evidence: Mapping[int, HangEvidence]) -> str | None:
     return "; ".join(parts)
 
 
-def _where_they_part(evidence: Mapping[int, HangEvidence]) -> str | None:
+def where_they_part(evidence: Mapping[int, HangEvidence], lines_known: bool = True) -> str | None:
     """The first collective (lowest sequence number of a group) that two ranks entered with different ops, dtypes
-    or shapes, said with each side's call and the kind of mismatch; None when every shared one matches."""
+    or shapes, said with each side's call and the kind of mismatch; None when every shared one matches.
+    `lines_known`: the evidence kept the line of the script that called each collective, where it had one."""
     groups = sorted({c.group for e in evidence.values() for c in e.collectives})
     for group in groups:
         seqs = sorted({c.seq for e in evidence.values() for c in e.collectives if c.group == group})
@@ -66,13 +67,15 @@ def _where_they_part(evidence: Mapping[int, HangEvidence]) -> str | None:
             if len(sides) > 1:
                 (ranks_a, a), (ranks_b, b) = sides[:2]
                 where = f"the ranks' collectives part at #{seq} of {_group(a)}"
-                return f"{where}: {_side(ranks_a, a)} where {_side(ranks_b, b)}: {_kind(a, b)}"
+                first, second = _side(ranks_a, a, lines_known), _side(ranks_b, b, lines_known)
+                return f"{where}: {first} where {second}: {_kind(a, b)}"
     return None
 
 
-def _side(ranks: list[int], call: EnteredCollective) -> str:
+def _side(ranks: list[int], call: EnteredCollective, lines_known: bool) -> str:
     who = f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {', '.join(map(str, ranks))}"
-    called = f" {site_text(call.site)}" if call.site is not None or call.dtypes else ""  # a log: neither is known
+    # a watchdog's log line has neither dtype nor caller
+    called = f" {site_text(call.site)}" if lines_known and (call.site is not None or call.dtypes) else ""
     return f"{who} ran {call.op} of {_tensors(call)}{called}"
 
 

@@ -28,6 +28,7 @@ from commprof.launch.faults import (
     crash_site,
     first_own_failure,
     interrupted_by_user,
+    main_thread_site,
     root_cause,
 )
 from commprof.launch.hang_evidence import describe_hang, hang_evidence_environment
@@ -234,8 +235,11 @@ def _outcomes(exc: ChildFailedError, log_dir: Path, config: RunConfig) -> list[R
 def _outcome(rank: int, failure: ProcessFailure | None, stderr: str) -> RankOutcome:
     """Every rank records an error, even if stopped: one without a failure crashed. NCCL's watchdog aborts a rank
     without an error file (its stderr says which collective timed out); faulthandler leaves a crash's stack there."""
+    stopped_at = main_thread_site(stderr)
     if failure is None:
-        return RankOutcome(rank, "", None, crash_site=crash_site(stderr), parted=collective_parted(stderr))
+        return RankOutcome(
+            rank, "", None, crash_site=crash_site(stderr), parted=collective_parted(stderr), stopped_at=stopped_at
+        )
     watchdog = WATCHDOG.search(stderr)
     return RankOutcome(
         rank,
@@ -245,6 +249,7 @@ def _outcome(rank: int, failure: ProcessFailure | None, stderr: str) -> RankOutc
         crash_site(stderr),
         _recorded_traceback(failure),
         collective_parted(stderr),
+        stopped_at,
     )
 
 

@@ -227,7 +227,7 @@ def finish_script_run(run_dir: Path, launch_id: str) -> None:
         parameters=built[0].parameters if built else None,
         tf32=first.tf32,
         ddp_built=built,
-        notes=first.notes,
+        notes=first.notes + desync_notes(infos),
         link_probe=first.link_probe,
         link_tiers=first.link_tiers,
         cast_costs=first.cast_costs,
@@ -245,3 +245,14 @@ def finish_script_run(run_dir: Path, launch_id: str) -> None:
         ],
     )
     write_run_json(run_dir, record)
+
+
+def desync_notes(infos: dict[int, ScriptRankInfo]) -> list[str]:
+    """A note where the ranks' collectives parted without the backend noticing (results/sequences.py)."""
+    from commprof.launch.hang_evidence import where_they_part
+    from commprof.results.sequences import first_parting
+
+    parted = where_they_part(first_parting({rank: info.collectives for rank, info in infos.items()}), lines_known=False)
+    if parted is None:
+        return []
+    return [f"{parted}; the backend raised no error: what that collective returned is not what the script meant"]

@@ -16,6 +16,7 @@ import msgspec
 
 from commprof.config import RunConfig
 from commprof.results.common import as_text
+from commprof.results.sequences import GroupSequence
 
 RUN_RECORD_VERSION = 1
 # "running" also stays in the run.json of a launcher that was killed (SIGKILL) before it could mark its run
@@ -102,6 +103,7 @@ class ScriptRankInfo:
     peak_memory_mb: dict[str, float] = field(default_factory=dict)
     tf32: dict[str, bool] | None = None
     notes: list[str] = field(default_factory=list)
+    collectives: list[GroupSequence] = field(default_factory=list)  # its whole run's, where the script ended
 
     def to_dict(self) -> dict[str, Any]:
         return msgspec.to_builtins(self)

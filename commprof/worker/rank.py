@@ -45,11 +45,11 @@ def raise_stopped(signum: int, frame: Any) -> None:
     # Launchers may signal more than once, and Ctrl-C reaches a rank twice (from the terminal, and forwarded by
     # the launcher); the first stop must be able to finish unwinding (the launcher's SIGKILL after its grace
     # period still bounds it).
-    _ignore_stops()
+    ignore_stops()
     raise RankStopped(INTERRUPTED_MESSAGE if signum == signal.SIGINT else STOPPED_MESSAGE)
 
 
-def _ignore_stops() -> None:
+def ignore_stops() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
@@ -66,10 +66,13 @@ def exit_on_error(entry: Callable[..., Any]) -> Callable[..., Any]:
         faulthandler.enable(all_threads=True)  # a crash leaves its Python stack in the worker's log
         signal.signal(signal.SIGTERM, raise_stopped)
         signal.signal(signal.SIGINT, raise_stopped)
+        # stopped while blocked in C++ (a collective whose peer failed), the rank may be killed before the handler
+        # runs: its stack goes to its log first (launch/faults.stopped_site)
+        faulthandler.register(signal.SIGTERM, all_threads=True, chain=True)
         try:
             return entry(*args, **kwargs)
         except BaseException as exc:
-            _ignore_stops()  # leaving anyway: a stop must not cut the record short
+            ignore_stops()  # leaving anyway: a stop must not cut the record short
             try:
                 get_error_handler().record_exception(error_to_record(exc))
                 sys.stdout.flush()

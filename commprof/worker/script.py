@@ -41,16 +41,18 @@ from commprof.config import RunConfig
 from commprof.errors import what_went_wrong
 from commprof.instrument.cast_probe import probe_casts, typical_bucket_bytes
 from commprof.instrument.ddp import DDPOverrides
-from commprof.instrument.hang_watch import HangWatch
+from commprof.instrument.hang_watch import HangWatch, run_sequences
 from commprof.instrument.link_probe import probe_link, probe_tiers
 from commprof.instrument.profiler import make_profiler, trace_path, write_trace
 from commprof.launch.progress import Every, Progress, write_progress
 from commprof.launch.runlog import StepLog, now, steps_kept, write_run_json
 from commprof.results.run_record import CastCost, ProbedSize, ProbedTier, RunRecord, ScriptRankInfo
+from commprof.results.sequences import GroupSequence
 from commprof.worker.rank import (
     device_name,
     gather_digests,
     gpu_index,
+    ignore_stops,
     peak_memory_mb,
     raise_stopped,
     tf32_settings,
@@ -72,6 +74,7 @@ class ScriptSession:
         self.link_probe: list[ProbedSize] = []  # all-reduces timed alone after the script (instrument/link_probe)
         self.link_tiers: list[ProbedTier] = []  # the same by tier, on a job over several hosts (rank 0's)
         self.cast_costs: list[CastCost] = []  # what compressing a gradient costs here (instrument/cast_probe)
+        self.collectives: list[GroupSequence] = []  # the run's, from the Flight Recorder, once the script ended
         self.config, self.progress_path = config, progress_path
         self.rank, self.local_rank = int(os.environ["RANK"]), int(os.environ["LOCAL_RANK"])
         self.world = int(os.environ["WORLD_SIZE"])
@@ -131,6 +134,7 @@ class ScriptSession:
         signal.signal(
             signal.SIGTERM, raise_stopped
         )  # a stopped rank unwinds and writes its trace (the script may override)
+        faulthandler.register(signal.SIGTERM, all_threads=True, chain=True)  # where it was, even inside C++
 
     def _after_step(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
         if self.counted_id is None:
@@ -242,6 +246,7 @@ class ScriptSession:
             link_probe=self.link_probe,
             link_tiers=self.link_tiers,
             cast_costs=self.cast_costs,
+            collectives=self.collectives,
             ddp=self.ddp.logging_data(),
             ddp_built=self.ddp.built,
             optimizer=self.counted,
@@ -298,6 +303,8 @@ def run_rank(config: RunConfig, progress_path: Path) -> int:
         except SystemExit as exc:
             if exc.code not in (None, 0):
                 raise RuntimeError(f"the script exited with code {exc.code}") from None
+        if session.world > 1:
+            session.collectives = run_sequences()
         if session.world > 1 and not (session.saw_distributed or session.ddp.built or dist.is_initialized()):
             raise RuntimeError(
                 "the script never initialized torch.distributed (dist.init_process_group): "
@@ -313,6 +320,7 @@ def run_rank(config: RunConfig, progress_path: Path) -> int:
             dist.destroy_process_group()
     except BaseException as exc:  # record why for the launcher, keep what was measured, leave at once
         code = 1
+        ignore_stops()  # the launcher stops this rank as its peers fail: the record must not be cut short
         try:
             session.finish(ended=False)
         except BaseException:  # the failure itself is what must be reported

@@ -1,7 +1,7 @@
 """Positive controls for a desync: at step 3 the ranks' collectives part, by KIND (the first argument).
 
 extra: rank 0 alone all-reduces its loss for logging (a classic bug); shape: both all-reduce, 2 floats against 3;
-dtype: both all-reduce 4 elements, float32 against float64; op: rank 0 all-reduces where rank 1 broadcasts."""
+dtype: 4 elements, float32 against int32 (16 bytes each: no backend notices); op: all-reduce against broadcast."""
 
 import sys
 
@@ -28,7 +28,7 @@ def parted():
     elif KIND == "shape":
         dist.all_reduce(torch.ones(2 if rank == 0 else 3))
     elif KIND == "dtype":
-        dist.all_reduce(torch.ones(4, dtype=torch.float32 if rank == 0 else torch.float64))
+        dist.all_reduce(torch.ones(4, dtype=torch.float32 if rank == 0 else torch.int32))
     elif KIND == "op":
         t = torch.ones(4)
         dist.all_reduce(t) if rank == 0 else dist.broadcast(t, src=0)

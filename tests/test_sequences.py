@@ -1,0 +1,62 @@
+"""A desync the backend let pass, found by comparing the ranks' whole-run collectives (results/sequences.py)."""
+
+from commprof.launch.hang_evidence import where_they_part
+from commprof.launch.runlog import desync_notes
+from commprof.results.run_record import ScriptRankInfo
+from commprof.results.sequences import first_parting, sequences_of
+
+
+def dump(first: int, last: int, odd: dict[int, tuple[str, int, str]] | None = None) -> dict:
+    """A Flight Recorder dump as torch's `_dump_fr_trace(True, False, False)` gives it, read back: all_reduces of 4
+    Float with sequence numbers first..last, but those in `odd` (seq: op, elements, dtype)."""
+    entries = []
+    for seq in range(first, last + 1):
+        op, numel, dtype = (odd or {}).get(seq, ("all_reduce", 4, "Float"))
+        entries.append(
+            {
+                "collective_seq_id": seq,
+                "profiling_name": f"gloo:{op}",
+                "input_sizes": [[numel]],
+                "input_dtypes": [dtype],
+                "process_group": ("0", "default_pg"),
+                "frames": [],
+            }
+        )
+    return {"entries": entries, "pg_status": {"0": {"last_completed_collective": last}}}
+
+
+def test_the_first_position_where_the_calls_differ_in_the_overlap_of_two_buffers():
+    """Rank 0's buffer holds 1-10, rank 1's 3-12 (a ring buffer keeps the last ones); they differ at 7 (dtype) and
+    9 (op): the first is named, without lines (the dump kept none)."""
+    ranks = {
+        0: sequences_of(dump(1, 10, {9: ("broadcast", 4, "Float")})),
+        1: sequences_of(dump(3, 12, {7: ("all_reduce", 4, "Int")})),
+    }
+    (group,) = ranks[0]
+    assert (group.first_seq, len(group.calls), len(group.distinct)) == (1, 10, 2)  # the distinct calls once
+    assert where_they_part(first_parting(ranks), lines_known=False) == (
+        "the ranks' collectives part at #7 of the default group: rank 0 ran all_reduce of 1 tensor of 4 Float, 16 B "
+        "where rank 1 ran all_reduce of 1 tensor of 4 Int, 16 B: the same collective with different dtypes"
+    )
+
+
+def test_ranks_that_agree_or_do_not_overlap_part_nowhere():
+    assert first_parting({0: sequences_of(dump(1, 10)), 1: sequences_of(dump(1, 10))}) == {}
+    assert (
+        first_parting({0: sequences_of(dump(1, 5)), 1: sequences_of(dump(6, 10, {7: ("broadcast", 4, "Float")}))}) == {}
+    )
+    gap = dump(1, 10)
+    del gap["entries"][4]  # a buffer with a hole in its sequence: not compared
+    assert sequences_of(gap) == []
+
+
+def test_the_run_record_notes_a_silent_desync():
+    infos = {
+        0: ScriptRankInfo(collectives=sequences_of(dump(1, 6))),
+        1: ScriptRankInfo(collectives=sequences_of(dump(1, 6, {4: ("all_reduce", 4, "Int")}))),
+    }
+    (note,) = desync_notes(infos)
+    assert note.startswith("the ranks' collectives part at #4 of the default group: rank 0 ran all_reduce of 1 tensor")
+    assert note.endswith("; the backend raised no error: what that collective returned is not what the script meant")
+    roundtrip = ScriptRankInfo.from_dict(infos[1].to_dict())
+    assert roundtrip == infos[1]
