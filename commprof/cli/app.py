@@ -118,6 +118,7 @@ def console_main() -> None:
     (docs/benchmarks.md); what the teardown would do that matters is done here first: the threads still running
     are joined, the exit handlers run (the fork server stopped: launch/forkserver.py), the output flushed."""
     import atexit
+    import contextlib
     import os
     import threading
 
@@ -131,8 +132,9 @@ def console_main() -> None:
         if thread is not threading.main_thread() and not thread.daemon:
             thread.join()
     atexit._run_exitfuncs()
-    sys.stdout.flush()
-    sys.stderr.flush()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError):  # a reader that left early (`commprof ... | head`)
+            stream.flush()
     os._exit(code)
 
 
