@@ -1,6 +1,6 @@
 """A run that did not complete, without a process: run.json marked interrupted, the one line an interrupt or a
 failure ends with, the exit codes (130 for SIGINT, 143 for SIGTERM), and `commprof view` of a run that recorded
-nothing. The real launches are in test_interrupt_runs.py and test_script_runs.py."""
+nothing. The real launches are in test_interrupt_runs.py and test_script_failures.py."""
 
 import json
 import signal

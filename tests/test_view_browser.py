@@ -45,9 +45,18 @@ def commprof_view(traces: Path):
         process.wait(timeout=30)
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def served(cpu_run):
+    """One `commprof view` of the run, and a sweep's event files beside it (the HParams dashboard needs settings
+    to compare; the profiler plugin lists only folders with traces), for every page this file opens."""
+    from commprof.render.tensorboard import write_events
+    from commprof.results.store import load_report
+    from tests.test_tensorboard_events import swept
+
     cwd, _ = cpu_run
+    sweep_events = cwd / "traces" / "sweep-demo" / "tensorboard"
+    if not sweep_events.exists():
+        write_events(swept(load_report(cwd / "reports" / "e2e" / "report.json")), sweep_events)
     with commprof_view(cwd / "traces") as printed:
         yield printed
 
@@ -150,30 +159,15 @@ def deep(page, selector: str) -> list[dict]:
     return page.evaluate(DEEP, selector)
 
 
-@pytest.fixture
-def served_with_sweep(cpu_run):
-    """The run, and a sweep's event files beside it (the HParams dashboard needs settings to compare)."""
-    from commprof.render.tensorboard import write_events
-    from commprof.results.store import load_report
-    from tests.test_tensorboard_events import swept
-
-    cwd, _ = cpu_run
-    sweep_events = cwd / "traces" / "sweep-demo" / "tensorboard"
-    if not sweep_events.exists():
-        write_events(swept(load_report(cwd / "reports" / "e2e" / "report.json")), sweep_events)
-    with commprof_view(cwd / "traces") as printed:
-        yield printed
-
-
-def test_commprofs_own_dashboards_draw_offline(served_with_sweep):
+def test_commprofs_own_dashboards_draw_offline(served):
     """Scalars draw the per-step lines, HParams lists both settings, Text shows the report: no network needed."""
     from playwright.sync_api import expect, sync_playwright
 
     ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        page = offline_page(browser, served_with_sweep["url"])
-        page.goto(served_with_sweep["tabs"]["Scalars"] + "&tagFilter=step%2Fcompute_ms")  # the per-step charts
+        page = offline_page(browser, served["url"])
+        page.goto(served["tabs"]["Scalars"] + "&tagFilter=step%2Fcompute_ms")  # the per-step charts
         page.wait_for_function(
             f"() => ({DEEP})('path.line').some(p => (p.d.match(/L/g) || []).length >= 3)", arg=None, timeout=60_000
         )
@@ -181,14 +175,14 @@ def test_commprofs_own_dashboards_draw_offline(served_with_sweep):
         assert lines, "no chart line with several steps was drawn"  # a line per rank, one point per step
         page.screenshot(path=str(ARTIFACTS / "tensorboard-scalars.png"))
 
-        page = offline_page(browser, served_with_sweep["url"])
-        page.goto(served_with_sweep["tabs"]["HParams"])
+        page = offline_page(browser, served["url"])
+        page.goto(served["tabs"]["HParams"])
         expect(page.get_by_text("25.000", exact=True)).to_be_visible(timeout=60_000)  # bucket_cap_mb of each setting
         expect(page.get_by_text("5.0000", exact=True)).to_be_visible()
         page.screenshot(path=str(ARTIFACTS / "tensorboard-hparams.png"))
 
-        page = offline_page(browser, served_with_sweep["url"])
-        page.goto(served_with_sweep["tabs"]["Text"])
+        page = offline_page(browser, served["url"])
+        page.goto(served["tabs"]["Text"])
         expect(page.get_by_text("commprof report: e2e").first).to_be_visible(timeout=60_000)
         page.screenshot(path=str(ARTIFACTS / "tensorboard-text.png"))
         browser.close()
