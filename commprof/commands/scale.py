@@ -77,13 +77,13 @@ def scale(
             if total % n:
                 raise UsageError(f"--strong: the global batch {total} does not divide evenly over {n} ranks")
             per_rank = total // n
-        per_node = n // nodes_of[n]
+        node_ranks = n // nodes_of[n]
         sized = dataclasses.replace(
             request,
             run_id=f"{name}-ws{n}-r1",
             batch_size=per_rank,
-            gpus=per_node if cuda else request.gpus,
-            procs=request.procs if cuda else per_node,
+            gpus=node_ranks if cuda else request.gpus,
+            procs=request.procs if cuda else node_ranks,
             nodes=nodes_of[n],
             rdzv_endpoint=request.rdzv_endpoint if nodes_of[n] > 1 else None,
         )
