@@ -67,7 +67,7 @@ def exit_on_error(entry: Callable[..., Any]) -> Callable[..., Any]:
         signal.signal(signal.SIGTERM, raise_stopped)
         signal.signal(signal.SIGINT, raise_stopped)
         # stopped while blocked in C++ (a collective whose peer failed), the rank may be killed before the handler
-        # runs: its stack goes to its log first (launch/faults.stopped_site)
+        # runs: its stack goes to its log first (launch/faults.main_thread_site)
         faulthandler.register(signal.SIGTERM, all_threads=True, chain=True)
         try:
             return entry(*args, **kwargs)
