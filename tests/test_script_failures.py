@@ -12,6 +12,7 @@ from tests.conftest import REPO, commprof
 SCRIPTS = REPO / "tests" / "data" / "scripts"
 pytestmark = pytest.mark.slow
 TINY_SCHEDULE = ["--schedule", "1,1,2"]
+FIRST_STEPS = ["--wait", "0", "--warmup", "0", "--active", "2"]  # profiled from the first step: a short failure
 
 
 def run_json(cwd, run_id):
@@ -27,12 +28,7 @@ def test_a_script_that_fails_on_one_rank(tmp_path):
         "--run-id",
         "f",
         "--quiet",
-        "--wait",
-        "0",
-        "--warmup",
-        "0",
-        "--active",
-        "2",
+        *FIRST_STEPS,
         "--",
         str(script),
         cwd=tmp_path,
@@ -105,12 +101,7 @@ def test_a_script_that_hangs_on_one_rank(tmp_path):
             "--timeout",
             "10",
             "--quiet",
-            "--wait",
-            "0",
-            "--warmup",
-            "0",
-            "--active",
-            "2",
+            *FIRST_STEPS,
             "--",
             str(SCRIPTS / "hangs_on_rank1.py"),
             cwd=tmp_path,
