@@ -103,21 +103,22 @@ def test_one_step_is_too_few_to_weigh(tmp_path):
     ) in skew_summary(report)
 
 
-def test_the_whole_runs_steps_decide_when_there_are_more_of_them(tmp_path):
-    """Rank 1 late in every profiled step; over 12 unprofiled steps of the whole run it made the others wait 3 ms
-    in all 12 (named, its interval the 3rd and 10th of them), or in 6 only (a median of 1.5 whose interval, the
-    3rd to the 10th, 0 to 3 ms, includes 0: not named)."""
+def test_the_whole_runs_steps_weigh_with_the_profiled_ones(tmp_path):
+    """Rank 1 late 3 ms in each of 4 profiled steps; over 12 unprofiled steps of the whole run it made the others
+    wait 3 ms in all 12 (named: 16 of 16 steps), or in 6 only (10 of 16 steps; the interval, the 4th to the 13th of
+    them, 0 to 3 ms, includes 0: not named, where the profiled window alone would have named it)."""
     every, half = [3.0] * 12, [3.0, 0.0] * 6
     ranks = [rank_trace(0, [0.0] * 4, last_us=[3_000.0] * 4), rank_trace(1, [3_000.0] * 4)]
     (tmp_path / "every").mkdir()
     report = analysed(tmp_path / "every", *ranks, waits={0: dict.fromkeys(range(12), 0.0), 1: dict(enumerate(every))})
     straggler = named(report)
-    assert straggler is not None and "late in 12 of the whole run's 12 unprofiled steps" in straggler.evidence
+    assert straggler is not None
+    assert "late in 16 of the run's 16 steps (4 profiled, 12 unprofiled)" in straggler.evidence
     (tmp_path / "half").mkdir()
     report = analysed(tmp_path / "half", *ranks, waits={0: dict.fromkeys(range(12), 0.0), 1: dict(enumerate(half))})
     assert named(report) is None
     weighed = next(f for f in report.within_noise if f.kind == "straggler")
-    assert "late in 6 of the whole run's 12 unprofiled steps" in weighed.evidence
+    assert "late in 10 of the run's 16 steps (4 profiled, 12 unprofiled)" in weighed.evidence
     assert "but not late consistently across the steps" in skew_summary(report)
 
 

@@ -54,8 +54,9 @@ def straggler(
     report: Report, windows, matching: Matching | None, step_ms: float, waits: dict[int, dict[int, float]] | None = None
 ) -> list[Finding]:
     """The rank whose late arrivals make the others wait: the others' mean wait per step is what the job loses.
-    `waits`: per rank, what it made the others wait at each step of the whole run (analysis/whole_run.waits_caused);
-    the interval is taken over those steps when there are more of them than profiled ones.
+    `waits`: per rank, what it made the others wait at each unprofiled step of the whole run
+    (analysis/whole_run.waits_caused); the interval is taken over those steps and the profiled ones together, so that
+    a rank slowed during the profiled window only (another process on its cores for a second) is not named.
 
     The evidence is per-step consistency within the run, wherever the rank's time goes (forward, backward, input):
     the gain is the median of its cost per step with the median's order-statistic interval, whose low end is above
@@ -80,15 +81,16 @@ def straggler(
     names = [s.name for s in steps_of.get(straggler, [])]
     own = _own_excess(report, straggler)
     costs = [min(per_step.get(name, 0.0), own.get(name, math.inf)) for name in names]
-    over = "{late} of {n} profiled steps"
-    if waits and len(waits.get(straggler, {})) > len(costs):
-        costs = list(waits[straggler].values())
-        over = "{late} of the whole run's {n} unprofiled steps, over which the interval is taken"
+    unprofiled = list((waits or {}).get(straggler, {}).values())
+    over = f"{len(costs)} profiled steps"
+    if unprofiled:
+        over = f"the run's {len(costs) + len(unprofiled)} steps ({len(costs)} profiled, {len(unprofiled)} unprofiled)"
+    costs += unprofiled
     if len(costs) < 2:
         return []
     gain = median_ci(costs)
     excess = _excess(report, straggler)
-    late = over.format(late=sum(cost > EXCESS_FLOOR_MS for cost in costs), n=len(costs))
+    late = f"{sum(cost > EXCESS_FLOOR_MS for cost in costs)} of {over}"
     if gain.value < cross.straggler_cost_ms - EXCESS_FLOOR_MS:
         late += f", bounded by its own extra time outside communication: {signed(gain.value, '.1f')} ms a step"
     cause = ", ".join(f"{PARTS[part]} {signed(ms, '.1f')} ms" for part, ms in excess.items())
