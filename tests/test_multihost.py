@@ -8,9 +8,10 @@ import pytest
 from commprof.results.store import load_report, load_result
 from tests.netbed import commprof_argv, namespaces_of_this_process, netbed, unavailable
 
+# not solo: the link's token bucket sets every rate checked here, and with the script tests beside them on both
+# cores (2026-11-27) every figure stayed in its range
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.solo,
     pytest.mark.skipif(unavailable() is not None, reason=str(unavailable())),
 ]
 RATE_MBIT = 400  # 0.05 GB/s
