@@ -22,6 +22,7 @@ BUILTIN_MODELS = ("mlp", "transformer", "convnet", "mlstm")
 STRATEGIES = ("ddp", "fsdp")
 REDUCE_DTYPES = ("fp32", "bf16", "fp16")
 MODEL_SIZES = ("small", "medium", "large")
+SCRIPT_OUTPUTS = ("all", "rank0", "none")
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
@@ -50,6 +51,11 @@ class ProfileSchedule:
     @property
     def total(self) -> int:
         return self.wait + self.warmup + self.active
+
+    def phase(self, steps_done: int) -> str:
+        """What progress calls the step just done (counted from 1): profiling while the profiler traces it (its
+        warm-up and recorded steps), training before and after."""
+        return "profiling" if self.wait < steps_done <= self.total else "training"
 
     @property
     def profiled_steps(self) -> tuple[int, int]:
@@ -130,6 +136,19 @@ OPTIONS_OF_STRATEGY: dict[str, type] = {"ddp": DDPOptions, "fsdp": FSDPOptions}
 def changed_options(options: SettingOptions) -> list[str]:
     """The options (as flags, without dashes) that differ from their defaults."""
     return [f.name.replace("_", "-") for f in dataclasses.fields(options) if getattr(options, f.name) != f.default]
+
+
+def applied_to_a_script(options: DDPOptions, forced: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The arguments commprof gives every DistributedDataParallel a script builds: those that differ from DDP's
+    defaults, and those in `forced` even at their default, but never a bucket_cap_mb of None (the script's own);
+    a comm hook other than none under the name comm_hook."""
+    defaults = DDPOptions()
+    applied: dict[str, Any] = {
+        name: getattr(options, name)
+        for name in DDP_ARGUMENTS
+        if getattr(options, name) is not None and (getattr(options, name) != getattr(defaults, name) or name in forced)
+    }
+    return applied | ({"comm_hook": options.comm_hook} if options.comm_hook != "none" else {})
 
 
 OWN_LABEL = "script-own"  # a script's DDP as it is written: commprof applies no bucket_cap_mb (nor any default)
@@ -226,6 +245,13 @@ class RunRequest(_StrategyOptions):
         "Record every step's time and its DDP all-reduces on every rank, from the first step to the last, without "
         "the profiler (the report's whole-run section). --no-whole-run: the profiled window only.",
     )
+    script_output: str | None = option(
+        None,
+        "Your script's own stdout and stderr on this terminal, as torchrun --tee shows them: all (every rank's lines, "
+        "each prefixed [rankN]:), rank0 (local rank 0's) or none; kept in traces/<run>/logs/ in every case "
+        "[default: all for run, none with --quiet or --json; none for sweep, tune and advise, which launch it many "
+        "times].",
+    )
     script: tuple[str, ...] = ()  # the user's training script and its arguments (or -m module and arguments)
     schedule: ProfileSchedule = field(default_factory=ProfileSchedule)
     ddp: DDPOptions = field(default_factory=DDPOptions)
@@ -276,6 +302,7 @@ class RunConfig(_StrategyOptions):
     tf32: bool | None = None  # None: torch's defaults
     script: tuple[str, ...] = ()  # a user's script and its arguments, run unmodified on every rank (worker.script)
     max_steps: int | None = None  # with a script: optimizer steps after which it ends
+    script_output: str = "none"  # a script's stdout and stderr on the terminal: SCRIPT_OUTPUTS
     profiled: bool = True  # False: a script's timed launch in a sweep, no profiler at all
     whole_run: bool = True  # every step recorded on every rank (worker/step_ledger.py)
     ddp_forced: tuple[str, ...] = ()  # DDP options a script gets even at DDP's default value (a sweep's settings)
@@ -324,6 +351,14 @@ class RunConfig(_StrategyOptions):
         _require(
             self.ddp.bucket_cap_mb is not None or bool(self.script),
             "a setting without bucket_cap_mb (a script's own) needs a script",
+        )
+        _require(
+            self.script_output in SCRIPT_OUTPUTS,
+            f"--script-output must be one of {', '.join(SCRIPT_OUTPUTS)}, got {self.script_output!r}",
+        )
+        _require(
+            self.script_output == "none" or bool(self.script),
+            "--script-output is for a script (commprof run -- train.py); a built-in model's ranks print nothing",
         )
         _require(
             self.nodes == 1 or self.rdzv_endpoint is not None,

@@ -60,6 +60,7 @@ CASES = {
         ["--max-steps", "30", "--", "train.py", "--lr", "1"],
         lambda w: w.config.max_steps == 30 and w.config.script == ("train.py", "--lr", "1"),
     ),
+    "script_output": (["--script-output", "rank0", "--", "train.py"], lambda w: w.config.script_output == "rank0"),
     "whole_run": (["--no-whole-run"], lambda w: w.config.whole_run is False),
     "wait": (["--wait", "3"], lambda w: w.config.schedule.wait == 3),
     "warmup": (["--warmup", "1"], lambda w: w.config.schedule.warmup == 1),

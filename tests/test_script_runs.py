@@ -59,6 +59,14 @@ def test_a_script_runs_to_its_own_end_with_its_own_buckets(tmp_path):
     lines = [line for line in result.stderr.splitlines() if line.startswith("commprof: ")]
     assert "\x1b" not in result.stderr and lines[0] == "commprof: starting ranks", result.stderr
     assert re.fullmatch(r"commprof: rank 0 done: 32/32 steps in \d:\d\d:\d\d", lines[-1]), lines
+    # the script's own lines, on the streams it wrote them to, each with its rank, as torchrun --tee shows them
+    for rank in (0, 1):
+        assert [line for line in result.stderr.splitlines() if line.startswith(f"[rank{rank}]: ")] == [
+            f"[rank{rank}]: epoch 1 of 2 done",
+            f"[rank{rank}]: epoch 2 of 2 done",
+        ], result.stderr
+    assert "[rank0]: saved mine.pt after 2 epochs, RANK=0\n" in result.stdout and "[rank1]" not in result.stdout
+    assert "script output: traces/e/logs/ (each rank's stdout.log and stderr.log)" in result.stdout
 
 
 def test_optimizer_steps_are_steps_under_accumulation_and_a_grad_scaler(tmp_path):

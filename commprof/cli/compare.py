@@ -10,7 +10,7 @@ from commprof.cli import console
 from commprof.cli.options import FSDP_OPTIONS, with_run_options
 
 
-@with_run_options(exclude=frozenset({"backend", "max_steps"}) | FSDP_OPTIONS)
+@with_run_options(exclude=frozenset({"backend", "max_steps", "script_output"}) | FSDP_OPTIONS)
 def compare(
     request,
     quiet: bool,

@@ -2,11 +2,30 @@
 
 from __future__ import annotations
 
+import sys
+from contextlib import contextmanager, redirect_stdout
+from typing import Iterator
+
 from rich.console import Console
 from rich.markup import escape
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False)
+
+
+@contextmanager
+def stdout_for_the_result(json_out: bool) -> Iterator[None]:
+    """--json: the JSON alone on stdout; what else would write there while the command works (a script's own
+    lines, shown as torchrun shows them) goes to stderr."""
+    if not json_out:
+        yield
+        return
+    out.file = sys.stdout
+    try:
+        with redirect_stdout(sys.stderr):
+            yield
+    finally:
+        out.file = None  # type: ignore[assignment]  # rich: None is sys.stdout at each print
 
 
 def error(message: str, traceback: str = "") -> None:
@@ -42,6 +61,8 @@ def finish(outcome, quiet: bool, json_out: bool = False) -> None:
         show(outcome.result, out)
     if outcome.traces is not None:
         out.print(f"traces: {outcome.traces}/", markup=False)
+    if outcome.logs is not None:
+        out.print(f"script output: {outcome.logs}/ (each rank's stdout.log and stderr.log)", markup=False)
     if outcome.files:
         # files beside the page by name; others (TensorBoard's event files next to the traces) by path
         others = ", ".join(f.name if f.parent == outcome.files[0].parent else f"{f}/" for f in outcome.files[1:])

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Callable, Optional
 
 import typer
 
+from commprof.cli.console import stdout_for_the_result
 from commprof.config import DDPOptions, FSDPOptions, ProfileSchedule, RunRequest, by_fields, option_fields
 
 
@@ -165,7 +166,8 @@ def with_run_options(
             quiet, json_out = shared.pop("quiet"), shared.pop("json_out")
             lists = {"swept_values": {p.name: kwargs.pop(p.name) for p in list_params}} if swept else {}
             request = build_request(shared, _named_on_command_line(kwargs.pop(CONTEXT.name), shared))
-            return command(request=request, quiet=quiet or json_out, json_out=json_out, **lists, **kwargs)
+            with stdout_for_the_result(json_out):
+                return command(request=request, quiet=quiet or json_out, json_out=json_out, **lists, **kwargs)
 
         parameters = [CONTEXT, *own, *list_params, *shared_params]
         wrapper.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]

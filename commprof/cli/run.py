@@ -41,6 +41,8 @@ def run(
     from commprof.commands import run as command
 
     request = dataclasses.replace(request, script=tuple(script or ()))
+    if quiet and request.script_output is None:  # --quiet, --json: the script's own lines only when asked for
+        request = dataclasses.replace(request, script_output="none")
     if emit_sbatch:
         console.out.print(command.sbatch(request), markup=False, highlight=False, end="")
         return

@@ -12,7 +12,7 @@ from commprof.cli.options import FSDP_OPTIONS, with_run_options
 Opt = typer.Option
 
 
-@with_run_options(exclude=frozenset({"nodes", "max_steps"}) | FSDP_OPTIONS)
+@with_run_options(exclude=frozenset({"nodes", "max_steps", "script_output"}) | FSDP_OPTIONS)
 def scale(
     request,
     quiet: bool,

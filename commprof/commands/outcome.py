@@ -15,6 +15,7 @@ class Outcome:
     result: Result | None  # None: nothing to report here (e.g. rank 0 runs on another node)
     files: list[Path] = field(default_factory=list)  # what was written, the page first
     traces: Path | None = None  # the traces this result came from, when it made them
+    logs: Path | None = None  # where a script's own output was kept, when it ran one
     note: str | None = None  # said instead of a result, or beside it
 
 
@@ -23,8 +24,9 @@ class Feedback(Protocol):
 
     def info(self, message: str) -> None: ...
 
-    def watch(self, progress_file: Path, total_steps: int | None) -> AbstractContextManager:
-        """A launch's progress, read from the file its local rank 0 rewrites; `total_steps` None: known at the end."""
+    def watch(self, progress_file: Path, total_steps: int | None, subject: str = "") -> AbstractContextManager:
+        """A launch's progress, read from the file its local rank 0 rewrites; `total_steps` None: known at the end;
+        `subject`: which of several launches this is, named on each line."""
         ...
 
     def status(self, message: str) -> AbstractContextManager: ...
@@ -38,7 +40,7 @@ class Silent:
     def info(self, message: str) -> None:
         pass
 
-    def watch(self, progress_file: Path, total_steps: int | None) -> AbstractContextManager:
+    def watch(self, progress_file: Path, total_steps: int | None, subject: str = "") -> AbstractContextManager:
         return nullcontext()
 
     def status(self, message: str) -> AbstractContextManager:

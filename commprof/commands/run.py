@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import os
 import signal
@@ -13,7 +14,7 @@ from commprof.commands.common import check_model, describe, prepare_figures, tra
 from commprof.commands.outcome import SILENT, Feedback, Outcome
 from commprof.commands.reporting import report_from_traces, write_report
 from commprof.commands.unfinished import failed_run, interrupted_run
-from commprof.config import RunConfig, RunRequest, setting_label
+from commprof.config import RunConfig, RunRequest, applied_to_a_script, setting_label
 from commprof.errors import Interrupted, RunFailed, UsageError
 from commprof.launch.runlog import finish_script_run, read_run_json
 
@@ -31,12 +32,15 @@ def run(request: RunRequest, feedback: Feedback = SILENT, env: Mapping[str, str]
     if started_by_mpi_launcher(env):
         return _as_one_mpi_rank(request)
     forkserver.start_early(request)
+    if request.script and request.script_output is None:
+        request = dataclasses.replace(request, script_output="all")  # run shows it; the many-launch commands do not
     config = resolve(request, MachineProbe.detect())
     if config.script:
         check_script(request)
+        applied = ", ".join(f"{k}={v}" for k, v in applied_to_a_script(config.ddp, config.ddp_forced).items())
         feedback.info(
             f"run {config.run_id}: {' '.join(config.script)} on {config.world_size} {config.device} rank(s), "
-            f"{config.backend}"
+            f"{config.backend}" + (f"; its DDP gets {applied}" if applied else "")
         )
         if torchrun_environment(config.procs_per_node):
             feedback.info(TORCHRUN_OMP_WARNING)
@@ -68,7 +72,7 @@ def run(request: RunRequest, feedback: Feedback = SILENT, env: Mapping[str, str]
         record = read_run_json(launched.run_dir)
         _covered_by_the_window(config, (record.steps_completed if record else None) or 0, feedback)
     try:
-        return report_run(launched.run_dir, config.reports_dir)
+        outcome = report_run(launched.run_dir, config.reports_dir)
     except KeyboardInterrupt as stop:  # Interrupted too
         raise Interrupted(
             getattr(stop, "signum", signal.SIGINT),
@@ -76,6 +80,7 @@ def run(request: RunRequest, feedback: Feedback = SILENT, env: Mapping[str, str]
             f"--name {launched.run_dir.name}-report` reports on it)",
             launched.run_dir,
         ) from None
+    return dataclasses.replace(outcome, logs=launched.run_dir / "logs") if config.script else outcome
 
 
 def _covered_by_the_window(config: RunConfig, ran: int, feedback: Feedback) -> None:

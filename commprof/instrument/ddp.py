@@ -10,7 +10,7 @@ from torch import nn
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 from torch.nn.parallel import DistributedDataParallel
 
-from commprof.config import DDP_ARGUMENTS, DDPOptions
+from commprof.config import DDP_ARGUMENTS, DDPOptions, applied_to_a_script
 from commprof.results.run_record import BuiltDDP
 
 TIMED = "_commprof_timed_hook"  # the attribute of a DDP whose comm hook commprof times
@@ -129,14 +129,8 @@ class DDPOverrides:
     got is recorded in `built`."""
 
     def __init__(self, options: DDPOptions, forced: tuple[str, ...] = ()):
-        defaults = DDPOptions()
-        self.options = {
-            name: getattr(options, name)
-            for name in DDP_KEYWORDS
-            if getattr(options, name) is not None
-            and (getattr(options, name) != getattr(defaults, name) or name in forced)
-        }
-        self.comm_hook = options.comm_hook if options.comm_hook != "none" else None
+        self.options = applied_to_a_script(options, forced)
+        self.comm_hook = self.options.pop("comm_hook", None)
         self.built: list[BuiltDDP] = []
         self._first: DistributedDataParallel | None = None  # kept alive for its logging data at the end
         self._original = DistributedDataParallel.__init__

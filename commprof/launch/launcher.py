@@ -10,9 +10,9 @@ import socket
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, cast
 
-from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs, SignalException, Std
+from torch.distributed.elastic.multiprocessing import SignalException
 from torch.distributed.elastic.multiprocessing.errors import ChildFailedError, ProcessFailure
 from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
@@ -35,6 +35,7 @@ from commprof.launch.hang_evidence import describe_hang, hang_evidence_environme
 from commprof.launch.preflight import endpoint_is_here, failed_setup
 from commprof.launch.result import LaunchResult
 from commprof.launch.runlog import claim_if_unstarted, mark_failed, mark_interrupted, started_by
+from commprof.launch.script_output import ShownLogs
 from commprof.launch.tracebacks import user_traceback
 from commprof.native_logs import restore_for_workers
 from commprof.results.hang import EVIDENCE_PREFIX, read_evidence
@@ -73,7 +74,8 @@ def launch_config(config: RunConfig, log_dir: Path) -> LaunchConfig:
         local_addr=config.local_addr,
         max_restarts=0,
         monitor_interval=0.1,
-        logs_specs=DefaultLogsSpecs(log_dir=str(log_dir), redirects=Std.ALL),
+        # every rank's output goes to its logs; a script's is also shown, as torchrun --tee shows it
+        logs_specs=ShownLogs(str(log_dir), config.script_output if config.script else "none"),
         start_method=forkserver.start_method(config.device),
         **grace,
     )
@@ -116,9 +118,11 @@ def launch(
             _own_signal_handlers(),
             deadline.watching(),
         ):
+            launching = launch_config(config, log_dir)
             try:
-                results = elastic_launch(launch_config(config, log_dir), entrypoint)(*args)
+                results = elastic_launch(launching, entrypoint)(*args)
             finally:
+                cast(ShownLogs, launching.logs_specs).stop()
                 _keep_evidence(hang_dir, log_dir)
     except ChildFailedError as exc:
         outcomes = _outcomes(exc, log_dir, config)

@@ -66,7 +66,13 @@ def resolve(
         raise UsageError("--nodes > 1: pass the same --run-id NAME on every node, so all nodes write one run folder")
     run_id = request.run_id or new_run_id()
     check_writable(request.traces_dir, request.reports_dir)
-    resolved = {"run_id": run_id, "device": device, "backend": backend, "procs_per_node": ranks}
+    resolved = {
+        "run_id": run_id,
+        "device": device,
+        "backend": backend,
+        "procs_per_node": ranks,
+        "script_output": request.script_output or "none",
+    }
     config = by_fields(
         RunConfig, vars(request), **resolved, ddp_forced=request.ddp_forced, launch_id=secrets.token_hex(8)
     )

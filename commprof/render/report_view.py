@@ -31,7 +31,7 @@ from commprof.render.tables import (
     without_empty_columns,
 )
 from commprof.render.whole_run_view import whole_run_sections
-from commprof.results.report import Report
+from commprof.results.report import Report, step_named
 
 
 def document(report: Report) -> Document:
@@ -61,13 +61,17 @@ def _about(report: Report) -> Section:
     run = report.run
     if run:
         hosts = f"; hosts: {', '.join(run.hosts)}" if run.hosts else ""
+        model = f"{run.model} ({run.parameters or 0:,} parameters), " if run.model else ""
         about = (
-            f"{run.model} ({run.parameters or 0:,} parameters), {run.world_size} ranks, {run.backend} on "
+            f"{model}{run.world_size} ranks, {run.backend} on "
             f"{run.device}{hosts}; torch {run.versions.get('torch')}; created {report.created}"
         )
     else:
         about = f"{len(report.ranks)} rank(s) from {len(report.sources)} trace file(s); created {report.created}"
     blocks = [Text(about, "meta")]
+    if run and run.settings(with_defaults=False):
+        shown = run.settings(with_defaults=False).items()
+        blocks.append(Text("settings: " + ", ".join(f"{k}={v}" for k, v in shown), "meta"))
     if report.incomplete:
         blocks.append(Text(f"INCOMPLETE: {report.incomplete}", "alert"))
     communicates = any(r.comm_ms for r in report.ranks)
@@ -102,7 +106,7 @@ def _sweep(report: Report) -> list[Section]:
         blocks.append(Text(sweep.paste, "code"))
     blocks += [
         Text(
-            f"The job's step time (slowest rank per step), median of interleaved rounds in ms, with its 95% "
+            f"The job's step time (slowest rank per step), median of interleaved repeats in ms, with its 95% "
             f"interval; speedup against {sweep.baseline}; * marks the best, {NOT_SIGNIFICANT}; exposed "
             f"communication in ms; {counted}. The breakdown below is the best setting's, {sweep.best}."
         ),
@@ -158,7 +162,10 @@ def _breakdown(report: Report) -> Section:
     ]
     if report.timeline is not None:
         blocks += [
-            Text(f"One step of rank {report.timeline.rank} ({report.timeline.step}, a step of median length):"),
+            Text(
+                f"One step of rank {report.timeline.rank}, {step_named(report, report.timeline.step)}, a step of "
+                "median length:"
+            ),
             Figure("timeline.png", "step timeline"),
         ]
     return Section("Where the step goes", blocks)
@@ -180,7 +187,12 @@ def _collectives(report: Report) -> Section:
         return Section("Collectives", [Text("No collective ran in the profiled steps.")])
     headers, rows = without_empty_columns(COLLECTIVE_HEADERS, [collective_row(c) for c in report.collectives])
     table = Table(headers, rows, left=("phase", "op", "for", "backend", "dtype"), key=2)
-    return Section("Collectives", [Text("In the profiled steps; algbw and busbw in GB/s."), table])
+    caption = (
+        "In the profiled steps; ms: one call's mean time; algbw and busbw in GB/s. Calls in flight at once (Gloo and "
+        "NCCL run buckets side by side) each count their own time here, so calls x ms can add up to more than the "
+        "breakdown's comm, which counts the time with any collective in flight once."
+    )
+    return Section("Collectives", [Text(caption), table])
 
 
 def _across_ranks(report: Report) -> list[Section]:

@@ -7,6 +7,7 @@ loads with the fields it lacks at their defaults; fields this version does not k
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -217,6 +218,33 @@ class RunSummary:
     cast_costs: list[CastCost] = field(default_factory=list)
     rank_hosts: dict[str, str] = field(default_factory=dict)  # rank -> the host it ran on
     parameter_sizes: list[int] | None = None  # bytes per parameter, registration order
+
+    def settings(self, with_defaults: bool = True) -> dict[str, str]:
+        """What shaped the run's communication, by name: DDP's arguments as its DDP got them (a script's own, with
+        what commprof applied on top marked so), the comm hook and gradient accumulation, or FSDP's options; the
+        precision of a built-in model; a script's arguments. `with_defaults` False: DDP's options at DDP's
+        defaults left out, but for the bucket cap and the hook (a header's short list)."""
+        config = self.config
+        always = ("script", "bucket_cap_mb", "comm_hook", "precision")
+        if config.strategy == "fsdp":
+            shown = {f.name: str(getattr(config.fsdp, f.name)) for f in dataclasses.fields(config.fsdp)}
+            defaults = dict(shown)
+        elif self.script is None:
+            shown = {f.name: str(getattr(config.ddp, f.name)) for f in dataclasses.fields(config.ddp)}
+            defaults = {f.name: str(f.default) for f in dataclasses.fields(config.ddp)}
+        else:
+            shown, defaults = {"script": " ".join(self.script)}, {}
+            for built in self.ddp_built[:1]:  # the first DDP the script built: the one measured
+                for name, asked in built.asked.items():
+                    applied = built.applied.get(name, asked)
+                    own = "DDP's default" if asked is None else str(asked)
+                    shown[name] = f"{applied} (commprof's; the script's {own})" if applied != asked else own
+                    defaults[name] = "False"
+            if config.ddp.comm_hook != "none":
+                shown["comm_hook"] = f"{config.ddp.comm_hook} (commprof's)"
+        if not self.script:
+            shown["precision"] = config.precision
+        return {k: v for k, v in shown.items() if with_defaults or k in always or v != defaults.get(k)}
 
 
 def _decode(kind: type, obj: Any) -> Any:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import faulthandler
+import io
 import json
 import os
 import runpy
@@ -175,8 +176,9 @@ class ScriptSession:
     def _write_progress(self, total: int | None) -> None:
         """On each node's first rank: the steps so far, of `total` (None: the script's own loop decides)."""
         if self.local_rank == 0:
-            phase = "training" if self.profiler is None else "profiling"
-            write_progress(self.progress_path, Progress(self.log.steps_done, total, self.log.last_ms, phase))
+            done = self.log.steps_done
+            phase = self.config.schedule.phase(done) if self.config.profiled else "training"
+            write_progress(self.progress_path, Progress(done, total, self.log.last_ms, phase))
 
     def _start_scheduled_profiler(self) -> None:
         """At the first optimizer step: the start-up recording is dropped, the schedule's profiler begins. It
@@ -292,6 +294,9 @@ def forked_main(payload: dict[str, Any], progress_path: str) -> None:
 
 def run_rank(config: RunConfig, progress_path: Path) -> int:
     """This process's rank of the script, start to end; 0, or 1 with the error recorded for the launcher."""
+    for stream in (sys.stdout, sys.stderr):  # its lines reach the log, and the terminal, as they come
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(line_buffering=True)
     session = ScriptSession(config, progress_path)
     code = 0
     try:

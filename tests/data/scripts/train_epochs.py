@@ -3,6 +3,7 @@ DataLoader, epochs, an LR schedule, gradient clipping, a checkpoint on rank 0. I
 
 import argparse
 import os
+import sys
 
 import torch
 import torch.distributed as dist
@@ -42,6 +43,7 @@ def main():
             nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
             schedule.step()
+        print(f"epoch {epoch + 1} of {args.epochs} done", file=sys.stderr)
     if rank == 0:
         torch.save(model.module.state_dict(), args.checkpoint)
         print(f"saved {args.checkpoint} after {args.epochs} epochs, RANK={os.environ['RANK']}")
