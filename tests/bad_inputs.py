@@ -62,7 +62,7 @@ CASES: list[tuple[list[str], str]] = [
     (["analyze", "trace.json", "--workers", "0"], "--workers"),
     (["analyze", "trace.json", "--reports-dir", "afile"], "afile exists and is not a folder"),
     (["analyze", "trace.json", "--reports-dir", "afile/r"], "afile/r: cannot write there (afile is a file, not a"),
-    (["report", "missing.json"], "missing.json: cannot read"),
+    (["report", "missing.json"], "missing.json: no such report; give a report.json, its folder, or a run id"),
     (["report", "notjson.json"], "not valid JSON"),
     (["report", "notreport.json"], "not a commprof report"),
     (["report", "notreport.json", "--format", "pdf"], "--format must be one of"),

@@ -63,7 +63,7 @@ def test_every_op_runs_for_real_and_is_correct(tmp_path):
         "3",
         "--model",
         "mlp",
-        "--name",
+        "--run-id",  # bench's --name, under the name run, sweep and tune give it
         "b",
         "--json",
         cwd=tmp_path,
@@ -80,7 +80,7 @@ def test_every_op_runs_for_real_and_is_correct(tmp_path):
     assert data["host"] == socket.gethostname() and data["hosts"] == [socket.gethostname()] * 2
     for name in ("report.json", "report.md", "report.html", "bench.csv", "busbw.png"):
         assert (tmp_path / "reports" / "b" / name).stat().st_size > 100
-    shown = commprof("report", str(tmp_path / "reports" / "b"), "--format", "md", cwd=tmp_path)
+    shown = commprof("report", "b", "--format", "md", cwd=tmp_path)  # by its name, as every command takes a run
     assert shown.returncode == 0 and "| all_reduce |" in shown.stdout  # saved and shown like every result
 
 

@@ -92,6 +92,23 @@ def test_a_phase_seen_before_waits_for_the_10_s():
     ]
 
 
+def test_each_launch_of_a_sweep_names_its_setting_and_repeat_on_every_line():
+    """A script's tune launches it many times: each launch's lines say which setting and which repeat."""
+    lines: list[str] = []
+    clock = FakeClock()
+    view = StepLines(lines.append, clock, subject="bucket-5mb, repeat 2/5")
+    view.start()
+    clock.now = 1
+    view.show(Progress(1, 8, 50.0))
+    clock.now = 2
+    view.end(Progress(8, 8, 50.0), failed=False)
+    assert lines == [
+        "commprof: bucket-5mb, repeat 2/5: starting ranks",
+        "commprof: bucket-5mb, repeat 2/5: rank 0 training: step 1/8, 50.0 ms per step",
+        "commprof: bucket-5mb, repeat 2/5: rank 0 done: 8/8 steps in 0:00:02",
+    ]
+
+
 def test_a_stalled_rank_0_is_said_to_be_stalled_not_shown_on_its_last_line_again():
     """Rank 0 finished step 15 and then no other for 25 s (a rank it waits for is stuck): the lines say how long, and
     from when; a slow step (5 s a step) is not a stall until five of them have gone by."""
@@ -404,3 +421,17 @@ def test_a_capped_script_in_a_log_ends_on_the_steps_it_ran(capped_script_run):
     lines = progress_lines(capped.stderr)
     assert lines[0] == "commprof: starting ranks", capped.stderr
     assert re.fullmatch(r"commprof: rank 0 done: 8/8 steps in \d:\d\d:\d\d", lines[-1]), lines
+
+
+def test_progress_says_profiling_only_for_the_steps_the_profiler_traces():
+    """--schedule 5,2,10: steps 1-5 train, 6-17 are traced (warm-up and recorded), 18 on train again."""
+    from commprof.config import ProfileSchedule
+
+    schedule = ProfileSchedule(5, 2, 10)
+    assert [schedule.phase(step) for step in (1, 5, 6, 17, 18)] == [
+        "training",
+        "training",
+        "profiling",
+        "profiling",
+        "training",
+    ]

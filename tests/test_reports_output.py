@@ -17,7 +17,7 @@ import pytest
 from commprof.analysis.analyze import analyze
 from commprof.analysis.diff import diff_reports
 from commprof.trace.load import load_run
-from tests.conftest import commprof, run_record
+from tests.conftest import commprof, run_record, run_summary
 from tests.tracebuilder import GLOO, TraceBuilder
 
 SCHEMA = json.loads((Path(__file__).parent / "data" / "chrome_trace_schema.json").read_text())
@@ -93,7 +93,7 @@ def test_diff_separates_real_changes_from_noise(tmp_path):
     rows = {r.metric: r for r in result.rows}
     assert result.tested and rows["compute"].significant
     assert rows["compute"].delta == pytest.approx(0.19, abs=0.015) and rows["compute"].low > 0
-    assert rows["step time"].significant and rows["step time"].delta_pct > 0
+    assert rows["profiled step"].significant and rows["profiled step"].delta_pct > 0
     assert rows["communication"].delta == pytest.approx(0.0) and not rows["communication"].significant
     assert not any(r.significant for r in diff_reports(before, before[::-1]).rows)
 
@@ -123,6 +123,46 @@ def test_diff_discounts_a_difference_in_the_profilers_own_cost(tmp_path):
     ) in result.notes
 
 
+def test_diff_names_the_settings_that_differ(tmp_path):
+    """Two built-in runs that differ in bucket_cap_mb only, then a script whose cap commprof replaced against the
+    script as written: the settings table holds exactly what differs, in the words the report's header uses."""
+    from commprof.render.diff import document
+    from commprof.render.markdown import render
+    from commprof.results.run_record import BuiltDDP
+
+    base = _run(tmp_path, "a", 400.0)
+    built_in = [dataclasses.replace(base, run=run_summary(cap)) for cap in (25.0, 0.05)]
+    changed = diff_reports(built_in[:1], built_in[1:]).settings
+    assert [(c.name, c.a, c.b) for c in changed] == [("bucket_cap_mb", "25.0", "0.05")]
+    assert "| bucket_cap_mb | 25.0 | 0.05 |" in render(document(diff_reports(built_in[:1], built_in[1:])))
+    asked = {
+        "bucket_cap_mb": 1,
+        "find_unused_parameters": False,
+        "gradient_as_bucket_view": False,
+        "static_graph": False,
+    }
+    script = ["train.py", "--epochs", "2"]
+
+    def script_run(applied):
+        built = BuiltDDP("Sequential", asked=asked, applied=applied)
+        return dataclasses.replace(base, run=run_summary(script=script, ddp_built=[built]))
+
+    own, capped = script_run({}), script_run({"bucket_cap_mb": 0.05})
+    assert capped.run.settings() == {
+        "script": "train.py --epochs 2",
+        "bucket_cap_mb": "0.05 (commprof's; the script's 1)",
+        "find_unused_parameters": "False",
+        "gradient_as_bucket_view": "False",
+        "static_graph": "False",
+    }
+    changed = diff_reports([own], [capped]).settings
+    assert [(c.name, c.a, c.b) for c in changed] == [("bucket_cap_mb", "1", "0.05 (commprof's; the script's 1)")]
+    against_built_in = {c.name: (c.a, c.b) for c in diff_reports([own], built_in[:1]).settings}
+    assert against_built_in["script"] == ("train.py --epochs 2", None)
+    assert against_built_in["precision"] == (None, "fp32")
+    assert diff_reports([base], [base]).settings == []  # traces from elsewhere carry no settings
+
+
 @pytest.mark.parametrize(
     "value, spec, text",
     [(-0.004, ".0%", "0%"), (0.004, ".0%", "0%"), (-0.0, ".0%", "0%"), (0.16, ".0%", "+16%"), (-0.051, ".0%", "-5%")]
@@ -132,6 +172,21 @@ def test_a_signed_number_that_rounds_to_zero_has_no_sign(value, spec, text):
     from commprof.results.common import signed
 
     assert signed(value, spec) == text
+
+
+@pytest.mark.parametrize(
+    "value, low, high, text",
+    [
+        (0.52, 0.48, 0.55, ("0.52", "95% CI 0.48 to 0.55")),  # was '0.5 ... 0.5 to 0.5'
+        (-0.0004, -0.0002, 0.001, ("0.000", "95% CI 0.000 to 0.001")),  # was '0.0 ... -0.0 to 0.0'
+        (16.7, 13.0, 17.5, ("16.7", "95% CI 13.0 to 17.5")),
+        (2.0, 2.0, 2.0, ("2.0", "95% CI 2.0 to 2.0")),  # equal values stay equal, at one decimal
+    ],
+)
+def test_an_interval_is_printed_at_the_precision_that_shows_it(value, low, high, text):
+    from commprof.results.common import Estimate, interval_text
+
+    assert interval_text(Estimate(value, low, high)) == text
 
 
 def test_the_profilers_own_cost_is_measured_and_warned_about():

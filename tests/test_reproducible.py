@@ -78,7 +78,7 @@ def test_a_rank_that_stalls_every_10th_step_is_found_every_time(shared_runs):
 
 def test_a_tiny_bucket_cap_loses_every_time(shared_runs, tmp_path):
     """64 all-reduces a step where DDP's default makes one: every run advises the one bucket, advise measures it
-    faster in interleaved rounds (a sweep of the two caps: its rounds are the reruns), and the tune has its
+    faster in interleaved repeats (a sweep of the two caps: its repeats are the reruns), and the tune has its
     smallest cap slower than the default."""
     reports = runs(shared_runs, "tiny", "--model", DEEP_MLP, "--bucket-cap-mb", TINY_CAP)
     no_contradiction(reports)

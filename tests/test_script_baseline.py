@@ -102,14 +102,14 @@ def test_the_recommendation_names_the_scripts_own_setting_by_its_buckets_never_t
     text, paste = recommend([own, cap1], own, options, own=True)
     assert text == (
         "No setting is significantly better than the script's own setting (script-own, as written: no bucket_cap_mb, "
-        "so DDP's default: a 1 MiB first bucket, then 25 MiB; DDP built 2 buckets: 1.0, 2.0 MB; 20.0 ms per step) by "
+        "so DDP's default: a 1 MiB first bucket, then 25 MiB; DDP built 2 buckets: 1.0, 2.0 MiB; 20.0 ms per step) by "
         "3% of the step or more: the fastest, bucket-1mb, is 1.01x (95% CI 0.96-1.06). Keep the script's own setting."
     )
     assert paste is None
     text, paste = recommend([own, cap1, cap25], own, options, own=True)
     assert text == (
         "bucket-25mb is best: 15.0 ms per step vs 20.0 ms for the script's own setting (script-own, as written: no "
-        "bucket_cap_mb, so DDP's default: a 1 MiB first bucket, then 25 MiB; DDP built 2 buckets: 1.0, 2.0 MB), "
+        "bucket_cap_mb, so DDP's default: a 1 MiB first bucket, then 25 MiB; DDP built 2 buckets: 1.0, 2.0 MiB), "
         "1.33x faster (95% CI 1.28-1.38), 25% less step time."
     )
     assert paste == "DDP(model, bucket_cap_mb=25)"
@@ -124,7 +124,7 @@ def test_the_recommendation_names_the_scripts_own_setting_by_its_buckets_never_t
     base = setting("bucket-25mb", DDPOptions().__dict__, CAP_25_BUCKETS, 15.0, 1.0, False)
     text, _ = recommend([base, cap1], base, options)
     assert text.startswith(
-        "The baseline (bucket-25mb: DDP built one bucket of 3.0 MB; 15.0 ms per step) is the fastest"
+        "The baseline (bucket-25mb: DDP built one bucket of 3.0 MiB; 15.0 ms per step) is the fastest"
     )
 
 

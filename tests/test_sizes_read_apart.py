@@ -26,6 +26,6 @@ def test_sizes_read_apart():
     assert len(set(shown)) == len(sizes)
     assert human_bytes(512) == "512 B" and human_bytes(None) == "unknown"
     # bucket layouts: a decimal more where one would read two different sizes alike
-    assert describe(OWN_BUCKETS) == "2 buckets: 1.0, 2.0 MB"
-    assert describe(CAP_1_BUCKETS) == "3 buckets: 1.01, 1.00, 1.00 MB"
-    assert describe([MB // 4] * 63 + [4 * MB]) == "64 buckets of 0.2 to 4.0 MB"
+    assert describe(OWN_BUCKETS) == "2 buckets: 1.0, 2.0 MiB"
+    assert describe(CAP_1_BUCKETS) == "3 buckets: 1.01, 1.00, 1.00 MiB"
+    assert describe([MB // 4] * 63 + [4 * MB]) == "64 buckets of 0.2 to 4.0 MiB"

@@ -41,15 +41,15 @@ def layout(parameter_bytes: Sequence[int], cap_mb: float | None) -> tuple[int, .
 
 
 def describe(sizes: Sequence[int]) -> str:
-    """'one bucket of 32.1 MB', '2 buckets: 28.1, 4.0 MB', or '64 buckets of 0.3 to 4.0 MB' (MB = MiB, as DDP
-    counts them), with more decimals where one would read two different sizes alike ('1.01, 1.00 MB')."""
+    """'one bucket of 32.1 MiB', '2 buckets: 28.1, 4.0 MiB', or '64 buckets of 0.3 to 4.0 MiB' (MiB, as DDP counts its
+    MB), with more decimals where one would read two different sizes alike ('1.01, 1.00 MiB')."""
     shown = _decimals(sizes)
     if len(sizes) == 1:
-        return f"one bucket of {sizes[0] / MB:.{shown}f} MB"
+        return f"one bucket of {sizes[0] / MB:.{shown}f} MiB"
     if len(sizes) > MAX_LISTED:
         low, high = f"{min(sizes) / MB:.{shown}f}", f"{max(sizes) / MB:.{shown}f}"
-        return f"{len(sizes)} buckets of {low if low == high else f'{low} to {high}'} MB"
-    return f"{len(sizes)} buckets: " + ", ".join(f"{s / MB:.{shown}f}" for s in sizes) + " MB"
+        return f"{len(sizes)} buckets of {low if low == high else f'{low} to {high}'} MiB"
+    return f"{len(sizes)} buckets: " + ", ".join(f"{s / MB:.{shown}f}" for s in sizes) + " MiB"
 
 
 def _decimals(sizes: Sequence[int], most: int = 3) -> int:
@@ -63,7 +63,7 @@ def _decimals(sizes: Sequence[int], most: int = 3) -> int:
 
 def cap_label(cap_mb: float | None) -> str:
     if cap_mb is None:
-        return "DDP's default (no bucket_cap_mb: 1 MB first bucket, then 25)"
+        return "DDP's default (no bucket_cap_mb: 1 MiB first bucket, then 25)"
     return f"bucket_cap_mb={cap_mb:g}"
 
 

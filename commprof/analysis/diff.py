@@ -16,11 +16,11 @@ import statistics
 from commprof.analysis.stats import difference_ci, launches_difference_ci, real_change
 from commprof.errors import UsageError
 from commprof.results.common import PRACTICAL_SHARE, signed
-from commprof.results.diff import DiffResult, DiffRow
-from commprof.results.report import Report
+from commprof.results.diff import DiffResult, DiffRow, SettingChange
+from commprof.results.report import Report, job_slowdown
 
 METRICS = (
-    ("step time", "window_ms"),
+    ("profiled step", "window_ms"),
     ("compute", "compute_ms"),
     ("communication", "comm_ms"),
     ("overlap", "overlap_ms"),
@@ -32,7 +32,7 @@ METRICS = (
 def profiler_slowdown(reports: list[Report]) -> float:
     """How much slower the profiler made the steps it recorded (median over ranks and launches); 0 when the reports
     do not say."""
-    found = [d.slowdown for report in reports for d in report.profiler_distortion]
+    found = [job_slowdown(report.profiler_distortion) for report in reports if report.profiler_distortion]
     return statistics.median(found) if found else 0.0
 
 
@@ -88,4 +88,16 @@ def diff_reports(a: list[Report], b: list[Report]) -> DiffResult:
     sizes = [r.run.world_size if r.run else None for r in (first_a, first_b)]
     if sizes[0] != sizes[1]:
         notes.append(f"world size differs: {sizes[0]} vs {sizes[1]}")
-    return DiffResult(names[0], names[1], rows, notes, tested=between_launches)
+    return DiffResult(names[0], names[1], rows, _settings_changed(first_a, first_b), notes, tested=between_launches)
+
+
+def _settings_changed(a: Report, b: Report) -> list[SettingChange]:
+    """The settings in which the two runs differ, in the order the first names them (none for traces from
+    elsewhere, which carry no settings)."""
+    if a.run is None or b.run is None:
+        return []
+    first, second = a.run.settings(), b.run.settings()
+    names = [*first, *(name for name in second if name not in first)]
+    return [
+        SettingChange(name, first.get(name), second.get(name)) for name in names if first.get(name) != second.get(name)
+    ]

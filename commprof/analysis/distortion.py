@@ -8,7 +8,7 @@ import statistics
 
 from commprof.config import ProfileSchedule
 from commprof.results.common import WARN_SLOWDOWN
-from commprof.results.report import ProfilerDistortion
+from commprof.results.report import ProfilerDistortion, job_slowdown
 from commprof.results.run_record import RunRecord
 
 SKIP_FIRST_STEPS = 3  # warm-up: allocator, autograd graph, connections
@@ -72,6 +72,7 @@ def job_drift_ms(run: RunRecord) -> float:
 
 
 def large_slowdown(found: list[ProfilerDistortion]) -> float | None:
-    """The profiler's slowdown of the steps it recorded (median over ranks) when above WARN_SLOWDOWN, else None."""
-    slowdown = statistics.median(d.slowdown for d in found) if found else 0.0
+    """The profiler's slowdown of the steps it recorded (results/report.job_slowdown) when above WARN_SLOWDOWN,
+    else None."""
+    slowdown = job_slowdown(found)
     return slowdown if slowdown > WARN_SLOWDOWN else None

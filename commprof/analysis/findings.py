@@ -320,18 +320,18 @@ def _slow_collectives(
     )
     ranks = samples[0].world_size
     reach_bytes = 4 * link.alpha_us * link.bandwidth_gbps * 1e3 * ranks  # bus bytes >= 4 x latency x B: 80% of B
-    sizes = ", ".join(f"{(c.bytes or 0) / MB:.2f} MB at {c.busbw_gbps:.2f} GB/s" for c in slow)
+    sizes = ", ".join(f"{(c.bytes or 0) / MB:.2f} MiB at {c.busbw_gbps:.2f} GB/s" for c in slow)
     return [
         Finding(
             kind="slow_collectives",
             title=f"{len(slow)} all-reduce size(s) run far below the link's bandwidth",
             evidence=f"{sizes}, against {top:.2f} GB/s for large messages on this link ({source})",
             action=(
-                f"fewer, larger messages: all-reduces of {reach_bytes / MB:.0f} MB or more reach 80% of the link "
+                f"fewer, larger messages: all-reduces of {reach_bytes / MB:.0f} MiB or more reach 80% of the link "
                 "(a larger bucket_cap_mb; the remainder bucket DDP leaves stays small)"
                 if reach_bytes < gradient_bytes
-                else f"the link's latency: it needs {reach_bytes / MB:.0f} MB messages to reach 80% of its bandwidth, "
-                f"more than the {gradient_bytes / MB:.0f} MB of gradients; a faster interconnect or fewer ranks "
+                else f"the link's latency: it needs {reach_bytes / MB:.0f} MiB messages to reach 80% of its bandwidth, "
+                f"more than the {gradient_bytes / MB:.0f} MiB of gradients; a faster interconnect or fewer ranks "
                 "per link"
             ),
             gain_ms=gain,
@@ -349,6 +349,6 @@ def _distortion(distortion: list[ProfilerDistortion]) -> list[Finding]:
             title=f"the profiler slowed the steps it recorded by {slowdown:.0%}",
             evidence="median step inside the profiled window against the unprofiled steps of the same run, over ranks",
             action="commprof run ... --schedule WAIT,1,2  "
-            "(a shorter active window; the numbers above describe slowed steps)",
+            "(a shorter active window; the breakdown and phases below describe slowed steps)",
         )
     ]

@@ -18,17 +18,24 @@ def completed_steps_only(trace: RunTrace, run: RunSummary | None) -> tuple[RunTr
     if run is None or run.status not in ("failed", "running", "interrupted"):
         return trace, None
     completed = run.steps_completed or 0
+    numbers = [int(m.group(1)) for r in trace.ranks for s in r.steps if (m := _STEP_NUMBER.search(s.name))]
+    # the first traced range is the schedule's first recorded step (a script's profiler starts a step late)
+    offset = run.config.schedule.profiled_steps[0] - min(numbers, default=0)
     kept: list[RankTrace] = []
     emptied: list[RankTrace] = []
     for rank in trace.ranks:
-        steps = tuple(s for s in rank.steps if (m := _STEP_NUMBER.search(s.name)) and int(m.group(1)) < completed)
+        steps = tuple(
+            s for s in rank.steps if (m := _STEP_NUMBER.search(s.name)) and int(m.group(1)) + offset <= completed
+        )
         (kept if steps else emptied).append(dataclasses.replace(rank, steps=steps))
+    covered = sorted({int(m.group(1)) + offset for r in kept for s in r.steps if (m := _STEP_NUMBER.search(s.name))})
     missing = missing_ranks(trace, run)
     parts = [
         f"the run was {run.error or 'interrupted'}"
         if run.status == "interrupted"
         else f"the run failed ({run.error or run.status})",
-        f"this report covers the {completed} step(s) that completed on every rank, where traced",
+        f"{completed} step(s) completed on every rank; this report covers "
+        + (f"steps {covered[0]}-{covered[-1]}, the traced ones among them" if covered else "no traced step of them"),
     ]
     if missing:
         parts.append(f"no trace from rank(s) {', '.join(map(str, missing))}")

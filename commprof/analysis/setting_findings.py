@@ -183,7 +183,7 @@ def compression(
             if other != hook and c
         ]
         evidence = (
-            f"a cast of a {largest / MB:.1f} MB bucket to {HOOKS[hook]} and back costs "
+            f"a cast of a {largest / MB:.1f} MiB bucket to {HOOKS[hook]} and back costs "
             f"{cast_us(costs, largest):.0f} us on this device, {casts_ms:.1f} ms per step for "
             f"{len(buckets)} bucket(s); the halved bytes save {saved:.1f} ms per step on this link "
             f"({link.bandwidth_gbps:.3f} GB/s for float32"

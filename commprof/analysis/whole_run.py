@@ -185,7 +185,7 @@ def _window_check(
     typical = not reasons
     if typical:
         reasons.append(f"{inside} of its {length} steps stood out, against {run_standouts:,} of the run's {steps:,}")
-    profiler = f", the profiler's own cost ({ratio - 1:+.0%})" if abs(ratio - 1) > PROFILER_NOTED else ""
+    profiler = ", slowed by the profiler (its own cost: above)" if ratio - 1 > PROFILER_NOTED else ""
     reasons.append(f"its median step {window_median:.1f} ms against the run's {median:.1f} ms{profiler}")
     why = "; ".join(reasons)
     return WindowCheck(first, last, window_median, inside, expected, typical, why)

@@ -57,7 +57,11 @@ def bench(
     local_addr: LocalAddrOpt = None,
     name: Annotated[
         Optional[str],
-        Opt(help="The report folder's name, the same on every node with --nodes [default: bench-<time stamp>]."),
+        Opt(
+            "--name",
+            "--run-id",
+            help="The report folder's name, the same on every node with --nodes [default: bench-<time stamp>].",
+        ),
     ] = None,
     reports_dir: ReportsDirOpt = Path("reports"),
     timeout: Annotated[float, Opt(help="Seconds allowed per backend.")] = 600.0,

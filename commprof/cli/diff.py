@@ -15,7 +15,8 @@ def diff(
     reports: Annotated[
         list[Path],
         typer.Argument(
-            help="Two report.json files (or folders): A B. To test a change, the reports of two or more launches "
+            help="Two reports, each a run id under reports/, a report.json or its folder: A B. To test a change, "
+            "the reports of two or more launches "
             "of each side, split by 'vs': A1 A2 vs B1 B2.",
             show_default=False,
         ),

@@ -38,7 +38,7 @@ class StepsBar:
     """Rich's bar, for a terminal. `steps`: the launch's total, None where only the end tells (a script without
     --max-steps: the bar counts up, and its total is the steps run when the launch ends)."""
 
-    def __init__(self, console: Console, steps: int | None):
+    def __init__(self, console: Console, steps: int | None, subject: str = ""):
         self.progress = Progress(
             TextColumn("[bold]{task.description}"),
             BarColumn(),
@@ -48,7 +48,8 @@ class StepsBar:
             console=console,
             transient=False,
         )
-        self.task = self.progress.add_task("starting ranks", total=steps, detail="")
+        self.subject = f"{subject}: " if subject else ""
+        self.task = self.progress.add_task(f"{self.subject}starting ranks", total=steps, detail="")
 
     def start(self) -> None:
         self.progress.start()
@@ -59,7 +60,7 @@ class StepsBar:
                 self.task,
                 completed=state.step,
                 total=state.steps,
-                description=description or f"rank 0 {state.phase}",
+                description=self.subject + (description or f"rank 0 {state.phase}"),
                 detail=f"step {state.step_ms:.1f} ms",
             )
 
@@ -123,13 +124,15 @@ class ConsoleFeedback:
         """One plain line: no markup, no highlighting, never wrapped."""
         self.console.print(line, markup=False, highlight=False, emoji=False, soft_wrap=True)
 
-    def watch(self, progress_file: Path, total_steps: int | None) -> AbstractContextManager:
+    def watch(self, progress_file: Path, total_steps: int | None, subject: str = "") -> AbstractContextManager:
         if self.quiet:
             return nullcontext()
         view: StepsView = (
-            StepsBar(self.console, total_steps)
+            StepsBar(self.console, total_steps, subject)
             if self.console.is_terminal
-            else StepLines(self.say, self.clock, hang=lambda: describe_hang(read_evidence(progress_file.parent)))
+            else StepLines(
+                self.say, self.clock, hang=lambda: describe_hang(read_evidence(progress_file.parent)), subject=subject
+            )
         )
         return watch_steps(progress_file, view, self.interval_s)
 

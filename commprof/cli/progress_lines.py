@@ -41,10 +41,19 @@ def step_count(step: int, steps: int | None) -> str:
 class StepLines:
     """A launch's progress, from the states rank 0 writes to its progress file (None: none written yet)."""
 
-    def __init__(self, write: Write, clock: Clock, every_s: float = EVERY_S, hang: Callable[[], str | None] = str):
+    def __init__(
+        self,
+        write: Write,
+        clock: Clock,
+        every_s: float = EVERY_S,
+        hang: Callable[[], str | None] = str,
+        subject: str = "",
+    ):
         """`hang`: where the stalled ranks are, from what they wrote about themselves (launch/hang_evidence), or
-        "" / None while they have written nothing."""
+        "" / None while they have written nothing. `subject`: which launch of several this is (a sweep's setting
+        and repeat), said on every line."""
         self.write, self.clock, self.every_s, self.hang = write, clock, every_s, hang
+        self.prefix = PREFIX + (f"{subject}: " if subject else "")
         self.started = self.last_line = clock()
         self.kinds: set[str] = set()  # the phases seen: a line when one begins for the first time
         self.first: tuple[float, int] | None = None  # when the first state was seen, and its step
@@ -101,7 +110,7 @@ class StepLines:
             self._say(f"rank 0 done: {state.step}/{state.steps or state.step} steps in {took}")
 
     def _say(self, text: str) -> None:
-        self.write(PREFIX + text)
+        self.write(self.prefix + text)
         self.last_line = self.clock()
 
 

@@ -14,7 +14,12 @@ FORMATS = ("table", "md", "json")
 
 
 def report(
-    path: Annotated[Path, typer.Argument(help="A report.json written by commprof, or its folder.", show_default=False)],
+    path: Annotated[
+        Path,
+        typer.Argument(
+            help="A run id (or report name) under reports/, a report.json, or its folder.", show_default=False
+        ),
+    ],
     format: Annotated[str, typer.Option("--format", "-f", help="table, md or json.")] = "table",
     json_out: JsonOpt = False,
     quiet: QuietOpt = False,

@@ -32,8 +32,7 @@ def advise(
 
     if top < 1:
         raise UsageError(f"--top must be >= 1, got {top}")
-    path = Path(run)
-    report = load_report(path if path.exists() else reports_dir / str(run))
+    report = load_report(Path(run), reports_dir)
     if report.kind != "run" or report.run is None:
         raise UsageError(
             f"{run}: advise needs the report of a `commprof run` (it reruns that job); this is a "

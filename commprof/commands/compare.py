@@ -15,7 +15,7 @@ from commprof.commands.reporting import prepare_report_dir, report_from_traces
 from commprof.config import STRATEGIES, RunRequest
 from commprof.errors import CommprofError, UsageError
 from commprof.results.compare import PLURAL, BackendRun, CompareResult
-from commprof.results.report import Report
+from commprof.results.report import Report, job_step_ms
 
 
 def compare(
@@ -89,7 +89,9 @@ def backend_run(backend: str, report: Report, strategy: str = "ddp", label: str 
     return BackendRun(
         backend=backend,
         available=True,
-        step_ms=statistics.median(r.step_time_ms.median for r in report.ranks),
+        # the figure the backend's own report leads with: its step without the profiler, else its profiled step
+        step_ms=job_step_ms(report.profiler_distortion)
+        or statistics.median(r.step_time_ms.median for r in report.ranks),
         comm_ms=mean("comm_ms"),
         exposed_comm_ms=mean("exposed_comm_ms"),
         overlap_ms=mean("overlap_ms"),
@@ -113,10 +115,7 @@ def summary(rows: list[BackendRun]) -> str:
             "few unprofiled steps to tell them apart from the noise (run more --steps). No winner."
         )
     gain = rerun_interval(speedup_ci(runner_up.job_steps_ms, best.job_steps_ms), ratio=True)  # launches apart
-    steps = (
-        f"the job's step without the profiler: {statistics.median(best.job_steps_ms):.1f} ms against "
-        f"{statistics.median(runner_up.job_steps_ms):.1f} ms"
-    )
+    steps = f"the job's step without the profiler: {best.step_ms:.1f} ms against {runner_up.step_ms:.1f} ms"
     if not real_speedup(gain):
         return (
             f"No significant difference between {best.name} and {runner_up.name}: {gain.value:.2f}x (95% CI "

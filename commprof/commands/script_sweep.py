@@ -109,7 +109,7 @@ def measure_script(
     )
     feedback.info(
         f"{kind} {config.run_id}: {' '.join(config.script)} on {config.world_size} {config.device} rank(s); "
-        f"{what} x {plan.repeats} interleaved rounds of one launch each ({timed_steps} steps, the first "
+        f"{what} x {plan.repeats} interleaved repeats of one launch each ({timed_steps} steps, the first "
         f"{plan.warmup_steps} untimed), then one profiled launch each ({profiled_steps} steps)"
         + (f"; {REFINED}" if tune else "")
     )
@@ -123,11 +123,13 @@ def measure_script(
     round_index = 0
     last: RunRecord | None = None
 
-    def launch(setting: DDPOptions, run_id: str, steps: int, schedule: ProfileSchedule | None) -> RunRecord:
+    def launch(
+        setting: DDPOptions, run_id: str, steps: int, schedule: ProfileSchedule | None, subject: str
+    ) -> RunRecord:
         nonlocal launches
         launches += 1
         applied = tuple(dict.fromkeys((*config.ddp_forced, *(() if setting == baseline else forced))))
-        return _launch(config, setting, applied, run_id, steps, schedule, feedback)
+        return _launch(config, setting, applied, run_id, steps, schedule, feedback, subject)
 
     while pending:
         timed: dict[str, list[float]] = {setting_label(s): [] for s in pending}
@@ -136,7 +138,11 @@ def measure_script(
                 if setting not in pending:  # measured once for its buckets: another builds the same
                     continue
                 label = setting_label(setting)
-                run = launch(setting, f"{label}-r{round_index + 1}.{repeat + 1}", timed_steps, None)
+                run_id, subject = (
+                    f"{label}-r{round_index + 1}.{repeat + 1}",
+                    f"{label}, repeat {repeat + 1}/{plan.repeats}",
+                )
+                run = launch(setting, run_id, timed_steps, None, subject)
                 timed[label] += _job_steps(run)[plan.warmup_steps :]
                 order.append(label)
                 if tune and layout_of is None and run.ddp_built:  # the baseline's first launch: its module
@@ -145,7 +151,7 @@ def measure_script(
                     timed = {setting_label(s): timed[setting_label(s)] for s in pending}
         for setting in pending:
             label = setting_label(setting)
-            last = launch(setting, label, profiled_steps, profile)
+            last = launch(setting, label, profiled_steps, profile, f"{label}, profiled")
             built = last.ddp_built[0] if last.ddp_built else None
             results[label] = {
                 "options": _ran_with(setting, built),
@@ -174,11 +180,14 @@ def measure_script(
             ddp_settings += pending
             if pending:
                 feedback.info(
-                    f"{kind} {config.run_id}: round {round_index + 1}, {_counted(pending, 'more ')} around the best"
+                    f"{kind} {config.run_id}: tuning round {round_index + 1}, {_counted(pending, 'more ')} around "
+                    "the best"
                 )
     assert last is not None  # every round launched each pending setting once more, profiled
     feedback.info(
-        f"{kind} {config.run_id}: {_counted(ddp_settings)} measured in {round_index} round(s), {launches} launches"
+        f"{kind} {config.run_id}: {_counted(ddp_settings)} measured"
+        + (f" in {round_index} tuning rounds" if round_index > 1 else "")
+        + f", {launches} launches"
     )
     built = last.ddp_built[0] if last.ddp_built else None
     write_json_atomic(
@@ -273,6 +282,7 @@ def _launch(
     max_steps: int,
     schedule: ProfileSchedule | None,
     feedback: Feedback,
+    subject: str,
 ) -> RunRecord:
     """One launch of the script with this setting, in a folder of the sweep's; its completed run.json."""
     from commprof.launch.job import run_job
@@ -289,7 +299,7 @@ def _launch(
         launch_id=secrets.token_hex(8),
     )
     prepare_figures()
-    run_job(one, training(one), max_steps, feedback.watch)
+    run_job(one, training(one), max_steps, lambda path, total: feedback.watch(path, total, subject))
     finish_script_run(one.run_dir, one.launch_id)
     run = read_run_json(one.run_dir)
     if run is None or (run.steps_completed or 0) < max_steps:

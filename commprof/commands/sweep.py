@@ -102,7 +102,7 @@ def measure(
     plan = SweepPlan(run=config, settings=tuple(settings), baseline=baseline, tune=tune, **rounds)
     feedback.info(
         f"{kind} {config.run_id}: {describe(config, workload)}; {len(settings)} settings "
-        f"({', '.join(map(setting_label, settings))}) x {plan.repeats} interleaved rounds"
+        f"({', '.join(map(setting_label, settings))}) x {plan.repeats} interleaved repeats"
         + (f"; one per bucket layout, {REFINED}" if tune else "")
     )
     per_setting = plan.warmup_steps + plan.repeats * plan.steps_per_repeat + plan.profile_steps + 1
@@ -120,7 +120,9 @@ def measure(
 
 
 def _counted(kind: str, report: Report) -> str:
-    """The closing line: how many settings were measured, in how many rounds (tune adds some after its first)."""
+    """The closing line: how many settings were measured, in how many tuning rounds (tune adds some after its first)."""
     assert report.sweep is not None  # a sweep's report
     n = len(report.sweep.settings)
-    return f"{kind} {report.name}: {n} setting{'s' if n != 1 else ''} measured in {report.sweep.rounds} round(s)"
+    rounds = report.sweep.rounds
+    tuned = f" in {rounds} tuning rounds" if rounds > 1 else ""
+    return f"{kind} {report.name}: {n} setting{'s' if n != 1 else ''} measured{tuned}"

@@ -10,7 +10,7 @@ from commprof.results.compare import PLURAL, CompareResult
 def headers(result: CompareResult) -> tuple[str, ...]:
     return (
         result.compared,
-        "step ms (median)",
+        "step ms",
         "communication ms",
         "exposed ms",
         "overlap ms",
@@ -40,9 +40,13 @@ def document(result: CompareResult) -> Document:
     table = Table(headers(result), rows(result), left=(result.compared, "all-reduce busbw GB/s by size"))
     blocks: list[Block] = [
         Text(f"{result.summary}", "headline"),
+        Text(
+            "step ms: the job's step without the profiler, as each report leads with it (its slowest rank's median "
+            "unprofiled step; the profiled step where a run has none); the rest in the profiled steps, mean over ranks."
+        ),
         table,
         Figure("compare.png", f"{PLURAL[result.compared]} compared"),
-        Text(f"Each {result.compared}'s full report: its folder beside this one."),
+        Text(f"Each {result.compared}'s full report: its folder inside this one's."),
     ]
     return Document(f"commprof compare: {result.run_id}", [Section("", blocks)])
 

@@ -40,7 +40,13 @@ def rows(result: DiffResult, only_real: bool = False) -> list[tuple[str, ...]]:
 
 def document(result: DiffResult, only_real: bool = False) -> Document:
     blocks: list[Block] = [Text(title(result)), Table(HEADERS, rows(result, only_real), left=("metric",))]
-    sections = [Section("", blocks), *notes_section(list(result.notes))]
+    sections = [Section("", blocks)]
+    if result.settings:
+        changed: list[tuple[str, ...]] = [(c.name, c.a or "-", c.b or "-") for c in result.settings]
+        sections.append(
+            Section("Settings that differ", [Table(("setting", "A", "B"), changed, left=("setting", "A", "B"))])
+        )
+    sections += notes_section(list(result.notes))
     return Document(f"commprof diff: {result.a} vs {result.b}", sections)
 
 

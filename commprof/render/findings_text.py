@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import cast
 
-from commprof.results.common import PRACTICAL_SHARE, Estimate, signed
+from commprof.results.common import PRACTICAL_SHARE, Estimate, interval_text, signed
 from commprof.results.report import Finding, Report
 
 BALANCED = (
@@ -17,7 +17,8 @@ def finding_gain(finding: Finding) -> str:
     gain = finding.gain_ms
     if gain is None:
         return "no step time predicted"
-    return f"-{gain.value:.1f} ms per step ({finding.gain_pct:.0f}%, 95% CI {gain.low:.1f} to {gain.high:.1f})"
+    value, interval = interval_text(gain)
+    return f"-{value} ms per step ({finding.gain_pct:.0f}%, {interval})"
 
 
 def has_findings(report: Report) -> bool:
@@ -28,16 +29,17 @@ def has_findings(report: Report) -> bool:
 def finding_lines(report: Report) -> list[tuple[str, str, str]]:
     """Per finding, ranked: (title with its predicted gain, evidence, action); or the balanced line with how large
     the noise is: the largest gain weighed and not claimed, with its interval."""
-    found = [(f"{i}. {f.title}: {finding_gain(f)}", f.evidence, f.action) for i, f in enumerate(report.findings, 1)]
     if any(f.gain_ms is not None for f in report.findings):
-        return found
+        return [(f"{i}. {f.title}: {finding_gain(f)}", f.evidence, f.action) for i, f in enumerate(report.findings, 1)]
+    found = [(f"{f.title}: {finding_gain(f)}", f.evidence, f.action) for f in report.findings]  # notes, not gains
     if not report.within_noise:
         return [(BALANCED, "", ""), *found]
     largest = report.within_noise[0]
     gain = cast(Estimate, largest.gain_ms)
+    value, interval = interval_text(gain)
     balanced = (
-        f"{BALANCED}. The largest gain weighed: {largest.title}, {gain.value:.1f} ms per step "
-        f"({largest.gain_pct:.0f}% of the step, 95% CI {gain.low:.1f} to {gain.high:.1f})"
+        f"{BALANCED}. The largest gain weighed: {largest.title}, {value} ms per step "
+        f"({largest.gain_pct:.0f}% of the step, {interval})"
     )
     return [(balanced, "", ""), *found]
 

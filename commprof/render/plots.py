@@ -12,7 +12,7 @@ from matplotlib.figure import Figure
 from commprof.render.tables import QUANTILES, TOP_RANKS, many_ranks
 from commprof.results.bench import BenchResult
 from commprof.results.compare import BackendRun
-from commprof.results.report import Report, SettingResult, StepTimeline, SweepResult
+from commprof.results.report import Report, SettingResult, StepTimeline, SweepResult, step_named
 from commprof.results.whole_run import WholeRun
 
 COLORS = {
@@ -80,7 +80,7 @@ def representative_ranks(report: Report) -> tuple[list, list[str]]:
     return picked, [chosen[r.rank] for r in picked]
 
 
-def step_timeline_plot(timeline: StepTimeline) -> bytes:
+def step_timeline_plot(timeline: StepTimeline, step: str) -> bytes:
     """One step of one rank: computation and communication as two lanes."""
     fig, ax = subplots((8, 2.2))
     for lane, (_name, intervals, color) in enumerate(
@@ -94,7 +94,7 @@ def step_timeline_plot(timeline: StepTimeline) -> bytes:
     ax.set_xlim(0, timeline.window_ms)
     ax.invert_yaxis()
     ax.set_xlabel("ms from the start of the step")
-    ax.set_title(f"rank {timeline.rank}, {timeline.step} (a step of median length)")
+    ax.set_title(f"rank {timeline.rank}, {step} (a step of median length)")
     fig.tight_layout()
     return png_bytes(fig)
 
@@ -247,7 +247,7 @@ def figures(report: Report) -> dict[str, bytes]:
     """File name -> PNG bytes, for every plot this report has data for."""
     images = {"breakdown.png": breakdown_plot(report)}
     if report.timeline is not None:
-        images["timeline.png"] = step_timeline_plot(report.timeline)
+        images["timeline.png"] = step_timeline_plot(report.timeline, step_named(report, report.timeline.step))
     if report.sweep is not None:
         images["sweep.png"] = sweep_plot(report.sweep)
         best = next(s for s in report.sweep.settings if s.best)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import statistics
 
 from commprof.results.common import PRACTICAL_SHARE, WARN_SLOWDOWN, signed
 from commprof.results.report import (
@@ -13,6 +12,8 @@ from commprof.results.report import (
     Report,
     SettingResult,
     SweepResult,
+    job_profiled_ms,
+    job_slowdown,
     job_step_ms,
 )
 
@@ -137,13 +138,11 @@ def profiler_cost(report: Report) -> str | None:
     found = report.profiler_distortion
     if not found:
         return None
-    profiled, unprofiled, slowdown = (
-        statistics.median(getattr(d, a) for d in found) for a in ("profiled_ms", "unprofiled_ms", "slowdown")
-    )
+    profiled, unprofiled, slowdown = job_profiled_ms(found) or 0.0, job_step_ms(found) or 0.0, job_slowdown(found)
     slowed = "; the breakdown describes these slowed steps" if slowdown > WARN_SLOWDOWN else ""
     return (
         f"Profiler's own cost: the profiled steps took {profiled:.1f} ms against {unprofiled:.1f} ms outside its "
-        f"window ({signed(slowdown, '.0%')}, median over ranks, wall clock){slowed}"
+        f"window ({signed(slowdown, '.0%')}; medians, slowest rank, wall clock){slowed}"
     )
 
 
@@ -275,7 +274,7 @@ def headline(report: Report) -> str:
     if not found:
         return text
     job = job_step_ms(found)
-    slowdown = statistics.median(d.slowdown for d in found)
+    slowdown = job_slowdown(found)
     return (
         f"The job's step takes {job:.1f} ms without the profiler (median of its unprofiled steps, slowest rank)"
         + (f"; the profiled steps {signed(slowdown, '.0%')}, in which " if slowdown > WARN_SLOWDOWN else "; ")

@@ -37,6 +37,26 @@ def signed(value: float, spec: str) -> str:
     return format(value, "+" + spec)
 
 
+def decimals_apart(values: list[float], least: int = 1, most: int = 3) -> int:
+    """The fewest decimals, from `least` to `most`, that show values apart as far as `most` decimals tell them
+    apart: an interval 0.48 to 0.55 as such, not as '0.5 to 0.5'."""
+    distinct = len({round(v, most) for v in values})
+    return next((d for d in range(least, most) if len({fixed(v, d) for v in values}) == distinct), most)
+
+
+def fixed(value: float, decimals: int) -> str:
+    """`value` with these decimals, never '-0.0'."""
+    text = f"{value:.{decimals}f}"
+    return text[1:] if text.startswith("-") and not any(c in "123456789" for c in text) else text
+
+
+def interval_text(estimate: Estimate, unit: str = "") -> tuple[str, str]:
+    """(value, '95% CI low to high') at the precision that shows the interval (see decimals_apart)."""
+    points = [estimate.value, estimate.low, estimate.high]
+    d = decimals_apart(points)
+    return fixed(estimate.value, d) + unit, f"95% CI {fixed(estimate.low, d)} to {fixed(estimate.high, d)}"
+
+
 # The one rule for every claim (findings, sweep, tune, advise, diff, compare; analysis/stats.py applies it): a
 # difference counts when its interval excludes no change AND it is at least this share of the step.
 PRACTICAL_SHARE = 0.03

@@ -21,10 +21,20 @@ class DiffRow:
 
 
 @dataclass(frozen=True)
+class SettingChange:
+    """A setting that shaped the two sides' communication differently (results/run_record.RunSummary.settings)."""
+
+    name: str
+    a: str | None  # None: the side has no such setting (FSDP against DDP, a script against a built-in model)
+    b: str | None
+
+
+@dataclass(frozen=True)
 class DiffResult(Result):
     a: str
     b: str
     rows: list[DiffRow]
+    settings: list[SettingChange] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     tested: bool = True  # each side several launches: `significant` says whether a change is real
     kind: str = "diff"

@@ -6,6 +6,7 @@ fields that a newer commprof added, so old reports keep rendering.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -230,9 +231,35 @@ class ProfilerDistortion:
     slowdown: float  # profiled / unprofiled - 1
 
 
+def step_named(report: Report, name: str) -> str:
+    """A trace's step range as a person counts steps: 'step 17 (ProfilerStep#16 in the trace)' in commprof's runs,
+    where the first profiled range is the schedule's first recorded optimizer step; the name alone elsewhere."""
+    numbers = sorted(int(m.group(1)) for s in report.steps if (m := _PROFILER_STEP.fullmatch(s.step)))
+    named = _PROFILER_STEP.fullmatch(name)
+    if report.run is None or not numbers or named is None:
+        return name
+    step = int(named.group(1)) - numbers[0] + report.run.config.schedule.profiled_steps[0]
+    return f"step {step} ({name} in the trace)"
+
+
+_PROFILER_STEP = re.compile(r"ProfilerStep#(\d+)")
+
+
 def job_step_ms(found: list[ProfilerDistortion]) -> float | None:
     """The job's step without the profiler: its slowest rank's median unprofiled step (None when unmeasured)."""
     return max((d.unprofiled_ms for d in found), default=None)
+
+
+def job_profiled_ms(found: list[ProfilerDistortion]) -> float | None:
+    """The job's step under the profiler: its slowest rank's median profiled step (None when unmeasured)."""
+    return max((d.profiled_ms for d in found), default=None)
+
+
+def job_slowdown(found: list[ProfilerDistortion]) -> float:
+    """The profiler's own cost, the one figure every report quotes: the job's profiled step against its step
+    without the profiler, each its slowest rank's (0 when unmeasured)."""
+    profiled, unprofiled = job_profiled_ms(found), job_step_ms(found)
+    return profiled / unprofiled - 1 if profiled and unprofiled else 0.0
 
 
 @dataclass(frozen=True)

@@ -68,11 +68,24 @@ def save_result(result: Result, folder: Path) -> Path:
     return path
 
 
-def load_result(path: Path) -> Result:
-    """A report.json of any kind (or the folder that holds it)."""
+def find_report(given: Path, reports_dir: Path = Path("reports")) -> Path:
+    """What a command that takes a report was given: a report.json, its folder, or a run id (or report name) under
+    `reports_dir`, as `commprof run --run-id` named it."""
+    if given.exists() or len(given.parts) != 1 or not (reports_dir / given).is_dir():
+        return given
+    return reports_dir / given
+
+
+def load_result(path: Path, reports_dir: Path = Path("reports")) -> Result:
+    """A report.json of any kind (or the folder that holds it, or a run id under `reports_dir`)."""
+    path = find_report(path, reports_dir)
     path = path / FILE_NAME if path.is_dir() else path
     try:
         data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise UsageError(
+            f"{path}: no such report; give a report.json, its folder, or a run id under {reports_dir}/"
+        ) from None
     except OSError as exc:
         raise UsageError(f"{path}: cannot read: {exc.strerror}") from None
     except ValueError as exc:
@@ -93,9 +106,9 @@ def load_result(path: Path) -> Result:
         raise UsageError(f"{path}: malformed report ({exc})") from None
 
 
-def load_report(path: Path) -> Report:
+def load_report(path: Path, reports_dir: Path = Path("reports")) -> Report:
     """A run, analysis, sweep or tune report: the kinds that have per-rank breakdowns."""
-    result = load_result(path)
+    result = load_result(path, reports_dir)
     if not isinstance(result, Report):
         kind = getattr(result, "kind", "?")
         raise UsageError(f"{path}: a `commprof {kind}` report, which has no per-step breakdown to use here")

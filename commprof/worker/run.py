@@ -127,7 +127,7 @@ class StepRecorder:
     completed steps are known even if the run dies) and, on each node's first rank, the progress."""
 
     def __init__(self, run_dir: Path, ctx: RankContext, progress_path: Path, config: RunConfig):
-        self.ctx, self.progress_path, self.total = ctx, progress_path, config.steps
+        self.ctx, self.progress_path, self.total, self.schedule = ctx, progress_path, config.steps, config.schedule
         self.log = StepLog(run_dir, ctx.rank, socket.gethostname(), steps_kept(config.schedule))
         self.due = Every()
         self.hang_watch = HangWatch.from_environment(ctx.rank, config.timeout_s)
@@ -143,7 +143,8 @@ class StepRecorder:
         started = time.perf_counter()
         self.log.write()
         if self.ctx.local_rank == 0:
-            write_progress(self.progress_path, Progress(self.log.steps_done, self.total, step_ms))
+            done = self.log.steps_done
+            write_progress(self.progress_path, Progress(done, self.total, step_ms, self.schedule.phase(done)))
         self.due.took(time.perf_counter() - started)
 
     def writing_traces(self) -> None:
