@@ -34,26 +34,38 @@ def commprof(*args: str, cwd: Path, timeout: float = 300) -> subprocess.Complete
     )
 
 
+def once_for_every_worker(tmp_path_factory, name: str, *args: str) -> tuple[Path, subprocess.CompletedProcess]:
+    """`commprof *args` in a folder of its own, run once however many pytest-xdist workers ask for it (each worker
+    is a session of its own): the first runs it, holding a lock in the folder the workers share; the others wait
+    for it and read what it printed."""
+    root = tmp_path_factory.getbasetemp()
+    root = root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root
+    cwd, saved = root / name, root / f"{name}.result.json"
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not saved.exists():
+            cwd.mkdir()
+            result = commprof(*args, cwd=cwd)
+            assert result.returncode == 0, result.stderr
+            saved.write_text(json.dumps([result.returncode, result.stdout, result.stderr]))
+    returncode, stdout, stderr = json.loads(saved.read_text())
+    return cwd, subprocess.CompletedProcess(["commprof", *args], returncode, stdout, stderr)
+
+
 @pytest.fixture(scope="session")
 def cpu_run(tmp_path_factory):
     """One real 2-rank Gloo run through the CLI, shared by the tests that inspect its output."""
-    cwd = tmp_path_factory.mktemp("run")
     # one step more than FAST_RUN: step 7 waits for the traces, step 8 is the unprofiled one
-    result = commprof("run", "--steps", "9", *FAST_RUN[2:], "--run-id", "e2e", cwd=cwd)
-    assert result.returncode == 0, result.stderr
-    return cwd, result
+    return once_for_every_worker(tmp_path_factory, "run", "run", "--steps", "9", *FAST_RUN[2:], "--run-id", "e2e")
 
 
 @pytest.fixture(scope="session")
 def capped_script_run(tmp_path_factory):
     """A user's script on 2 real Gloo ranks, unmodified, ended by --max-steps 8 with a bucket override, not quiet:
     shared by the tests of scripts and the test of the progress lines a log gets."""
-    cwd = tmp_path_factory.mktemp("script")
     script = REPO / "tests" / "data" / "scripts" / "train_epochs.py"
     args = ["--max-steps", "8", "--schedule", "2,1,4", "--bucket-cap-mb", "0.01", "--", str(script), "--epochs", "50"]
-    result = commprof("run", "--run-id", "s", *args, cwd=cwd)
-    assert result.returncode == 0, result.stderr
-    return cwd, result
+    return once_for_every_worker(tmp_path_factory, "script", "run", "--run-id", "s", *args)
 
 
 @pytest.fixture(scope="session")

@@ -174,6 +174,22 @@ def test_a_signed_number_that_rounds_to_zero_has_no_sign(value, spec, text):
     assert signed(value, spec) == text
 
 
+def test_the_job_step_and_the_profilers_cost_are_one_figure_each_wherever_quoted(tmp_path):
+    """Rank 0 60 ms profiled and 48 unprofiled, rank 1 61 and 50: the job's step without the profiler is its slowest
+    rank's, 50.0 ms, and the profiler's cost 61 against 50, +22%, in the headline and the profiler's line alike
+    (and in its finding: test_findings), never a median over ranks (49.0 ms, +23%) beside them."""
+    from commprof.render.markdown import render
+    from commprof.render.report_view import document
+    from commprof.results.report import ProfilerDistortion
+
+    slowed = [ProfilerDistortion(0, 60.0, 48.0, 0.25), ProfilerDistortion(1, 61.0, 50.0, 0.22)]
+    report = dataclasses.replace(_run(tmp_path, "a", 400.0), profiler_distortion=slowed)
+    text = render(document(report))
+    assert "The job's step takes 50.0 ms without the profiler" in text and "the profiled steps +22%" in text
+    assert "the profiled steps took 61.0 ms against 50.0 ms outside its window (+22%;" in text
+    assert "49.0" not in text and "+23%" not in text and "60.5" not in text
+
+
 @pytest.mark.parametrize(
     "value, low, high, text",
     [

@@ -115,29 +115,6 @@ def test_ddp_options_reach_the_traces(tmp_path):
     assert {c.phase for c in report.collectives} == {"backward"}  # DDP's bucket all-reduces run in the backward
 
 
-def test_fsdp_run_names_its_collectives(strategies_compared):
-    """--strategy fsdp: FSDP2 on each decoder block and the root; its all-gathers and reduce-scatters named (the FSDP
-    row of the shared `compare --strategies ddp,fsdp`, a whole run of its own)."""
-    tmp_path, _ = strategies_compared
-    report = load_report(tmp_path / "reports" / "ways" / "fsdp" / "report.json")
-    assert report.run.config.strategy == "fsdp"
-    roles = {(c.phase, c.op, c.purpose) for c in report.collectives}
-    # Gloo has no reduce-scatter: FSDP's runs as an all-reduce, named by what it is for
-    assert roles == {
-        ("forward", "all_gather", "parameter all-gather"),
-        ("backward", "all_gather", "parameter all-gather"),
-        ("backward", "all_reduce", "gradient reduce-scatter"),
-    }
-    assert not [f for f in report.findings if f.kind in ("bucket_cap", "compression")]  # DDP's knobs: not advised
-    assert [p.phase for p in report.phases] == ["forward", "backward", "optimizer"]
-    # its parameter all-gathers: in the forward, and again in the backward (FSDP2 reshards after the forward)
-    assert all(p.comm_ms > 0 for p in report.phases[:2])
-    peaks = report.run.peak_rss_mb  # on CPU, each rank's peak resident set
-    assert sorted(peaks) == ["0", "1"] and all(100 < mb < 4000 for mb in peaks.values())
-    page = (tmp_path / "reports" / "ways" / "fsdp" / "report.md").read_text()
-    assert "Peak memory (process resident set): rank 0 " in page
-
-
 def test_two_nodes_with_node_local_traces_folders(tmp_path):
     """Each 'node' runs in a folder of its own, as with a node-local traces/: every node writes its ranks'
     traces and step logs there; each rank digests its own trace, and the node with rank 0 reports on all

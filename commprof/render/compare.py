@@ -42,7 +42,8 @@ def document(result: CompareResult) -> Document:
         Text(f"{result.summary}", "headline"),
         Text(
             "step ms: the job's step without the profiler, as each report leads with it (its slowest rank's median "
-            "unprofiled step; the profiled step where a run has none); the rest in the profiled steps, mean over ranks."
+            "unprofiled step; where a run has none, its slowest rank's median profiled step); the rest in the profiled "
+            "steps, mean over ranks."
         ),
         table,
         Figure("compare.png", f"{PLURAL[result.compared]} compared"),

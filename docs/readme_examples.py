@@ -1,0 +1,170 @@
+"""README.md's example outputs, regenerated from real runs so that the README and the tool cannot drift apart.
+
+    python docs/readme_examples.py            # rerun every example, rewrite its block in README.md (minutes)
+    python docs/readme_examples.py --check    # exit 1 when README's examples are not the ones listed here
+
+An example is a fenced block of README.md whose first line is `$ COMMAND`; further `$` lines in the block are
+more commands, run after it in the same folder. Each block runs in a fresh folder that holds the files its
+example names, at 120 columns, its output piped as a log sees it (stderr with stdout). Where README shows part of
+a report, `sections` names the report's sections kept; each part left out is one "(...)" line."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+README = REPO / "README.md"
+LEFT_OUT = "(...)"
+# the section titles a report's terminal output prints (render/); a title line begins a section
+TITLES = (
+    "Findings",
+    "Where the step goes",
+    "By phase",
+    "Whole run (every step, every rank)",
+    "Collectives",
+    "Network",
+    "Across ranks",
+    "Tune",
+    "Sweep",
+    "Advise",
+    "The findings, checked",
+    "Buckets DDP built",
+    "DDP's own measurements next to the trace's",
+    "FSDP all-gathers by module",
+    "Notes",
+)
+CLOSING = ("traces: ", "script output: ", "report: ")
+
+
+@dataclass(frozen=True)
+class Command:
+    line: str  # as README shows it after "$ "
+    sections: tuple[str, ...] | None = None  # the report's sections kept; None: all of its output
+
+
+@dataclass(frozen=True)
+class Example:
+    commands: tuple[Command, ...]
+    files: dict[str, str] = field(default_factory=dict)  # name in the example's folder -> file of this repository
+    before: tuple[str, ...] = ()  # commands run first, their output not shown
+
+
+SCRIPT = "tests/data/scripts/"
+DEEP_MLP = {"tests/data/deep_mlp.py": "tests/data/deep_mlp.py"}
+TINY_CAP = "commprof run --model tests/data/deep_mlp.py:build --bucket-cap-mb 0.001 --run-id tiny"
+EXAMPLES = (  # in README's order
+    Example(
+        (Command("commprof run --run-id mine --max-steps 30 -- train.py --lr 0.05 --epochs 5 2>&1 | cat"),),
+        {"train.py": SCRIPT + "train_epochs.py"},
+    ),
+    Example(
+        (Command("commprof tune --run-id own --max-steps 8 -- train.py --epochs 1", ("Tune", "Buckets DDP built")),),
+        {"train.py": SCRIPT + "train_default_ddp.py"},
+    ),
+    Example((Command("commprof run --run-id example 2>&1 | cat"),)),
+    Example((Command("commprof tune --model tests/data/deep_mlp.py:build --run-id dm", ("Tune",)),), DEEP_MLP),
+    Example(
+        (
+            Command(
+                "commprof run --model tests/data/deep_mlp.py:build --bucket-cap-mb 0.001 --run-id tiny", ("Findings",)
+            ),
+            Command("commprof advise tiny", ("Advise", "The findings, checked")),
+        ),
+        DEEP_MLP,
+    ),
+    Example((Command("commprof analyze traces/exp1", ()),), before=("commprof run --run-id exp1 --quiet",)),
+)
+
+
+def shown(output: str, sections: tuple[str, ...] | None) -> list[str]:
+    """The lines README shows of a command's output: all, or what comes before its report's first section, the
+    sections named, and the closing lines, with one "(...)" for each run of lines left out."""
+    lines = output.rstrip("\n").split("\n")
+    if sections is None:
+        return lines
+    kept: list[str] = []
+    keeping, in_report = True, False
+    for line in lines:
+        if line.startswith("commprof report: "):
+            in_report = True
+        if in_report and line in TITLES:
+            keeping = line in sections
+        elif line.startswith(CLOSING):
+            keeping = True
+        if keeping:
+            kept.append(line)
+        elif not kept or kept[-1] != LEFT_OUT:
+            kept.append(LEFT_OUT)
+    return kept
+
+
+def run_example(example: Example) -> list[str]:
+    """Every command of the example in a fresh folder: "$ command" and the lines shown of its output."""
+    folder = Path(tempfile.mkdtemp(prefix="commprof-example-"))
+    environment = {
+        **os.environ,
+        "COLUMNS": "120",
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "MPLCONFIGDIR": str(folder / ".matplotlib"),
+    }
+    try:
+        for name, source in example.files.items():
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(REPO / source, folder / name)
+        for line in example.before:
+            subprocess.run(line, shell=True, cwd=folder, env=environment, check=True, capture_output=True)
+        block = []
+        for command in example.commands:
+            done = subprocess.run(
+                f"{command.line} 2>&1" if "2>&1" not in command.line else command.line,
+                shell=True,
+                cwd=folder,
+                env=environment,
+                capture_output=True,
+                text=True,
+            )
+            if done.returncode != 0:
+                raise SystemExit(f"`{command.line}` failed ({done.returncode}):\n{done.stdout[-3000:]}")
+            block += [f"$ {command.line}", *shown(done.stdout, command.sections)]
+        return block
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def blocks(text: str) -> list[tuple[int, int]]:
+    """(start, end) character offsets of each example block's content: fenced blocks whose first line is `$ `."""
+    return [(m.start(1), m.end(1)) for m in re.finditer(r"^```\n(\$ .*?\n)```$", text, flags=re.M | re.S)]
+
+
+def first_command(text: str, span: tuple[int, int]) -> str:
+    return text[span[0] : span[1]].split("\n", 1)[0].removeprefix("$ ")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--check", action="store_true", help="only check README's examples against this list")
+    args = parser.parse_args()
+    text = README.read_text()
+    spans = blocks(text)
+    found = [first_command(text, span) for span in spans]
+    listed = [example.commands[0].line for example in EXAMPLES]
+    if found != listed:
+        raise SystemExit(f"README's examples {found} are not this script's {listed}")
+    if args.check:
+        return
+    for example, span in reversed(list(zip(EXAMPLES, spans, strict=True))):
+        print(f"running: {example.commands[0].line}", file=sys.stderr, flush=True)
+        text = text[: span[0]] + "\n".join(run_example(example)) + "\n" + text[span[1] :]
+    README.write_text(text)
+
+
+if __name__ == "__main__":
+    main()
