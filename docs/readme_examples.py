@@ -42,6 +42,7 @@ TITLES = (
     "Notes",
 )
 CLOSING = ("traces: ", "script output: ", "report: ")
+PROGRESS_KEPT = 3  # of a long run of progress lines (a tune's launches), the first and the last this many
 
 
 @dataclass(frozen=True)
@@ -90,12 +91,13 @@ def shown(output: str, sections: tuple[str, ...] | None) -> list[str]:
     lines = output.rstrip("\n").split("\n")
     if sections is None:
         return lines
+    lines = _progress_shortened(lines)
     kept: list[str] = []
     keeping, in_report = True, False
     for line in lines:
         if line.startswith("commprof report: "):
             in_report = True
-        if in_report and line in TITLES:
+        if in_report and (line in TITLES or line.startswith("One backward pass of ")):
             keeping = line in sections
         elif line.startswith(CLOSING):
             keeping = True
@@ -104,6 +106,21 @@ def shown(output: str, sections: tuple[str, ...] | None) -> list[str]:
         elif not kept or kept[-1] != LEFT_OUT:
             kept.append(LEFT_OUT)
     return kept
+
+
+def _progress_shortened(lines: list[str]) -> list[str]:
+    """Each run of more than 2 x PROGRESS_KEPT progress lines ("commprof: ...") as its first and last few."""
+    kept: list[str] = []
+    run: list[str] = []
+    for line in [*lines, ""]:
+        if line.startswith("commprof: "):
+            run.append(line)
+            continue
+        long = len(run) > 2 * PROGRESS_KEPT
+        kept += [*run[:PROGRESS_KEPT], LEFT_OUT, *run[-PROGRESS_KEPT:]] if long else run
+        run = []
+        kept.append(line)
+    return kept[:-1]
 
 
 def run_example(example: Example) -> list[str]:

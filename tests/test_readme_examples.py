@@ -50,3 +50,18 @@ def test_the_sections_left_out_of_a_report_are_one_marker_each():
         "report: reports/x/report.html",
     ]
     assert examples.shown(output, None) == output.split("\n")
+
+
+def test_a_long_run_of_progress_lines_keeps_its_first_and_last_three():
+    lines = ["tune x: 3 settings", *(f"commprof: launch {i}" for i in range(10)), "tune x: 3 settings measured"]
+    assert examples.shown("\n".join(lines), ()) == [
+        "tune x: 3 settings",
+        "commprof: launch 0",
+        "commprof: launch 1",
+        "commprof: launch 2",
+        "(...)",
+        "commprof: launch 7",
+        "commprof: launch 8",
+        "commprof: launch 9",
+        "tune x: 3 settings measured",
+    ]

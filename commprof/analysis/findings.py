@@ -347,7 +347,8 @@ def _distortion(distortion: list[ProfilerDistortion]) -> list[Finding]:
         Finding(
             kind="profiler_distortion",
             title=f"the profiler slowed the steps it recorded by {slowdown:.0%}",
-            evidence="median step inside the profiled window against the unprofiled steps of the same run, over ranks",
+            evidence="the job's median step inside the profiled window against its unprofiled steps in the same run, "
+            "each its slowest rank's",
             action="commprof run ... --schedule WAIT,1,2  "
             "(a shorter active window; the breakdown and phases below describe slowed steps)",
         )
