@@ -448,6 +448,12 @@ class SweepPlan:
         _require(self.profile_steps >= 1, "--profile-steps must be >= 1")
         _require(self.max_live_settings is None or self.max_live_settings >= 1, "--max-live-settings must be >= 1")
 
+    @property
+    def steps_per_setting(self) -> int:
+        """The steps each setting trains in a built-in model's sweep launch: its warm-up, every repeat, its profiled
+        steps and one more, in which the profiler writes its trace."""
+        return self.warmup_steps + self.repeats * self.steps_per_repeat + self.profile_steps + 1
+
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         data["run"] = self.run.to_dict()

@@ -10,7 +10,11 @@ A parameter larger than the cap is a bucket of its own. `gradient_as_bucket_view
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
+
+T = TypeVar("T")
+Layout = tuple[int, ...]
 
 MB = 1024 * 1024
 FIRST_BUCKET_BYTES = MB  # dist._DEFAULT_FIRST_BUCKET_BYTES
@@ -67,13 +71,21 @@ def cap_label(cap_mb: float | None) -> str:
     return f"bucket_cap_mb={cap_mb:g}"
 
 
-def distinct_caps(
-    parameter_bytes: Sequence[int], candidates: Sequence[float], now: tuple[int, ...]
-) -> dict[float, tuple[int, ...]]:
+def one_per_layout(
+    items: Iterable[T], layout_of: Callable[[T], Layout], seen: Iterable[Layout] = ()
+) -> dict[Layout, T]:
+    """Each layout's first item (a cap, a setting) in the order given, leaving out the layouts `seen`: settings
+    that build the same buckets are one setting, measured once."""
+    chosen: dict[Layout, T] = {}
+    skipped = set(seen)
+    for item in items:
+        built = layout_of(item)
+        if built not in chosen and built not in skipped:
+            chosen[built] = item
+    return chosen
+
+
+def distinct_caps(parameter_bytes: Sequence[int], candidates: Sequence[float], now: Layout) -> dict[float, Layout]:
     """Of the candidate caps, one per layout (the smallest cap that builds it), leaving out the layout `now`."""
-    chosen: dict[tuple[int, ...], float] = {}
-    for cap in sorted(candidates):
-        built = layout(parameter_bytes, cap)
-        if built != now and built not in chosen:
-            chosen[built] = cap
+    chosen = one_per_layout(sorted(candidates), lambda cap: layout(parameter_bytes, cap), (now,))
     return {cap: built for built, cap in chosen.items()}

@@ -7,7 +7,7 @@ from __future__ import annotations
 import statistics
 
 from commprof.config import ProfileSchedule
-from commprof.results.common import WARN_SLOWDOWN
+from commprof.results.common import WARN_SLOWDOWN, job_steps
 from commprof.results.report import ProfilerDistortion, job_slowdown
 from commprof.results.run_record import RunRecord
 
@@ -52,9 +52,7 @@ def unprofiled_job_steps(run: RunRecord) -> list[float]:
     if not ranks or not all(ranks):
         return []
     traced = touched_steps(run.config.schedule)
-    return [
-        max(steps) for i, steps in enumerate(zip(*ranks, strict=False)) if i >= SKIP_FIRST_STEPS and i not in traced
-    ]
+    return [ms for i, ms in enumerate(job_steps(ranks)) if i >= SKIP_FIRST_STEPS and i not in traced]
 
 
 def job_drift_ms(run: RunRecord) -> float:

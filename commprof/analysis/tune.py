@@ -9,6 +9,7 @@ import math
 import statistics
 from collections.abc import Callable, Hashable, Mapping
 
+from commprof.analysis.ddp_buckets import one_per_layout
 from commprof.analysis.stats import real_speedup, speedup_ci
 
 COARSE_GRID_MB = (1.0, 5.0, 25.0, 100.0)
@@ -59,19 +60,9 @@ def next_bucket_sizes(
     if layout_of is None:
         return candidates
     seen = {layout_of(mb) for mb in step_ms} | ({own_layout} if own_layout is not None else set())
-    fresh = []
-    for mb in candidates:
-        if layout_of(mb) not in seen:
-            seen.add(layout_of(mb))
-            fresh.append(mb)
-    return fresh
+    return list(one_per_layout(candidates, layout_of, seen).values())
 
 
 def distinct_layouts(caps: list[float], keep: float, layout_of: Callable[[float], tuple[int, ...]]) -> list[float]:
     """One cap per layout DDP would build: `keep` (the baseline) first, then the others in order."""
-    seen, chosen = {layout_of(keep)}, [keep]
-    for mb in caps:
-        if layout_of(mb) not in seen:
-            seen.add(layout_of(mb))
-            chosen.append(mb)
-    return chosen
+    return [keep, *one_per_layout(caps, layout_of, (layout_of(keep),)).values()]

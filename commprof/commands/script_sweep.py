@@ -36,7 +36,7 @@ from commprof.config import (
 from commprof.errors import UsageError
 from commprof.launch.job import TORCHRUN_OMP_WARNING, torchrun_environment
 from commprof.launch.runlog import finish_script_run, read_run_json, write_json_atomic
-from commprof.results.common import Estimate
+from commprof.results.common import Estimate, job_steps
 from commprof.results.run_record import BuiltDDP, RunRecord
 
 UNPROFILED = ProfileSchedule(wait=0, warmup=0, active=1)  # a placeholder: timed launches run no profiler
@@ -246,16 +246,14 @@ def _one_per_layout(
 ) -> list[DDPOptions]:
     """Tune measures one setting per bucket layout, the first that builds it (the baseline comes first); says
     which it leaves out and how many it measures."""
-    from commprof.analysis.ddp_buckets import describe
+    from commprof.analysis.ddp_buckets import describe, one_per_layout
 
-    kept: dict[tuple[int, ...], DDPOptions] = {}
-    twins: list[str] = []
-    for setting in pending:
-        built = layout_of(setting)
-        if built in kept:
-            twins.append(f"{setting_label(setting)} builds {setting_label(kept[built])}'s buckets ({describe(built)})")
-        else:
-            kept[built] = setting
+    kept = one_per_layout(pending, layout_of)
+    twins = [
+        f"{setting_label(s)} builds {setting_label(kept[layout_of(s)])}'s buckets ({describe(layout_of(s))})"
+        for s in pending
+        if s not in kept.values()
+    ]
     again = f"; not measured again: {'; '.join(twins)}" if twins else ""
     feedback.info(f"{name}: {_counted(list(kept.values()))} in this round{again}")
     return list(kept.values())
@@ -312,5 +310,4 @@ def _launch(
 
 
 def _job_steps(run: RunRecord) -> list[float]:
-    """Per step, the slowest rank's time (DDP synchronises every step)."""
-    return [max(per_rank) for per_rank in zip(*(r.step_ms for r in run.ranks), strict=False)]
+    return job_steps([r.step_ms for r in run.ranks])

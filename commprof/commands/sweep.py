@@ -105,7 +105,7 @@ def measure(
         f"({', '.join(map(setting_label, settings))}) x {plan.repeats} interleaved repeats"
         + (f"; one per bucket layout, {REFINED}" if tune else "")
     )
-    per_setting = plan.warmup_steps + plan.repeats * plan.steps_per_repeat + plan.profile_steps + 1
+    per_setting = plan.steps_per_setting
     prepare_figures()
     launched = run_job(config, Task(sweep_main, None, plan.to_dict()), per_setting * len(settings), feedback.watch)
     if not launched.has_rank_zero:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any
@@ -35,6 +36,11 @@ def signed(value: float, spec: str) -> str:
     if not any(c in "123456789" for c in text):
         return format(0.0, spec)
     return format(value, "+" + spec)
+
+
+def job_steps(per_rank: Sequence[Sequence[float]]) -> list[float]:
+    """The job's time at each step: its slowest rank's (DDP synchronises every step), over the steps every rank has."""
+    return [max(at_step) for at_step in zip(*per_rank, strict=False)]
 
 
 def decimals_apart(values: list[float], least: int = 1, most: int = 3) -> int:

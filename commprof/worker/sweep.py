@@ -31,6 +31,7 @@ from commprof.config import ProfileSchedule, SettingOptions, SweepPlan, setting_
 from commprof.instrument.profiler import cuda_synchronize, make_profiler
 from commprof.launch.progress import Progress, write_progress
 from commprof.launch.runlog import write_json_atomic
+from commprof.results.common import job_steps
 from commprof.worker.rank import RankContext, claim_run_dir, distributed, exit_on_error, versions
 from commprof.worker.training import Trainer, make_batches
 from commprof.workloads import load_workload
@@ -85,7 +86,7 @@ class _ProgressWriter:
     def __init__(self, path: Path, ctx: RankContext, plan: SweepPlan):
         self.path, self.enabled = path, ctx.local_rank == 0
         self.warmup_steps = plan.warmup_steps
-        self.per_setting = plan.warmup_steps + plan.repeats * plan.steps_per_repeat + plan.profile_steps + 1
+        self.per_setting = plan.steps_per_setting
         self.total = self.per_setting * len(plan.settings)
         self.done = 0
 
@@ -209,10 +210,7 @@ def _measure_round(
     return {
         setting_label(s): {
             "options": dataclasses.asdict(s),
-            # the job's step time is the slowest rank's: DDP synchronises every step
-            "step_ms": [
-                max(per_rank) for per_rank in zip(*(g[setting_label(s)]["step_ms"] for g in gathered), strict=False)
-            ],
+            "step_ms": job_steps([g[setting_label(s)]["step_ms"] for g in gathered]),
             "ddp": {str(rank): g[setting_label(s)]["ddp"] for rank, g in enumerate(gathered)},
         }
         for s in settings
