@@ -219,3 +219,14 @@ def test_the_profilers_own_cost_is_measured_and_warned_about():
     unlucky = [[100.0] * 7 + [106.0] * 10 + [100.0] * 3]
     assert large_slowdown(profiler_distortion(run_record((5, 2, 10), unlucky))) == pytest.approx(0.06)
     assert profiler_distortion(run_record((5, 2, 10), [[]])) == []  # no steps recorded: nothing to compare
+
+
+def test_a_traced_step_is_named_as_people_count_steps(tmp_path):
+    """The profiler's first recorded range is the schedule's first recorded optimizer step (--schedule 5,2,10: step
+    8, counted from 1); traces from elsewhere keep the range's own name."""
+    from commprof.results.report import step_named
+
+    traces = _run(tmp_path, "a", 400.0)  # ProfilerStep#0 to #11
+    assert step_named(traces, "ProfilerStep#3") == "ProfilerStep#3"
+    ours = dataclasses.replace(traces, run=run_summary())
+    assert step_named(ours, "ProfilerStep#3") == "step 11 (ProfilerStep#3 in the trace)"

@@ -22,7 +22,8 @@ def run_json(cwd, run_id):
 
 
 def test_a_script_unmodified_with_max_steps_and_a_bucket_override(capped_script_run):
-    cwd, _ = capped_script_run  # train_epochs.py --epochs 50, --max-steps 8 --bucket-cap-mb 0.01
+    cwd, result = capped_script_run  # train_epochs.py --epochs 50, --max-steps 8 --bucket-cap-mb 0.01
+    assert result.stderr.splitlines()[0].endswith("on 2 cpu rank(s), gloo; its DDP gets bucket_cap_mb=0.01")
     run = run_json(cwd, "s")
     assert run["status"] == "complete" and [len(r["step_ms"]) for r in run["ranks"]] == [8, 8]
     assert run["model"] == "Sequential" and run["parameters"] == 301_066

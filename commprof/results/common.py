@@ -56,11 +56,10 @@ def fixed(value: float, decimals: int) -> str:
     return text[1:] if text.startswith("-") and not any(c in "123456789" for c in text) else text
 
 
-def interval_text(estimate: Estimate, unit: str = "") -> tuple[str, str]:
+def interval_text(estimate: Estimate) -> tuple[str, str]:
     """(value, '95% CI low to high') at the precision that shows the interval (see decimals_apart)."""
-    points = [estimate.value, estimate.low, estimate.high]
-    d = decimals_apart(points)
-    return fixed(estimate.value, d) + unit, f"95% CI {fixed(estimate.low, d)} to {fixed(estimate.high, d)}"
+    d = decimals_apart([estimate.value, estimate.low, estimate.high])
+    return fixed(estimate.value, d), f"95% CI {fixed(estimate.low, d)} to {fixed(estimate.high, d)}"
 
 
 # The one rule for every claim (findings, sweep, tune, advise, diff, compare; analysis/stats.py applies it): a

@@ -231,18 +231,17 @@ class ProfilerDistortion:
     slowdown: float  # profiled / unprofiled - 1
 
 
+_PROFILER_STEP = re.compile(r"ProfilerStep#(\d+)")
+
+
 def step_named(report: Report, name: str) -> str:
     """A trace's step range as a person counts steps: 'step 17 (ProfilerStep#16 in the trace)' in commprof's runs,
     where the first profiled range is the schedule's first recorded optimizer step; the name alone elsewhere."""
-    numbers = sorted(int(m.group(1)) for s in report.steps if (m := _PROFILER_STEP.fullmatch(s.step)))
+    first = min((int(m.group(1)) for s in report.steps if (m := _PROFILER_STEP.fullmatch(s.step))), default=None)
     named = _PROFILER_STEP.fullmatch(name)
-    if report.run is None or not numbers or named is None:
+    if report.run is None or first is None or named is None:
         return name
-    step = int(named.group(1)) - numbers[0] + report.run.config.schedule.profiled_steps[0]
-    return f"step {step} ({name} in the trace)"
-
-
-_PROFILER_STEP = re.compile(r"ProfilerStep#(\d+)")
+    return f"step {int(named.group(1)) - first + report.run.config.schedule.profiled_steps[0]} ({name} in the trace)"
 
 
 def job_step_ms(found: list[ProfilerDistortion]) -> float | None:
