@@ -411,6 +411,11 @@ class RunConfig(_StrategyOptions):
         return cls(**data)
 
 
+# how sweep, tune and advise measure each setting, by default (SweepPlan's and the three commands' one source)
+WARMUP_STEPS, REPEATS, STEPS_PER_REPEAT, PROFILE_STEPS = 3, 5, 4, 3
+ADVISE_TOP = 3  # the settings advise checks at most, the best predicted first
+
+
 @dataclass(frozen=True)
 class SweepPlan:
     """Several settings (of DDP, or of FSDP with --strategy fsdp) measured in one launch: warmup each, then
@@ -421,10 +426,10 @@ class SweepPlan:
     run: RunConfig
     settings: tuple[SettingOptions, ...]
     baseline: SettingOptions
-    warmup_steps: int = 3
-    repeats: int = 5
-    steps_per_repeat: int = 4
-    profile_steps: int = 3
+    warmup_steps: int = WARMUP_STEPS
+    repeats: int = REPEATS
+    steps_per_repeat: int = STEPS_PER_REPEAT
+    profile_steps: int = PROFILE_STEPS
     tune: bool = False
     max_live_settings: int | None = None  # settings kept in memory at once; None: as many as fit (GPU), all (CPU)
 

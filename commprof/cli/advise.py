@@ -10,6 +10,7 @@ import typer
 from commprof.cli import console
 from commprof.cli.options import JsonOpt, MaxStepsOpt, QuietOpt
 from commprof.cli.sweep import ProfileStepsOpt, RepeatsOpt, StepsPerRepeatOpt, WarmupStepsOpt
+from commprof.config import ADVISE_TOP, PROFILE_STEPS, REPEATS, WARMUP_STEPS
 
 
 def advise(
@@ -17,15 +18,15 @@ def advise(
         str,
         typer.Argument(help="The run: its id under --reports-dir, or its report.json (or folder).", show_default=False),
     ],
-    top: Annotated[int, typer.Option(help="Settings to check at most, the best predicted first.")] = 3,
+    top: Annotated[int, typer.Option(help="Settings to check at most, the best predicted first.")] = ADVISE_TOP,
     run_id: Annotated[Optional[str], typer.Option(help="Name of the new run folder [default: RUN-advise].")] = None,
     reports_dir: Annotated[Path, typer.Option(help="Where the run's report is, and the new one goes.")] = Path(
         "reports"
     ),
-    repeats: RepeatsOpt = 5,
+    repeats: RepeatsOpt = REPEATS,
     steps_per_repeat: StepsPerRepeatOpt = None,
-    warmup_steps: WarmupStepsOpt = 3,
-    profile_steps: ProfileStepsOpt = 3,
+    warmup_steps: WarmupStepsOpt = WARMUP_STEPS,
+    profile_steps: ProfileStepsOpt = PROFILE_STEPS,
     max_steps: MaxStepsOpt = None,
     quiet: QuietOpt = False,
     json_out: JsonOpt = False,

@@ -10,6 +10,7 @@ import typer
 
 from commprof.cli import console
 from commprof.cli.options import FSDP_OPTIONS, with_run_options
+from commprof.config import PROFILE_STEPS, REPEATS, WARMUP_STEPS
 from commprof.errors import UsageError
 
 UNUSED = frozenset({"steps", "wait", "warmup", "active", "schedule"})  # its own schedule (--max-steps: a script's)
@@ -30,17 +31,17 @@ SWEPT = frozenset(DDP_SWEPT) | FSDP_OPTIONS
 Opt = typer.Option
 
 
-RepeatsOpt = Annotated[int, Opt(help="Rounds in which every setting takes its turn (interleaved).")]
+RepeatsOpt = Annotated[int, Opt(help="Interleaved repeats: in each, every setting takes its turn.")]
 StepsPerRepeatOpt = Annotated[
     Optional[int],
     Opt(
-        help="Timed steps per setting per round [default: 4; with a script and --max-steps: the launch's after "
+        help="Timed steps per setting per repeat [default: 4; with a script and --max-steps: the launch's after "
         "--warmup-steps].",
         show_default=False,
     ),
 ]
 WarmupStepsOpt = Annotated[int, Opt(help="Untimed steps per setting first (DDP rebuilds buckets after step 1).")]
-ProfileStepsOpt = Annotated[int, Opt(help="Profiled steps per setting, after the timed rounds.")]
+ProfileStepsOpt = Annotated[int, Opt(help="Profiled steps per setting, after the timed repeats.")]
 ScriptArg = Annotated[
     Optional[list[str]],
     typer.Argument(
@@ -101,10 +102,10 @@ def sweep(
     json_out: bool,
     swept_values: dict[str, str],
     script: ScriptArg = None,
-    repeats: RepeatsOpt = 5,
+    repeats: RepeatsOpt = REPEATS,
     steps_per_repeat: StepsPerRepeatOpt = None,
-    warmup_steps: WarmupStepsOpt = 3,
-    profile_steps: ProfileStepsOpt = 3,
+    warmup_steps: WarmupStepsOpt = WARMUP_STEPS,
+    profile_steps: ProfileStepsOpt = PROFILE_STEPS,
     max_live_settings: MaxLiveOpt = None,
 ) -> None:
     """Compare DDP or FSDP settings, with confidence intervals.

@@ -15,6 +15,7 @@ from commprof.cli.sweep import (
     StepsPerRepeatOpt,
     WarmupStepsOpt,
 )
+from commprof.config import PROFILE_STEPS, REPEATS, WARMUP_STEPS
 
 
 @with_run_options(exclude=frozenset({"bucket_cap_mb"}) | FSDP_OPTIONS | UNUSED)
@@ -23,10 +24,10 @@ def tune(
     quiet: bool,
     json_out: bool,
     script: ScriptArg = None,
-    repeats: RepeatsOpt = 5,
+    repeats: RepeatsOpt = REPEATS,
     steps_per_repeat: StepsPerRepeatOpt = None,
-    warmup_steps: WarmupStepsOpt = 3,
-    profile_steps: ProfileStepsOpt = 3,
+    warmup_steps: WarmupStepsOpt = WARMUP_STEPS,
+    profile_steps: ProfileStepsOpt = PROFILE_STEPS,
     max_live_settings: MaxLiveOpt = None,
 ) -> None:
     """Find the best bucket_cap_mb with fewer runs than a sweep.

@@ -8,19 +8,17 @@ from pathlib import Path
 from typing import Any
 
 from commprof.commands.outcome import SILENT, Feedback, Outcome
-from commprof.config import DDPOptions, RunConfig, RunRequest, own_setting, setting_label
+from commprof.config import ADVISE_TOP, DDPOptions, RunConfig, RunRequest, own_setting, setting_label
 from commprof.errors import UsageError
 from commprof.results.run_record import RunSummary
 from commprof.results.store import load_report
-
-TOP = 3  # settings checked at most, best predicted first
 
 
 def advise(
     run: str | Path,
     reports_dir: Path,
     feedback: Feedback = SILENT,
-    top: int = TOP,
+    top: int = ADVISE_TOP,
     run_id: str | None = None,
     max_steps: int | None = None,
     **rounds: Any,
