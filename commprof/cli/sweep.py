@@ -10,7 +10,7 @@ import typer
 
 from commprof.cli import console
 from commprof.cli.options import FSDP_OPTIONS, with_run_options
-from commprof.config import PROFILE_STEPS, REPEATS, WARMUP_STEPS
+from commprof.config import PROFILE_STEPS, REPEATS, STEPS_PER_REPEAT, WARMUP_STEPS
 from commprof.errors import UsageError
 
 UNUSED = frozenset({"steps", "wait", "warmup", "active", "schedule"})  # its own schedule (--max-steps: a script's)
@@ -35,7 +35,8 @@ RepeatsOpt = Annotated[int, Opt(help="Interleaved repeats: in each, every settin
 StepsPerRepeatOpt = Annotated[
     Optional[int],
     Opt(
-        help="Timed steps per setting per repeat [default: 4; with a script and --max-steps: the launch's after "
+        help=f"Timed steps per setting per repeat [default: {STEPS_PER_REPEAT}; with a script and --max-steps: the "
+        "launch's after "
         "--warmup-steps].",
         show_default=False,
     ),
