@@ -137,23 +137,24 @@ def run_example(example: Example) -> list[str]:
             (folder / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(REPO / source, folder / name)
         for line in example.before:
-            subprocess.run(line, shell=True, cwd=folder, env=environment, check=True, capture_output=True)
+            _run(line, folder, environment)
         block = []
         for command in example.commands:
-            done = subprocess.run(
-                f"{command.line} 2>&1" if "2>&1" not in command.line else command.line,
-                shell=True,
-                cwd=folder,
-                env=environment,
-                capture_output=True,
-                text=True,
-            )
-            if done.returncode != 0:
-                raise SystemExit(f"`{command.line}` failed ({done.returncode}):\n{done.stdout[-3000:]}")
-            block += [f"$ {command.line}", *shown(done.stdout, command.sections)]
+            output = _run(command.line if "2>&1" in command.line else f"{command.line} 2>&1", folder, environment)
+            block += [f"$ {command.line}", *shown(output, command.sections)]
         return block
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _run(line: str, folder: Path, environment: dict[str, str]) -> str:
+    """What `line` printed, run by bash in `folder`; a failure anywhere in its pipe stops the script, with it."""
+    done = subprocess.run(
+        ["bash", "-o", "pipefail", "-c", line], cwd=folder, env=environment, capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"`{line}` failed ({done.returncode}):\n{(done.stdout + done.stderr)[-3000:]}")
+    return done.stdout
 
 
 def blocks(text: str) -> list[tuple[int, int]]:

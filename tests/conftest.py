@@ -44,7 +44,7 @@ def once_for_every_worker(tmp_path_factory, name: str, *args: str) -> tuple[Path
     with open(root / f"{name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not saved.exists():
-            cwd.mkdir()
+            cwd.mkdir(exist_ok=True)  # left by a worker whose run failed: this one runs it again, and says why
             result = commprof(*args, cwd=cwd)
             assert result.returncode == 0, result.stderr
             saved.write_text(json.dumps([result.returncode, result.stdout, result.stderr]))

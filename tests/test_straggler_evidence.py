@@ -113,12 +113,12 @@ def test_the_whole_runs_steps_weigh_with_the_profiled_ones(tmp_path):
     report = analysed(tmp_path / "every", *ranks, waits={0: dict.fromkeys(range(12), 0.0), 1: dict(enumerate(every))})
     straggler = named(report)
     assert straggler is not None
-    assert "late in 16 of the run's 16 steps (4 profiled, 12 unprofiled)" in straggler.evidence
+    assert "late in 16 of 16 steps weighed (4 profiled, 12 unprofiled)" in straggler.evidence
     (tmp_path / "half").mkdir()
     report = analysed(tmp_path / "half", *ranks, waits={0: dict.fromkeys(range(12), 0.0), 1: dict(enumerate(half))})
     assert named(report) is None
     weighed = next(f for f in report.within_noise if f.kind == "straggler")
-    assert "late in 10 of the run's 16 steps (4 profiled, 12 unprofiled)" in weighed.evidence
+    assert "late in 10 of 16 steps weighed (4 profiled, 12 unprofiled)" in weighed.evidence
     assert "but not late consistently across the steps" in skew_summary(report)
 
 

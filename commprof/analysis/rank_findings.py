@@ -80,19 +80,22 @@ def straggler(
             per_step[step] += sum(starts[straggler] - s for s in starts.values()) / (len(starts) - 1) / 1000
     names = [s.name for s in steps_of.get(straggler, [])]
     own = _own_excess(report, straggler)
-    costs = [min(per_step.get(name, 0.0), own.get(name, math.inf)) for name in names]
+    profiled = [min(per_step.get(name, 0.0), own.get(name, math.inf)) for name in names]
     unprofiled = list((waits or {}).get(straggler, {}).values())
-    over = f"{len(costs)} profiled steps"
+    over = f"{len(profiled)} profiled steps"
     if unprofiled:
-        over = f"the run's {len(costs) + len(unprofiled)} steps ({len(costs)} profiled, {len(unprofiled)} unprofiled)"
-    costs += unprofiled
+        over = (
+            f"{len(profiled) + len(unprofiled)} steps weighed ({len(profiled)} profiled, {len(unprofiled)} unprofiled)"
+        )
+    costs = profiled + unprofiled
     if len(costs) < 2:
         return []
     gain = median_ci(costs)
     excess = _excess(report, straggler)
     late = f"{sum(cost > EXCESS_FLOOR_MS for cost in costs)} of {over}"
-    if gain.value < cross.straggler_cost_ms - EXCESS_FLOOR_MS:
-        late += f", bounded by its own extra time outside communication: {signed(gain.value, '.1f')} ms a step"
+    bounded = statistics.median(profiled) if profiled else math.inf
+    if bounded < cross.straggler_cost_ms - EXCESS_FLOOR_MS:  # the profiled steps' costs are capped by its excess
+        late += f", bounded by its own extra time outside communication: {signed(bounded, '.1f')} ms a step"
     cause = ", ".join(f"{PARTS[part]} {signed(ms, '.1f')} ms" for part, ms in excess.items())
     gpu = any(r.kind == "gpu" for r in report.ranks if r.rank == straggler)
     return [

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import re
 import sys
+from contextlib import ExitStack
+from typing import TextIO
 
 from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs, Std
 from torch.distributed.elastic.multiprocessing.api import LogsDest
@@ -18,6 +20,13 @@ def the_scripts(line: str) -> bool:
     return KINETO_MARKER.match(line) is None
 
 
+def _terminal_or_file(stream: TextIO) -> TextIO:
+    """Where a script's lines go: through the progress display's proxy when the stream is the terminal it draws on
+    (the lines then appear above it), else to the stream itself (`> out.txt` gets the script's stdout)."""
+    real = getattr(stream, "rich_proxied_file", stream)
+    return stream if real.isatty() else real
+
+
 class ShownLogs(DefaultLogsSpecs):
     """Every rank's stdout and stderr to its files; `shown` ('all', 'rank0' or 'none') of them also to this process's
     stdout and stderr, from the moment the ranks start until `stop`."""
@@ -26,6 +35,7 @@ class ShownLogs(DefaultLogsSpecs):
         super().__init__(log_dir=log_dir, redirects=Std.ALL)
         self.shown = shown
         self.tails: list[TailLog] = []
+        self.streams: list[TextIO] = []
 
     def reify(self, envs: dict[int, dict[str, str]]) -> LogsDest:
         dest = super().reify(envs)
@@ -33,12 +43,18 @@ class ShownLogs(DefaultLogsSpecs):
         if ranks:
             prefixes = {r: f"[rank{envs[r]['RANK']}]: " for r in ranks}
             for files, stream in ((dest.stdouts, sys.stdout), (dest.stderrs, sys.stderr)):
-                tail = TailLog("script", {r: files[r] for r in ranks}, stream, prefixes, log_line_filter=the_scripts)
+                shown_on = _terminal_or_file(stream)
+                tail = TailLog("script", {r: files[r] for r in ranks}, shown_on, prefixes, log_line_filter=the_scripts)
                 self.tails.append(tail.start())
+                self.streams.append(shown_on)
         return dest
 
     def stop(self) -> None:
-        """Once the ranks have exited: what they wrote last is shown, then the tails end."""
-        for tail in self.tails:
-            tail.stop()
-        self.tails = []
+        """Once the ranks have exited: what they wrote last is shown, then the tails end (every one of them, even
+        when a second Ctrl-C interrupts the first: a tail left running would keep the process from exiting)."""
+        tails, streams, self.tails, self.streams = self.tails, self.streams, [], []
+        with ExitStack() as stopping:
+            for stream in streams:
+                stopping.callback(stream.flush)  # a last line without its newline, kept by a proxy
+            for tail in tails:
+                stopping.callback(tail.stop)

@@ -225,10 +225,10 @@ class RunSummary:
         precision of a built-in model; a script's arguments. `with_defaults` False: DDP's options at DDP's
         defaults left out, but for the bucket cap and the hook (a header's short list)."""
         config = self.config
-        always = ("script", "bucket_cap_mb", "comm_hook", "precision")
+        always = ("script", "bucket_cap_mb", "comm_hook", "reshard_after_forward", "precision")
         if config.strategy == "fsdp":
             shown = {f.name: str(getattr(config.fsdp, f.name)) for f in dataclasses.fields(config.fsdp)}
-            defaults = dict(shown)
+            defaults = {f.name: str(f.default) for f in dataclasses.fields(config.fsdp)}
         elif self.script is None:
             shown = {f.name: str(getattr(config.ddp, f.name)) for f in dataclasses.fields(config.ddp)}
             defaults = {f.name: str(f.default) for f in dataclasses.fields(config.ddp)}
