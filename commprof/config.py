@@ -57,6 +57,12 @@ class ProfileSchedule:
         warm-up and recorded steps), training before and after."""
         return "profiling" if self.wait < steps_done <= self.total else "training"
 
+    def step_of(self, traced: int, first_traced: int) -> int:
+        """The optimizer step (counted from 1) of a trace's ProfilerStep#`traced`, its first recorded range being
+        ProfilerStep#`first_traced`: the schedule's first recorded step (a script's profiler starts numbering a step
+        late, a built-in run's at step 1)."""
+        return traced - first_traced + self.profiled_steps[0]
+
     @property
     def profiled_steps(self) -> tuple[int, int]:
         """The first and last optimizer step (from 1) the profiler records."""

@@ -18,17 +18,18 @@ def completed_steps_only(trace: RunTrace, run: RunSummary | None) -> tuple[RunTr
     if run is None or run.status not in ("failed", "running", "interrupted"):
         return trace, None
     completed = run.steps_completed or 0
-    numbers = [int(m.group(1)) for r in trace.ranks for s in r.steps if (m := _STEP_NUMBER.search(s.name))]
-    # the first traced range is the schedule's first recorded step (a script's profiler starts a step late)
-    offset = run.config.schedule.profiled_steps[0] - min(numbers, default=0)
+    first = min((n for r in trace.ranks for s in r.steps if (n := _traced(s.name)) is not None), default=0)
+
+    def step_of(name: str) -> int | None:
+        traced = _traced(name)
+        return None if traced is None else run.config.schedule.step_of(traced, first)
+
     kept: list[RankTrace] = []
     emptied: list[RankTrace] = []
     for rank in trace.ranks:
-        steps = tuple(
-            s for s in rank.steps if (m := _STEP_NUMBER.search(s.name)) and int(m.group(1)) + offset <= completed
-        )
+        steps = tuple(s for s in rank.steps if (step := step_of(s.name)) is not None and step <= completed)
         (kept if steps else emptied).append(dataclasses.replace(rank, steps=steps))
-    covered = sorted({int(m.group(1)) + offset for r in kept for s in r.steps if (m := _STEP_NUMBER.search(s.name))})
+    covered = sorted({step for r in kept for s in r.steps if (step := step_of(s.name)) is not None})
     missing = missing_ranks(trace, run)
     parts = [
         f"the run was {run.error or 'interrupted'}"
@@ -42,6 +43,12 @@ def completed_steps_only(trace: RunTrace, run: RunSummary | None) -> tuple[RunTr
     if emptied:
         parts.append(f"no completed traced step from rank(s) {', '.join(str(r.rank) for r in emptied)}")
     return dataclasses.replace(trace, ranks=tuple(kept)), "; ".join(parts)
+
+
+def _traced(name: str) -> int | None:
+    """ProfilerStep#12 -> 12; None for a range without a number."""
+    match = _STEP_NUMBER.search(name)
+    return int(match.group(1)) if match else None
 
 
 def missing_ranks(trace: RunTrace, run: RunSummary | None) -> list[int]:

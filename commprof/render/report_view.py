@@ -69,9 +69,9 @@ def _about(report: Report) -> Section:
     else:
         about = f"{len(report.ranks)} rank(s) from {len(report.sources)} trace file(s); created {report.created}"
     blocks = [Text(about, "meta")]
-    if run and report.sweep is None and run.settings(with_defaults=False):  # a sweep's table shows its settings
-        shown = run.settings(with_defaults=False).items()
-        blocks.append(Text("settings: " + ", ".join(f"{k}={v}" for k, v in shown), "meta"))
+    shown = run.settings(with_defaults=False) if run and report.sweep is None else {}  # a sweep's table shows its own
+    if shown:
+        blocks.append(Text("settings: " + ", ".join(f"{k}={v}" for k, v in shown.items()), "meta"))
     if report.incomplete:
         blocks.append(Text(f"INCOMPLETE: {report.incomplete}", "alert"))
     communicates = any(r.comm_ms for r in report.ranks)

@@ -242,7 +242,7 @@ def step_named(report: Report, name: str) -> str:
     named = _PROFILER_STEP.fullmatch(name)
     if report.run is None or report.sweep is not None or first is None or named is None:
         return name  # a sweep's profiled launches keep a schedule of their own
-    return f"step {int(named.group(1)) - first + report.run.config.schedule.profiled_steps[0]} ({name} in the trace)"
+    return f"step {report.run.config.schedule.step_of(int(named.group(1)), first)} ({name} in the trace)"
 
 
 def job_step_ms(found: list[ProfilerDistortion]) -> float | None:
