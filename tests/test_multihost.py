@@ -8,8 +8,8 @@ import pytest
 from commprof.results.store import load_report, load_result
 from tests.netbed import commprof_argv, namespaces_of_this_process, netbed, unavailable
 
-# not solo: the link's token bucket sets every rate checked here, and with the script tests beside them on both
-# cores (2026-11-27) every figure stayed in its range
+# not solo but for the scale: the link's token bucket sets every rate checked here, and with the script tests
+# beside them on both cores (2026-11-27) every figure stayed in its range
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(unavailable() is not None, reason=str(unavailable())),
@@ -90,6 +90,8 @@ def test_a_bench_across_two_hosts_measures_the_link_between_them(two_hosts):
     assert "2 ranks on 2 hosts (" in text and "the collectives cross the link between them" in text
 
 
+@pytest.mark.solo  # its efficiency divides by the one-host step, which another test's ranks on the cores slowed
+# to 664 ms (efficiency 0.51) in a CI run where the link alone was checked: alone, it is compute on one core
 def test_a_scale_from_one_host_to_two_runs_each_size_on_its_hosts(two_hosts):
     """`commprof scale --nodes 1,2` on both hosts: both hosts first (which tells each its place), then the host of
     rank 0 alone; the 400 Mbit/s link makes two hosts far slower per step than one, and the scale report says
