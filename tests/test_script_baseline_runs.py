@@ -8,7 +8,9 @@ import re
 
 import pytest
 
+from commprof.config import setting_label
 from commprof.results.store import load_report
+from commprof.results.sweep_record import SweepRecord
 from tests.conftest import REPO, commprof, plant_findings, planted_finding
 
 pytestmark = pytest.mark.slow
@@ -49,10 +51,11 @@ def test_tune_of_a_script_counts_what_it_measures(tmp_path):
     assert rows[0] == "script-own" and {"bucket-1mb", "bucket-5mb"} <= set(rows) and len(rows) <= 5
     assert len({tuple(s.bucket_sizes) for s in sweep.settings}) == len(rows)  # one setting per layout
     assert sweep.baseline == "script-own" and sweep.settings[0].bucket_sizes == OWN
-    raw = json.loads((tmp_path / "traces" / "tu" / "sweep.json").read_text())
-    assert raw["order"][:3] == ["script-own", "bucket-1mb", "bucket-5mb"] and raw["framework"] == "script"
+    record = SweepRecord.read(tmp_path / "traces" / "tu")
+    assert record.order[:3] == ["script-own", "bucket-1mb", "bucket-5mb"] and record.built_by == "script"
+    assert [setting_label(s) for s in record.plan.settings] == list(record.settings)  # every one measured
     launched = launches_of(tmp_path / "traces" / "tu")
-    assert len(launched) == raw["timings"]["launches"]
+    assert len(launched) == record.timings["launches"]
     for name, run in launched.items():  # the script as written, then each cap applied on top of it
         assert run["steps_completed"] == STEPS and [len(r["step_ms"]) for r in run["ranks"]] == [STEPS] * 2, name
         (built,) = run["ddp_built"]
@@ -60,7 +63,7 @@ def test_tune_of_a_script_counts_what_it_measures(tmp_path):
         expected = {} if name.startswith("script-own") else {"bucket_cap_mb": float(name.split("-")[1][:-2])}
         assert built["applied"] == expected, name
     by_label = {s.label: s for s in sweep.settings}
-    assert [by_label[label].samples for label in raw["order"][:3]] == [2 * (STEPS - 1)] * 3  # both rounds' steps
+    assert [by_label[label].samples for label in record.order[:3]] == [2 * (STEPS - 1)] * 3  # both rounds' steps
     assert by_label["bucket-1mb"].bucket_sizes == CAP_1 and by_label["script-own"].options["bucket_cap_mb"] is None
     recommendation = sweep.recommendation.lower()
     assert "the script's own setting" in recommendation and "the default" not in recommendation

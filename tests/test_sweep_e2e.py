@@ -6,9 +6,11 @@ import pytest
 
 from commprof.analysis.analyze import analyze
 from commprof.analysis.buckets import backward_times
+from commprof.config import setting_label
 from commprof.results.store import load_report
+from commprof.results.sweep_record import SweepRecord
 from commprof.trace.load import load_run
-from tests.conftest import commprof, load_json
+from tests.conftest import commprof
 
 pytestmark = pytest.mark.slow
 SMALL_SWEEP = [
@@ -37,11 +39,12 @@ def swept(tmp_path_factory):
 
 
 def test_one_launch_interleaved_with_a_trace_set_per_setting(swept):
-    raw = load_json(swept / "traces" / "sw" / "sweep.json")
+    record = SweepRecord.read(swept / "traces" / "sw")
     labels = ["bucket-1mb", "bucket-1mb_hook-fp16", "bucket-25mb", "bucket-25mb_hook-fp16"]
-    assert sorted(raw["settings"]) == labels and raw["order"] == raw["order"][:4] * 2  # A B C D A B C D
+    assert sorted(record.settings) == labels and record.order == record.order[:4] * 2  # A B C D A B C D
+    assert sorted(setting_label(s) for s in record.plan.settings) == labels and record.built_by == "script"
     for label in labels:
-        assert len(raw["settings"][label]["step_ms"]) == 2
+        assert len(record.settings[label].step_ms) == 2
         assert sorted(p.name for p in (swept / "traces" / "sw" / label).glob("*.pt.trace.json")) == [
             "rank0.pt.trace.json",
             "rank1.pt.trace.json",
@@ -114,16 +117,15 @@ def test_settings_that_do_not_fit_are_rebuilt_each_turn(tmp_path):
         "sweep", "--bucket-cap-mb", "1,5,25", "--run-id", "one", "--max-live-settings", "1", *SMALL_SWEEP, cwd=tmp_path
     )
     assert result.returncode == 0, result.stderr
-    raw = json.loads((tmp_path / "traces" / "one" / "sweep.json").read_text())
-    assert raw["timings"]["most_live_settings"] == 1
-    assert raw["order"] == ["bucket-1mb", "bucket-5mb", "bucket-25mb"] * 2  # still A B C A B C
+    record = SweepRecord.read(tmp_path / "traces" / "one")
+    assert record.timings["most_live_settings"] == 1
+    assert record.order == ["bucket-1mb", "bucket-5mb", "bucket-25mb"] * 2  # still A B C A B C
     sweep = load_report(tmp_path / "reports" / "one" / "report.json").sweep
     assert [s.samples for s in sweep.settings] == [2, 2, 2] and all(s.timeline for s in sweep.settings)
 
 
 def test_settings_that_fit_stay_alive(swept):
-    raw = json.loads((swept / "traces" / "sw" / "sweep.json").read_text())
-    assert raw["timings"]["most_live_settings"] == 4
+    assert SweepRecord.read(swept / "traces" / "sw").timings["most_live_settings"] == 4
 
 
 def test_fsdp_knobs_swept_in_one_launch(tmp_path):
@@ -143,9 +145,9 @@ def test_fsdp_knobs_swept_in_one_launch(tmp_path):
         cwd=tmp_path,
     )
     assert result.returncode == 0, result.stderr
-    raw = load_json(tmp_path / "traces" / "fs" / "sweep.json")
+    record = SweepRecord.read(tmp_path / "traces" / "fs")
     labels = ["no-reshard", "no-reshard_reduce-bf16", "reshard", "reshard_reduce-bf16"]
-    assert sorted(raw["settings"]) == labels and raw["order"][:4] == raw["order"][4:]  # A B C D A B C D
+    assert sorted(record.settings) == labels and record.order[:4] == record.order[4:]  # A B C D A B C D
     report = load_report(tmp_path / "reports" / "fs" / "report.json")
     sweep = report.sweep
     assert sweep.strategy == "fsdp" and sweep.baseline == "reshard"

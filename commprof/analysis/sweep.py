@@ -11,6 +11,7 @@ from commprof.analysis.ddp_buckets import describe
 from commprof.analysis.stats import PRACTICAL_SHARE, difference_ci, median_ci, real_speedup, speedup_ci
 from commprof.config import OPTIONS_OF_STRATEGY, DDPOptions, FSDPOptions, SettingOptions, setting_label
 from commprof.results.report import DDPCrossCheck, Report, SettingResult, SweepResult
+from commprof.results.sweep_record import MeasuredSetting, SweepRecord
 from commprof.trace.model import RankTrace
 from commprof.trace.rules import FSDP_PURPOSE
 
@@ -69,27 +70,27 @@ def fsdp_paste_line(options: FSDPOptions) -> str:
 
 def setting_result(
     label: str,
-    raw: dict[str, Any],
+    measured: MeasuredSetting,
     baseline_steps: list[float],
     report: Report,
     rank0: RankTrace | None,
     strategy: str = "ddp",
 ) -> SettingResult:
-    estimate, gain = median_ci(raw["step_ms"]), speedup_ci(baseline_steps, raw["step_ms"])
+    estimate, gain = median_ci(measured.step_ms), speedup_ci(baseline_steps, measured.step_ms)
     comm = statistics.fmean(r.comm_ms for r in report.ranks)
     overlap = statistics.fmean(r.overlap_ms for r in report.ranks)
-    ddp0 = raw["ddp"].get("0", {})
+    ddp0 = measured.ddp.get("0", {})
     ddp = strategy == "ddp"  # buckets and DDP's own figures: DDP's settings only
     timelines = bucket_timelines(rank0) if ddp and rank0 is not None else []
     from_trace = backward_times(rank0) if ddp and rank0 is not None else None
     sizes = _bucket_sizes(ddp0)
     return SettingResult(
         label=label,
-        options=dict(raw["options"]),
+        options=dict(measured.options),
         buckets=len(sizes),
         bucket_sizes=sizes,
         step_ms=estimate,
-        samples=len(raw["step_ms"]),
+        samples=len(measured.step_ms),
         speedup=gain,
         significant=real_speedup(gain),
         exposed_comm_ms=statistics.fmean(r.exposed_comm_ms for r in report.ranks),
@@ -98,7 +99,7 @@ def setting_result(
         gathers_per_step=sum(c.calls_per_step for c in report.collectives if c.purpose == FSDP_PURPOSE["all_gather"]),
         traces=label,
         timeline=median_timeline(timelines),
-        gain_ms=difference_ci(raw["step_ms"], baseline_steps),
+        gain_ms=difference_ci(measured.step_ms, baseline_steps),
         ddp_check=DDPCrossCheck(
             _ms(ddp0, "avg_backward_compute_time"),
             _ms(ddp0, "avg_backward_comm_time"),
@@ -166,22 +167,22 @@ def recommend(
     ), paste_line(options[best.label], framework)
 
 
-def sweep_result(raw: dict[str, Any], analysed: dict[str, tuple[Report, RankTrace | None]], kind: str) -> SweepResult:
-    strategy = raw["plan"]["run"].get("strategy", "ddp")
+def sweep_result(record: SweepRecord, analysed: dict[str, tuple[Report, RankTrace | None]], kind: str) -> SweepResult:
+    strategy = record.plan.run.strategy
     options_of = OPTIONS_OF_STRATEGY[strategy]
-    planned = options_of(**raw["plan"]["baseline"])
+    planned = record.plan.baseline
     baseline_label = setting_label(planned)
     own = isinstance(planned, DDPOptions) and planned.bucket_cap_mb is None  # a script as written (config.OWN_LABEL)
-    baseline_steps = raw["settings"][baseline_label]["step_ms"]
+    baseline_steps = record.settings[baseline_label].step_ms
     results = [
         setting_result(label, setting, baseline_steps, *analysed[label], strategy)
-        for label, setting in raw["settings"].items()
+        for label, setting in record.settings.items()
     ]
     # a script's own setting first, then by cap
     results.sort(key=lambda s: (not (own and s.label == baseline_label), s.options.get("bucket_cap_mb") or 0, s.label))
     baseline = next(s for s in results if s.label == baseline_label)
-    options = {label: options_of(**setting["options"]) for label, setting in raw["settings"].items()}
-    text, paste = recommend(results, baseline, options, raw.get("framework", "script"), own)
+    options = {label: options_of(**setting.options) for label, setting in record.settings.items()}
+    text, paste = recommend(results, baseline, options, record.built_by, own)
     best = min(results, key=lambda s: s.step_ms.value).label
     results = [dataclasses.replace(s, best=s.label == best) for s in results]
     return SweepResult(
@@ -191,7 +192,7 @@ def sweep_result(raw: dict[str, Any], analysed: dict[str, tuple[Report, RankTrac
         settings=results,
         recommendation=text,
         paste=paste,
-        rounds=raw.get("rounds", 1),
-        timings=raw.get("timings", {}),
+        rounds=record.rounds,
+        timings=record.timings,
         strategy=strategy,
     )

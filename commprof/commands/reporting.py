@@ -16,7 +16,6 @@ from commprof.analysis.incomplete import completed_steps_only
 from commprof.analysis.network import network_of
 from commprof.analysis.sweep import sweep_result
 from commprof.analysis.timeline import job_timeline
-from commprof.config import RunConfig
 from commprof.errors import NothingToReport, UsageError
 from commprof.launch.runlog import read_run_json
 from commprof.results.common import Estimate, Result
@@ -24,6 +23,7 @@ from commprof.results.report import Report
 from commprof.results.run_record import RunSummary
 from commprof.results.step_ledger import read_ledgers
 from commprof.results.store import why_not_written
+from commprof.results.sweep_record import SweepRecord
 from commprof.trace.load import load_run, load_run_with
 from commprof.trace.model import RankTrace, RunTrace
 
@@ -117,30 +117,30 @@ def bench_ceiling(reports_dir: Path, hosts: set[str], backend: str | None) -> tu
 def sweep_report(run_dir: Path, name: str, kind: str, predicted: dict[str, Estimate] | None = None) -> Report:
     """A sweep's report: the best setting's breakdown, and every setting in `sweep` (with its predicted gain,
     when `commprof advise` predicted one)."""
-    raw = json.loads((run_dir / "sweep.json").read_text())
+    record = SweepRecord.read(run_dir)
     analysed = {}
-    for label in raw["settings"]:
+    for label in record.settings:
         trace = load_run([run_dir / label])
         analysed[label] = (analyze(trace, name=label, kind="run"), trace.ranks[0] if trace.ranks[0].rank == 0 else None)
-    result = sweep_result(raw, analysed, kind)
+    result = sweep_result(record, analysed, kind)
     if predicted:
         result = dataclasses.replace(
             result, settings=[dataclasses.replace(s, predicted_gain_ms=predicted.get(s.label)) for s in result.settings]
         )
-    config = RunConfig.from_dict(raw["plan"]["run"])
+    config = record.plan.run
     best_launch = read_run_json(run_dir / result.best)  # a script's sweep: its profiled launch's own record
-    rank_hosts = {str(r): h for r, h in enumerate(raw.get("hosts", []))} or (
+    rank_hosts = {str(r): h for r, h in enumerate(record.hosts)} or (
         best_launch.summary().rank_hosts if best_launch else {}
     )
     run = RunSummary(
         run_id=config.run_id,
         config=config,
-        model=raw["model"],
-        parameters=raw["parameters"],
-        world_size=raw["world_size"],
+        model=record.model,
+        parameters=record.parameters,
+        world_size=record.world_size,
         backend=config.backend,
         device=config.device,
-        versions=raw["versions"],
+        versions=record.versions,
         hosts=sorted(set(rank_hosts.values())),
         rank_hosts=rank_hosts,
     )

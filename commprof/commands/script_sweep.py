@@ -35,9 +35,10 @@ from commprof.config import (
 )
 from commprof.errors import UsageError
 from commprof.launch.job import TORCHRUN_OMP_WARNING, torchrun_environment
-from commprof.launch.runlog import finish_script_run, read_run_json, write_json_atomic
+from commprof.launch.runlog import finish_script_run, read_run_json, write_text_atomic
 from commprof.results.common import Estimate, job_steps
 from commprof.results.run_record import BuiltDDP, RunRecord
+from commprof.results.sweep_record import FILE_NAME, MeasuredSetting, SweepRecord
 
 UNPROFILED = ProfileSchedule(wait=0, warmup=0, active=1)  # a placeholder: timed launches run no profiler
 
@@ -115,7 +116,7 @@ def measure_script(
     )
     if torchrun_environment(config.procs_per_node):
         feedback.info(TORCHRUN_OMP_WARNING)
-    results: dict[str, dict[str, Any]] = {}
+    results: dict[str, MeasuredSetting] = {}
     order: list[str] = []
     launches = 0
     pending = list(ddp_settings)
@@ -153,19 +154,20 @@ def measure_script(
             label = setting_label(setting)
             last = launch(setting, label, profiled_steps, profile, f"{label}, profiled")
             built = last.ddp_built[0] if last.ddp_built else None
-            results[label] = {
-                "options": _ran_with(setting, built),
-                "step_ms": timed[label],
-                "ddp": {str(r.rank): r.ddp for r in last.ranks},
-                **({"asked": built.asked, "applied": built.applied} if built else {}),
-            }
+            results[label] = MeasuredSetting(
+                options=_ran_with(setting, built),
+                step_ms=timed[label],
+                ddp={str(r.rank): r.ddp for r in last.ranks},
+                asked=built.asked if built else {},
+                applied=built.applied if built else {},
+            )
         round_index += 1
         pending = []
         if tune:
             measured = [s for s in ddp_settings if setting_label(s) in results]
             ddp_settings = measured
             caps = {
-                s.bucket_cap_mb: results[setting_label(s)]["step_ms"]
+                s.bucket_cap_mb: results[setting_label(s)].step_ms
                 for s in measured
                 if s != baseline and s.bucket_cap_mb is not None
             }
@@ -173,7 +175,7 @@ def measure_script(
                 caps,
                 round_index - 1,
                 _cap_layouts(layout_of, baseline),
-                own=results[setting_label(baseline)]["step_ms"],
+                own=results[setting_label(baseline)].step_ms,
                 own_layout=layout_of(baseline) if layout_of else None,
             )
             pending = [dataclasses.replace(baseline, bucket_cap_mb=mb) for mb in fresh]
@@ -190,25 +192,23 @@ def measure_script(
         + f", {launches} launches"
     )
     built = last.ddp_built[0] if last.ddp_built else None
-    write_json_atomic(
-        config.run_dir / "sweep.json",
-        {
-            "plan": dataclasses.replace(plan, settings=tuple(ddp_settings)).to_dict(),
-            "versions": last.versions,
-            "model": last.model,
-            "parameters": last.parameters,
-            "world_size": config.world_size,
-            "rounds": round_index,
-            "end_time": datetime.now(timezone.utc).isoformat(),
-            "order": order,
-            "settings": results,
-            "framework": built.built_by if built else "script",
-            "script": list(config.script),
-            "max_steps": max_steps,
-            "applied_on_top": list(forced),
-            "timings": {"worker_s": time.perf_counter() - started, "launches": launches},
-        },
+    record = SweepRecord(
+        plan=dataclasses.replace(plan, settings=tuple(ddp_settings)),
+        settings=results,
+        model=last.model,
+        parameters=last.parameters,
+        world_size=config.world_size,
+        versions=last.versions,
+        rounds=round_index,
+        end_time=datetime.now(timezone.utc).isoformat(),
+        order=order,
+        built_by=built.built_by if built else "script",
+        script=list(config.script),
+        max_steps=max_steps,
+        applied_on_top=list(forced),
+        timings={"worker_s": time.perf_counter() - started, "launches": launches},
     )
+    write_text_atomic(config.run_dir / FILE_NAME, record.to_json())
     report = sweep_report(config.run_dir, config.run_id, kind, predicted)
     return Outcome(
         report, write_report(report, config.reports_dir, report.name, traces=config.run_dir), traces=config.run_dir

@@ -30,8 +30,9 @@ from commprof.analysis.tune import next_bucket_sizes
 from commprof.config import ProfileSchedule, SettingOptions, SweepPlan, setting_label
 from commprof.instrument.profiler import cuda_synchronize, make_profiler
 from commprof.launch.progress import Progress, write_progress
-from commprof.launch.runlog import write_json_atomic
+from commprof.launch.runlog import write_text_atomic
 from commprof.results.common import job_steps
+from commprof.results.sweep_record import FILE_NAME, MeasuredSetting, SweepRecord
 from commprof.worker.rank import RankContext, claim_run_dir, distributed, exit_on_error, versions
 from commprof.worker.training import Trainer, make_batches
 from commprof.workloads import load_workload
@@ -49,35 +50,34 @@ def sweep_main(plan_dict: dict[str, Any], progress_path: str) -> dict[str, Any]:
         batches = make_batches(workload, config.batch_size, config.seed, ctx.rank, ctx.device)
         trainers = _Trainers(workload, batches, ctx, config.precision)
         progress = _ProgressWriter(Path(progress_path), ctx, plan)
-        results: dict[str, dict[str, Any]] = {}
+        results: dict[str, MeasuredSetting] = {}
         pending, round_index, phases = list(plan.settings), 0, {"measured_s": 0.0, "overhead_s": 0.0}
         order: list[str] = []  # the timed blocks in the order they ran
         setup_s = time.perf_counter() - started
+        measured: list[SettingOptions] = []
         while pending:
-            measured = _measure_round(plan, ctx, trainers, pending, run_dir, progress, phases, order)
-            results.update(measured)
+            results.update(_measure_round(plan, ctx, trainers, pending, run_dir, progress, phases, order))
+            measured += pending
             pending = _next_round(plan, ctx, results, round_index, workload.parameter_sizes) if plan.tune else []
             round_index += 1
         hosts: list[str] = [""] * ctx.world_size
         dist.all_gather_object(hosts, socket.gethostname())
         if ctx.rank == 0:
             phases.update(setup_s=setup_s, worker_s=time.perf_counter() - started)
-            write_json_atomic(
-                run_dir / "sweep.json",
-                {
-                    "plan": plan.to_dict(),
-                    "versions": versions(),
-                    "model": workload.name,
-                    "parameters": workload.parameter_count,
-                    "world_size": ctx.world_size,
-                    "hosts": hosts,  # each rank's
-                    "rounds": round_index,
-                    "end_time": datetime.now(timezone.utc).isoformat(),
-                    "timings": phases,
-                    "order": order,
-                    "settings": results,
-                },
+            record = SweepRecord(
+                plan=dataclasses.replace(plan, settings=tuple(measured)),
+                settings=results,
+                model=workload.name,
+                parameters=workload.parameter_count,
+                world_size=ctx.world_size,
+                versions=versions(),
+                hosts=hosts,
+                rounds=round_index,
+                end_time=datetime.now(timezone.utc).isoformat(),
+                order=order,
+                timings=phases,
             )
+            write_text_atomic(run_dir / FILE_NAME, record.to_json())
         dist.barrier()
         return {"rank": ctx.rank, "run_id": config.run_id, "run_dir": str(run_dir)}
 
@@ -157,7 +157,7 @@ def _measure_round(
     progress: _ProgressWriter,
     phases: dict[str, float],
     order: list[str],
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, MeasuredSetting]:
     """Warm up, then the settings take turns for `repeats` rounds, then each is profiled. When they do not all
     fit in memory at once, each turn builds its setting afresh (and warms it up again) and frees it after."""
 
@@ -208,22 +208,22 @@ def _measure_round(
     gathered: list[Any] = [None] * ctx.world_size
     dist.all_gather_object(gathered, local)
     return {
-        setting_label(s): {
-            "options": dataclasses.asdict(s),
-            "step_ms": job_steps([g[setting_label(s)]["step_ms"] for g in gathered]),
-            "ddp": {str(rank): g[setting_label(s)]["ddp"] for rank, g in enumerate(gathered)},
-        }
+        setting_label(s): MeasuredSetting(
+            options=dataclasses.asdict(s),
+            step_ms=job_steps([g[setting_label(s)]["step_ms"] for g in gathered]),
+            ddp={str(rank): g[setting_label(s)]["ddp"] for rank, g in enumerate(gathered)},
+        )
         for s in settings
     }
 
 
 def _next_round(
-    plan: SweepPlan, ctx: RankContext, results: dict[str, dict[str, Any]], round_index: int, parameter_sizes: list[int]
+    plan: SweepPlan, ctx: RankContext, results: dict[str, MeasuredSetting], round_index: int, parameter_sizes: list[int]
 ) -> list[SettingOptions]:
     """Rank 0 decides the next bucket sizes from everyone's measurements; all ranks follow."""
     decision: list[Any] = [None]
     if ctx.rank == 0:
-        by_size = {r["options"]["bucket_cap_mb"]: r["step_ms"] for r in results.values()}
+        by_size = {r.options["bucket_cap_mb"]: r.step_ms for r in results.values()}
         decision[0] = next_bucket_sizes(by_size, round_index, lambda mb: layout(parameter_sizes, mb))
     dist.broadcast_object_list(decision, src=0)
     return [dataclasses.replace(plan.baseline, bucket_cap_mb=mb) for mb in decision[0]]
