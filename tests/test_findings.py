@@ -10,7 +10,7 @@ from commprof.analysis.findings import findings
 from commprof.analysis.predict import MB, ComputeModel, LinkModel, StepProfile, rebucket, simulate_step
 from commprof.render.findings_text import BALANCED
 from commprof.render.outputs import markdown as render_markdown
-from commprof.results.report import ProfilerDistortion
+from commprof.results.report import JobStep
 from commprof.results.run_record import BuiltDDP
 from commprof.trace.load import load_run
 from tests.conftest import run_summary
@@ -83,11 +83,11 @@ def nccl_rank(rank, steps=2):
     return trace
 
 
-def found(tmp_path, *ranks, run=None, distortion=(), drift_ms=0.0):
+def found(tmp_path, *ranks, run=None, job=None, drift_ms=0.0):
     paths = [r.write(tmp_path / f"rank{i}.json") for i, r in enumerate(ranks)]
     analysis = analyze_run(load_run(paths, workers=1), "t", "run", run)
     report = analysis.report
-    claims, _ = findings(report, analysis.windows, analysis.matching, list(distortion), drift_ms=drift_ms)
+    claims, _ = findings(report, analysis.windows, analysis.matching, job, drift_ms=drift_ms)
     return claims, report
 
 
@@ -133,8 +133,8 @@ def test_an_exposed_nccl_allreduce_gets_a_bucket_cap_and_compression(tmp_path):
     assert "now one bucket of 25.0 MiB (bucket_cap_mb=25)" in bucket.evidence and "as good within" in bucket.evidence
     markdown = render_markdown(dataclasses.replace(report, findings=result))
     assert (
-        "**1. bucket_cap_mb=10 (3 buckets: 10.0, 10.0, 5.0 MiB) hides more of the gradient all-reduce: -8.0 ms "
-        "per step (17%"
+        "**1. bucket_cap_mb=10 (3 buckets: 10.0, 10.0, 5.0 MiB) hides more of the gradient all-reduce: saves 8.0 ms "
+        "per step (17% of the step"
     ) in markdown
     assert compression.gain_ms.value == pytest.approx(5.0) and compression.setting == {"comm_hook": "fp16"}
     assert compression.action == (
@@ -244,15 +244,15 @@ def test_a_rank_that_waits_a_little_is_named_no_straggler(tmp_path):
     result, report = found(tmp_path, ddp_rank(0, steps=3, last_us=500), ddp_rank(1, steps=3, late_us=500))
     assert not [f for f in result if f.kind == "straggler"] and report.cross_rank.straggler == 1
     summary = skew_summary(dataclasses.replace(report, findings=result))
-    assert "No rank is a straggler worth acting on: rank 1 made the others wait most, 0.50 ms per step" in summary
+    worth = "No rank is a straggler worth acting on: rank 1 made the others wait most in the profiled steps, 0.50 ms"
+    assert f"{worth} per step" in summary
     assert "Straggler:" not in summary and "include waiting" not in summary
 
 
 def test_a_gain_is_a_share_of_the_jobs_step_without_the_profiler(tmp_path):
     """The same NCCL job, whose unprofiled steps (run.json) take 40 ms on its slowest rank: the 8 ms the cap saves
     is 20% of the job's step, whatever the profiled steps took."""
-    unprofiled = [ProfilerDistortion(0, 44.0, 36.0, 44 / 36 - 1), ProfilerDistortion(1, 44.0, 40.0, 0.1)]
-    result, _ = found(tmp_path, nccl_rank(0), nccl_rank(1), run=DDP_RUN, distortion=unprofiled)
+    result, _ = found(tmp_path, nccl_rank(0), nccl_rank(1), run=DDP_RUN, job=JobStep(44.0, 40.0))
     bucket = next(f for f in result if f.kind == "bucket_cap")
     assert bucket.gain_ms.value == pytest.approx(8.0) and bucket.gain_pct == pytest.approx(20.0)
 
@@ -283,14 +283,12 @@ def test_steps_that_start_idle_waiting_for_data(tmp_path):
 
 
 def test_the_profilers_own_distortion_when_large(tmp_path):
-    slowed = [ProfilerDistortion(0, 60.0, 50.0, 0.2), ProfilerDistortion(1, 61.0, 50.0, 0.22)]
-    result, _ = found(tmp_path, ddp_rank(0, allreduce_us=100), ddp_rank(1, allreduce_us=100), distortion=slowed)
+    slowed = JobStep(61.0, 50.0)  # the job's profiled step against its step without the profiler
+    result, _ = found(tmp_path, ddp_rank(0, allreduce_us=100), ddp_rank(1, allreduce_us=100), job=slowed)
     assert [(f.kind, f.gain_ms) for f in result] == [("profiler_distortion", None)]
-    # the job's profiled step, its slowest rank's 61 ms, against its step without the profiler, 50 ms
     assert result[0].title == "the profiler slowed the steps it recorded by 22%"
-    mild = [ProfilerDistortion(0, 52.0, 50.0, 0.04)]
     (tmp_path / "mild").mkdir()
-    assert found(tmp_path / "mild", ddp_rank(0, allreduce_us=100), distortion=mild)[0] == []
+    assert found(tmp_path / "mild", ddp_rank(0, allreduce_us=100), job=JobStep(52.0, 50.0))[0] == []
 
 
 def test_the_ceiling_from_commprof_bench_on_this_host(tmp_path):
@@ -298,7 +296,7 @@ def test_the_ceiling_from_commprof_bench_on_this_host(tmp_path):
     backward, the 1 MiB one 0.21 ms from 20: 0.21 ms exposed instead of 2, 1.79 ms gained."""
     paths = [two_bucket_rank(r).write(tmp_path / f"rank{r}.json") for r in (0, 1)]
     analysis = analyze_run(load_run(paths, workers=1), "t", "run")
-    (bucket,), _ = findings(analysis.report, analysis.windows, analysis.matching, [], (5.0, "commprof bench b1"))
+    (bucket,), _ = findings(analysis.report, analysis.windows, analysis.matching, None, (5.0, "commprof bench b1"))
     assert bucket.evidence.endswith(
         "slow all-reduces: 1.00 MiB at 0.52 GB/s, against 5.00 GB/s for large messages on this link (commprof bench b1)"
     )

@@ -45,7 +45,7 @@ def analysed(tmp_path, *ranks: TraceBuilder, waits=None):
     """The report with its claims and what was weighed within the noise, as `commprof run` writes it."""
     paths = [r.write(tmp_path / f"rank{i}.json") for i, r in enumerate(ranks)]
     analysis = analyze_run(load_run(paths, workers=1), "t", "run", None)
-    claims, noise = findings(analysis.report, analysis.windows, analysis.matching, [], waits=waits)
+    claims, noise = findings(analysis.report, analysis.windows, analysis.matching, None, waits=waits)
     return dataclasses.replace(analysis.report, findings=claims, within_noise=noise)
 
 
@@ -73,13 +73,14 @@ def test_a_rank_late_in_every_step_is_the_straggler_wherever_its_time_goes(tmp_p
 
 def test_a_rank_late_in_half_the_steps_is_not_consistent(tmp_path):
     """Rank 1 is 3 ms late in steps 1 and 3 only: a cost per step of 3, 0, 3, 0 ms, median 1.5, whose interval
-    (four steps: their whole range, 0 to 3) widened for a rerun by sqrt(2) is 1.5 -+ 2.12: -0.62 to 3.62 ms."""
+    (four steps: their whole range, 0 to 3) widened for a rerun by sqrt(2) is 1.5 -+ 2.12: -0.6 to 3.6 ms."""
     now_and_then = [3_000.0, 0.0, 3_000.0, 0.0]
     report = analysed(tmp_path, rank_trace(0, [0.0] * 4, last_us=now_and_then), rank_trace(1, now_and_then))
     assert named(report) is None and report.cross_rank.straggler == 1
     assert (
-        "No rank is a straggler worth acting on: rank 1 made the others wait most, 1.50 ms per step, but not late "
-        "consistently across the steps: the 95% interval of its cost per step, -0.62 to 3.62 ms, includes 0. "
+        "No rank is a straggler worth acting on: rank 1 made the others wait most in the profiled steps, 1.50 ms "
+        "per step, but not late consistently: weighed over the run's steps, its cost is 1.5 ms per step (95% CI "
+        "-0.6 to 3.6), an interval that includes 0. "
     ) in skew_summary(report)
 
 
@@ -88,8 +89,9 @@ def test_a_rank_late_in_every_step_by_little_is_under_the_practical_share(tmp_pa
     report = analysed(tmp_path, rank_trace(0, [0.0] * 4, last_us=[500.0] * 4), rank_trace(1, [500.0] * 4))
     assert named(report) is None and report.cross_rank.straggler == 1
     assert (
-        "No rank is a straggler worth acting on: rank 1 made the others wait most, 0.50 ms per step, late "
-        "consistently across the steps (95% interval 0.50 to 0.50 ms per step) but under 3% of the step (1.0%). "
+        "No rank is a straggler worth acting on: rank 1 made the others wait most in the profiled steps, 0.50 ms "
+        "per step, late consistently (weighed over the run's steps, its cost is 0.5 ms per step (95% CI 0.5 to "
+        "0.5), 1.0% of the step) but under 3% of the step. "
     ) in skew_summary(report)
 
 
@@ -98,7 +100,8 @@ def test_one_step_is_too_few_to_weigh(tmp_path):
     report = analysed(tmp_path, rank_trace(0, [0.0], last_us=[3_000.0]), rank_trace(1, [3_000.0]))
     assert named(report) is None and not report.within_noise and report.cross_rank.straggler == 1
     assert (
-        "No rank is a straggler worth acting on: rank 1 made the others wait most, 3.00 ms per step, over fewer "
+        "No rank is a straggler worth acting on: rank 1 made the others wait most in the profiled steps, 3.00 ms "
+        "per step, over fewer "
         "than two steps, too few to tell whether it is late in every step. "
     ) in skew_summary(report)
 
@@ -119,7 +122,7 @@ def test_the_whole_runs_steps_weigh_with_the_profiled_ones(tmp_path):
     assert named(report) is None
     weighed = next(f for f in report.within_noise if f.kind == "straggler")
     assert "late in 10 of 16 steps weighed (4 profiled, 12 unprofiled)" in weighed.evidence
-    assert "but not late consistently across the steps" in skew_summary(report)
+    assert "but not late consistently: weighed over the run" in skew_summary(report)
 
 
 def test_waits_at_buckets_in_flight_at_once_count_once(tmp_path):

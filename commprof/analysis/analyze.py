@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 from commprof.analysis.breakdown import breakdown_step, step_windows, summarize_rank
 from commprof.analysis.collectives import collective_stats
 from commprof.analysis.crossrank import Matching, MeasuredClocks, cross_rank, match_collectives
-from commprof.analysis.distortion import job_drift_ms, profiler_distortion
+from commprof.analysis.distortion import job_drift_ms, job_step, profiler_distortion
 from commprof.analysis.findings import findings
 from commprof.analysis.incomplete import missing_note, missing_ranks
 from commprof.analysis.network import network_of
@@ -112,16 +112,17 @@ def finished_report(
         whole_run=whole_run(ledgers or {}, schedule),
         network=network_of(analysis.report, analysis.windows),
     )
-    distortion = profiler_distortion(record) if record else []
+    job = job_step(record) if record else None
     warnings = [*report.warnings, *(record.notes if record else [])]  # the breakdown states the profiler's cost
     drift = job_drift_ms(record) if record else 0.0
     waits = waits_caused(ledgers or {}, schedule)
-    found, within_noise = findings(report, analysis.windows, analysis.matching, distortion, ceiling, drift, waits)
+    found, within_noise = findings(report, analysis.windows, analysis.matching, job, ceiling, drift, waits)
     return dataclasses.replace(
         report,
         incomplete=incomplete,
         warnings=warnings,
-        profiler_distortion=distortion,
+        profiler_distortion=profiler_distortion(record) if record else [],
+        job_step=job,
         findings=found,
         within_noise=within_noise,
     )

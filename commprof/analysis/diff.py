@@ -17,7 +17,7 @@ from commprof.analysis.stats import difference_ci, launches_difference_ci, real_
 from commprof.errors import UsageError
 from commprof.results.common import PRACTICAL_SHARE, signed
 from commprof.results.diff import DiffResult, DiffRow, SettingChange
-from commprof.results.report import Report, job_slowdown
+from commprof.results.report import Report
 
 METRICS = (
     ("profiled step", "window_ms"),
@@ -32,7 +32,7 @@ METRICS = (
 def profiler_slowdown(reports: list[Report]) -> float:
     """How much slower the profiler made the steps it recorded (median over ranks and launches); 0 when the reports
     do not say."""
-    found = [job_slowdown(report.profiler_distortion) for report in reports if report.profiler_distortion]
+    found = [report.job_step.slowdown for report in reports if report.job_step]
     return statistics.median(found) if found else 0.0
 
 

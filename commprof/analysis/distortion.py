@@ -8,7 +8,7 @@ import statistics
 
 from commprof.config import ProfileSchedule
 from commprof.results.common import WARN_SLOWDOWN, job_steps
-from commprof.results.report import ProfilerDistortion, job_slowdown
+from commprof.results.report import JobStep, ProfilerDistortion
 from commprof.results.run_record import RunRecord
 
 SKIP_FIRST_STEPS = 3  # warm-up: allocator, autograd graph, connections
@@ -21,17 +21,20 @@ def touched_steps(schedule: ProfileSchedule) -> range:
     return range(schedule.wait, schedule.total + 1)
 
 
+def _inside_and_outside(steps: list[float], schedule: ProfileSchedule) -> tuple[list[float], list[float]]:
+    """The steps of the profiler's active window, and those it did not touch after the first few."""
+    active = range(schedule.wait + schedule.warmup, schedule.total)
+    traced = touched_steps(schedule)
+    inside = [ms for i, ms in enumerate(steps) if i in active]
+    return inside, [ms for i, ms in enumerate(steps) if i >= SKIP_FIRST_STEPS and i not in traced]
+
+
 def profiler_distortion(run: RunRecord) -> list[ProfilerDistortion]:
     """Per rank: median step inside the active window, median of the steps the profiler did not touch (after
     the first few), and the slowdown. Empty when run.json lacks either kind of step."""
-    schedule = run.config.schedule
-    active = range(schedule.wait + schedule.warmup, schedule.total)
-    traced = touched_steps(schedule)
     found = []
     for rank in run.ranks:
-        steps = rank.step_ms
-        inside = [ms for i, ms in enumerate(steps) if i in active]
-        outside = [ms for i, ms in enumerate(steps) if i >= SKIP_FIRST_STEPS and i not in traced]
+        inside, outside = _inside_and_outside(rank.step_ms, run.config.schedule)
         if inside and outside:
             profiled, unprofiled = statistics.median(inside), statistics.median(outside)
             found.append(
@@ -45,14 +48,22 @@ def profiler_distortion(run: RunRecord) -> list[ProfilerDistortion]:
     return found
 
 
+def job_step(run: RunRecord) -> JobStep | None:
+    """The job's step (its slowest rank's at each step) inside the active window and outside the profiler's steps,
+    each a median; None when run.json lacks either kind of step."""
+    inside, outside = _inside_and_outside(_job_steps(run), run.config.schedule)
+    return JobStep(statistics.median(inside), statistics.median(outside)) if inside and outside else None
+
+
 def unprofiled_job_steps(run: RunRecord) -> list[float]:
     """The job's step time (its slowest rank's) at each step the profiler did not touch, after the warm-up steps:
     what the job costs without commprof watching. Empty when run.json lacks them."""
+    return _inside_and_outside(_job_steps(run), run.config.schedule)[1]
+
+
+def _job_steps(run: RunRecord) -> list[float]:
     ranks = [r.step_ms for r in run.ranks]
-    if not ranks or not all(ranks):
-        return []
-    traced = touched_steps(run.config.schedule)
-    return [ms for i, ms in enumerate(job_steps(ranks)) if i >= SKIP_FIRST_STEPS and i not in traced]
+    return job_steps(ranks) if ranks and all(ranks) else []
 
 
 def job_drift_ms(run: RunRecord) -> float:
@@ -69,8 +80,6 @@ def job_drift_ms(run: RunRecord) -> float:
     return abs(statistics.median(steps[:before]) - statistics.median(steps[before:]))
 
 
-def large_slowdown(found: list[ProfilerDistortion]) -> float | None:
-    """The profiler's slowdown of the steps it recorded (results/report.job_slowdown) when above WARN_SLOWDOWN,
-    else None."""
-    slowdown = job_slowdown(found)
-    return slowdown if slowdown > WARN_SLOWDOWN else None
+def large_slowdown(job: JobStep | None) -> float | None:
+    """The profiler's slowdown of the job's steps it recorded when above WARN_SLOWDOWN, else None."""
+    return job.slowdown if job is not None and job.slowdown > WARN_SLOWDOWN else None

@@ -40,7 +40,7 @@ from commprof.analysis.sweep import paste_line
 from commprof.config import DDPOptions
 from commprof.errors import UsageError
 from commprof.results.common import Estimate
-from commprof.results.report import Finding, ProfilerDistortion, Report, job_step_ms
+from commprof.results.report import Finding, JobStep, Report
 from commprof.results.run_record import ProbedSize
 from commprof.trace.model import RankTrace, RunTrace, Step
 
@@ -60,7 +60,7 @@ def findings(
     report: Report,
     windows: list[tuple[RankTrace, list[Step]]],
     matching: Matching | None,
-    distortion: list[ProfilerDistortion],
+    job: JobStep | None,
     ceiling: tuple[float, str] | None = None,
     drift_ms: float = 0.0,
     waits: dict[int, dict[int, float]] | None = None,
@@ -78,11 +78,11 @@ def findings(
         *straggler(report, windows, matching, step_ms, waits),
         *stalls_now_and_then(report.whole_run, waits or {}),
     ]
-    job_ms = job_step_ms(distortion) or step_ms
+    job_ms = job.unprofiled_ms if job else step_ms
     weighed = [_weighed(f, job_ms, drift_ms) for f in found if f.gain_ms is not None]
     weighed.sort(key=lambda f: -(f.gain_ms.value if f.gain_ms else 0.0))
     claims = [f for f in weighed if f.gain_ms and real_gain(f.gain_ms, job_ms)]
-    return claims + _distortion(distortion), [f for f in weighed if f not in claims]
+    return claims + _distortion(job), [f for f in weighed if f not in claims]
 
 
 def _weighed(finding: Finding, job_ms: float, drift_ms: float) -> Finding:
@@ -339,8 +339,8 @@ def _slow_collectives(
     ]
 
 
-def _distortion(distortion: list[ProfilerDistortion]) -> list[Finding]:
-    slowdown = large_slowdown(distortion)
+def _distortion(job: JobStep | None) -> list[Finding]:
+    slowdown = large_slowdown(job)
     if slowdown is None:
         return []
     return [

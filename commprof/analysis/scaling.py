@@ -6,9 +6,10 @@ import dataclasses
 import statistics
 from dataclasses import dataclass
 
-from commprof.analysis.distortion import SKIP_FIRST_STEPS, touched_steps
+from commprof.analysis.distortion import unprofiled_job_steps
 from commprof.analysis.predict import CANDIDATE_CAPS_MB, ComputeModel, LinkModel, StepProfile, rebucket, simulate_step
 from commprof.analysis.stats import median_ci
+from commprof.results.common import job_steps
 from commprof.results.run_record import RunRecord
 from commprof.results.scale import Prediction, ScalePoint
 
@@ -29,11 +30,8 @@ class SizeMeasurement:
 def job_step_times(run: RunRecord) -> list[float]:
     """Per step the profiler did not touch (after the first few), the slowest rank's time; every step but the
     first when the run has no such step."""
-    ranks = [r.step_ms for r in run.ranks]
-    traced = touched_steps(run.config.schedule)
-    count = min(len(r) for r in ranks)
-    steps = [i for i in range(SKIP_FIRST_STEPS, count) if i not in traced] or list(range(min(1, count - 1), count))
-    return [max(r[i] for r in ranks) for i in steps]
+    every = job_steps([r.step_ms for r in run.ranks])
+    return unprofiled_job_steps(run) or every[1:] or every
 
 
 def scale_points(

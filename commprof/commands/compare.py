@@ -15,7 +15,7 @@ from commprof.commands.reporting import prepare_report_dir, report_from_traces
 from commprof.config import STRATEGIES, RunRequest
 from commprof.errors import CommprofError, UsageError
 from commprof.results.compare import PLURAL, BackendRun, CompareResult
-from commprof.results.report import Report, job_step_ms
+from commprof.results.report import Report
 
 
 def compare(
@@ -90,7 +90,7 @@ def backend_run(backend: str, report: Report, strategy: str = "ddp", label: str 
         backend=backend,
         available=True,
         # the figure its own report leads with, its step without the profiler (else its slowest rank's profiled one)
-        step_ms=job_step_ms(report.profiler_distortion) or max(r.step_time_ms.median for r in report.ranks),
+        step_ms=report.job_step.unprofiled_ms if report.job_step else max(r.step_time_ms.median for r in report.ranks),
         comm_ms=mean("comm_ms"),
         exposed_comm_ms=mean("exposed_comm_ms"),
         overlap_ms=mean("overlap_ms"),

@@ -18,7 +18,7 @@ def finding_gain(finding: Finding) -> str:
     if gain is None:
         return "no step time predicted"
     value, interval = interval_text(gain)
-    return f"-{value} ms per step ({finding.gain_pct:.0f}%, {interval})"
+    return f"saves {value} ms per step ({finding.gain_pct:.0f}% of the step, {interval})"
 
 
 def has_findings(report: Report) -> bool:
@@ -38,7 +38,7 @@ def finding_lines(report: Report) -> list[tuple[str, str, str]]:
     gain = cast(Estimate, largest.gain_ms)
     value, interval = interval_text(gain)
     balanced = (
-        f"{BALANCED}. The largest gain weighed: {largest.title}, {value} ms per step "
+        f"{BALANCED}. The largest gain weighed: {largest.title}, saves {value} ms per step "
         f"({largest.gain_pct:.0f}% of the step, {interval})"
     )
     return [(balanced, "", ""), *found]

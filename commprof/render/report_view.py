@@ -151,10 +151,11 @@ def _sweep(report: Report) -> list[Section]:
 
 def _breakdown(report: Report) -> Section:
     per = "quantiles over ranks, then the slowest ranks" if many_ranks(report) else "per rank"
+    launch = f" of {report.sweep.best}'s profiled launch" if report.sweep is not None else ""
     blocks: list[Block] = [
         Text(
-            f"Milliseconds per profiled step, {per}, and percent of the mean step; {BREAKDOWN_SUM}; the median and "
-            f"p95 step beside the mean; all ranks in report.json. {step_clock(report)}."
+            f"Milliseconds per profiled step{launch}, {per}, and percent of the mean step; {BREAKDOWN_SUM}; the "
+            f"median and p95 step beside the mean; all ranks in report.json. {step_clock(report)}."
         ),
         Table(BREAKDOWN_HEADERS, breakdown_rows(report), left=("rank",)),
         *(Text(f"{line}.") for line in breakdown_notes(report)),

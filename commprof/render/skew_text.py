@@ -4,7 +4,7 @@ wait, and who the straggler is."""
 from __future__ import annotations
 
 from commprof.render.tables import MAX_RANK_ROWS, QUANTILES, TOP_RANKS, quantile
-from commprof.results.common import PRACTICAL_SHARE
+from commprof.results.common import PRACTICAL_SHARE, interval_text
 from commprof.results.report import CrossRank, RankSkew, Report
 
 SKEW_HEADERS = ("rank", "step ms", "wait ms", "transfer ms", "makes others wait ms", "arrived last", "clock offset us")
@@ -62,8 +62,8 @@ def skew_summary(report: Report) -> str:
     named = any(f.kind == "straggler" for f in report.findings)  # significant across steps, and worth acting on
     if skew.straggler is not None and not named:
         parts.append(
-            f"No rank is a straggler worth acting on: rank {skew.straggler} made the others wait most, "
-            f"{skew.straggler_cost_ms:.2f} ms per step, {why_no_straggler(report)}."
+            f"No rank is a straggler worth acting on: rank {skew.straggler} made the others wait most in the "
+            f"profiled steps, {skew.straggler_cost_ms:.2f} ms per step, {why_no_straggler(report)}."
         )
     elif skew.straggler is not None:
         where = ", ".join(f"{op} {ms:.2f} ms" for op, ms in skew.straggler_ops.items())
@@ -96,13 +96,9 @@ def why_no_straggler(report: Report) -> str:
     gain = weighed.gain_ms if weighed is not None else None
     if weighed is None or gain is None:
         return "over fewer than two steps, too few to tell whether it is late in every step"
+    value, interval = interval_text(gain)
+    weighed_as = f"weighed over the run's steps, its cost is {value} ms per step ({interval})"
     if gain.low <= 0:
-        return (
-            f"but not late consistently across the steps: the 95% interval of its cost per step, "
-            f"{gain.low:.2f} to {gain.high:.2f} ms, includes 0"
-        )
-    share = f" ({weighed.gain_pct:.1f}%)" if weighed.gain_pct is not None else ""
-    return (
-        f"late consistently across the steps (95% interval {gain.low:.2f} to {gain.high:.2f} ms per step) but "
-        f"under {PRACTICAL_SHARE:.0%} of the step{share}"
-    )
+        return f"but not late consistently: {weighed_as}, an interval that includes 0"
+    share = f", {weighed.gain_pct:.1f}% of the step" if weighed.gain_pct is not None else ""
+    return f"late consistently ({weighed_as}{share}) but under {PRACTICAL_SHARE:.0%} of the step"

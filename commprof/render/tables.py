@@ -12,9 +12,6 @@ from commprof.results.report import (
     Report,
     SettingResult,
     SweepResult,
-    job_profiled_ms,
-    job_slowdown,
-    job_step_ms,
 )
 
 # The step is the mean over profiled steps, as every part is: compute + exposed + copies + idle = step, exactly;
@@ -135,14 +132,14 @@ def peak_memory(report: Report) -> str | None:
 
 def profiler_cost(report: Report) -> str | None:
     """The profiler's own cost in this run: profiled steps against unprofiled ones (wall clock)."""
-    found = report.profiler_distortion
-    if not found:
+    job = report.job_step
+    if job is None:
         return None
-    profiled, unprofiled, slowdown = job_profiled_ms(found) or 0.0, job_step_ms(found) or 0.0, job_slowdown(found)
-    slowed = "; the breakdown describes these slowed steps" if slowdown > WARN_SLOWDOWN else ""
+    slowed = "; the breakdown describes these slowed steps" if job.slowdown > WARN_SLOWDOWN else ""
     return (
-        f"Profiler's own cost: the profiled steps took {profiled:.1f} ms against {unprofiled:.1f} ms outside its "
-        f"window ({signed(slowdown, '.0%')}; medians, slowest rank, wall clock){slowed}"
+        f"Profiler's own cost: the profiled steps took {job.profiled_ms:.1f} ms against {job.unprofiled_ms:.1f} ms "
+        f"outside its window ({signed(job.slowdown, '.0%')}; medians of the slowest rank's time per step, wall "
+        f"clock){slowed}"
     )
 
 
@@ -261,24 +258,24 @@ def collective_row(c: CollectiveStats) -> tuple[str, ...]:
 
 
 def headline(report: Report) -> str:
-    """One sentence about the rank with the most exposed communication."""
+    """One sentence about the rank with the most exposed communication; in a sweep's report, of its best setting's
+    profiled launch, which the breakdown below describes."""
     worst = max(report.ranks, key=lambda r: r.exposed_fraction)
     step = worst.step_time_ms.mean or 1.0
     hidden = 100 * worst.overlap_ms / worst.comm_ms if worst.comm_ms else 0.0
+    subject = f"In {report.sweep.best}'s profiled launch, " if report.sweep is not None else ""
     text = (
-        f"{100 * worst.exposed_fraction:.0f}% of the step is exposed communication on rank {worst.rank}; "
+        f"{subject}{100 * worst.exposed_fraction:.0f}% of the step is exposed communication on rank {worst.rank}; "
         f"communication takes {100 * worst.comm_ms / step:.0f}% of the step, {hidden:.0f}% of it hidden "
         "behind computation"
     )
-    found = report.profiler_distortion
-    if not found:
+    job = report.job_step
+    if job is None:
         return text
-    job = job_step_ms(found)
-    slowdown = job_slowdown(found)
+    slowed = job.slowdown > WARN_SLOWDOWN
     return (
-        f"The job's step takes {job:.1f} ms without the profiler (median of its unprofiled steps, slowest rank)"
-        + (f"; the profiled steps {signed(slowdown, '.0%')}, in which " if slowdown > WARN_SLOWDOWN else "; ")
-        + text
+        f"The job's step takes {job.unprofiled_ms:.1f} ms without the profiler (median of its unprofiled steps, "
+        "slowest rank)" + (f"; the profiled steps {signed(job.slowdown, '.0%')}, in which " if slowed else "; ") + text
     )
 
 

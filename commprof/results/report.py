@@ -245,21 +245,19 @@ def step_named(report: Report, name: str) -> str:
     return f"step {report.run.config.schedule.step_of(int(named.group(1)), first)} ({name} in the trace)"
 
 
-def job_step_ms(found: list[ProfilerDistortion]) -> float | None:
-    """The job's step without the profiler: its slowest rank's median unprofiled step (None when unmeasured)."""
-    return max((d.unprofiled_ms for d in found), default=None)
+@dataclass(frozen=True)
+class JobStep:
+    """The job's step, its slowest rank's at each step (DDP waits for it): the median inside the profiler's active
+    window and over the steps it did not touch (wall clock, run.json). The one figure of each that every report
+    quotes: the headline, the profiler's line, its finding, the whole run's window, compare and diff."""
 
+    profiled_ms: float
+    unprofiled_ms: float
 
-def job_profiled_ms(found: list[ProfilerDistortion]) -> float | None:
-    """The job's step under the profiler: its slowest rank's median profiled step (None when unmeasured)."""
-    return max((d.profiled_ms for d in found), default=None)
-
-
-def job_slowdown(found: list[ProfilerDistortion]) -> float:
-    """The profiler's own cost, the one figure every report quotes: the job's profiled step against its step
-    without the profiler, each its slowest rank's (0 when unmeasured)."""
-    profiled, unprofiled = job_profiled_ms(found), job_step_ms(found)
-    return profiled / unprofiled - 1 if profiled and unprofiled else 0.0
+    @property
+    def slowdown(self) -> float:
+        """The profiler's own cost: profiled / unprofiled - 1."""
+        return self.profiled_ms / self.unprofiled_ms - 1 if self.unprofiled_ms > 0 else 0.0
 
 
 @dataclass(frozen=True)
@@ -301,6 +299,7 @@ class Report(Result):
     incomplete: str | None = None  # why the report covers only part of the run (it failed), or None
     missing_ranks: list[int] = field(default_factory=list)  # ranks of the job with no trace here
     profiler_distortion: list[ProfilerDistortion] = field(default_factory=list)  # commprof's runs only
+    job_step: JobStep | None = None  # commprof's runs with steps inside and outside the profiler's window
     # GPU ranks: ProfilerSteps that launched no device work, by rank (listed, not counted as steps)
     empty_steps: dict[str, list[str]] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)  # ranked, largest predicted gain first

@@ -143,21 +143,21 @@ class ScriptSession:
         elif id(optimizer) != self.counted_id:
             self.others.add(type(optimizer).__name__)
             return
+        step_ms = (time.perf_counter() - self.last) * 1e3  # one time for the step log and the whole-run record
         if self.ledger is not None:
-            self.ledger.step_ended()
+            self.ledger.step_ended(step_ms)
         try:
-            self._count_step()
-        finally:
+            self._count_step(step_ms)
+        finally:  # commprof's own work after the step (its trace written, its logs) is in no step's time
             if self.ledger is not None:
-                self.ledger.step_started()  # commprof's own work after the step is in neither
+                self.ledger.step_started()
+            self.last = time.perf_counter()
 
-    def _count_step(self) -> None:
+    def _count_step(self, step_ms: float) -> None:
         self.saw_distributed = self.saw_distributed or dist.is_initialized()
         if self.hang_watch is not None:
             self.hang_watch.stepped()
-        now_s = time.perf_counter()
-        self.log.add((now_s - self.last) * 1e3)
-        self.last = now_s
+        self.log.add(step_ms)
         if self.startup is not None:
             self._start_scheduled_profiler()
         elif self.profiler is not None:
