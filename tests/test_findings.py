@@ -6,6 +6,7 @@ import dataclasses
 import pytest
 
 from commprof.analysis.analyze import analyze_run
+from commprof.analysis.evidence import Evidence
 from commprof.analysis.findings import findings
 from commprof.analysis.predict import MB, ComputeModel, LinkModel, StepProfile, rebucket, simulate_step
 from commprof.render.findings_text import BALANCED
@@ -13,7 +14,7 @@ from commprof.render.outputs import markdown as render_markdown
 from commprof.results.report import JobStep
 from commprof.results.run_record import BuiltDDP
 from commprof.trace.load import load_run
-from tests.conftest import run_summary
+from tests.conftest import REPO, run_summary
 from tests.tracebuilder import GLOO, TraceBuilder
 
 FLOATS_25_MIB = 25 * MB // 4
@@ -87,7 +88,7 @@ def found(tmp_path, *ranks, run=None, job=None, drift_ms=0.0):
     paths = [r.write(tmp_path / f"rank{i}.json") for i, r in enumerate(ranks)]
     analysis = analyze_run(load_run(paths, workers=1), "t", "run", run)
     report = analysis.report
-    claims, _ = findings(report, analysis.windows, analysis.matching, job, drift_ms=drift_ms)
+    claims, _ = findings(Evidence(report, analysis.windows, analysis.matching, job, drift_ms=drift_ms))
     return claims, report
 
 
@@ -296,7 +297,8 @@ def test_the_ceiling_from_commprof_bench_on_this_host(tmp_path):
     backward, the 1 MiB one 0.21 ms from 20: 0.21 ms exposed instead of 2, 1.79 ms gained."""
     paths = [two_bucket_rank(r).write(tmp_path / f"rank{r}.json") for r in (0, 1)]
     analysis = analyze_run(load_run(paths, workers=1), "t", "run")
-    (bucket,), _ = findings(analysis.report, analysis.windows, analysis.matching, None, (5.0, "commprof bench b1"))
+    bench = (5.0, "commprof bench b1")
+    (bucket,), _ = findings(Evidence(analysis.report, analysis.windows, analysis.matching, ceiling=bench))
     assert bucket.evidence.endswith(
         "slow all-reduces: 1.00 MiB at 0.52 GB/s, against 5.00 GB/s for large messages on this link (commprof bench b1)"
     )
@@ -336,7 +338,7 @@ def test_the_newest_bench_of_the_same_hosts_and_backend_is_the_ceiling(tmp_path)
 def test_a_scripts_own_ddp_arguments_are_its_current_setting():
     """A script that builds DDP(bucket_cap_mb=1) trains with 1 MB buckets, whatever commprof's default; what
     commprof applied on top (a sweep's setting) wins; Lightning's DDPStrategy is named as the builder."""
-    from commprof.analysis.findings import current_options
+    from commprof.analysis.evidence import current_options
     from commprof.results.report import Report
 
     def run(asked, applied, built_by="script"):
@@ -355,7 +357,7 @@ def test_the_current_cap_is_none_when_nobody_gave_one():
     """A script that passes no bucket_cap_mb trains with DDP's default layout (a 1 MB first bucket), not with an
     explicit 25; commprof's built-in runs always pass theirs."""
     from commprof.analysis.ddp_buckets import layout
-    from commprof.analysis.findings import current_cap
+    from commprof.analysis.evidence import current_cap
     from commprof.results.report import Report
 
     def script(asked, applied):
@@ -367,3 +369,19 @@ def test_the_current_cap_is_none_when_nobody_gave_one():
     assert current_cap(script({"bucket_cap_mb": 1}, {})) == 1.0
     assert current_cap(script({"bucket_cap_mb": None}, {"bucket_cap_mb": 10.0})) == 10.0
     assert current_cap(Report("r", "run", "", [], [], [], run=run_summary(25.0))) == 25.0
+
+
+def test_every_kind_of_finding_is_declared_once_and_documented():
+    """FINDING_KINDS is the one list: a finding of another kind cannot be made, the report schema lists exactly these,
+    and the sentence of a run with nothing to gain names what each weighs."""
+    import re
+
+    from commprof.render.findings_text import BALANCED
+    from commprof.results.report import FINDING_KINDS, NOTE_KINDS, Finding
+
+    with pytest.raises(ValueError, match="declare it in FINDING_KINDS"):
+        Finding("bucket_size", "t", "e", "a")
+    schema = (REPO / "docs" / "report-schema.md").read_text()
+    row = next(line for line in schema.splitlines() if line.startswith("| `kind` | one of"))
+    assert set(re.findall(r"`([a-z_]+)`", row)) - {"kind"} == set(FINDING_KINDS)
+    assert all(FINDING_KINDS[kind] in BALANCED for kind in FINDING_KINDS if kind not in NOTE_KINDS)

@@ -9,6 +9,7 @@ cast to 16 bits and back costs (cast_us interpolates between the probed sizes)."
 import pytest
 
 from commprof.analysis.analyze import analyze_run
+from commprof.analysis.evidence import Evidence
 from commprof.analysis.findings import findings
 from commprof.analysis.predict import MB
 from commprof.analysis.setting_findings import cast_us
@@ -120,7 +121,7 @@ def test_without_measured_casts_compression_is_an_upper_bound_never_claimed(tmp_
     within the noise."""
     paths = [r.write(tmp_path / f"rank{i}.json") for i, r in enumerate((ddp_rank(0), ddp_rank(1)))]
     analysis = analyze_run(load_run(paths, workers=1), "t", "run", run(10.0, []))
-    claimed, within = findings(analysis.report, analysis.windows, analysis.matching, None)
+    claimed, within = findings(Evidence(analysis.report, analysis.windows, analysis.matching))
     assert all(f.kind != "compression" for f in claimed)
     compression = next(f for f in within if f.kind == "compression")
     assert compression.gain_ms.value == pytest.approx(5.0) and compression.gain_ms.low <= 0

@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from commprof.analysis.rank_findings import stalls_now_and_then
+from commprof.analysis.rank_findings import stalls_in
 from commprof.analysis.stats import mean_ci
 from commprof.analysis.whole_run import waits_caused, whole_run
 from commprof.config import ProfileSchedule
@@ -181,7 +181,7 @@ def test_what_each_rank_made_the_others_wait_at_each_unprofiled_step():
 def test_a_rank_that_stalls_now_and_then_is_a_finding_of_the_whole_run():
     ledgers = _ledgers(steps=100, sleeps=tuple(range(20, 101, 10)))
     whole = whole_run(ledgers, SCHEDULE)
-    (finding,) = stalls_now_and_then(whole, waits_caused(ledgers, SCHEDULE))
+    (finding,) = stalls_in(whole, waits_caused(ledgers, SCHEDULE))
     assert finding.kind == "stalls_now_and_then" and finding.title.startswith("rank 1 stalls now and then")
     assert "9 of the run's 100 steps took 200 ms longer because of it" in finding.evidence
     assert "(steps 20, 30, 40, 50, 60, 70, 80, 90, ..., every 10 steps)" in finding.evidence
@@ -197,7 +197,7 @@ def test_stalls_every_10_steps_keep_their_count_in_the_interval_and_stalls_at_no
     8 degrees of freedom, t = 2.306), not how many there are. Six stalls at no period: the bootstrap of every
     step's wait, in which a rerun may stall more or less often."""
     ledgers = _ledgers(steps=100, sleeps=tuple(range(20, 101, 10)), stall_ms=lambda step: 200 + step / 10)
-    (finding,) = stalls_now_and_then(whole_run(ledgers, SCHEDULE), waits_caused(ledgers, SCHEDULE))
+    (finding,) = stalls_in(whole_run(ledgers, SCHEDULE), waits_caused(ledgers, SCHEDULE))
     unprofiled = 100 - 3 - 13
     mean, half = 1854 / unprofiled, 2.306 * (9 * 7.5) ** 0.5 / unprofiled
     gain = finding.gain_ms
@@ -208,14 +208,14 @@ def test_stalls_every_10_steps_keep_their_count_in_the_interval_and_stalls_at_no
     whole = whole_run(ledgers, SCHEDULE)
     assert whole is not None and whole.slow_rank_every is None
     waits = waits_caused(ledgers, SCHEDULE)
-    (finding,) = stalls_now_and_then(whole, waits)
+    (finding,) = stalls_in(whole, waits)
     assert finding.gain_ms == mean_ci(list(waits[1].values()))
     assert finding.gain_ms.low < 6 * 200 / unprofiled / 2  # the count of stalls may halve
 
 
 def test_a_rank_late_at_every_step_is_the_straggler_s_finding_not_this_one():
     ledgers = _ledgers(sleeps=tuple(range(1, 41)))
-    assert stalls_now_and_then(whole_run(ledgers, SCHEDULE), waits_caused(ledgers, SCHEDULE)) == []
+    assert stalls_in(whole_run(ledgers, SCHEDULE), waits_caused(ledgers, SCHEDULE)) == []
 
 
 def test_a_log_that_grows_is_rewritten_less_often(monkeypatch):

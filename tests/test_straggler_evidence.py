@@ -8,6 +8,7 @@ import dataclasses
 import pytest
 
 from commprof.analysis.analyze import analyze_run
+from commprof.analysis.evidence import Evidence
 from commprof.analysis.findings import findings
 from commprof.render.skew_text import skew_summary
 from commprof.trace.load import load_run
@@ -45,7 +46,7 @@ def analysed(tmp_path, *ranks: TraceBuilder, waits=None):
     """The report with its claims and what was weighed within the noise, as `commprof run` writes it."""
     paths = [r.write(tmp_path / f"rank{i}.json") for i, r in enumerate(ranks)]
     analysis = analyze_run(load_run(paths, workers=1), "t", "run", None)
-    claims, noise = findings(analysis.report, analysis.windows, analysis.matching, None, waits=waits)
+    claims, noise = findings(Evidence(analysis.report, analysis.windows, analysis.matching, waits=waits or {}))
     return dataclasses.replace(analysis.report, findings=claims, within_noise=noise)
 
 

@@ -10,6 +10,7 @@ from commprof.analysis.breakdown import breakdown_step, step_windows, summarize_
 from commprof.analysis.collectives import collective_stats
 from commprof.analysis.crossrank import Matching, MeasuredClocks, cross_rank, match_collectives
 from commprof.analysis.distortion import job_drift_ms, job_step, profiler_distortion
+from commprof.analysis.evidence import Evidence
 from commprof.analysis.findings import findings
 from commprof.analysis.incomplete import missing_note, missing_ranks
 from commprof.analysis.network import network_of
@@ -116,7 +117,8 @@ def finished_report(
     warnings = [*report.warnings, *(record.notes if record else [])]  # the breakdown states the profiler's cost
     drift = job_drift_ms(record) if record else 0.0
     waits = waits_caused(ledgers or {}, schedule)
-    found, within_noise = findings(report, analysis.windows, analysis.matching, job, ceiling, drift, waits)
+    evidence = Evidence(report, analysis.windows, analysis.matching, job, ceiling, drift, waits)
+    found, within_noise = findings(evidence)
     return dataclasses.replace(
         report,
         incomplete=incomplete,

@@ -1,5 +1,6 @@
-"""Findings about ranks: an input stall (idle at the start of the steps, waiting for data) and the straggler (the
-rank whose lateness costs the others the most), each with the part that is in excess on it."""
+"""Detectors of findings about ranks: an input stall (idle at the start of the steps, waiting for data), the
+straggler (the rank whose lateness costs the others the most, with the part that is in excess on it) and the rank
+that stalls now and then (its stand-out steps of the whole run)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import math
 import statistics
 from collections import defaultdict
 
-from commprof.analysis.crossrank import Matching
+from commprof.analysis.evidence import Evidence
 from commprof.analysis.stats import mean_ci, median_ci, stratified_mean_ci
 from commprof.results.common import signed
 from commprof.results.report import Finding, Report
@@ -18,10 +19,11 @@ STALL_SHARE = 0.05  # a rank idle this share of the step before its first operat
 MAX_LISTED = 16  # ranks named in a finding's evidence
 
 
-def input_stalls(report: Report, step_ms: float) -> list[Finding]:
+def input_stalls(evidence: Evidence) -> list[Finding]:
     """Idle at the start of the steps (waiting for the next batch), on every rank: the worst rank's, with its
     interval; the ranks whose median is at least STALL_SHARE of the step are listed (no interval per rank: a
     job has thousands)."""
+    report, step_ms = evidence.report, evidence.step_ms
     by_rank: dict[int, list[float]] = defaultdict(list)
     for step in report.steps:
         by_rank[step.rank].append(step.start_idle_ms)
@@ -50,11 +52,9 @@ def input_stalls(report: Report, step_ms: float) -> list[Finding]:
     ]
 
 
-def straggler(
-    report: Report, windows, matching: Matching | None, step_ms: float, waits: dict[int, dict[int, float]] | None = None
-) -> list[Finding]:
+def straggler(evidence: Evidence) -> list[Finding]:
     """The rank whose late arrivals make the others wait: the others' mean wait per step is what the job loses.
-    `waits`: per rank, what it made the others wait at each unprofiled step of the whole run
+    The evidence's `waits`: per rank, what it made the others wait at each unprofiled step of the whole run
     (analysis/whole_run.waits_caused); the interval is taken over those steps and the profiled ones together, so that
     a rank slowed during the profiled window only (another process on its cores for a second) is not named.
 
@@ -64,6 +64,7 @@ def straggler(
     thirds of 50 (more once findings widen it for a rerun). Ranks that take turns on one host's cores, each late
     now and then, do not pass it. Returned whenever there are two steps to weigh: analysis/findings claims it (the
     interval excludes 0 and the cost is 3% of the step) or keeps it within the noise, and the report says which."""
+    report, windows, matching = evidence.report, evidence.windows, evidence.matching
     cross = report.cross_rank
     if cross is None or cross.straggler is None or matching is None:
         return []
@@ -81,7 +82,7 @@ def straggler(
     names = [s.name for s in steps_of.get(straggler, [])]
     own = _own_excess(report, straggler)
     profiled = [min(per_step.get(name, 0.0), own.get(name, math.inf)) for name in names]
-    unprofiled = list((waits or {}).get(straggler, {}).values())
+    unprofiled = list(evidence.waits.get(straggler, {}).values())
     over = f"{len(profiled)} profiled steps"
     if unprofiled:
         over = (
@@ -168,7 +169,11 @@ def _excess(report: Report, rank: int, parts=tuple(PARTS)) -> dict[str, float]:
     return {part: median_of({rank}, part) - median_of(others, part) for part in parts}
 
 
-def stalls_now_and_then(whole: WholeRun | None, waits: dict[int, dict[int, float]]) -> list[Finding]:
+def stalls_now_and_then(evidence: Evidence) -> list[Finding]:
+    return stalls_in(evidence.report.whole_run, evidence.waits)
+
+
+def stalls_in(whole: WholeRun | None, waits: dict[int, dict[int, float]]) -> list[Finding]:
     """The rank that makes the others wait at a few steps only (its stand-out steps of the whole run): what the job
     loses is the mean over every step, carried by those few, which no profiled window of a few steps measures. A rank
     late at most steps is the straggler's finding instead (the median of its waits is then most of their mean).

@@ -26,6 +26,7 @@ import random
 import statistics
 from typing import Callable
 
+from commprof.analysis.evidence import Evidence
 from commprof.analysis.predict import (
     MB,
     ComputeModel,
@@ -37,7 +38,6 @@ from commprof.analysis.predict import (
     simulate_step,
 )
 from commprof.analysis.sweep import paste_line
-from commprof.config import DDPOptions
 from commprof.errors import UsageError
 from commprof.results.common import Estimate
 from commprof.results.report import Finding, Report
@@ -139,18 +139,13 @@ def _compression_gain(costs: list[CastCost], serial: bool) -> Value:
     return value
 
 
-def compression(
-    report: Report,
-    samples: list[StepProfile],
-    link: LinkModel,
-    probe: list[ProbedSize],
-    options: DDPOptions,
-    framework: str,
-    serial: bool,
-) -> list[Finding]:
+def compression(evidence: Evidence) -> list[Finding]:
     """fp16 or bf16 compression where the halved bytes save more on this link than the casts cost on this device
     (a net loss is no finding at all; a net gain within the noise is one, unclaimed)."""
-    if options.comm_hook != "none":
+    report, samples, link = evidence.report, evidence.samples, evidence.link
+    probe, serial = evidence.probe, evidence.serial
+    options, framework = evidence.options
+    if link is None or options.comm_hook != "none":
         return []
     measured = report.run.cast_costs if report.run else []
     registers = _registers(report)
@@ -182,7 +177,7 @@ def compression(
             for other, c in by_hook.items()
             if other != hook and c
         ]
-        evidence = (
+        shown = (
             f"a cast of a {largest / MB:.1f} MiB bucket to {HOOKS[hook]} and back costs "
             f"{cast_us(costs, largest):.0f} us on this device, {casts_ms:.1f} ms per step for "
             f"{len(buckets)} bucket(s); the halved bytes save {saved:.1f} ms per step on this link "
@@ -198,7 +193,7 @@ def compression(
         )
     else:
         gain = Estimate(gain.value, min(gain.low, 0.0), gain.high)
-        evidence = (
+        shown = (
             f"the halved bytes save {saved:.1f} ms per step on this link ({link.bandwidth_gbps:.3f} GB/s); what the "
             "casts cost was not measured here (traces from elsewhere, or a run before commprof timed them), so this "
             "is an upper bound and no claim: a `commprof run` of the job measures them"
@@ -211,7 +206,7 @@ def compression(
                 if measured
                 else f"{hook} gradient compression halves the bytes on this link (the casts' cost not measured)"
             ),
-            evidence=evidence,
+            evidence=shown,
             action=paste_line(dataclasses.replace(options, comm_hook=hook), framework),
             gain_ms=gain,
             setting={"comm_hook": hook},
@@ -256,16 +251,13 @@ def _paid(sample: StepProfile, link: LinkModel, serial: bool) -> float:
     return _step(sample, link, _buckets(sample, serial)) - sample.compute_ms if serial else sample.exposed_ms
 
 
-def accumulation(
-    report: Report,
-    samples: list[StepProfile],
-    link: LinkModel,
-    probe: list[ProbedSize],
-    options: DDPOptions,
-    framework: str,
-    serial: bool,
-) -> list[Finding]:
+def accumulation(evidence: Evidence) -> list[Finding]:
     """Accumulation under no_sync and a larger per-rank batch, each where it saves communication per sample."""
+    report, samples, link = evidence.report, evidence.samples, evidence.link
+    probe, serial = evidence.probe, evidence.serial
+    if link is None:
+        return []
+    options, framework = evidence.options
     run = report.run
     micro = max(options.grad_accum, report.micro_steps or 1)  # a script's own accumulation, as the trace counts it
     per_step = run.config.batch_size * micro if run and not run.script else None

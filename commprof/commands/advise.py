@@ -25,7 +25,7 @@ def advise(
 ) -> Outcome:
     """`run`: a run id under `reports_dir`, or a report.json (or its folder). `max_steps`: with a script, every
     launch's optimizer steps (as for sweep). `rounds`: as for sweep."""
-    from commprof.analysis.findings import current_options
+    from commprof.analysis.evidence import current_options
     from commprof.commands.sweep import measure
 
     if top < 1:

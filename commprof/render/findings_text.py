@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import cast
 
 from commprof.results.common import PRACTICAL_SHARE, Estimate, interval_text, signed
-from commprof.results.report import Finding, Report
+from commprof.results.report import FINDING_KINDS, NOTE_KINDS, Finding, Report
 
+CHECKED = [what for kind, what in FINDING_KINDS.items() if kind not in NOTE_KINDS]
 BALANCED = (
-    "Nothing to gain beyond the noise: no setting, straggler or input stall predicts a gain whose 95% "
-    f"interval excludes zero and that is {PRACTICAL_SHARE:.0%} of the step or more"
+    f"Nothing to gain beyond the noise: none of what was checked ({', '.join(CHECKED)}) predicts a gain whose "
+    f"95% interval excludes zero and that is {PRACTICAL_SHARE:.0%} of the step or more"
 )
 
 

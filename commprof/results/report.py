@@ -260,19 +260,38 @@ class JobStep:
         return self.profiled_ms / self.unprofiled_ms - 1 if self.unprofiled_ms > 0 else 0.0
 
 
+# Every kind of finding, declared once (analysis/findings.DETECTORS make them): what each weighs, in the words of the
+# sentence that says what was checked; a note predicts no step time.
+FINDING_KINDS = {
+    "bucket_cap": "DDP's bucket size",
+    "compression": "gradient compression",
+    "accumulation": "gradient accumulation",
+    "batch": "a larger per-rank batch",
+    "slow_collectives": "all-reduces far below the link's bandwidth",
+    "input_stall": "steps that start idle",
+    "straggler": "a straggler",
+    "stalls_now_and_then": "a rank that stalls now and then",
+    "profiler_distortion": "the profiler's own cost",
+}
+NOTE_KINDS = ("profiler_distortion",)
+
+
 @dataclass(frozen=True)
 class Finding:
     """One thing to change, ranked by its predicted gain: what the numbers show, the line to paste, and
     the gain per step with its 95% interval (None for findings that predict no step time)."""
 
-    # bucket_cap, compression, slow_collectives, straggler, stalls_now_and_then, input_stall, profiler_distortion
-    kind: str
+    kind: str  # one of FINDING_KINDS
     title: str
     evidence: str
     action: str
     gain_ms: Estimate | None = None
     gain_pct: float | None = None  # of the job's step without the profiler (else the profiled median step)
     setting: dict[str, Any] = field(default_factory=dict)  # what `commprof advise` runs: {"bucket_cap_mb": 50}
+
+    def __post_init__(self) -> None:
+        if self.kind not in FINDING_KINDS:
+            raise ValueError(f"unknown kind of finding {self.kind!r}: declare it in FINDING_KINDS")
 
 
 @dataclass(frozen=True)

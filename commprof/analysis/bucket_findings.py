@@ -1,0 +1,210 @@
+"""Detectors of the findings the bucket model predicts (analysis/predict.py, docs/prediction.md): the bucket_cap_mb
+whose buckets the measured steps would run fastest with, and all-reduces far below the link's bandwidth.
+
+Each profiled step's backward, buckets and ready times are re-run through the model of `commprof scale` on the link
+the run timed alone (or, for others' traces, fitted to the all-reduces that ran alone), the buckets re-made as DDP
+makes them for the candidate setting (analysis/ddp_buckets.py). The gain is the model's step now minus the model's
+step then, so the model's own bias cancels. On CPU ranks every all-reduce counts in full (docs/semantics.md,
+"Claims")."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import statistics
+
+from commprof.analysis.ddp_buckets import cap_label, describe, distinct_caps, layout
+from commprof.analysis.evidence import Evidence, current_cap
+from commprof.analysis.predict import (
+    CANDIDATE_CAPS_MB,
+    MB,
+    ComputeModel,
+    LinkModel,
+    StepProfile,
+    rebucket,
+    run_link,
+    simulate_step,
+)
+from commprof.analysis.sweep import paste_line
+from commprof.errors import UsageError
+from commprof.results.common import Estimate
+from commprof.results.report import Finding
+from commprof.results.run_record import ProbedSize
+
+RESAMPLES = 400
+SLOW_BELOW = 0.5  # an all-reduce below this share of the link's bandwidth is slow
+# measured with `commprof advise` (docs/benchmarks.md): on CPU ranks the exposed time fell as the overlap model
+# predicted and the step did not (Gloo's threads run on the cores the backward uses), so there the model counts every
+# all-reduce in full, hidden or not: what a setting can save is calls (latency) and bytes, not overlap
+SERIAL_NOTE = (
+    "; on CPU ranks communication takes the backward's cores whether or not it overlaps it, so the model "
+    "counts every all-reduce in full: the gain is what fewer calls save"
+)
+
+
+def bucket_cap(evidence: Evidence) -> list[Finding]:
+    """The cap whose buckets the model predicts fastest, among one cap per bucket layout DDP would build."""
+    report, samples, link = evidence.report, evidence.samples, evidence.link
+    probe, serial = evidence.probe, evidence.serial
+    if link is None:
+        return []
+    options, framework = evidence.options
+    parameters = report.run.parameter_sizes if report.run else None
+    exposed = statistics.median(s.exposed_ms for s in samples)
+    # without the parameters' sizes (someone else's traces), the measured buckets are the units: merged, never split
+    units = parameters or list(reversed(samples[0].bucket_bytes))
+    now = layout(parameters, current_cap(report)) if parameters else tuple(samples[0].bucket_bytes)
+    candidates = distinct_caps(units, CANDIDATE_CAPS_MB, now)  # one cap per layout DDP would build; not today's
+    # the parameters' buckets are float32; a compression hook all-reduces them in 16 bits, as the trace measured
+    shrink = 2 if parameters and options.comm_hook != "none" else 1
+
+    def on_wire(sample: StepProfile, cap: float) -> list[tuple[int, float]]:
+        return [(b // shrink, r) for b, r in rebucket(sample, units, cap)]
+
+    by_cap = {cap: _model_gain(samples, link, lambda s, cap=cap: on_wire(s, cap), serial=serial) for cap in candidates}
+    if not by_cap:
+        return []
+    best = max(by_cap, key=lambda c: (round(by_cap[c], 6), c))
+    best_gain = _gain_ci(samples, lambda s: on_wire(s, best), serial=serial, probe=probe)
+    # the caps whose gain is inside the best one's interval are as good, as far as the steps can tell: the
+    # largest of them (fewest calls) is named, so that a rerun's noise does not flip the advice between them
+    cap = max(c for c, g in by_cap.items() if g >= best_gain.low)
+    gain = best_gain if cap == best else _gain_ci(samples, lambda s: on_wire(s, cap), serial=serial, probe=probe)
+    as_good = sorted(c for c, g in by_cap.items() if g >= best_gain.low and c != cap)
+    then = candidates[cap]
+    return [
+        Finding(
+            kind="bucket_cap",
+            title=(
+                f"bucket_cap_mb={cap:g} ({describe(then)}) "
+                + ("saves all-reduce calls" if serial else "hides more of the gradient all-reduce")
+            ),
+            evidence=(
+                f"{exposed:.1f} ms of each step is exposed all-reduce after the backward pass; now "
+                f"{describe(now)} ({cap_label(current_cap(report))}); link {'measured' if probe else 'fitted'}: "
+                f"{link.bandwidth_gbps:.2f} GB/s, {link.alpha_us:.0f} us per ring step"
+                + (f" ({link.source})" if probe else "")
+                + (f"; as good within the interval: {', '.join(f'{c:g}' for c in as_good)}" if as_good else "")
+                + (SERIAL_NOTE if serial else "")
+            ),
+            action=paste_line(dataclasses.replace(options, bucket_cap_mb=cap), framework),
+            gain_ms=gain,
+            setting={"bucket_cap_mb": cap},
+        )
+    ]
+
+
+def slow_collectives(evidence: Evidence) -> list[Finding]:
+    """All-reduces far below the bandwidth the link reaches with large messages (`commprof bench` on this host, or
+    the fitted B). The gain: the model's step now against the same buckets at that bandwidth, so a slow
+    all-reduce hidden under the backward gains nothing. Small buckets are the usual cause: latency dominates."""
+    report, samples, link, serial = evidence.report, evidence.samples, evidence.link, evidence.serial
+    if link is None:
+        return []
+    gradient_bytes = sum(samples[0].bucket_bytes)
+    fitted = (
+        f"the alpha-beta fit to the run's all-reduces, {link.alpha_us:.0f} us per ring step; their durations "
+        "include any wait for late ranks"
+    )
+    probed = link.source if report.run and report.run.link_probe else fitted
+    top, source = evidence.ceiling or (link.bandwidth_gbps, probed)
+    slow = [
+        c
+        for c in report.collectives
+        if c.op == "all_reduce" and c.bytes and c.busbw_gbps is not None and c.busbw_gbps < SLOW_BELOW * top
+    ]
+    if not slow:
+        return []
+    gain = _gain_ci(
+        samples,
+        lambda s: rebucket(s, None, None),
+        no_latency=top,
+        serial=serial,
+        probe=evidence.probe,
+    )
+    ranks = samples[0].world_size
+    reach_bytes = 4 * link.alpha_us * link.bandwidth_gbps * 1e3 * ranks  # bus bytes >= 4 x latency x B: 80% of B
+    sizes = ", ".join(f"{(c.bytes or 0) / MB:.2f} MiB at {c.busbw_gbps:.2f} GB/s" for c in slow)
+    return [
+        Finding(
+            kind="slow_collectives",
+            title=f"{len(slow)} all-reduce size(s) run far below the link's bandwidth",
+            evidence=f"{sizes}, against {top:.2f} GB/s for large messages on this link ({source})",
+            action=(
+                f"fewer, larger messages: all-reduces of {reach_bytes / MB:.0f} MiB or more reach 80% of the link "
+                "(a larger bucket_cap_mb; the remainder bucket DDP leaves stays small)"
+                if reach_bytes < gradient_bytes
+                else f"the link's latency: it needs {reach_bytes / MB:.0f} MiB messages to reach 80% of its bandwidth, "
+                f"more than the {gradient_bytes / MB:.0f} MiB of gradients; a faster interconnect or fewer ranks "
+                "per link"
+            ),
+            gain_ms=gain,
+        )
+    ]
+
+
+def _pairs(samples: list[StepProfile], make_buckets, serial: bool) -> list[tuple[list, list]]:
+    """Per sample, its buckets now and with the candidate's setting; `serial`: none of them overlaps the backward
+    (each ready when it ends)."""
+    pairs = [(rebucket(s, None, None), make_buckets(s)) for s in samples]
+    if serial:
+        pairs = [([(b, 1.0) for b, _ in now], [(b, 1.0) for b, _ in then]) for now, then in pairs]
+    return pairs
+
+
+def _model_gain(
+    samples: list[StepProfile], link: LinkModel, make_buckets, no_latency: float | None = None, serial: bool = False
+) -> float:
+    """The median over the samples of the model's step now minus its step with the candidate's buckets (and,
+    with `no_latency` (GB/s), every all-reduce at that bandwidth with no latency)."""
+    return _median_gain(samples, _pairs(samples, make_buckets, serial), link, no_latency)
+
+
+def _median_gain(
+    samples: list[StepProfile], buckets: list[tuple[list, list]], link: LinkModel, no_latency: float | None
+) -> float:
+    return statistics.median(_gains(samples, buckets, link, no_latency))
+
+
+def _gains(
+    samples: list[StepProfile], buckets: list[tuple[list, list]], link: LinkModel, no_latency: float | None
+) -> list[float]:
+    then_link = LinkModel(0.0, no_latency, "no latency") if no_latency else link
+    gains = []
+    for sample, (now_buckets, then_buckets) in zip(samples, buckets, strict=False):
+        flat = ComputeModel(sample.compute_ms, 0.0)
+        now, _ = simulate_step(sample, flat, link, sample.world_size, now_buckets)
+        then, _ = simulate_step(sample, flat, then_link, sample.world_size, then_buckets)
+        gains.append(now - then)
+    return gains
+
+
+def _gain_ci(
+    samples: list[StepProfile],
+    make_buckets,
+    no_latency: float | None = None,
+    serial: bool = False,
+    probe: list[ProbedSize] | None = None,
+) -> Estimate:
+    """The predicted gain with a 95% bootstrap interval: each resample of the profiled steps refits the link too (from
+    a resample of the run's link probe, or of the steps' own all-reduces), so the interval carries the uncertainty of
+    the link as well as the steps' spread."""
+    buckets = _pairs(samples, make_buckets, serial)  # once: resamples reuse them
+    rng = random.Random(0)
+
+    boots = []
+    for _ in range(RESAMPLES):
+        chosen = rng.choices(range(len(samples)), k=len(samples))
+        try:
+            link = run_link([samples[i] for i in chosen], probe or [], rng)
+        except UsageError:
+            continue
+        drawn = sorted(set(chosen))  # a step drawn twice is simulated once
+        gains = _gains([samples[i] for i in drawn], [buckets[i] for i in drawn], link, no_latency)
+        gain_of = dict(zip(drawn, gains, strict=True))
+        boots.append(statistics.median(gain_of[i] for i in chosen))
+    boots.sort()
+    tail = int(0.025 * len(boots))
+    return Estimate(
+        _median_gain(samples, buckets, run_link(samples, probe or []), no_latency), boots[tail], boots[-1 - tail]
+    )

@@ -1,0 +1,128 @@
+"""What every finding's detector reads (analysis/findings.DETECTORS): one run's report, its profiled steps and what
+the run measured beside them, with what several detectors derive from them computed once."""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from commprof.analysis.crossrank import Matching
+from commprof.analysis.ddp_buckets import DEFAULT_CAP_MB
+from commprof.analysis.predict import LinkModel, StepProfile, fit_link, probed_link, step_profile
+from commprof.config import DDPOptions
+from commprof.errors import UsageError
+from commprof.results.report import JobStep, Report
+from commprof.results.run_record import ProbedSize
+from commprof.trace.model import RankTrace, RunTrace, Step
+
+MAX_MODELLED_RANKS = 8  # the bucket model reads the buckets of this many ranks (they all run the same ones)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """`ceiling`: the all-reduce bus bandwidth `commprof bench` measured on this host (GB/s, which bench); `drift_ms`:
+    how far the job's unprofiled step moved within the launch (analysis/distortion.job_drift_ms); `waits`: what each
+    rank made the others wait at each step of the whole run (analysis/whole_run.waits_caused)."""
+
+    report: Report
+    windows: list[tuple[RankTrace, list[Step]]]
+    matching: Matching | None = None
+    job: JobStep | None = None
+    ceiling: tuple[float, str] | None = None
+    drift_ms: float = 0.0
+    waits: dict[int, dict[int, float]] = field(default_factory=dict)
+
+    @cached_property
+    def step_ms(self) -> float:
+        """The profiled step: the median over ranks of each rank's median."""
+        return statistics.median(r.step_time_ms.median for r in self.report.ranks)
+
+    @property
+    def job_ms(self) -> float:
+        """What a gain is a share of: the job's step without the profiler, else the profiled step."""
+        return self.job.unprofiled_ms if self.job else self.step_ms
+
+    @cached_property
+    def samples(self) -> list[StepProfile]:
+        """One step profile per profiled step of the first ranks, for the bucket model (steps without a DDP backward
+        skipped); none where the run did not train with DDP, or on one rank."""
+        if not _trained_with_ddp(self.report):
+            return []
+        samples = []
+        for rank, _ in self.windows[:MAX_MODELLED_RANKS]:
+            for index, step in enumerate(rank.steps):
+                one = dataclasses.replace(
+                    rank,
+                    steps=(step,),
+                    backward_starts=rank.backward_starts[index : index + 1],
+                    backward_ends=rank.backward_ends[index : index + 1],
+                )
+                try:
+                    sample = step_profile(RunTrace((one,)))
+                except UsageError:
+                    continue
+                if sample.bucket_bytes:
+                    samples.append(dataclasses.replace(sample, world_size=rank.world_size or len(self.windows)))
+        return samples if len(samples) >= 2 and samples[0].world_size >= 2 else []
+
+    @property
+    def probe(self) -> list[ProbedSize]:
+        """The link commprof's own runs time alone after training (empty for others' traces)."""
+        return self.report.run.link_probe if self.report.run else []
+
+    @cached_property
+    def link(self) -> LinkModel | None:
+        """The link the bucket model runs on: probed, else fitted to the run's own all-reduces; None without
+        samples or a link that fits."""
+        if not self.samples:
+            return None
+        try:
+            return probed_link(self.probe, self.samples[0].world_size) if self.probe else fit_link(self.samples)
+        except UsageError:
+            return None
+
+    @property
+    def serial(self) -> bool:
+        """CPU ranks: communication takes the backward's cores, so every all-reduce counts in full."""
+        return self.windows[0][0].kind == "cpu"
+
+    @cached_property
+    def options(self) -> tuple[DDPOptions, str]:
+        """current_options of the report."""
+        return current_options(self.report)
+
+
+def _trained_with_ddp(report: Report) -> bool:
+    """DDP's settings are advice only for a run that trained with DDP (unknown for someone else's traces: yes)."""
+    run = report.run
+    if run is None:
+        return True
+    return run.config.strategy == "ddp" and (not run.script or bool(run.ddp_built))
+
+
+def current_options(report: Report) -> tuple[DDPOptions, str]:
+    """The DDP options the run trained with, and who built its DDP. A script's own DDP arguments (what it asked
+    for, with what commprof applied on top) win over commprof's options, which it only applies when given."""
+    run = report.run
+    options = run.config.ddp if run else DDPOptions()
+    built = run.ddp_built[0] if run and run.script and run.ddp_built else None
+    if built is None:
+        return options, "script"
+    known = {f.name for f in dataclasses.fields(DDPOptions)}
+    given = {k: v for k, v in {**built.asked, **built.applied}.items() if k in known and v is not None}
+    return dataclasses.replace(options, **given), built.built_by
+
+
+def current_cap(report: Report) -> float | None:
+    """The bucket_cap_mb DDP was built with; None when nobody gave one (DDP's default, with its 1 MB first bucket).
+    commprof's built-in runs always pass theirs; a script's is what it asked for, or what commprof applied."""
+    run = report.run
+    if run is None:
+        return DEFAULT_CAP_MB
+    if not run.script:
+        return run.config.ddp.bucket_cap_mb
+    built = run.ddp_built[0] if run.ddp_built else None
+    given = (built.applied.get("bucket_cap_mb") or built.asked.get("bucket_cap_mb")) if built else None
+    return float(given) if given is not None else None
