@@ -1,4 +1,5 @@
-"""Which bucket sizes `commprof tune` tries: a coarse log grid, then refinement around the best.
+"""The rounds of every sweep, tune and advise (`measure_rounds`), and which bucket sizes `commprof tune` tries: a
+coarse log grid, then refinement around the best.
 
 Stops after the coarse round when every setting is within the noise of the best one.
 """
@@ -7,15 +8,41 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
 
 from commprof.analysis.ddp_buckets import one_per_layout
 from commprof.analysis.stats import real_speedup, speedup_ci
+from commprof.config import SettingOptions, setting_label
+from commprof.results.sweep_record import MeasuredSetting
 
 COARSE_GRID_MB = (1.0, 5.0, 25.0, 100.0)
 MAX_ROUNDS = 2
 OWN = "own"  # a script's own setting among the tried caps
 REFINED = f"then at most {2 * (MAX_ROUNDS - 1)} more caps around the best"  # refine_around's two a round
+
+
+Measure = Callable[[list[SettingOptions]], dict[str, MeasuredSetting]]
+Refine = Callable[[dict[str, MeasuredSetting], int], list[SettingOptions]]
+
+
+def measure_rounds(
+    first: Sequence[SettingOptions], measure: Measure, refine: Refine | None = None
+) -> tuple[dict[str, MeasuredSetting], list[SettingOptions], int]:
+    """The one round driver, whichever way the settings are measured (a built-in model's trainers in one launch:
+    worker/sweep.py; a script's launches: commands/script_sweep.py): the pending settings measured (interleaved
+    repeats, then profiled; `measure` may leave out a setting that builds another's buckets), then, when tuning,
+    the next settings chosen from everything measured so far (`refine`, given the round just done, from 0), until
+    none is left. Returns each setting's measurement by label, the settings measured in order, and the rounds."""
+    results: dict[str, MeasuredSetting] = {}
+    measured: list[SettingOptions] = []
+    pending, rounds = list(first), 0
+    while pending:
+        new = measure(pending)
+        results.update(new)
+        measured += [s for s in pending if setting_label(s) in new]
+        rounds += 1
+        pending = refine(results, rounds - 1) if refine else []
+    return results, measured, rounds
 
 
 def round_mb(value: float) -> float:

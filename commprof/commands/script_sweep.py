@@ -16,7 +16,8 @@ from __future__ import annotations
 import dataclasses
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
@@ -83,7 +84,7 @@ def measure_script(
     tune: bool,
     predicted: dict[str, Estimate] | None = None,
 ) -> Outcome:
-    from commprof.analysis.tune import REFINED, next_bucket_sizes
+    from commprof.analysis.tune import REFINED, measure_rounds
     from commprof.commands.run import check_script
     from commprof.launch.resolve import MachineProbe, resolve
 
@@ -94,8 +95,8 @@ def measure_script(
     check_script(request)
     ddp_settings = [baseline, *(s for s in settings if isinstance(s, DDPOptions) and s != baseline)]
     plan = SweepPlan(run=config, settings=tuple(ddp_settings), baseline=baseline, tune=tune, **rounds)
-    profile = ProfileSchedule(wait=plan.warmup_steps, warmup=1, active=plan.profile_steps)
-    timed_steps, profiled_steps = max_steps or plan.warmup_steps + plan.steps_per_repeat, max_steps or profile.total
+    timed_steps = max_steps or plan.warmup_steps + plan.steps_per_repeat
+    profiled_steps = max_steps or _profiled(plan).total
     forced = applied_on_top(ddp_settings, baseline)
     try:
         config.run_dir.mkdir(parents=True)
@@ -116,97 +117,31 @@ def measure_script(
     )
     if torchrun_environment(config.procs_per_node):
         feedback.info(TORCHRUN_OMP_WARNING)
-    results: dict[str, MeasuredSetting] = {}
-    order: list[str] = []
-    launches = 0
-    pending = list(ddp_settings)
-    layout_of: Callable[[DDPOptions], tuple[int, ...]] | None = None
-    round_index = 0
-    last: RunRecord | None = None
-
-    def launch(
-        setting: DDPOptions, run_id: str, steps: int, schedule: ProfileSchedule | None, subject: str
-    ) -> RunRecord:
-        nonlocal launches
-        launches += 1
-        applied = tuple(dict.fromkeys((*config.ddp_forced, *(() if setting == baseline else forced))))
-        return _launch(config, setting, applied, run_id, steps, schedule, feedback, subject)
-
-    while pending:
-        timed: dict[str, list[float]] = {setting_label(s): [] for s in pending}
-        for repeat in range(plan.repeats):
-            for setting in list(pending):
-                if setting not in pending:  # measured once for its buckets: another builds the same
-                    continue
-                label = setting_label(setting)
-                run_id, subject = (
-                    f"{label}-r{round_index + 1}.{repeat + 1}",
-                    f"{label}, repeat {repeat + 1}/{plan.repeats}",
-                )
-                run = launch(setting, run_id, timed_steps, None, subject)
-                timed[label] += _job_steps(run)[plan.warmup_steps :]
-                order.append(label)
-                if tune and layout_of is None and run.ddp_built:  # the baseline's first launch: its module
-                    layout_of = _layouts(run.ddp_built[0])
-                    pending = _one_per_layout(pending, layout_of, f"{kind} {config.run_id}", feedback)
-                    timed = {setting_label(s): timed[setting_label(s)] for s in pending}
-        for setting in pending:
-            label = setting_label(setting)
-            last = launch(setting, label, profiled_steps, profile, f"{label}, profiled")
-            built = last.ddp_built[0] if last.ddp_built else None
-            results[label] = MeasuredSetting(
-                options=_ran_with(setting, built),
-                step_ms=timed[label],
-                ddp={str(r.rank): r.ddp for r in last.ranks},
-                asked=built.asked if built else {},
-                applied=built.applied if built else {},
-            )
-        round_index += 1
-        pending = []
-        if tune:
-            measured = [s for s in ddp_settings if setting_label(s) in results]
-            ddp_settings = measured
-            caps = {
-                s.bucket_cap_mb: results[setting_label(s)].step_ms
-                for s in measured
-                if s != baseline and s.bucket_cap_mb is not None
-            }
-            fresh = next_bucket_sizes(
-                caps,
-                round_index - 1,
-                _cap_layouts(layout_of, baseline),
-                own=results[setting_label(baseline)].step_ms,
-                own_layout=layout_of(baseline) if layout_of else None,
-            )
-            pending = [dataclasses.replace(baseline, bucket_cap_mb=mb) for mb in fresh]
-            ddp_settings += pending
-            if pending:
-                feedback.info(
-                    f"{kind} {config.run_id}: tuning round {round_index + 1}, {_counted(pending, 'more ')} around "
-                    "the best"
-                )
-    assert last is not None  # every round launched each pending setting once more, profiled
+    launches = _Launches(config, plan, forced, feedback, f"{kind} {config.run_id}", timed_steps, profiled_steps, tune)
+    results, measured, tuned = measure_rounds(ddp_settings, launches.measure, launches.refine if tune else None)
     feedback.info(
-        f"{kind} {config.run_id}: {_counted(ddp_settings)} measured"
-        + (f" in {round_index} tuning rounds" if round_index > 1 else "")
-        + f", {launches} launches"
+        f"{kind} {config.run_id}: {_counted(measured)} measured"
+        + (f" in {tuned} tuning rounds" if tuned > 1 else "")
+        + f", {launches.count} launches"
     )
+    last = launches.last
+    assert last is not None  # every round launched each setting it measured once more, profiled
     built = last.ddp_built[0] if last.ddp_built else None
     record = SweepRecord(
-        plan=dataclasses.replace(plan, settings=tuple(ddp_settings)),
+        plan=dataclasses.replace(plan, settings=tuple(measured)),
         settings=results,
         model=last.model,
         parameters=last.parameters,
         world_size=config.world_size,
         versions=last.versions,
-        rounds=round_index,
+        rounds=tuned,
         end_time=datetime.now(timezone.utc).isoformat(),
-        order=order,
+        order=launches.order,
         built_by=built.built_by if built else "script",
         script=list(config.script),
         max_steps=max_steps,
         applied_on_top=list(forced),
-        timings={"worker_s": time.perf_counter() - started, "launches": launches},
+        timings={"worker_s": time.perf_counter() - started, "launches": launches.count},
     )
     write_text_atomic(config.run_dir / FILE_NAME, record.to_json())
     report = sweep_report(config.run_dir, config.run_id, kind, predicted)
@@ -215,7 +150,97 @@ def measure_script(
     )
 
 
-def _counted(settings: list[DDPOptions], more: str = "") -> str:
+def _profiled(plan: SweepPlan) -> ProfileSchedule:
+    """A profiled launch's schedule: its warm-up steps unrecorded, one to warm the profiler, then those it records."""
+    return ProfileSchedule(wait=plan.warmup_steps, warmup=1, active=plan.profile_steps)
+
+
+@dataclass
+class _Launches:
+    """A script's sweep, one launch per setting and turn: each round's timed and profiled launches (`measure`), and
+    tune's next caps (`refine`), for analysis/tune.measure_rounds."""
+
+    config: RunConfig
+    plan: SweepPlan
+    forced: tuple[str, ...]  # the DDP arguments every setting but the baseline applies on top of the script's
+    feedback: Feedback
+    name: str
+    timed_steps: int
+    profiled_steps: int
+    tune: bool
+    count: int = 0  # launches so far
+    rounds: int = 0
+    layout_of: Callable[[DDPOptions], tuple[int, ...]] | None = None  # learnt from the script's first launch
+    last: RunRecord | None = None  # the last profiled launch's record
+    order: list[str] = field(default_factory=list)  # the timed launches' settings, in the order they ran
+
+    def launch(
+        self, setting: DDPOptions, run_id: str, steps: int, schedule: ProfileSchedule | None, subject: str
+    ) -> RunRecord:
+        self.count += 1
+        applied = tuple(
+            dict.fromkeys((*self.config.ddp_forced, *(() if setting == self.plan.baseline else self.forced)))
+        )
+        return _launch(self.config, setting, applied, run_id, steps, schedule, self.feedback, subject)
+
+    def measure(self, settings: list[SettingOptions]) -> dict[str, MeasuredSetting]:
+        """Interleaved repeats of one timed launch per setting, then one profiled launch each. Tune measures one
+        setting per bucket layout, which it learns from the first launch (the baseline's)."""
+        plan, pending = self.plan, [s for s in settings if isinstance(s, DDPOptions)]
+        timed: dict[str, list[float]] = {setting_label(s): [] for s in pending}
+        for repeat in range(plan.repeats):
+            for setting in list(pending):
+                if setting not in pending:  # measured once for its buckets: another builds the same
+                    continue
+                label = setting_label(setting)
+                subject = f"{label}, repeat {repeat + 1}/{plan.repeats}"
+                run = self.launch(setting, f"{label}-r{self.rounds + 1}.{repeat + 1}", self.timed_steps, None, subject)
+                timed[label] += _job_steps(run)[plan.warmup_steps :]
+                self.order.append(label)
+                if self.tune and self.layout_of is None and run.ddp_built:  # the baseline's first launch
+                    self.layout_of = _layouts(run.ddp_built[0])
+                    pending = _one_per_layout(pending, self.layout_of, self.name, self.feedback)
+        measured = {}
+        for setting in pending:
+            label = setting_label(setting)
+            self.last = self.launch(setting, label, self.profiled_steps, _profiled(plan), f"{label}, profiled")
+            built = self.last.ddp_built[0] if self.last.ddp_built else None
+            measured[label] = MeasuredSetting(
+                options=_ran_with(setting, built),
+                step_ms=timed[label],
+                ddp={str(r.rank): r.ddp for r in self.last.ranks},
+                asked=built.asked if built else {},
+                applied=built.applied if built else {},
+            )
+        self.rounds += 1
+        return measured
+
+    def refine(self, results: dict[str, MeasuredSetting], done: int) -> list[SettingOptions]:
+        """Tune's caps for the next round, around the best measured so far; none when it is done."""
+        baseline = self.plan.baseline
+        assert isinstance(baseline, DDPOptions)
+        own = setting_label(baseline)
+        caps = {
+            m.options["bucket_cap_mb"]: m.step_ms
+            for label, m in results.items()
+            if label != own and m.options.get("bucket_cap_mb") is not None
+        }
+        from commprof.analysis.tune import next_bucket_sizes
+
+        fresh = next_bucket_sizes(
+            caps,
+            done,
+            _cap_layouts(self.layout_of, baseline),
+            own=results[own].step_ms,
+            own_layout=self.layout_of(baseline) if self.layout_of else None,
+        )
+        pending: list[SettingOptions] = [dataclasses.replace(baseline, bucket_cap_mb=mb) for mb in fresh]
+        if pending:
+            self.feedback.info(f"{self.name}: tuning round {done + 2}, {_counted(pending, 'more ')} around the best")
+        return pending
+
+
+def _counted(settings: Sequence[SettingOptions], more: str = "") -> str:
     """'3 settings (script-own, bucket-1mb, bucket-5mb)': the settings a header promises, each by its label."""
     return (
         f"{len(settings)} {more}setting{'s' if len(settings) != 1 else ''} ({', '.join(map(setting_label, settings))})"

@@ -26,7 +26,7 @@ import torch
 import torch.distributed as dist
 
 from commprof.analysis.ddp_buckets import layout
-from commprof.analysis.tune import next_bucket_sizes
+from commprof.analysis.tune import measure_rounds, next_bucket_sizes
 from commprof.config import ProfileSchedule, SettingOptions, SweepPlan, setting_label
 from commprof.instrument.profiler import cuda_synchronize, make_profiler
 from commprof.launch.progress import Progress, write_progress
@@ -50,16 +50,16 @@ def sweep_main(plan_dict: dict[str, Any], progress_path: str) -> dict[str, Any]:
         batches = make_batches(workload, config.batch_size, config.seed, ctx.rank, ctx.device)
         trainers = _Trainers(workload, batches, ctx, config.precision)
         progress = _ProgressWriter(Path(progress_path), ctx, plan)
-        results: dict[str, MeasuredSetting] = {}
-        pending, round_index, phases = list(plan.settings), 0, {"measured_s": 0.0, "overhead_s": 0.0}
+        phases = {"measured_s": 0.0, "overhead_s": 0.0}
         order: list[str] = []  # the timed blocks in the order they ran
         setup_s = time.perf_counter() - started
-        measured: list[SettingOptions] = []
-        while pending:
-            results.update(_measure_round(plan, ctx, trainers, pending, run_dir, progress, phases, order))
-            measured += pending
-            pending = _next_round(plan, ctx, results, round_index, workload.parameter_sizes) if plan.tune else []
-            round_index += 1
+        results, measured, rounds = measure_rounds(
+            list(plan.settings),
+            lambda pending: _measure_round(plan, ctx, trainers, pending, run_dir, progress, phases, order),
+            (lambda results, done: _next_round(plan, ctx, results, done, workload.parameter_sizes))
+            if plan.tune
+            else None,
+        )
         hosts: list[str] = [""] * ctx.world_size
         dist.all_gather_object(hosts, socket.gethostname())
         if ctx.rank == 0:
@@ -72,7 +72,7 @@ def sweep_main(plan_dict: dict[str, Any], progress_path: str) -> dict[str, Any]:
                 world_size=ctx.world_size,
                 versions=versions(),
                 hosts=hosts,
-                rounds=round_index,
+                rounds=rounds,
                 end_time=datetime.now(timezone.utc).isoformat(),
                 order=order,
                 timings=phases,
