@@ -69,7 +69,7 @@ fi
 # a 1.07B-parameter model, 5 settings: more than fits at once; GPU memory sampled every 0.5 s
 nvidia-smi --query-gpu=timestamp,memory.used,memory.total --format=csv -lms 500 > sweep-memory.csv 2>/dev/null &
 sampler=$!
-check sweep-1b commprof sweep --bucket-cap-mb 10,25,50,100,200 --model "$repo/benchmarks/big_mlp.py:build" --gpus 1 \
+check sweep-1b commprof sweep --bucket-cap-mb 10,25,50,100,200 --model "$repo/benchmarks/workloads/big_mlp.py:build" --gpus 1 \
   --batch-size 8 --repeats 2 --steps-per-repeat 2 --warmup-steps 2 --profile-steps 2 --run-id sweep-1b --quiet
 kill "$sampler" 2>/dev/null
 "$py" -c "
@@ -95,5 +95,5 @@ else:
 PY
 # the whole-run record's cost (issue 31): commprof run with it against --no-whole-run, interleaved, on one GPU
 # (--gpus 1: with one rank DDP still calls the timed comm hook, so the recorder's CUDA events are paid); goal 1%
-check whole-run-cost "$py" "$repo/benchmarks/bench_whole_run.py" --workdir whole-run --device cuda --rounds "${WHOLE_RUN_ROUNDS:-4}"
+check whole-run-cost "$py" "$repo/benchmarks/measure/bench_whole_run.py" --workdir whole-run --device cuda --rounds "${WHOLE_RUN_ROUNDS:-4}"
 

@@ -1,6 +1,6 @@
 """Whole-trace figures agree with Holistic Trace Analysis on the real GPU traces in tests/data/traces.
 
-HTA's numbers were recorded by benchmarks/hta_reference.py (HTA 0.5.0) in tests/data/hta_reference.json;
+HTA's numbers were recorded by benchmarks/generate/hta_reference.py (HTA 0.5.0) in tests/data/hta_reference.json;
 with HTA installed, test_live_hta_matches_the_recorded_numbers recomputes them.
 """
 
@@ -40,7 +40,7 @@ def test_live_hta_matches_the_recorded_numbers():
     pytest.importorskip(
         "hta", reason="Holistic Trace Analysis is not installed (optional: pip install HolisticTraceAnalysis)"
     )
-    from benchmarks.hta_reference import hta_figures
+    from benchmarks.generate.hta_reference import hta_figures
 
     assert hta_figures(TRACES / "nccl-a100-rank0-of-2") == REFERENCE["traces"]["nccl-a100-rank0-of-2"]
 

@@ -21,7 +21,7 @@ def make_ranks(folder, ranks=RANKS):
     subprocess.run(
         [
             sys.executable,
-            str(REPO / "benchmarks" / "make_rank_traces.py"),
+            str(REPO / "benchmarks" / "generate" / "make_rank_traces.py"),
             str(SOURCE),
             str(folder),
             "--ranks",

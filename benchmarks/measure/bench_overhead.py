@@ -1,10 +1,10 @@
 """Profiling overhead (issue 8): commprof's instrumentation against plain DDP, in one launch per workload.
 
-    python benchmarks/bench_overhead.py --workdir /tmp/bench-overhead [--rounds 8] [--block 10]
+    python benchmarks/measure/bench_overhead.py --workdir /tmp/bench-overhead [--rounds 8] [--block 10]
         [--workloads mlp,convnet,transformer,mlstm] [--no-record-shapes]
 
 Blocks of `--block` steps alternate between plain DDP, commprof's instrumented loop outside the
-profiler's active window, and inside it (benchmarks/overhead_worker.py), 2 Gloo ranks on CPU.
+profiler's active window, and inside it (benchmarks/workloads/overhead_worker.py), 2 Gloo ranks on CPU.
 Overhead: the median over rounds of (instrumented block / the same round's plain block) - 1, with
 a bootstrap 95% CI. Goals: median overhead outside the active window at most 3%, inside it under 10%, for
 every workload; exits 1 otherwise. --no-record-shapes records without every operator's input shapes (commprof
@@ -18,12 +18,13 @@ import statistics
 import sys
 from pathlib import Path
 
-from overhead_worker import overhead_main
-
-from commprof.analysis.stats import median_ci
-from commprof.config import RunRequest
-from commprof.launch.job import Task, run_job
-from commprof.launch.resolve import MachineProbe, resolve
+# the repository root, when run as a file: the ranks unpickle overhead_main from benchmarks.workloads by it
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from benchmarks.workloads.overhead_worker import overhead_main  # noqa: E402
+from commprof.analysis.stats import median_ci  # noqa: E402
+from commprof.config import RunRequest  # noqa: E402
+from commprof.launch.job import Task, run_job  # noqa: E402
+from commprof.launch.resolve import MachineProbe, resolve  # noqa: E402
 
 GOAL = 0.03
 GOAL_INSIDE = 0.10

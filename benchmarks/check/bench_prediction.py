@@ -1,6 +1,6 @@
 """Validation of `commprof scale --predict` (issue 9) that can fail, as whole `commprof` processes.
 
-    python benchmarks/bench_prediction.py --workdir /tmp/bench-pred
+    python benchmarks/check/bench_prediction.py --workdir /tmp/bench-pred
 
 1. Step time: measure 1, 2, 3 and 4 ranks in one interleaved `commprof scale`; predict 4 from
    the runs at 1, 2 and 3 only; the predicted step must be within 15% of the measured one.
@@ -14,23 +14,18 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from commprof.analysis.predict import CANDIDATE_CAPS_MB
-from commprof.commands.scale import ScalePlan, run_scale
-from commprof.config import RunConfig
-from commprof.workloads import load_workload
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root, when run as a file
+from benchmarks.common import DEEP_MLP, commprof, read_report  # noqa: E402
+from commprof.analysis.predict import CANDIDATE_CAPS_MB  # noqa: E402
+from commprof.commands.scale import ScalePlan, run_scale  # noqa: E402
+from commprof.config import RunConfig  # noqa: E402
+from commprof.workloads import load_workload  # noqa: E402
 
-REPO = Path(__file__).resolve().parent.parent
-DEEP_MLP = str(REPO / "tests" / "data" / "deep_mlp.py") + ":build"
 GOAL = 0.15
-
-
-def commprof(cwd: Path, *args: str) -> None:
-    subprocess.run([sys.executable, "-m", "commprof", *args, "--quiet"], cwd=cwd, check=True)
 
 
 def predict_from(cwd: Path, name: str, sizes: list[int], target: int, model: str, repeats: int):
@@ -56,11 +51,20 @@ def predict_from(cwd: Path, name: str, sizes: list[int], target: int, model: str
 
 def step_time(cwd: Path, repeats: int, steps: int) -> dict:
     commprof(
-        cwd, "scale", "--world-sizes", "1,2,3,4", "--repeats", str(repeats), "--steps", str(steps), "--run-id", "steps"
+        "scale",
+        "--world-sizes",
+        "1,2,3,4",
+        "--repeats",
+        str(repeats),
+        "--steps",
+        str(steps),
+        "--run-id",
+        "steps",
+        "--quiet",
+        cwd=cwd,
+        capture=False,
     )
-    measured = next(
-        p for p in json.loads((cwd / "reports" / "steps" / "report.json").read_text())["points"] if p["world_size"] == 4
-    )
+    measured = next(p for p in read_report(cwd, "steps")["points"] if p["world_size"] == 4)
     report = predict_from(cwd, "steps", [1, 2, 3], 4, "mlp", repeats)
     predicted = report.predictions[0].step_ms
     return {
@@ -75,7 +79,6 @@ def step_time(cwd: Path, repeats: int, steps: int) -> dict:
 
 def best_bucket(cwd: Path, repeats: int, steps: int) -> dict:
     commprof(
-        cwd,
         "scale",
         "--model",
         DEEP_MLP,
@@ -87,11 +90,13 @@ def best_bucket(cwd: Path, repeats: int, steps: int) -> dict:
         str(steps),
         "--run-id",
         "buckets",
+        "--quiet",
+        cwd=cwd,
+        capture=False,
     )
     prediction = predict_from(cwd, "buckets", [1, 2, 3], 4, DEEP_MLP, repeats).predictions[0]
     caps = [c for c in CANDIDATE_CAPS_MB if c <= 100]
     commprof(
-        cwd,
         "sweep",
         "--model",
         DEEP_MLP,
@@ -103,8 +108,11 @@ def best_bucket(cwd: Path, repeats: int, steps: int) -> dict:
         str(max(3, repeats)),
         "--run-id",
         "sweep4",
+        "--quiet",
+        cwd=cwd,
+        capture=False,
     )
-    settings = json.loads((cwd / "reports" / "sweep4" / "report.json").read_text())["sweep"]["settings"]
+    settings = read_report(cwd, "sweep4")["sweep"]["settings"]
     measured = {s["bucket_cap_mb"]: s["step_ms"]["value"] for s in settings}
     best = min(measured, key=measured.get)
     return {

@@ -1,7 +1,7 @@
 """Make a job of N ranks from one real rank trace: per-host clock offsets, per-rank speed jitter,
 and one straggler. For the analysis scaling benchmark (issue 8).
 
-    python benchmarks/make_rank_traces.py SOURCE OUT_DIR --ranks 1024 [--ranks-per-host 8] [--seed 0]
+    python benchmarks/generate/make_rank_traces.py SOURCE OUT_DIR --ranks 1024 [--ranks-per-host 8] [--seed 0]
 
 Rank r is the source stretched in time by (1 + e_r) about its first event, e_r ~ N(0, 2%) (the
 straggler, rank N // 3, is 15% slower), then shifted by its host's clock offset, uniform in

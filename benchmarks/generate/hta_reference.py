@@ -1,7 +1,7 @@
 """Record Holistic Trace Analysis's figures for the shared GPU traces (tests/data/hta_reference.json).
 
     pip install HolisticTraceAnalysis==0.5.0
-    python benchmarks/hta_reference.py ../shared/traces > tests/data/hta_reference.json
+    python benchmarks/generate/hta_reference.py ../shared/traces > tests/data/hta_reference.json
 
 HTA is not a dependency of commprof; its recorded numbers let the test suite compare without it.
 """

@@ -1,8 +1,9 @@
 """`commprof analyze` at 64, 256 and 1024 ranks (issue 8): wall time and peak memory against rank count.
 
-    python benchmarks/bench_analyze_ranks.py --workdir /tmp/bench-ranks [--ranks 64,256,1024] [--local-cluster 2]
+    python benchmarks/measure/bench_analyze_ranks.py --workdir /tmp/bench-ranks [--ranks 64,256,1024]
+        [--local-cluster 2]
 
-The ranks are made from one real rank of a 300-rank Gloo job (benchmarks/make_rank_traces.py:
+The ranks are made from one real rank of a 300-rank Gloo job (benchmarks/generate/make_rank_traces.py:
 clock offsets per host, speed jitter, one straggler). Each size is analysed by a fresh
 `commprof analyze` with every core; peak memory (VmHWM) of the main process and of the largest
 worker is read from /proc while it runs. With --local-cluster N the map runs on a Dask LocalCluster of N worker
@@ -19,43 +20,16 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-SOURCE = REPO.parent / "shared" / "traces" / "gloo-cpu-rank34-of-300" / "rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root, when run as a file
+from benchmarks.common import REPO, SHARED_TRACES, children, commprof_argv, peak_kib, read_report  # noqa: E402
 
-
-def peak_kib(pid: int) -> int:
-    """The process's peak resident set (VmHWM)."""
-    return proc_kib(pid, "status", "VmHWM:")
-
-
-def proc_kib(pid: int, file: str, key: str) -> int:
-    """A KiB figure from /proc/PID/FILE (0 when the process is gone)."""
-    try:
-        for line in Path(f"/proc/{pid}/{file}").read_text().splitlines():
-            if line.startswith(key):
-                return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
-
-
-def children(pid: int) -> list[int]:
-    found = []
-    for task in Path(f"/proc/{pid}/task").glob("*"):
-        try:
-            found += [int(c) for c in (task / "children").read_text().split()]
-        except OSError:
-            continue
-    return found
+SOURCE = SHARED_TRACES / "gloo-cpu-rank34-of-300" / "rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"
 
 
 def analyse(folder: Path, reports: Path, cluster: str | None = None) -> dict:
     start = time.perf_counter()
     process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "commprof",
+        commprof_argv(
             "analyze",
             str(folder),
             "--quiet",
@@ -64,7 +38,7 @@ def analyse(folder: Path, reports: Path, cluster: str | None = None) -> dict:
             "--name",
             folder.name,
             *(["--cluster", cluster] if cluster else []),
-        ],
+        ),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
@@ -108,7 +82,7 @@ def main() -> None:
             subprocess.run(
                 [
                     sys.executable,
-                    str(REPO / "benchmarks" / "make_rank_traces.py"),
+                    str(REPO / "benchmarks" / "generate" / "make_rank_traces.py"),
                     str(args.source),
                     str(folder),
                     "--ranks",
@@ -119,7 +93,7 @@ def main() -> None:
             )
         size = sum(p.stat().st_size for p in folder.iterdir())
         result = analyse(folder, args.workdir / "reports", cluster.scheduler_address if cluster else None)
-        report = json.loads((args.workdir / "reports" / folder.name / "report.json").read_text())
+        report = read_report(args.workdir, folder.name)
         rows.append(
             {
                 "ranks": n,

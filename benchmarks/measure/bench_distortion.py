@@ -2,7 +2,7 @@
 (report.json `profiler_distortion`: median step inside the active window against the unprofiled steps of
 the same run, per rank), over several runs.
 
-    python benchmarks/bench_distortion.py --workdir /tmp/bench-distortion --repeats 3
+    python benchmarks/measure/bench_distortion.py --workdir /tmp/bench-distortion --repeats 3
 
 Runs `commprof run --model M --steps 30` (2 Gloo ranks, default schedule: 15 unprofiled steps after the
 first three, 10 profiled) for each workload in turn, the workloads interleaved within each repeat. Prints a
@@ -13,38 +13,32 @@ slowdown, with the smallest and largest run's slowdown (median over its ranks).
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
-import subprocess
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root, when run as a file
+from benchmarks.common import commprof, read_report  # noqa: E402
 
 MODELS = ("mlp", "transformer", "convnet", "mlstm")
 
 
 def one_run(workdir: Path, model: str, run_id: str, steps: int) -> list[dict]:
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "commprof",
-            "run",
-            "--model",
-            model,
-            "--steps",
-            str(steps),
-            "--traces-dir",
-            str(workdir / "traces"),
-            "--reports-dir",
-            str(workdir / "reports"),
-            "--run-id",
-            run_id,
-            "--quiet",
-        ],
-        check=True,
-        stdout=subprocess.DEVNULL,
+    commprof(
+        "run",
+        "--model",
+        model,
+        "--steps",
+        str(steps),
+        "--traces-dir",
+        str(workdir / "traces"),
+        "--reports-dir",
+        str(workdir / "reports"),
+        "--run-id",
+        run_id,
+        "--quiet",
     )
-    return json.loads((workdir / "reports" / run_id / "report.json").read_text())["profiler_distortion"]
+    return read_report(workdir, run_id)["profiler_distortion"]
 
 
 def main() -> None:

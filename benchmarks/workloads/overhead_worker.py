@@ -1,4 +1,5 @@
-"""One rank of the profiling-overhead benchmark (started by bench_overhead.py through commprof's launcher).
+"""One rank of the profiling-overhead benchmark (started by benchmarks/measure/bench_overhead.py through commprof's
+launcher).
 
 Two copies of the same model train in alternating blocks of K steps:
   plain:        DDP as a user runs it: no profiler, no per-step timing or logs, DDP's default logging;

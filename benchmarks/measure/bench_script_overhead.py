@@ -1,8 +1,8 @@
 """Profiling overhead on a user's script (issue 15): the same script under torchrun and under `commprof run --`.
 
-    python benchmarks/bench_script_overhead.py --workdir /tmp/bench-script [--pairs 6] [--steps 60]
+    python benchmarks/measure/bench_script_overhead.py --workdir /tmp/bench-script [--pairs 6] [--steps 60]
 
-benchmarks/timed_script.py times its own optimizer steps. Each pair runs it once under torchrun
+benchmarks/workloads/timed_script.py times its own optimizer steps. Each pair runs it once under torchrun
 (`python -m torch.distributed.run --standalone --nproc-per-node 2`) and once under
 `commprof run --procs 2 --` (default schedule: the profiler stops after step 17), in alternating order
 (A B, B A, ...). Per launch: the median of the steps after SKIP; per pair: commprof / torchrun. Overhead:
@@ -17,11 +17,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root, when run as a file
+from benchmarks.common import WORKLOADS, commprof  # noqa: E402
 from commprof.analysis.stats import median_ci  # noqa: E402
 
-SCRIPT = REPO / "benchmarks" / "timed_script.py"
+SCRIPT = WORKLOADS / "timed_script.py"
 SKIP = 25  # past the profiler's window (wait 5 + warmup 2 + active 10) and its trace export
 GOAL = 0.03
 
@@ -31,9 +31,9 @@ def launch(mode: str, workdir: Path, name: str, steps: int) -> float:
     script = [str(SCRIPT), "--steps", str(steps), "--out", str(out)]
     if mode == "torchrun":
         command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", *script]
+        subprocess.run(command, cwd=workdir, check=True, capture_output=True)
     else:
-        command = [sys.executable, "-m", "commprof", "run", "--procs", "2", "--run-id", name, "--quiet", "--", *script]
-    subprocess.run(command, cwd=workdir, check=True, capture_output=True)
+        commprof("run", "--procs", "2", "--run-id", name, "--quiet", "--", *script, cwd=workdir)
     return statistics.median(json.loads(out.read_text())[SKIP:])
 
 

@@ -1,5 +1,6 @@
-"""A 1.07-billion-parameter MLP (16 layers of 8192 x 8192) for the GPU sweep check: each setting's model, DDP
-buckets, gradients and SGD momentum take about 17 GB, so five settings do not fit in 80 GB at once."""
+"""A 1.07-billion-parameter MLP (16 layers of 8192 x 8192) for the GPU sweep check (benchmarks/gpu_validation.sh):
+each setting's model, DDP buckets, gradients and SGD momentum take about 17 GB, so five settings do not fit in 80 GB
+at once."""
 
 import torch
 from torch import nn

@@ -1,4 +1,4 @@
-"""A DDP script with steps of about a millisecond, for benchmarks/bench_long_run.py: as many as --steps."""
+"""A DDP script with steps of about a millisecond, for benchmarks/check/bench_long_run.py: as many as --steps."""
 
 import argparse
 

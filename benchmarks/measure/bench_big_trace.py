@@ -1,8 +1,8 @@
 """One 500 MB+ rank trace (issues 8, 19): decoded in pieces and kept lean, against decoding it whole.
 
-    python benchmarks/bench_big_trace.py --workdir /tmp/bench-big [--megabytes 520]
+    python benchmarks/measure/bench_big_trace.py --workdir /tmp/bench-big [--megabytes 520]
 
-Makes the trace from a real A100 NCCL trace (benchmarks/make_big_trace.py), then analyses it in
+Makes the trace from a real A100 NCCL trace (benchmarks/generate/make_big_trace.py), then analyses it in
 fresh processes: as `commprof analyze` does (traces above 256 MB are cut into pieces decoded in worker
 processes), event by event (the ijson fallback for a file that cannot be cut), and with
 decoded whole (the size threshold switched off). Reports wall time and peak memory and checks all three
@@ -20,10 +20,10 @@ import sys
 import time
 from pathlib import Path
 
-from bench_analyze_ranks import children, peak_kib, proc_kib
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root, when run as a file
+from benchmarks.common import REPO, SHARED_TRACES, children, peak_kib, proc_kib  # noqa: E402
 
-REPO = Path(__file__).resolve().parent.parent
-SOURCE = REPO.parent / "shared" / "traces" / "nccl-a100-rank0-of-16" / "rank0.json.gz"
+SOURCE = SHARED_TRACES / "nccl-a100-rank0-of-16" / "rank0.json.gz"
 ANALYSE = """
 import json, sys
 from pathlib import Path
@@ -72,7 +72,7 @@ def main() -> None:
         subprocess.run(
             [
                 sys.executable,
-                str(REPO / "benchmarks" / "make_big_trace.py"),
+                str(REPO / "benchmarks" / "generate" / "make_big_trace.py"),
                 str(SOURCE),
                 str(big),
                 "--megabytes",

@@ -2,7 +2,8 @@
 commprof's defaults, then `commprof advise` reruns the settings its findings predict to be faster against the run's
 own, interleaved.
 
-    python benchmarks/bench_advice.py --workdir /tmp/bench-advice [--models mlp,convnet,transformer,mlstm] [--repeats 2]
+    python benchmarks/measure/bench_advice.py --workdir /tmp/bench-advice [--models mlp,convnet,transformer,mlstm]
+        [--repeats 2]
 
 2 Gloo ranks on CPU. The script is tests/data/scripts/train_epochs.py --width 2048 (plain DDP, 4.3 M
 parameters, its own 1 MB buckets), 30 optimizer steps; the control is tests/data/deep_mlp.py with
@@ -14,19 +15,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 from pathlib import Path
 
-from commprof.render.tables import advice_verdict
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root, when run as a file
+from benchmarks.common import DEEP_MLP, TESTS_DATA, commprof, read_report  # noqa: E402
+from commprof.render.findings_text import advice_verdict  # noqa: E402
 
 MODELS = ("mlp", "convnet", "transformer", "mlstm")
-SCRIPT = Path(__file__).resolve().parent.parent / "tests" / "data" / "scripts" / "train_epochs.py"
-DEEP_MLP = Path(__file__).resolve().parent.parent / "tests" / "data" / "deep_mlp.py"  # the positive control
-
-
-def commprof(workdir: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "commprof", *args], cwd=workdir, capture_output=True, text=True)
+SCRIPT = TESTS_DATA / "scripts" / "train_epochs.py"
 
 
 def ci(estimate: dict) -> str:
@@ -34,10 +31,10 @@ def ci(estimate: dict) -> str:
 
 
 def rows(workdir: Path, name: str, run_args: list[str]) -> list[str]:
-    done = commprof(workdir, "run", "--run-id", name, "--quiet", *run_args)
+    done = commprof("run", "--run-id", name, "--quiet", *run_args, cwd=workdir, check=False)
     if done.returncode:
         return [f"| {name} | run failed: {done.stderr.strip().splitlines()[-1]} | | | | |"]
-    report = json.loads((workdir / "reports" / name / "report.json").read_text())
+    report = read_report(workdir, name)
     step = sorted(r["step_time_ms"]["median"] for r in report["ranks"])[len(report["ranks"]) // 2]
     others = [
         f"{f['kind']} ({ci(f['gain_ms'])})" if f["gain_ms"] else f["kind"]
@@ -47,7 +44,7 @@ def rows(workdir: Path, name: str, run_args: list[str]) -> list[str]:
     lines = [f"| {name} | {step:.1f} ms; other findings: {', '.join(others) or 'none'} | | | | |"]
     if not any(f["setting"] for f in report["findings"]):
         return lines + ["| | no setting finding | | | | |"]
-    advised = commprof(workdir, "advise", name, "--json")
+    advised = commprof("advise", name, "--json", cwd=workdir, check=False)
     if advised.returncode:
         return lines + [f"| | advise failed: {advised.stderr.strip().splitlines()[-1]} | | | | |"]
     for setting in json.loads(advised.stdout)["sweep"]["settings"]:
@@ -105,7 +102,7 @@ def main() -> None:
     workloads = [(model, ["--model", model]) for model in filter(None, args.models.split(","))]
     workloads += [
         ("script", ["--max-steps", "30", "--", str(SCRIPT), "--epochs", "5", "--width", "2048"]),
-        ("tiny-cap", ["--model", f"{DEEP_MLP}:build", "--bucket-cap-mb", "0.001"]),
+        ("tiny-cap", ["--model", DEEP_MLP, "--bucket-cap-mb", "0.001"]),
     ]
     for i in range(args.repeats):
         for name, run_args in workloads:

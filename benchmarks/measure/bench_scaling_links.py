@@ -1,6 +1,6 @@
 """The seeds' scaling result, in shape (issue 39, item 6), on the multi-host test bed (tests/netbed.py; root).
 
-    python benchmarks/bench_scaling_links.py --workdir /tmp/bench-scaling [--slow 400] [--fast 3200]
+    python benchmarks/measure/bench_scaling_links.py --workdir /tmp/bench-scaling [--slow 400] [--fast 3200]
         [--models mlp:small:32,transformer:small:16] [--repeats 2] [--steps 12]
 
 The mLSTM study (../shared/seeds/000_*.txt) found that data parallelism scales better across nodes over InfiniBand
@@ -21,8 +21,7 @@ import statistics
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root, when run as a file
 from commprof.analysis.what_if import link_what_if, measured_profile  # noqa: E402
 from commprof.results.store import load_report  # noqa: E402
 from commprof.trace.load import load_run  # noqa: E402

@@ -1,6 +1,6 @@
 """Where the core of `commprof analyze` spends its time on one trace, in one process (issue 19).
 
-    python benchmarks/bench_analyze_parts.py ../shared/traces/nccl-v100-rank1-of-2-large [--repeats 5]
+    python benchmarks/measure/bench_analyze_parts.py ../shared/traces/nccl-v100-rank1-of-2-large [--repeats 5]
 
 Times, separately and as medians: reading the file (with gunzip), reading and decoding it into typed records
 (the decode floor), classifying the records, and digesting the rank (its step breakdowns); then the three as

@@ -1,6 +1,6 @@
 """Sweep efficiency and tune quality (issue 4), as whole `commprof` processes.
 
-    python benchmarks/bench_sweep.py --workdir /tmp/bench-sweep
+    python benchmarks/measure/bench_sweep.py --workdir /tmp/bench-sweep
 
 Efficiency: one sweep of K bucket sizes against (one startup + the sum of its measured steps),
 where a startup is the wall time of a minimal `commprof run`; and against K separate runs.
@@ -13,32 +13,29 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-DEEP_MLP = str(REPO / "tests" / "data" / "deep_mlp.py") + ":build"
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root, when run as a file
+from benchmarks.common import DEEP_MLP, commprof, read_report  # noqa: E402
+
 EFFICIENCY_SIZES = ["1", "5", "25", "100"]
 # Every size `commprof tune` can recommend here (its coarse grid 1, 5, 25, 100 and the refinements
 # around each: 0.5, 2.2, 11, 50), plus small sizes where this workload slows down.
 EXHAUSTIVE_SIZES = ["0.05", "0.25", "0.5", "1", "2.2", "5", "11", "25", "50", "100"]
 
 
-def commprof(cwd: Path, *args: str) -> float:
+def timed(cwd: Path, *args: str) -> float:
+    """The wall seconds of `commprof ARGS --quiet`, run in cwd."""
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "commprof", *args, "--quiet"], cwd=cwd, check=True, capture_output=True)
+    commprof(*args, "--quiet", cwd=cwd)
     return time.perf_counter() - start
 
 
-def report(cwd: Path, run_id: str) -> dict:
-    return json.loads((cwd / "reports" / run_id / "report.json").read_text())
-
-
 def efficiency(cwd: Path, repeats: int, steps_per_repeat: int) -> dict:
-    startup = commprof(cwd, "run", "--steps", "1", "--schedule", "0,0,1", "--run-id", "startup")
-    wall = commprof(
+    startup = timed(cwd, "run", "--steps", "1", "--schedule", "0,0,1", "--run-id", "startup")
+    wall = timed(
         cwd,
         "sweep",
         "--bucket-cap-mb",
@@ -50,10 +47,10 @@ def efficiency(cwd: Path, repeats: int, steps_per_repeat: int) -> dict:
         "--run-id",
         "eff-sweep",
     )
-    measured = report(cwd, "eff-sweep")["sweep"]["timings"]["measured_s"]
+    measured = read_report(cwd, "eff-sweep")["sweep"]["timings"]["measured_s"]
     steps = repeats * steps_per_repeat
     separate = sum(
-        commprof(
+        timed(
             cwd,
             "run",
             "--bucket-cap-mb",
@@ -88,10 +85,11 @@ def quality(cwd: Path, repeats: int, steps_per_repeat: int) -> dict:
         "--steps-per-repeat",
         str(steps_per_repeat),
     ]
-    commprof(cwd, "sweep", "--bucket-cap-mb", ",".join(EXHAUSTIVE_SIZES), *common, "--run-id", "exhaustive")
-    commprof(cwd, "tune", *common, "--run-id", "tuned")
-    exhaustive = {s["bucket_cap_mb"]: s["step_ms"]["value"] for s in report(cwd, "exhaustive")["sweep"]["settings"]}
-    tuned = report(cwd, "tuned")["sweep"]
+    timed(cwd, "sweep", "--bucket-cap-mb", ",".join(EXHAUSTIVE_SIZES), *common, "--run-id", "exhaustive")
+    timed(cwd, "tune", *common, "--run-id", "tuned")
+    settings = read_report(cwd, "exhaustive")["sweep"]["settings"]
+    exhaustive = {s["bucket_cap_mb"]: s["step_ms"]["value"] for s in settings}
+    tuned = read_report(cwd, "tuned")["sweep"]
     # what tune tells the user to use: its best setting when significant, else the default
     chosen = tuned["best"] if tuned["paste"] else tuned["baseline"]
     pick = next(s["bucket_cap_mb"] for s in tuned["settings"] if s["label"] == chosen)

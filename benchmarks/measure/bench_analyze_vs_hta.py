@@ -1,6 +1,6 @@
 """commprof's analysis vs Holistic Trace Analysis on one large trace, as whole processes.
 
-    python benchmarks/bench_analyze_vs_hta.py ../shared/traces/nccl-v100-rank1-of-2-large --repeats 5 \
+    python benchmarks/measure/bench_analyze_vs_hta.py ../shared/traces/nccl-v100-rank1-of-2-large --repeats 5 \
         [--hta-python /tmp/hta/bin/python]
 
 Each repeat runs, in fresh processes and interleaved: `commprof analyze` as a user runs it (report.json, md,

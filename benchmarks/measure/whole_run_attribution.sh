@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
 # Where the whole-run record's cost on a script comes from (issue 31; docs/benchmarks.md, "The whole-run record's
 # cost"):
-#   bash benchmarks/whole_run_attribution.sh WORKDIR [ROUNDS]
-# benchmarks/timed_script.py (2 Gloo ranks, 60 steps) six ways per round, in alternating order: under torchrun
+#   bash benchmarks/measure/whole_run_attribution.sh WORKDIR [ROUNDS]
+# benchmarks/workloads/timed_script.py (2 Gloo ranks, 60 steps) six ways per round, in alternating order: under torchrun
 # without and with a Python all-reduce comm hook of its own (--comm-hook allreduce: torch's allreduce_hook), and under
 # `commprof run --` with the record off (--no-whole-run) and on, each without and with that hook. Per launch the median
 # of steps 26-59; then the median over rounds of the paired ratios, with median_ci's 95% interval.
 set -eu
-repo=$(cd "$(dirname "$0")/.." && pwd)
+repo=$(cd "$(dirname "$0")/../.." && pwd)
 work=${1:?WORKDIR}
 rounds=${2:-8}
 py=${PYTHON:-python3}
-script=$repo/benchmarks/timed_script.py
+script=$repo/benchmarks/workloads/timed_script.py
 export PYTHONPATH=$repo${PYTHONPATH:+:$PYTHONPATH}
 mkdir -p "$work" && cd "$work"
 : > times.txt

@@ -1,7 +1,7 @@
 """The whole-run recorder's own work, timed alone (issue 31): what it adds per all-reduce and per step, and its
 periodic write, on one CPU core without any training.
 
-    python benchmarks/whole_run_micro.py [--repeats 7]
+    python benchmarks/measure/whole_run_micro.py [--repeats 7]
 
 - per all-reduce: TimedHook(inner) against inner alone, both called with a fake bucket, inner returning a
   completed future (its `then` callback, the one that times the end, runs at once);
@@ -21,8 +21,7 @@ from pathlib import Path
 
 import torch
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root, when run as a file
 from commprof.launch.progress import Every  # noqa: E402
 from commprof.results.step_ledger import RECENT  # noqa: E402
 from commprof.worker.step_ledger import StepLedger  # noqa: E402

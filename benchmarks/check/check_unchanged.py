@@ -1,7 +1,7 @@
 """Behaviour preserved: the report.json of a fresh `commprof run --seed 0` and of every trace folder in
 tests/data/traces is the same, field for field and number for number, with this tree and with REF.
 
-    python benchmarks/check_unchanged.py REF [--workdir DIR]
+    python benchmarks/check/check_unchanged.py REF [--workdir DIR]
 
 It runs `commprof run --seed 0` once with this tree, then `commprof analyze` on the run's traces and on
 each tests/data/traces folder with both versions (REF unpacked with `git archive`), and compares the
@@ -12,30 +12,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root, when run as a file
+from benchmarks.common import REPO, commprof  # noqa: E402
 from tests.golden_reports import FOLDERS, TRACES, differences, normalized  # noqa: E402
 
 RUN = ["--seed", "0", "--steps", "8", "--schedule", "2,1,4", "--batch-size", "8", "--quiet"]
 
 
-def commprof(code: Path, cwd: Path, *args: str) -> None:
-    env = {**os.environ, "PYTHONPATH": str(code)}
-    done = subprocess.run([sys.executable, "-m", "commprof", *args], cwd=cwd, env=env, capture_output=True, text=True)
-    if done.returncode:
-        raise SystemExit(f"commprof {' '.join(args)} ({code}) failed: {done.stderr.strip()}")
-
-
 def analysis(code: Path, work: Path, source: Path, name: str) -> dict:
     commprof(
-        code,
-        work,
         "analyze",
         str(source),
         "--name",
@@ -45,6 +35,8 @@ def analysis(code: Path, work: Path, source: Path, name: str) -> dict:
         "--quiet",
         "--workers",
         "1",
+        cwd=work,
+        code=code,
     )
     return normalized(json.loads((work / "reports" / name / "report.json").read_text()))
 
@@ -59,7 +51,7 @@ def main() -> None:
     old.mkdir(parents=True)
     archive = subprocess.run(["git", "archive", args.ref, "commprof"], cwd=REPO, capture_output=True, check=True).stdout
     subprocess.run(["tar", "-x", "-C", str(old)], input=archive, check=True)
-    commprof(REPO, work, "run", "--run-id", "fresh", *RUN)
+    commprof("run", "--run-id", "fresh", *RUN, cwd=work, code=REPO)
     sources = {"commprof run --seed 0": work / "traces" / "fresh"} | {folder: TRACES / folder for folder in FOLDERS}
     failed = 0
     for label, source in sources.items():

@@ -1,6 +1,6 @@
 """Make one big rank trace from a real one by repeating its steps (issue 8's large-trace benchmark).
 
-    python benchmarks/make_big_trace.py SOURCE OUT.json --megabytes 520
+    python benchmarks/generate/make_big_trace.py SOURCE OUT.json --megabytes 520
 
 Copy k of every event is shifted by k times the source's span; ProfilerStep numbers, correlation
 and External ids are offset per copy so they stay unique. Written event by event, uncompressed."""

@@ -1,6 +1,6 @@
 """commprof against HTA 0.5.0's recorded numbers on the NCCL test traces (the tables in docs/semantics.md).
 
-    python benchmarks/hta_agreement.py
+    python benchmarks/measure/hta_agreement.py
 
 For each rank: `--windows hta` (analysis.whole_trace) minus HTA, and the default per-step report summed over the
 steps HTA keeps (all but the last) minus HTA, in percentage points of idle / compute / non-compute / overlap; and
@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import gzip
 import json
+import sys
 from pathlib import Path
 
-from commprof.analysis.breakdown import breakdown_step, step_windows
-from commprof.analysis.whole_trace import whole_trace
-from commprof.trace import rules
-from commprof.trace.intervals import merge, total
-from commprof.trace.load import load_run
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root, when run as a file
+from benchmarks.common import TESTS_DATA  # noqa: E402
+from commprof.analysis.breakdown import breakdown_step, step_windows  # noqa: E402
+from commprof.analysis.whole_trace import whole_trace  # noqa: E402
+from commprof.trace import rules  # noqa: E402
+from commprof.trace.intervals import merge, total  # noqa: E402
+from commprof.trace.load import load_run  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent / "tests" / "data"
 FIGURES = ("idle_pct", "compute_pct", "non_compute_pct", "overlap_pct")
 
 
@@ -54,11 +56,11 @@ def differences(ours: dict, hta: dict) -> str:
 
 
 def main() -> None:
-    reference = json.loads((ROOT / "hta_reference.json").read_text())["traces"]
+    reference = json.loads((TESTS_DATA / "hta_reference.json").read_text())["traces"]
     print("| trace | rank | `--windows hta` − HTA (pp) | per-step report − HTA (pp) | device ops without launch |")
     print("|---|---|---|---|---|")
     for folder, ranks in reference.items():
-        for rank in load_run([ROOT / "traces" / folder], workers=1).ranks:
+        for rank in load_run([TESTS_DATA / "traces" / folder], workers=1).ranks:
             hta = ranks[str(rank.rank)]
             whole = whole_trace(rank)
             count, busy_ms = without_launch(Path(rank.path))

@@ -1,5 +1,5 @@
 """A DDP training script that times its own optimizer steps (wall clock, rank 0) into --out: the same numbers
-under torchrun and under `commprof run --`, for benchmarks/bench_script_overhead.py and bench_whole_run.py.
+under torchrun and under `commprof run --`, for benchmarks/measure/bench_script_overhead.py and bench_whole_run.py.
 --device cuda: NCCL, each rank on its LOCAL_RANK's GPU, synchronised before each step's time is taken. --comm-hook
 allreduce: the script registers torch's own Python all-reduce hook (DDP's all-reduce without its fused division)."""
 

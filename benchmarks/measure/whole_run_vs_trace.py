@@ -1,7 +1,7 @@
 """The whole-run record's all-reduce figures against the profiler's, on the steps both saw (docs/semantics.md,
 Whole run):
 
-    python benchmarks/whole_run_vs_trace.py --workdir /tmp/vs-trace [-- extra commprof run options]
+    python benchmarks/measure/whole_run_vs_trace.py --workdir /tmp/vs-trace [-- extra commprof run options]
 
 Runs `commprof run` (default: mlp-small, 2 Gloo ranks) and prints, for each profiled step of rank 0, the trace's
 span from its first `gloo:all_reduce` range to the end of its last, and the record's time with a call in flight
@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root, when run as a file
+from benchmarks.common import commprof  # noqa: E402
 from commprof.results.step_ledger import read_ledgers  # noqa: E402
 
 
@@ -26,8 +25,7 @@ def main() -> None:
     parser.add_argument("extra", nargs="*")
     args = parser.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
-    command = [sys.executable, "-m", "commprof", "run", "--quiet", "--run-id", "vs-trace", *args.extra]
-    subprocess.run(command, cwd=args.workdir, check=True, capture_output=True)
+    commprof("run", "--quiet", "--run-id", "vs-trace", *args.extra, cwd=args.workdir)
     run_dir = args.workdir / "traces" / "vs-trace"
     ledger = read_ledgers(run_dir)[0]
     events = json.loads((run_dir / "rank0.pt.trace.json").read_text())["traceEvents"]

@@ -1,7 +1,7 @@
 """A long run stays small and does not slow down (issue 31): `commprof run` of a script with ~1 ms steps for
 100,000 steps, then what it left on disk per rank and its step time at the start against the end.
 
-    python benchmarks/bench_long_run.py --workdir /tmp/bench-long [--steps 100000]
+    python benchmarks/check/bench_long_run.py --workdir /tmp/bench-long [--steps 100000]
 
 Prints, per rank: the whole-run record's size, the step log's and the step lines' sizes, and from the record's
 blocks the mean step over the first and the last tenth of the run (a record or a log whose upkeep grew with the
@@ -13,18 +13,17 @@ run.json does not count every step."""
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root, when run as a file
+from benchmarks.common import WORKLOADS, commprof  # noqa: E402
 from commprof.config import ProfileSchedule  # noqa: E402
 from commprof.launch.runlog import read_run_json, steps_kept  # noqa: E402
 from commprof.results.step_ledger import UPPER_BYTES, read_ledgers  # noqa: E402
 
-SCRIPT = REPO / "benchmarks" / "tiny_steps.py"
+SCRIPT = WORKLOADS / "tiny_steps.py"
 
 
 def mean_step(blocks) -> float:
@@ -37,9 +36,9 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=100_000)
     args = parser.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
-    command = [sys.executable, "-m", "commprof", "run", "--quiet", "--run-id", "long", "--", str(SCRIPT)]
     started = time.perf_counter()
-    subprocess.run([*command, "--steps", str(args.steps)], cwd=args.workdir, check=True)
+    run = ["run", "--quiet", "--run-id", "long", "--", str(SCRIPT), "--steps", str(args.steps)]
+    commprof(*run, cwd=args.workdir, capture=False)
     print(f"{args.steps} steps in {time.perf_counter() - started:.0f} s (analysis included)")
     run_dir = args.workdir / "traces" / "long"
     ok = True

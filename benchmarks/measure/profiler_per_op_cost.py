@@ -1,7 +1,7 @@
 """What the PyTorch profiler costs per operator: one built-in model trained in one process (no DDP, one
 thread), blocks of steps alternating without the profiler and inside its active window.
 
-    python benchmarks/profiler_per_op_cost.py [--model mlstm] [--rounds 6] [--block 6] [--no-record-shapes]
+    python benchmarks/measure/profiler_per_op_cost.py [--model mlstm] [--rounds 6] [--block 6] [--no-record-shapes]
 
 Prints the median step time of each, the operators the profiler records per step, the extra cost per
 operator, and how much the process's resident memory grows per profiled step (Linux). Run it under

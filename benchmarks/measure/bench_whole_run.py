@@ -1,12 +1,12 @@
 """The whole-run record's cost (issue 31): `commprof run` with it (the default) against `--no-whole-run`.
 
-    python benchmarks/bench_whole_run.py --workdir /tmp/bench-whole-run [--rounds 8] [--steps 60]
+    python benchmarks/measure/bench_whole_run.py --workdir /tmp/bench-whole-run [--rounds 8] [--steps 60]
         [--workloads mlp,transformer,script] [--device cpu|cuda]
 
 Each round launches every workload twice, once with the record and once without, in alternating order (A B, B A,
 ...). Workloads: the built-in mlp and transformer (`--model`, small), timed by commprof itself (run.json's per-rank
-step_ms: per step the slowest rank's time), and benchmarks/timed_script.py under `commprof run --`, which times its
-own optimizer steps (wall clock between them, rank 0: commprof's work between steps included). The default
+step_ms: per step the slowest rank's time), and benchmarks/workloads/timed_script.py under `commprof run --`, which
+times its own optimizer steps (wall clock between them, rank 0: commprof's work between steps included). The default
 schedule profiles steps 8-17; the steps compared are those from SKIP on, after the window and its trace export.
 Per launch: the median of those steps; per round: with / without. Cost: the median of the round ratios - 1, with
 its distribution-free 95% interval (`median_ci`); also over the rounds during whose two launches other processes
@@ -22,18 +22,17 @@ import json
 import os
 import resource
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root, when run as a file
+from benchmarks.common import REPO, WORKLOADS, commprof  # noqa: E402
 from commprof.analysis.stats import median_ci  # noqa: E402
 from commprof.launch.runlog import read_run_json  # noqa: E402
 from commprof.results.step_ledger import ledger_path  # noqa: E402
 
-SCRIPT = REPO / "benchmarks" / "timed_script.py"
+SCRIPT = WORKLOADS / "timed_script.py"
 SKIP = 26  # past the profiler's window (wait 5 + warmup 2 + active 10), its trace export and the step after it
 GOAL = 0.01
 WORKLOADS = "mlp,transformer,script"
@@ -57,8 +56,9 @@ def children_s() -> float:
 
 
 def command(workload: str, mode: str, name: str, steps: int, device: str, out: Path) -> list[str]:
+    """The arguments of `commprof` for one launch."""
     ranks = ["--gpus", "1"] if device == "cuda" else ["--procs", "2", "--device", "cpu"]
-    run = [sys.executable, "-m", "commprof", "run", *ranks, "--run-id", name, "--quiet"]
+    run = ["run", *ranks, "--run-id", name, "--quiet"]
     if mode == "off":
         run.append("--no-whole-run")
     if workload == "script":
@@ -71,11 +71,8 @@ def launch(workload: str, mode: str, workdir: Path, name: str, steps: int, devic
     share of the machine's cores other processes used meanwhile (this machine is shared: a launch slowed by them
     is noted, and the cost also given on the rounds that none slowed)."""
     out = workdir / f"{name}.json"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
     before = (time.perf_counter(), busy_s(), children_s())
-    done = subprocess.run(
-        command(workload, mode, name, steps, device, out), cwd=workdir, env=env, capture_output=True, text=True
-    )
+    done = commprof(*command(workload, mode, name, steps, device, out), cwd=workdir, code=REPO, check=False)
     wall, busy, ours = (
         end - start for end, start in zip((time.perf_counter(), busy_s(), children_s()), before, strict=True)
     )

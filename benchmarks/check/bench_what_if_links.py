@@ -1,7 +1,7 @@
 """Validation of the report's what-if links (issue 39, item 5) on the multi-host test bed, as whole `commprof`
 processes: two hosts (network namespaces, tests/netbed.py; needs root), one rank each, joined by a tc-limited link.
 
-    python benchmarks/bench_what_if_links.py --workdir /tmp/bench-what-if [--rate 400] [--factors 0.25,4]
+    python benchmarks/check/bench_what_if_links.py --workdir /tmp/bench-what-if [--rate 400] [--factors 0.25,4]
         [--repeats 2] [--model mlp] [--steps 14]
 
 From runs at --rate Mbit/s (the reference), the report's network section predicts the step on a link `factor`
@@ -20,8 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root, when run as a file
 from commprof.results.store import load_report  # noqa: E402
 from tests.netbed import commprof_argv, netbed, unavailable  # noqa: E402
 
