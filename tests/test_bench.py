@@ -7,10 +7,10 @@ import pytest
 import torch
 
 from commprof.analysis.bench import BenchRow, fit_alpha_beta, summarize
-from commprof.cli.bench import parse_size
 from commprof.errors import UsageError
 from commprof.instrument.collectives import Comm
 from commprof.launch.mpi import mpi_unavailable
+from commprof.values import parse_size
 from commprof.worker.bench import measure
 from tests.conftest import commprof
 

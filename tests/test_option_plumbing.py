@@ -12,9 +12,10 @@ import pytest
 from commprof import workloads
 from commprof.cli.app import app, main
 from commprof.cli.options import RUN_OPTIONS
-from commprof.config import DDPOptions, FSDPOptions, RunConfig, SweepPlan
+from commprof.config import DDPOptions, FSDPOptions, RunConfig
 from commprof.launch import job
 from commprof.launch.resolve import MachineProbe
+from commprof.plans import SweepPlan
 
 FOUR_GPUS = MachineProbe(
     cuda_available=True, gpu_count=4, nccl_available=True, mpi_available=False, mpi4py_problem="not installed here"
@@ -114,7 +115,7 @@ def launches(monkeypatch, tmp_path):
         payload = task.payload
         if "settings" in payload:  # sweep and tune: one config, many DDP settings
             plan = SweepPlan.from_dict(payload)
-            seen.append(SimpleNamespace(config=plan.run, ddp_settings=list(plan.settings)))
+            seen.append(SimpleNamespace(config=plan.run, ddp_settings=list(plan.settings), plan=plan))
         else:
             worker_config = RunConfig.from_dict(payload)
             seen.append(SimpleNamespace(config=worker_config, ddp_settings=[worker_config.ddp]))
@@ -293,3 +294,82 @@ def test_a_ddp_argument_named_for_every_setting_reaches_the_scripts_own_baseline
     worker = launches([command, "--quiet", "--no-find-unused-parameters", "--max-steps", "9", "--", "train.py"])
     assert worker.config.run_id.endswith("script-own-r1.1")
     assert worker.config.ddp_forced == ("find_unused_parameters",)
+
+
+# each of SweepOptions' options (declared once, in commprof.plans) -> (its arguments, what the plan must hold)
+SWEEP_CASES = {
+    "repeats": (["--repeats", "3"], lambda plan: plan.repeats == 3),
+    "steps_per_repeat": (["--steps-per-repeat", "6"], lambda plan: plan.steps_per_repeat == 6),
+    "warmup_steps": (["--warmup-steps", "2"], lambda plan: plan.warmup_steps == 2),
+    "profile_steps": (["--profile-steps", "4"], lambda plan: plan.profile_steps == 4),
+    "max_live_settings": (["--max-live-settings", "1"], lambda plan: plan.max_live_settings == 1),
+}
+
+
+def test_every_sweep_option_has_a_case():
+    from commprof.config import option_fields
+    from commprof.plans import SweepOptions
+
+    assert {f.name for f in option_fields(SweepOptions)} == set(SWEEP_CASES)
+
+
+@pytest.mark.parametrize("command, option", [(c, o) for c in ("sweep", "tune") for o in SWEEP_CASES])
+def test_sweep_option_reaches_the_plan(launches, command, option):
+    args, reached = SWEEP_CASES[option]
+    assert reached(launches([command, "--quiet", *args]).plan), (command, option)
+
+
+@pytest.mark.parametrize(
+    "argv, error",
+    [
+        (["sweep", "--repeats", "1"], "--repeats must be >= 2 (a confidence interval needs repeats)"),
+        (["tune", "--steps-per-repeat", "0"], "--steps-per-repeat must be >= 1"),
+        (["advise", "r", "--warmup-steps", "0"], "--warmup-steps must be >= 1"),
+        (["bench", "--bursts", "1"], "--bursts must be >= 2, got 1"),
+        (["bench", "--dtype", "float8"], "--dtype must be one of float32, float16, bfloat16, float64, int32"),
+    ],
+)
+def test_options_are_validated_where_they_are_declared(launches, capsys, argv, error):
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2 and error in capsys.readouterr().err
+
+
+BENCH_CASES = {
+    "factor": (["--factor", "2"], lambda plan: plan.factor == 2),
+    "dtype": (["--dtype", "bfloat16"], lambda plan: plan.dtype == "bfloat16"),
+    "warmup": (["--warmup", "0"], lambda plan: plan.warmup == 0),
+    "iters": (["--iters", "7"], lambda plan: plan.iters == 7),
+    "bursts": (["--bursts", "3"], lambda plan: plan.bursts == 3),
+    "ops": (["--ops", "broadcast,send_recv"], lambda plan: plan.ops == ("broadcast", "send_recv")),
+    "sizes": (
+        ["--min-bytes", "4K", "--max-bytes", "1M"],
+        lambda plan: (plan.min_bytes, plan.max_bytes) == (4096, 2**20),
+    ),
+}
+
+
+def test_every_bench_option_has_a_case():
+    from commprof.config import option_fields
+    from commprof.plans import BenchPlan
+
+    assert {f.name for f in option_fields(BenchPlan)} <= set(BENCH_CASES)
+
+
+@pytest.mark.parametrize("option", BENCH_CASES)
+def test_bench_option_reaches_the_ranks(monkeypatch, tmp_path, option):
+    from commprof.commands import bench
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(MachineProbe, "detect", staticmethod(lambda: FOUR_GPUS))
+    seen = []
+
+    def record(backend, plan, *args):
+        seen.append(plan)
+        raise Launched
+
+    monkeypatch.setattr(bench, "_measure", record)
+    args, reached = BENCH_CASES[option]
+    with pytest.raises(Launched):
+        main(["bench", "--device", "cpu", "--quiet", *args])
+    assert reached(seen[-1]), seen[-1]

@@ -11,16 +11,9 @@ from commprof.analysis.sweep import paste_line, recommend
 from commprof.analysis.tune import next_bucket_sizes
 from commprof.commands.script_sweep import applied_on_top, launch_lengths
 from commprof.commands.sweep import baseline_of, grid_settings
-from commprof.config import (
-    OWN_LABEL,
-    DDPOptions,
-    RunConfig,
-    RunRequest,
-    SweepPlan,
-    own_setting,
-    setting_label,
-)
+from commprof.config import OWN_LABEL, DDPOptions, RunConfig, RunRequest, own_setting, setting_label
 from commprof.errors import UsageError
+from commprof.plans import SweepOptions, SweepPlan
 from commprof.results.common import Estimate
 from commprof.results.report import SettingResult
 
@@ -64,14 +57,14 @@ def test_settings_set_on_top_only_what_they_vary():
 
 
 def test_max_steps_sets_every_launchs_length():
-    assert launch_lengths(None, {"repeats": 5, "steps_per_repeat": None}) == ({"repeats": 5}, None)
-    rounds, steps = launch_lengths(12, {"warmup_steps": 2, "steps_per_repeat": None, "profile_steps": 3})
-    assert steps == 12 and rounds == {"warmup_steps": 2, "steps_per_repeat": 10, "profile_steps": 3}
-    assert launch_lengths(7, {})[0]["steps_per_repeat"] == 4  # the defaults: 3 untimed, then 4 timed
+    assert launch_lengths(None, SweepOptions(repeats=5)) == (SweepOptions(repeats=5), None)
+    options, steps = launch_lengths(12, SweepOptions(warmup_steps=2, profile_steps=3))
+    assert steps == 12 and options == SweepOptions(warmup_steps=2, steps_per_repeat=10, profile_steps=3)
+    assert launch_lengths(7, SweepOptions())[0].steps_per_repeat == 4  # the defaults: 3 untimed, then 4 timed
     with pytest.raises(UsageError, match="--max-steps and --steps-per-repeat: give one"):
-        launch_lengths(12, {"steps_per_repeat": 4})
+        launch_lengths(12, SweepOptions(steps_per_repeat=4))
     with pytest.raises(UsageError, match="--max-steps 6 is too few: .* give 7 or more"):
-        launch_lengths(6, {"warmup_steps": 3, "profile_steps": 3})
+        launch_lengths(6, SweepOptions(warmup_steps=3, profile_steps=3))
 
 
 def setting(label: str, options: dict, buckets: list[int], step: float, speedup: float, significant: bool):

@@ -5,7 +5,8 @@ import json
 
 import pytest
 
-from commprof.config import DDPOptions, RunConfig, SweepPlan
+from commprof.config import DDPOptions, RunConfig
+from commprof.plans import SweepPlan
 from commprof.results.sweep_record import MeasuredSetting, SweepRecord
 
 OWN, CAPPED = DDPOptions(bucket_cap_mb=None), DDPOptions(bucket_cap_mb=5.0)

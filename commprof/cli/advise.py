@@ -8,25 +8,22 @@ from typing import Annotated, Optional
 import typer
 
 from commprof.cli import console
-from commprof.cli.options import JsonOpt, MaxStepsOpt, QuietOpt
-from commprof.cli.sweep import ProfileStepsOpt, RepeatsOpt, StepsPerRepeatOpt, WarmupStepsOpt
-from commprof.config import ADVISE_TOP, PROFILE_STEPS, REPEATS, WARMUP_STEPS
+from commprof.cli.options import JsonOpt, MaxStepsOpt, QuietOpt, with_options
+from commprof.plans import ADVISE_TOP, SweepOptions
 
 
+@with_options(SweepOptions, "options", exclude=frozenset({"max_live_settings"}))
 def advise(
     run: Annotated[
         str,
         typer.Argument(help="The run: its id under --reports-dir, or its report.json (or folder).", show_default=False),
     ],
+    options: SweepOptions,
     top: Annotated[int, typer.Option(help="Settings to check at most, the best predicted first.")] = ADVISE_TOP,
     run_id: Annotated[Optional[str], typer.Option(help="Name of the new run folder [default: RUN-advise].")] = None,
     reports_dir: Annotated[Path, typer.Option(help="Where the run's report is, and the new one goes.")] = Path(
         "reports"
     ),
-    repeats: RepeatsOpt = REPEATS,
-    steps_per_repeat: StepsPerRepeatOpt = None,
-    warmup_steps: WarmupStepsOpt = WARMUP_STEPS,
-    profile_steps: ProfileStepsOpt = PROFILE_STEPS,
     max_steps: MaxStepsOpt = None,
     quiet: QuietOpt = False,
     json_out: JsonOpt = False,
@@ -39,19 +36,6 @@ def advise(
     from commprof.commands.advise import advise as command
 
     quiet = quiet or json_out
-    console.finish(
-        command(
-            run,
-            reports_dir,
-            ConsoleFeedback(quiet),
-            top=top,
-            run_id=run_id,
-            max_steps=max_steps,
-            repeats=repeats,
-            steps_per_repeat=steps_per_repeat,
-            warmup_steps=warmup_steps,
-            profile_steps=profile_steps,
-        ),
-        quiet,
-        json_out,
-    )
+    feedback = ConsoleFeedback(quiet)
+    outcome = command(run, reports_dir, feedback, top=top, run_id=run_id, max_steps=max_steps, options=options)
+    console.finish(outcome, quiet, json_out)

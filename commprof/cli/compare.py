@@ -29,8 +29,8 @@ def compare(
     Runs it on each backend (or strategy) and compares step time, communication, overlap, peak memory and
     busbw."""
     from commprof.cli.progress import ConsoleFeedback
-    from commprof.cli.sweep import parse_list
     from commprof.commands.compare import compare as command
+    from commprof.values import parse_list
 
     chosen = parse_list("--strategies", strategies, str) if strategies else None
     console.finish(

@@ -32,25 +32,57 @@ def _typer_option(help: str, default: Any) -> Any:
     return typer.Option(help=help)
 
 
-def _declared() -> list[tuple[str, str, inspect.Parameter]]:
-    """(owner, field name, CLI parameter) for every option field, in declaration order."""
+def declared_parameters(owner: type, exclude: frozenset[str] = frozenset()) -> list[tuple[str, inspect.Parameter]]:
+    """(field name, CLI parameter) for every option field of `owner` but `exclude`, in declaration order."""
+    hints = typing.get_type_hints(owner)
     declared = []
-    for owner in (RunRequest, ProfileSchedule, DDPOptions, FSDPOptions):
-        hints = typing.get_type_hints(owner)
-        for f in option_fields(owner):
-            name = f.metadata["flag"] or f.name
-            # made at run time (a value for Typer to read, not a type alias mypy could check)
-            annotation: Any = Annotated[_cli_type(hints[f.name]), _typer_option(f.metadata["help"], f.default)]
-            declared.append(
-                (
-                    owner.__name__,
-                    f.name,
-                    inspect.Parameter(
-                        name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=f.default, annotation=annotation
-                    ),
-                )
-            )
+    for f in option_fields(owner):
+        if f.name in exclude:
+            continue
+        # made at run time (a value for Typer to read, not a type alias mypy could check)
+        annotation: Any = Annotated[_cli_type(hints[f.name]), _typer_option(f.metadata["help"], f.default)]
+        name = f.metadata["flag"] or f.name
+        parameter = inspect.Parameter(
+            name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=f.default, annotation=annotation
+        )
+        declared.append((f.name, parameter))
     return declared
+
+
+def _declared() -> list[tuple[str, str, inspect.Parameter]]:
+    """(owner, field name, CLI parameter) for every run option field, in declaration order."""
+    return [
+        (owner.__name__, name, parameter)
+        for owner in (RunRequest, ProfileSchedule, DDPOptions, FSDPOptions)
+        for name, parameter in declared_parameters(owner)
+    ]
+
+
+def with_options(
+    owner: type, argument: str, exclude: frozenset[str] = frozenset()
+) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Appends the option fields of `owner` (but `exclude`, left at their defaults) to a command's own parameters,
+    and hands the command one `owner` made from them as its parameter `argument`: options declared once, in
+    `owner` (commprof.plans' SweepOptions, BenchPlan), with their defaults, help and validation."""
+    declared = declared_parameters(owner, exclude)
+
+    def decorate(command: Callable[..., None]) -> Callable[..., None]:
+        hints = typing.get_type_hints(command, include_extras=True)
+        own = [
+            p.replace(annotation=hints.get(p.name, p.annotation))
+            for p in inspect.signature(command).parameters.values()
+            if p.name != argument
+        ]
+
+        @functools.wraps(command)
+        def wrapper(**kwargs: Any) -> None:
+            values = {name: kwargs.pop(parameter.name) for name, parameter in declared}
+            return command(**{argument: owner(**values)}, **kwargs)
+
+        wrapper.__signature__ = inspect.Signature([*own, *(p for _, p in declared)])  # type: ignore[attr-defined]
+        return wrapper
+
+    return decorate
 
 
 # --quiet and --json, declared here once for every command

@@ -56,8 +56,8 @@ def scale(
     and (with --predict) the step time, efficiency and best bucket_cap_mb at sizes not run. Across hosts:
     `commprof scale --nodes 1,2 --procs 1 --rdzv-endpoint HOST:PORT --run-id NAME` on each."""
     from commprof.cli.progress import ConsoleFeedback
-    from commprof.cli.sweep import parse_list
     from commprof.commands.scale import scale as command
+    from commprof.values import parse_list
 
     outcome = command(
         request,

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any
 
 from commprof.commands.outcome import SILENT, Feedback, Outcome
-from commprof.config import ADVISE_TOP, DDPOptions, RunConfig, RunRequest, own_setting, setting_label
+from commprof.config import DDPOptions, RunConfig, RunRequest, own_setting, setting_label
 from commprof.errors import UsageError
+from commprof.plans import ADVISE_TOP, MEASURED_AS_USUAL, SweepOptions
 from commprof.results.run_record import RunSummary
 from commprof.results.store import load_report
 
@@ -21,10 +21,10 @@ def advise(
     top: int = ADVISE_TOP,
     run_id: str | None = None,
     max_steps: int | None = None,
-    **rounds: Any,
+    options: SweepOptions = MEASURED_AS_USUAL,
 ) -> Outcome:
     """`run`: a run id under `reports_dir`, or a report.json (or its folder). `max_steps`: with a script, every
-    launch's optimizer steps (as for sweep). `rounds`: as for sweep."""
+    launch's optimizer steps (as for sweep). `options`: how each setting is measured, as for sweep."""
     from commprof.analysis.evidence import current_options
     from commprof.commands.sweep import measure
 
@@ -53,7 +53,7 @@ def advise(
         f"advise {request.run_id}: {len(settings)} setting(s) from the findings of {config.run_id} against "
         f"its own, {setting_label(baseline)}"
     )
-    return measure(request, [baseline, *settings], baseline, "advise", feedback, rounds, predicted=predicted)
+    return measure(request, [baseline, *settings], baseline, "advise", feedback, options, predicted=predicted)
 
 
 def ran_with(run: RunSummary) -> DDPOptions:

@@ -12,8 +12,9 @@ from commprof.backends import BACKENDS
 from commprof.commands.common import ddp_only
 from commprof.commands.outcome import SILENT, Feedback, Outcome
 from commprof.commands.reporting import prepare_report_dir
-from commprof.config import BenchPlan, RunRequest
+from commprof.config import RunRequest
 from commprof.errors import CommprofError, RunFailed, UsageError
+from commprof.plans import BenchPlan
 from commprof.results.bench import BenchResult
 
 GPU_MAX_BYTES, CPU_MAX_BYTES = 1 << 30, 16 << 20  # 1 GiB reaches NVLink's bandwidth; CPUs saturate far earlier
@@ -40,7 +41,6 @@ def bench(
     1 GiB on GPUs, 16 MiB on CPU. Across `nodes`, every node runs the same command; the node of rank 0 writes the
     result."""
     from commprof.analysis.bench import fit_alpha_beta, summarize
-    from commprof.instrument.collectives import BENCH_OPS, DTYPES
     from commprof.launch.resolve import MachineProbe, new_run_id
     from commprof.render.outputs import write_result
 
@@ -48,11 +48,9 @@ def bench(
     if device == "auto":
         device = "cuda" if probe.cuda_available else "cpu"
     backends = [("nccl" if device == "cuda" else "gloo") if b == "auto" else b for b in backends]
-    unknown = [o for o in plan.ops if o not in BENCH_OPS] + [b for b in backends if b not in BACKENDS]
+    unknown = [b for b in backends if b not in BACKENDS]
     if unknown:
-        raise UsageError(f"unknown op or backend: {', '.join(unknown)} (ops: {', '.join(BENCH_OPS)})")
-    if plan.dtype not in DTYPES:
-        raise UsageError(f"--dtype must be one of {', '.join(DTYPES)}, got {plan.dtype!r}")
+        raise UsageError(f"unknown backend: {', '.join(unknown)} (backends: {', '.join(BACKENDS)}, auto)")
     procs = procs if procs is not None else max(2, probe.gpu_count) if device == "cuda" else 2
     if procs * nodes < 2:
         raise UsageError(f"--procs must be >= 2 on one node, got {procs}")

@@ -31,12 +31,12 @@ from commprof.config import (
     RunConfig,
     RunRequest,
     SettingOptions,
-    SweepPlan,
     setting_label,
 )
 from commprof.errors import UsageError
 from commprof.launch.job import TORCHRUN_OMP_WARNING, torchrun_environment
 from commprof.launch.runlog import finish_script_run, read_run_json, write_text_atomic
+from commprof.plans import SweepOptions, SweepPlan
 from commprof.results.common import Estimate, job_steps
 from commprof.results.run_record import BuiltDDP, RunRecord
 from commprof.results.sweep_record import FILE_NAME, MeasuredSetting, SweepRecord
@@ -51,17 +51,14 @@ def applied_on_top(settings: list[DDPOptions], baseline: DDPOptions) -> tuple[st
     return tuple(name for name in DDP_ARGUMENTS if any(getattr(s, name) != getattr(baseline, name) for s in settings))
 
 
-def launch_lengths(max_steps: int | None, rounds: dict[str, Any]) -> tuple[dict[str, Any], int | None]:
-    """`rounds` for the plan, and each launch's optimizer steps (None: a timed launch runs warmup_steps +
+def launch_lengths(max_steps: int | None, options: SweepOptions) -> tuple[SweepOptions, int | None]:
+    """The options for the plan, and each launch's optimizer steps (None: a timed launch runs warmup_steps +
     steps_per_repeat, a profiled one warmup_steps + 1 + profile_steps). With --max-steps N every launch runs N:
     a timed one times the N - warmup_steps after its warm-up, a profiled one records after it and then goes on."""
-    rounds = {k: v for k, v in rounds.items() if v is not None}
     if max_steps is None:
-        return rounds, None
-    defaults = {f.name: f.default for f in dataclasses.fields(SweepPlan)}
-    warmup = rounds.get("warmup_steps", defaults["warmup_steps"])
-    profile = rounds.get("profile_steps", defaults["profile_steps"])
-    if "steps_per_repeat" in rounds:
+        return options, None
+    warmup, profile = options.warmup_steps, options.profile_steps
+    if options.steps_per_repeat is not None:
         raise UsageError(
             "--max-steps and --steps-per-repeat: give one (each launch runs --max-steps, the first --warmup-steps "
             "untimed; or --warmup-steps + --steps-per-repeat)"
@@ -71,7 +68,7 @@ def launch_lengths(max_steps: int | None, rounds: dict[str, Any]) -> tuple[dict[
             f"--max-steps {max_steps} is too few: each launch drops its first --warmup-steps {warmup}, and the "
             f"profiled one records 1 + --profile-steps {profile} after them; give {warmup + 1 + profile} or more"
         )
-    return {**rounds, "steps_per_repeat": max_steps - warmup}, max_steps
+    return dataclasses.replace(options, steps_per_repeat=max_steps - warmup), max_steps
 
 
 def measure_script(
@@ -80,7 +77,7 @@ def measure_script(
     baseline: SettingOptions,
     kind: str,
     feedback: Feedback,
-    rounds: dict[str, Any],
+    options: SweepOptions,
     tune: bool,
     predicted: dict[str, Estimate] | None = None,
 ) -> Outcome:
@@ -90,11 +87,11 @@ def measure_script(
 
     ddp_only(request, "sweep -- SCRIPT", " settings on a script (one that calls fully_shard itself keeps its own)")
     assert isinstance(baseline, DDPOptions)  # --strategy ddp: the baseline and every setting are DDP's
-    rounds, max_steps = launch_lengths(request.max_steps, rounds)
+    options, max_steps = launch_lengths(request.max_steps, options)
     config = resolve(dataclasses.replace(request, max_steps=None), MachineProbe.detect())
     check_script(request)
     ddp_settings = [baseline, *(s for s in settings if isinstance(s, DDPOptions) and s != baseline)]
-    plan = SweepPlan(run=config, settings=tuple(ddp_settings), baseline=baseline, tune=tune, **rounds)
+    plan = SweepPlan(run=config, settings=tuple(ddp_settings), baseline=baseline, tune=tune, **options.given())
     timed_steps = max_steps or plan.warmup_steps + plan.steps_per_repeat
     profiled_steps = max_steps or _profiled(plan).total
     forced = applied_on_top(ddp_settings, baseline)

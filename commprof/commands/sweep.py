@@ -10,8 +10,9 @@ from typing import Any
 from commprof.commands.common import check_model, ddp_only, describe, prepare_figures
 from commprof.commands.outcome import SILENT, Feedback, Outcome
 from commprof.commands.reporting import sweep_report, write_report
-from commprof.config import DDPOptions, RunRequest, SettingOptions, SweepPlan, own_setting, setting_label
+from commprof.config import DDPOptions, RunRequest, SettingOptions, own_setting, setting_label
 from commprof.errors import UsageError
+from commprof.plans import MEASURED_AS_USUAL, SweepOptions, SweepPlan, sweep_grid
 from commprof.results.common import Estimate
 from commprof.results.report import Report
 
@@ -32,19 +33,25 @@ def baseline_of(request: RunRequest) -> SettingOptions:
     return request.options
 
 
-def sweep(request: RunRequest, grid: dict[str, list[Any]], feedback: Feedback = SILENT, **rounds: Any) -> Outcome:
-    """`grid`: the strategy's options (DDP's, or FSDP's with --strategy fsdp) and the values each takes. `rounds`:
-    SweepPlan's warmup_steps, repeats, steps_per_repeat, profile_steps and max_live_settings (None: its default)."""
-    return measure(request, grid_settings(request.options, grid), baseline_of(request), "sweep", feedback, rounds)
+def sweep(
+    request: RunRequest,
+    swept: dict[str, str],
+    feedback: Feedback = SILENT,
+    options: SweepOptions = MEASURED_AS_USUAL,
+) -> Outcome:
+    """`swept`: the values each swept option takes, comma-separated as given (plans.sweep_grid reads those of the
+    request's strategy: DDP's, or FSDP's with --strategy fsdp); `options`: how each setting is measured."""
+    grid = sweep_grid(request.strategy, swept)
+    return measure(request, grid_settings(request.options, grid), baseline_of(request), "sweep", feedback, options)
 
 
-def tune(request: RunRequest, feedback: Feedback = SILENT, **rounds: Any) -> Outcome:
+def tune(request: RunRequest, feedback: Feedback = SILENT, options: SweepOptions = MEASURED_AS_USUAL) -> Outcome:
     """A coarse log grid of bucket sizes first; rank 0 then refines around the best (analysis.tune)."""
     from commprof.analysis.tune import COARSE_GRID_MB
 
     ddp_only(request, "tune", " bucket sizes (FSDP's knobs: commprof sweep --strategy fsdp)")
     settings = grid_settings(request.ddp, {"bucket_cap_mb": list(COARSE_GRID_MB)})
-    return measure(request, settings, baseline_of(request), "tune", feedback, rounds, tune=True)
+    return measure(request, settings, baseline_of(request), "tune", feedback, options, tune=True)
 
 
 def _distinct_buckets(settings: list[SettingOptions], baseline: SettingOptions, workload) -> list[SettingOptions]:
@@ -68,7 +75,7 @@ def measure(
     baseline: SettingOptions,
     kind: str,
     feedback: Feedback,
-    rounds: dict[str, Any],
+    options: SweepOptions,
     tune: bool = False,
     predicted: dict[str, Estimate] | None = None,
 ) -> Outcome:
@@ -85,13 +92,12 @@ def measure(
     if request.script:
         from commprof.commands.script_sweep import measure_script
 
-        return measure_script(request, settings, baseline, kind, feedback, rounds, tune, predicted)
+        return measure_script(request, settings, baseline, kind, feedback, options, tune, predicted)
     if request.max_steps is not None:
         raise UsageError(
             f"--max-steps is for a script (commprof {kind} -- train.py); a built-in model's {kind} runs "
             "--warmup-steps + --steps-per-repeat steps per setting and round"
         )
-    rounds = {k: v for k, v in rounds.items() if v is not None}
     if baseline not in settings:
         settings = [*settings, baseline]
         feedback.info(f"added {setting_label(baseline)} as the baseline (the run options of a built-in model)")
@@ -99,7 +105,7 @@ def measure(
     workload = check_model(config, feedback)
     if tune:  # caps that build the same buckets are one setting: measured once
         settings = _distinct_buckets(settings, baseline, workload)
-    plan = SweepPlan(run=config, settings=tuple(settings), baseline=baseline, tune=tune, **rounds)
+    plan = SweepPlan(run=config, settings=tuple(settings), baseline=baseline, tune=tune, **options.given())
     feedback.info(
         f"{kind} {config.run_id}: {describe(config, workload)}; {len(settings)} settings "
         f"({', '.join(map(setting_label, settings))}) x {plan.repeats} interleaved repeats"

@@ -63,7 +63,7 @@ def make_profiler(
     """The profiler of one rank, writing its trace when the schedule's window ends; without a schedule it
     records from start to stop and writes nothing by itself (`write_trace(prof)` does). record_shapes gives
     the collective sizes (Input Dims) on the CPU-side ops; turning it off did not make the profiled steps
-    measurably cheaper on CPU (benchmarks/bench_overhead.py --record-shapes, docs/benchmarks.md)."""
+    measurably cheaper on CPU (benchmarks/measure/bench_overhead.py --no-record-shapes, docs/benchmarks.md)."""
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if use_cuda else [])
     if sched is None:
         return Profile(activities=activities, record_shapes=record_shapes)

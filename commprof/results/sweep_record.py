@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from commprof.config import SweepPlan
+from commprof.plans import SweepPlan
 
 SWEEP_RECORD_VERSION = 1
 FILE_NAME = "sweep.json"

@@ -1,0 +1,182 @@
+"""What sweep, tune, advise and bench measure: their options as given (`SweepOptions`, declared once) and their
+plans (`SweepPlan`, `BenchPlan`), frozen and validated, handed to the ranks as they are."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from commprof.config import (
+    OPTIONS_OF_STRATEGY,
+    DDPOptions,
+    RunConfig,
+    SettingOptions,
+    _require,
+    option,
+    setting_label,
+)
+from commprof.values import CONVERT, parse_list
+
+# the values each option a sweep compares takes by default, as the command line gives them (comma-separated)
+DDP_SWEPT = {
+    "bucket_cap_mb": "1,5,10,25,50,100",
+    "comm_hook": "none",
+    "grad_accum": "1",
+    "static_graph": "false",
+    "gradient_as_bucket_view": "false",
+}
+FSDP_SWEPT = {
+    "reshard_after_forward": "true,false",
+    "forward_prefetch": "0,2",
+    "backward_prefetch": "1",
+    "reduce_dtype": "fp32",
+}
+STEPS_PER_REPEAT = 4  # timed steps per setting per repeat, where nothing else decides it
+ADVISE_TOP = 3  # the settings advise checks at most, the best predicted first
+
+
+@dataclass(frozen=True)
+class SweepOptions:
+    """How sweep, tune and advise measure each setting, as the command line gives them: each option declared once,
+    here (cli/options.with_options makes the three commands' options from these fields), and validated here."""
+
+    repeats: int = option(5, "Interleaved repeats: in each, every setting takes its turn.")
+    steps_per_repeat: int | None = option(
+        None,
+        f"Timed steps per setting per repeat [default: {STEPS_PER_REPEAT}; with a script and --max-steps: the "
+        "launch's after --warmup-steps].",
+    )
+    warmup_steps: int = option(3, "Untimed steps per setting first (DDP rebuilds buckets after step 1).")
+    profile_steps: int = option(3, "Profiled steps per setting, after the timed repeats.")
+    max_live_settings: int | None = option(
+        None,
+        "Settings kept in memory at once (model, DDP buckets, optimizer); when fewer than all, each turn rebuilds "
+        "its setting [default: as many as fit in GPU memory; all on CPU].",
+    )
+
+    def __post_init__(self) -> None:
+        _require(self.warmup_steps >= 1, "--warmup-steps must be >= 1 (DDP rebuilds its buckets after the first step)")
+        _require(self.repeats >= 2, "--repeats must be >= 2 (a confidence interval needs repeats)")
+        _require(self.steps_per_repeat is None or self.steps_per_repeat >= 1, "--steps-per-repeat must be >= 1")
+        _require(self.profile_steps >= 1, "--profile-steps must be >= 1")
+        _require(self.max_live_settings is None or self.max_live_settings >= 1, "--max-live-settings must be >= 1")
+
+    def given(self) -> dict[str, Any]:
+        """The options given (not None), by field name, for SweepPlan(**...)."""
+        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
+
+
+MEASURED_AS_USUAL = SweepOptions()  # every option at its default
+
+
+def sweep_grid(strategy: str, given: dict[str, str]) -> dict[str, list[Any]]:
+    """The values each of the strategy's options takes, read from the lists given for every swept option (by field
+    name); the other strategy's options must stay at their defaults."""
+    swept, other = (FSDP_SWEPT, DDP_SWEPT) if strategy == "fsdp" else (DDP_SWEPT, FSDP_SWEPT)
+    wrong = [_flag(name) for name in other if given.get(name, other[name]) != other[name]]
+    _require(
+        not wrong,
+        f"{', '.join(wrong)}: not swept with --strategy {strategy} (it sweeps {', '.join(map(_flag, swept))})",
+    )
+    return {name: parse_list(_flag(name), given.get(name, swept[name]), CONVERT[name]) for name in swept}
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    """Several settings (of DDP, or of FSDP with --strategy fsdp) measured in one launch: warmup each, then
+    interleaved repeats.
+
+    With `tune`, rank 0 chooses further bucket sizes after the first round (analysis.tune)."""
+
+    run: RunConfig
+    settings: tuple[SettingOptions, ...]
+    baseline: SettingOptions
+    warmup_steps: int = SweepOptions.warmup_steps
+    repeats: int = SweepOptions.repeats
+    steps_per_repeat: int = STEPS_PER_REPEAT
+    profile_steps: int = SweepOptions.profile_steps
+    tune: bool = False
+    max_live_settings: int | None = None  # settings kept in memory at once; None: as many as fit (GPU), all (CPU)
+
+    def __post_init__(self) -> None:
+        _require(len(self.settings) >= 1, "give at least one setting to sweep")
+        labels = [setting_label(s) for s in self.settings]
+        _require(len(set(labels)) == len(labels), f"settings repeat: {', '.join(labels)}")
+        _require(self.baseline in self.settings, "the baseline must be one of the settings")
+        _require(
+            bool(self.run.script)
+            or all(not isinstance(s, DDPOptions) or s.bucket_cap_mb is not None for s in self.settings),
+            "a setting without bucket_cap_mb (a script's own) needs a script",
+        )
+        _require(
+            all(isinstance(s, OPTIONS_OF_STRATEGY[self.run.strategy]) for s in self.settings),
+            f"--strategy {self.run.strategy} sweeps its own options only",
+        )
+        rounds = ("repeats", "steps_per_repeat", "warmup_steps", "profile_steps", "max_live_settings")
+        SweepOptions(**{name: getattr(self, name) for name in rounds})  # validated where they are declared
+
+    @property
+    def steps_per_setting(self) -> int:
+        """The steps each setting trains in a built-in model's sweep launch: its warm-up, every repeat, its profiled
+        steps and one more, in which the profiler writes its trace."""
+        return self.warmup_steps + self.repeats * self.steps_per_repeat + self.profile_steps + 1
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["run"] = self.run.to_dict()
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SweepPlan:
+        run = RunConfig.from_dict(data["run"])
+        options = OPTIONS_OF_STRATEGY[run.strategy]
+        return cls(
+            **{
+                **data,
+                "run": run,
+                "baseline": options(**data["baseline"]),
+                "settings": tuple(options(**s) for s in data["settings"]),
+            }
+        )
+
+
+# what `commprof bench` times, named as the analysis names them (instrument/collectives runs them)
+BENCH_OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "all_to_all", "send_recv")
+BENCH_DTYPES = ("float32", "float16", "bfloat16", "float64", "int32")
+
+
+@dataclass(frozen=True)
+class BenchPlan:
+    """What `commprof bench` measures on every rank: each op at sizes min_bytes, x factor, ... max_bytes. The options
+    given as they are typed are declared here (cli/bench.py makes them from these fields); the message sizes and
+    lists, given as text, are read by commprof/values.py."""
+
+    ops: tuple[str, ...] = BENCH_OPS
+    min_bytes: int = 1024
+    max_bytes: int | None = None  # None: the device's default (commands.bench)
+    factor: int = option(4, "Multiply the size by this between measurements.")
+    dtype: str = option("float32", f"{', '.join(BENCH_DTYPES[:-1])} or {BENCH_DTYPES[-1]}.")
+    warmup: int = option(5, "Untimed iterations per size.")
+    iters: int = option(20, "Back-to-back iterations in each timed burst (as nccl-tests' -n).")
+    bursts: int = option(
+        5, "Timed bursts per size: the time per iteration is their median, the spread across them the noise."
+    )
+
+    def __post_init__(self) -> None:
+        unknown = [op for op in self.ops if op not in BENCH_OPS]
+        _require(not unknown, f"unknown op: {', '.join(unknown)} (ops: {', '.join(BENCH_OPS)})")
+        _require(self.dtype in BENCH_DTYPES, f"--dtype must be one of {', '.join(BENCH_DTYPES)}, got {self.dtype!r}")
+        for label, value, least in (
+            ("--factor", self.factor, 2),
+            ("--warmup", self.warmup, 0),
+            ("--iters", self.iters, 1),
+            ("--bursts", self.bursts, 2),
+        ):
+            _require(value >= least, f"{label} must be >= {least}, got {value}")
+        _require(self.min_bytes > 0, f"--min-bytes must be > 0, got {self.min_bytes}")
+        _require(self.max_bytes is None or self.min_bytes <= self.max_bytes, "--min-bytes is larger than --max-bytes")

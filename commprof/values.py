@@ -1,0 +1,53 @@
+"""Values a command line gives as text that is not a single typed value: comma-separated lists (a sweep's values,
+bench's ops and backends), message sizes (64K, 16M), booleans in a list. Each raises UsageError naming the option."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from commprof.errors import UsageError
+
+_SIZE = re.compile(r"^(\d+)([KMG]?)B?$", re.IGNORECASE)
+
+
+def parse_list(option: str, text: str, convert: Callable[[str], Any] = str) -> list:
+    """'1,5,25' as [1.0, 5.0, 25.0] with convert=float; at least one value."""
+    try:
+        values = [convert(part.strip()) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise UsageError(f"{option} must be a comma-separated list, got {text!r}") from None
+    if not values:
+        raise UsageError(f"{option} needs at least one value")
+    return values
+
+
+def parse_size(option: str, text: str) -> int:
+    """'1024', '64K', '16M' or '1G' (a B after it allowed) in bytes."""
+    match = _SIZE.match(text.strip())
+    if not match or int(match.group(1)) <= 0:
+        raise UsageError(f"{option} must be a positive size like 1024, 64K, 16M or 1G, got {text!r}")
+    return int(match.group(1)) * 1024 ** " KMG".index(match.group(2).upper() or " ")
+
+
+def parse_bool(text: str) -> bool:
+    if text.lower() in ("true", "1", "yes", "on"):
+        return True
+    if text.lower() in ("false", "0", "no", "off"):
+        return False
+    raise ValueError(text)
+
+
+# a swept option's values, each read from the text of its comma-separated list
+CONVERT: dict[str, Callable[[str], Any]] = {
+    "bucket_cap_mb": float,
+    "comm_hook": str,
+    "grad_accum": int,
+    "static_graph": parse_bool,
+    "gradient_as_bucket_view": parse_bool,
+    "reshard_after_forward": parse_bool,
+    "forward_prefetch": int,
+    "backward_prefetch": int,
+    "reduce_dtype": str,
+}
