@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from commprof.instrument.matrix import MATRIX_OPS
+from commprof.instrument.collectives import MATRIX_OPS
 from commprof.launch.mpi import mpi_unavailable
 from commprof.worker.matrix import combine, try_each
 from tests.conftest import commprof
@@ -28,7 +28,7 @@ def test_live_matrix(tmp_path):
     data = json.loads(result.stdout)
     gloo = data["matrix"]["gloo"]["cpu"]
     assert set(gloo) == set(MATRIX_OPS)
-    for op in ("send", "recv", "broadcast", "all_reduce", "all_gather", "gather", "scatter", "barrier"):
+    for op in ("send_recv", "broadcast", "all_reduce", "all_gather", "gather", "scatter", "barrier"):
         assert gloo[op] == [True, ""], op  # what every Gloo build supports on CPU tensors
     assert data["not_available"]["nccl/cpu"] == "NCCL has no CPU transport"
     if mpi_unavailable() is None:

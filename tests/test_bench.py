@@ -8,7 +8,7 @@ import torch
 
 from commprof.analysis.bench import BenchRow, fit_alpha_beta, summarize
 from commprof.errors import UsageError
-from commprof.instrument.collectives import Comm
+from commprof.instrument.collectives import MATRIX_OPS, Comm
 from commprof.launch.mpi import mpi_unavailable
 from commprof.values import parse_size
 from commprof.worker.bench import measure
@@ -90,6 +90,8 @@ class OneRankComm(Comm):
 
     def __init__(self, refuses: str):
         self.backend, self.rank, self.size, self.refuses, self.calls = "fake", 0, 1, refuses, 0
+        self.peer = None
+        self.ops = {op: (lambda buffers, op=op: self.run(op, buffers)) for op in MATRIX_OPS}
 
     def run(self, op, buffers):
         if op == self.refuses:

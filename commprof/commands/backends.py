@@ -19,7 +19,7 @@ MATRIX_RANKS = 2
 
 def backends(timeout_s: float = 30.0, feedback: Feedback = SILENT) -> Outcome:
     """Each op on each backend and device this installation has; why the others were not tried."""
-    from commprof.instrument.matrix import MATRIX_OPS
+    from commprof.instrument.collectives import MATRIX_OPS
     from commprof.launch.resolve import MachineProbe
 
     if timeout_s <= 0:

@@ -11,8 +11,24 @@ import torch
 import torch.distributed as dist
 
 from commprof.config import RunConfig
-from commprof.instrument.matrix import MATRIX_OPS, mpi_ops, torch_ops
+from commprof.instrument.collectives import MATRIX_OPS, Comm
 from commprof.worker.rank import distributed, exit_on_error, gpu_index
+
+TRIED_BYTES = 16  # per rank: a few elements are enough to see whether the backend runs the op and gets it right
+
+
+def tried(comm: Comm, device: torch.device) -> dict[str, Callable[[], bool]]:
+    """Each op of the matrix, once on a few float32 elements a rank: whether this rank's result is right."""
+
+    def attempt(op: str) -> Callable[[], bool]:
+        def run() -> bool:
+            buffers = comm.buffers(op, TRIED_BYTES * comm.size, torch.float32, device)
+            comm.run(op, buffers)
+            return comm.check(op, buffers)
+
+        return run
+
+    return {op: attempt(op) for op in MATRIX_OPS}
 
 
 def try_each(ops: dict[str, Callable[[], bool]], sync: Callable[[], None]) -> dict[str, list]:
@@ -56,7 +72,7 @@ def matrix_main(plan: dict[str, Any], progress_path: str) -> dict[str, Any]:
                 if device == "cuda"
                 else torch.device("cpu")
             )
-            mine = try_each(torch_ops(ctx.rank, ctx.world_size, tensors_on), dist.barrier)
+            mine = try_each(tried(Comm(config.backend), tensors_on), dist.barrier)
             gathered: list[Any] = [None] * ctx.world_size
             dist.all_gather_object(gathered, mine)
             results[device] = combine(gathered)
@@ -66,12 +82,10 @@ def matrix_main(plan: dict[str, Any], progress_path: str) -> dict[str, Any]:
 
 
 def mpi_main(plan_path: str) -> None:
-    from mpi4py import MPI
-
     plan = json.loads(Path(plan_path).read_text())["payload"]
-    world = MPI.COMM_WORLD
-    gathered = world.allgather(try_each(mpi_ops(world), world.Barrier))
-    if world.Get_rank() == 0:
+    comm = Comm("mpi")
+    gathered = comm.all_gather_object(try_each(tried(comm, torch.device("cpu")), comm.barrier))
+    if comm.rank == 0:
         _write(plan["out"], {"cpu": combine(gathered)})
 
 
