@@ -84,11 +84,14 @@ def quoted(text: str) -> list[tuple[str, str]]:
 
 
 def contradictions(text: str) -> list[str]:
-    """A quantity quoted with two values, or a value outside its own interval: one line each."""
-    values: dict[str, set[float]] = defaultdict(set)
-    for name, value in quoted(text):
-        values[name].add(_number(value))
-    found = [f"{name}: {sorted(v)}" for name, v in values.items() if len(v) > 1]
+    """A quantity quoted with two values within one report (an output may hold several: a run, then its advise),
+    or a value outside its own interval: one line each."""
+    found = []
+    for report in re.split(r"^(?=commprof report: )", text, flags=re.M):
+        values: dict[str, set[float]] = defaultdict(set)
+        for name, value in quoted(report):
+            values[name].add(_number(value))
+        found += [f"{name}: {sorted(v)}" for name, v in values.items() if len(v) > 1]
     for pattern in INTERVALS:
         for match in re.finditer(pattern, text):
             value, low, high = (_number(match.group(g)) for g in ("v", "low", "high"))
