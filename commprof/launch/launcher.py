@@ -176,7 +176,8 @@ def _quiet_torch_loggers() -> None:
     """commprof says what happened in one line; torch elastic's loggers each set their own level (LOGLEVEL or
     WARNING), so each is silenced, not only their parent."""
     prefixes = ("torch.distributed.elastic", "torch.multiprocessing")
-    names = [*prefixes, *(n for n in logging.root.manager.loggerDict if n.startswith(prefixes))]
+    known = list(logging.root.manager.loggerDict)  # at once: a thread importing matplotlib adds loggers meanwhile
+    names = [*prefixes, *(n for n in known if n.startswith(prefixes))]
     for name in names:
         logging.getLogger(name).setLevel(logging.CRITICAL)
 
