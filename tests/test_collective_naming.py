@@ -141,3 +141,14 @@ def test_a_streamed_trace_keeps_what_naming_needs(tmp_path, builder):
     path = builder().write(tmp_path / "rank0.json")
     whole, streamed = classify(path, parse_trace(path)), classify(path, stream_trace(path))
     assert streamed.collectives == whole.collectives and streamed.compute == whole.compute
+
+
+def test_a_scalar_collective_has_one_element():
+    """DeepSpeed all-reduces a 0-dim tensor (a norm, an overflow flag) each step: its record's Input Dims are [[]]
+    with a dtype, one element of it, not an unknown size; a TensorList's or an untyped argument's stay unknown."""
+    from commprof.trace.meta import meta_from_args
+
+    scalar = meta_from_args({"Input Dims": [[]], "Input type": ["float"]})
+    assert (scalar.nelems, scalar.dtype) == (1, "float")
+    assert meta_from_args({"Input Dims": [[]], "Input type": ["Scalar"]}).nelems is None
+    assert meta_from_args({"Input Dims": [[265738]], "Input type": ["float"]}).nelems == 265738

@@ -84,8 +84,9 @@ def _from_shapes(dims: Any, types: Any) -> tuple[int | None, str | None]:
     if kind == "TensorList" and isinstance(first, list) and all(isinstance(d, list) for d in first):
         total = sum(_numel(d) or 0 for d in first) if first else None
         return total, None
-    if isinstance(first, list) and first and all(isinstance(d, int) for d in first):
-        return _numel(first), kind if isinstance(kind, str) and kind not in ("", "Scalar") else None
+    named = kind if isinstance(kind, str) and kind not in ("", "Scalar", "TensorList") else None
+    if isinstance(first, list) and all(isinstance(d, int) for d in first) and (first or named):
+        return _numel(first), named  # [] of a named dtype: a 0-dim tensor, one element (a loss scale, a norm)
     return None, None
 
 
