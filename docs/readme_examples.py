@@ -70,6 +70,15 @@ EXAMPLES = (  # in README's order
         (Command("commprof tune --run-id own --max-steps 8 -- train.py --epochs 1", ("Tune", "Buckets DDP built")),),
         {"train.py": SCRIPT + "train_default_ddp.py"},
     ),
+    Example(
+        (
+            Command(
+                "commprof run --run-id zero --max-steps 20 --script-output none -- train.py --stage 2",
+                ("By phase", "Collectives", "Notes"),
+            ),
+        ),
+        {"train.py": SCRIPT + "train_deepspeed.py"},
+    ),
     Example((Command("commprof run --run-id example 2>&1 | cat"),)),
     Example((Command("commprof tune --model tests/data/deep_mlp.py:build --run-id dm", ("Tune",)),), DEEP_MLP),
     Example(

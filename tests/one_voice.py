@@ -49,7 +49,10 @@ QUOTES: list[tuple[str, dict[str, str]]] = [
     ),
     # a sweep's recommendation against its table
     (rf"the fastest, (?P<label>[\w.-]+), is (?P<v>{NUMBER})x", {"v": "speedup of {label}"}),
-    (rf"\((?P<label>[\w.-]+)(?:[,:][^;\n]*)?(?:;[^;\n]*)*; (?P<v>{NUMBER}) ms per step\) by", {"v": "step of {label}"}),
+    (
+        rf"\((?P<label>[\w.-]+)(?:[,:][^;\n]*)?(?:;[^;\n]*)*; (?P<v>{NUMBER}) ms per step\) (?:by|is the fastest)",
+        {"v": "step of {label}"},
+    ),
     (
         rf"(?P<label>[\w.-]+) is best: (?P<v>{NUMBER}) ms per step vs (?P<base>{NUMBER}) ms for the baseline, "
         rf"(?P<baseline>[\w.-]+), (?P<speedup>{NUMBER})x faster",
@@ -60,6 +63,9 @@ QUOTES: list[tuple[str, dict[str, str]]] = [
         {"v": "speedup of {label}", "step": "step of {label}"},
     ),
 ]
+
+# a sweep's recommendation takes one of these forms, whichever its measurements called for
+RECOMMENDATIONS = (r"the fastest, (?P<label>", r"is best: ")
 
 # a value printed with its interval: "3.1 ms per step (20% of the step, 95% CI 1.3 to 6.8)", "1.03x (95% CI
 # 0.95-1.18)"

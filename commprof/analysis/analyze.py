@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from commprof.analysis.breakdown import breakdown_step, step_windows, summarize_rank
-from commprof.analysis.collectives import collective_stats
+from commprof.analysis.collectives import collective_stats, with_zero_purposes
 from commprof.analysis.crossrank import Matching, MeasuredClocks, cross_rank, match_collectives
 from commprof.analysis.distortion import job_drift_ms, job_step, profiler_distortion
 from commprof.analysis.evidence import Evidence
@@ -71,6 +71,7 @@ def analyze_run(
         reasons = "; ".join(f"{s.path}: {s.reason}" for s in trace.skipped) or "no usable events"
         raise UsageError(f"nothing to analyse: {reasons}")
     matching = match_collectives(per_rank, clocks) if len(per_rank) > 1 else None
+    collectives = collective_stats(per_rank)
     missing = missing_ranks(trace, run)
     if missing:
         warnings.append(missing_note(missing, len(missing) + len(trace.ranks)))
@@ -80,7 +81,7 @@ def analyze_run(
         created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         sources=[r.path for r in trace.ranks],
         ranks=summaries,
-        collectives=collective_stats(per_rank),
+        collectives=with_zero_purposes(collectives) if run is not None and run.deepspeed_built else collectives,
         steps=steps,
         run=run,
         skipped=[SkippedFileInfo(s.path, s.reason) for s in trace.skipped],

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 from collections import defaultdict
 
 from commprof.results.report import CollectiveStats, CollectiveStep
+from commprof.trace import rules
 from commprof.trace.model import Collective, RankTrace, Step
 from commprof.trace.rules import PHASES, busbw_factor
 
@@ -77,3 +79,17 @@ def _speeds(
     algbw = nbytes / (mean_us * 1e-6) / 1e9 if nbytes and mean_us > 0 else None
     factor = busbw_factor(op, group_size)
     return mean_us / 1000.0, algbw, algbw * factor if algbw is not None and factor is not None else None
+
+
+def with_zero_purposes(stats: list[CollectiveStats]) -> list[CollectiveStats]:
+    """A DeepSpeed run's collectives, each named by what it is for in ZeRO (rules.ZERO_PURPOSE), where nothing in the
+    trace named it already."""
+
+    def purpose(s: CollectiveStats) -> str | None:
+        if s.purpose is not None:
+            return s.purpose
+        if s.op == "all_reduce" and s.bytes is not None and s.bytes == rules.dtype_size(s.dtype):
+            return rules.ZERO_SCALAR
+        return rules.ZERO_PURPOSE.get((s.phase or "", s.op))
+
+    return [dataclasses.replace(s, purpose=purpose(s)) for s in stats]

@@ -216,17 +216,18 @@ def finish_script_run(run_dir: Path, launch_id: str) -> None:
     logs = read_step_logs(run_dir)
     infos = {rank: ScriptRankInfo.from_dict(log.get("info") or {}) for rank, log in logs.items()}
     first = infos.get(0, ScriptRankInfo())
-    built = first.ddp_built
+    built, engines = first.ddp_built, first.deepspeed_built
     record = replace(
         record,
         status="complete",
         end_time=now(),
         hosts=sorted({log["host"] for log in logs.values()}),
         steps_completed=min((log["steps_done"] for log in logs.values()), default=0),
-        model=built[0].module if built else None,
-        parameters=built[0].parameters if built else None,
+        model=built[0].module if built else engines[0].module if engines else None,
+        parameters=built[0].parameters if built else engines[0].parameters if engines else None,
         tf32=first.tf32,
         ddp_built=built,
+        deepspeed_built=engines,
         notes=first.notes + desync_notes(infos),
         link_probe=first.link_probe,
         link_tiers=first.link_tiers,

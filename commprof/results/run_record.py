@@ -77,6 +77,18 @@ class BuiltDDP:
 
 
 @dataclass(frozen=True)
+class BuiltDeepSpeed:
+    """A DeepSpeed engine a user's script built (instrument/deepspeed.py): its ZeRO stage and the settings that shape
+    its communication, by the names of DeepSpeed's config (`zero_optimization`), as the engine got them."""
+
+    module: str
+    zero_stage: int
+    settings: dict[str, Any] = field(default_factory=dict)  # reduce_bucket_size, allgather_bucket_size, overlap_comm..
+    built_by: str = "script"  # "script", "transformers" (Trainer) or "lightning"
+    parameters: int = 0
+
+
+@dataclass(frozen=True)
 class RankRecord:
     rank: int
     host: str = ""
@@ -100,6 +112,7 @@ class ScriptRankInfo:
     cast_costs: list[CastCost] = field(default_factory=list)
     ddp: dict[str, Any] = field(default_factory=dict)
     ddp_built: list[BuiltDDP] = field(default_factory=list)
+    deepspeed_built: list[BuiltDeepSpeed] = field(default_factory=list)
     optimizer: str | None = None  # whose steps are the steps
     peak_memory_mb: dict[str, float] = field(default_factory=dict)
     tf32: dict[str, bool] | None = None
@@ -139,6 +152,7 @@ class RunRecord:
     link_tiers: list[ProbedTier] = field(default_factory=list)  # per tier, where the job has more than one
     cast_costs: list[CastCost] = field(default_factory=list)  # rank 0's
     ddp_built: list[BuiltDDP] = field(default_factory=list)
+    deepspeed_built: list[BuiltDeepSpeed] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     ranks: list[RankRecord] = field(default_factory=list)
 
@@ -177,6 +191,7 @@ class RunRecord:
             tf32=self.tf32,
             script=self.script,
             ddp_built=self.ddp_built,
+            deepspeed_built=self.deepspeed_built,
             notes=self.notes,
             link_probe=self.link_probe,
             link_tiers=self.link_tiers,
@@ -212,6 +227,7 @@ class RunSummary:
     tf32: dict[str, bool] | None = None
     script: list[str] | None = None
     ddp_built: list[BuiltDDP] = field(default_factory=list)
+    deepspeed_built: list[BuiltDeepSpeed] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     link_probe: list[ProbedSize] = field(default_factory=list)
     link_tiers: list[ProbedTier] = field(default_factory=list)
@@ -225,7 +241,7 @@ class RunSummary:
         precision of a built-in model; a script's arguments. `with_defaults` False: DDP's options at DDP's
         defaults left out, but for the bucket cap and the hook (a header's short list)."""
         config = self.config
-        always = ("script", "bucket_cap_mb", "comm_hook", "reshard_after_forward", "precision")
+        always = ("script", "bucket_cap_mb", "comm_hook", "reshard_after_forward", "precision", "deepspeed")
         if config.strategy == "fsdp":
             shown = {f.name: str(getattr(config.fsdp, f.name)) for f in dataclasses.fields(config.fsdp)}
             defaults = {f.name: str(f.default) for f in dataclasses.fields(config.fsdp)}
@@ -234,6 +250,9 @@ class RunSummary:
             defaults = {f.name: str(f.default) for f in dataclasses.fields(config.ddp)}
         else:
             shown, defaults = {"script": " ".join(self.script)}, {}
+            for engine in self.deepspeed_built[:1]:  # the first DeepSpeed engine: the one measured
+                shown["deepspeed"] = f"ZeRO stage {engine.zero_stage}"
+                shown |= {name: str(value) for name, value in engine.settings.items()}
             for built in self.ddp_built[:1]:  # the first DDP the script built: the one measured
                 for name, asked in built.asked.items():
                     applied = built.applied.get(name, asked)

@@ -64,6 +64,19 @@ FSDP_RANGE = re.compile(r"^FSDP::(?P<doing>[a-z_]+)(?: \((?P<module>[^)]*)\))?$"
 # reduce-scatter, runs FSDP's as an all-reduce: the launch op, c10d::_reduce_scatter_base_, tells them apart).
 FSDP_PURPOSE = {"all_gather": "parameter all-gather", "post_backward_reduce": "gradient reduce-scatter"}
 REPLICATE_ALL_REDUCE = "replicate all-reduce"
+# DeepSpeed ZeRO's collectives by what they are for, from the phase they run in and their op (its own ranges are
+# NVTX ranges, absent from a CPU trace): its gradient buckets are reduced in the backward pass (ZeRO-1 and 2:
+# all-reduce or reduce-scatter), the updated parameters all-gathered after the inner optimizer's step (ZeRO-1 and 2)
+# or around each module's forward and backward (ZeRO-3); a one-element all-reduce is a norm or an overflow flag.
+ZERO_PURPOSE = {
+    ("backward", "all_reduce"): "gradient reduction",
+    ("backward", "reduce_scatter"): "gradient reduction",
+    ("backward", "reduce"): "gradient reduction",
+    ("forward", "all_gather"): "parameter all-gather",
+    ("backward", "all_gather"): "parameter all-gather",
+    ("optimizer", "all_gather"): "parameter all-gather",
+}
+ZERO_SCALAR = "norm or overflow flag"
 OPTIMIZER_STEP = re.compile(r"^Optimizer\.step#")
 PHASES = ("forward", "backward", "optimizer")
 

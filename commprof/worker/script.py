@@ -42,6 +42,7 @@ from commprof.config import RunConfig
 from commprof.errors import what_went_wrong
 from commprof.instrument.cast_probe import probe_casts, typical_bucket_bytes
 from commprof.instrument.ddp import DDPOverrides
+from commprof.instrument.deepspeed import DeepSpeedWatch
 from commprof.instrument.hang_watch import HangWatch, run_sequences
 from commprof.instrument.link_probe import probe_link, probe_tiers
 from commprof.instrument.profiler import make_profiler, trace_path, write_trace
@@ -93,6 +94,7 @@ class ScriptSession:
         self.others: set[str] = set()
         self.saw_distributed = False  # torch.distributed initialized at some step
         self.ddp = DDPOverrides(config.ddp, config.ddp_forced)
+        self.deepspeed = DeepSpeedWatch(self._engine_stepped)  # its engine's steps are the steps, where there is one
         window = config.schedule.profiled_steps if config.profiled else None
         self.ledger = (
             StepLedger(config.run_dir, self.rank, self.host, self.use_cuda, window) if config.whole_run else None
@@ -125,6 +127,7 @@ class ScriptSession:
         if self.hang_watch is not None:
             self.hang_watch.start()
         self.ddp.install()
+        self.deepspeed.install()
         self._hook = register_optimizer_step_post_hook(self._after_step)
         if self.config.profiled:
             # until the first optimizer step, the whole start: the trace of a script that never steps
@@ -138,11 +141,20 @@ class ScriptSession:
         faulthandler.register(signal.SIGTERM, all_threads=True, chain=True)  # where it was, even inside C++
 
     def _after_step(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+        if self.deepspeed.engine is not None:  # inside its engine's step, which goes on after it: the engine counts
+            return
         if self.counted_id is None:
             self.counted_id, self.counted = id(optimizer), type(optimizer).__name__
         elif id(optimizer) != self.counted_id:
             self.others.add(type(optimizer).__name__)
             return
+        self._step_ended()
+
+    def _engine_stepped(self) -> None:
+        self.counted = "DeepSpeedEngine"
+        self._step_ended()
+
+    def _step_ended(self) -> None:
         step_ms = (time.perf_counter() - self.last) * 1e3  # one time for the step log and the whole-run record
         if self.ledger is not None:
             self.ledger.step_ended(step_ms)
@@ -239,7 +251,13 @@ class ScriptSession:
             notes.append(
                 f"steps counted are {self.counted}'s; the script also stepped {', '.join(sorted(self.others))}"
             )
-        if not self.ddp.built:
+        if self.deepspeed.built and not self.ddp.built:
+            stage = self.deepspeed.built[0].zero_stage
+            notes.append(
+                f"the script trains with DeepSpeed (ZeRO stage {stage}), not DistributedDataParallel: the "
+                "DDP options had no effect"
+            )
+        elif not self.ddp.built:
             notes.append("the script built no DistributedDataParallel: the DDP options had no effect")
         trace = trace_path(self.config.run_dir, self.rank)
         return ScriptRankInfo(
@@ -251,6 +269,7 @@ class ScriptSession:
             collectives=self.collectives,
             ddp=self.ddp.logging_data(),
             ddp_built=self.ddp.built,
+            deepspeed_built=self.deepspeed.built,
             optimizer=self.counted,
             peak_memory_mb=peak_memory_mb(self.device),
             tf32=tf32_settings(),

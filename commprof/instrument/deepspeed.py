@@ -1,0 +1,113 @@
+"""DeepSpeed engines a user's script builds, found without touching the script: when the script imports DeepSpeed,
+its engine class is wrapped so that each engine is recorded as it was built (ZeRO's stage and the settings that shape
+its communication) and its `step()` ends the training step (ZeRO's stages 1 and 2 all-gather the updated parameters
+inside it, after the inner optimizer's step: the step is not over when that optimizer's step is).
+
+DeepSpeed is never imported here: a script that does not use it pays nothing."""
+
+from __future__ import annotations
+
+import functools
+import importlib.abc
+import importlib.util
+import inspect
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from commprof.instrument.ddp import framework_of
+from commprof.results.run_record import BuiltDeepSpeed
+
+ENGINE_MODULE = "deepspeed.runtime.engine"
+# what shapes ZeRO's communication, by the names of DeepSpeed's config, read from the engine as it was built
+SETTINGS = {
+    "reduce_bucket_size": "zero_reduce_bucket_size",
+    "allgather_bucket_size": "zero_allgather_bucket_size",
+    "overlap_comm": "zero_overlap_comm",
+    "contiguous_gradients": "zero_contiguous_gradients",
+    "reduce_scatter": "zero_reduce_scatter",
+}
+STAGE3_SETTINGS = {"stage3_prefetch_bucket_size": "zero_prefetch_bucket_size"}
+
+
+class DeepSpeedWatch:
+    """While installed, every DeepSpeedEngine the program builds is recorded in `built`, and the first one's steps
+    (at gradient accumulation boundaries) call `on_step` as they end."""
+
+    def __init__(self, on_step: Callable[[], None]):
+        self.on_step = on_step
+        self.built: list[BuiltDeepSpeed] = []
+        self.engine: Any = None  # the first engine: the one whose steps are the steps
+
+    def install(self) -> None:
+        module = sys.modules.get(ENGINE_MODULE)
+        if module is not None:
+            self._wrap(module)
+        else:
+            sys.meta_path.insert(0, _AfterImport(ENGINE_MODULE, self._wrap))
+
+    def _wrap(self, module: Any) -> None:
+        engine_class = module.DeepSpeedEngine
+        init, step = engine_class.__init__, engine_class.step
+        watch = self
+
+        @functools.wraps(init)
+        def __init__(engine: Any, *args: Any, **kwargs: Any) -> None:
+            init(engine, *args, **kwargs)
+            watch._record(engine, framework_of(inspect.currentframe()))
+
+        @functools.wraps(step)
+        def stepped(engine: Any, *args: Any, **kwargs: Any) -> Any:
+            boundary = engine.is_gradient_accumulation_boundary()  # the inner optimizer steps only at one
+            result = step(engine, *args, **kwargs)
+            if boundary and engine is watch.engine:
+                watch.on_step()
+            return result
+
+        engine_class.__init__, engine_class.step = __init__, stepped
+
+    def _record(self, engine: Any, built_by: str) -> None:
+        try:
+            stage = int(engine.zero_optimization_stage())
+            read = {**SETTINGS, **(STAGE3_SETTINGS if stage == 3 else {})}
+            settings = {name: _plain(getattr(engine, method)()) for name, method in read.items()} if stage else {}
+            parameters = sum(getattr(p, "ds_numel", p.numel()) for p in engine.module.parameters())
+            module = type(engine.module).__name__
+        except Exception:  # noqa: BLE001 - another DeepSpeed's engine: the script's run matters more than its record
+            return
+        self.built.append(BuiltDeepSpeed(module, stage, settings, built_by, parameters))
+        if self.engine is None:
+            self.engine = engine
+
+
+def _plain(value: Any) -> Any:
+    """A config value as JSON keeps it: 5e5 given as a float, a bucket size read back as an int."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Calls `then(module)` once the module `name` has been executed, before whoever imported it gets it."""
+
+    def __init__(self, name: str, then: Callable[[Any], None]):
+        self.name, self.then, self.finding = name, then, False
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if fullname != self.name or self.finding:
+            return None
+        self.finding = True
+        try:
+            spec = importlib.util.find_spec(fullname)
+        finally:
+            self.finding = False
+        loader = spec.loader if spec is not None else None
+        if loader is None or not hasattr(loader, "exec_module"):
+            return spec
+        execute, then = loader.exec_module, self.then
+
+        def exec_module(module: Any) -> None:
+            execute(module)
+            then(module)
+
+        loader.exec_module = exec_module  # type: ignore[method-assign]
+        sys.meta_path.remove(self)
+        return spec
