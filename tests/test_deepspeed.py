@@ -134,3 +134,23 @@ def test_a_zero_script_profiled_unmodified(tmp_path, stage, gathered_in):
     markdown = (tmp_path / "reports" / "zero" / "report.md").read_text()
     assert f"deepspeed=ZeRO stage {stage}, reduce_bucket_size=500000" in markdown
     assert f"the script trains with DeepSpeed (ZeRO stage {stage})" in markdown
+
+
+@pytest.mark.parametrize(
+    ("argv", "source", "expected"),
+    [
+        (
+            ["t.py", "--stage", "2"],
+            'parser.add_argument("--local_rank", type=int)',
+            ["t.py", "--stage", "2", "--local_rank=1"],
+        ),
+        (["t.py"], "parser.add_argument('--local-rank', type=int)", ["t.py", "--local-rank=1"]),
+        (["t.py", "--local_rank", "0"], 'add_argument("--local_rank")', ["t.py", "--local_rank", "0"]),  # given
+        (["t.py"], "int(os.environ['LOCAL_RANK'])", ["t.py"]),  # not declared: nothing added
+    ],
+)
+def test_a_script_that_declares_local_rank_gets_it(argv, source, expected):
+    """As DeepSpeed's launcher passes it (torchrun sets LOCAL_RANK only): the real runs above fail without it."""
+    from commprof.worker.script import with_local_rank
+
+    assert with_local_rank(argv, source, "1") == expected

@@ -23,6 +23,7 @@ import faulthandler
 import io
 import json
 import os
+import re
 import runpy
 import signal
 import socket
@@ -277,6 +278,17 @@ class ScriptSession:
         )
 
 
+_LOCAL_RANK_ARGUMENT = re.compile(r"""["']--local[_-]rank["']""")
+
+
+def with_local_rank(argv: list[str], source: str, local_rank: str) -> list[str]:
+    """The script's arguments, with `--local_rank=N` added where its source declares that argument (as DeepSpeed's
+    launcher and torch.distributed.launch pass it; torchrun sets LOCAL_RANK only) and its arguments do not give it."""
+    declared = _LOCAL_RANK_ARGUMENT.search(source)
+    given = any(a.startswith(("--local_rank", "--local-rank")) for a in argv[1:])
+    return argv if declared is None or given else [*argv, f"{declared.group(0)[1:-1]}={local_rank}"]
+
+
 def run_script(script: tuple[str, ...]) -> None:
     """Run `train.py args` (or `-m package.module args`) as `__main__`, as `python` would."""
     if script[0] == "-m":  # as `python -m`: the working directory first on the path, the module (or a
@@ -286,7 +298,7 @@ def run_script(script: tuple[str, ...]) -> None:
         return
     path = Path(script[0]).resolve()
     sys.path.insert(0, str(path.parent))
-    sys.argv = list(script)
+    sys.argv = with_local_rank(list(script), path.read_text(errors="replace"), os.environ.get("LOCAL_RANK", "0"))
     main = types.ModuleType("__main__")  # replaces the bootstrap: spawned children find the script as __main__
     main.__dict__.update(__file__=str(path), __builtins__=__builtins__, __spec__=None)
     sys.modules["__main__"] = main

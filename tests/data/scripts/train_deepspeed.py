@@ -16,6 +16,8 @@ parser.add_argument("--reduce-bucket-size", type=float, default=5e5)
 parser.add_argument("--local_rank", type=int, default=-1)
 parser.add_argument("--deepspeed_config", default=None, help="a JSON file instead of the built-in config")
 args = parser.parse_args()
+if args.local_rank < 0:  # as a script that picks its device by it would fail
+    raise SystemExit("no --local_rank: the deepspeed launcher passes it")
 
 deepspeed.init_distributed(dist_backend="gloo")
 torch.manual_seed(0)
