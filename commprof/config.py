@@ -31,7 +31,7 @@ def option(default: Any, help: str, flag: str | None = None) -> Any:
     return field(default=default, metadata={"help": help, "flag": flag})
 
 
-def _require(condition: bool, message: str) -> None:
+def require(condition: bool, message: str) -> None:
     if not condition:
         raise UsageError(message)
 
@@ -45,8 +45,8 @@ class ProfileSchedule:
     active: int = option(10, "Profiler schedule: steps recorded in the trace.")
 
     def __post_init__(self) -> None:
-        _require(self.wait >= 0 and self.warmup >= 0, "--wait and --warmup must be >= 0")
-        _require(self.active >= 1, "--active must be >= 1")
+        require(self.wait >= 0 and self.warmup >= 0, "--wait and --warmup must be >= 0")
+        require(self.active >= 1, "--active must be >= 1")
 
     @property
     def total(self) -> int:
@@ -92,13 +92,13 @@ class DDPOptions:
     find_unused_parameters: bool = option(False, "DDP find_unused_parameters=True.")
 
     def __post_init__(self) -> None:
-        _require(
+        require(
             self.bucket_cap_mb is None or self.bucket_cap_mb > 0,
             f"--bucket-cap-mb must be > 0, got {self.bucket_cap_mb or 0:g}",
         )
-        _require(self.comm_hook in COMM_HOOKS, f"--comm-hook must be one of {', '.join(COMM_HOOKS)}")
-        _require(self.grad_accum >= 1, f"--grad-accum must be >= 1, got {self.grad_accum}")
-        _require(
+        require(self.comm_hook in COMM_HOOKS, f"--comm-hook must be one of {', '.join(COMM_HOOKS)}")
+        require(self.grad_accum >= 1, f"--grad-accum must be >= 1, got {self.grad_accum}")
+        require(
             not (self.static_graph and self.grad_accum > 1),
             "--static-graph with --grad-accum > 1 hits a known DDP bug (pytorch/pytorch#143580: "
             "the first backward under no_sync() fails an internal assert); use one or the other",
@@ -123,13 +123,13 @@ class FSDPOptions:
     )
 
     def __post_init__(self) -> None:
-        _require(self.forward_prefetch >= 0, f"--forward-prefetch must be >= 0, got {self.forward_prefetch}")
-        _require(
+        require(self.forward_prefetch >= 0, f"--forward-prefetch must be >= 0, got {self.forward_prefetch}")
+        require(
             self.backward_prefetch >= 1,
             f"--backward-prefetch must be >= 1 (FSDP2 always prefetches one "
             f"block in backward), got {self.backward_prefetch}",
         )
-        _require(self.reduce_dtype in REDUCE_DTYPES, f"--reduce-dtype must be one of {', '.join(REDUCE_DTYPES)}")
+        require(self.reduce_dtype in REDUCE_DTYPES, f"--reduce-dtype must be one of {', '.join(REDUCE_DTYPES)}")
 
 
 # DistributedDataParallel's own keyword arguments that DDPOptions sets (comm_hook is registered after it is built)
@@ -315,73 +315,73 @@ class RunConfig(_StrategyOptions):
     launch_id: str = ""  # random per `commprof run` process: tells this launch's run folder from another's
 
     def __post_init__(self) -> None:
-        _require(
+        require(
             bool(_RUN_ID.match(self.run_id)),
             f"--run-id {self.run_id!r} must be letters, digits, '.', '_' or '-' (at most 128)",
         )
-        _require(self.device in DEVICES, f"--device must be one of auto, {', '.join(DEVICES)}")
-        _require(self.backend in BACKENDS, f"--backend must be one of auto, {', '.join(BACKENDS)}")
-        _require(self.nodes >= 1, f"--nodes must be >= 1, got {self.nodes}")
-        _require(self.procs_per_node >= 1, f"ranks per node must be >= 1, got {self.procs_per_node}")
-        _require(self.model_size in MODEL_SIZES, f"--model-size must be one of {', '.join(MODEL_SIZES)}")
-        _require(
+        require(self.device in DEVICES, f"--device must be one of auto, {', '.join(DEVICES)}")
+        require(self.backend in BACKENDS, f"--backend must be one of auto, {', '.join(BACKENDS)}")
+        require(self.nodes >= 1, f"--nodes must be >= 1, got {self.nodes}")
+        require(self.procs_per_node >= 1, f"ranks per node must be >= 1, got {self.procs_per_node}")
+        require(self.model_size in MODEL_SIZES, f"--model-size must be one of {', '.join(MODEL_SIZES)}")
+        require(
             self.strategy in STRATEGIES, f"--strategy must be one of {', '.join(STRATEGIES)}, got {self.strategy!r}"
         )
         if self.strategy == "fsdp":
-            _require(
+            require(
                 not self.script,
                 "--strategy fsdp is for a built-in or --model model; a script that calls "
                 "fully_shard itself is profiled as it is, without --strategy",
             )
             fsdp = ", ".join(b for b in BACKENDS if by_name(b).fsdp)
-            _require(by_name(self.backend).fsdp, f"--strategy fsdp runs over {fsdp}, not {self.backend}")
+            require(by_name(self.backend).fsdp, f"--strategy fsdp runs over {fsdp}, not {self.backend}")
             changed = changed_options(self.ddp)
-            _require(not changed, f"--{', --'.join(changed)}: DDP options; --strategy fsdp has none of them")
+            require(not changed, f"--{', --'.join(changed)}: DDP options; --strategy fsdp has none of them")
         else:
             changed = changed_options(self.fsdp)
-            _require(not changed, f"--{', --'.join(changed)}: FSDP options; they need --strategy fsdp")
-        _require(self.batch_size >= 1, f"--batch-size must be >= 1, got {self.batch_size}")
-        _require(self.precision in PRECISIONS, f"--precision must be one of {', '.join(PRECISIONS)}")
-        _require(self.timeout_s > 0, "--timeout must be > 0")
+            require(not changed, f"--{', --'.join(changed)}: FSDP options; they need --strategy fsdp")
+        require(self.batch_size >= 1, f"--batch-size must be >= 1, got {self.batch_size}")
+        require(self.precision in PRECISIONS, f"--precision must be one of {', '.join(PRECISIONS)}")
+        require(self.timeout_s > 0, "--timeout must be > 0")
         steps_option, steps = ("--max-steps", self.max_steps) if self.script else ("--steps", self.steps)
-        _require(
+        require(
             steps is None or not self.profiled or steps >= self.schedule.total,
             f"{steps_option} {steps} is smaller than the profiler schedule "
             f"(wait {self.schedule.wait} + warmup {self.schedule.warmup} + active {self.schedule.active}"
             f" = {self.schedule.total})",
         )
-        _require(
+        require(
             self.max_steps is None or bool(self.script),
             "--max-steps is for a script (commprof run -- train.py); a built-in model runs --steps",
         )
-        _require(
+        require(
             self.ddp.bucket_cap_mb is not None or bool(self.script),
             "a setting without bucket_cap_mb (a script's own) needs a script",
         )
-        _require(
+        require(
             self.script_output in SCRIPT_OUTPUTS,
             f"--script-output must be one of {', '.join(SCRIPT_OUTPUTS)}, got {self.script_output!r}",
         )
-        _require(
+        require(
             self.script_output == "none" or bool(self.script),
             "--script-output is for a script (commprof run -- train.py); a built-in model's ranks print nothing",
         )
-        _require(
+        require(
             self.nodes == 1 or self.rdzv_endpoint is not None,
             "--nodes > 1 needs --rdzv-endpoint HOST:PORT (the same on every node)",
         )
         if self.rdzv_endpoint is not None:
             host, _, port = self.rdzv_endpoint.rpartition(":")
-            _require(
+            require(
                 bool(host) and port.isdigit() and 0 < int(port) < 65536,
                 f"--rdzv-endpoint must be HOST:PORT, got {self.rdzv_endpoint!r}",
             )
-        _require(
+        require(
             self.local_addr is None or (bool(self.local_addr) and not any(c.isspace() for c in self.local_addr)),
             f"--local-addr must be this host's address or name, got {self.local_addr!r}",
         )
         chosen = by_name(self.backend)
-        _require(
+        require(
             self.device in chosen.devices,
             f"--backend {self.backend} needs --device {' or '.join(chosen.devices)} ({chosen.no_device(self.device)})",
         )

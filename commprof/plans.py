@@ -12,8 +12,8 @@ from commprof.config import (
     DDPOptions,
     RunConfig,
     SettingOptions,
-    _require,
     option,
+    require,
     setting_label,
 )
 from commprof.values import CONVERT, parse_list
@@ -56,11 +56,11 @@ class SweepOptions:
     )
 
     def __post_init__(self) -> None:
-        _require(self.warmup_steps >= 1, "--warmup-steps must be >= 1 (DDP rebuilds its buckets after the first step)")
-        _require(self.repeats >= 2, "--repeats must be >= 2 (a confidence interval needs repeats)")
-        _require(self.steps_per_repeat is None or self.steps_per_repeat >= 1, "--steps-per-repeat must be >= 1")
-        _require(self.profile_steps >= 1, "--profile-steps must be >= 1")
-        _require(self.max_live_settings is None or self.max_live_settings >= 1, "--max-live-settings must be >= 1")
+        require(self.warmup_steps >= 1, "--warmup-steps must be >= 1 (DDP rebuilds its buckets after the first step)")
+        require(self.repeats >= 2, "--repeats must be >= 2 (a confidence interval needs repeats)")
+        require(self.steps_per_repeat is None or self.steps_per_repeat >= 1, "--steps-per-repeat must be >= 1")
+        require(self.profile_steps >= 1, "--profile-steps must be >= 1")
+        require(self.max_live_settings is None or self.max_live_settings >= 1, "--max-live-settings must be >= 1")
 
     def given(self) -> dict[str, Any]:
         """The options given (not None), by field name, for SweepPlan(**...)."""
@@ -75,7 +75,7 @@ def sweep_grid(strategy: str, given: dict[str, str]) -> dict[str, list[Any]]:
     name); the other strategy's options must stay at their defaults."""
     swept, other = (FSDP_SWEPT, DDP_SWEPT) if strategy == "fsdp" else (DDP_SWEPT, FSDP_SWEPT)
     wrong = [_flag(name) for name in other if given.get(name, other[name]) != other[name]]
-    _require(
+    require(
         not wrong,
         f"{', '.join(wrong)}: not swept with --strategy {strategy} (it sweeps {', '.join(map(_flag, swept))})",
     )
@@ -104,16 +104,16 @@ class SweepPlan:
     max_live_settings: int | None = None  # settings kept in memory at once; None: as many as fit (GPU), all (CPU)
 
     def __post_init__(self) -> None:
-        _require(len(self.settings) >= 1, "give at least one setting to sweep")
+        require(len(self.settings) >= 1, "give at least one setting to sweep")
         labels = [setting_label(s) for s in self.settings]
-        _require(len(set(labels)) == len(labels), f"settings repeat: {', '.join(labels)}")
-        _require(self.baseline in self.settings, "the baseline must be one of the settings")
-        _require(
+        require(len(set(labels)) == len(labels), f"settings repeat: {', '.join(labels)}")
+        require(self.baseline in self.settings, "the baseline must be one of the settings")
+        require(
             bool(self.run.script)
             or all(not isinstance(s, DDPOptions) or s.bucket_cap_mb is not None for s in self.settings),
             "a setting without bucket_cap_mb (a script's own) needs a script",
         )
-        _require(
+        require(
             all(isinstance(s, OPTIONS_OF_STRATEGY[self.run.strategy]) for s in self.settings),
             f"--strategy {self.run.strategy} sweeps its own options only",
         )
@@ -169,14 +169,14 @@ class BenchPlan:
 
     def __post_init__(self) -> None:
         unknown = [op for op in self.ops if op not in BENCH_OPS]
-        _require(not unknown, f"unknown op: {', '.join(unknown)} (ops: {', '.join(BENCH_OPS)})")
-        _require(self.dtype in BENCH_DTYPES, f"--dtype must be one of {', '.join(BENCH_DTYPES)}, got {self.dtype!r}")
+        require(not unknown, f"unknown op: {', '.join(unknown)} (ops: {', '.join(BENCH_OPS)})")
+        require(self.dtype in BENCH_DTYPES, f"--dtype must be one of {', '.join(BENCH_DTYPES)}, got {self.dtype!r}")
         for label, value, least in (
             ("--factor", self.factor, 2),
             ("--warmup", self.warmup, 0),
             ("--iters", self.iters, 1),
             ("--bursts", self.bursts, 2),
         ):
-            _require(value >= least, f"{label} must be >= {least}, got {value}")
-        _require(self.min_bytes > 0, f"--min-bytes must be > 0, got {self.min_bytes}")
-        _require(self.max_bytes is None or self.min_bytes <= self.max_bytes, "--min-bytes is larger than --max-bytes")
+            require(value >= least, f"{label} must be >= {least}, got {value}")
+        require(self.min_bytes > 0, f"--min-bytes must be > 0, got {self.min_bytes}")
+        require(self.max_bytes is None or self.min_bytes <= self.max_bytes, "--min-bytes is larger than --max-bytes")
