@@ -217,12 +217,15 @@ def versions() -> dict[str, Any]:
     }
 
 
-def gather_digests(run_dir: Path, rank: int, world: int, group: Any = None) -> None:
+def gather_digests(run_dir: Path, rank: int, world: int, own_group: bool = False) -> None:
     """On a job over several nodes, every rank digests its own trace where it wrote it, and rank 0 keeps the
     digests of the ranks whose traces its node cannot see (node-local traces folders): the report covers
-    every rank, and the analysis is spread over the nodes. A collective: every rank calls it."""
+    every rank, and the analysis is spread over the nodes. A collective: every rank calls it. `own_group`: over a
+    CPU group of its own (a script's group may be NCCL's), made only when a job spans nodes: a group made and
+    destroyed at once can close its connections while a peer still makes them."""
     if world == int(os.environ.get("LOCAL_WORLD_SIZE", world)):
         return
+    group = dist.new_group(backend="gloo") if own_group else None
     gathered: list[Any] | None = [None] * world if rank == 0 else None
     dist.gather_object(own_digest(trace_path(run_dir, rank)), gathered, dst=0, group=group)
     if gathered is not None:

@@ -352,7 +352,7 @@ def run_rank(config: RunConfig, progress_path: Path) -> int:
             session.cast_costs = probe_casts(session.device, session.bucket_bytes())
         session.finish()
         if dist.is_initialized():  # the script's own group, if it left it up; a CPU group beside it for the digests
-            gather_digests(config.run_dir, session.rank, session.world, dist.new_group(backend="gloo"))
+            gather_digests(config.run_dir, session.rank, session.world, own_group=True)
             dist.destroy_process_group()
     except BaseException as exc:  # record why for the launcher, keep what was measured, leave at once
         code = 1
