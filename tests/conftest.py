@@ -1,3 +1,4 @@
+import collections
 import contextlib
 import fcntl
 import functools
@@ -135,7 +136,7 @@ def plant_findings(report_folder: Path, *findings: dict) -> None:
 
 def pytest_collection_modifyitems(items):
     """Tests of the shared real run are slow; those marked `cuda` skip, with the reason, where torch sees no CUDA
-    GPU (the one switch for the GPU tests)."""
+    GPU (the one switch for the GPU tests); the heaviest files run first."""
     import torch
 
     no_gpu = pytest.mark.skip(reason="needs a CUDA GPU: torch.cuda.is_available() is False here")
@@ -145,6 +146,10 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.slow)
         if "cuda" in item.keywords and not cuda:
             item.add_marker(no_gpu)
+    # the files with the most slow tests first (a stable sort: each file's tests stay together and in order): the
+    # two workers take files as they finish one (--dist loadfile), and a long file taken last would leave one idle
+    slow = collections.Counter(item.path for item in items if item.get_closest_marker("slow"))
+    items.sort(key=lambda item: -slow[item.path])
 
 
 class _Alone:
@@ -259,7 +264,8 @@ def run_record(schedule: tuple[int, int, int] = (6, 2, 10), step_ms: list[list[f
 
 def run_summary(bucket_cap_mb: float = 25.0, **fields):
     """report.json's "run" for a built-in run with this bucket cap (or a script's, with `script` and `ddp_built`)."""
-    from commprof.config import DDPOptions, RunConfig
+    from commprof.config import RunConfig
     from commprof.results.run_record import RunSummary
+    from commprof.settings import DDPOptions
 
     return RunSummary(run_id="t", config=RunConfig(run_id="t", ddp=DDPOptions(bucket_cap_mb=bucket_cap_mb)), **fields)

@@ -76,10 +76,9 @@ def test_a_rank_that_stalls_every_10th_step_is_found_every_time(shared_runs):
         assert whole["slow_rank"] == 1 and whole["slow_rank_every"] == 10
 
 
-def test_a_tiny_bucket_cap_loses_every_time(shared_runs, tmp_path):
+def test_a_tiny_bucket_cap_loses_every_time(shared_runs):
     """64 all-reduces a step where DDP's default makes one: every run advises the one bucket, advise measures it
-    faster in interleaved repeats (a sweep of the two caps: its repeats are the reruns), and the tune has its
-    smallest cap slower than the default."""
+    faster in interleaved repeats (a sweep of the two caps: its repeats are the reruns)."""
     reports = runs(shared_runs, "tiny", "--model", DEEP_MLP, "--bucket-cap-mb", TINY_CAP)
     no_contradiction(reports)
     for report in reports:
@@ -92,15 +91,3 @@ def test_a_tiny_bucket_cap_loses_every_time(shared_runs, tmp_path):
     checked = {s["label"]: s for s in json.loads(result.stdout)["sweep"]["settings"]}
     assert checked["bucket-25mb"]["significant"] and checked["bucket-25mb"]["gain_ms"]["low"] > 0
     assert checked["bucket-25mb"]["speedup"]["low"] > 1
-
-    result = commprof("tune", "--model", DEEP_MLP, "--run-id", "tu", "--json", "--quiet", cwd=tmp_path)
-    assert result.returncode == 0, result.stderr
-    sweep = json.loads(result.stdout)["sweep"]
-    assert sweep["kind"] == "tune" and sweep["baseline"] == "bucket-25mb"
-    smallest = min(sweep["settings"], key=lambda s: s["options"]["bucket_cap_mb"])  # 1 MB: 16 all-reduces a step
-    # 16 all-reduces against one costs this CPU a few percent at most (0.99x and 1.03x in two runs of 2026-11-27):
-    # the tune measures it and never claims it faster beyond the noise
-    assert smallest["options"]["bucket_cap_mb"] == 1.0
-    assert not (smallest["significant"] and smallest["speedup"]["value"] > 1), smallest
-    layouts = [tuple(s["bucket_sizes"]) for s in sweep["settings"]]
-    assert len(layouts) == len(set(layouts))  # one cap per layout DDP builds
