@@ -54,6 +54,7 @@ def test_cpu_collectives_table(tmp_path):
     assert call.mean_ms == pytest.approx(0.038)
     assert call.algbw_gbps == pytest.approx(4000 / 38e-6 / 1e9)
     assert call.busbw_gbps == pytest.approx(call.algbw_gbps * 2 * (2 - 1) / 2)
+    assert call.hidden_pct == pytest.approx(100 * 20 / 38)  # [55,70] + [85,90] of [52,90] beside computation
     summary = report.ranks[0]
     assert summary.step_time_ms.mean == pytest.approx(summary.compute_ms + summary.exposed_comm_ms + summary.idle_ms)
     assert summary.compute_ms == pytest.approx((0.065 + 0.050) / 2)
@@ -104,6 +105,7 @@ def test_gpu_collective_metadata_from_cpu_op_by_correlation(tmp_path):
     assert (call.op, call.dtype, call.bytes, call.group_size) == ("all_reduce", "Float", 1024, 4)
     assert call.algbw_gbps == pytest.approx(1024 / 50e-6 / 1e9)
     assert call.busbw_gbps == pytest.approx(call.algbw_gbps * 2 * 3 / 4)
+    assert call.hidden_pct == pytest.approx(100 * 10 / 50)  # [150,160] of the kernel's [150,200]
 
 
 @pytest.mark.parametrize(

@@ -8,6 +8,7 @@ from collections import defaultdict
 
 from commprof.results.report import CollectiveStats, CollectiveStep
 from commprof.trace import rules
+from commprof.trace.intervals import clip, total
 from commprof.trace.model import Collective, RankTrace, Step
 from commprof.trace.rules import PHASES, busbw_factor
 
@@ -22,6 +23,7 @@ def _step_of(call: Collective, windows: list[Step]) -> str | None:
 
 def collective_stats(per_rank: list[tuple[RankTrace, list[Step]]]) -> list[CollectiveStats]:
     groups: dict[tuple, list[float]] = defaultdict(list)
+    hidden_us: dict[tuple, float] = defaultdict(float)  # of the calls' time, what ran beside computation
     by_step: dict[tuple, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     steps_seen: dict[tuple, int] = defaultdict(int)
     step_order: dict[str, int] = {}
@@ -35,6 +37,7 @@ def collective_stats(per_rank: list[tuple[RankTrace, list[Step]]]) -> list[Colle
                 continue
             key = (call.op, call.backend, call.dtype, call.nbytes, call.group_size, call.phase, call.purpose)
             groups[key].append(call.end - call.start)
+            hidden_us[key] += total(clip(rank.compute, call.start, call.end))
             by_step[key][step].append(call.end - call.start)
             keys_here.add(key)
         for key in keys_here:
@@ -62,6 +65,7 @@ def collective_stats(per_rank: list[tuple[RankTrace, list[Step]]]) -> list[Colle
                 steps=steps,
                 phase=phase,
                 purpose=purpose,
+                hidden_pct=100 * hidden_us[key] / sum(durations_us) if sum(durations_us) > 0 else None,
             )
         )
     return sorted(

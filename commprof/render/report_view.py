@@ -189,7 +189,8 @@ def _collectives(report: Report) -> Section:
     headers, rows = without_empty_columns(COLLECTIVE_HEADERS, [collective_row(c) for c in report.collectives])
     table = Table(headers, rows, left=("phase", "op", "for", "backend", "dtype"), key=2)
     caption = (
-        "In the profiled steps; ms: one call's mean time; algbw and busbw in GB/s. Calls in flight at once (Gloo and "
+        "In the profiled steps; ms: one call's mean time; hidden: the share of its time with computation running "
+        "beside it on the same rank; algbw and busbw in GB/s. Calls in flight at once (Gloo and "
         "NCCL run buckets side by side) each count their own time here, so calls x ms can add up to more than the "
         "breakdown's comm, which counts the time with any collective in flight once."
     )

@@ -40,6 +40,7 @@ COLLECTIVE_HEADERS = (
     "calls/step",
     "bytes/call",
     "ms",
+    "hidden",
     "algbw",
     "busbw",
 )
@@ -252,6 +253,7 @@ def collective_row(c: CollectiveStats) -> tuple[str, ...]:
         f"{c.calls_per_step:.2f}",
         human_bytes(c.bytes),
         f"{c.mean_ms:.3f}",
+        "-" if c.hidden_pct is None else f"{c.hidden_pct:.0f}%",
         _num(c.algbw_gbps),
         _num(c.busbw_gbps),
     )
@@ -288,11 +290,11 @@ NOT_SIGNIFICANT = f"~: its CI contains 1, or it changes the step by under {PRACT
 
 def sweep_table(sweep: SweepResult) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
     """Headers and a row per setting: DDP's with its buckets and all-reduces per step, FSDP's with its parameter
-    all-gathers per step."""
-    fsdp = sweep.strategy == "fsdp"
+    all-gathers per step, DeepSpeed's with its all-reduces (ZeRO's buckets are not recorded)."""
+    fsdp, ddp = sweep.strategy == "fsdp", sweep.strategy == "ddp"
     headers = (
         "setting",
-        *(() if fsdp else ("buckets",)),
+        *(("buckets",) if ddp else ()),
         "step ms",
         "95% CI",
         "speedup",
@@ -307,7 +309,7 @@ def sweep_table(sweep: SweepResult) -> tuple[tuple[str, ...], list[tuple[str, ..
     rows = [
         (
             s.label + (" *" if s.best else "") + (f" (= {twin[s.label]})" if twin[s.label] else ""),
-            *(() if fsdp else (str(s.buckets),)),
+            *((str(s.buckets),) if ddp else ()),
             f"{s.step_ms.value:.1f}",
             f"{s.step_ms.low:.0f}-{s.step_ms.high:.0f}",
             f"{s.speedup.value:.2f}x" + ("" if s.significant else "~"),

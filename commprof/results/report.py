@@ -115,6 +115,7 @@ class CollectiveStats:
     steps: list[CollectiveStep] = field(default_factory=list)  # in step order
     phase: str | None = None  # "forward", "backward", "optimizer": when in the step it was launched
     purpose: str | None = None  # what it is for, when the trace says ("parameter all-gather", ...)
+    hidden_pct: float | None = None  # of its calls' time, the share with computation running on the same rank
 
 
 @dataclass(frozen=True)
