@@ -7,6 +7,7 @@ from commprof.analysis.stats import (
     difference_ci,
     mean_ci,
     median_ci,
+    real_speedup,
     rerun_interval,
     speedup_ci,
     stratified_mean_ci,
@@ -102,3 +103,21 @@ def test_stalls_on_a_schedule_keep_their_count_and_the_interval_holds_reruns():
     spread = max(reruns) - min(reruns)
     plain = mean_ci(groups[0] + groups[1])
     assert plain.high - plain.low > 5 * spread and one.high - one.low < 3 * spread
+
+
+def test_a_scripts_launches_are_resampled_whole():
+    """Five launches of four steps a side, the steps of a launch alike: one of the baseline's launches ran as fast as
+    the candidate's and one of the candidate's as slow as the baseline's. Resampling steps claims 1.38x (its
+    interval 1.22 to 1.39 excludes 1); resampling launches, as a script's sweep does, finds the launches disagree
+    (its interval reaches 1), and claims nothing."""
+
+    def steps(*launch_means: float) -> list[float]:
+        return [mean + d for mean in launch_means for d in (-0.1, 0.0, 0.05, 0.1)]
+
+    baseline, candidate = steps(14, 14, 13, 10, 14), steps(10, 10, 13, 10, 11)
+    by_step = speedup_ci(baseline, candidate)
+    by_launch = speedup_ci(baseline, candidate, launch=4)
+    assert by_step.value == by_launch.value == pytest.approx(13.95 / 10.1375, rel=1e-3)
+    assert real_speedup(by_step) and by_step.low > 1.2
+    assert not real_speedup(by_launch) and by_launch.low <= 1.0
+    assert difference_ci(baseline, candidate).high < 0 <= difference_ci(baseline, candidate, launch=4).high

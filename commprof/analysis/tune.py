@@ -12,13 +12,14 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 
 from commprof.analysis.ddp_buckets import one_per_layout
 from commprof.analysis.stats import real_speedup, speedup_ci
-from commprof.config import SettingOptions, setting_label
 from commprof.results.sweep_record import MeasuredSetting
+from commprof.settings import SettingOptions, setting_label
 
 COARSE_GRID_MB = (1.0, 5.0, 25.0, 100.0)
+COARSE_GRID_ELEMENTS = (5e5, 5e6, 5e7, 5e8)  # ZeRO's reduce_bucket_size, to DeepSpeed's default (5e8)
 MAX_ROUNDS = 2
 OWN = "own"  # a script's own setting among the tried caps
-REFINED = f"then at most {2 * (MAX_ROUNDS - 1)} more caps around the best"  # refine_around's two a round
+REFINED = f"then at most {2 * (MAX_ROUNDS - 1)} more sizes around the best"  # refine_around's two a round
 
 
 Measure = Callable[[list[SettingOptions]], dict[str, MeasuredSetting]]
@@ -51,10 +52,10 @@ def round_mb(value: float) -> float:
     return round(value, digits)
 
 
-def within_noise(step_ms: Mapping[Hashable, list[float]]) -> bool:
-    """True when no tried setting is significantly slower or faster than the best one."""
+def within_noise(step_ms: Mapping[Hashable, list[float]], launch: int = 1) -> bool:
+    """True when no tried setting is significantly slower or faster than the best one (`launch`: as speedup_ci's)."""
     best = min(step_ms, key=lambda mb: statistics.median(step_ms[mb]))
-    return all(not real_speedup(speedup_ci(step_ms[mb], step_ms[best])) for mb in step_ms if mb != best)
+    return all(not real_speedup(speedup_ci(step_ms[mb], step_ms[best], launch=launch)) for mb in step_ms if mb != best)
 
 
 def refine_around(best_mb: float, tried: list[float]) -> list[float]:
@@ -72,15 +73,16 @@ def next_bucket_sizes(
     layout_of: Callable[[float], tuple[int, ...]] | None = None,
     own: list[float] | None = None,
     own_layout: tuple[int, ...] | None = None,
+    launch: int = 1,
 ) -> list[float]:
     """Bucket sizes for the next round; empty when tuning is done. With `layout_of` (a cap's buckets, as DDP builds
     them: analysis/ddp_buckets), a size that builds the buckets of one already tried is not tried again. `own`: the
     step times of a script's own setting (no cap applied; `own_layout`, its buckets): it counts in the noise, and
-    the refinement is around the best cap."""
+    the refinement is around the best cap. `launch`: a script's steps per launch (stats.speedup_ci)."""
     tried: dict[Hashable, list[float]] = {mb: steps for mb, steps in step_ms.items()}
     if own is not None:
         tried[OWN] = own
-    if round_index + 1 >= MAX_ROUNDS or not step_ms or within_noise(tried):
+    if round_index + 1 >= MAX_ROUNDS or not step_ms or within_noise(tried, launch):
         return []
     best = min(step_ms, key=lambda mb: statistics.median(step_ms[mb]))
     candidates = refine_around(best, list(step_ms))
