@@ -1,8 +1,8 @@
 """Run configuration: frozen, validated dataclasses passed from the CLI to the workers.
 
-Each user-facing option is declared once, here, as a field with `option(...)`: its default and its
-help. The CLI builds its options from these fields (cli/options.py) and the request, the resolved
-RunConfig and the workers' copy are built from them by keyword."""
+Each user-facing option is declared once, here (the settings applied to what a run trains with: commprof/settings.py),
+as a field with `option(...)`: its default and its help. The CLI builds its options from these fields
+(cli/options.py) and the request, the resolved RunConfig and the workers' copy are built from them by keyword."""
 
 from __future__ import annotations
 
@@ -14,26 +14,24 @@ from typing import Any
 
 from commprof.backends import BACKENDS, by_name
 from commprof.errors import UsageError
+from commprof.fields import option, require
+from commprof.settings import (
+    DDP_ARGUMENTS,
+    STRATEGIES,
+    DDPOptions,
+    DeepSpeedOptions,
+    FSDPOptions,
+    SettingOptions,
+    changed_options,
+)
 
 DEVICES = ("cpu", "cuda")
 PRECISIONS = ("fp32", "bf16", "fp16")
-COMM_HOOKS = ("none", "fp16", "bf16")
 BUILTIN_MODELS = ("mlp", "transformer", "convnet", "mlstm")
-STRATEGIES = ("ddp", "fsdp")
-REDUCE_DTYPES = ("fp32", "bf16", "fp16")
 MODEL_SIZES = ("small", "medium", "large")
 SCRIPT_OUTPUTS = ("all", "rank0", "none")
+_OWNER = {"ddp": "DDP options", "fsdp": "FSDP options", "deepspeed": "DeepSpeed's ZeRO options"}
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-
-
-def option(default: Any, help: str, flag: str | None = None) -> Any:
-    """A field that is also a command-line option (`flag`: its name there when it differs)."""
-    return field(default=default, metadata={"help": help, "flag": flag})
-
-
-def require(condition: bool, message: str) -> None:
-    if not condition:
-        raise UsageError(message)
 
 
 @dataclass(frozen=True)
@@ -79,129 +77,18 @@ class ProfileSchedule:
         return cls(wait=wait, warmup=warmup, active=active)
 
 
-@dataclass(frozen=True)
-class DDPOptions:
-    """Options forwarded to DistributedDataParallel and the training loop."""
-
-    # None: commprof passes no bucket_cap_mb, so a script keeps its own (its sweep's baseline: OWN_LABEL)
-    bucket_cap_mb: float | None = option(25.0, "DDP gradient bucket size cap in MB.")
-    comm_hook: str = option("none", "Gradient compression hook: none, fp16 or bf16.")
-    grad_accum: int = option(1, "Micro-batches per step; the first N-1 run under no_sync().")
-    static_graph: bool = option(False, "DDP static_graph=True.")
-    gradient_as_bucket_view: bool = option(False, "DDP gradient_as_bucket_view=True.")
-    find_unused_parameters: bool = option(False, "DDP find_unused_parameters=True.")
-
-    def __post_init__(self) -> None:
-        require(
-            self.bucket_cap_mb is None or self.bucket_cap_mb > 0,
-            f"--bucket-cap-mb must be > 0, got {self.bucket_cap_mb or 0:g}",
-        )
-        require(self.comm_hook in COMM_HOOKS, f"--comm-hook must be one of {', '.join(COMM_HOOKS)}")
-        require(self.grad_accum >= 1, f"--grad-accum must be >= 1, got {self.grad_accum}")
-        require(
-            not (self.static_graph and self.grad_accum > 1),
-            "--static-graph with --grad-accum > 1 hits a known DDP bug (pytorch/pytorch#143580: "
-            "the first backward under no_sync() fails an internal assert); use one or the other",
-        )
-
-
-@dataclass(frozen=True)
-class FSDPOptions:
-    """Options given to FSDP2's fully_shard (with --strategy fsdp) on each block and the root."""
-
-    reshard_after_forward: bool = option(
-        True, "FSDP: free the gathered parameters after each block's forward (they are all-gathered again in backward)."
-    )
-    forward_prefetch: int = option(
-        0, "FSDP: blocks whose all-gathers each block issues ahead in forward (0: FSDP2's implicit overlap)."
-    )
-    backward_prefetch: int = option(
-        1, "FSDP: blocks whose all-gathers each block issues ahead in backward (1: FSDP2's default)."
-    )
-    reduce_dtype: str = option(
-        "fp32", "FSDP: dtype of the gradient reduce-scatter (MixedPrecisionPolicy): fp32, bf16 or fp16."
-    )
-
-    def __post_init__(self) -> None:
-        require(self.forward_prefetch >= 0, f"--forward-prefetch must be >= 0, got {self.forward_prefetch}")
-        require(
-            self.backward_prefetch >= 1,
-            f"--backward-prefetch must be >= 1 (FSDP2 always prefetches one "
-            f"block in backward), got {self.backward_prefetch}",
-        )
-        require(self.reduce_dtype in REDUCE_DTYPES, f"--reduce-dtype must be one of {', '.join(REDUCE_DTYPES)}")
-
-
-# DistributedDataParallel's own keyword arguments that DDPOptions sets (comm_hook is registered after it is built)
-DDP_ARGUMENTS = ("bucket_cap_mb", "find_unused_parameters", "gradient_as_bucket_view", "static_graph")
-
-SettingOptions = DDPOptions | FSDPOptions
-OPTIONS_OF_STRATEGY: dict[str, type] = {"ddp": DDPOptions, "fsdp": FSDPOptions}
-
-
-def changed_options(options: SettingOptions) -> list[str]:
-    """The options (as flags, without dashes) that differ from their defaults."""
-    return [f.name.replace("_", "-") for f in dataclasses.fields(options) if getattr(options, f.name) != f.default]
-
-
-def applied_to_a_script(options: DDPOptions, forced: tuple[str, ...] = ()) -> dict[str, Any]:
-    """The arguments commprof gives every DistributedDataParallel a script builds: those that differ from DDP's
-    defaults, and those in `forced` even at their default, but never a bucket_cap_mb of None (the script's own);
-    a comm hook other than none under the name comm_hook."""
-    defaults = DDPOptions()
-    applied: dict[str, Any] = {
-        name: getattr(options, name)
-        for name in DDP_ARGUMENTS
-        if getattr(options, name) is not None and (getattr(options, name) != getattr(defaults, name) or name in forced)
-    }
-    return applied | ({"comm_hook": options.comm_hook} if options.comm_hook != "none" else {})
-
-
-OWN_LABEL = "script-own"  # a script's DDP as it is written: commprof applies no bucket_cap_mb (nor any default)
-
-
-def own_setting(options: DDPOptions) -> DDPOptions:
-    """A script's own setting: its DistributedDataParallel as written, with only the options given that differ from
-    DDP's defaults applied on top (none, unless --comm-hook, --find-unused-parameters, ... were given)."""
-    return dataclasses.replace(options, bucket_cap_mb=None)
-
-
-def setting_label(options: SettingOptions) -> str:
-    """A folder-safe name for one setting, e.g. 'bucket-25mb', 'bucket-5mb_hook-fp16', 'script-own' (a script's DDP
-    as written) or 'no-reshard_fwd-prefetch-2'."""
-    if isinstance(options, FSDPOptions):
-        parts = ["reshard" if options.reshard_after_forward else "no-reshard"]
-        if options.forward_prefetch:
-            parts.append(f"fwd-prefetch-{options.forward_prefetch}")
-        if options.backward_prefetch != 1:
-            parts.append(f"bwd-prefetch-{options.backward_prefetch}")
-        if options.reduce_dtype != "fp32":
-            parts.append(f"reduce-{options.reduce_dtype}")
-        return "_".join(parts)
-    parts = [OWN_LABEL if options.bucket_cap_mb is None else f"bucket-{options.bucket_cap_mb:g}mb"]
-    if options.comm_hook != "none":
-        parts.append(f"hook-{options.comm_hook}")
-    if options.grad_accum > 1:
-        parts.append(f"accum-{options.grad_accum}")
-    for flag, name in (
-        (options.static_graph, "static-graph"),
-        (options.gradient_as_bucket_view, "bucket-view"),
-        (options.find_unused_parameters, "find-unused"),
-    ):
-        if flag:
-            parts.append(name)
-    return "_".join(parts)
-
-
 class _StrategyOptions:
     strategy: str
     ddp: DDPOptions
     fsdp: FSDPOptions
+    deepspeed: DeepSpeedOptions
 
     @property
     def options(self) -> SettingOptions:
-        """The options of its strategy: DDP's or FSDP's."""
-        return self.fsdp if self.strategy == "fsdp" else self.ddp
+        """The options of its strategy: DDP's, FSDP's or DeepSpeed's."""
+        if self.strategy == "fsdp":
+            return self.fsdp
+        return self.deepspeed if self.strategy == "deepspeed" else self.ddp
 
 
 @dataclass(frozen=True)
@@ -219,7 +106,8 @@ class RunRequest(_StrategyOptions):
     strategy: str = option(
         "ddp",
         "ddp: DistributedDataParallel. fsdp: FSDP2's fully_shard on each block of the "
-        "model, then on the whole (a script that shards its model itself needs no option).",
+        "model, then on the whole (a script that shards its model itself needs no option). deepspeed: a DeepSpeed "
+        "script, whose ZeRO options (--zero-stage, --reduce-bucket-size, ...) commprof sets in its config.",
     )
     batch_size: int = option(32, "Per-rank batch size.")
     steps: int = option(20, "Training steps (optimizer steps); at least wait + warmup + active.")
@@ -262,6 +150,7 @@ class RunRequest(_StrategyOptions):
     schedule: ProfileSchedule = field(default_factory=ProfileSchedule)
     ddp: DDPOptions = field(default_factory=DDPOptions)
     fsdp: FSDPOptions = field(default_factory=FSDPOptions)
+    deepspeed: DeepSpeedOptions = field(default_factory=DeepSpeedOptions)
     cli_args: tuple[str, ...] = ()  # the options as given on the command line (non-defaults), to repeat them
     named: tuple[str, ...] = ()  # the fields the command line named, even at their default values
 
@@ -300,6 +189,7 @@ class RunConfig(_StrategyOptions):
     schedule: ProfileSchedule = field(default_factory=ProfileSchedule)
     ddp: DDPOptions = field(default_factory=DDPOptions)
     fsdp: FSDPOptions = field(default_factory=FSDPOptions)
+    deepspeed: DeepSpeedOptions = field(default_factory=DeepSpeedOptions)
     traces_dir: Path = Path("traces")
     reports_dir: Path = Path("reports")
     rdzv_endpoint: str | None = None
@@ -335,11 +225,14 @@ class RunConfig(_StrategyOptions):
             )
             fsdp = ", ".join(b for b in BACKENDS if by_name(b).fsdp)
             require(by_name(self.backend).fsdp, f"--strategy fsdp runs over {fsdp}, not {self.backend}")
-            changed = changed_options(self.ddp)
-            require(not changed, f"--{', --'.join(changed)}: DDP options; --strategy fsdp has none of them")
-        else:
-            changed = changed_options(self.fsdp)
-            require(not changed, f"--{', --'.join(changed)}: FSDP options; they need --strategy fsdp")
+        require(
+            self.strategy != "deepspeed" or bool(self.script),
+            "--strategy deepspeed is for a DeepSpeed script, given after -- (... --strategy deepspeed -- train.py): "
+            "its ZeRO options are set in the config the script gives deepspeed.initialize",
+        )
+        for strategy, options in (("ddp", self.ddp), ("fsdp", self.fsdp), ("deepspeed", self.deepspeed)):
+            changed = changed_options(options) if strategy != self.strategy else []
+            require(not changed, f"--{', --'.join(changed)}: {_OWNER[strategy]}; they need --strategy {strategy}")
         require(self.batch_size >= 1, f"--batch-size must be >= 1, got {self.batch_size}")
         require(self.precision in PRECISIONS, f"--precision must be one of {', '.join(PRECISIONS)}")
         require(self.timeout_s > 0, "--timeout must be > 0")
@@ -410,6 +303,7 @@ class RunConfig(_StrategyOptions):
         data["schedule"] = ProfileSchedule(**data["schedule"])
         data["ddp"] = DDPOptions(**data["ddp"])
         data["fsdp"] = FSDPOptions(**data.get("fsdp", {}))
+        data["deepspeed"] = DeepSpeedOptions(**data.get("deepspeed", {}))
         data["traces_dir"] = Path(data["traces_dir"])
         data["reports_dir"] = Path(data["reports_dir"])
         data["script"] = tuple(data.get("script", ()))

@@ -7,16 +7,10 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from commprof.config import (
-    OPTIONS_OF_STRATEGY,
-    DDPOptions,
-    RunConfig,
-    SettingOptions,
-    option,
-    require,
-    setting_label,
-)
-from commprof.values import CONVERT, parse_list
+from commprof.config import RunConfig
+from commprof.fields import option, require
+from commprof.settings import OPTIONS_OF_STRATEGY, DDPOptions, SettingOptions, setting_label
+from commprof.values import CONVERT, OWN, parse_list
 
 # the values each option a sweep compares takes by default, as the command line gives them (comma-separated)
 DDP_SWEPT = {
@@ -32,6 +26,15 @@ FSDP_SWEPT = {
     "backward_prefetch": "1",
     "reduce_dtype": "fp32",
 }
+# DeepSpeed's ZeRO options, "own" for the script's config as written: by default DeepSpeed's own default
+# reduce_bucket_size (5e8 elements) and a decade apart below it
+DEEPSPEED_SWEPT = {
+    "zero_stage": OWN,
+    "reduce_bucket_size": "5e5,5e6,5e7,5e8",
+    "allgather_bucket_size": OWN,
+    "overlap_comm": OWN,
+}
+SWEPT_OF = {"ddp": DDP_SWEPT, "fsdp": FSDP_SWEPT, "deepspeed": DEEPSPEED_SWEPT}
 STEPS_PER_REPEAT = 4  # timed steps per setting per repeat, where nothing else decides it
 ADVISE_TOP = 3  # the settings advise checks at most, the best predicted first
 
@@ -72,9 +75,15 @@ MEASURED_AS_USUAL = SweepOptions()  # every option at its default
 
 def sweep_grid(strategy: str, given: dict[str, str]) -> dict[str, list[Any]]:
     """The values each of the strategy's options takes, read from the lists given for every swept option (by field
-    name); the other strategy's options must stay at their defaults."""
-    swept, other = (FSDP_SWEPT, DDP_SWEPT) if strategy == "fsdp" else (DDP_SWEPT, FSDP_SWEPT)
-    wrong = [_flag(name) for name in other if given.get(name, other[name]) != other[name]]
+    name); the other strategies' options must stay at their defaults."""
+    swept = SWEPT_OF[strategy]
+    wrong = [
+        _flag(name)
+        for other, defaults in SWEPT_OF.items()
+        if other != strategy
+        for name in defaults
+        if given.get(name, defaults[name]) != defaults[name]
+    ]
     require(
         not wrong,
         f"{', '.join(wrong)}: not swept with --strategy {strategy} (it sweeps {', '.join(map(_flag, swept))})",

@@ -39,6 +39,14 @@ def parse_bool(text: str) -> bool:
     raise ValueError(text)
 
 
+OWN = "own"  # in a swept list: the value the script's own config has (None: commprof sets nothing)
+
+
+def own_or(convert: Callable[[str], Any]) -> Callable[[str], Any]:
+    """A swept value that may be "own": None, the script's config as written."""
+    return lambda text: None if text.lower() == OWN else convert(text)
+
+
 # a swept option's values, each read from the text of its comma-separated list
 CONVERT: dict[str, Callable[[str], Any]] = {
     "bucket_cap_mb": float,
@@ -50,4 +58,8 @@ CONVERT: dict[str, Callable[[str], Any]] = {
     "forward_prefetch": int,
     "backward_prefetch": int,
     "reduce_dtype": str,
+    "zero_stage": own_or(int),
+    "reduce_bucket_size": own_or(float),
+    "allgather_bucket_size": own_or(float),
+    "overlap_comm": own_or(parse_bool),
 }

@@ -10,8 +10,8 @@ from torch import nn
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 from torch.nn.parallel import DistributedDataParallel as ImportedEarly
 
-from commprof.config import DDPOptions
 from commprof.instrument.ddp import TIMED, DDPOverrides
+from commprof.settings import DDPOptions
 from commprof.worker.step_ledger import DDP_TIMERS, HOST_CLOCK, StepLedger
 
 

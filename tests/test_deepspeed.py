@@ -3,6 +3,7 @@ step the training step's end; ZeRO's collectives named by what they are for. The
 optional extra `deepspeed`): they skip, saying so, where it is absent."""
 
 import importlib.util
+import json
 import sys
 
 import pytest
@@ -83,6 +84,112 @@ def test_an_engine_is_found_when_the_script_imports_deepspeed(tmp_path, monkeypa
     assert ended == [2, 4] and watch.engine is engine
 
 
+FAKE_CONFIG = '''
+class DeepSpeedConfig:
+    """DeepSpeed's config as far as commprof sets it: the dict it was given, or its file read."""
+
+    def __init__(self, config, mpu=None):
+        self.config = config
+'''
+
+
+def test_zero_options_are_set_in_every_config_the_script_gives_deepspeed(tmp_path, monkeypatch):
+    """With ZeRO's options given (a sweep's setting), the config class gets them in its zero_optimization section,
+    whether the script gives a dict (left unchanged) or its JSON file (read as DeepSpeed reads it, with comments);
+    the engine's record says which entries commprof set."""
+    import torch
+
+    package = tmp_path / "deepspeed" / "runtime"
+    package.mkdir(parents=True)
+    for folder in (tmp_path / "deepspeed", package):
+        (folder / "__init__.py").write_text("")
+    (package / "config.py").write_text(FAKE_CONFIG)
+    (package / "engine.py").write_text("from deepspeed.runtime.config import DeepSpeedConfig\n" + FAKE_ENGINE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in ("deepspeed", "deepspeed.runtime", "deepspeed.runtime.engine", "deepspeed.runtime.config"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    watch = DeepSpeedWatch(lambda: None, {"reduce_bucket_size": 2000, "overlap_comm": False})
+    watch.install()
+    from deepspeed.runtime.config import DeepSpeedConfig
+    from deepspeed.runtime.engine import DeepSpeedEngine
+
+    own = {"train_batch_size": 8, "zero_optimization": {"stage": 2, "reduce_bucket_size": 5e5, "overlap_comm": True}}
+    given = DeepSpeedConfig(own).config
+    assert given["zero_optimization"] == {"stage": 2, "reduce_bucket_size": 2000, "overlap_comm": False}
+    assert given["train_batch_size"] == 8 and own["zero_optimization"]["reduce_bucket_size"] == 5e5
+    file = tmp_path / "ds.json"
+    file.write_text('{\n  // as DeepSpeed reads it\n  "zero_optimization": {"stage": 1}\n}\n')
+    from_file = DeepSpeedConfig(str(file)).config
+    assert from_file == {"zero_optimization": {"stage": 1, "reduce_bucket_size": 2000, "overlap_comm": False}}
+    DeepSpeedEngine(torch.nn.Linear(4, 2))
+    assert watch.built[0].applied == {"reduce_bucket_size": 2000, "overlap_comm": False}
+
+
+def test_zero_settings_are_named_swept_and_pasted_as_deepspeed_writes_them():
+    """A setting's label, what it sets, a sweep's grid ("own": the script's config) and the config lines to paste
+    (only what differs from the script's own, as JSON writes it)."""
+    from commprof.analysis.sweep import zero_config_lines
+    from commprof.errors import UsageError
+    from commprof.plans import sweep_grid
+    from commprof.settings import DeepSpeedOptions, setting_label
+
+    setting = DeepSpeedOptions(zero_stage=3, reduce_bucket_size=2.5e5, overlap_comm=False)
+    assert setting_label(setting) == "stage-3_reduce-2.5e5_no-overlap"
+    assert setting_label(DeepSpeedOptions()) == "script-own"
+    assert setting_label(DeepSpeedOptions(reduce_bucket_size=5e8, allgather_bucket_size=1500)) == (
+        "reduce-5e8_allgather-1500"
+    )
+    assert setting.zero_config() == {"stage": 3, "reduce_bucket_size": 250000, "overlap_comm": False}
+    grid = sweep_grid("deepspeed", {"reduce_bucket_size": "own,1e6", "overlap_comm": "true,false"})
+    assert grid == {
+        "zero_stage": [None],
+        "reduce_bucket_size": [None, 1e6],
+        "allgather_bucket_size": [None],
+        "overlap_comm": [True, False],
+    }
+    with pytest.raises(UsageError, match="--bucket-cap-mb: not swept with --strategy deepspeed"):
+        sweep_grid("deepspeed", {"bucket_cap_mb": "1,5"})
+    with pytest.raises(UsageError, match="--zero-stage must be one of 0, 1, 2, 3, got 4"):
+        DeepSpeedOptions(zero_stage=4)
+    ran = DeepSpeedOptions(zero_stage=2, reduce_bucket_size=5e6, allgather_bucket_size=5e5, overlap_comm=True)
+    own = DeepSpeedOptions(zero_stage=2, reduce_bucket_size=5e5, allgather_bucket_size=5e5, overlap_comm=True)
+    assert zero_config_lines(ran, own) == (
+        '"zero_optimization": {"reduce_bucket_size": 5e6}  # in the config given to deepspeed.initialize; the rest '
+        "as it is"
+    )
+
+
+def test_tune_refines_zeros_reduce_bucket_size_around_the_best(tmp_path):
+    """tune --strategy deepspeed: after the coarse round, the geometric midpoints around the fastest size (ZeRO's
+    buckets are not modelled, so no size is left out for building another's buckets); none when all is noise."""
+    from commprof.commands.outcome import SILENT
+    from commprof.commands.script_sweep import _Launches
+    from commprof.config import RunConfig
+    from commprof.plans import SweepPlan
+    from commprof.results.sweep_record import MeasuredSetting
+    from commprof.settings import DeepSpeedOptions
+
+    config = RunConfig(run_id="t", script=("train.py",), strategy="deepspeed", traces_dir=tmp_path)
+    sizes = (5e5, 5e6, 5e7)
+    settings = (DeepSpeedOptions(), *(DeepSpeedOptions(reduce_bucket_size=size) for size in sizes))
+    plan = SweepPlan(run=config, settings=settings, baseline=DeepSpeedOptions(), tune=True)
+    launches = _Launches(config, plan, (), SILENT, "tune t", 8, 8, tune=True)
+
+    def measured(size, step):
+        return MeasuredSetting({"zero_stage": 2, "reduce_bucket_size": size}, [step + d for d in (0, 0.1, -0.1) * 4])
+
+    results = {"script-own": measured(5000, 30.0)}
+    results |= {
+        f"reduce-{label}": measured(size, step)
+        for label, size, step in zip(("5e5", "5e6", "5e7"), sizes, (20.0, 10.0, 20.0), strict=True)
+    }
+    refined = launches.refine(results, 0)
+    assert [s.reduce_bucket_size for s in refined] == [1.6e6, 1.6e7]
+    assert all(s.zero_stage is None and s.overlap_comm is None for s in refined)
+    noise = {label: measured(m.options["reduce_bucket_size"], 10.0) for label, m in results.items()}
+    assert launches.refine(noise, 0) == []
+
+
 def stats(phase: str, op: str, nbytes: int, dtype: str = "float", purpose: str | None = None) -> CollectiveStats:
     return CollectiveStats(op, "gloo", dtype, nbytes, 2, 10, 1.0, 1.0, None, None, phase=phase, purpose=purpose)
 
@@ -114,11 +221,10 @@ def test_zero_collectives_are_named_by_what_they_are_for():
 
 @pytest.mark.slow
 @pytest.mark.skipif(NO_DEEPSPEED, reason="deepspeed is not installed (optional: pip install 'commprof[deepspeed]')")
-@pytest.mark.parametrize(("stage", "gathered_in"), [(2, "optimizer"), (3, "forward")])
-def test_a_zero_script_profiled_unmodified(tmp_path, stage, gathered_in):
-    """ZeRO-2 all-gathers the updated parameters inside engine.step, after the inner optimizer's step: the optimizer
-    phase of the same step, not the next step's forward. ZeRO-3 (every layer partitioned) gathers them for the
-    forward. Every collective is sized and typed, and named by what it is for."""
+def test_a_zero3_script_profiled_unmodified(tmp_path):
+    """ZeRO-3 (every layer partitioned) gathers the parameters for the forward (ZeRO-2's, in its optimizer phase: the
+    sweep below). Every collective is sized and typed, and named by what it is for."""
+    stage, gathered_in = 3, "forward"
     args = ["--max-steps", "10", "--schedule", "3,1,4", "--quiet", "--", str(SCRIPT), "--stage", str(stage)]
     result = commprof("run", "--run-id", "zero", *args, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
@@ -154,3 +260,58 @@ def test_a_script_that_declares_local_rank_gets_it(argv, source, expected):
     from commprof.worker.script import with_local_rank
 
     assert with_local_rank(argv, source, "1") == expected
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(NO_DEEPSPEED, reason="deepspeed is not installed (optional: pip install 'commprof[deepspeed]')")
+def test_a_zero_sweep_sets_its_options_in_the_scripts_config_and_finds_a_bucket_that_hurts(tmp_path):
+    """The script gives DeepSpeed a JSON file; the sweep's setting reduce_bucket_size 2000 is set in it (DeepSpeed
+    reads it back), the script's own config (5e5, one bucket for its 265,738 parameters) is the baseline. Buckets of
+    2000 elements make a gradient reduction per parameter where the script's own makes one a step: a cap that really
+    hurts, found every time, and the recommendation keeps the script's config. ZeRO's collectives are named in the
+    sweep's report as in a run's."""
+    config = tmp_path / "ds_config.json"
+    zero = {"stage": 2, "reduce_bucket_size": 5e5, "allgather_bucket_size": 5e5, "overlap_comm": True}
+    config.write_text(json.dumps({"train_micro_batch_size_per_gpu": 16, "zero_optimization": zero}))
+    result = commprof(
+        "sweep",
+        "--strategy",
+        "deepspeed",
+        "--reduce-bucket-size",
+        "own,2e3",
+        "--repeats",
+        "2",
+        "--max-steps",
+        "6",
+        "--warmup-steps",
+        "2",
+        "--profile-steps",
+        "2",
+        "--run-id",
+        "zs",
+        "--quiet",
+        "--",
+        str(SCRIPT),
+        "--deepspeed_config",
+        str(config),
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    record = load_json(tmp_path / "traces" / "zs" / "sweep.json")
+    own, small = record["settings"]["script-own"], record["settings"]["reduce-2000"]
+    ran = {"reduce_bucket_size": 500000, "allgather_bucket_size": 500000, "overlap_comm": True}
+    assert own["options"] == {"zero_stage": 2, **ran} and own["applied"] == {}
+    assert small["options"]["reduce_bucket_size"] == 2000 and small["applied"] == {"reduce_bucket_size": 2000}
+    report = load_report(tmp_path / "reports" / "zs" / "report.json")
+    assert report.sweep is not None
+    results = {s.label: s for s in report.sweep.settings}
+    # one bucket and a norm's all-reduce a step, against one a parameter (each has over 2000 elements but biases)
+    assert results["script-own"].allreduce_calls_per_step == 2 and results["reduce-2000"].allreduce_calls_per_step > 8
+    assert report.sweep.best == "script-own" and report.sweep.paste is None
+    # ZeRO-2 all-gathers the updated parameters inside engine.step: the optimizer phase of the same step
+    assert {(c.phase, c.op, c.purpose) for c in report.collectives} == {
+        ("backward", "all_reduce", "gradient reduction"),
+        ("backward", "all_reduce", "norm or overflow flag"),
+        ("optimizer", "all_gather", "parameter all-gather"),
+    }
+    assert report.sweep.recommendation.startswith("The script's own config (script-own, as written: zero_optimization")

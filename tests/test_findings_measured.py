@@ -13,9 +13,10 @@ from commprof.analysis.evidence import Evidence
 from commprof.analysis.findings import findings
 from commprof.analysis.predict import MB
 from commprof.analysis.setting_findings import cast_us
-from commprof.config import DDPOptions, RunConfig
+from commprof.config import RunConfig
 from commprof.instrument.link_probe import tier_groups
 from commprof.results.run_record import CastCost, ProbedSize, RunSummary
+from commprof.settings import DDPOptions
 from commprof.trace.load import load_run
 from tests.conftest import run_summary
 from tests.test_findings import ddp_rank, found, nccl_rank

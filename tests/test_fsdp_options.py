@@ -7,8 +7,8 @@ import torch.distributed as dist
 from torch import nn
 
 from commprof.analysis.sweep import paste_line
-from commprof.config import FSDPOptions, setting_label
 from commprof.instrument.fsdp import blocks, shard
+from commprof.settings import FSDPOptions, setting_label
 
 
 @pytest.fixture

@@ -10,6 +10,8 @@ PACKAGE = REPO / "commprof"
 # lowest first; a module may import its own package and the layers below its own, nothing else
 LAYERS = (
     {"errors", "backends", "native_logs", "commprof"},
+    {"fields"},
+    {"settings"},
     {"config", "values"},
     {"plans"},
     {"trace", "results"},

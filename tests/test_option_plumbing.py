@@ -12,10 +12,11 @@ import pytest
 from commprof import workloads
 from commprof.cli.app import app, main
 from commprof.cli.options import RUN_OPTIONS
-from commprof.config import DDPOptions, FSDPOptions, RunConfig
+from commprof.config import RunConfig
 from commprof.launch import job
 from commprof.launch.resolve import MachineProbe
 from commprof.plans import SweepPlan
+from commprof.settings import DDPOptions, DeepSpeedOptions, FSDPOptions
 
 FOUR_GPUS = MachineProbe(
     cuda_available=True, gpu_count=4, nccl_available=True, mpi_available=False, mpi4py_problem="not installed here"
@@ -31,6 +32,10 @@ def ddp(field, value):
 
 def fsdp(field, value):
     return lambda w: w.config.strategy == "fsdp" and getattr(w.config.fsdp, field) == value
+
+
+def zero(field, value):
+    return lambda w: w.config.strategy == "deepspeed" and getattr(w.config.deepspeed, field) == value
 
 
 # CLI option -> (its arguments, what the ranks must see); the machine has 4 GPUs, so cpu/gloo are not defaults
@@ -83,6 +88,16 @@ CASES = {
     "forward_prefetch": (["--strategy", "fsdp", "--forward-prefetch", "2"], fsdp("forward_prefetch", 2)),
     "backward_prefetch": (["--strategy", "fsdp", "--backward-prefetch", "3"], fsdp("backward_prefetch", 3)),
     "reduce_dtype": (["--strategy", "fsdp", "--reduce-dtype", "bf16"], fsdp("reduce_dtype", "bf16")),
+    "zero_stage": (["--strategy", "deepspeed", "--zero-stage", "3", "--", "train.py"], zero("zero_stage", 3)),
+    "reduce_bucket_size": (
+        ["--strategy", "deepspeed", "--reduce-bucket-size", "5e7", "--", "train.py"],
+        zero("reduce_bucket_size", 5e7),
+    ),
+    "allgather_bucket_size": (
+        ["--strategy", "deepspeed", "--allgather-bucket-size", "2e6", "--", "train.py"],
+        zero("allgather_bucket_size", 2e6),
+    ),
+    "overlap_comm": (["--strategy", "deepspeed", "--no-overlap-comm", "--", "train.py"], zero("overlap_comm", False)),
 }
 COMMANDS = {
     "run": [],
@@ -213,6 +228,22 @@ def test_fsdp_options_refused_where_they_do_not_apply(launches, capsys, argv, er
         main([*argv[:1], "--quiet", *argv[1:]])
     assert exit_info.value.code == 2
     assert capsys.readouterr().err.strip() == f"error: {error}"
+
+
+def test_a_zero_sweep_launches_the_scripts_own_config_first_then_its_settings(launches, capsys):
+    """--strategy deepspeed: ZeRO's options are swept ("own": the script's config); the baseline sets none."""
+    argv = ["--quiet", "--strategy", "deepspeed", "--reduce-bucket-size", "own,1e6", "--overlap-comm", "false"]
+    worker = launches(["sweep", *argv, "--max-steps", "9", "--", "train.py"])
+    assert worker.config.run_id.endswith("script-own-r1.1") and worker.config.deepspeed == DeepSpeedOptions()
+    assert worker.config.strategy == "deepspeed" and worker.config.ddp_forced == ()
+    for argv, error in (
+        (["run", "--reduce-bucket-size", "5e5", "--", "train.py"], "--reduce-bucket-size: DeepSpeed's ZeRO options; "),
+        (["run", "--strategy", "deepspeed"], "--strategy deepspeed is for a DeepSpeed script, given after -- "),
+        (["sweep", "--strategy", "deepspeed", "--comm-hook", "fp16", "--", "train.py"], "--comm-hook: not swept with "),
+    ):
+        with pytest.raises(SystemExit):
+            main([*argv[:1], "--quiet", *argv[1:]])
+        assert capsys.readouterr().err.startswith(f"error: {error}")
 
 
 def test_sweep_grid_keeps_the_options_it_does_not_sweep(launches):

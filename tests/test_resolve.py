@@ -1,8 +1,9 @@
 import pytest
 
-from commprof.config import DDPOptions, ProfileSchedule, RunRequest
+from commprof.config import ProfileSchedule, RunRequest
 from commprof.errors import UsageError
 from commprof.launch.resolve import MachineProbe, resolve
+from commprof.settings import DDPOptions
 
 CPU_ONLY = MachineProbe(
     cuda_available=False,

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from commprof.config import DDPOptions, ProfileSchedule, RunConfig
+from commprof.config import ProfileSchedule, RunConfig
 from commprof.launch.runlog import StepLog, mark_failed, read_run_json, read_step_logs, write_run_json
 from commprof.results.run_record import RUN_RECORD_VERSION, ClockOffset, ProbedSize, RankRecord, RunRecord
+from commprof.settings import DDPOptions
 
 # what commprof wrote before the record had a version, a link probe or per-parameter sizes, with a config key that
 # no longer exists

@@ -11,11 +11,12 @@ from commprof.analysis.sweep import paste_line, recommend
 from commprof.analysis.tune import next_bucket_sizes
 from commprof.commands.script_sweep import applied_on_top, launch_lengths
 from commprof.commands.sweep import baseline_of, grid_settings
-from commprof.config import OWN_LABEL, DDPOptions, RunConfig, RunRequest, own_setting, setting_label
+from commprof.config import RunConfig, RunRequest
 from commprof.errors import UsageError
 from commprof.plans import SweepOptions, SweepPlan
 from commprof.results.common import Estimate
 from commprof.results.report import SettingResult
+from commprof.settings import OWN_LABEL, DDPOptions, own_setting, setting_label
 
 # tests/data/scripts/train_default_ddp.py: twelve 256x256 layers and a 256x10 head, DDP(model) with no cap
 OWN_BUCKETS = [1_062_952, 2_105_344]  # DDP's default: the first bucket closes past 1 MiB, the rest under 25 MiB

@@ -8,9 +8,9 @@ import re
 
 import pytest
 
-from commprof.config import setting_label
 from commprof.results.store import load_report
 from commprof.results.sweep_record import SweepRecord
+from commprof.settings import setting_label
 from tests.conftest import REPO, commprof, plant_findings, planted_finding
 
 pytestmark = pytest.mark.slow

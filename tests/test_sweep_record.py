@@ -5,9 +5,10 @@ import json
 
 import pytest
 
-from commprof.config import DDPOptions, RunConfig
+from commprof.config import RunConfig
 from commprof.plans import SweepPlan
 from commprof.results.sweep_record import MeasuredSetting, SweepRecord
+from commprof.settings import DDPOptions
 
 OWN, CAPPED = DDPOptions(bucket_cap_mb=None), DDPOptions(bucket_cap_mb=5.0)
 

@@ -11,10 +11,10 @@ from functools import cached_property
 from commprof.analysis.crossrank import Matching
 from commprof.analysis.ddp_buckets import DEFAULT_CAP_MB
 from commprof.analysis.predict import LinkModel, StepProfile, fit_link, probed_link, step_profile
-from commprof.config import DDPOptions
 from commprof.errors import UsageError
 from commprof.results.report import JobStep, Report
 from commprof.results.run_record import ProbedSize
+from commprof.settings import DDPOptions
 from commprof.trace.model import RankTrace, RunTrace, Step
 
 MAX_MODELLED_RANKS = 8  # the bucket model reads the buckets of this many ranks (they all run the same ones)

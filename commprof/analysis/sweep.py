@@ -9,9 +9,17 @@ from typing import Any
 from commprof.analysis.buckets import backward_times, bucket_timelines, median_timeline
 from commprof.analysis.ddp_buckets import describe
 from commprof.analysis.stats import PRACTICAL_SHARE, difference_ci, median_ci, real_speedup, speedup_ci
-from commprof.config import OPTIONS_OF_STRATEGY, DDPOptions, FSDPOptions, SettingOptions, setting_label
 from commprof.results.report import DDPCrossCheck, Report, SettingResult, SweepResult
 from commprof.results.sweep_record import MeasuredSetting, SweepRecord
+from commprof.settings import (
+    OPTIONS_OF_STRATEGY,
+    DDPOptions,
+    DeepSpeedOptions,
+    FSDPOptions,
+    SettingOptions,
+    elements,
+    setting_label,
+)
 from commprof.trace.model import RankTrace
 from commprof.trace.rules import FSDP_PURPOSE
 
@@ -28,10 +36,13 @@ def _ms(ddp: dict[str, Any], key: str) -> float | None:
     return value / NS_PER_MS if isinstance(value, (int, float)) and value > 0 else None
 
 
-def paste_line(options: SettingOptions, framework: str = "script") -> str:
-    """What to write in the training script for this setting, in the terms of whatever built its DDP (or FSDP)."""
+def paste_line(options: SettingOptions, framework: str = "script", baseline: SettingOptions | None = None) -> str:
+    """What to write in the training script for this setting, in the terms of whatever built its DDP (or FSDP), or
+    in the DeepSpeed config the script gives deepspeed.initialize (what differs from `baseline`'s)."""
     if isinstance(options, FSDPOptions):
         return fsdp_paste_line(options)
+    if isinstance(options, DeepSpeedOptions):
+        return zero_config_lines(options, baseline if isinstance(baseline, DeepSpeedOptions) else None)
     args = [f"bucket_cap_mb={options.bucket_cap_mb:g}"] if options.bucket_cap_mb is not None else []
     if options.gradient_as_bucket_view:
         args.append("gradient_as_bucket_view=True")
@@ -51,6 +62,21 @@ def paste_line(options: SettingOptions, framework: str = "script") -> str:
     if options.grad_accum > 1:
         line += f"  # and all-reduce every {options.grad_accum} micro-batches (no_sync for the others)"
     return line
+
+
+def zero_config_lines(options: DeepSpeedOptions, baseline: DeepSpeedOptions | None) -> str:
+    """The "zero_optimization" entries to set in the script's DeepSpeed config (a dict or its JSON file), as JSON
+    writes them: those in which the setting differs from `baseline` (the script's own config, as it ran)."""
+    own = baseline.zero_config() if baseline else {}
+    entries = {name: value for name, value in options.zero_config().items() if own.get(name) != value}
+    text = ", ".join(f'"{name}": {_json_value(value)}' for name, value in entries.items())
+    return f'"zero_optimization": {{{text}}}  # in the config given to deepspeed.initialize; the rest as it is'
+
+
+def _json_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return elements(value) if isinstance(value, int) and value >= 1e4 else str(value)
 
 
 def fsdp_paste_line(options: FSDPOptions) -> str:
@@ -75,8 +101,10 @@ def setting_result(
     report: Report,
     rank0: RankTrace | None,
     strategy: str = "ddp",
+    launch: int = 1,
 ) -> SettingResult:
-    estimate, gain = median_ci(measured.step_ms), speedup_ci(baseline_steps, measured.step_ms)
+    """`launch`: the timed steps of one launch (a script's sweep), resampled together (stats.speedup_ci)."""
+    estimate, gain = median_ci(measured.step_ms), speedup_ci(baseline_steps, measured.step_ms, launch=launch)
     comm = statistics.fmean(r.comm_ms for r in report.ranks)
     overlap = statistics.fmean(r.overlap_ms for r in report.ranks)
     ddp0 = measured.ddp.get("0", {})
@@ -99,7 +127,7 @@ def setting_result(
         gathers_per_step=sum(c.calls_per_step for c in report.collectives if c.purpose == FSDP_PURPOSE["all_gather"]),
         traces=label,
         timeline=median_timeline(timelines),
-        gain_ms=difference_ci(measured.step_ms, baseline_steps),
+        gain_ms=difference_ci(measured.step_ms, baseline_steps, launch=launch),
         ddp_check=DDPCrossCheck(
             _ms(ddp0, "avg_backward_compute_time"),
             _ms(ddp0, "avg_backward_comm_time"),
@@ -120,6 +148,10 @@ def baseline_words(baseline: SettingResult, own: bool) -> tuple[str, str]:
     buckets = f"DDP built {describe(baseline.bucket_sizes)}" if baseline.bucket_sizes else ""
     if not own:
         return "the baseline", f"{baseline.label}: {buckets}" if buckets else baseline.label
+    if "zero_stage" in baseline.options:  # a DeepSpeed script's config, as it ran
+        ran = DeepSpeedOptions(**baseline.options).zero_config()
+        entries = ", ".join(f"{name} {_json_value(value)}" for name, value in ran.items()) or "not recorded"
+        return "the script's own config", f"{baseline.label}, as written: zero_optimization {entries}"
     buckets = buckets or "DDP's buckets not recorded"
     cap = baseline.options.get("bucket_cap_mb")
     passed = (
@@ -142,6 +174,12 @@ def recommend(
     best = min(settings, key=lambda s: s.step_ms.value)
     gain = best.speedup
     name, what = baseline_words(baseline, own)
+    if best.label != baseline.label and "zero_stage" in best.options and best.options == baseline.options:
+        return (
+            f"The fastest, {best.label}, ran with the same ZeRO options as {name} ({what}): it is the same setting, "
+            f"and {gain.value:.2f}x (95% CI {gain.low:.2f}-{gain.high:.2f}) is the noise between repeats of it. "
+            f"Keep {name}."
+        ), None
     if best.label != baseline.label and best.same_buckets(baseline):
         return (
             f"The fastest, {best.label}, builds the same buckets as {name} ({what}): it is the same setting, and "
@@ -164,7 +202,12 @@ def recommend(
         f"{best.label} is best: {best.step_ms.value:.1f} ms per step vs {baseline.step_ms.value:.1f} ms for "
         f"{against}, {gain.value:.2f}x faster (95% CI {gain.low:.2f}-{gain.high:.2f}), "
         f"{100 * (1 - 1 / gain.value):.0f}% less step time."
-    ), paste_line(options[best.label], framework)
+    ), paste_line(options[best.label], framework, options[baseline.label])
+
+
+def _size(options: dict[str, Any]) -> float:
+    """The bucket size a setting sorts by: DDP's cap, or ZeRO's reduce_bucket_size."""
+    return options.get("bucket_cap_mb") or options.get("reduce_bucket_size") or 0
 
 
 def sweep_result(record: SweepRecord, analysed: dict[str, tuple[Report, RankTrace | None]], kind: str) -> SweepResult:
@@ -172,14 +215,16 @@ def sweep_result(record: SweepRecord, analysed: dict[str, tuple[Report, RankTrac
     options_of = OPTIONS_OF_STRATEGY[strategy]
     planned = record.plan.baseline
     baseline_label = setting_label(planned)
-    own = isinstance(planned, DDPOptions) and planned.bucket_cap_mb is None  # a script as written (config.OWN_LABEL)
+    # a script as written: its DDP given no bucket_cap_mb (config.OWN_LABEL), its DeepSpeed config unchanged
+    own = planned == DeepSpeedOptions() or (isinstance(planned, DDPOptions) and planned.bucket_cap_mb is None)
     baseline_steps = record.settings[baseline_label].step_ms
+    launch = record.plan.steps_per_repeat if record.script else 1  # a script's repeats: a launch each
     results = [
-        setting_result(label, setting, baseline_steps, *analysed[label], strategy)
+        setting_result(label, setting, baseline_steps, *analysed[label], strategy, launch)
         for label, setting in record.settings.items()
     ]
     # a script's own setting first, then by cap
-    results.sort(key=lambda s: (not (own and s.label == baseline_label), s.options.get("bucket_cap_mb") or 0, s.label))
+    results.sort(key=lambda s: (not (own and s.label == baseline_label), _size(s.options), s.label))
     baseline = next(s for s in results if s.label == baseline_label)
     options = {label: options_of(**setting.options) for label, setting in record.settings.items()}
     text, paste = recommend(results, baseline, options, record.built_by, own)

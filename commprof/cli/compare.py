@@ -7,10 +7,10 @@ from typing import Annotated, Optional
 import typer
 
 from commprof.cli import console
-from commprof.cli.options import FSDP_OPTIONS, with_run_options
+from commprof.cli.options import DEEPSPEED_OPTIONS, FSDP_OPTIONS, with_run_options
 
 
-@with_run_options(exclude=frozenset({"backend", "max_steps", "script_output"}) | FSDP_OPTIONS)
+@with_run_options(exclude=frozenset({"backend", "max_steps", "script_output"}) | FSDP_OPTIONS | DEEPSPEED_OPTIONS)
 def compare(
     request,
     quiet: bool,

@@ -1,11 +1,13 @@
 """The options of every command that launches training (run, sweep, tune, compare, scale), made from
-the fields of RunRequest, ProfileSchedule, DDPOptions and FSDPOptions (commprof.config), where each is declared once.
+the fields of RunRequest, ProfileSchedule (commprof.config), DDPOptions, FSDPOptions and DeepSpeedOptions
+(commprof.settings), where each is declared once.
 
 `@with_run_options` appends them to a command's own parameters and hands the command one RunRequest.
 (This module avoids `from __future__ import annotations` so that Typer sees real annotations.)"""
 
 import functools
 import inspect
+import re
 import types
 import typing
 from pathlib import Path
@@ -14,7 +16,10 @@ from typing import Annotated, Any, Callable, Optional
 import typer
 
 from commprof.cli.console import stdout_for_the_result
-from commprof.config import DDPOptions, FSDPOptions, ProfileSchedule, RunRequest, by_fields, option_fields
+from commprof.config import ProfileSchedule, RunRequest, by_fields, option_fields
+from commprof.settings import DDPOptions, DeepSpeedOptions, FSDPOptions
+
+SETTING_KINDS = (DDPOptions, FSDPOptions, DeepSpeedOptions)
 
 
 def _cli_type(hint: Any) -> Any:
@@ -53,7 +58,7 @@ def _declared() -> list[tuple[str, str, inspect.Parameter]]:
     """(owner, field name, CLI parameter) for every run option field, in declaration order."""
     return [
         (owner.__name__, name, parameter)
-        for owner in (RunRequest, ProfileSchedule, DDPOptions, FSDPOptions)
+        for owner in (RunRequest, ProfileSchedule, *SETTING_KINDS)
         for name, parameter in declared_parameters(owner)
     ]
 
@@ -124,7 +129,12 @@ MaxStepsOpt: Any = declared_option("max_steps")  # advise
 NodesOpt: Any = declared_option("nodes")
 RdzvEndpointOpt: Any = declared_option("rdzv_endpoint")
 LocalAddrOpt: Any = declared_option("local_addr")
-HELP_OF = {f.name: f.metadata["help"] for owner in (DDPOptions, FSDPOptions) for f in option_fields(owner)}
+HELP_OF = {f.name: f.metadata["help"] for owner in SETTING_KINDS for f in option_fields(owner)}
+
+
+def _one_value(name: str) -> str:
+    """An option's help as one value's: the default its own flag states is not a swept list's."""
+    return re.sub(r" \[default: [^\]]*\]\.$", ".", HELP_OF[name])
 
 
 def swept_options(defaults: dict[str, str]) -> list[inspect.Parameter]:
@@ -135,7 +145,7 @@ def swept_options(defaults: dict[str, str]) -> list[inspect.Parameter]:
             name,
             inspect.Parameter.POSITIONAL_OR_KEYWORD,
             default=default,
-            annotation=Annotated[str, typer.Option(help=f"Values to compare, comma-separated. {HELP_OF[name]}")],
+            annotation=Annotated[str, typer.Option(help=f"Values to compare, comma-separated. {_one_value(name)}")],
         )
         for name, default in defaults.items()
     ]
@@ -144,6 +154,7 @@ def swept_options(defaults: dict[str, str]) -> list[inspect.Parameter]:
 RUN_OPTIONS = [p for _, _, p in DECLARED] + list(inspect.signature(_extra).parameters.values())
 DEFAULTS = {p.name: p.default for p in RUN_OPTIONS}
 FSDP_OPTIONS = frozenset(f.name for f in option_fields(FSDPOptions))  # only commands that run FSDP take them
+DEEPSPEED_OPTIONS = frozenset(f.name for f in option_fields(DeepSpeedOptions))  # only those that run a script
 
 
 def build_request(values: dict[str, Any], named: frozenset[str] = frozenset()) -> RunRequest:
@@ -158,6 +169,7 @@ def build_request(values: dict[str, Any], named: frozenset[str] = frozenset()) -
         schedule=schedule,
         ddp=by_fields(DDPOptions, given),
         fsdp=by_fields(FSDPOptions, given),
+        deepspeed=by_fields(DeepSpeedOptions, given),
         cli_args=as_cli_args(values),
         named=tuple(sorted(FIELD_OF.get(name, name) for name in named)),
     )

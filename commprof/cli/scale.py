@@ -7,12 +7,12 @@ from typing import Annotated, Optional
 import typer
 
 from commprof.cli import console
-from commprof.cli.options import FSDP_OPTIONS, with_run_options
+from commprof.cli.options import DEEPSPEED_OPTIONS, FSDP_OPTIONS, with_run_options
 
 Opt = typer.Option
 
 
-@with_run_options(exclude=frozenset({"nodes", "max_steps", "script_output"}) | FSDP_OPTIONS)
+@with_run_options(exclude=frozenset({"nodes", "max_steps", "script_output"}) | FSDP_OPTIONS | DEEPSPEED_OPTIONS)
 def scale(
     request,
     quiet: bool,

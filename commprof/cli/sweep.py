@@ -1,5 +1,5 @@
-"""`commprof sweep`: several DDP (or, with --strategy fsdp, FSDP) settings measured and compared (one launch for
-a built-in model; for a script, one per setting and turn)."""
+"""`commprof sweep`: several DDP (or, with --strategy fsdp, FSDP; with --strategy deepspeed, a DeepSpeed script's
+ZeRO) settings measured and compared (one launch for a built-in model; for a script, one per setting and turn)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from typing import Annotated, Optional
 import typer
 
 from commprof.cli import console
-from commprof.cli.options import FSDP_OPTIONS, with_options, with_run_options
-from commprof.plans import DDP_SWEPT, FSDP_SWEPT, SweepOptions
+from commprof.cli.options import DEEPSPEED_OPTIONS, FSDP_OPTIONS, with_options, with_run_options
+from commprof.plans import DDP_SWEPT, DEEPSPEED_SWEPT, FSDP_SWEPT, SweepOptions
 
 UNUSED = frozenset({"steps", "wait", "warmup", "active", "schedule"})  # its own schedule (--max-steps: a script's)
-SWEPT = frozenset(DDP_SWEPT) | FSDP_OPTIONS
+SWEPT = frozenset(DDP_SWEPT) | FSDP_OPTIONS | DEEPSPEED_OPTIONS
 ScriptArg = Annotated[
     Optional[list[str]],
     typer.Argument(
@@ -24,7 +24,7 @@ ScriptArg = Annotated[
 ]
 
 
-@with_run_options(exclude=SWEPT | UNUSED, swept=DDP_SWEPT | FSDP_SWEPT)
+@with_run_options(exclude=SWEPT | UNUSED, swept=DDP_SWEPT | FSDP_SWEPT | DEEPSPEED_SWEPT)
 @with_options(SweepOptions, "options")
 def sweep(
     request,
@@ -34,10 +34,11 @@ def sweep(
     options: SweepOptions,
     script: ScriptArg = None,
 ) -> None:
-    """Compare DDP or FSDP settings, with confidence intervals.
+    """Compare DDP, FSDP or ZeRO settings, with confidence intervals.
 
-    DDP's bucket size and other knobs, or FSDP's with --strategy fsdp (resharding, prefetch, reduce dtype), in
-    one launch (a script: one launch per setting and turn)."""
+    DDP's bucket size and other knobs, FSDP's with --strategy fsdp (resharding, prefetch, reduce dtype), in one
+    launch (a script: one launch per setting and turn); a DeepSpeed script's ZeRO options with --strategy deepspeed
+    (stage, reduce and all-gather bucket sizes, overlap_comm; "own": as its config has it), set in its config."""
     from commprof.cli.progress import ConsoleFeedback
     from commprof.commands.sweep import sweep as command
 

@@ -10,12 +10,13 @@ from commprof.cli.sweep import UNUSED, ScriptArg
 from commprof.plans import SweepOptions
 
 
-@with_run_options(exclude=frozenset({"bucket_cap_mb"}) | FSDP_OPTIONS | UNUSED)
+@with_run_options(exclude=frozenset({"bucket_cap_mb", "reduce_bucket_size"}) | FSDP_OPTIONS | UNUSED)
 @with_options(SweepOptions, "options")
 def tune(request, quiet: bool, json_out: bool, options: SweepOptions, script: ScriptArg = None) -> None:
-    """Find the best bucket_cap_mb with fewer runs than a sweep.
+    """Find the best bucket size with fewer runs than a sweep.
 
-    A coarse log grid of bucket sizes, then refinement around the best; stops when the rest is noise."""
+    DDP's bucket_cap_mb, or a DeepSpeed script's reduce_bucket_size with --strategy deepspeed. A coarse log grid
+    of bucket sizes, then refinement around the best; stops when the rest is noise."""
     from commprof.cli.progress import ConsoleFeedback
     from commprof.commands.sweep import tune as command
 

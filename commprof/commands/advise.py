@@ -7,11 +7,12 @@ import dataclasses
 from pathlib import Path
 
 from commprof.commands.outcome import SILENT, Feedback, Outcome
-from commprof.config import DDPOptions, RunConfig, RunRequest, own_setting, setting_label
+from commprof.config import RunConfig, RunRequest
 from commprof.errors import UsageError
 from commprof.plans import ADVISE_TOP, MEASURED_AS_USUAL, SweepOptions
 from commprof.results.run_record import RunSummary
 from commprof.results.store import load_report
+from commprof.settings import DDPOptions, own_setting, setting_label
 
 
 def advise(

@@ -12,10 +12,11 @@ from commprof.backends import BACKENDS
 from commprof.commands.common import check_model, ddp_only, prepare_figures, training
 from commprof.commands.outcome import SILENT, Feedback, Outcome
 from commprof.commands.reporting import prepare_report_dir, report_from_traces
-from commprof.config import STRATEGIES, RunRequest
+from commprof.config import RunRequest
 from commprof.errors import CommprofError, UsageError
 from commprof.results.compare import PLURAL, BackendRun, CompareResult
 from commprof.results.report import Report
+from commprof.settings import STRATEGIES
 
 
 def compare(

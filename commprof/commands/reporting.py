@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from commprof.analysis.analyze import analyze, analyze_run, finished_report
+from commprof.analysis.collectives import with_zero_purposes
 from commprof.analysis.crossrank import measured_offsets
 from commprof.analysis.digest import MAX_DETAILED_RANKS, digest, digest_hta, with_digests_from_other_nodes
 from commprof.analysis.incomplete import completed_steps_only
@@ -121,7 +122,11 @@ def sweep_report(run_dir: Path, name: str, kind: str, predicted: dict[str, Estim
     analysed = {}
     for label in record.settings:
         trace = load_run([run_dir / label])
-        analysed[label] = (analyze(trace, name=label, kind="run"), trace.ranks[0] if trace.ranks[0].rank == 0 else None)
+        report = analyze(trace, name=label, kind="run")
+        launch = read_run_json(run_dir / label)  # a script's profiled launch: ZeRO's collectives named as in a run's
+        if launch is not None and launch.deepspeed_built:
+            report = dataclasses.replace(report, collectives=with_zero_purposes(report.collectives))
+        analysed[label] = (report, trace.ranks[0] if trace.ranks[0].rank == 0 else None)
     result = sweep_result(record, analysed, kind)
     if predicted:
         result = dataclasses.replace(

@@ -14,9 +14,10 @@ from commprof.commands.common import check_model, describe, prepare_figures, tra
 from commprof.commands.outcome import SILENT, Feedback, Outcome
 from commprof.commands.reporting import report_from_traces, write_report
 from commprof.commands.unfinished import failed_run, interrupted_run
-from commprof.config import RunConfig, RunRequest, applied_to_a_script, setting_label
+from commprof.config import RunConfig, RunRequest
 from commprof.errors import Interrupted, RunFailed, UsageError
 from commprof.launch.runlog import finish_script_run, read_run_json
+from commprof.settings import applied_to_a_script, setting_label
 
 DERIVED_IN_SLURM = ("--nodes", "--rdzv-endpoint", "--run-id")
 

@@ -1,4 +1,5 @@
-"""`commprof sweep|tune ... -- train.py args`: DDP settings measured on the user's own script.
+"""`commprof sweep|tune ... -- train.py args`: DDP settings (or a DeepSpeed script's ZeRO options, with --strategy
+deepspeed) measured on the user's own script.
 
 A script cannot hold several DDP copies of its model at once, so each setting gets launches of its own:
 `repeats` rounds in which every setting takes its turn (A B C A B C), each turn one unprofiled launch of
@@ -9,7 +10,8 @@ The baseline of a sweep or tune is the script as it is written (config.OWN_LABEL
 DistributedDataParallel no option, so it builds the buckets the script asks for (without a bucket_cap_mb, DDP's
 default: a 1 MiB first bucket, then 25 MiB). Every other setting is applied on top of the script's own arguments:
 each DDP argument in which the settings differ from the baseline is set, even at DDP's default value, and the
-others stay as the script wrote them."""
+others stay as the script wrote them. A DeepSpeed script's settings set the ZeRO options they name in the config it
+gives deepspeed.initialize (instrument/deepspeed.py); its baseline sets none."""
 
 from __future__ import annotations
 
@@ -24,30 +26,25 @@ from typing import Any
 from commprof.commands.common import ddp_only, prepare_figures, training
 from commprof.commands.outcome import Feedback, Outcome
 from commprof.commands.reporting import sweep_report, write_report
-from commprof.config import (
-    DDP_ARGUMENTS,
-    DDPOptions,
-    ProfileSchedule,
-    RunConfig,
-    RunRequest,
-    SettingOptions,
-    setting_label,
-)
+from commprof.config import ProfileSchedule, RunConfig, RunRequest
 from commprof.errors import UsageError
 from commprof.launch.job import TORCHRUN_OMP_WARNING, torchrun_environment
 from commprof.launch.runlog import finish_script_run, read_run_json, write_text_atomic
 from commprof.plans import SweepOptions, SweepPlan
 from commprof.results.common import Estimate, job_steps
-from commprof.results.run_record import BuiltDDP, RunRecord
+from commprof.results.run_record import BuiltDDP, BuiltDeepSpeed, RunRecord
 from commprof.results.sweep_record import FILE_NAME, MeasuredSetting, SweepRecord
+from commprof.settings import DDP_ARGUMENTS, DDPOptions, DeepSpeedOptions, SettingOptions, elements, setting_label
 
 UNPROFILED = ProfileSchedule(wait=0, warmup=0, active=1)  # a placeholder: timed launches run no profiler
 
 
-def applied_on_top(settings: list[DDPOptions], baseline: DDPOptions) -> tuple[str, ...]:
+def applied_on_top(settings: list[DDPOptions], baseline: SettingOptions) -> tuple[str, ...]:
     """The DDP arguments every setting but the baseline sets even at DDP's default value: those in which some
     setting differs from the baseline. The others stay as the script wrote them (the baseline applies none but
     those the command line named for every setting: `--no-find-unused-parameters`)."""
+    if not isinstance(baseline, DDPOptions):
+        return ()
     return tuple(name for name in DDP_ARGUMENTS if any(getattr(s, name) != getattr(baseline, name) for s in settings))
 
 
@@ -85,27 +82,22 @@ def measure_script(
     from commprof.commands.run import check_script
     from commprof.launch.resolve import MachineProbe, resolve
 
-    ddp_only(request, "sweep -- SCRIPT", " settings on a script (one that calls fully_shard itself keeps its own)")
-    assert isinstance(baseline, DDPOptions)  # --strategy ddp: the baseline and every setting are DDP's
+    if request.strategy == "fsdp":
+        ddp_only(request, "sweep -- SCRIPT", " settings on a script (one that calls fully_shard itself keeps its own)")
     options, max_steps = launch_lengths(request.max_steps, options)
     config = resolve(dataclasses.replace(request, max_steps=None), MachineProbe.detect())
     check_script(request)
-    ddp_settings = [baseline, *(s for s in settings if isinstance(s, DDPOptions) and s != baseline)]
+    ddp_settings = [baseline, *(s for s in settings if type(s) is type(baseline) and s != baseline)]
     plan = SweepPlan(run=config, settings=tuple(ddp_settings), baseline=baseline, tune=tune, **options.given())
     timed_steps = max_steps or plan.warmup_steps + plan.steps_per_repeat
     profiled_steps = max_steps or _profiled(plan).total
-    forced = applied_on_top(ddp_settings, baseline)
+    forced = applied_on_top([s for s in ddp_settings if isinstance(s, DDPOptions)], baseline)
     try:
         config.run_dir.mkdir(parents=True)
     except FileExistsError:
         raise UsageError(f"run folder {config.run_dir} already exists; commprof never overwrites a run") from None
     started = time.perf_counter()
-    what = (
-        f"the script's own setting and caps {', '.join(f'{s.bucket_cap_mb:g}' for s in ddp_settings[1:])} MB, one "
-        "per bucket layout,"
-        if tune
-        else _counted(ddp_settings)
-    )
+    what = _tried(ddp_settings) if tune else _counted(ddp_settings)
     feedback.info(
         f"{kind} {config.run_id}: {' '.join(config.script)} on {config.world_size} {config.device} rank(s); "
         f"{what} x {plan.repeats} interleaved repeats of one launch each ({timed_steps} steps, the first "
@@ -123,7 +115,7 @@ def measure_script(
     )
     last = launches.last
     assert last is not None  # every round launched each setting it measured once more, profiled
-    built = last.ddp_built[0] if last.ddp_built else None
+    built = (last.ddp_built or last.deepspeed_built or [None])[0]
     record = SweepRecord(
         plan=dataclasses.replace(plan, settings=tuple(measured)),
         settings=results,
@@ -167,12 +159,12 @@ class _Launches:
     tune: bool
     count: int = 0  # launches so far
     rounds: int = 0
-    layout_of: Callable[[DDPOptions], tuple[int, ...]] | None = None  # learnt from the script's first launch
+    layout_of: Callable[[Any], tuple[int, ...]] | None = None  # a setting's buckets, from the script's first launch
     last: RunRecord | None = None  # the last profiled launch's record
     order: list[str] = field(default_factory=list)  # the timed launches' settings, in the order they ran
 
     def launch(
-        self, setting: DDPOptions, run_id: str, steps: int, schedule: ProfileSchedule | None, subject: str
+        self, setting: SettingOptions, run_id: str, steps: int, schedule: ProfileSchedule | None, subject: str
     ) -> RunRecord:
         self.count += 1
         applied = tuple(
@@ -183,7 +175,7 @@ class _Launches:
     def measure(self, settings: list[SettingOptions]) -> dict[str, MeasuredSetting]:
         """Interleaved repeats of one timed launch per setting, then one profiled launch each. Tune measures one
         setting per bucket layout, which it learns from the first launch (the baseline's)."""
-        plan, pending = self.plan, [s for s in settings if isinstance(s, DDPOptions)]
+        plan, pending = self.plan, list(settings)
         timed: dict[str, list[float]] = {setting_label(s): [] for s in pending}
         for repeat in range(plan.repeats):
             for setting in list(pending):
@@ -194,44 +186,43 @@ class _Launches:
                 run = self.launch(setting, f"{label}-r{self.rounds + 1}.{repeat + 1}", self.timed_steps, None, subject)
                 timed[label] += _job_steps(run)[plan.warmup_steps :]
                 self.order.append(label)
-                if self.tune and self.layout_of is None and run.ddp_built:  # the baseline's first launch
-                    self.layout_of = _layouts(run.ddp_built[0])
-                    pending = _one_per_layout(pending, self.layout_of, self.name, self.feedback)
+                if self.tune and self.layout_of is None and (run.ddp_built or run.deepspeed_built):  # the baseline's
+                    self.layout_of, described = _layouts(run)
+                    pending = _one_per_layout(pending, self.layout_of, described, self.name, self.feedback)
         measured = {}
         for setting in pending:
             label = setting_label(setting)
             self.last = self.launch(setting, label, self.profiled_steps, _profiled(plan), f"{label}, profiled")
             built = self.last.ddp_built[0] if self.last.ddp_built else None
+            engine = self.last.deepspeed_built[0] if self.last.deepspeed_built else None
             measured[label] = MeasuredSetting(
-                options=_ran_with(setting, built),
+                options=_ran_with(setting, built, engine),
                 step_ms=timed[label],
                 ddp={str(r.rank): r.ddp for r in self.last.ranks},
                 asked=built.asked if built else {},
-                applied=built.applied if built else {},
+                applied=built.applied if built else engine.applied if engine else {},
             )
         self.rounds += 1
         return measured
 
     def refine(self, results: dict[str, MeasuredSetting], done: int) -> list[SettingOptions]:
-        """Tune's caps for the next round, around the best measured so far; none when it is done."""
-        baseline = self.plan.baseline
-        assert isinstance(baseline, DDPOptions)
-        own = setting_label(baseline)
-        caps = {
-            m.options["bucket_cap_mb"]: m.step_ms
-            for label, m in results.items()
-            if label != own and m.options.get("bucket_cap_mb") is not None
-        }
+        """Tune's sizes for the next round (DDP's bucket_cap_mb, or ZeRO's reduce_bucket_size), around the best
+        measured so far; none when it is done."""
         from commprof.analysis.tune import next_bucket_sizes
 
+        baseline, layout_of = self.plan.baseline, self.layout_of
+        knob = "bucket_cap_mb" if isinstance(baseline, DDPOptions) else "reduce_bucket_size"
+        own = setting_label(baseline)
+        sizes = {m.options[knob]: m.step_ms for label, m in results.items() if label != own and m.options.get(knob)}
         fresh = next_bucket_sizes(
-            caps,
+            sizes,
             done,
-            _cap_layouts(self.layout_of, baseline),
+            (lambda size: layout_of(_sized(baseline, size))) if layout_of else None,
             own=results[own].step_ms,
-            own_layout=self.layout_of(baseline) if self.layout_of else None,
+            own_layout=layout_of(baseline) if layout_of else None,
+            launch=self.plan.steps_per_repeat,
         )
-        pending: list[SettingOptions] = [dataclasses.replace(baseline, bucket_cap_mb=mb) for mb in fresh]
+        pending = [_sized(baseline, size) for size in fresh]
         if pending:
             self.feedback.info(f"{self.name}: tuning round {done + 2}, {_counted(pending, 'more ')} around the best")
         return pending
@@ -244,35 +235,67 @@ def _counted(settings: Sequence[SettingOptions], more: str = "") -> str:
     )
 
 
-def _layouts(built: BuiltDDP) -> Callable[[DDPOptions], tuple[int, ...]]:
-    """A setting's buckets, as DDP builds them for the module the script wrapped: its own cap when the setting
-    applies none (what the script passes, or DDP's default)."""
-    from commprof.analysis.ddp_buckets import layout
+def _tried(settings: Sequence[SettingOptions]) -> str:
+    """What tune's first round measures: the script's own setting and the sizes of the coarse grid."""
+    others = settings[1:]
+    if all(isinstance(s, DDPOptions) for s in others):
+        caps = ", ".join(f"{s.bucket_cap_mb:g}" for s in others if isinstance(s, DDPOptions))
+        return f"the script's own setting and caps {caps} MB, one per bucket layout,"
+    sizes = ", ".join(elements(s.reduce_bucket_size or 0) for s in others if isinstance(s, DeepSpeedOptions))
+    return f"the script's own config and reduce_bucket_size {sizes} elements,"
 
-    asked = built.asked.get("bucket_cap_mb")
-    own = float(asked) if asked is not None else None
-    return lambda s: layout(built.parameter_sizes, s.bucket_cap_mb if s.bucket_cap_mb is not None else own)
+
+def _layouts(run: RunRecord) -> tuple[Callable[[Any], tuple[int, ...]], Callable[[tuple[int, ...]], str]]:
+    """A setting's buckets and their description, learnt from the baseline's launch: as DDP builds them for the
+    module the script wrapped (a setting that applies no cap: what the script passes, or DDP's default); for ZeRO,
+    only whether its gradients fill one reduce bucket (a size at or above them all), what every such size builds."""
+    from commprof.analysis.ddp_buckets import describe, layout
+
+    if run.ddp_built:
+        built = run.ddp_built[0]
+        asked = built.asked.get("bucket_cap_mb")
+        own = float(asked) if asked is not None else None
+        return (
+            lambda s: layout(built.parameter_sizes, s.bucket_cap_mb if s.bucket_cap_mb is not None else own),
+            describe,
+        )
+    engine = run.deepspeed_built[0]
+    mine, gradients = engine.settings.get("reduce_bucket_size"), engine.parameters
+
+    def zero_layout(s: DeepSpeedOptions) -> tuple[int, ...]:
+        return (int(min(s.reduce_bucket_size or mine or gradients, gradients)),)
+
+    def described(built: tuple[int, ...]) -> str:
+        whole = built[0] >= gradients
+        return (
+            f"one bucket of all {gradients:,} gradient elements" if whole else f"{elements(built[0])}-element buckets"
+        )
+
+    return zero_layout, described
 
 
-def _cap_layouts(
-    layout_of: Callable[[DDPOptions], tuple[int, ...]] | None, baseline: DDPOptions
-) -> Callable[[float], tuple[int, ...]] | None:
-    """A cap's buckets, for the refinement of tune (analysis.tune.next_bucket_sizes)."""
-    if layout_of is None:
-        return None
-    return lambda mb: layout_of(dataclasses.replace(baseline, bucket_cap_mb=mb))
+def _sized(baseline: SettingOptions, size: float) -> SettingOptions:
+    """The baseline with tune's bucket size: DDP's bucket_cap_mb, or ZeRO's reduce_bucket_size."""
+    if isinstance(baseline, DeepSpeedOptions):
+        return dataclasses.replace(baseline, reduce_bucket_size=size)
+    assert isinstance(baseline, DDPOptions)  # tune varies DDP's cap or ZeRO's bucket size
+    return dataclasses.replace(baseline, bucket_cap_mb=size)
 
 
 def _one_per_layout(
-    pending: list[DDPOptions], layout_of: Callable[[DDPOptions], tuple[int, ...]], name: str, feedback: Feedback
-) -> list[DDPOptions]:
+    pending: list[SettingOptions],
+    layout_of: Callable[[Any], tuple[int, ...]],
+    described: Callable[[tuple[int, ...]], str],
+    name: str,
+    feedback: Feedback,
+) -> list[SettingOptions]:
     """Tune measures one setting per bucket layout, the first that builds it (the baseline comes first); says
     which it leaves out and how many it measures."""
-    from commprof.analysis.ddp_buckets import describe, one_per_layout
+    from commprof.analysis.ddp_buckets import one_per_layout
 
     kept = one_per_layout(pending, layout_of)
     twins = [
-        f"{setting_label(s)} builds {setting_label(kept[layout_of(s)])}'s buckets ({describe(layout_of(s))})"
+        f"{setting_label(s)} builds {setting_label(kept[layout_of(s)])}'s buckets ({described(layout_of(s))})"
         for s in pending
         if s not in kept.values()
     ]
@@ -281,9 +304,15 @@ def _one_per_layout(
     return list(kept.values())
 
 
-def _ran_with(setting: DDPOptions, built: BuiltDDP | None) -> dict[str, Any]:
-    """The options a setting's DDP really had: the script's own arguments, with what commprof set on top."""
+def _ran_with(setting: SettingOptions, built: BuiltDDP | None, engine: BuiltDeepSpeed | None) -> dict[str, Any]:
+    """The options a setting really ran with: the script's own DDP arguments (or its DeepSpeed config's ZeRO
+    options), with what commprof set on top."""
     options = dataclasses.asdict(setting)
+    if isinstance(setting, DeepSpeedOptions):
+        if engine is not None:
+            options["zero_stage"] = engine.zero_stage
+            options |= {name: engine.settings[name] for name in options if name in engine.settings}
+        return options
     if built is None:
         return options
     for name in DDP_ARGUMENTS:
@@ -296,7 +325,7 @@ def _ran_with(setting: DDPOptions, built: BuiltDDP | None) -> dict[str, Any]:
 
 def _launch(
     config: RunConfig,
-    setting: DDPOptions,
+    setting: SettingOptions,
     forced: tuple[str, ...],
     run_id: str,
     max_steps: int,
@@ -307,11 +336,14 @@ def _launch(
     """One launch of the script with this setting, in a folder of the sweep's; its completed run.json."""
     from commprof.launch.job import run_job
 
+    if isinstance(setting, DeepSpeedOptions):
+        config = dataclasses.replace(config, deepspeed=setting)
+    elif isinstance(setting, DDPOptions):
+        config = dataclasses.replace(config, ddp=setting)
     one = dataclasses.replace(
         config,
         run_id=run_id,
         traces_dir=config.run_dir,
-        ddp=setting,
         max_steps=max_steps,
         schedule=schedule or UNPROFILED,
         profiled=schedule is not None,

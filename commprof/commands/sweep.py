@@ -1,5 +1,6 @@
-"""`commprof sweep` and `commprof tune`: several DDP (or FSDP) settings measured, then compared: a built-in model
-in one launch (worker.sweep), a script in one launch per setting and turn (commands.script_sweep)."""
+"""`commprof sweep` and `commprof tune`: several DDP (or FSDP, or a DeepSpeed script's ZeRO) settings measured,
+then compared: a built-in model in one launch (worker.sweep), a script in one launch per setting and turn
+(commands.script_sweep)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,12 @@ from typing import Any
 from commprof.commands.common import check_model, ddp_only, describe, prepare_figures
 from commprof.commands.outcome import SILENT, Feedback, Outcome
 from commprof.commands.reporting import sweep_report, write_report
-from commprof.config import DDPOptions, RunRequest, SettingOptions, own_setting, setting_label
+from commprof.config import RunRequest
 from commprof.errors import UsageError
 from commprof.plans import MEASURED_AS_USUAL, SweepOptions, SweepPlan, sweep_grid
 from commprof.results.common import Estimate
 from commprof.results.report import Report
+from commprof.settings import DDPOptions, SettingOptions, own_setting, setting_label
 
 
 def grid_settings(base: SettingOptions, grid: dict[str, list[Any]]) -> list[SettingOptions]:
@@ -30,7 +32,7 @@ def baseline_of(request: RunRequest) -> SettingOptions:
     passes it no bucket_cap_mb, nor any option not given); a built-in model's, the request's own options."""
     if request.script and isinstance(request.options, DDPOptions):
         return own_setting(request.options)
-    return request.options
+    return request.options  # a DeepSpeed script's: its config as written, with only the ZeRO options given set
 
 
 def sweep(
@@ -47,8 +49,11 @@ def sweep(
 
 def tune(request: RunRequest, feedback: Feedback = SILENT, options: SweepOptions = MEASURED_AS_USUAL) -> Outcome:
     """A coarse log grid of bucket sizes first; rank 0 then refines around the best (analysis.tune)."""
-    from commprof.analysis.tune import COARSE_GRID_MB
+    from commprof.analysis.tune import COARSE_GRID_ELEMENTS, COARSE_GRID_MB
 
+    if request.strategy == "deepspeed":  # ZeRO's reduce_bucket_size, on top of the script's config
+        settings = grid_settings(request.deepspeed, {"reduce_bucket_size": list(COARSE_GRID_ELEMENTS)})
+        return measure(request, settings, baseline_of(request), "tune", feedback, options, tune=True)
     ddp_only(request, "tune", " bucket sizes (FSDP's knobs: commprof sweep --strategy fsdp)")
     settings = grid_settings(request.ddp, {"bucket_cap_mb": list(COARSE_GRID_MB)})
     return measure(request, settings, baseline_of(request), "tune", feedback, options, tune=True)

@@ -10,8 +10,8 @@ from torch import nn
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 from torch.nn.parallel import DistributedDataParallel
 
-from commprof.config import DDP_ARGUMENTS, DDPOptions, applied_to_a_script
 from commprof.results.run_record import BuiltDDP
+from commprof.settings import DDP_ARGUMENTS, DDPOptions, applied_to_a_script
 
 TIMED = "_commprof_timed_hook"  # the attribute of a DDP whose comm hook commprof times
 COMM_HOOKS = {"fp16": default_hooks.fp16_compress_hook, "bf16": default_hooks.bf16_compress_hook}

@@ -1,7 +1,9 @@
 """DeepSpeed engines a user's script builds, found without touching the script: when the script imports DeepSpeed,
 its engine class is wrapped so that each engine is recorded as it was built (ZeRO's stage and the settings that shape
 its communication) and its `step()` ends the training step (ZeRO's stages 1 and 2 all-gather the updated parameters
-inside it, after the inner optimizer's step: the step is not over when that optimizer's step is).
+inside it, after the inner optimizer's step: the step is not over when that optimizer's step is). With ZeRO's
+options given (--strategy deepspeed: a sweep's setting), DeepSpeed's config class is wrapped too, so that the config
+the script gives deepspeed.initialize (a dict, or its JSON file) gets them in its "zero_optimization" section.
 
 DeepSpeed is never imported here: a script that does not use it pays nothing."""
 
@@ -11,6 +13,7 @@ import functools
 import importlib.abc
 import importlib.util
 import inspect
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -19,6 +22,7 @@ from commprof.instrument.ddp import framework_of
 from commprof.results.run_record import BuiltDeepSpeed
 
 ENGINE_MODULE = "deepspeed.runtime.engine"
+CONFIG_MODULE = "deepspeed.runtime.config"  # imported by the engine's module
 # what shapes ZeRO's communication, by the names of DeepSpeed's config, read from the engine as it was built
 SETTINGS = {
     "reduce_bucket_size": "zero_reduce_bucket_size",
@@ -34,8 +38,9 @@ class DeepSpeedWatch:
     """While installed, every DeepSpeedEngine the program builds is recorded in `built`, and the first one's steps
     (at gradient accumulation boundaries) call `on_step` as they end."""
 
-    def __init__(self, on_step: Callable[[], None]):
+    def __init__(self, on_step: Callable[[], None], zero_config: dict[str, Any] | None = None):
         self.on_step = on_step
+        self.zero_config = zero_config or {}  # set on top of every config the script gives DeepSpeed
         self.built: list[BuiltDeepSpeed] = []
         self.engine: Any = None  # the first engine: the one whose steps are the steps
 
@@ -65,6 +70,8 @@ class DeepSpeedWatch:
             return result
 
         engine_class.__init__, engine_class.step = __init__, stepped
+        if self.zero_config:
+            _set_in_every_config(sys.modules[CONFIG_MODULE].DeepSpeedConfig, self.zero_config)
 
     def _record(self, engine: Any, built_by: str) -> None:
         try:
@@ -75,9 +82,34 @@ class DeepSpeedWatch:
             module = type(engine.module).__name__
         except Exception:  # noqa: BLE001 - another DeepSpeed's engine: the script's run matters more than its record
             return
-        self.built.append(BuiltDeepSpeed(module, stage, settings, built_by, parameters))
+        self.built.append(BuiltDeepSpeed(module, stage, settings, built_by, parameters, dict(self.zero_config)))
         if self.engine is None:
             self.engine = engine
+
+
+def _set_in_every_config(config_class: Any, zero_config: dict[str, Any]) -> None:
+    """Every DeepSpeed config built from now on gets `zero_config` in its "zero_optimization" section; the script's
+    own dict is not changed."""
+    init = config_class.__init__
+
+    @functools.wraps(init)
+    def __init__(ds_config: Any, config: Any, *args: Any, **kwargs: Any) -> None:
+        init(ds_config, with_zero_config(config, zero_config), *args, **kwargs)
+
+    config_class.__init__ = __init__
+
+
+def with_zero_config(config: Any, zero_config: dict[str, Any]) -> Any:
+    """A DeepSpeed config (a dict, or the path of its JSON file) with `zero_config` set in "zero_optimization"; one
+    given otherwise (base64) as it is."""
+    if isinstance(config, (str, os.PathLike)) and os.path.exists(config):
+        import hjson  # DeepSpeed's own reader of config files (JSON with comments), installed with it
+
+        with open(config) as file:
+            config = hjson.load(file, object_pairs_hook=dict)
+    if not isinstance(config, dict):
+        return config
+    return {**config, "zero_optimization": {**config.get("zero_optimization", {}), **zero_config}}
 
 
 def _plain(value: Any) -> Any:

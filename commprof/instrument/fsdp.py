@@ -9,7 +9,7 @@ from typing import Iterator, cast
 import torch
 from torch import nn
 
-from commprof.config import FSDPOptions
+from commprof.settings import FSDPOptions
 
 _REDUCE_DTYPES = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}  # None: the parameters' own
 

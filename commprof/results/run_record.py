@@ -86,6 +86,9 @@ class BuiltDeepSpeed:
     settings: dict[str, Any] = field(default_factory=dict)  # reduce_bucket_size, allgather_bucket_size, overlap_comm..
     built_by: str = "script"  # "script", "transformers" (Trainer) or "lightning"
     parameters: int = 0
+    applied: dict[str, Any] = field(
+        default_factory=dict
+    )  # the zero_optimization entries commprof set (--strategy deepspeed)
 
 
 @dataclass(frozen=True)
@@ -251,8 +254,12 @@ class RunSummary:
         else:
             shown, defaults = {"script": " ".join(self.script)}, {}
             for engine in self.deepspeed_built[:1]:  # the first DeepSpeed engine: the one measured
-                shown["deepspeed"] = f"ZeRO stage {engine.zero_stage}"
-                shown |= {name: str(value) for name, value in engine.settings.items()}
+                ran = {"deepspeed": engine.zero_stage, **engine.settings}
+                shown |= {
+                    name: f"{value} (commprof's)" if _APPLIED_AS.get(name, name) in engine.applied else str(value)
+                    for name, value in ran.items()
+                }
+                shown["deepspeed"] = f"ZeRO stage {shown['deepspeed']}"
             for built in self.ddp_built[:1]:  # the first DDP the script built: the one measured
                 for name, asked in built.asked.items():
                     applied = built.applied.get(name, asked)
@@ -264,6 +271,9 @@ class RunSummary:
         if not self.script:
             shown["precision"] = config.precision
         return {k: v for k, v in shown.items() if with_defaults or k in always or v != defaults.get(k)}
+
+
+_APPLIED_AS = {"deepspeed": "stage"}  # the settings line's name -> DeepSpeed's config's
 
 
 def _decode(kind: type, obj: Any) -> Any:

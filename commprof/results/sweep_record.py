@@ -19,14 +19,15 @@ FILE_NAME = "sweep.json"
 
 @dataclass(frozen=True)
 class MeasuredSetting:
-    """One setting: the options its DDP (or FSDP) really had, the job's step (its slowest rank's) at each timed step
-    in the order the turns ran, and DDP's own measurements of its profiled steps, by rank."""
+    """One setting: the options its DDP (or FSDP, or a DeepSpeed script's ZeRO) really had, the job's step (its slowest
+    rank's) at each timed step in the order the turns ran, and DDP's own measurements of its profiled steps, by
+    rank."""
 
     options: dict[str, Any]
     step_ms: list[float]
     ddp: dict[str, dict[str, Any]] = field(default_factory=dict)
     asked: dict[str, Any] = field(default_factory=dict)  # a script's: the DDP arguments it passed itself
-    applied: dict[str, Any] = field(default_factory=dict)  # a script's: what commprof set on top
+    applied: dict[str, Any] = field(default_factory=dict)  # a script's: what commprof set on top (DDP's or ZeRO's)
 
 
 @dataclass(frozen=True)

@@ -95,7 +95,8 @@ class ScriptSession:
         self.others: set[str] = set()
         self.saw_distributed = False  # torch.distributed initialized at some step
         self.ddp = DDPOverrides(config.ddp, config.ddp_forced)
-        self.deepspeed = DeepSpeedWatch(self._engine_stepped)  # its engine's steps are the steps, where there is one
+        # its engine's steps are the steps, where there is one; ZeRO's options set in its config (--strategy deepspeed)
+        self.deepspeed = DeepSpeedWatch(self._engine_stepped, config.deepspeed.zero_config())
         window = config.schedule.profiled_steps if config.profiled else None
         self.ledger = (
             StepLedger(config.run_dir, self.rank, self.host, self.use_cuda, window) if config.whole_run else None
@@ -252,7 +253,10 @@ class ScriptSession:
             notes.append(
                 f"steps counted are {self.counted}'s; the script also stepped {', '.join(sorted(self.others))}"
             )
-        if self.deepspeed.built and not self.ddp.built:
+        if self.config.strategy == "deepspeed":
+            if not self.deepspeed.built:
+                notes.append("the script built no DeepSpeed engine: the ZeRO options had no effect")
+        elif self.deepspeed.built and not self.ddp.built:
             stage = self.deepspeed.built[0].zero_stage
             notes.append(
                 f"the script trains with DeepSpeed (ZeRO stage {stage}), not DistributedDataParallel: the "

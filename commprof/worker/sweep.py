@@ -27,13 +27,14 @@ import torch.distributed as dist
 
 from commprof.analysis.ddp_buckets import layout
 from commprof.analysis.tune import measure_rounds, next_bucket_sizes
-from commprof.config import ProfileSchedule, SettingOptions, setting_label
+from commprof.config import ProfileSchedule
 from commprof.instrument.profiler import cuda_synchronize, make_profiler
 from commprof.launch.progress import Progress, write_progress
 from commprof.launch.runlog import write_text_atomic
 from commprof.plans import SweepPlan
 from commprof.results.common import job_steps
 from commprof.results.sweep_record import FILE_NAME, MeasuredSetting, SweepRecord
+from commprof.settings import SettingOptions, setting_label
 from commprof.worker.rank import RankContext, claim_run_dir, distributed, exit_on_error, versions
 from commprof.worker.training import Trainer, make_batches
 from commprof.workloads import load_workload

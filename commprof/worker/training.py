@@ -9,10 +9,10 @@ from typing import Any
 import torch
 from torch import nn
 
-from commprof.config import DDPOptions, SettingOptions
 from commprof.instrument.ddp import CommTiming, ddp_logging_data, wrap_ddp
 from commprof.instrument.fsdp import shard
 from commprof.instrument.profiler import cuda_synchronize
+from commprof.settings import DDPOptions, FSDPOptions, SettingOptions
 from commprof.workloads.workload import Workload, call_model, to_device
 
 DISTINCT_BATCHES = 4
@@ -48,7 +48,8 @@ class Trainer:
             if ddp_logging_every_step:
                 self.ddp._set_ddp_runtime_logging_sample_rate(1)  # DDP's own averages then cover every step
             self.accum = options.grad_accum
-        else:  # the model itself, sharded in place
+        else:  # the model itself, sharded in place (a built-in model trains with DDP or FSDP: RunConfig)
+            assert isinstance(options, FSDPOptions)
             self.ddp = shard(model.to(device), options)
         self.optimizer = torch.optim.SGD(self.ddp.parameters(), lr=1e-3, momentum=0.9)
         self.loss = workload.loss

@@ -3,7 +3,6 @@ a JSON file with --deepspeed_config), engine.backward and engine.step, and the -
 launcher passes. Runs on CPU ranks over Gloo with DS_ACCELERATOR=cpu."""
 
 import argparse
-import json
 
 import deepspeed
 import torch
@@ -14,7 +13,7 @@ parser.add_argument("--stage", type=int, default=2)
 parser.add_argument("--iters", type=int, default=40)
 parser.add_argument("--reduce-bucket-size", type=float, default=5e5)
 parser.add_argument("--local_rank", type=int, default=-1)
-parser.add_argument("--deepspeed_config", default=None, help="a JSON file instead of the built-in config")
+parser.add_argument("--deepspeed_config", default=None, help="a JSON file, read by DeepSpeed, instead of the dict")
 args = parser.parse_args()
 if args.local_rank < 0:  # as a script that picks its device by it would fail
     raise SystemExit("no --local_rank: the deepspeed launcher passes it")
@@ -22,22 +21,18 @@ if args.local_rank < 0:  # as a script that picks its device by it would fail
 deepspeed.init_distributed(dist_backend="gloo")
 torch.manual_seed(0)
 model = nn.Sequential(*(layer for _ in range(4) for layer in (nn.Linear(256, 256), nn.ReLU())), nn.Linear(256, 10))
-if args.deepspeed_config:
-    with open(args.deepspeed_config) as file:
-        config = json.load(file)
-else:
-    config = {
-        "train_micro_batch_size_per_gpu": 16,
-        "gradient_accumulation_steps": 1,
-        "zero_optimization": {
-            "stage": args.stage,
-            "reduce_bucket_size": args.reduce_bucket_size,
-            "allgather_bucket_size": args.reduce_bucket_size,
-            "overlap_comm": True,
-            **({"stage3_param_persistence_threshold": 0} if args.stage == 3 else {}),  # every layer partitioned
-        },
-        "steps_per_print": 1000000,
-    }
+config = args.deepspeed_config or {
+    "train_micro_batch_size_per_gpu": 16,
+    "gradient_accumulation_steps": 1,
+    "zero_optimization": {
+        "stage": args.stage,
+        "reduce_bucket_size": args.reduce_bucket_size,
+        "allgather_bucket_size": args.reduce_bucket_size,
+        "overlap_comm": True,
+        **({"stage3_param_persistence_threshold": 0} if args.stage == 3 else {}),  # every layer partitioned
+    },
+    "steps_per_print": 1000000,
+}
 optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
 engine, _, _, _ = deepspeed.initialize(model=model, optimizer=optimizer, config=config)
 data = torch.randn(16, 256)

@@ -1,0 +1,195 @@
+"""The settings commprof applies to what a run trains with, and which sweep, tune and advise compare: DDP's
+(`DDPOptions`), FSDP's (`FSDPOptions`) and DeepSpeed ZeRO's (`DeepSpeedOptions`), each option declared once with its
+default, help and validation, and each setting's folder-safe label."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from commprof.fields import option, require
+
+COMM_HOOKS = ("none", "fp16", "bf16")
+REDUCE_DTYPES = ("fp32", "bf16", "fp16")
+ZERO_STAGES = (0, 1, 2, 3)
+STRATEGIES = ("ddp", "fsdp", "deepspeed")
+BUILT_IN_STRATEGIES = ("ddp", "fsdp")  # a built-in model's; deepspeed: a DeepSpeed script's config
+
+
+@dataclass(frozen=True)
+class DDPOptions:
+    """Options forwarded to DistributedDataParallel and the training loop."""
+
+    # None: commprof passes no bucket_cap_mb, so a script keeps its own (its sweep's baseline: OWN_LABEL)
+    bucket_cap_mb: float | None = option(25.0, "DDP gradient bucket size cap in MB.")
+    comm_hook: str = option("none", "Gradient compression hook: none, fp16 or bf16.")
+    grad_accum: int = option(1, "Micro-batches per step; the first N-1 run under no_sync().")
+    static_graph: bool = option(False, "DDP static_graph=True.")
+    gradient_as_bucket_view: bool = option(False, "DDP gradient_as_bucket_view=True.")
+    find_unused_parameters: bool = option(False, "DDP find_unused_parameters=True.")
+
+    def __post_init__(self) -> None:
+        require(
+            self.bucket_cap_mb is None or self.bucket_cap_mb > 0,
+            f"--bucket-cap-mb must be > 0, got {self.bucket_cap_mb or 0:g}",
+        )
+        require(self.comm_hook in COMM_HOOKS, f"--comm-hook must be one of {', '.join(COMM_HOOKS)}")
+        require(self.grad_accum >= 1, f"--grad-accum must be >= 1, got {self.grad_accum}")
+        require(
+            not (self.static_graph and self.grad_accum > 1),
+            "--static-graph with --grad-accum > 1 hits a known DDP bug (pytorch/pytorch#143580: "
+            "the first backward under no_sync() fails an internal assert); use one or the other",
+        )
+
+
+@dataclass(frozen=True)
+class FSDPOptions:
+    """Options given to FSDP2's fully_shard (with --strategy fsdp) on each block and the root."""
+
+    reshard_after_forward: bool = option(
+        True, "FSDP: free the gathered parameters after each block's forward (they are all-gathered again in backward)."
+    )
+    forward_prefetch: int = option(
+        0, "FSDP: blocks whose all-gathers each block issues ahead in forward (0: FSDP2's implicit overlap)."
+    )
+    backward_prefetch: int = option(
+        1, "FSDP: blocks whose all-gathers each block issues ahead in backward (1: FSDP2's default)."
+    )
+    reduce_dtype: str = option(
+        "fp32", "FSDP: dtype of the gradient reduce-scatter (MixedPrecisionPolicy): fp32, bf16 or fp16."
+    )
+
+    def __post_init__(self) -> None:
+        require(self.forward_prefetch >= 0, f"--forward-prefetch must be >= 0, got {self.forward_prefetch}")
+        require(
+            self.backward_prefetch >= 1,
+            f"--backward-prefetch must be >= 1 (FSDP2 always prefetches one "
+            f"block in backward), got {self.backward_prefetch}",
+        )
+        require(self.reduce_dtype in REDUCE_DTYPES, f"--reduce-dtype must be one of {', '.join(REDUCE_DTYPES)}")
+
+
+# DistributedDataParallel's own keyword arguments that DDPOptions sets (comm_hook is registered after it is built)
+DDP_ARGUMENTS = ("bucket_cap_mb", "find_unused_parameters", "gradient_as_bucket_view", "static_graph")
+
+
+@dataclass(frozen=True)
+class DeepSpeedOptions:
+    """ZeRO's settings that shape its communication (with --strategy deepspeed), set in the "zero_optimization"
+    section of the config a DeepSpeed script gives deepspeed.initialize, by DeepSpeed's own names; each left at None
+    stays as the script's config has it (a sweep's baseline: all None, the script as written)."""
+
+    zero_stage: int | None = option(
+        None, "DeepSpeed: ZeRO stage, zero_optimization.stage (0-3) [default: the script's config]."
+    )
+    reduce_bucket_size: float | None = option(
+        None,
+        "DeepSpeed: elements per gradient reduction bucket, zero_optimization.reduce_bucket_size (e.g. 5e8) "
+        "[default: the script's config].",
+    )
+    allgather_bucket_size: float | None = option(
+        None,
+        "DeepSpeed: elements per parameter all-gather bucket at stages 1-2, zero_optimization.allgather_bucket_size "
+        "[default: the script's config].",
+    )
+    overlap_comm: bool | None = option(
+        None,
+        "DeepSpeed: reduce gradients while backward runs, zero_optimization.overlap_comm [default: the script's "
+        "config].",
+    )
+
+    def __post_init__(self) -> None:
+        require(
+            self.zero_stage is None or self.zero_stage in ZERO_STAGES,
+            f"--zero-stage must be one of {', '.join(map(str, ZERO_STAGES))}, got {self.zero_stage}",
+        )
+        for name in ("reduce_bucket_size", "allgather_bucket_size"):
+            value = getattr(self, name)
+            if value is not None:
+                require(value >= 1, f"--{name.replace('_', '-')} must be >= 1 element, got {value:g}")
+
+    def zero_config(self) -> dict[str, Any]:
+        """The "zero_optimization" entries this setting sets, by DeepSpeed's names (none: the config as written)."""
+        given = {
+            "stage": self.zero_stage,
+            "reduce_bucket_size": self.reduce_bucket_size,
+            "allgather_bucket_size": self.allgather_bucket_size,
+            "overlap_comm": self.overlap_comm,
+        }
+        return {name: int(v) if isinstance(v, float) else v for name, v in given.items() if v is not None}
+
+
+def elements(count: float) -> str:
+    """A bucket size in elements as DeepSpeed's configs write it, folder-safe: 5e8, 2.5e5, 1500."""
+    if count < 1e4:
+        return f"{count:g}"
+    exponent = math.floor(math.log10(count))
+    return f"{count / 10**exponent:.4g}e{exponent}"
+
+
+SettingOptions = DDPOptions | FSDPOptions | DeepSpeedOptions
+OPTIONS_OF_STRATEGY: dict[str, type] = {"ddp": DDPOptions, "fsdp": FSDPOptions, "deepspeed": DeepSpeedOptions}
+
+
+def changed_options(options: SettingOptions) -> list[str]:
+    """The options (as flags, without dashes) that differ from their defaults."""
+    return [f.name.replace("_", "-") for f in dataclasses.fields(options) if getattr(options, f.name) != f.default]
+
+
+def applied_to_a_script(options: DDPOptions, forced: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The arguments commprof gives every DistributedDataParallel a script builds: those that differ from DDP's
+    defaults, and those in `forced` even at their default, but never a bucket_cap_mb of None (the script's own);
+    a comm hook other than none under the name comm_hook."""
+    defaults = DDPOptions()
+    applied: dict[str, Any] = {
+        name: getattr(options, name)
+        for name in DDP_ARGUMENTS
+        if getattr(options, name) is not None and (getattr(options, name) != getattr(defaults, name) or name in forced)
+    }
+    return applied | ({"comm_hook": options.comm_hook} if options.comm_hook != "none" else {})
+
+
+OWN_LABEL = "script-own"  # a script's DDP as it is written: commprof applies no bucket_cap_mb (nor any default)
+
+
+def own_setting(options: DDPOptions) -> DDPOptions:
+    """A script's own setting: its DistributedDataParallel as written, with only the options given that differ from
+    DDP's defaults applied on top (none, unless --comm-hook, --find-unused-parameters, ... were given)."""
+    return dataclasses.replace(options, bucket_cap_mb=None)
+
+
+def setting_label(options: SettingOptions) -> str:
+    """A folder-safe name for one setting, e.g. 'bucket-25mb', 'bucket-5mb_hook-fp16', 'script-own' (a script's DDP
+    or DeepSpeed config as written), 'no-reshard_fwd-prefetch-2' or 'stage-2_reduce-5e5_no-overlap'."""
+    if isinstance(options, DeepSpeedOptions):
+        zero = [
+            *([f"stage-{options.zero_stage}"] if options.zero_stage is not None else []),
+            *([f"reduce-{elements(options.reduce_bucket_size)}"] if options.reduce_bucket_size is not None else []),
+            *([f"allgather-{elements(options.allgather_bucket_size)}"] if options.allgather_bucket_size else []),
+            *([] if options.overlap_comm is None else ["overlap" if options.overlap_comm else "no-overlap"]),
+        ]
+        return "_".join(zero) or OWN_LABEL
+    if isinstance(options, FSDPOptions):
+        parts = ["reshard" if options.reshard_after_forward else "no-reshard"]
+        if options.forward_prefetch:
+            parts.append(f"fwd-prefetch-{options.forward_prefetch}")
+        if options.backward_prefetch != 1:
+            parts.append(f"bwd-prefetch-{options.backward_prefetch}")
+        if options.reduce_dtype != "fp32":
+            parts.append(f"reduce-{options.reduce_dtype}")
+        return "_".join(parts)
+    parts = [OWN_LABEL if options.bucket_cap_mb is None else f"bucket-{options.bucket_cap_mb:g}mb"]
+    if options.comm_hook != "none":
+        parts.append(f"hook-{options.comm_hook}")
+    if options.grad_accum > 1:
+        parts.append(f"accum-{options.grad_accum}")
+    for flag, name in (
+        (options.static_graph, "static-graph"),
+        (options.gradient_as_bucket_view, "bucket-view"),
+        (options.find_unused_parameters, "find-unused"),
+    ):
+        if flag:
+            parts.append(name)
+    return "_".join(parts)
