@@ -79,6 +79,16 @@ EXAMPLES = (  # in README's order
         ),
         {"train.py": SCRIPT + "train_deepspeed.py"},
     ),
+    Example(
+        (
+            Command(
+                "commprof tune --strategy deepspeed --run-id zt --max-steps 8 --repeats 3 -- train.py --stage 2 "
+                "--reduce-bucket-size 5e3",
+                ("Tune",),
+            ),
+        ),
+        {"train.py": SCRIPT + "train_deepspeed.py"},
+    ),
     Example((Command("commprof run --run-id example 2>&1 | cat"),)),
     Example((Command("commprof tune --model tests/data/deep_mlp.py:build --run-id dm", ("Tune",)),), DEEP_MLP),
     Example(
