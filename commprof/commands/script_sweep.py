@@ -87,17 +87,17 @@ def measure_script(
     options, max_steps = launch_lengths(request.max_steps, options)
     config = resolve(dataclasses.replace(request, max_steps=None), MachineProbe.detect())
     check_script(request)
-    ddp_settings = [baseline, *(s for s in settings if type(s) is type(baseline) and s != baseline)]
-    plan = SweepPlan(run=config, settings=tuple(ddp_settings), baseline=baseline, tune=tune, **options.given())
+    compared = [baseline, *(s for s in settings if type(s) is type(baseline) and s != baseline)]
+    plan = SweepPlan(run=config, settings=tuple(compared), baseline=baseline, tune=tune, **options.given())
     timed_steps = max_steps or plan.warmup_steps + plan.steps_per_repeat
     profiled_steps = max_steps or _profiled(plan).total
-    forced = applied_on_top([s for s in ddp_settings if isinstance(s, DDPOptions)], baseline)
+    forced = applied_on_top([s for s in compared if isinstance(s, DDPOptions)], baseline)
     try:
         config.run_dir.mkdir(parents=True)
     except FileExistsError:
         raise UsageError(f"run folder {config.run_dir} already exists; commprof never overwrites a run") from None
     started = time.perf_counter()
-    what = _tried(ddp_settings) if tune else _counted(ddp_settings)
+    what = _tried(compared) if tune else _counted(compared)
     feedback.info(
         f"{kind} {config.run_id}: {' '.join(config.script)} on {config.world_size} {config.device} rank(s); "
         f"{what} x {plan.repeats} interleaved repeats of one launch each ({timed_steps} steps, the first "
@@ -107,7 +107,7 @@ def measure_script(
     if torchrun_environment(config.procs_per_node):
         feedback.info(TORCHRUN_OMP_WARNING)
     launches = _Launches(config, plan, forced, feedback, f"{kind} {config.run_id}", timed_steps, profiled_steps, tune)
-    results, measured, tuned = measure_rounds(ddp_settings, launches.measure, launches.refine if tune else None)
+    results, measured, tuned = measure_rounds(compared, launches.measure, launches.refine if tune else None)
     feedback.info(
         f"{kind} {config.run_id}: {_counted(measured)} measured"
         + (f" in {tuned} tuning rounds" if tuned > 1 else "")
