@@ -147,9 +147,12 @@ def pytest_collection_modifyitems(items):
         if "cuda" in item.keywords and not cuda:
             item.add_marker(no_gpu)
     # the files with the most slow tests first (a stable sort: each file's tests stay together and in order): the
-    # two workers take files as they finish one (--dist loadfile), and a long file taken last would leave one idle
+    # two workers take files as they finish one (--dist loadfile), and a long file taken last would leave one idle.
+    # Files with solo tests after the others: a solo test holds the other worker's tests off, not its collection,
+    # which taken first it would run beside (a straggler claimed on identical runs, once)
     slow = collections.Counter(item.path for item in items if item.get_closest_marker("slow"))
-    items.sort(key=lambda item: -slow[item.path])
+    solo = {item.path for item in items if _is_solo(item)}
+    items.sort(key=lambda item: (item.path in solo, -slow[item.path]))
 
 
 class _Alone:

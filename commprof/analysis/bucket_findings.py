@@ -61,15 +61,15 @@ def bucket_cap(evidence: Evidence) -> list[Finding]:
     def on_wire(sample: StepProfile, cap: float) -> list[tuple[int, float]]:
         return [(b // shrink, r) for b, r in rebucket(sample, units, cap)]
 
-    by_cap = {cap: _model_gain(samples, link, lambda s, cap=cap: on_wire(s, cap), serial=serial) for cap in candidates}
+    by_cap = {cap: model_gain(samples, link, lambda s, cap=cap: on_wire(s, cap), serial=serial) for cap in candidates}
     if not by_cap:
         return []
     best = max(by_cap, key=lambda c: (round(by_cap[c], 6), c))
-    best_gain = _gain_ci(samples, lambda s: on_wire(s, best), serial=serial, probe=probe)
+    best_gain = gain_ci(samples, lambda s: on_wire(s, best), serial=serial, probe=probe)
     # the caps whose gain is inside the best one's interval are as good, as far as the steps can tell: the
     # largest of them (fewest calls) is named, so that a rerun's noise does not flip the advice between them
     cap = max(c for c, g in by_cap.items() if g >= best_gain.low)
-    gain = best_gain if cap == best else _gain_ci(samples, lambda s: on_wire(s, cap), serial=serial, probe=probe)
+    gain = best_gain if cap == best else gain_ci(samples, lambda s: on_wire(s, cap), serial=serial, probe=probe)
     as_good = sorted(c for c, g in by_cap.items() if g >= best_gain.low and c != cap)
     then = candidates[cap]
     return [
@@ -115,7 +115,7 @@ def slow_collectives(evidence: Evidence) -> list[Finding]:
     ]
     if not slow:
         return []
-    gain = _gain_ci(
+    gain = gain_ci(
         samples,
         lambda s: rebucket(s, None, None),
         no_latency=top,
@@ -152,7 +152,7 @@ def _pairs(samples: list[StepProfile], make_buckets, serial: bool) -> list[tuple
     return pairs
 
 
-def _model_gain(
+def model_gain(
     samples: list[StepProfile], link: LinkModel, make_buckets, no_latency: float | None = None, serial: bool = False
 ) -> float:
     """The median over the samples of the model's step now minus its step with the candidate's buckets (and,
@@ -179,7 +179,7 @@ def _gains(
     return gains
 
 
-def _gain_ci(
+def gain_ci(
     samples: list[StepProfile],
     make_buckets,
     no_latency: float | None = None,

@@ -89,11 +89,11 @@ def with_zero_purposes(stats: list[CollectiveStats]) -> list[CollectiveStats]:
     """A DeepSpeed run's collectives, each named by what it is for in ZeRO (rules.ZERO_PURPOSE), where nothing in the
     trace named it already."""
 
-    def purpose(s: CollectiveStats) -> str | None:
-        if s.purpose is not None:
-            return s.purpose
-        if s.op == "all_reduce" and s.bytes is not None and s.bytes == rules.dtype_size(s.dtype):
-            return rules.ZERO_SCALAR
-        return rules.ZERO_PURPOSE.get((s.phase or "", s.op))
+    return [dataclasses.replace(s, purpose=s.purpose or zero_purpose(s.op, s.phase, s.bytes, s.dtype)) for s in stats]
 
-    return [dataclasses.replace(s, purpose=purpose(s)) for s in stats]
+
+def zero_purpose(op: str, phase: str | None, nbytes: int | None, dtype: str | None) -> str | None:
+    """What a collective of a DeepSpeed run is for (rules.ZERO_PURPOSE): one element all-reduced is a flag."""
+    if op == "all_reduce" and nbytes is not None and nbytes == rules.dtype_size(dtype):
+        return rules.ZERO_SCALAR
+    return rules.ZERO_PURPOSE.get((phase or "", op))

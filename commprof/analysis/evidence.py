@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import dataclasses
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from commprof.analysis.collectives import zero_purpose
 from commprof.analysis.crossrank import Matching
 from commprof.analysis.ddp_buckets import DEFAULT_CAP_MB
 from commprof.analysis.predict import LinkModel, StepProfile, fit_link, probed_link, step_profile
@@ -16,6 +18,7 @@ from commprof.results.report import JobStep, Report
 from commprof.results.run_record import ProbedSize
 from commprof.settings import DDPOptions
 from commprof.trace.model import RankTrace, RunTrace, Step
+from commprof.trace.rules import ZERO_PURPOSE
 
 MAX_MODELLED_RANKS = 8  # the bucket model reads the buckets of this many ranks (they all run the same ones)
 
@@ -48,24 +51,16 @@ class Evidence:
     def samples(self) -> list[StepProfile]:
         """One step profile per profiled step of the first ranks, for the bucket model (steps without a DDP backward
         skipped); none where the run did not train with DDP, or on one rank."""
-        if not _trained_with_ddp(self.report):
+        return _profiles(self.windows) if _trained_with_ddp(self.report) else []
+
+    @cached_property
+    def zero_samples(self) -> list[StepProfile]:
+        """A DeepSpeed run's step profiles for the same model, its gradient reductions (all-reduces: the model's) as
+        the buckets, each ready when it was launched (ZeRO reduces a bucket as soon as it fills)."""
+        run = self.report.run
+        if run is None or not run.deepspeed_built:
             return []
-        samples = []
-        for rank, _ in self.windows[:MAX_MODELLED_RANKS]:
-            for index, step in enumerate(rank.steps):
-                one = dataclasses.replace(
-                    rank,
-                    steps=(step,),
-                    backward_starts=rank.backward_starts[index : index + 1],
-                    backward_ends=rank.backward_ends[index : index + 1],
-                )
-                try:
-                    sample = step_profile(RunTrace((one,)))
-                except UsageError:
-                    continue
-                if sample.bucket_bytes:
-                    samples.append(dataclasses.replace(sample, world_size=rank.world_size or len(self.windows)))
-        return samples if len(samples) >= 2 and samples[0].world_size >= 2 else []
+        return _profiles(self.windows, _gradient_reductions)
 
     @property
     def probe(self) -> list[ProbedSize]:
@@ -76,10 +71,18 @@ class Evidence:
     def link(self) -> LinkModel | None:
         """The link the bucket model runs on: probed, else fitted to the run's own all-reduces; None without
         samples or a link that fits."""
-        if not self.samples:
+        return self._link(self.samples)
+
+    @cached_property
+    def zero_link(self) -> LinkModel | None:
+        """The same for a DeepSpeed run's gradient reductions."""
+        return self._link(self.zero_samples)
+
+    def _link(self, samples: list[StepProfile]) -> LinkModel | None:
+        if not samples:
             return None
         try:
-            return probed_link(self.probe, self.samples[0].world_size) if self.probe else fit_link(self.samples)
+            return probed_link(self.probe, samples[0].world_size) if self.probe else fit_link(samples)
         except UsageError:
             return None
 
@@ -92,6 +95,40 @@ class Evidence:
     def options(self) -> tuple[DDPOptions, str]:
         """current_options of the report."""
         return current_options(self.report)
+
+
+def _profiles(
+    windows: list[tuple[RankTrace, list[Step]]], keep: Callable[[RankTrace], RankTrace] = lambda rank: rank
+) -> list[StepProfile]:
+    """One step profile per profiled step of the first ranks (`keep`: what of each rank the model reads), those
+    without a backward or a gradient all-reduce skipped; none on one rank or from fewer than two steps."""
+    samples = []
+    for rank, _ in windows[:MAX_MODELLED_RANKS]:
+        kept = keep(rank)
+        for index, step in enumerate(kept.steps):
+            one = dataclasses.replace(
+                kept,
+                steps=(step,),
+                backward_starts=kept.backward_starts[index : index + 1],
+                backward_ends=kept.backward_ends[index : index + 1],
+            )
+            try:
+                sample = step_profile(RunTrace((one,)))
+            except UsageError:
+                continue
+            if sample.bucket_bytes:
+                samples.append(dataclasses.replace(sample, world_size=rank.world_size or len(windows)))
+    return samples if len(samples) >= 2 and samples[0].world_size >= 2 else []
+
+
+def _gradient_reductions(rank: RankTrace) -> RankTrace:
+    """A DeepSpeed rank's gradient reductions alone, each ready when launched."""
+    reductions = tuple(
+        dataclasses.replace(c, ready=c.start)
+        for c in rank.collectives
+        if zero_purpose(c.op, c.phase, c.nbytes, c.dtype) == ZERO_PURPOSE[("backward", "all_reduce")]
+    )
+    return dataclasses.replace(rank, collectives=reductions)
 
 
 def _trained_with_ddp(report: Report) -> bool:

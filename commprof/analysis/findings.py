@@ -3,7 +3,8 @@
 A finding comes from a detector: a function of the run's Evidence (analysis/evidence.py) that returns the findings
 of its kind, registered in DETECTORS below; its kind is declared once, in results/report.FINDING_KINDS, which the
 report schema, the renderers and the "what was checked" sentence read (docs/architecture.md, "A new finding").
-Detectors by what predicts their gain: the bucket model (analysis/bucket_findings.py), what the run measured of
+Detectors by what predicts their gain: the bucket model (analysis/bucket_findings.py; for DeepSpeed's buckets,
+analysis/zero_findings.py), what the run measured of
 casts, accumulation and batch (analysis/setting_findings.py), the ranks' own steps and waits
 (analysis/rank_findings.py), the profiler's cost (here).
 
@@ -23,6 +24,7 @@ from commprof.analysis.evidence import Evidence
 from commprof.analysis.rank_findings import input_stalls, stalls_now_and_then, straggler
 from commprof.analysis.setting_findings import accumulation, compression
 from commprof.analysis.stats import real_gain, rerun_interval
+from commprof.analysis.zero_findings import zero_bucket_size
 from commprof.results.common import Estimate
 from commprof.results.report import Finding
 
@@ -47,6 +49,7 @@ def profiler_distortion(evidence: Evidence) -> list[Finding]:
 Detector = Callable[[Evidence], list[Finding]]
 DETECTORS: list[Detector] = [
     bucket_cap,
+    zero_bucket_size,
     compression,
     accumulation,
     slow_collectives,

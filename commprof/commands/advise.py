@@ -12,7 +12,7 @@ from commprof.errors import UsageError
 from commprof.plans import ADVISE_TOP, MEASURED_AS_USUAL, SweepOptions
 from commprof.results.run_record import RunSummary
 from commprof.results.store import load_report
-from commprof.settings import DDPOptions, own_setting, setting_label
+from commprof.settings import DDPOptions, SettingOptions, own_setting, setting_label
 
 
 def advise(
@@ -44,12 +44,16 @@ def advise(
             f"{run}: no finding of this run is a setting to try: nothing to advise "
             f"({len(report.findings)} finding(s); see its report)"
         )
-    baseline = ran_with(report.run) if config.script else current_options(report)[0]
+    baseline: SettingOptions
+    if config.script and report.run.deepspeed_built:  # ZeRO's findings, set in the config the script gives DeepSpeed
+        baseline = config.deepspeed
+        rerun = dataclasses.replace(config, strategy="deepspeed", deepspeed=config.deepspeed)
+    else:
+        ddp = ran_with(report.run) if config.script else current_options(report)[0]
+        baseline, rerun = ddp, dataclasses.replace(config, ddp=ddp)
     settings = [dataclasses.replace(baseline, **f.setting) for f in advised]
     predicted = {setting_label(s): f.gain_ms for s, f in zip(settings, advised, strict=False) if f.gain_ms is not None}
-    request = _request(
-        dataclasses.replace(config, ddp=baseline), run_id or f"{config.run_id}-advise", reports_dir, max_steps
-    )
+    request = _request(rerun, run_id or f"{config.run_id}-advise", reports_dir, max_steps)
     feedback.info(
         f"advise {request.run_id}: {len(settings)} setting(s) from the findings of {config.run_id} against "
         f"its own, {setting_label(baseline)}"
@@ -86,6 +90,8 @@ def _request(config: RunConfig, run_id: str, reports_dir: Path, max_steps: int |
         max_steps=max_steps,
         script=config.script,
         ddp=config.ddp,
+        strategy=config.strategy,
+        deepspeed=config.deepspeed,
         gpus=config.procs_per_node if config.device == "cuda" else None,
         procs=None if config.device == "cuda" else config.procs_per_node,
     )

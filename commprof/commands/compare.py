@@ -16,7 +16,7 @@ from commprof.config import RunRequest
 from commprof.errors import CommprofError, UsageError
 from commprof.results.compare import PLURAL, BackendRun, CompareResult
 from commprof.results.report import Report
-from commprof.settings import STRATEGIES
+from commprof.settings import BUILT_IN_STRATEGIES
 
 
 def compare(
@@ -31,7 +31,9 @@ def compare(
     from commprof.launch.runlog import read_run_json
     from commprof.render.outputs import write_result
 
-    compared, names, allowed = ("strategy", strategies, STRATEGIES) if strategies else ("backend", backends, BACKENDS)
+    compared, names, allowed = (
+        ("strategy", strategies, BUILT_IN_STRATEGIES) if strategies else ("backend", backends, BACKENDS)
+    )
     if unknown := [n for n in names if n not in allowed]:
         raise UsageError(f"unknown {compared}: {', '.join(unknown)} ({', '.join(allowed)})")
     if len(set(names)) < 2:

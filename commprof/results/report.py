@@ -265,6 +265,7 @@ class JobStep:
 # sentence that says what was checked; a note predicts no step time.
 FINDING_KINDS = {
     "bucket_cap": "DDP's bucket size",
+    "zero_buckets": "DeepSpeed's reduce_bucket_size",
     "compression": "gradient compression",
     "accumulation": "gradient accumulation",
     "batch": "a larger per-rank batch",
