@@ -145,3 +145,34 @@ def test_tune_weighs_the_scripts_own_setting_and_refines_around_the_best_cap():
     # every setting within the noise of the best, own included: done
     flat = {1.0: [40.0, 41, 39, 40], 5.0: [40.2, 40, 41, 39]}
     assert next_bucket_sizes(flat, 0, own=[39.0, 41, 40, 40.5]) == []
+
+
+def test_of_two_sizes_that_run_alike_the_larger_is_named_so_that_a_rerun_names_it_again():
+    """reduce-2.5e5 ran 14.7 ms and reduce-5e5 14.9 ms a step, both far better than the script's own 25.7: which is
+    faster is the noise between repeats (one README regeneration named each), so the larger size, the fewer calls, is
+    named; one slower beyond the noise is not."""
+    from commprof.analysis.sweep import _named_best
+    from commprof.settings import DeepSpeedOptions
+
+    def zero(label: str, size: float | None, step: float, speedup: float, significant: bool) -> SettingResult:
+        options = {**DeepSpeedOptions(zero_stage=2, reduce_bucket_size=size).__dict__}
+        return setting(label, options, [], step, speedup, significant)
+
+    own = zero(OWN_LABEL, 5000, 25.7, 1.0, False)
+    small, large = zero("reduce-2.5e5", 2.5e5, 14.7, 1.75, True), zero("reduce-5e5", 5e5, 14.9, 1.72, True)
+    alike = {OWN_LABEL: [25.0, 26.0, 25.5, 26.5], "reduce-2.5e5": [14.0, 15.5, 14.5, 15.0]}
+    steps = {**alike, "reduce-5e5": [14.2, 15.4, 14.8, 15.1]}
+    assert _named_best([own, small, large], own, steps, turn=2) is large
+    slower = {**alike, "reduce-5e5": [19.0, 19.5, 19.2, 19.4]}  # better than own, slower than 2.5e5 beyond the noise
+    assert _named_best([own, small, zero("reduce-5e5", 5e5, 19.3, 1.33, True)], own, slower, turn=2) is small
+    options = {
+        OWN_LABEL: DeepSpeedOptions(zero_stage=2, reduce_bucket_size=5000),
+        "reduce-2.5e5": DeepSpeedOptions(zero_stage=2, reduce_bucket_size=2.5e5),
+        "reduce-5e5": DeepSpeedOptions(zero_stage=2, reduce_bucket_size=5e5),
+    }
+    text, paste = recommend([own, small, large], own, options, own=True, named=large)
+    assert text.startswith("reduce-5e5 is best: 14.9 ms per step vs 25.7 ms") and text.endswith(
+        "reduce-2.5e5 ran 14.7 ms per step, not faster beyond the noise: the larger size is named, which a rerun's "
+        "noise does not flip."
+    )
+    assert paste is not None and paste.startswith('"zero_optimization": {"reduce_bucket_size": 5e5}')

@@ -116,8 +116,8 @@ def test_a_scripts_launches_are_resampled_whole():
 
     baseline, candidate = steps(14, 14, 13, 10, 14), steps(10, 10, 13, 10, 11)
     by_step = speedup_ci(baseline, candidate)
-    by_launch = speedup_ci(baseline, candidate, launch=4)
+    by_launch = speedup_ci(baseline, candidate, turn=4)
     assert by_step.value == by_launch.value == pytest.approx(13.95 / 10.1375, rel=1e-3)
     assert real_speedup(by_step) and by_step.low > 1.2
     assert not real_speedup(by_launch) and by_launch.low <= 1.0
-    assert difference_ci(baseline, candidate).high < 0 <= difference_ci(baseline, candidate, launch=4).high
+    assert difference_ci(baseline, candidate).high < 0 <= difference_ci(baseline, candidate, turn=4).high

@@ -4,8 +4,9 @@ Where a claim rests on samples taken together in one stretch of one launch (a ru
 probe; each backend's own launch in compare), their interval says where this launch's value lies, and a rerun's
 value has an error of its own: two launches' values differ by up to sqrt(2) times one's. Those claims use that
 wider interval (`rerun_interval`), which holds where a rerun's value falls 95% of the time. Sweep, tune and
-advise interleave their settings in rounds over the launch, so their intervals already hold how the host moves
-over time. docs/semantics.md ("Claims") has the launches that checked it."""
+advise interleave their settings in rounds over the launch (a script's: a launch per turn) and resample whole turns,
+so their intervals hold how the host moves from turn to turn. docs/semantics.md ("Claims") has the launches that
+checked it."""
 
 from __future__ import annotations
 
@@ -73,29 +74,30 @@ def _binomial_cdf(n: int, k: int) -> float:
 FEW_SAMPLES = 6  # below it a median's interval is every sample's range (median_ci): a bootstrap's is too narrow
 
 
-def speedup_ci(baseline: list[float], candidate: list[float], seed: int = 0, launch: int = 1) -> Estimate:
+def speedup_ci(baseline: list[float], candidate: list[float], seed: int = 0, turn: int = 1) -> Estimate:
     """median(baseline) / median(candidate), with a bootstrap interval: > 1 means candidate is faster. With fewer
     than FEW_SAMPLES on a side, the ratio of the two medians' own intervals (a sweep of 2 rounds of 2 steps claimed
-    1.26x [1.02, 1.89] from a bootstrap of 4 samples a side, where two sweeps of 16 found no difference). `launch`:
-    the steps of one launch, consecutive in the lists (a script's sweep launches each repeat on its own), resampled
-    together, so that the interval holds the spread from launch to launch and not only that of one launch's steps."""
-    if launch <= 1 and min(len(baseline), len(candidate)) < FEW_SAMPLES:
+    1.26x [1.02, 1.89] from a bootstrap of 4 samples a side, where two sweeps of 16 found no difference). `turn`: the
+    steps of one turn of a setting, consecutive in the lists (a sweep's repeat; for a script, a turn of its own),
+    resampled together, so that the interval holds the spread from turn to turn and not only that of one turn's
+    steps."""
+    if turn <= 1 and min(len(baseline), len(candidate)) < FEW_SAMPLES:
         base, cand = median_ci(baseline), median_ci(candidate)
         return Estimate(base.value / cand.value, base.low / cand.high, base.high / cand.low)
     rng = random.Random(seed)
     boots = [
-        statistics.median(_resampled(baseline, rng, launch)) / statistics.median(_resampled(candidate, rng, launch))
+        statistics.median(_resampled(baseline, rng, turn)) / statistics.median(_resampled(candidate, rng, turn))
         for _ in range(RESAMPLES)
     ]
     return Estimate(statistics.median(baseline) / statistics.median(candidate), *_bounds(boots))
 
 
-def _resampled(values: list[float], rng: random.Random, launch: int) -> list[float]:
-    """A bootstrap sample: of the values, or of whole launches (`launch` consecutive values each)."""
-    if launch <= 1:
+def _resampled(values: list[float], rng: random.Random, turn: int) -> list[float]:
+    """A bootstrap sample: of the values, or of whole turns (`turn` consecutive values each)."""
+    if turn <= 1:
         return rng.choices(values, k=len(values))
-    launches = [values[i : i + launch] for i in range(0, len(values), launch)]
-    return [value for chosen in rng.choices(launches, k=len(launches)) for value in chosen]
+    turns = [values[i : i + turn] for i in range(0, len(values), turn)]
+    return [value for chosen in rng.choices(turns, k=len(turns)) for value in chosen]
 
 
 def mean_ci(values: list[float], seed: int = 0) -> Estimate:
@@ -106,15 +108,15 @@ def mean_ci(values: list[float], seed: int = 0) -> Estimate:
     return Estimate(statistics.fmean(values), *_bounds(boots))
 
 
-def difference_ci(before: list[float], after: list[float], seed: int = 0, launch: int = 1) -> Estimate:
+def difference_ci(before: list[float], after: list[float], seed: int = 0, turn: int = 1) -> Estimate:
     """median(after) - median(before), with a bootstrap interval: excludes 0 when the change is real. With fewer
-    than FEW_SAMPLES on a side, the difference of the two medians' own intervals; `launch` as speedup_ci's."""
-    if launch <= 1 and min(len(before), len(after)) < FEW_SAMPLES:
+    than FEW_SAMPLES on a side, the difference of the two medians' own intervals; `turn` as speedup_ci's."""
+    if turn <= 1 and min(len(before), len(after)) < FEW_SAMPLES:
         was, now = median_ci(before), median_ci(after)
         return Estimate(now.value - was.value, now.low - was.high, now.high - was.low)
     rng = random.Random(seed)
     boots = [
-        statistics.median(_resampled(after, rng, launch)) - statistics.median(_resampled(before, rng, launch))
+        statistics.median(_resampled(after, rng, turn)) - statistics.median(_resampled(before, rng, turn))
         for _ in range(RESAMPLES)
     ]
     return Estimate(statistics.median(after) - statistics.median(before), *_bounds(boots))

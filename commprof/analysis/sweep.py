@@ -101,10 +101,10 @@ def setting_result(
     report: Report,
     rank0: RankTrace | None,
     strategy: str = "ddp",
-    launch: int = 1,
+    turn: int = 1,
 ) -> SettingResult:
-    """`launch`: the timed steps of one launch (a script's sweep), resampled together (stats.speedup_ci)."""
-    estimate, gain = median_ci(measured.step_ms), speedup_ci(baseline_steps, measured.step_ms, launch=launch)
+    """`turn`: a setting's timed steps per repeat, resampled together (stats.speedup_ci)."""
+    estimate, gain = median_ci(measured.step_ms), speedup_ci(baseline_steps, measured.step_ms, turn=turn)
     comm = statistics.fmean(r.comm_ms for r in report.ranks)
     overlap = statistics.fmean(r.overlap_ms for r in report.ranks)
     ddp0 = measured.ddp.get("0", {})
@@ -127,7 +127,7 @@ def setting_result(
         gathers_per_step=sum(c.calls_per_step for c in report.collectives if c.purpose == FSDP_PURPOSE["all_gather"]),
         traces=label,
         timeline=median_timeline(timelines),
-        gain_ms=difference_ci(measured.step_ms, baseline_steps, launch=launch),
+        gain_ms=difference_ci(measured.step_ms, baseline_steps, turn=turn),
         ddp_check=DDPCrossCheck(
             _ms(ddp0, "avg_backward_compute_time"),
             _ms(ddp0, "avg_backward_comm_time"),
@@ -168,10 +168,12 @@ def recommend(
     options: dict[str, SettingOptions],
     framework: str = "script",
     own: bool = False,
+    named: SettingResult | None = None,
 ) -> tuple[str, str | None]:
     """The recommendation and the line to paste (None: keep the baseline). `own`: the baseline is a script's own
-    setting, the script as written."""
-    best = min(settings, key=lambda s: s.step_ms.value)
+    setting, the script as written; `named`: the setting to name where not the fastest (_named_best)."""
+    fastest = min(settings, key=lambda s: s.step_ms.value)
+    best = named or fastest
     gain = best.speedup
     name, what = baseline_words(baseline, own)
     if best.label != baseline.label and "zero_stage" in best.options and best.options == baseline.options:
@@ -202,12 +204,39 @@ def recommend(
         f"{best.label} is best: {best.step_ms.value:.1f} ms per step vs {baseline.step_ms.value:.1f} ms for "
         f"{against}, {gain.value:.2f}x faster (95% CI {gain.low:.2f}-{gain.high:.2f}), "
         f"{100 * (1 - 1 / gain.value):.0f}% less step time."
+        + (
+            f" {fastest.label} ran {fastest.step_ms.value:.1f} ms per step, not faster beyond the noise: the larger "
+            "size is named, which a rerun's noise does not flip."
+            if best is not fastest
+            else ""
+        )
     ), paste_line(options[best.label], framework, options[baseline.label])
 
 
 def _size(options: dict[str, Any]) -> float:
     """The bucket size a setting sorts by: DDP's cap, or ZeRO's reduce_bucket_size."""
     return options.get("bucket_cap_mb") or options.get("reduce_bucket_size") or 0
+
+
+def _named_best(
+    results: list[SettingResult], baseline: SettingResult, steps: dict[str, list[float]], turn: int
+) -> SettingResult:
+    """The setting a sweep names: the fastest; but where it is a claim, of the settings better than the baseline
+    beyond the noise that are not slower than the fastest beyond it, the one with the largest bucket size (the fewest
+    calls), as the bucket_cap finding names its cap, so that a rerun's noise does not flip the advice between two
+    sizes that run alike."""
+    fastest = min(results, key=lambda s: s.step_ms.value)
+    if fastest is baseline or not (fastest.significant and fastest.speedup.value > 1):
+        return fastest
+    alike = [
+        s
+        for s in results
+        if s is not baseline
+        and s.significant
+        and s.speedup.value > 1
+        and not real_speedup(speedup_ci(steps[s.label], steps[fastest.label], turn=turn))
+    ]
+    return max(alike, key=lambda s: (_size(s.options), -s.step_ms.value))
 
 
 def sweep_result(record: SweepRecord, analysed: dict[str, tuple[Report, RankTrace | None]], kind: str) -> SweepResult:
@@ -218,17 +247,18 @@ def sweep_result(record: SweepRecord, analysed: dict[str, tuple[Report, RankTrac
     # a script as written: its DDP given no bucket_cap_mb (config.OWN_LABEL), its DeepSpeed config unchanged
     own = planned == DeepSpeedOptions() or (isinstance(planned, DDPOptions) and planned.bucket_cap_mb is None)
     baseline_steps = record.settings[baseline_label].step_ms
-    launch = record.plan.steps_per_repeat if record.script else 1  # a script's repeats: a launch each
+    turn = record.plan.steps_per_repeat  # the replicates are the repeats (a script's: a launch each), not the steps
     results = [
-        setting_result(label, setting, baseline_steps, *analysed[label], strategy, launch)
+        setting_result(label, setting, baseline_steps, *analysed[label], strategy, turn)
         for label, setting in record.settings.items()
     ]
     # a script's own setting first, then by cap
     results.sort(key=lambda s: (not (own and s.label == baseline_label), _size(s.options), s.label))
     baseline = next(s for s in results if s.label == baseline_label)
     options = {label: options_of(**setting.options) for label, setting in record.settings.items()}
-    text, paste = recommend(results, baseline, options, record.built_by, own)
-    best = min(results, key=lambda s: s.step_ms.value).label
+    named = _named_best(results, baseline, {label: m.step_ms for label, m in record.settings.items()}, turn)
+    text, paste = recommend(results, baseline, options, record.built_by, own, named)
+    best = named.label
     results = [dataclasses.replace(s, best=s.label == best) for s in results]
     return SweepResult(
         kind=kind,

@@ -52,10 +52,10 @@ def round_mb(value: float) -> float:
     return round(value, digits)
 
 
-def within_noise(step_ms: Mapping[Hashable, list[float]], launch: int = 1) -> bool:
-    """True when no tried setting is significantly slower or faster than the best one (`launch`: as speedup_ci's)."""
+def within_noise(step_ms: Mapping[Hashable, list[float]], turn: int = 1) -> bool:
+    """True when no tried setting is significantly slower or faster than the best one (`turn`: as speedup_ci's)."""
     best = min(step_ms, key=lambda mb: statistics.median(step_ms[mb]))
-    return all(not real_speedup(speedup_ci(step_ms[mb], step_ms[best], launch=launch)) for mb in step_ms if mb != best)
+    return all(not real_speedup(speedup_ci(step_ms[mb], step_ms[best], turn=turn)) for mb in step_ms if mb != best)
 
 
 def refine_around(best_mb: float, tried: list[float]) -> list[float]:
@@ -73,16 +73,16 @@ def next_bucket_sizes(
     layout_of: Callable[[float], tuple[int, ...]] | None = None,
     own: list[float] | None = None,
     own_layout: tuple[int, ...] | None = None,
-    launch: int = 1,
+    turn: int = 1,
 ) -> list[float]:
     """Bucket sizes for the next round; empty when tuning is done. With `layout_of` (a cap's buckets, as DDP builds
     them: analysis/ddp_buckets), a size that builds the buckets of one already tried is not tried again. `own`: the
     step times of a script's own setting (no cap applied; `own_layout`, its buckets): it counts in the noise, and
-    the refinement is around the best cap. `launch`: a script's steps per launch (stats.speedup_ci)."""
+    the refinement is around the best cap. `turn`: a setting's steps per repeat (stats.speedup_ci)."""
     tried: dict[Hashable, list[float]] = {mb: steps for mb, steps in step_ms.items()}
     if own is not None:
         tried[OWN] = own
-    if round_index + 1 >= MAX_ROUNDS or not step_ms or within_noise(tried, launch):
+    if round_index + 1 >= MAX_ROUNDS or not step_ms or within_noise(tried, turn):
         return []
     best = min(step_ms, key=lambda mb: statistics.median(step_ms[mb]))
     candidates = refine_around(best, list(step_ms))

@@ -220,7 +220,7 @@ class _Launches:
             (lambda size: layout_of(_sized(baseline, size))) if layout_of else None,
             own=results[own].step_ms,
             own_layout=layout_of(baseline) if layout_of else None,
-            launch=self.plan.steps_per_repeat,
+            turn=self.plan.steps_per_repeat,
         )
         pending = [_sized(baseline, size) for size in fresh]
         if pending:

@@ -86,9 +86,8 @@ class BuiltDeepSpeed:
     settings: dict[str, Any] = field(default_factory=dict)  # reduce_bucket_size, allgather_bucket_size, overlap_comm..
     built_by: str = "script"  # "script", "transformers" (Trainer) or "lightning"
     parameters: int = 0
-    applied: dict[str, Any] = field(
-        default_factory=dict
-    )  # the zero_optimization entries commprof set (--strategy deepspeed)
+    # the zero_optimization entries commprof set on the script's config (--strategy deepspeed)
+    applied: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -226,6 +226,8 @@ def _next_round(
     decision: list[Any] = [None]
     if ctx.rank == 0:
         by_size = {r.options["bucket_cap_mb"]: r.step_ms for r in results.values()}
-        decision[0] = next_bucket_sizes(by_size, round_index, lambda mb: layout(parameter_sizes, mb))
+        decision[0] = next_bucket_sizes(
+            by_size, round_index, lambda mb: layout(parameter_sizes, mb), turn=plan.steps_per_repeat
+        )
     dist.broadcast_object_list(decision, src=0)
     return [dataclasses.replace(plan.baseline, bucket_cap_mb=mb) for mb in decision[0]]
