@@ -9,7 +9,14 @@ from typing import Any
 
 from commprof.config import RunConfig
 from commprof.fields import option, require
-from commprof.settings import OPTIONS_OF_STRATEGY, DDPOptions, SettingOptions, setting_label
+from commprof.settings import (
+    OPTIONS_OF_STRATEGY,
+    ZERO_BUCKET_GRID,
+    DDPOptions,
+    SettingOptions,
+    elements,
+    setting_label,
+)
 from commprof.values import CONVERT, OWN, parse_list
 
 # the values each option a sweep compares takes by default, as the command line gives them (comma-separated)
@@ -26,11 +33,10 @@ FSDP_SWEPT = {
     "backward_prefetch": "1",
     "reduce_dtype": "fp32",
 }
-# DeepSpeed's ZeRO options, "own" for the script's config as written: by default DeepSpeed's own default
-# reduce_bucket_size (5e8 elements) and a decade apart below it
+# DeepSpeed's ZeRO options, "own" for the script's config as written
 DEEPSPEED_SWEPT = {
     "zero_stage": OWN,
-    "reduce_bucket_size": "5e5,5e6,5e7,5e8",
+    "reduce_bucket_size": ",".join(map(elements, ZERO_BUCKET_GRID)),
     "allgather_bucket_size": OWN,
     "overlap_comm": OWN,
 }

@@ -14,6 +14,9 @@ from commprof.fields import option, require
 COMM_HOOKS = ("none", "fp16", "bf16")
 REDUCE_DTYPES = ("fp32", "bf16", "fp16")
 ZERO_STAGES = (0, 1, 2, 3)
+# ZeRO reduce_bucket_sizes tried by default (sweep, tune, the findings): DeepSpeed's default, 5e8 elements, and a
+# decade apart below it
+ZERO_BUCKET_GRID = (5e5, 5e6, 5e7, 5e8)
 STRATEGIES = ("ddp", "fsdp", "deepspeed")
 BUILT_IN_STRATEGIES = ("ddp", "fsdp")  # a built-in model's; deepspeed: a DeepSpeed script's config
 

@@ -148,9 +148,9 @@ def test_tune_weighs_the_scripts_own_setting_and_refines_around_the_best_cap():
 
 
 def test_of_two_sizes_that_run_alike_the_larger_is_named_so_that_a_rerun_names_it_again():
-    """reduce-2.5e5 ran 14.7 ms and reduce-5e5 14.9 ms a step, both far better than the script's own 25.7: which is
-    faster is the noise between repeats (one README regeneration named each), so the larger size, the fewer calls, is
-    named; one slower beyond the noise is not."""
+    """Two sizes far better than the script's own that run alike (hand-made steps): which is faster is the noise
+    between repeats (two README regenerations named 5e5, then 2.5e5), so the larger size, the fewer calls, is named;
+    one slower beyond the noise is not."""
     from commprof.analysis.sweep import _named_best
     from commprof.settings import DeepSpeedOptions
 

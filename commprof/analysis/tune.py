@@ -16,7 +16,6 @@ from commprof.results.sweep_record import MeasuredSetting
 from commprof.settings import SettingOptions, setting_label
 
 COARSE_GRID_MB = (1.0, 5.0, 25.0, 100.0)
-COARSE_GRID_ELEMENTS = (5e5, 5e6, 5e7, 5e8)  # ZeRO's reduce_bucket_size, to DeepSpeed's default (5e8)
 MAX_ROUNDS = 2
 OWN = "own"  # a script's own setting among the tried caps
 REFINED = f"then at most {2 * (MAX_ROUNDS - 1)} more sizes around the best"  # refine_around's two a round

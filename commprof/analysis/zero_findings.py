@@ -14,10 +14,8 @@ from commprof.analysis.bucket_findings import SERIAL_NOTE, gain_ci, model_gain
 from commprof.analysis.evidence import Evidence
 from commprof.analysis.sweep import zero_config_lines
 from commprof.results.report import Finding
-from commprof.settings import DeepSpeedOptions, elements
+from commprof.settings import ZERO_BUCKET_GRID, DeepSpeedOptions, elements
 from commprof.trace.rules import ZERO_PURPOSE, dtype_size
-
-CANDIDATE_ELEMENTS = (5e5, 5e6, 5e7, 5e8)  # tune's coarse grid: DeepSpeed's default, and a decade apart below it
 
 
 def merged(buckets: list[tuple[int, float]], limit_bytes: float) -> list[tuple[int, float]]:
@@ -46,7 +44,7 @@ def zero_bucket_size(evidence: Evidence) -> list[Finding]:
         return []
     now = list(zip(samples[0].bucket_bytes, samples[0].bucket_ready, strict=True))
     layouts: dict[tuple[int, ...], float] = {}
-    for size in CANDIDATE_ELEMENTS:
+    for size in ZERO_BUCKET_GRID:
         built = tuple(b for b, _ in merged(now, size * element))
         if size > own and len(built) < len(now) and built not in layouts:
             layouts[built] = size

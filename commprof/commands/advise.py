@@ -47,7 +47,7 @@ def advise(
     baseline: SettingOptions
     if config.script and report.run.deepspeed_built:  # ZeRO's findings, set in the config the script gives DeepSpeed
         baseline = config.deepspeed
-        rerun = dataclasses.replace(config, strategy="deepspeed", deepspeed=config.deepspeed)
+        rerun = dataclasses.replace(config, strategy="deepspeed")
     else:
         ddp = ran_with(report.run) if config.script else current_options(report)[0]
         baseline, rerun = ddp, dataclasses.replace(config, ddp=ddp)

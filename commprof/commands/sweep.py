@@ -16,7 +16,7 @@ from commprof.errors import UsageError
 from commprof.plans import MEASURED_AS_USUAL, SweepOptions, SweepPlan, sweep_grid
 from commprof.results.common import Estimate
 from commprof.results.report import Report
-from commprof.settings import DDPOptions, SettingOptions, own_setting, setting_label
+from commprof.settings import ZERO_BUCKET_GRID, DDPOptions, SettingOptions, own_setting, setting_label
 
 
 def grid_settings(base: SettingOptions, grid: dict[str, list[Any]]) -> list[SettingOptions]:
@@ -49,10 +49,10 @@ def sweep(
 
 def tune(request: RunRequest, feedback: Feedback = SILENT, options: SweepOptions = MEASURED_AS_USUAL) -> Outcome:
     """A coarse log grid of bucket sizes first; rank 0 then refines around the best (analysis.tune)."""
-    from commprof.analysis.tune import COARSE_GRID_ELEMENTS, COARSE_GRID_MB
+    from commprof.analysis.tune import COARSE_GRID_MB
 
     if request.strategy == "deepspeed":  # ZeRO's reduce_bucket_size, on top of the script's config
-        settings = grid_settings(request.deepspeed, {"reduce_bucket_size": list(COARSE_GRID_ELEMENTS)})
+        settings = grid_settings(request.deepspeed, {"reduce_bucket_size": list(ZERO_BUCKET_GRID)})
         return measure(request, settings, baseline_of(request), "tune", feedback, options, tune=True)
     ddp_only(request, "tune", " bucket sizes (FSDP's knobs: commprof sweep --strategy fsdp)")
     settings = grid_settings(request.ddp, {"bucket_cap_mb": list(COARSE_GRID_MB)})
