@@ -274,6 +274,7 @@ def test_zero_fills_buckets_with_whole_gradients_until_the_next_would_not_fit():
 
 
 @pytest.mark.slow
+@pytest.mark.solo  # a positive control: beside another test's ranks its 1.9x fell to 1.26x (0.93-1.41) at 2 repeats
 @pytest.mark.skipif(NO_DEEPSPEED, reason="deepspeed is not installed (optional: pip install 'commprof[deepspeed]')")
 def test_a_zero_run_with_small_buckets_is_advised_larger_ones_and_advise_confirms_them(tmp_path):
     """The script gives DeepSpeed a JSON file with 2000-element buckets: a gradient reduction per parameter. The run's
@@ -292,7 +293,7 @@ def test_a_zero_run_with_small_buckets_is_advised_larger_ones_and_advise_confirm
     (finding,) = [f for f in report.findings if f.kind == "zero_buckets"]
     assert finding.setting == {"reduce_bucket_size": 5e5} and finding.gain_ms and finding.gain_ms.low > 0
     assert finding.action.startswith('"zero_optimization": {"reduce_bucket_size": 5e5}')
-    rounds = ["--repeats", "2", "--max-steps", "8", "--warmup-steps", "3", "--profile-steps", "2"]
+    rounds = ["--repeats", "3", "--max-steps", "8", "--warmup-steps", "3", "--profile-steps", "2"]
     result = commprof("advise", "small", *rounds, "--quiet", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     record = load_json(tmp_path / "traces" / "small-advise" / "sweep.json")
