@@ -13,8 +13,9 @@ from tests.conftest import REPO, commprof
 pytestmark = pytest.mark.slow
 SCRIPT = REPO / "tests" / "data" / "scripts" / "collectives_part.py"
 TIMEOUT = 8
-SHAPE_LINE = re.escape("collectives_part.py:29 in parted (dist.all_reduce(torch.ones(2 if rank == 0 else 3)))")
-OP_LINE = re.escape("collectives_part.py:34 in parted (dist.all_reduce(t) if rank == 0 else dist.broadcast(t, src=0))")
+SHAPE_LINE = re.escape("collectives_part.py:31 in parted (dist.all_reduce(torch.ones(2 if rank == 0 else 3)))")
+SIZE_LINE = re.escape("collectives_part.py:38 in parted (dist.all_reduce(torch.ones(1000 if rank == LARGER else 999)))")
+OP_LINE = re.escape("collectives_part.py:36 in parted (dist.all_reduce(t) if rank == 0 else dist.broadcast(t, src=0))")
 EXPECTED = {
     # Gloo lets the rank with fewer elements finish; the other waits: each rank's own account names them
     "shape": rf"the ranks' collectives part at #\d+ of the default group: rank 0 ran all_reduce of 1 tensor of 2 "
@@ -24,10 +25,17 @@ EXPECTED = {
     rf"16 B at {OP_LINE} where rank 1 ran broadcast of 1 tensor of 4 Float, 16 B at {OP_LINE}: different collectives "
     r"at the same position; ",
     # Gloo aborts the rank that receives more bytes than its collective expects: its log says which line called it
-    "extra": r"rank 0 on \S+ was killed by signal 6 \(SIGABRT\): its collective at collectives_part\.py:21 in "
-    r"log_mean_loss \(dist\.all_reduce\(t\)\) expected 4 bytes where a peer's sent \d+, while rank 1 was at "
-    r"collectives_part\.py:40 in <module> \(model\(torch\.randn\(4, 16\)\)\.sum\(\)\.backward\(\)\): a collective "
-    r"that only some ranks run",
+    # (rank 1's account, written as it failed, holds its last collectives: none called from that line)
+    "extra": r"rank 0 on \S+ was killed by signal 6 \(SIGABRT\): its collective at collectives_part\.py:23 in "
+    r"log_mean_loss \(dist\.all_reduce\(t\)\) expected 4 bytes where a peer's sent \d+; none of rank 1's last \d+ "
+    r"collectives was called from that line: a collective that only some ranks run",
+    # 1,000 floats against 999, the larger on rank 0 or on rank 1: Gloo aborts the smaller, whichever rank it is
+    **{
+        f"size{larger}": rf"rank {1 - larger} on \S+ was killed by signal 6 \(SIGABRT\): its collective at "
+        rf"{SIZE_LINE} expected \d+ bytes where a peer's sent \d+; rank {larger} called it from the same line on 1 "
+        r"tensor of 1,000 Float, 4\.0 KB: tensors that differ between the ranks"
+        for larger in (0, 1)
+    },
 }
 
 

@@ -1,14 +1,24 @@
 """Who is to blame when a job fails, decided from what each rank left behind: error records, exit signals,
 NCCL's watchdog line, Flight Recorder dumps (hand-made here as torch writes them)."""
 
+import dataclasses
 import pickle
 import signal
 
 import pytest
 
-from commprof.launch.faults import RankOutcome, collective_parted, crash_site, root_cause
+from commprof.launch.faults import (
+    RankOutcome,
+    backend_said,
+    collective_parted,
+    crash_site,
+    fatal_signal,
+    root_cause,
+)
 from commprof.launch.flight_recorder import environment, read_dumps
 from commprof.launch.hang_evidence import describe_hang
+from commprof.launch.oom import OomWatch, oom_kills
+from commprof.results.hang import EnteredCollective, HangEvidence, StackFrame
 from commprof.worker.rank import STOPPED_MESSAGE, RankStopped, error_to_record
 from tests.conftest import REPO
 
@@ -265,10 +275,76 @@ def test_a_rank_gloo_aborted_on_a_collective_of_another_size_is_named_with_its_l
         traceback = f'Traceback (most recent call last):\n  File "{script}", line {line}, in <module>\n    x\n'
         return RankOutcome(1, "Connection reset by peer", 1, 1_700_000_001, traceback=traceback)
 
-    assert root_cause([aborted, peer_at(6)], "vm") == (
-        f"{said}, while rank 1 was at train.py:6 in <module> (log()): a collective that only some ranks run"
-    )
+    # the peer's line alone: the same line is the same call; another line proves nothing (it may have passed it)
+    ambiguous = f"{said}: the ranks' collectives part (a collective only some ranks run, or tensors that differ)"
+    assert root_cause([aborted, peer_at(6)], "vm") == ambiguous
     assert root_cause([aborted, peer_at(3)], "vm") == (
         f"{said}, as rank 1 called it from the same line: tensors that differ between the ranks"
     )
+
+    def peer_entered(*lines: int) -> RankOutcome:
+        """The peer's account, written as it failed: its last collectives, each with the line that called it."""
+        entered = [
+            EnteredCollective("0", "default_pg", seq, "all_reduce", [[68]], ["Float"], True, 1_700_000_000.0, site)
+            for seq, line in enumerate(lines, 1)
+            for site in [StackFrame(str(script), line, "<module>", "", True)]
+        ]
+        account = HangEvidence(1, "vm", 3, 1_700_000_001.0, 0.0, [], entered)
+        return dataclasses.replace(peer_at(6), account=account)
+
+    assert root_cause([aborted, peer_entered(6, 6, 6)], "vm") == (
+        f"{said}; none of rank 1's last 3 collectives was called from that line: a collective that only some ranks run"
+    )
+    assert root_cause([aborted, peer_entered(6, 3, 6)], "vm") == (
+        f"{said}; rank 1 called it from the same line on 1 tensor of 68 Float, 272 B: tensors that differ between the "
+        "ranks"
+    )
     assert collective_parted(CRASH_LOG) is None
+
+
+def test_a_rank_that_left_no_error_is_told_from_its_log_and_the_kernels_count_never_guessed(tmp_path):
+    """Torch reports one failed rank per node: another's end is told from what it left. faulthandler's first line
+    names the signal, the C++ exception's what() what the backend said; out of memory only when the kernel counted a
+    kill for memory during the run; with nothing at all, the line says so and guesses no cause."""
+    log = GLOO_ABORT_LOG.replace("SCRIPT", str(tmp_path / "train.py"))
+    assert fatal_signal(log) == signal.SIGABRT and fatal_signal(CRASH_LOG) == signal.SIGSEGV
+    assert fatal_signal("Traceback (most recent call last):\n") is None
+    assert backend_said(log) == (
+        "op.preamble.length <= op.nbytes. 272 vs 4. Received data size doesn't match expected size. Is there a "
+        "distributed collective mismatch in your code? 272 vs 4"
+    )
+    aborted = RankOutcome(1, "", -signal.SIGABRT, backend_said="Connection closed by peer [10.0.0.2]:4312")
+    assert root_cause([aborted], "vm") == (
+        "rank 1 on vm was killed by signal 6 (SIGABRT): Connection closed by peer [10.0.0.2]:4312"
+    )
+    vanished = RankOutcome(1, "", None)
+    said = root_cause([vanished], "vm")
+    assert said.startswith("rank 1 on vm ended without recording an error and without a crash in its log")
+    assert "out-of-memory" not in said and said.endswith("the kernel killed no process for memory")
+    assert root_cause([vanished], "vm", oom_kills=1) == (
+        "rank 1 on vm ended without recording an error, as a process killed by the out-of-memory killer (the "
+        "kernel killed 1 process for memory in this machine's memory cgroup during the run) does"
+    )
+    killed = RankOutcome(1, "", -signal.SIGKILL, 1_700_000_000)
+    assert root_cause([killed], "vm") == "rank 1 on vm was killed by signal 9 (SIGKILL)"
+    assert root_cause([killed], "vm", oom_kills=2).startswith(
+        "rank 1 on vm was killed by signal 9 (SIGKILL), by the out-of-memory killer (the kernel killed 2 processes"
+    )
+
+
+def test_the_out_of_memory_count_is_read_from_the_process_memory_cgroup(tmp_path):
+    """cgroup v2 (memory.events) and v1 (memory.oom_control), each at the path /proc/self/cgroup names."""
+    v2, v1 = tmp_path / "v2", tmp_path / "v1"
+    (v2 / "job" / "step").mkdir(parents=True)
+    (v2 / "job" / "step" / "memory.events").write_text("low 0\nhigh 0\nmax 3\noom 2\noom_kill 2\n")
+    (v2 / "self").write_text("0::/job/step\n")
+    assert oom_kills(v2 / "self", v2) == 2
+    (v1 / "memory" / "slurm" / "job7").mkdir(parents=True)
+    (v1 / "memory" / "slurm" / "job7" / "memory.oom_control").write_text(
+        "oom_kill_disable 0\nunder_oom 0\noom_kill 5\n"
+    )
+    (v1 / "self").write_text("4:memory:/slurm/job7\n3:cpu:/\n0::/\n")
+    assert oom_kills(v1 / "self", v1) == 5
+    (v1 / "nothing").write_text("4:cpu:/x\n")
+    assert oom_kills(v1 / "nothing", v1 / "nowhere") is None and oom_kills(tmp_path / "absent", v1) is None
+    assert OomWatch().killed() == 0  # this machine's own count, read twice: nobody was killed in between

@@ -213,3 +213,59 @@ def test_the_deadline_passes_once_a_rank_has_waited_in_one_collective_past_timeo
         "; a collective waited over --timeout 10 s and 15 s of grace on vm (the script's process group would have "
         "waited longer): commprof stopped the job"
     )
+
+
+def test_a_stall_is_withdrawn_as_soon_as_its_rank_steps_again(tmp_path):
+    """A pause (a checkpoint on this rank, or a wait for one on another) is written as a stall once it lasts half the
+    timeout; the rank's next step removes the account, and an account taken while the rank stepped is not written:
+    it would describe a stall that is over. A rank stopped by its launcher writes where it was all the same."""
+    watch = HangWatch(tmp_path, 1, timeout_s=20, collectives=lambda: [collective(4, False)])
+    watch.stepped()
+    watch.write(12.0)
+    assert list(read_evidence(tmp_path)) == [1]
+    watch.stepped()
+    assert read_evidence(tmp_path) == {} and list(tmp_path.iterdir()) == []
+    watch.write(11.0, steps=1)  # begun after step 1, finished after step 2
+    assert read_evidence(tmp_path) == {}
+    watch.write(0.3, steps=1, stopped=True)
+    assert read_evidence(tmp_path)[1].steps_done == 2
+
+
+def test_the_deadline_acts_only_on_a_wait_still_going_on(tmp_path):
+    """The default --timeout (300 s) and an injected clock: rank 1 waited 40 s in all_reduce #4 while rank 0 saved a
+    checkpoint, then both stepped on. Long past --timeout and the grace since that wait began, the deadline does not
+    pass: the account was withdrawn. An account that stopped being rewritten (FRESH_S) is not acted on either; one
+    rewritten while the wait goes on is."""
+    from commprof.launch.deadline import FRESH_S, GRACE_S, CollectiveDeadline
+    from commprof.results.hang import encode, evidence_path
+
+    entered = 1_795_748_141.0  # collective() enters at this time
+    now = [entered + 40]
+    deadline = CollectiveDeadline(tmp_path, timeout_s=300, clock=lambda: now[0])
+    watch = HangWatch(tmp_path, 1, timeout_s=300, collectives=lambda: [collective(3, True), collective(4, False)])
+    watch.write(40.0)
+    assert not deadline.passed()
+    watch.stepped()
+    for later in (300 + GRACE_S + 1, 3600, 86_400):
+        now[0] = entered + later
+        assert not deadline.passed() and deadline.overdue is None
+
+    def written_at(taken_s: float) -> None:
+        account = evidence(1, 3, [collective(3, True), collective(4, False)], 30, "loss.backward()")
+        account = HangEvidence(**{**account.__dict__, "taken_s": taken_s})
+        evidence_path(tmp_path, 1).write_bytes(encode(account))
+
+    now[0] = entered + 300 + GRACE_S + 1
+    written_at(now[0] - FRESH_S - 1)  # its rank stopped rewriting it
+    assert not deadline.passed()
+    written_at(now[0] - 2)
+    assert deadline.passed() and deadline.overdue.startswith("rank 1 has waited")
+
+
+def test_only_a_timeout_given_on_the_command_line_bounds_a_scripts_own_process_groups():
+    """A script whose process group has 30 minutes of its own (Lightning, the HF Trainer, DeepSpeed) keeps them under
+    commprof's default --timeout; naming --timeout, even at its default value, makes commprof's deadline apply."""
+    from commprof.cli.options import build_request
+
+    assert "timeout_s" not in build_request({}).named
+    assert "timeout_s" in build_request({"timeout": 300.0}, frozenset({"timeout"})).named

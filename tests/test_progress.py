@@ -435,3 +435,30 @@ def test_progress_says_profiling_only_for_the_steps_the_profiler_traces():
         "profiling",
         "training",
     ]
+
+
+def test_a_stall_names_the_rank_by_its_global_number_and_its_host():
+    """Each node's local rank 0 writes the progress: on the second host that is rank 1 of node1, and the line says
+    so, not 'rank 0'."""
+    view, lines, clock = step_lines()
+    for t in (1, 2, 13):
+        clock.now = t
+        view.show(Progress(31, 200, 80.0, "training", rank=1, host="node1"))
+    assert lines[-1].startswith("commprof: rank 1 on node1 has finished no step for 0:00:12, since step 31/200")
+    view.end(Progress(31, 200, 80.0, "training", rank=1, host="node1"), failed=True)
+    assert lines[-1].startswith("commprof: rank 1 stopped at step 31/200")
+
+
+def test_a_rank_that_stops_stepping_writes_the_step_it_really_finished(tmp_path):
+    """The progress file is rewritten at most every quarter second while the rank steps, so it can lag; once the rank
+    has not stepped for a second, its hang watch has it written with the step it really finished."""
+    import threading
+
+    from commprof.instrument.hang_watch import IDLE_S, HangWatch
+
+    said = threading.Event()
+    watch = HangWatch(tmp_path, 0, timeout_s=300, collectives=list, idle=said.set)
+    watch.start()
+    assert not said.wait(IDLE_S + 0.5)  # before a first step there is nothing to say
+    watch.stepped()
+    assert said.wait(10)

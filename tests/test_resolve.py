@@ -106,3 +106,9 @@ def test_capability_matrix_on_one_gpu():
     )
     assert _why_not("nccl", "cuda", one_gpu) == "NCCL needs a GPU for each of the 2 ranks; 1 visible"
     assert _why_not("gloo", "cuda", one_gpu) is None and _why_not("nccl", "cuda", FOUR_GPUS) is None
+
+
+def test_a_timeout_named_on_the_command_line_is_known_as_given(tmp_path):
+    """launch/deadline.py bounds a script's own longer process-group timeouts only by a --timeout the user gave."""
+    assert not resolve(request(tmp_path), CPU_ONLY).timeout_given
+    assert resolve(request(tmp_path, named=("timeout_s",)), CPU_ONLY).timeout_given

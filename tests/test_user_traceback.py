@@ -106,3 +106,27 @@ def test_ranks_ended_by_ctrl_c_are_an_interrupt_not_a_failure():
     assert interrupted_by_user(by_ctrl_c) and all(o.kind == "stopped" for o in by_ctrl_c)
     assert first_own_failure(by_ctrl_c) is None
     assert not interrupted_by_user([*by_ctrl_c, RankOutcome(2, ERROR, 1, timestamp=0.5)])
+
+
+def test_commprofs_own_thread_dumps_stay_in_the_logs_and_the_scripts_words_reach_the_terminal():
+    """faulthandler's stacks of every thread (a rank that crashed or was stopped) are commprof's diagnostics: read
+    from the logs, never shown as the script's output. The script's traceback and the backend's words are shown."""
+    from commprof.launch.script_output import the_scripts
+
+    dump = [
+        "Fatal Python error: Aborted\n",
+        "Thread 0x00007fe96d9ff6c0 (most recent call first):\n",
+        '  File "/venv/commprof/instrument/hang_watch.py", line 109 in _watch\n',
+        "Current thread 0x00007fe98c096b80 (most recent call first):\n",
+        "  <no Python frame>\n",
+        "Extension modules: numpy._core._multiarray_umath, torch._C (total: 2)\n",
+        "USDT:2026-11-27 23:17:14 2685:2685 SyncActivityProfilerHandler.cpp:52] profiler_start\n",
+    ]
+    shown = [
+        "Traceback (most recent call last):\n",
+        '  File "/home/u/train.py", line 13, in <module>\n',
+        "terminate called after throwing an instance of 'gloo::EnforceNotMet'\n",
+        "epoch 1 loss 0.25\n",
+        "\n",
+    ]
+    assert [line for line in dump + shown if the_scripts(line)] == shown

@@ -5,6 +5,7 @@ terminal gets Rich's live displays; a log (a pipe, a file, CI, a SLURM job's out
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -60,14 +61,14 @@ class StepsBar:
                 self.task,
                 completed=state.step,
                 total=state.steps,
-                description=self.subject + (description or f"rank 0 {state.phase}"),
+                description=self.subject + (description or f"rank {state.rank} {state.phase}"),
                 detail=f"step {state.step_ms:.1f} ms",
             )
 
     def end(self, state: progress_file.Progress | None, failed: bool) -> None:
         if state is not None and not failed:  # done: every step that ran, of a total that is now known
-            state = progress_file.Progress(state.step, state.steps or state.step, state.step_ms, state.phase)
-        self.show(state, None if failed else "rank 0 done")
+            state = dataclasses.replace(state, steps=state.steps or state.step)
+        self.show(state, None if failed else f"rank {state.rank if state else 0} done")
         self.progress.stop()
 
 

@@ -83,14 +83,16 @@ class StepLines:
         left is the steps left at the pace seen since the first state was read (all phases together, as the total
         counts them). No ETA before that pace is known (a first step's time holds the start's), nor while the total is
         not known."""
-        text = f"rank 0 {state.phase}: step {step_count(state.step, state.steps)}, {state.step_ms:.1f} ms per step"
+        count = step_count(state.step, state.steps)
+        text = f"rank {state.rank} {state.phase}: step {count}, {state.step_ms:.1f} ms per step"
         still_s = now - (self.moved or (now, state.step))[0]
         stepping = state.phase != "writing traces" and (state.steps is None or state.step < state.steps)
         if stepping and still_s >= max(STALLED_S, 5 * state.step_ms / 1000):
             since = step_count(state.step, state.steps)
             where = self.hang()
+            who = f"rank {state.rank}" + (f" on {state.host}" if state.host else "")
             return (
-                f"rank 0 has finished no step for {duration(still_s)}, since step {since} ({state.phase}, "
+                f"{who} has finished no step for {duration(still_s)}, since step {since} ({state.phase}, "
                 f"{state.step_ms:.1f} ms per step before): it, or a rank it waits for, is stuck or slow"
             ) + (f"; {where}" if where else "")
         seen_at, seen_step = self.first or (now, state.step)
@@ -105,9 +107,9 @@ class StepLines:
         if state is None:
             self._say(f"stopped before rank 0's first step, after {took}" if failed else f"done in {took}")
         elif failed:
-            self._say(f"rank 0 stopped at step {step_count(state.step, state.steps)}, after {took}")
+            self._say(f"rank {state.rank} stopped at step {step_count(state.step, state.steps)}, after {took}")
         else:
-            self._say(f"rank 0 done: {state.step}/{state.steps or state.step} steps in {took}")
+            self._say(f"rank {state.rank} done: {state.step}/{state.steps or state.step} steps in {took}")
 
     def _say(self, text: str) -> None:
         self.write(self.prefix + text)

@@ -5,13 +5,26 @@ whatever they were doing is gone. So every rank runs a daemon thread that, once 
 `stall_s` (half the collective timeout, from MIN_STALL_S to MAX_STALL_S), writes where its main thread is and the
 last RECENT collectives it entered in each process group, each with the user's line that called it (torch's Flight
 Recorder, which records Gloo's collectives as well as NCCL's), and writes it again every REFRESH_S while the stall
-lasts (results/hang.py). A healthy job never stalls that long, so it writes nothing. The launch reads the files when
-the job fails (launch/hang_evidence.py), and the progress view while it runs."""
+lasts (results/hang.py). A stall is a fact with a time: the account says when it was taken, and it is withdrawn (the
+file removed) as soon as the rank steps again, so a pause that ends (a checkpoint, an evaluation) leaves nothing for
+the launch's deadline (launch/deadline.py) to act on. The launch reads the files when the job fails
+(launch/hang_evidence.py), and the progress view while it runs.
+
+When the launcher stops the rank (SIGTERM, SIGINT), or the rank fails (`account_at_exit`), the account is written at
+once, stall or not: where the rank
+was and the collectives it last entered, each with its line, are what tells a peer's abort apart (launch/faults.py:
+the same call with other tensors, or a collective this rank never made). The thread learns of the signal through
+Python's wakeup file descriptor, which the C-level handler writes even while the main thread is blocked in C++.
+
+Once the rank has not stepped for IDLE_S, `idle` is called once (the caller writes its progress with the step it
+really finished: the progress file is rewritten at most every quarter second while it steps, so it can lag)."""
 
 from __future__ import annotations
 
 import os
 import pickle
+import select
+import signal
 import socket
 import sys
 import threading
@@ -35,6 +48,7 @@ from commprof.trace.plain_pickle import plain_loads
 
 MIN_STALL_S, MAX_STALL_S = 5.0, 30.0
 REFRESH_S = 2.0
+IDLE_S = 1.0
 MAX_FRAMES = 40
 
 
@@ -69,6 +83,22 @@ def run_sequences() -> list[GroupSequence]:
         return []
 
 
+_started: list[HangWatch] = []  # this process's watch, once started
+
+
+def account_at_exit(error: BaseException) -> None:
+    """The rank is leaving on `error`: its account, where the error was raised and its last collectives."""
+    for watch in _started:
+        watch.write(time.monotonic() - watch.last_step, stopped=True, stack=frames_of(error))
+
+
+def frames_of(error: BaseException) -> list[StackFrame]:
+    return [
+        StackFrame(f.filename, f.lineno or 0, f.name, (f.line or "").strip(), own_code(f.filename))
+        for f in traceback.extract_tb(error.__traceback__)[-MAX_FRAMES:]
+    ]
+
+
 class HangWatch:
     """Call `stepped()` at every step; `start()` once; the thread stops with the process."""
 
@@ -78,46 +108,102 @@ class HangWatch:
         rank: int,
         timeout_s: float,
         collectives: Callable[[], list[EnteredCollective]] = flight_recorder_collectives,
+        idle: Callable[[], None] | None = None,
     ):
         self.folder, self.rank = folder, rank
         self.stall_s = min(MAX_STALL_S, max(MIN_STALL_S, timeout_s / 2))
-        self.collectives = collectives
+        self.collectives, self.idle = collectives, idle
         self.host = socket.gethostname()
         self.main = threading.get_ident()
         self.steps_done = 0
         self.last_step = time.monotonic()
+        self.lock = threading.Lock()  # a write and its withdrawal never cross
+        self.written = False  # an account of the current stall is on disk
+        self.wakeup: tuple[socket.socket, socket.socket] | None = None  # (read, write): the signals received
 
     @classmethod
-    def from_environment(cls, rank: int, timeout_s: float) -> HangWatch | None:
+    def from_environment(cls, rank: int, timeout_s: float, idle: Callable[[], None] | None = None) -> HangWatch | None:
         folder = os.environ.get(FOLDER_VARIABLE)
-        return cls(Path(folder), rank, timeout_s) if folder else None
+        return cls(Path(folder), rank, timeout_s, idle=idle) if folder else None
 
     def stepped(self) -> None:
         self.steps_done += 1
         self.last_step = time.monotonic()
+        if self.written:
+            self.withdraw()
 
     def start(self) -> None:
+        """From the main thread: the watch begins, and learns of the signals that stop the rank."""
+        read, write = socket.socketpair()
+        write.setblocking(False)
+        try:
+            signal.set_wakeup_fd(write.fileno(), warn_on_full_buffer=False)
+            self.wakeup = (read, write)
+        except ValueError:  # not the main thread: no account at a stop
+            read.close()
+            write.close()
         threading.Thread(target=self._watch, name="commprof-hang-watch", daemon=True).start()
+        _started[:] = [self]
+
+    def _sleep(self, seconds: float) -> None:
+        """Wait `seconds`; a stop received meanwhile is written down at once (the rank is about to end)."""
+        if self.wakeup is None:
+            time.sleep(seconds)
+            return
+        if select.select([self.wakeup[0]], [], [], seconds)[0]:
+            received = self.wakeup[0].recv(64)
+            if {signal.SIGTERM, signal.SIGINT} & set(received):
+                self.write(time.monotonic() - self.last_step, stopped=True)
 
     def _watch(self) -> None:
+        idle, idle_told = self.idle, -1  # the step count when `idle` was last called
         while True:
-            stalled = time.monotonic() - self.last_step
+            steps, stalled = self.steps_done, time.monotonic() - self.last_step
+            unsaid = idle is not None and steps > 0 and idle_told != steps  # before a first step: nothing to say
+            if idle is not None and unsaid and stalled >= IDLE_S:
+                idle_told = steps
+                idle()
             if stalled >= self.stall_s:
-                self.write(stalled)
-                time.sleep(REFRESH_S)
-            else:
-                time.sleep(min(REFRESH_S, self.stall_s - stalled))
+                self.write(stalled, steps)
+                self._sleep(REFRESH_S)
+                continue
+            due = [self.stall_s - stalled, REFRESH_S]
+            if unsaid:
+                due.append(IDLE_S - stalled)
+            self._sleep(max(0.01, min(due)))
 
-    def evidence(self, stalled_s: float) -> HangEvidence:
-        return HangEvidence(
-            self.rank, self.host, self.steps_done, time.time(), stalled_s, stack_of(self.main), self.collectives()
-        )
+    def evidence(self, stalled_s: float, stack: list[StackFrame] | None = None) -> HangEvidence:
+        stack = stack_of(self.main) if stack is None else stack
+        return HangEvidence(self.rank, self.host, self.steps_done, time.time(), stalled_s, stack, self.collectives())
 
-    def write(self, stalled_s: float) -> None:
+    def write(
+        self, stalled_s: float, steps: int | None = None, stopped: bool = False, stack: list[StackFrame] | None = None
+    ) -> None:
+        """The account of a stall that began after `steps` steps (this many now, if None); not written when the rank
+        has stepped since (the account, taken over seconds, would describe a stall that is over), unless the rank
+        was `stopped`: then it is where the rank was when it stopped, unless the account of a stall still going on
+        says better where it was stuck."""
+        steps = self.steps_done if steps is None else steps
+        if stopped and self.written:
+            return
+        evidence = self.evidence(stalled_s, stack)
         path = evidence_path(self.folder, self.rank)
         partial = path.with_suffix(".partial")
-        try:
-            partial.write_bytes(encode(self.evidence(stalled_s)))
-            partial.replace(path)
-        except OSError:  # the launch's folder is gone: the job is over
-            pass
+        with self.lock:
+            if self.steps_done != steps and not stopped:
+                return
+            try:
+                partial.write_bytes(encode(evidence))
+                partial.replace(path)
+                self.written = True
+            except OSError:  # the launch's folder is gone: the job is over
+                pass
+
+    def withdraw(self) -> None:
+        """The stall is over: its account is removed."""
+        with self.lock:
+            self.written = False
+            try:
+                evidence_path(self.folder, self.rank).unlink(missing_ok=True)
+            except OSError:  # the launch's folder is gone: the job is over
+                pass

@@ -4,7 +4,11 @@ A script's own process group can wait far longer than --timeout (Lightning, Hugg
 30 minutes or more of their own; worker/torch_settings bounds only the groups made without one). While the ranks
 run, the launch reads their accounts of a stall (results/hang.py): once a rank has been inside one collective for
 longer than --timeout plus GRACE_S, it stops the job, as the collective's own timeout would have, and says where each
-rank was."""
+rank was.
+
+It acts only on a wait still going on: a rank withdraws its account when it steps again, and one that has not been
+rewritten for FRESH_S (a stalled rank rewrites it every few seconds) is no longer known to be true. And only when
+--timeout was given: commprof's default never shortens a patience the script chose for its own process groups."""
 
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ from commprof.results.hang import read_evidence
 
 GRACE_S = 15.0
 POLL_S = 2.0
+FRESH_S = 20.0  # an account older than this is stale: its rank stopped rewriting it (hang_watch.REFRESH_S is 2 s)
 
 
 class CollectiveDeadline:
@@ -32,7 +37,11 @@ class CollectiveDeadline:
         """A rank has waited in one collective longer than --timeout and the grace: `overdue` says where."""
         evidence = read_evidence(self.folder)
         now = self.clock()
-        late = [e for e in evidence.values() if e.inside is not None and now - e.inside.entered_s > self.limit_s]
+        late = [
+            e
+            for e in evidence.values()
+            if e.inside is not None and now - e.taken_s <= FRESH_S and now - e.inside.entered_s > self.limit_s
+        ]
         if late:
             self.overdue = describe_hang(evidence)
         return bool(late)

@@ -13,8 +13,9 @@ import signal
 import socket
 from dataclasses import dataclass
 
-from commprof.launch.hang_evidence import site_text
-from commprof.results.hang import StackFrame, own_code
+from commprof.errors import what_went_wrong
+from commprof.launch.hang_evidence import site_text, tensors_text
+from commprof.results.hang import HangEvidence, StackFrame, own_code
 
 _PEER_GONE = re.compile(
     r"Connection (closed|reset) by peer|Broken pipe|remote worker|communicator was aborted|"
@@ -44,6 +45,8 @@ class RankOutcome:
     traceback: str = ""  # the Python traceback its error file recorded
     parted: Parted | None = None  # Gloo aborted it on a collective of another size than its peer's
     stopped_at: StackFrame | None = None  # its own code's line when the launcher stopped it (its log's stack)
+    backend_said: str = ""  # what a C++ exception that ended it said (`what():` in its log), e.g. Gloo's enforce
+    account: HangEvidence | None = None  # what it wrote of itself when it stalled or was stopped (results/hang.py)
 
     @property
     def interrupted(self) -> bool:
@@ -75,26 +78,19 @@ def root_cause(
     host: str | None = None,
     timeout_s: float | None = None,
     never_arrived: str | None = None,
+    oom_kills: int = 0,
 ) -> str:
     """One line naming the rank(s) to blame, on which host, and why. The first rank to fail on its own (killed,
     or an error of its own; killed first when both happen within the same second) is the cause: one killed
     after another's error is collateral (a rank blocked on the GPU can outlive the launcher's grace period).
-    `never_arrived`: what NCCL's flight recorder says."""
+    `never_arrived`: what NCCL's flight recorder says. `oom_kills`: the processes the kernel killed for memory
+    during the launch (launch/oom.py): the only evidence on which a rank is said to have run out of memory."""
     host = host or socket.gethostname()
     by_kind = _by_kind(outcomes)
     crashed_while_stuck = _crashed_after_a_timeout(by_kind)
     first = first_own_failure(outcomes)
     if first is not None and first.kind == "killed":
-        if first.exitcode is None and first.crash_site:
-            return f"rank {first.rank} on {host} crashed {first.crash_site}"
-        if first.exitcode is None:
-            return (
-                f"rank {first.rank} on {host} ended without recording an error: killed by a signal "
-                "(SIGKILL, the out-of-memory killer) or a crash"
-            )
-        where = f" {first.crash_site}" if first.crash_site else ""
-        parted = f": {_parted_text(first.parted, first.rank, outcomes)}" if first.parted else ""
-        return f"rank {first.rank} on {host} was killed by signal {_signal_name(-first.exitcode)}{where}{parted}"
+        return _killed(first, host, outcomes, oom_kills)
     if first is not None:
         return f"rank {first.rank} on {host} failed: {first.message or f'exit code {first.exitcode}'}"
     if "timed out" in by_kind and never_arrived:
@@ -121,6 +117,35 @@ def root_cause(
     if not rest:
         return f"the job failed on {host} without a recorded error"
     return f"rank {rest[0].rank} on {host} failed: {rest[0].message or f'exit code {rest[0].exitcode}'}"
+
+
+def _killed(first: RankOutcome, host: str, outcomes: list[RankOutcome], oom_kills: int) -> str:
+    """A rank that ended without an error of its own, told from what it left: its exit status (torch's, or the
+    signal faulthandler named in its log), where it crashed, what the backend said, the kernel's out-of-memory
+    count."""
+    oom = (
+        f"the out-of-memory killer (the kernel killed {oom_kills} process{'es' if oom_kills > 1 else ''} for memory "
+        "in this machine's memory cgroup during the run)"
+        if oom_kills
+        else ""
+    )
+    if first.exitcode is None and first.crash_site:
+        return f"rank {first.rank} on {host} crashed {first.crash_site}"
+    if first.exitcode is None:
+        if oom:
+            return f"rank {first.rank} on {host} ended without recording an error, as a process killed by {oom} does"
+        return (
+            f"rank {first.rank} on {host} ended without recording an error and without a crash in its log (its exit "
+            "status was not seen: torch's agent reports the first rank to end); the kernel killed no process for "
+            "memory"
+        )
+    where = f" {first.crash_site}" if first.crash_site else ""
+    by_oom = f", by {oom}" if oom and first.exitcode == -signal.SIGKILL else ""
+    if first.parted:
+        said = f": {_parted_text(first.parted, first.rank, outcomes)}"
+    else:
+        said = f": {first.backend_said}" if first.backend_said else ""
+    return f"rank {first.rank} on {host} was killed by signal {_signal_name(-first.exitcode)}{by_oom}{where}{said}"
 
 
 def first_own_failure(outcomes: list[RankOutcome]) -> RankOutcome | None:
@@ -153,6 +178,33 @@ _FATAL = re.compile(
     r"(?:\s+File \"(?P<file>[^\"]+)\", line (?P<line>\d+) in (?P<function>\S+))?",
     re.DOTALL,
 )
+
+
+# faulthandler's first line for each fatal signal it handles
+_FATAL_SIGNALS = {
+    "Aborted": signal.SIGABRT,
+    "Segmentation fault": signal.SIGSEGV,
+    "Bus error": signal.SIGBUS,
+    "Floating point exception": signal.SIGFPE,
+    "Illegal instruction": signal.SIGILL,
+}
+_FATAL_LINE = re.compile(rf"^Fatal Python error: ({'|'.join(_FATAL_SIGNALS)})$", re.M)
+_WHAT = re.compile(r"^terminate called after throwing an instance of '[^']+'\n\s*what\(\):\s*(.+)$", re.M)
+_ENFORCE_SITE = re.compile(r"^\[enforce fail at [^\]]+\]\s*")
+
+
+def fatal_signal(log: str) -> int | None:
+    """The signal that ended a rank, as faulthandler named it in its log (the rank could write no error of its own
+    and its exit status may not be known: torch reports one failed rank per node); None where the log names none."""
+    found = _FATAL_LINE.findall(log)
+    return int(_FATAL_SIGNALS[found[-1]]) if found else None
+
+
+def backend_said(log: str) -> str:
+    """What the C++ exception that ended a rank said (`terminate called ... what(): ...`, Gloo's enforce failures),
+    without the source location; "" where there is none."""
+    found = _WHAT.findall(log)
+    return what_went_wrong(_ENFORCE_SITE.sub("", found[-1].strip())) if found else ""
 
 
 def crash_site(log: str) -> str:
@@ -220,18 +272,31 @@ def _own_frame(frames: list[dict[str, str]]) -> StackFrame | None:
 
 
 def _parted_text(parted: Parted, rank: int, outcomes: list[RankOutcome]) -> str:
-    """The sizes, and the kind where a peer's recorded traceback says where it was: another line (a collective only
-    some ranks run) or the same (tensors that differ)."""
+    """The sizes, and the kind, from a peer's evidence: its last collectives (its account, written when it was
+    stopped), one called from the same line (tensors that differ, with the peer's) or none (a collective only some
+    ranks run); else the line its recorded traceback or its stack was at when stopped, when it is the same line."""
     said = f"its collective{' ' + site_text(parted.site) if parted.site else ''} expected {parted.expected} bytes "
     said += f"where a peer's sent {parted.sent}"
-    for peer in sorted(outcomes, key=lambda o: o.rank):
+    site = (parted.site.file, parted.site.line) if parted.site else None
+    peers = [o for o in sorted(outcomes, key=lambda o: o.rank) if o.rank != rank]
+    for peer in peers:
+        entered = peer.account.collectives if peer.account is not None and site is not None else []
+        same = [c for c in entered if c.site is not None and (c.site.file, c.site.line) == site]
+        if same:
+            return (
+                f"{said}; rank {peer.rank} called it from the same line on {tensors_text(same[-1])}: tensors that "
+                "differ between the ranks"
+            )
+        if entered:
+            return (
+                f"{said}; none of rank {peer.rank}'s last {len(entered)} collectives was called from that line: a "
+                "collective that only some ranks run"
+            )
+    for peer in peers:
         frames = [m.groupdict() for m in _TRACEBACK_FRAME.finditer(peer.traceback)][::-1]  # innermost first
-        at = (_own_frame(frames) or peer.stopped_at) if peer.rank != rank else None
-        if parted.site is None or at is None:
-            continue
-        if (at.file, at.line) != (parted.site.file, parted.site.line):
-            return f"{said}, while rank {peer.rank} was {site_text(at)}: a collective that only some ranks run"
-        return f"{said}, as rank {peer.rank} called it from the same line: tensors that differ between the ranks"
+        at = _own_frame(frames) or peer.stopped_at
+        if site is not None and at is not None and (at.file, at.line) == site:
+            return f"{said}, as rank {peer.rank} called it from the same line: tensors that differ between the ranks"
     return f"{said}: the ranks' collectives part (a collective only some ranks run, or tensors that differ)"
 
 

@@ -76,7 +76,7 @@ def _side(ranks: list[int], call: EnteredCollective, lines_known: bool) -> str:
     who = f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {', '.join(map(str, ranks))}"
     # a watchdog's log line has neither dtype nor caller
     called = f" {site_text(call.site)}" if lines_known and (call.site is not None or call.dtypes) else ""
-    return f"{who} ran {call.op} of {_tensors(call)}{called}"
+    return f"{who} ran {call.op} of {tensors_text(call)}{called}"
 
 
 def _kind(a: EnteredCollective, b: EnteredCollective) -> str:
@@ -120,7 +120,7 @@ def _waiting(ranks: list[HangEvidence], ahead: EnteredCollective) -> str:
     if ahead.entered_s > 0:  # torch's Flight Recorder says when the collective was entered
         waited = max(0.0, first.taken_s - ahead.entered_s)
         verb = f"{'has' if len(ranks) == 1 else 'have'} waited {waited:.0f} s"
-    tensors = f" ({_tensors(ahead)})" if ahead.sizes else ""
+    tensors = f" ({tensors_text(ahead)})" if ahead.sizes else ""
     at = _at(first)
     return f"{who} {verb} in {_collective(ahead)}{tensors}{' ' + at if at else ''}"
 
@@ -160,7 +160,7 @@ def site_text(frame: StackFrame | None) -> str:
     return f"at {_file(frame)}:{frame.line} in {frame.function}" + (f" ({frame.code})" if frame.code else "")
 
 
-def _tensors(entered: EnteredCollective) -> str:
+def tensors_text(entered: EnteredCollective) -> str:
     elements = [math.prod(shape) for shape in entered.sizes]
     if not entered.dtypes:  # NCCL's watchdog logs the element count alone
         return f"{sum(elements):,} element{'s' if sum(elements) != 1 else ''}"

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import shutil
 import signal
 import socket
 import tempfile
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, Callable, Iterator, cast
 
@@ -24,14 +25,17 @@ from commprof.launch.deadline import CollectiveDeadline
 from commprof.launch.faults import (
     WATCHDOG,
     RankOutcome,
+    backend_said,
     collective_parted,
     crash_site,
+    fatal_signal,
     first_own_failure,
     interrupted_by_user,
     main_thread_site,
     root_cause,
 )
 from commprof.launch.hang_evidence import describe_hang, hang_evidence_environment
+from commprof.launch.oom import OomWatch
 from commprof.launch.preflight import endpoint_is_here, failed_setup
 from commprof.launch.result import LaunchResult
 from commprof.launch.runlog import claim_if_unstarted, mark_failed, mark_interrupted, started_by
@@ -102,6 +106,7 @@ def launch(
     log_dir = Path(tempfile.mkdtemp(prefix="commprof-logs-"))
     hang_dir = hang_dir or log_dir
     deadline = CollectiveDeadline(hang_dir, config.timeout_s)
+    oom = OomWatch()
     variables = {
         **hang_evidence_environment(hang_dir),
         **(flight_recorder.environment(log_dir) if by_name(config.backend).flight_recorder else {}),
@@ -116,7 +121,7 @@ def launch(
         with (
             _workers_environment(added),
             _own_signal_handlers(),
-            deadline.watching(),
+            deadline.watching() if config.timeout_given else nullcontext(),
         ):
             launching = launch_config(config, log_dir)
             try:
@@ -128,7 +133,7 @@ def launch(
         outcomes = _outcomes(exc, log_dir, config)
         if interrupted_by_user(outcomes):  # the ranks saw the terminal's Ctrl-C before the agent did
             raise _interrupted(config, signal.SIGINT, log_dir) from None
-        raise _failed(config, outcomes, log_dir) from None
+        raise _failed(config, outcomes, log_dir, oom.killed()) from None
     except SignalException as exc:  # SIGINT or SIGTERM while the agent ran the ranks: it has stopped them
         if deadline.overdue:  # the SIGTERM was the deadline's
             raise _run_failed(config, deadline.summary(socket.gethostname()), log_dir) from None
@@ -193,13 +198,15 @@ def _interrupted(config: RunConfig, signum: int, log_dir: Path) -> Interrupted:
     return Interrupted(signum, f"interrupted ({name})", run_dir=config.run_dir)
 
 
-def _failed(config: RunConfig, outcomes: list[RankOutcome], log_dir: Path) -> RunFailed:
+def _failed(config: RunConfig, outcomes: list[RankOutcome], log_dir: Path, oom_kills: int) -> RunFailed:
     """The root cause; for a user's script, its own traceback when its error was the cause."""
     host = socket.gethostname()
     if any(o.rank == 0 for o in outcomes):
         claim_if_unstarted(config, host)
-    never_arrived = describe_hang(read_evidence(log_dir)) or describe_hang(flight_recorder.read_dumps(log_dir))
-    summary = root_cause(outcomes, host, config.timeout_s, never_arrived)
+    accounts = read_evidence(log_dir)
+    outcomes = [dataclasses.replace(o, account=accounts.get(o.rank)) for o in outcomes]
+    never_arrived = describe_hang(accounts) or describe_hang(flight_recorder.read_dumps(log_dir))
+    summary = root_cause(outcomes, host, config.timeout_s, never_arrived, oom_kills)
     first = first_own_failure(outcomes)
     shown = user_traceback(first.traceback) if config.script and first is not None and first.kind == "error" else ""
     if not shown or first is None:
@@ -240,10 +247,17 @@ def _outcomes(exc: ChildFailedError, log_dir: Path, config: RunConfig) -> list[R
 def _outcome(rank: int, failure: ProcessFailure | None, stderr: str) -> RankOutcome:
     """Every rank records an error, even if stopped: one without a failure crashed. NCCL's watchdog aborts a rank
     without an error file (its stderr says which collective timed out); faulthandler leaves a crash's stack there."""
-    stopped_at = main_thread_site(stderr)
-    if failure is None:
+    stopped_at, said = main_thread_site(stderr), backend_said(stderr)
+    if failure is None:  # torch reports one failed rank per node: the others' ends are told from their logs
+        signum = fatal_signal(stderr)
         return RankOutcome(
-            rank, "", None, crash_site=crash_site(stderr), parted=collective_parted(stderr), stopped_at=stopped_at
+            rank,
+            "",
+            -signum if signum else None,
+            crash_site=crash_site(stderr),
+            parted=collective_parted(stderr),
+            stopped_at=stopped_at,
+            backend_said=said,
         )
     watchdog = WATCHDOG.search(stderr)
     return RankOutcome(
@@ -255,6 +269,7 @@ def _outcome(rank: int, failure: ProcessFailure | None, stderr: str) -> RankOutc
         _recorded_traceback(failure),
         collective_parted(stderr),
         stopped_at,
+        said,
     )
 
 

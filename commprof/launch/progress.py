@@ -1,9 +1,10 @@
-"""A tiny progress channel: local rank 0 rewrites a JSON file each step, the CLI polls it."""
+"""A tiny progress channel: each node's local rank 0 rewrites a JSON file as it steps, the CLI polls it."""
 
 from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -15,6 +16,8 @@ class Progress:
     steps: int | None  # steps the job will run; None while not known (a script without --max-steps)
     step_ms: float  # rank 0's latest step
     phase: str = "training"
+    rank: int = 0  # the global rank that writes it: this node's local rank 0
+    host: str = ""
 
 
 class Every:
@@ -41,7 +44,7 @@ class Every:
 
 
 def write_progress(path: Path, progress: Progress) -> None:
-    tmp = path.with_name(path.name + ".tmp")
+    tmp = path.with_name(f"{path.name}.{threading.get_ident()}.tmp")  # the rank's hang watch writes it too
     tmp.write_text(json.dumps(asdict(progress)))
     os.replace(tmp, path)
 

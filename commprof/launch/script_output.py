@@ -1,6 +1,9 @@
 """A script's own output on the terminal as `torchrun --tee` shows it, each line prefixed with its rank, while every
-rank's output also goes to its log files. torch's tee cannot leave out a line; this one leaves out the markers torch's
-profiler (kineto) writes as commprof's profiler starts and stops, which are commprof's, not the script's."""
+rank's output also goes to its log files. torch's tee cannot leave out a line; this one leaves out what commprof itself
+makes a rank write: the markers torch's profiler (kineto) writes as commprof's profiler starts and stops, and the
+stacks of every thread faulthandler writes when a rank crashes or is stopped (commprof's diagnostics, read from the
+logs by launch/faults.py). The backend's own words (Gloo's `terminate called ... what():`) and the script's traceback
+stay."""
 
 from __future__ import annotations
 
@@ -14,10 +17,16 @@ from torch.distributed.elastic.multiprocessing.api import LogsDest
 from torch.distributed.elastic.multiprocessing.tail_log import TailLog
 
 KINETO_MARKER = re.compile(r"(USDT|STAGE):\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \d+:\d+ \w+\.cpp:\d+\] ")
+# faulthandler's dump: its header, each thread's heading, its frames (`File "f", line 3 in g`: no comma, unlike a
+# traceback's), the extension modules it lists
+FAULTHANDLER_LINE = re.compile(
+    r"Fatal Python error: |(Current thread|Thread) 0x[0-9a-f]+ \(most recent call first\):|"
+    r"  File \".*\", line \d+ in \S+\s*$|  <no Python frame>|Extension modules: |Stack \(most recent call first\):"
+)
 
 
 def the_scripts(line: str) -> bool:
-    return KINETO_MARKER.match(line) is None
+    return KINETO_MARKER.match(line) is None and FAULTHANDLER_LINE.match(line) is None
 
 
 def _terminal_or_file(stream: TextIO) -> TextIO:

@@ -23,6 +23,7 @@ from torch.distributed.elastic.multiprocessing.errors import get_error_handler
 import commprof
 from commprof.analysis.digest import own_digest, write_digests
 from commprof.config import RunConfig
+from commprof.instrument.hang_watch import account_at_exit
 from commprof.instrument.profiler import trace_path
 from commprof.launch.faults import INTERRUPTED_MESSAGE, STOPPED_MESSAGE
 from commprof.worker.torch_settings import configure_rank
@@ -74,6 +75,7 @@ def exit_on_error(entry: Callable[..., Any]) -> Callable[..., Any]:
         except BaseException as exc:
             ignore_stops()  # leaving anyway: a stop must not cut the record short
             try:
+                account_at_exit(exc)
                 get_error_handler().record_exception(error_to_record(exc))
                 sys.stdout.flush()
                 sys.stderr.flush()

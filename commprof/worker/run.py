@@ -130,7 +130,8 @@ class StepRecorder:
         self.ctx, self.progress_path, self.total, self.schedule = ctx, progress_path, config.steps, config.schedule
         self.log = StepLog(run_dir, ctx.rank, socket.gethostname(), steps_kept(config.schedule))
         self.due = Every()
-        self.hang_watch = HangWatch.from_environment(ctx.rank, config.timeout_s)
+        idle = self.write_progress if ctx.local_rank == 0 else None  # the step it really finished, once it stops
+        self.hang_watch = HangWatch.from_environment(ctx.rank, config.timeout_s, idle)
         if self.hang_watch is not None:
             self.hang_watch.start()
 
@@ -143,13 +144,17 @@ class StepRecorder:
         started = time.perf_counter()
         self.log.write()
         if self.ctx.local_rank == 0:
-            done = self.log.steps_done
-            write_progress(self.progress_path, Progress(done, self.total, step_ms, self.schedule.phase(done)))
+            self.write_progress()
         self.due.took(time.perf_counter() - started)
+
+    def write_progress(self, phase: str | None = None) -> None:
+        done = self.log.steps_done
+        progress = Progress(done, self.total, self.log.last_ms, phase or self.schedule.phase(done))
+        write_progress(self.progress_path, dataclasses.replace(progress, rank=self.ctx.rank, host=self.log.host))
 
     def writing_traces(self) -> None:
         if self.ctx.local_rank == 0:
-            write_progress(self.progress_path, Progress(self.total, self.total, self.log.last_ms, "writing traces"))
+            self.write_progress("writing traces")
 
 
 def _start_record(config: RunConfig, ctx: RankContext, workload: Workload, clocks: list[ClockOffset]) -> RunRecord:

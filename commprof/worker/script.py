@@ -44,7 +44,7 @@ from commprof.errors import what_went_wrong
 from commprof.instrument.cast_probe import probe_casts, typical_bucket_bytes
 from commprof.instrument.ddp import DDPOverrides
 from commprof.instrument.deepspeed import DeepSpeedWatch
-from commprof.instrument.hang_watch import HangWatch, run_sequences
+from commprof.instrument.hang_watch import HangWatch, account_at_exit, run_sequences
 from commprof.instrument.link_probe import probe_link, probe_tiers
 from commprof.instrument.profiler import make_profiler, trace_path, write_trace
 from commprof.launch.progress import Every, Progress, write_progress
@@ -104,7 +104,8 @@ class ScriptSession:
         if self.ledger is not None:
             self.ddp.timing = self.ledger
         self.last = time.perf_counter()
-        self.hang_watch = HangWatch.from_environment(self.rank, config.timeout_s)
+        idle = self._write_progress if self.local_rank == 0 else None  # the step it really finished, once it stops
+        self.hang_watch = HangWatch.from_environment(self.rank, config.timeout_s, idle)
         self.profiler: torch.profiler.profile | None = None  # the scheduled one, from the first optimizer step on
         self.startup: torch.profiler.profile | None = None
         self._hook: RemovableHandle | None = None
@@ -187,12 +188,13 @@ class ScriptSession:
         self._write_progress(self.config.max_steps)
         self.due.took(time.perf_counter() - started)
 
-    def _write_progress(self, total: int | None) -> None:
-        """On each node's first rank: the steps so far, of `total` (None: the script's own loop decides)."""
+    def _write_progress(self, total: int | None = None) -> None:
+        """On each node's first rank: the steps so far, of `total` (None: --max-steps, or the script's own loop)."""
         if self.local_rank == 0:
-            done = self.log.steps_done
+            done, total = self.log.steps_done, total if total is not None else self.config.max_steps
             phase = self.config.schedule.phase(done) if self.config.profiled else "training"
-            write_progress(self.progress_path, Progress(done, total, self.log.last_ms, phase))
+            progress = Progress(done, total, self.log.last_ms, phase, self.rank, self.host)
+            write_progress(self.progress_path, progress)
 
     def _start_scheduled_profiler(self) -> None:
         """At the first optimizer step: the start-up recording is dropped, the schedule's profiler begins. It
@@ -362,6 +364,7 @@ def run_rank(config: RunConfig, progress_path: Path) -> int:
         code = 1
         ignore_stops()  # the launcher stops this rank as its peers fail: the record must not be cut short
         try:
+            account_at_exit(exc)
             session.finish(ended=False)
         except BaseException:  # the failure itself is what must be reported
             pass

@@ -86,7 +86,7 @@ def sweep_main(plan_dict: dict[str, Any], progress_path: str) -> dict[str, Any]:
 
 class _ProgressWriter:
     def __init__(self, path: Path, ctx: RankContext, plan: SweepPlan):
-        self.path, self.enabled = path, ctx.local_rank == 0
+        self.path, self.enabled, self.rank = path, ctx.local_rank == 0, ctx.rank
         self.warmup_steps = plan.warmup_steps
         self.per_setting = plan.steps_per_setting
         self.total = self.per_setting * len(plan.settings)
@@ -100,7 +100,7 @@ class _ProgressWriter:
     def step(self, ms: float, phase: str) -> None:
         self.done += 1
         if self.enabled:
-            write_progress(self.path, Progress(self.done, self.total, ms, phase))
+            write_progress(self.path, Progress(self.done, self.total, ms, phase, self.rank, socket.gethostname()))
 
 
 class _Trainers:

@@ -1,7 +1,8 @@
 """Positive controls for a desync: at step 3 the ranks' collectives part, by KIND (the first argument).
 
 extra: rank 0 alone all-reduces its loss for logging (a classic bug); shape: both all-reduce, 2 floats against 3;
-dtype: 4 elements, float32 against int32 (16 bytes each: no backend notices); op: all-reduce against broadcast."""
+dtype: 4 elements, float32 against int32 (16 bytes each: no backend notices); op: all-reduce against broadcast;
+size0, size1: 1,000 floats against 999, the larger on rank 0 or on rank 1."""
 
 import sys
 
@@ -10,6 +11,7 @@ import torch.distributed as dist
 from torch import nn
 
 KIND = sys.argv[1]
+LARGER = int(KIND[-1]) if KIND.startswith("size") else 0
 dist.init_process_group("gloo")
 rank = dist.get_rank()
 model = nn.parallel.DistributedDataParallel(nn.Linear(16, 16))
@@ -32,6 +34,8 @@ def parted():
     elif KIND == "op":
         t = torch.ones(4)
         dist.all_reduce(t) if rank == 0 else dist.broadcast(t, src=0)
+    elif KIND.startswith("size"):
+        dist.all_reduce(torch.ones(1000 if rank == LARGER else 999))
 
 
 for step in range(8):
