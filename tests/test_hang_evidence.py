@@ -269,3 +269,15 @@ def test_only_a_timeout_given_on_the_command_line_bounds_a_scripts_own_process_g
 
     assert "timeout_s" not in build_request({}).named
     assert "timeout_s" in build_request({"timeout": 300.0}, frozenset({"timeout"})).named
+
+
+def test_a_collective_still_waiting_behind_a_later_one_that_completed_is_inside():
+    """Gloo runs a group's collectives on several threads: DDP's 4 MB bucket (#68) completed while the 29 MB one
+    before it (#67) still waited for a peer that was gone. The group's last completed number is 68; each entry's own
+    `retired` says which is still going on (torch 2.13, measured on the multi-host bed with a link cut)."""
+    dump = {"entries": [entry(67), entry(68)], "pg_status": {"0": status(68, 68)}}
+    dump["entries"][0]["retired"], dump["entries"][1]["retired"] = False, True
+    recent = recent_collectives(dump)
+    assert [(c.seq, c.completed) for c in recent] == [(67, False), (68, True)]
+    waiting = HangEvidence(0, "node0", 19, 1_795_748_150.0, 30.0, [], recent)
+    assert waiting.inside is not None and waiting.inside.seq == 67

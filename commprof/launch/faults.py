@@ -135,9 +135,8 @@ def _killed(first: RankOutcome, host: str, outcomes: list[RankOutcome], oom_kill
         if oom:
             return f"rank {first.rank} on {host} ended without recording an error, as a process killed by {oom} does"
         return (
-            f"rank {first.rank} on {host} ended without recording an error and without a crash in its log (its exit "
-            "status was not seen: torch's agent reports the first rank to end); the kernel killed no process for "
-            "memory"
+            f"rank {first.rank} on {host} ended without recording an error, an exit status commprof could see or a "
+            "crash in its log; the kernel killed no process for memory"
         )
     where = f" {first.crash_site}" if first.crash_site else ""
     by_oom = f", by {oom}" if oom and first.exitcode == -signal.SIGKILL else ""

@@ -20,8 +20,9 @@ from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 from commprof.backends import by_name
 from commprof.config import RunConfig
 from commprof.errors import Interrupted, RunFailed, what_went_wrong
-from commprof.launch import flight_recorder, forkserver
+from commprof.launch import flight_recorder, forkserver, rendezvous
 from commprof.launch.deadline import CollectiveDeadline
+from commprof.launch.exit_status import observed_exits
 from commprof.launch.faults import (
     WATCHDOG,
     RankOutcome,
@@ -53,6 +54,7 @@ AGENT_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT")
 
 
 def launch_config(config: RunConfig, log_dir: Path) -> LaunchConfig:
+    rendezvous.register()
     timeout = max(1, int(config.timeout_s))
     # torch before 2.12 has no shutdown_timeout: its agent gives a stopped rank its default 30 s
     grace: dict[str, Any] = (
@@ -66,7 +68,7 @@ def launch_config(config: RunConfig, log_dir: Path) -> LaunchConfig:
         max_nodes=config.nodes,
         nproc_per_node=config.procs_per_node,
         run_id=config.run_id,
-        rdzv_backend="c10d",
+        rdzv_backend=rendezvous.BACKEND,  # torch's c10d, for a fixed set of nodes
         rdzv_endpoint=endpoint,
         # join: every node must arrive within the timeout; read: each store operation
         rdzv_configs={
@@ -121,6 +123,7 @@ def launch(
         with (
             _workers_environment(added),
             _own_signal_handlers(),
+            observed_exits() as exits,
             deadline.watching() if config.timeout_given else nullcontext(),
         ):
             launching = launch_config(config, log_dir)
@@ -130,7 +133,7 @@ def launch(
                 cast(ShownLogs, launching.logs_specs).stop()
                 _keep_evidence(hang_dir, log_dir)
     except ChildFailedError as exc:
-        outcomes = _outcomes(exc, log_dir, config)
+        outcomes = _outcomes(exc, log_dir, config, exits)
         if interrupted_by_user(outcomes):  # the ranks saw the terminal's Ctrl-C before the agent did
             raise _interrupted(config, signal.SIGINT, log_dir) from None
         raise _failed(config, outcomes, log_dir, oom.killed()) from None
@@ -227,9 +230,10 @@ def _run_failed(
     return RunFailed(shown or summary, config.run_dir, worth_naming(_keep_logs(log_dir, config)), traceback)
 
 
-def _outcomes(exc: ChildFailedError, log_dir: Path, config: RunConfig) -> list[RankOutcome]:
+def _outcomes(exc: ChildFailedError, log_dir: Path, config: RunConfig, exits: dict[int, int]) -> list[RankOutcome]:
     """Every local rank's outcome: torch reports one failed process per node (the first it
-    finds), so each rank's error.json in the log folder is read too."""
+    finds), so each rank's error.json in the log folder is read too, and each exit status observed (`exits`, by
+    local rank)."""
     reported_rank, reported = exc.get_first_failure()
     first_global = reported_rank - reported.local_rank
     failures = dict(exc.failures)
@@ -239,21 +243,21 @@ def _outcomes(exc: ChildFailedError, log_dir: Path, config: RunConfig) -> list[R
             first_global + local_rank, ProcessFailure(local_rank=local_rank, pid=0, exitcode=1, error_file=str(path))
         )
     return [
-        _outcome(rank, failures.get(rank), _stderr(log_dir, rank - first_global))
+        _outcome(rank, failures.get(rank), _stderr(log_dir, rank - first_global), exits.get(rank - first_global))
         for rank in range(first_global, first_global + config.procs_per_node)
     ]
 
 
-def _outcome(rank: int, failure: ProcessFailure | None, stderr: str) -> RankOutcome:
+def _outcome(rank: int, failure: ProcessFailure | None, stderr: str, exit_code: int | None) -> RankOutcome:
     """Every rank records an error, even if stopped: one without a failure crashed. NCCL's watchdog aborts a rank
     without an error file (its stderr says which collective timed out); faulthandler leaves a crash's stack there."""
     stopped_at, said = main_thread_site(stderr), backend_said(stderr)
-    if failure is None:  # torch reports one failed rank per node: the others' ends are told from their logs
+    if failure is None:  # torch reports one failed rank per node: the others' ends are observed, or told by their logs
         signum = fatal_signal(stderr)
         return RankOutcome(
             rank,
             "",
-            -signum if signum else None,
+            exit_code if exit_code else -signum if signum else None,
             crash_site=crash_site(stderr),
             parted=collective_parted(stderr),
             stopped_at=stopped_at,

@@ -123,7 +123,8 @@ def read_account(path: Path) -> HangEvidence | None:
 
 def recent_collectives(dump: dict[str, Any], per_group: int = RECENT) -> list[EnteredCollective]:
     """Per process group, the last `per_group` collectives entered, from a Flight Recorder dump (`entries` and
-    `pg_status`, torch 2.6 and later; the entries' `frames`, innermost first, give the user's line that called each)."""
+    `pg_status`, torch 2.6 and later; the entries' `frames`, innermost first, give the user's line that called each;
+    each entry's `retired` says whether it completed)."""
     status = dump.get("pg_status", {})  # by the process group's name
     by_group: dict[str, list[dict[str, Any]]] = {}
     for entry in dump.get("entries", []):
@@ -143,12 +144,20 @@ def recent_collectives(dump: dict[str, Any], per_group: int = RECENT) -> list[En
                     op=str(entry.get("profiling_name", "")).split(":")[-1],
                     sizes=[list(s) for s in entry.get("input_sizes", [])],
                     dtypes=[str(d) for d in entry.get("input_dtypes", [])],
-                    completed=completed_up_to >= seq,
+                    completed=_completed(entry, completed_up_to),
                     entered_s=entry.get("time_created_ns", 0) / 1e9,
                     site=_call_site(entry.get("frames", [])),
                 )
             )
     return found
+
+
+def _completed(entry: dict[str, Any], completed_up_to: int) -> bool:
+    """The entry's own word where it has one (`retired`): Gloo runs collectives on several threads, so a later one can
+    complete while an earlier one still waits, and the group's last completed number says nothing of the earlier."""
+    if "retired" in entry:
+        return bool(entry["retired"])
+    return completed_up_to >= int(entry["collective_seq_id"])
 
 
 def _call_site(frames: list[dict[str, Any]]) -> StackFrame | None:

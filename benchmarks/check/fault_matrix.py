@@ -1,0 +1,140 @@
+"""The fault matrix of issue 51 on one host: each fault, on commprof's own workload (`--model
+tests/data/faulty_model.py:build`) and on a plain DDP script (tests/data/scripts/faulty_script.py), run for real on
+2 CPU ranks over Gloo with --timeout 10; each cell's outcome checked: the job runs to its end, or it ends within its
+bound with one line naming the rank, the line of code and the kind.
+
+    python benchmarks/check/fault_matrix.py [--workdir DIR] [--only FAULT ...]
+
+Prints a Markdown table (docs/reliability.md, "The fault matrix") and exits 1 when a cell's outcome is not the one
+expected. The faults across hosts (a link down, a host's ranks killed, the store's host lost) need the multi-host
+test bed and are not cells here."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root, when run as a file
+from benchmarks.common import TESTS_DATA, commprof_argv  # noqa: E402
+from commprof.launch.deadline import GRACE_S  # noqa: E402
+
+TIMEOUT = 10
+STEP = 6  # the training step at which the fault happens
+SCRIPT = TESTS_DATA / "scripts" / "faulty_script.py"
+MODEL = f"{TESTS_DATA / 'faulty_model.py'}:build"
+MISBEHAVE = r"faulty_model\.py:\d+ in misbehave"
+
+
+@dataclass(frozen=True)
+class Cell:
+    fault: str
+    rank: int  # the rank that misbehaves (size: the one with the larger tensor)
+    expected: str | None  # the last line's pattern after "error: "; None: the job runs to its end
+    bound_s: float  # it ends within this
+
+
+def cells() -> list[Cell]:
+    stop = TIMEOUT + GRACE_S + 30  # a collective's timeout (or the deadline), the stop and the partial report
+    crash = 30.0
+    matrix = [
+        Cell("pause", 0, None, 120),
+        Cell("pause", 1, None, 120),
+        Cell(
+            "hang",
+            1,
+            r"rank 1 is at faulty_model\.py:\d+ in misbehave \(time\.sleep\(.*\)\), outside any "
+            r"collective, after step 5; rank 0 has waited",
+            stop,
+        ),  # fmt: skip
+        Cell("kill", 1, r"rank 1 on \S+ was killed by signal 9 \(SIGKILL\)", crash),
+        Cell(
+            "op",
+            1,
+            r"the ranks' collectives part at #\d+ of the default group: .*different collectives at the "
+            r"same position",
+            stop,
+        ),  # fmt: skip
+        Cell("dtype", 1, None, 120),
+    ]
+    for rank in (0, 1):
+        matrix.append(
+            Cell(
+                "extra",
+                rank,
+                rf"rank {rank} on \S+ was killed by signal 6 \(SIGABRT\): its collective at "
+                rf"{MISBEHAVE} \(dist\.all_reduce\(torch\.ones\(1\)\)\) expected 4 bytes where a peer's sent \d+; "
+                rf"none of rank {1 - rank}'s last \d+ collectives was called from that line: a collective that only "
+                r"some ranks run",
+                crash,
+            )  # fmt: skip
+        )
+        matrix.append(
+            Cell(
+                "size",
+                rank,
+                rf"rank {1 - rank} on \S+ was killed by signal 6 \(SIGABRT\): its collective at "
+                rf"{MISBEHAVE} .* expected \d+ bytes where a peer's sent \d+; rank {rank} called it from the same "
+                r"line on 1 tensor of 1,000 Float, 4\.0 KB: tensors that differ between the ranks",
+                crash,
+            )  # fmt: skip
+        )
+    return matrix
+
+
+def run_cell(cell: Cell, job: str, work: Path) -> tuple[bool, str, float]:
+    """(as expected, the last line or the exit, seconds) of one cell on `job` ('workload' or 'script')."""
+    steps = 300 if cell.fault == "pause" else 40  # a pause: the job runs on past --timeout and the grace after it
+    run_id = f"{cell.fault}{cell.rank}-{job}"
+    args = ["run", "--run-id", run_id, "--timeout", str(TIMEOUT), "--quiet", "--schedule", "1,1,2"]
+    if job == "workload":
+        args += ["--model", MODEL, "--steps", str(steps), "--batch-size", "8"]
+    else:
+        args += ["--", str(SCRIPT), str(steps)]
+    env = {
+        **os.environ,
+        "COMMPROF_TEST_FAULT": cell.fault,
+        "COMMPROF_TEST_FAULT_RANK": str(cell.rank),
+        "COMMPROF_TEST_FAULT_STEP": str(STEP),
+        "COMMPROF_TEST_STEP_SLEEP": "0.1" if cell.fault == "pause" else "0",
+    }
+    started = time.monotonic()
+    done = subprocess.run(commprof_argv(*args), cwd=work, env=env, capture_output=True, text=True, timeout=600)
+    took = time.monotonic() - started
+    lines = done.stderr.strip().splitlines()
+    last = lines[-1] if lines else ""
+    if cell.expected is None:
+        return done.returncode == 0 and took <= cell.bound_s, f"exit {done.returncode}: ran to its end", took
+    matched = done.returncode == 1 and re.match(r"error: " + cell.expected, last) is not None
+    return matched and took <= cell.bound_s, last.split(" (worker logs:")[0], took
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--workdir", type=Path, default=None, help="where the runs write (default: a temporary folder)")
+    parser.add_argument("--only", nargs="*", default=None, help="these faults only (pause, hang, kill, op, ...)")
+    options = parser.parse_args()
+    work = options.workdir or Path(tempfile.mkdtemp(prefix="fault-matrix-"))
+    work.mkdir(parents=True, exist_ok=True)
+    print("| fault | rank | job | as expected | s | outcome |")
+    print("|---|---|---|---|---|---|")
+    failed = 0
+    for cell in cells():
+        if options.only and cell.fault not in options.only:
+            continue
+        for job in ("workload", "script"):
+            ok, outcome, took = run_cell(cell, job, work)
+            failed += not ok
+            print(f"| {cell.fault} | {cell.rank} | {job} | {'yes' if ok else 'NO'} | {took:.0f} | {outcome} |")
+            sys.stdout.flush()
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
