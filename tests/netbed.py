@@ -22,7 +22,8 @@ import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,6 +90,49 @@ class NetBed:
                     process.kill()
                     process.communicate()
         return done
+
+    def lose(self, host: Host, how: str) -> None:
+        """`host` goes: its link set down ("link"), or every process on it killed ("host"); "ranks": only the
+        training ranks of the commprof processes running there (the fork server's children) are killed."""
+        if how == "link":
+            _ip("-n", host.namespace, "link", "set", host.interface, "down")
+            return
+        pids = [int(p) for p in _ip("netns", "pids", host.namespace, check=False).stdout.split()]
+        if how == "ranks":
+            servers = [p for p in pids if "multiprocessing.forkserver" in _cmdline(p)]
+            pids = [p for p in pids if _parent(p) in servers]
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    def run_and_lose(
+        self, command: Sequence[str], host: int, how: str, ready: Callable[[], bool], timeout: float = 300
+    ) -> list[tuple[int, str, float]]:
+        """`command` on every host; once `ready()`, host number `host` is lost (`lose`); each host's exit code, its
+        stderr and its seconds from the loss to its exit (every one killed past `timeout`)."""
+        started = [self.popen(h, command) for h in self.hosts]
+        ends: list[tuple[int, str, float]] = []
+        try:
+            deadline = time.monotonic() + timeout
+            while not ready():
+                ended = [p for p in started if p.poll() is not None]
+                if ended or time.monotonic() > deadline:
+                    said = " | ".join(p.communicate()[1][-800:] for p in ended)
+                    raise RuntimeError(f"the job never got to where a host is to be lost: {said}")
+                time.sleep(0.2)  # polls a condition: the job's own step logs
+            self.lose(self.hosts[host], how)
+            lost_at = time.monotonic()
+            for process in started:
+                _, err = process.communicate(timeout=max(1.0, deadline - time.monotonic()))
+                ends.append((process.returncode, err, time.monotonic() - lost_at))
+        finally:
+            for process in started:
+                if process.poll() is None:
+                    process.kill()
+                    process.communicate()
+        return ends
 
     def set_rate(self, rate_mbit: float | None) -> NetBed:
         """Every host's link at `rate_mbit` (None: unlimited); the bed as it now is."""
@@ -192,6 +236,20 @@ def _remove(namespace: str) -> None:
         except (ProcessLookupError, ValueError):
             pass
     _ip("netns", "del", namespace, check=False)
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:

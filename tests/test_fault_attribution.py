@@ -348,3 +348,36 @@ def test_the_out_of_memory_count_is_read_from_the_process_memory_cgroup(tmp_path
     (v1 / "nothing").write_text("4:cpu:/x\n")
     assert oom_kills(v1 / "nothing", v1 / "nowhere") is None and oom_kills(tmp_path / "absent", v1) is None
     assert OomWatch().killed() == 0  # this machine's own count, read twice: nobody was killed in between
+
+
+def test_a_lost_host_is_named_with_its_ranks_how_the_connection_went_and_where_this_node_waited():
+    """Two hosts of one rank each, seen from node0. Gloo names the peer whose connection closed: its address is
+    node1's. A receive that timed out names none: when every rank of this node waits in a collective, the other hosts
+    are the ones it heard nothing from. Nothing of the kind on one node, or with a rank of this node behind."""
+    from commprof.launch.lost_peers import FailedRank, JobNodes, lost_peers
+
+    nodes = JobNodes({0: "10.231.0.1", 1: "10.231.0.2"}, this_node=0, per_node=1)
+    waiting = HangEvidence(0, "node0", 19, 1_700_000_030.0, 30.0, [], [
+        EnteredCollective("0", "default_pg", 79, "all_reduce", [[7_357_450]], ["Float"], False, 1_700_000_001.0)
+    ])  # fmt: skip
+    closed = "RuntimeError: [/gloo/transport/tcp/pair.cc:553] Connection closed by peer [10.231.0.2]:13471."
+    assert lost_peers([FailedRank(0, closed, waiting)], nodes) == (
+        "10.231.0.1 lost 10.231.0.2 (rank 1): the connection to it went (Connection closed by peer "
+        "[10.231.0.2]:13471); rank 0 has waited 29 s in all_reduce #79 of the default group (1 tensor of 7,357,450 "
+        "Float, 29.4 MB)"
+    )
+    timed_out = "RuntimeError: [/gloo/unbound_buffer.cc:78] Timed out waiting 30000ms for recv operation to complete"
+    assert lost_peers([FailedRank(0, timed_out, waiting)], nodes) == (
+        "10.231.0.1 lost 10.231.0.2 (rank 1): nothing came from it for 30 s: its link or the host went (Timed out "
+        "waiting 30000ms for recv operation to complete); rank 0 has waited 29 s in all_reduce #79 of the default "
+        "group (1 tensor of 7,357,450 Float, 29.4 MB)"
+    )
+    behind = HangEvidence(0, "node0", 19, 1_700_000_030.0, 30.0, [], [])  # outside any collective: it is behind
+    assert lost_peers([FailedRank(0, timed_out, behind)], nodes) is None
+    assert lost_peers([FailedRank(0, closed, waiting)], JobNodes({0: "vm"}, 0, 2)) is None
+    four = JobNodes({0: "localhost", 1: "10.0.0.2", 2: "10.0.0.3"}, this_node=1, per_node=2)
+    reset = "RuntimeError: [pair.cc:537] Read error [127.0.0.1]:51080: Connection reset by peer."
+    assert lost_peers([FailedRank(2, reset, None), FailedRank(3, timed_out, None)], four) == (
+        "10.0.0.2 lost localhost (ranks 0, 1): the connection to it went (Read error [127.0.0.1]:51080: Connection "
+        "reset by peer)"
+    )

@@ -158,3 +158,53 @@ def test_a_sweep_across_two_hosts_confirms_the_compression_the_run_predicted(two
     assert report.network.collectives and all(c.tier == "network" for c in report.network.collectives)
     text = (head / "reports" / "s" / "report.md").read_text()
     assert "2 ranks on 2 hosts." in text and "this launch did not probe its links" in text
+
+
+LOST_TIMEOUT = 15
+
+
+def steps_logged(folder, rank: int) -> int:
+    lines = folder / "traces" / "lost" / f"rank{rank}.steps.txt"
+    return len(lines.read_text().splitlines()) if lines.exists() else 0
+
+
+@pytest.mark.parametrize(
+    ("host", "how", "expected"),
+    [
+        # node1's link down: each host hears nothing from the other until Gloo's receive times out
+        (1, "link", [r"node0 lost node1 \(rank 1\): nothing came from it for 15 s: its link or the host went",
+                     r"node1 lost node0 \(rank 0, the rendezvous store's host\): nothing came from it for 15 s"]),
+        # the store's host gone (every process on it killed): node1 sees its connection reset, and does not wait for
+        # the store it can no longer reach
+        (0, "host", [None, r"node1 lost node0 \(rank 0, the rendezvous store's host\): the connection to it went "
+                           r"\((Read error \[10\.231\.0\.1\]:\d+: Connection reset by peer|Connection closed by peer "
+                           r"\[10\.231\.0\.1\]:\d+)\)"]),
+    ],
+    ids=["link-down", "store-host-killed"],
+)  # fmt: skip
+def test_a_lost_host_is_named_on_every_host_within_the_timeout(tmp_path, host, how, expected):
+    """Issue 51: a 2-host job of a rank each loses one host 5 steps in. Every host still running ends within
+    --timeout and the grace, in one line naming the host it lost, its ranks, how the connection went and the
+    collective it was in; the one it lost, if alive, ends too (before, the host without the store waited forever in
+    torch's agent, on a store call with no timeout of its own)."""
+    from commprof.launch.deadline import GRACE_S
+
+    with netbed(2, None, tmp_path) as bed:
+        args = ["run", "--nodes", "2", "--procs", "1", "--rdzv-endpoint", bed.rdzv_endpoint, "--run-id", "lost"]
+        args += ["--steps", "400", "--batch-size", "8", "--timeout", str(LOST_TIMEOUT), "--quiet"]
+        folders = [h.folder for h in bed.hosts]
+        ends = bed.run_and_lose(
+            commprof_argv(*args),
+            host,
+            how,
+            ready=lambda: min(steps_logged(folders[0], 0), steps_logged(folders[1], 1)) >= 5,
+        )
+    assert namespaces_of_this_process() == []
+    for (code, err, took), pattern in zip(ends, expected, strict=True):
+        if pattern is None:  # the host that was killed
+            assert code == -9
+            continue
+        line = err.strip().splitlines()[-1]
+        assert code == 1 and re.match(r"error: " + pattern, line), line
+        assert re.search(r"; rank \d( has waited \d+ s in|'s last collective was) all_reduce #\d+ of the default", line)
+        assert took < LOST_TIMEOUT + GRACE_S, (took, line)

@@ -79,12 +79,15 @@ def root_cause(
     timeout_s: float | None = None,
     never_arrived: str | None = None,
     oom_kills: int = 0,
+    lost_host: str | None = None,
 ) -> str:
     """One line naming the rank(s) to blame, on which host, and why. The first rank to fail on its own (killed,
     or an error of its own; killed first when both happen within the same second) is the cause: one killed
     after another's error is collateral (a rank blocked on the GPU can outlive the launcher's grace period).
     `never_arrived`: what NCCL's flight recorder says. `oom_kills`: the processes the kernel killed for memory
-    during the launch (launch/oom.py): the only evidence on which a rank is said to have run out of memory."""
+    during the launch (launch/oom.py): the only evidence on which a rank is said to have run out of memory.
+    `lost_host`: the host this node lost and how (launch/lost_peers.py), the cause when no rank of this node failed
+    on its own."""
     host = host or socket.gethostname()
     by_kind = _by_kind(outcomes)
     crashed_while_stuck = _crashed_after_a_timeout(by_kind)
@@ -93,6 +96,8 @@ def root_cause(
         return _killed(first, host, outcomes, oom_kills)
     if first is not None:
         return f"rank {first.rank} on {host} failed: {first.message or f'exit code {first.exitcode}'}"
+    if lost_host:
+        return lost_host
     if "timed out" in by_kind and never_arrived:
         limit = f" after {timeout_s:g} s" if timeout_s else ""
         return f"{never_arrived}; the others timed out{limit} on {host}"

@@ -113,6 +113,19 @@ def _place(evidence: HangEvidence) -> str:
     return f"rank {evidence.rank} is {at + ', ' if at else ''}{what}{after}"
 
 
+def waiting_in(evidence: HangEvidence) -> str | None:
+    """`rank 0 has waited 29 s in all_reduce #17 of the default group (...) at ...`; where it waits in none (the
+    backend failed the collective), `rank 0's last collective was all_reduce #17 ...`; None where it entered none."""
+    if evidence.inside is not None:
+        return _waiting([evidence], evidence.inside)
+    last = max(evidence.collectives, key=lambda c: c.entered_s, default=None)
+    if last is None:
+        return None
+    tensors = f" ({tensors_text(last)})" if last.sizes else ""
+    at = _at(evidence) if evidence.stack else site_text(last.site) if last.site else ""
+    return f"rank {evidence.rank}'s last collective was {_collective(last)}{tensors}{' ' + at if at else ''}"
+
+
 def _waiting(ranks: list[HangEvidence], ahead: EnteredCollective) -> str:
     first = ranks[0]
     who = f"rank {first.rank}" if len(ranks) == 1 else f"ranks {', '.join(str(e.rank) for e in ranks)}"

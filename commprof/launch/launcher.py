@@ -36,6 +36,7 @@ from commprof.launch.faults import (
     root_cause,
 )
 from commprof.launch.hang_evidence import describe_hang, hang_evidence_environment
+from commprof.launch.lost_peers import FailedRank, JobNodes, lost_peers
 from commprof.launch.oom import OomWatch
 from commprof.launch.preflight import endpoint_is_here, failed_setup
 from commprof.launch.result import LaunchResult
@@ -109,6 +110,7 @@ def launch(
     hang_dir = hang_dir or log_dir
     deadline = CollectiveDeadline(hang_dir, config.timeout_s)
     oom = OomWatch()
+    made_before = len(rendezvous.made)
     variables = {
         **hang_evidence_environment(hang_dir),
         **(flight_recorder.environment(log_dir) if by_name(config.backend).flight_recorder else {}),
@@ -136,7 +138,7 @@ def launch(
         outcomes = _outcomes(exc, log_dir, config, exits)
         if interrupted_by_user(outcomes):  # the ranks saw the terminal's Ctrl-C before the agent did
             raise _interrupted(config, signal.SIGINT, log_dir) from None
-        raise _failed(config, outcomes, log_dir, oom.killed()) from None
+        raise _failed(config, outcomes, log_dir, oom.killed(), made_before) from None
     except SignalException as exc:  # SIGINT or SIGTERM while the agent ran the ranks: it has stopped them
         if deadline.overdue:  # the SIGTERM was the deadline's
             raise _run_failed(config, deadline.summary(socket.gethostname()), log_dir) from None
@@ -201,7 +203,9 @@ def _interrupted(config: RunConfig, signum: int, log_dir: Path) -> Interrupted:
     return Interrupted(signum, f"interrupted ({name})", run_dir=config.run_dir)
 
 
-def _failed(config: RunConfig, outcomes: list[RankOutcome], log_dir: Path, oom_kills: int) -> RunFailed:
+def _failed(
+    config: RunConfig, outcomes: list[RankOutcome], log_dir: Path, oom_kills: int, made_before: int
+) -> RunFailed:
     """The root cause; for a user's script, its own traceback when its error was the cause."""
     host = socket.gethostname()
     if any(o.rank == 0 for o in outcomes):
@@ -209,7 +213,9 @@ def _failed(config: RunConfig, outcomes: list[RankOutcome], log_dir: Path, oom_k
     accounts = read_evidence(log_dir)
     outcomes = [dataclasses.replace(o, account=accounts.get(o.rank)) for o in outcomes]
     never_arrived = describe_hang(accounts) or describe_hang(flight_recorder.read_dumps(log_dir))
-    summary = root_cause(outcomes, host, config.timeout_s, never_arrived, oom_kills)
+    failed = [FailedRank(o.rank, o.message, o.account) for o in outcomes]
+    lost = lost_peers(failed, _job_nodes(config, made_before))
+    summary = root_cause(outcomes, host, config.timeout_s, never_arrived, oom_kills, lost)
     first = first_own_failure(outcomes)
     shown = user_traceback(first.traceback) if config.script and first is not None and first.kind == "error" else ""
     if not shown or first is None:
@@ -219,13 +225,28 @@ def _failed(config: RunConfig, outcomes: list[RankOutcome], log_dir: Path, oom_k
     return _run_failed(config, summary, log_dir, f"rank {first.rank} on {host} raised the error above{same}", shown)
 
 
+def _job_nodes(config: RunConfig, made_before: int) -> JobNodes | None:
+    """The nodes of this launch, as its rendezvous met them (None: it did not complete, or one node)."""
+    if config.nodes < 2 or len(rendezvous.made) <= made_before or not rendezvous.made[-1].nodes:
+        return None
+    handler = rendezvous.made[-1]
+    nodes = JobNodes(handler.nodes, handler.node_rank, config.procs_per_node)
+    try:
+        store_ip = socket.gethostbyname((config.rdzv_endpoint or "").rsplit(":", 1)[0])
+    except OSError:
+        return nodes
+    return dataclasses.replace(nodes, store=nodes.node_at(store_ip))
+
+
 def _run_failed(
     config: RunConfig, summary: str, log_dir: Path, shown: str | None = None, traceback: str = ""
 ) -> RunFailed:
     """run.json gets `summary`; the terminal `shown` (the summary unless given). Another run's folder (same
     --run-id) is never touched: only the one this launch started."""
     if not started_by(config.run_dir, config.launch_id):
-        return RunFailed(shown or summary, logs=worth_naming(log_dir), traceback=traceback)
+        # another node's launch started the run folder: this node's logs join its traces there, if it has them
+        logs = _keep_logs(log_dir, config) if config.nodes > 1 else log_dir
+        return RunFailed(shown or summary, logs=worth_naming(logs), traceback=traceback)
     mark_failed(config.run_dir, summary)
     return RunFailed(shown or summary, config.run_dir, worth_naming(_keep_logs(log_dir, config)), traceback)
 

@@ -27,6 +27,7 @@ class FixedRendezvous(RendezvousHandler):
     def __init__(self, inner: RendezvousHandler):
         self.inner = inner
         self.nodes: dict[int, str] = {}  # node rank -> its address, once the rendezvous completed
+        self.node_rank = 0  # this node's
 
     def get_backend(self) -> str:
         return BACKEND
@@ -40,6 +41,7 @@ class FixedRendezvous(RendezvousHandler):
         state = getattr(getattr(self.inner, "_state_holder", None), "state", None)
         participants = getattr(state, "participants", {}) or {}
         self.nodes = {rank: str(getattr(node, "addr", "")) for node, rank in participants.items()}
+        self.node_rank = info.rank
         return info
 
     def is_closed(self) -> bool:

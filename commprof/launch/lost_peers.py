@@ -1,0 +1,100 @@
+"""A job over several hosts that lost one: which host, its ranks, how the connection went and where this node's
+ranks were, from the backend's own errors and the ranks' accounts.
+
+The hosts come from the rendezvous (each node's address by its rank among the nodes, launch/rendezvous.py); the ranks
+of node g are g*P .. g*P+P-1 (commprof starts P ranks on every node). Gloo names the peer whose connection closed or
+reset (`Connection closed by peer [10.0.0.2]:4312`): that address is a host of the job. A receive that timed out names
+none: when every rank of this node waits in a collective, none behind, it waits for the other hosts, which are named
+as the ones it heard nothing from."""
+
+from __future__ import annotations
+
+import re
+import socket
+from dataclasses import dataclass
+
+from commprof.launch.hang_evidence import waiting_in
+from commprof.results.hang import HangEvidence
+
+_PEER_ADDRESS = re.compile(r"(?:closed by peer|Read error|Write error|reset by peer)[^\[]*\[([0-9A-Fa-f.:]+)\]:\d+")
+_PEER_GONE = re.compile(r"Connection (?:closed|reset) by peer|Broken pipe", re.IGNORECASE)
+_RECV_TIMEOUT = re.compile(r"Timed out waiting (\d+)ms for (?:recv|send) operation", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class JobNodes:
+    addresses: dict[int, str]  # node rank -> its address (host name, or --local-addr)
+    this_node: int
+    per_node: int  # ranks on every node
+    store: int | None = None  # the node that hosts the rendezvous store, where it is one of them
+
+    def ranks(self, node: int) -> list[int]:
+        return list(range(node * self.per_node, (node + 1) * self.per_node))
+
+    def others(self) -> list[int]:
+        return sorted(n for n in self.addresses if n != self.this_node)
+
+    def node_at(self, ip: str) -> int | None:
+        """The node whose address is (or resolves to) `ip`."""
+        for node, address in self.addresses.items():
+            if address == ip or _resolved(address) == ip:
+                return node
+        return None
+
+    def named(self, nodes: list[int]) -> str:
+        """`node1 (rank 1)`, `node1 (ranks 2, 3) and node2 (ranks 4, 5)`."""
+        parts = []
+        for node in nodes:
+            ranks = self.ranks(node)
+            store = ", the rendezvous store's host" if node == self.store else ""
+            listed = ", ".join(map(str, ranks))
+            parts.append(f"{self.addresses[node]} (rank{'s' if len(ranks) > 1 else ''} {listed}{store})")
+        return " and ".join(parts)
+
+
+def _resolved(address: str) -> str | None:
+    try:
+        return socket.gethostbyname(address)
+    except OSError:
+        return None
+
+
+@dataclass(frozen=True)
+class FailedRank:
+    """What lost_peers reads of one of this node's ranks."""
+
+    rank: int
+    message: str  # its recorded error's line
+    account: HangEvidence | None
+
+
+def lost_peers(ranks: list[FailedRank], nodes: JobNodes | None) -> str | None:
+    """One line when this node's ranks failed because another host went: its name and ranks, how the connection went
+    (the backend's words) and the collective this node's ranks were in; None when nothing says a host was lost."""
+    if nodes is None or len(nodes.addresses) < 2:
+        return None
+    closed: dict[int, FailedRank] = {}
+    for failed in ranks:
+        found = _PEER_ADDRESS.search(failed.message)
+        node = nodes.node_at(found.group(1)) if found else None
+        if node is not None and node != nodes.this_node and _PEER_GONE.search(failed.message):
+            closed.setdefault(node, failed)
+    if closed:
+        lost, said = sorted(closed), next(iter(closed.values()))
+        how = f"the connection to it went ({_quoted(said.message)})"
+    else:
+        timed_out = [(f, found) for f in ranks if (found := _RECV_TIMEOUT.search(f.message))]
+        waiting = all(f.account is not None and f.account.inside is not None for f in ranks)
+        if not timed_out or not waiting or len(timed_out) < len(ranks):
+            return None
+        lost, (said, found) = nodes.others(), timed_out[0]
+        seconds = int(found.group(1)) / 1000
+        how = f"nothing came from it for {seconds:g} s: its link or the host went ({_quoted(said.message)})"
+    where = [w for f in sorted(ranks, key=lambda f: f.rank) if f.account and (w := waiting_in(f.account))]
+    this = nodes.addresses.get(nodes.this_node, "this host")
+    return f"{this} lost {nodes.named(lost)}: {how}" + (f"; {where[0]}" if where else "")
+
+
+def _quoted(message: str) -> str:
+    """The backend's words, without its source location."""
+    return re.sub(r"^\w*Error: |\[[^\]]*\.(?:cc|cpp|h):\d+\] ", "", message).strip().rstrip(".")
