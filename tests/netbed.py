@@ -3,6 +3,7 @@ rate-limited with tc.
 
     with netbed(hosts=2, rate_mbit=400, folder=tmp_path) as bed:
         bed.run_on_each([["commprof", ...], ["commprof", ...]], timeout=300)
+        bed.run_and_lose(["commprof", ...], host=1, how="link", ready=...)  # a host lost mid-run
 
 A host is a network namespace with its own hostname (a UTS namespace) and a hosts file naming every host (bound
 over /etc/hosts in a mount namespace): the commands it runs see only its loopback and its one interface, whose

@@ -5,9 +5,11 @@ bound with one line naming the rank, the line of code and the kind.
 
     python benchmarks/check/fault_matrix.py [--workdir DIR] [--only FAULT ...]
 
-Prints a Markdown table (docs/reliability.md, "The fault matrix") and exits 1 when a cell's outcome is not the one
-expected. The faults across hosts (a link down, a host's ranks killed, the store's host lost) need the multi-host
-test bed and are not cells here."""
+The faults across hosts run on the multi-host test bed (tests/netbed.py: two hosts of a rank each, --timeout 15):
+node1's link down, node0's (the rendezvous store's host) link down, node1's ranks killed, every process of node0
+killed; each host's last line is checked, and its time from the loss to its exit (within --timeout and the grace).
+Prints a Markdown
+table (docs/reliability.md, "The fault matrix") and exits 1 when a cell's outcome is not the one expected."""
 
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root, when run as a file
 from benchmarks.common import TESTS_DATA, commprof_argv  # noqa: E402
 from commprof.launch.deadline import GRACE_S  # noqa: E402
+from tests.netbed import netbed, unavailable  # noqa: E402
 
 TIMEOUT = 10
 STEP = 6  # the training step at which the fault happens
@@ -115,10 +118,56 @@ def run_cell(cell: Cell, job: str, work: Path) -> tuple[bool, str, float]:
     return matched and took <= cell.bound_s, last.split(" (worker logs:")[0], took
 
 
+HOST_TIMEOUT = 15
+STORE = r"node0 \(rank 0, the rendezvous store's host\)"
+WHERE = r"; rank \d( has waited \d+ s in|'s last collective was) all_reduce #\d+ of the default group"
+SILENT = r"nothing came from it for 15 s: its link or the host went"
+GONE = r"the connection to it went \((Read error \[[\d.]+\]:\d+: Connection reset by peer|Connection closed by peer)"
+HOST_CELLS: dict[tuple[int, str], list[str | None]] = {  # (host lost, how) -> each host's last line (None: killed)
+    (1, "link"): [rf"node0 lost node1 \(rank 1\): {SILENT}.*{WHERE}", rf"node1 lost {STORE}: {SILENT}.*{WHERE}"],
+    (0, "link"): [rf"node0 lost node1 \(rank 1\): {SILENT}.*{WHERE}", rf"node1 lost {STORE}: {SILENT}.*{WHERE}"],
+    (1, "ranks"): [
+        rf"node0 lost node1 \(rank 1\): {GONE}.*{WHERE}",
+        r"rank 1 on node1 was killed by signal 9 \(SIGKILL\)",
+    ],
+    (0, "host"): [None, rf"node1 lost {STORE}: {GONE}.*{WHERE}"],
+}
+
+
+def run_host_cell(host: int, how: str, job: str, work: Path) -> list[tuple[bool, str, float]]:
+    """(as expected, the last line, seconds from the loss to the exit) of each host, for `job` on two hosts."""
+    folder = work / f"{how}{host}-{job}"
+    with netbed(2, None, folder) as bed:
+        args = ["run", "--nodes", "2", "--procs", "1", "--rdzv-endpoint", bed.rdzv_endpoint, "--run-id", "lost"]
+        args += ["--timeout", str(HOST_TIMEOUT), "--quiet", "--schedule", "1,1,2"]
+        args += (
+            ["--model", MODEL, "--steps", "400", "--batch-size", "8"]
+            if job == "workload"
+            else ["--", str(SCRIPT), "400"]
+        )
+        steps = [h.folder / "traces" / "lost" / f"rank{i}.steps.txt" for i, h in enumerate(bed.hosts)]
+        ready = lambda: all(s.exists() and len(s.read_text().splitlines()) >= 5 for s in steps)  # noqa: E731
+        os.environ["COMMPROF_TEST_STEP_SLEEP"] = "0.05"  # the job runs on long after the loss
+        try:
+            ends = bed.run_and_lose(commprof_argv(*args), host, how, ready)
+        finally:
+            del os.environ["COMMPROF_TEST_STEP_SLEEP"]
+    checked = []
+    for (code, err, took), pattern in zip(ends, HOST_CELLS[(host, how)], strict=True):
+        lines = err.strip().splitlines()
+        last = lines[-1].split(" (worker logs:")[0] if lines else f"exit {code}"
+        if pattern is None:
+            checked.append((code == -9, f"exit {code}: killed with its host", took))
+            continue
+        ok = code == 1 and re.match(r"error: " + pattern, last) is not None and took <= HOST_TIMEOUT + GRACE_S
+        checked.append((ok, last, took))
+    return checked
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workdir", type=Path, default=None, help="where the runs write (default: a temporary folder)")
-    parser.add_argument("--only", nargs="*", default=None, help="these faults only (pause, hang, kill, op, ...)")
+    parser.add_argument("--only", nargs="*", default=None, help="these faults only (pause, hang, kill, op, ..., hosts)")
     options = parser.parse_args()
     work = options.workdir or Path(tempfile.mkdtemp(prefix="fault-matrix-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -133,6 +182,19 @@ def main() -> int:
             failed += not ok
             print(f"| {cell.fault} | {cell.rank} | {job} | {'yes' if ok else 'NO'} | {took:.0f} | {outcome} |")
             sys.stdout.flush()
+    if options.only and "hosts" not in options.only:
+        return 1 if failed else 0
+    if unavailable():
+        print(f"(the faults across hosts were not run: {unavailable()})")
+        return 1 if failed else 0
+    print("\n| host lost | how | job | host | as expected | s after the loss | outcome |")
+    print("|---|---|---|---|---|---|---|")
+    for host, how in HOST_CELLS:
+        for job in ("workload", "script"):
+            for name, (ok, outcome, took) in zip(("node0", "node1"), run_host_cell(host, how, job, work), strict=True):
+                failed += not ok
+                print(f"| node{host} | {how} | {job} | {name} | {'yes' if ok else 'NO'} | {took:.0f} | {outcome} |")
+                sys.stdout.flush()
     return 1 if failed else 0
 
 

@@ -138,7 +138,7 @@ def launch(
         outcomes = _outcomes(exc, log_dir, config, exits)
         if interrupted_by_user(outcomes):  # the ranks saw the terminal's Ctrl-C before the agent did
             raise _interrupted(config, signal.SIGINT, log_dir) from None
-        raise _failed(config, outcomes, log_dir, oom.killed(), made_before) from None
+        raise _failed(config, outcomes, log_dir, oom.killed(), _job_nodes(config, made_before)) from None
     except SignalException as exc:  # SIGINT or SIGTERM while the agent ran the ranks: it has stopped them
         if deadline.overdue:  # the SIGTERM was the deadline's
             raise _run_failed(config, deadline.summary(socket.gethostname()), log_dir) from None
@@ -204,7 +204,7 @@ def _interrupted(config: RunConfig, signum: int, log_dir: Path) -> Interrupted:
 
 
 def _failed(
-    config: RunConfig, outcomes: list[RankOutcome], log_dir: Path, oom_kills: int, made_before: int
+    config: RunConfig, outcomes: list[RankOutcome], log_dir: Path, oom_kills: int = 0, nodes: JobNodes | None = None
 ) -> RunFailed:
     """The root cause; for a user's script, its own traceback when its error was the cause."""
     host = socket.gethostname()
@@ -214,7 +214,7 @@ def _failed(
     outcomes = [dataclasses.replace(o, account=accounts.get(o.rank)) for o in outcomes]
     never_arrived = describe_hang(accounts) or describe_hang(flight_recorder.read_dumps(log_dir))
     failed = [FailedRank(o.rank, o.message, o.account) for o in outcomes]
-    lost = lost_peers(failed, _job_nodes(config, made_before))
+    lost = lost_peers(failed, nodes)
     summary = root_cause(outcomes, host, config.timeout_s, never_arrived, oom_kills, lost)
     first = first_own_failure(outcomes)
     shown = user_traceback(first.traceback) if config.script and first is not None and first.kind == "error" else ""
