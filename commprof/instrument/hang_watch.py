@@ -11,10 +11,10 @@ the launch's deadline (launch/deadline.py) to act on. The launch reads the files
 (launch/hang_evidence.py), and the progress view while it runs.
 
 When the launcher stops the rank (SIGTERM, SIGINT), or the rank fails (`account_at_exit`), the account is written at
-once, stall or not: where the rank
-was and the collectives it last entered, each with its line, are what tells a peer's abort apart (launch/faults.py:
-the same call with other tensors, or a collective this rank never made). The thread learns of the signal through
-Python's wakeup file descriptor, which the C-level handler writes even while the main thread is blocked in C++.
+once, stall or not: where the rank was and the collectives it last entered, each with its line, are what tells a
+peer's abort apart (launch/faults.py: the same call with other tensors, or a collective this rank never made). The
+thread learns of the signal through Python's wakeup file descriptor, which the C-level handler writes even while the
+main thread is blocked in C++.
 
 Once the rank has not stepped for IDLE_S, `idle` is called once (the caller writes its progress with the step it
 really finished: the progress file is rewritten at most every quarter second while it steps, so it can lag)."""
@@ -162,7 +162,10 @@ class HangWatch:
             unsaid = idle is not None and steps > 0 and idle_told != steps  # before a first step: nothing to say
             if idle is not None and unsaid and stalled >= IDLE_S:
                 idle_told = steps
-                idle()
+                try:
+                    idle()
+                except OSError:  # the launch's folder is gone: the job is over
+                    pass
             if stalled >= self.stall_s:
                 self.write(stalled, steps)
                 self._sleep(REFRESH_S)

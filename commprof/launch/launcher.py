@@ -110,7 +110,7 @@ def launch(
     hang_dir = hang_dir or log_dir
     deadline = CollectiveDeadline(hang_dir, config.timeout_s)
     oom = OomWatch()
-    made_before = len(rendezvous.made)
+    rendezvous.latest.clear()
     variables = {
         **hang_evidence_environment(hang_dir),
         **(flight_recorder.environment(log_dir) if by_name(config.backend).flight_recorder else {}),
@@ -138,7 +138,7 @@ def launch(
         outcomes = _outcomes(exc, log_dir, config, exits)
         if interrupted_by_user(outcomes):  # the ranks saw the terminal's Ctrl-C before the agent did
             raise _interrupted(config, signal.SIGINT, log_dir) from None
-        raise _failed(config, outcomes, log_dir, oom.killed(), _job_nodes(config, made_before)) from None
+        raise _failed(config, outcomes, log_dir, oom.killed(), _job_nodes(config)) from None
     except SignalException as exc:  # SIGINT or SIGTERM while the agent ran the ranks: it has stopped them
         if deadline.overdue:  # the SIGTERM was the deadline's
             raise _run_failed(config, deadline.summary(socket.gethostname()), log_dir) from None
@@ -225,11 +225,11 @@ def _failed(
     return _run_failed(config, summary, log_dir, f"rank {first.rank} on {host} raised the error above{same}", shown)
 
 
-def _job_nodes(config: RunConfig, made_before: int) -> JobNodes | None:
+def _job_nodes(config: RunConfig) -> JobNodes | None:
     """The nodes of this launch, as its rendezvous met them (None: it did not complete, or one node)."""
-    if config.nodes < 2 or len(rendezvous.made) <= made_before or not rendezvous.made[-1].nodes:
+    if config.nodes < 2 or not rendezvous.latest or not rendezvous.latest[0].nodes:
         return None
-    handler = rendezvous.made[-1]
+    handler = rendezvous.latest[0]
     nodes = JobNodes(handler.nodes, handler.node_rank, config.procs_per_node)
     try:
         store_ip = socket.gethostbyname((config.rdzv_endpoint or "").rsplit(":", 1)[0])

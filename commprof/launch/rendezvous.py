@@ -64,12 +64,12 @@ class FixedRendezvous(RendezvousHandler):
         return bool(closed and closed[0])
 
 
-made: list[FixedRendezvous] = []  # the handlers made in this process, the latest last
+latest: list[FixedRendezvous] = []  # the handler of this process's latest launch (one kept: it holds a store client)
 
 
 def _create(params: RendezvousParameters) -> RendezvousHandler:
     handler = FixedRendezvous(torch_registry._create_c10d_handler(params))
-    made.append(handler)
+    latest[:] = [handler]
     return handler
 
 
