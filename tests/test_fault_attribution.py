@@ -381,3 +381,29 @@ def test_a_lost_host_is_named_with_its_ranks_how_the_connection_went_and_where_t
         "10.0.0.2 lost localhost (ranks 0, 1): the connection to it went (Read error [127.0.0.1]:51080: Connection "
         "reset by peer)"
     )
+
+
+def test_a_lost_host_is_named_from_nccls_warnings_in_the_ranks_log():
+    """NCCL's socket and InfiniBand transports write the peer in their WARN lines (forms from NCCL's issue tracker:
+    a host name with or without its domain, or an address); the rank's error itself names none."""
+    from commprof.launch.lost_peers import FailedRank, JobNodes, lost_peers
+
+    nodes = JobNodes({0: "gpu003.cluster", 1: "gpu004.cluster", 2: "10.0.35.1"}, this_node=0, per_node=8)
+    error = "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1275, remote process exited"
+
+    def lost_from(log: str) -> str | None:
+        return lost_peers([FailedRank(3, error, None, log)], nodes)
+
+    closed = "gpu003:2200689:2200706 [3] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer "
+    assert lost_from(closed + "gpu004.ds-a4-r02.abc.com<55693>\n") == (
+        "gpu003.cluster lost gpu004.cluster (ranks 8, 9, 10, 11, 12, 13, 14, 15): the connection to it went "
+        "(Connection closed by remote peer gpu004.ds-a4-r02.abc.com<55693>)"
+    )
+    infiniband = (
+        "kolyoz2:25146:25854 [0] ib_plugin.c:1105 NCCL WARN NET/IB : Got completion from peer 10.0.35.1<49189> "
+    )
+    assert lost_from(infiniband + "with error 4, opcode 5327, len 5327, vendor err 81 (Send)\n").startswith(
+        "gpu003.cluster lost 10.0.35.1 (ranks 16, 17, 18, 19, 20, 21, 22, 23): the connection to it went (Got "
+        "completion from peer 10.0.35.1<49189> with error 4)"
+    )
+    assert lost_from("NCCL INFO Connected all rings\n") is None

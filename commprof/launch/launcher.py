@@ -213,7 +213,8 @@ def _failed(
     accounts = read_evidence(log_dir)
     outcomes = [dataclasses.replace(o, account=accounts.get(o.rank)) for o in outcomes]
     never_arrived = describe_hang(accounts) or describe_hang(flight_recorder.read_dumps(log_dir))
-    failed = [FailedRank(o.rank, o.message, o.account) for o in outcomes]
+    first_rank = min((o.rank for o in outcomes), default=0)
+    failed = [FailedRank(o.rank, o.message, o.account, _stderr(log_dir, o.rank - first_rank)) for o in outcomes]
     lost = lost_peers(failed, nodes)
     summary = root_cause(outcomes, host, config.timeout_s, never_arrived, oom_kills, lost)
     first = first_own_failure(outcomes)

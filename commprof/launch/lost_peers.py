@@ -3,12 +3,16 @@ ranks were, from the backend's own errors and the ranks' accounts.
 
 The hosts come from the rendezvous (each node's address by its rank among the nodes, launch/rendezvous.py); the ranks
 of node g are g*P .. g*P+P-1 (commprof starts P ranks on every node). Gloo names the peer whose connection closed or
-reset (`Connection closed by peer [10.0.0.2]:4312`): that address is a host of the job. A receive that timed out names
-none: when every rank of this node waits in a collective, none behind, it waits for the other hosts, which are named
-as the ones it heard nothing from."""
+reset (`Connection closed by peer [10.0.0.2]:4312`, in the rank's error), and so does NCCL (its WARN lines in the
+rank's log: `Connection closed by remote peer node2<42830>`, `Call to recv from 10.0.0.2<58355> failed : Broken pipe`,
+`Got completion from peer 10.0.35.1<49189> with error 4`): that address is a host of the job. A receive that timed
+out names none: when every rank of this node waits in a collective, none behind, it waits for the other hosts, which
+are named as the ones it heard nothing from."""
 
 from __future__ import annotations
 
+import functools
+import ipaddress
 import re
 import socket
 from dataclasses import dataclass
@@ -16,8 +20,13 @@ from dataclasses import dataclass
 from commprof.launch.hang_evidence import waiting_in
 from commprof.results.hang import HangEvidence
 
-_PEER_ADDRESS = re.compile(r"(?:closed by peer|Read error|Write error|reset by peer)[^\[]*\[([0-9A-Fa-f.:]+)\]:\d+")
-_PEER_GONE = re.compile(r"Connection (?:closed|reset) by peer|Broken pipe", re.IGNORECASE)
+_PEER_WORDS = re.compile(  # the backend's words for a connection to a peer that went, and the peer's address
+    r"Connection (?:closed|reset) by peer \[(?P<a>[0-9A-Fa-f.:]+)\]:\d+"  # Gloo
+    r"|(?:Read|Write) error \[(?P<b>[0-9A-Fa-f.:]+)\]:\d+: Connection (?:closed|reset) by peer"  # Gloo
+    r"|Connection closed by remote peer (?P<c>[\w.:-]+)<\d+>"  # NCCL's socket transport
+    r"|Call to (?:recv|send) (?:from|to) (?P<d>[\w.:-]+)<\d+> failed : [\w ]+"  # NCCL's socket transport
+    r"|Got completion from peer (?P<e>[\w.:-]+)<\d+> with error \d+"  # NCCL over InfiniBand
+)
 _RECV_TIMEOUT = re.compile(r"Timed out waiting (\d+)ms for (?:recv|send) operation", re.IGNORECASE)
 
 
@@ -34,10 +43,10 @@ class JobNodes:
     def others(self) -> list[int]:
         return sorted(n for n in self.addresses if n != self.this_node)
 
-    def node_at(self, ip: str) -> int | None:
-        """The node whose address is (or resolves to) `ip`."""
+    def node_at(self, peer: str) -> int | None:
+        """The node whose address is `peer` (an address or a host name), resolves to it, or has its short name."""
         for node, address in self.addresses.items():
-            if address == ip or _resolved(address) == ip:
+            if peer in (address, _resolved(address)) or _short(peer) == _short(address):
                 return node
         return None
 
@@ -52,6 +61,16 @@ class JobNodes:
         return " and ".join(parts)
 
 
+def _short(name: str) -> str:
+    """A host name without its domain; an address as it is."""
+    try:
+        ipaddress.ip_address(name)
+        return name
+    except ValueError:
+        return name.split(".")[0]
+
+
+@functools.lru_cache(maxsize=256)
 def _resolved(address: str) -> str | None:
     try:
         return socket.gethostbyname(address)
@@ -66,6 +85,7 @@ class FailedRank:
     rank: int
     message: str  # its recorded error's line
     account: HangEvidence | None
+    log: str = ""  # its stderr, where NCCL writes which peer's connection went
 
 
 def lost_peers(ranks: list[FailedRank], nodes: JobNodes | None) -> str | None:
@@ -73,15 +93,16 @@ def lost_peers(ranks: list[FailedRank], nodes: JobNodes | None) -> str | None:
     (the backend's words) and the collective this node's ranks were in; None when nothing says a host was lost."""
     if nodes is None or len(nodes.addresses) < 2:
         return None
-    closed: dict[int, FailedRank] = {}
+    closed: dict[int, str] = {}  # node -> the backend's words
     for failed in ranks:
-        found = _PEER_ADDRESS.search(failed.message)
-        node = nodes.node_at(found.group(1)) if found else None
-        if node is not None and node != nodes.this_node and _PEER_GONE.search(failed.message):
-            closed.setdefault(node, failed)
+        found = _PEER_WORDS.search(failed.message) or _PEER_WORDS.search(failed.log)
+        peer = next((v for v in found.groupdict().values() if v), "") if found else ""
+        node = nodes.node_at(peer) if found else None
+        if found and node is not None and node != nodes.this_node:
+            closed.setdefault(node, found.group(0))
     if closed:
-        lost, said = sorted(closed), next(iter(closed.values()))
-        how = f"the connection to it went ({_quoted(said.message)})"
+        lost = sorted(closed)
+        how = f"the connection to it went ({closed[lost[0]]})"
     else:
         timed_out = [(f, found) for f in ranks if (found := _RECV_TIMEOUT.search(f.message))]
         waiting = all(f.account is not None and f.account.inside is not None for f in ranks)
