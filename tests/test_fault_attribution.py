@@ -407,3 +407,18 @@ def test_a_lost_host_is_named_from_nccls_warnings_in_the_ranks_log():
         "completion from peer 10.0.35.1<49189> with error 4)"
     )
     assert lost_from("NCCL INFO Connected all rings\n") is None
+    # a peer that went silent: every rank of this node waits, and NCCL's watchdog timed the collective out
+    waiting = HangEvidence(3, "gpu003", 40, 1_700_000_700.0, 600.0, [], [
+        EnteredCollective("0", "default_pg", 31, "all_reduce", [[1_048_576]], [], False, 1_700_000_090.0)
+    ])  # fmt: skip
+    watchdog = (
+        "[rank3]:[E1218 20:27:21.433063423 ProcessGroupNCCL.cpp:629] [Rank 3] Watchdog caught collective operation "
+        "timeout: WorkNCCL(SeqNum=31, OpType=ALLREDUCE, NumelIn=1048576, Timeout(ms)=600000) ran for 600088 "
+        "milliseconds before timing out."
+    )
+    assert lost_peers([FailedRank(3, watchdog, waiting)], JobNodes({0: "gpu003", 1: "gpu004"}, 0, 8)) == (
+        "gpu003 lost gpu004 (ranks 8, 9, 10, 11, 12, 13, 14, 15): nothing came from it for 600.088 s: its link or the "
+        "host went (Watchdog caught collective operation timeout: WorkNCCL(SeqNum=31, OpType=ALLREDUCE, "
+        "NumelIn=1048576, Timeout(ms)=600000) ran for 600088 milliseconds); rank 3 has waited 610 s in all_reduce #31 "
+        "of the default group (1,048,576 elements)"
+    )

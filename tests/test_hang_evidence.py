@@ -3,7 +3,7 @@ torch 2.13 returns for a Gloo rank), the rank's stack reduced to the user's code
 
 import threading
 
-from commprof.instrument.hang_watch import HangWatch, own_code, recent_collectives, stack_of
+from commprof.instrument.hang_watch import EXIT, STOP, HangWatch, own_code, recent_collectives, stack_of
 from commprof.launch.hang_evidence import describe_hang
 from commprof.results.hang import EnteredCollective, HangEvidence, StackFrame, read_evidence
 
@@ -227,8 +227,13 @@ def test_a_stall_is_withdrawn_as_soon_as_its_rank_steps_again(tmp_path):
     assert read_evidence(tmp_path) == {} and list(tmp_path.iterdir()) == []
     watch.write(11.0, steps=1)  # begun after step 1, finished after step 2
     assert read_evidence(tmp_path) == {}
-    watch.write(0.3, steps=1, stopped=True)
+    watch.write(0.3, steps=1, kind=STOP)  # stopped as it stepped: where it was then
     assert read_evidence(tmp_path)[1].steps_done == 2
+    watch.write(0.3, kind=EXIT, stack=[])  # then it failed: its error's traceback tells better
+    assert read_evidence(tmp_path)[1].stack == []
+    watch.write(0.4, kind=STOP)
+    watch.write(6.0)  # leaving: no stall is written any more
+    assert read_evidence(tmp_path)[1].stack == [] and read_evidence(tmp_path)[1].stalled_s == 0.3
 
 
 def test_the_deadline_acts_only_on_a_wait_still_going_on(tmp_path):

@@ -199,7 +199,6 @@ def test_a_lost_host_is_named_on_every_host_within_the_timeout(tmp_path, host, h
             how,
             ready=lambda: min(steps_logged(folders[0], 0), steps_logged(folders[1], 1)) >= 5,
         )
-    assert namespaces_of_this_process() == []
     for (code, err, took), pattern in zip(ends, expected, strict=True):
         if pattern is None:  # the host that was killed
             assert code == -9

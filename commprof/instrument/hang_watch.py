@@ -49,6 +49,11 @@ from commprof.trace.plain_pickle import plain_loads
 MIN_STALL_S, MAX_STALL_S = 5.0, 30.0
 REFRESH_S = 2.0
 IDLE_S = 1.0
+# the kinds of account: a stall still going on; where a rank's error was raised (its traceback); where it was when the
+# launcher's stop reached the watch (its main thread may already be unwinding). Each may replace only those before it
+# here: once a rank is leaving, a stall's account is neither rewritten nor replaced
+STALL, EXIT, STOP = 1, 2, 3
+_REPLACES = {STALL: {0, STALL}, EXIT: {0, STOP}, STOP: {0}}
 MAX_FRAMES = 40
 
 
@@ -89,7 +94,7 @@ _started: list[HangWatch] = []  # this process's watch, once started
 def account_at_exit(error: BaseException) -> None:
     """The rank is leaving on `error`: its account, where the error was raised and its last collectives."""
     for watch in _started:
-        watch.write(time.monotonic() - watch.last_step, stopped=True, stack=frames_of(error))
+        watch.write(time.monotonic() - watch.last_step, kind=EXIT, stack=frames_of(error))
 
 
 def frames_of(error: BaseException) -> list[StackFrame]:
@@ -118,7 +123,8 @@ class HangWatch:
         self.steps_done = 0
         self.last_step = time.monotonic()
         self.lock = threading.Lock()  # a write and its withdrawal never cross
-        self.written = False  # an account of the current stall is on disk
+        self.written = 0  # the kind of account on disk (STALL, EXIT, STOP), 0 for none
+        self.leaving = False  # stopped, or failing: no stall is written any more
         self.wakeup: tuple[socket.socket, socket.socket] | None = None  # (read, write): the signals received
 
     @classmethod
@@ -153,7 +159,7 @@ class HangWatch:
         if select.select([self.wakeup[0]], [], [], seconds)[0]:
             received = self.wakeup[0].recv(64)
             if {signal.SIGTERM, signal.SIGINT} & set(received):
-                self.write(time.monotonic() - self.last_step, stopped=True)
+                self.write(time.monotonic() - self.last_step, kind=STOP)
 
     def _watch(self) -> None:
         idle, idle_told = self.idle, -1  # the step count when `idle` was last called
@@ -180,32 +186,32 @@ class HangWatch:
         return HangEvidence(self.rank, self.host, self.steps_done, time.time(), stalled_s, stack, self.collectives())
 
     def write(
-        self, stalled_s: float, steps: int | None = None, stopped: bool = False, stack: list[StackFrame] | None = None
+        self, stalled_s: float, steps: int | None = None, kind: int = STALL, stack: list[StackFrame] | None = None
     ) -> None:
         """The account of a stall that began after `steps` steps (this many now, if None); not written when the rank
-        has stepped since (the account, taken over seconds, would describe a stall that is over), unless the rank
-        was `stopped`: then it is where the rank was when it stopped, unless the account of a stall still going on
-        says better where it was stuck."""
+        has stepped since (the account, taken over seconds, would describe a stall that is over). A rank stopped
+        (STOP) or failing (EXIT) writes where it was, unless an account that tells better is there."""
         steps = self.steps_done if steps is None else steps
-        if stopped and self.written:
+        self.leaving = self.leaving or kind != STALL
+        if self.written not in _REPLACES[kind] or (kind == STALL and self.leaving):
             return
         evidence = self.evidence(stalled_s, stack)
         path = evidence_path(self.folder, self.rank)
-        partial = path.with_suffix(".partial")
+        partial = path.with_name(f"{path.name}.{threading.get_ident()}.partial")
         with self.lock:
-            if self.steps_done != steps and not stopped:
+            if self.written not in _REPLACES[kind] or (kind == STALL and (self.leaving or self.steps_done != steps)):
                 return
             try:
                 partial.write_bytes(encode(evidence))
                 partial.replace(path)
-                self.written = True
+                self.written = kind
             except OSError:  # the launch's folder is gone: the job is over
                 pass
 
     def withdraw(self) -> None:
         """The stall is over: its account is removed."""
         with self.lock:
-            self.written = False
+            self.written = 0
             try:
                 evidence_path(self.folder, self.rank).unlink(missing_ok=True)
             except OSError:  # the launch's folder is gone: the job is over

@@ -27,7 +27,11 @@ _PEER_WORDS = re.compile(  # the backend's words for a connection to a peer that
     r"|Call to (?:recv|send) (?:from|to) (?P<d>[\w.:-]+)<\d+> failed : [\w ]+"  # NCCL's socket transport
     r"|Got completion from peer (?P<e>[\w.:-]+)<\d+> with error \d+"  # NCCL over InfiniBand
 )
-_RECV_TIMEOUT = re.compile(r"Timed out waiting (\d+)ms for (?:recv|send) operation", re.IGNORECASE)
+# Gloo's receive or send that timed out; NCCL's watchdog line for a collective that timed out
+_RECV_TIMEOUT = re.compile(
+    r"Timed out waiting (?P<ms>\d+)ms for (?:recv|send) operation[\w ]*"
+    r"|Watchdog caught collective operation timeout: WorkNCCL\(.*?\) ran for (?P<nccl_ms>\d+) milliseconds"
+)
 
 
 @dataclass(frozen=True)
@@ -104,18 +108,13 @@ def lost_peers(ranks: list[FailedRank], nodes: JobNodes | None) -> str | None:
         lost = sorted(closed)
         how = f"the connection to it went ({closed[lost[0]]})"
     else:
-        timed_out = [(f, found) for f in ranks if (found := _RECV_TIMEOUT.search(f.message))]
+        timed_out = [found for f in ranks if (found := _RECV_TIMEOUT.search(f.message))]
         waiting = all(f.account is not None and f.account.inside is not None for f in ranks)
         if not timed_out or not waiting or len(timed_out) < len(ranks):
             return None
-        lost, (said, found) = nodes.others(), timed_out[0]
-        seconds = int(found.group(1)) / 1000
-        how = f"nothing came from it for {seconds:g} s: its link or the host went ({_quoted(said.message)})"
+        lost, found = nodes.others(), timed_out[0]
+        seconds = int(found.group("ms") or found.group("nccl_ms")) / 1000
+        how = f"nothing came from it for {seconds:g} s: its link or the host went ({found.group(0).strip()})"
     where = [w for f in sorted(ranks, key=lambda f: f.rank) if f.account and (w := waiting_in(f.account))]
     this = nodes.addresses.get(nodes.this_node, "this host")
     return f"{this} lost {nodes.named(lost)}: {how}" + (f"; {where[0]}" if where else "")
-
-
-def _quoted(message: str) -> str:
-    """The backend's words, without its source location."""
-    return re.sub(r"^\w*Error: |\[[^\]]*\.(?:cc|cpp|h):\d+\] ", "", message).strip().rstrip(".")
