@@ -233,8 +233,14 @@ def test_where_the_straggler_advice_points():
     assert _straggler_action(1, stalled, gpu=False).startswith("look at rank 1's idle before its first operator")
     nothing = {"compute_ms": 0.0, "start_idle_ms": -0.2, "exposed_comm_ms": -3.0}
     action = _straggler_action(1, nothing, gpu=False)
-    assert action.startswith("none of rank 1's compute, input wait or communication is larger")
+    assert action.startswith("none of rank 1's compute, input wait, communication or time between operators is larger")
     assert "DataLoader" not in action and "GPU" not in action
+    # a hook on its optimizer's step that sleeps: time in its optimizer step outside any operator, not input
+    hooked = {"compute_ms": 0.2, "start_idle_ms": 0.1, "exposed_comm_ms": -25.0, "optimizer_idle_ms": 25.2}
+    assert _straggler_action(1, hooked, gpu=False) == (
+        "look at rank 1's time in its optimizer step outside any operator (+25.2 ms per step against the others): the "
+        "hooks on its optimizer's step (logging, an EMA of the weights, checkpoints)"
+    )
 
 
 def test_a_rank_that_waits_a_little_is_named_no_straggler(tmp_path):

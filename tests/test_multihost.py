@@ -61,6 +61,15 @@ def test_the_report_names_the_hosts_and_the_link_between_them(two_hosts):
     assert steps[0.25] > steps[0.5] > steps[1.0] > steps[2.0] > steps[4.0] > 0
 
 
+def test_the_whole_run_covers_every_rank_of_every_host(two_hosts):
+    """Each rank's whole-run record is written on its own host; the head host gathers the others' with their
+    digests, so the report's whole-run section covers both ranks, not only the head host's (issue 52, item 5)."""
+    head = two_hosts.hosts[0].folder
+    report = load_report(head / "reports" / "x" / "report.json")
+    assert report.whole_run is not None and report.whole_run.ranks == [0, 1]
+    assert (head / "traces" / "x" / "rank1.ledger.json").exists()
+
+
 def test_on_the_slow_link_compression_is_advised_by_what_its_casts_cost_here(two_hosts):
     """The run timed its casts and its 16-bit all-reduce: on 400 Mbit/s the halved bytes save far more than the
     casts cost (a sweep across the hosts measures it: the test below)."""

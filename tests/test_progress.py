@@ -373,7 +373,7 @@ def test_a_script_at_max_steps_writes_its_final_count(script_session):
     session, path, optimizer = script_session(20)
     with pytest.raises(MaxStepsReached):
         for _ in range(21):
-            session._after_step(optimizer, (), {})
+            session._after_step(optimizer)
     session.finish()
     state = read_progress(path)
     assert state is not None and (state.step, state.steps) == (20, 20)
@@ -382,7 +382,7 @@ def test_a_script_at_max_steps_writes_its_final_count(script_session):
 def test_a_script_that_ends_by_itself_writes_the_steps_it_ran(script_session):
     session, path, optimizer = script_session(None)
     for _ in range(160):
-        session._after_step(optimizer, (), {})
+        session._after_step(optimizer)
     state = read_progress(path)
     assert state is not None and state.steps is None  # while it runs, its length is not known
     session.finish()
@@ -393,7 +393,7 @@ def test_a_script_that_ends_by_itself_writes_the_steps_it_ran(script_session):
 def test_a_failed_script_writes_the_steps_it_ran_of_those_asked(script_session):
     session, path, optimizer = script_session(20)
     for _ in range(3):
-        session._after_step(optimizer, (), {})
+        session._after_step(optimizer)
     session.finish(ended=False)
     state = read_progress(path)
     assert state is not None and (state.step, state.steps) == (3, 20)

@@ -85,12 +85,13 @@ def percentile(values: list[float], pct: float) -> float:
 
 
 def _idle_before_first(rank: RankTrace, step: Step) -> float:
-    """How long nothing ran before the step's first computation or copy: since the rank's last activity before
-    it, in this step or the one before, so that a stall across the step boundary is counted once, in the step it
-    delays. The first activity is not communication: the previous step's all-reduce often runs on past the
+    """How long nothing ran before the step's first computation or copy, from the step's start (or the rank's last
+    activity in the step before that, if later): a step ends where its optimizer's step returns, so the time before
+    its first work is the input's and the loop's, and time after the optimizer's own work (its hooks) is the step
+    before's. The first activity is not communication: the previous step's all-reduce often runs on past the
     boundary; waiting in it is activity all the same."""
     own = merge([*clip(rank.compute, step.start, step.end), *clip(rank.memory, step.start, step.end)])
     first = own[0][0] if own else step.end
     groups = (rank.compute, rank.memory, rank.communication)
     before = [b for b in (busy_until(group, first) for group in groups) if b is not None]
-    return first - max(before, default=step.start)
+    return first - max([*before, step.start])

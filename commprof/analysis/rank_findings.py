@@ -11,7 +11,7 @@ from collections import defaultdict
 from commprof.analysis.evidence import Evidence
 from commprof.analysis.stats import mean_ci, median_ci, stratified_mean_ci
 from commprof.results.common import signed
-from commprof.results.report import Finding, Report
+from commprof.results.report import Finding, Report, StepBreakdown
 from commprof.results.whole_run import WholeRun
 
 STALL_SHARE = 0.05  # a rank idle this share of the step before its first operator is stalled (below it: the
@@ -97,7 +97,8 @@ def straggler(evidence: Evidence) -> list[Finding]:
     bounded = statistics.median(profiled) if profiled else math.inf
     if bounded < cross.straggler_cost_ms - EXCESS_FLOOR_MS:  # the profiled steps' costs are capped by its excess
         late += f", bounded by its own extra time outside communication: {signed(bounded, '.1f')} ms a step"
-    cause = ", ".join(f"{PARTS[part]} {signed(ms, '.1f')} ms" for part, ms in excess.items())
+    shown = {part: ms for part, ms in excess.items() if part in CORE_PARTS or abs(ms) >= SHOWN_PART_MS}
+    cause = ", ".join(f"{PARTS[part]} {signed(ms, '.1f')} ms" for part, ms in shown.items())
     gpu = any(r.kind == "gpu" for r in report.ranks if r.rank == straggler)
     return [
         Finding(
@@ -133,8 +134,9 @@ def _straggler_action(rank: int, excess: dict[str, float], gpu: bool) -> str:
     part = max(excess, key=lambda p: excess[p])
     if excess[part] <= EXCESS_FLOOR_MS:
         return (
-            f"none of rank {rank}'s compute, input wait or communication is larger than the others': it starts its "
-            "collectives late from time outside the profiled operators (Python, the host's scheduler); look at "
+            f"none of rank {rank}'s compute, input wait, communication or time between operators is larger than the "
+            "others': it starts its collectives late from time the profiler does not place (the host's scheduler); "
+            "look at "
             f"what else runs on its host{' and its GPU' if gpu else ''}"
         )
     where = {
@@ -145,24 +147,45 @@ def _straggler_action(rank: int, excess: dict[str, float], gpu: bool) -> str:
         ),
         "start_idle_ms": "its DataLoader workers and storage",
         "exposed_comm_ms": "its network link and NIC" if gpu else "its network link",
+        "forward_idle_ms": "the Python between its batch and its model's forward (logging, metrics, a sync)",
+        "backward_idle_ms": "the hooks on its gradients and its autograd graph's Python",
+        "optimizer_idle_ms": "the hooks on its optimizer's step (logging, an EMA of the weights, checkpoints)",
     }[part]
     more = signed(excess[part], ".1f")
     return f"look at rank {rank}'s {PARTS[part]} ({more} ms per step against the others): {where}"
 
 
 EXCESS_FLOOR_MS = 0.05  # below this, a part is not in excess
+SHOWN_PART_MS = 0.5  # a phase's time outside operators is said in the evidence from this excess on
+CORE_PARTS = ("compute_ms", "start_idle_ms", "exposed_comm_ms")  # always said
+# the parts of a step, disjoint: its compute, its exposed communication, and the time outside both, by where it falls
 PARTS = {
     "compute_ms": "compute",
     "start_idle_ms": "idle before its first operator (input pipeline)",
     "exposed_comm_ms": "exposed communication",
+    "forward_idle_ms": "time in its forward outside any operator",
+    "backward_idle_ms": "time in its backward outside any operator",
+    "optimizer_idle_ms": "time in its optimizer step outside any operator",
 }
+
+
+def part_ms(step: StepBreakdown, part: str) -> float:
+    """One part of a step (PARTS): a figure of the step's, or a phase's time outside any operator and its exposed
+    communication (the forward's after the step's idle start, which is the input's)."""
+    if not part.endswith("_idle_ms") or part == "start_idle_ms":
+        return float(getattr(step, part))
+    phase = next((p for p in step.phases if p.phase == part.removesuffix("_idle_ms")), None)
+    if phase is None:
+        return 0.0
+    idle = max(0.0, phase.window_ms - phase.compute_ms - phase.exposed_comm_ms)
+    return max(0.0, idle - step.start_idle_ms) if phase.phase == "forward" else idle
 
 
 def _excess(report: Report, rank: int, parts=tuple(PARTS)) -> dict[str, float]:
     """How much more of each part of the step this rank spends than the median of the other ranks (ms)."""
 
     def median_of(ranks: set[int], part: str) -> float:
-        values = [getattr(s, part) for s in report.steps if s.rank in ranks]
+        values = [part_ms(s, part) for s in report.steps if s.rank in ranks]
         return statistics.median(values) if values else 0.0
 
     others = {r.rank for r in report.ranks} - {rank}

@@ -26,6 +26,8 @@ from commprof.config import RunConfig
 from commprof.instrument.hang_watch import account_at_exit
 from commprof.instrument.profiler import trace_path
 from commprof.launch.faults import INTERRUPTED_MESSAGE, STOPPED_MESSAGE
+from commprof.launch.runlog import write_bytes_atomic
+from commprof.results.step_ledger import ledger_path
 from commprof.worker.torch_settings import configure_rank
 
 
@@ -221,17 +223,22 @@ def versions() -> dict[str, Any]:
 
 def gather_digests(run_dir: Path, rank: int, world: int, own_group: bool = False) -> None:
     """On a job over several nodes, every rank digests its own trace where it wrote it, and rank 0 keeps the
-    digests of the ranks whose traces its node cannot see (node-local traces folders): the report covers
-    every rank, and the analysis is spread over the nodes. A collective: every rank calls it. `own_group`: over a
-    CPU group of its own (a script's group may be NCCL's), made only when a job spans nodes: a group made and
-    destroyed at once can close its connections while a peer still makes them."""
+    digests of the ranks whose traces its node cannot see (node-local traces folders), and their whole-run records
+    (`rank<N>.ledger.json`, fixed in size, written before this): the report covers every rank, and the analysis is
+    spread over the nodes. A collective: every rank calls it. `own_group`: over a CPU group of its own (a script's
+    group may be NCCL's), made only when a job spans nodes: a group made and destroyed at once can close its
+    connections while a peer still makes them."""
     if world == int(os.environ.get("LOCAL_WORLD_SIZE", world)):
         return
     group = dist.new_group(backend="gloo") if own_group else None
     gathered: list[Any] | None = [None] * world if rank == 0 else None
-    dist.gather_object(own_digest(trace_path(run_dir, rank)), gathered, dst=0, group=group)
-    if gathered is not None:
-        write_digests(
-            run_dir,
-            {r: data for r, data in enumerate(gathered) if data is not None and not trace_path(run_dir, r).exists()},
-        )
+    ledger = ledger_path(run_dir, rank)
+    own = (own_digest(trace_path(run_dir, rank)), ledger.read_bytes() if ledger.exists() else None)
+    dist.gather_object(own, gathered, dst=0, group=group)
+    if gathered is None:
+        return
+    elsewhere = {r: sent for r, sent in enumerate(gathered) if sent is not None and not trace_path(run_dir, r).exists()}
+    write_digests(run_dir, {r: digest for r, (digest, _) in elsewhere.items() if digest is not None})
+    for r, (_, record) in enumerate(gathered):
+        if record is not None and not ledger_path(run_dir, r).exists():
+            write_bytes_atomic(ledger_path(run_dir, r), record)

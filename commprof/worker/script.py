@@ -31,13 +31,11 @@ import sys
 import time
 import types
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import torch
 import torch.distributed as dist
 from torch.distributed.elastic.multiprocessing.errors import get_error_handler
-from torch.optim.optimizer import register_optimizer_step_post_hook
-from torch.utils.hooks import RemovableHandle
 
 from commprof.config import RunConfig
 from commprof.errors import what_went_wrong
@@ -46,6 +44,7 @@ from commprof.instrument.ddp import DDPOverrides
 from commprof.instrument.deepspeed import DeepSpeedWatch
 from commprof.instrument.hang_watch import HangWatch, account_at_exit, run_sequences
 from commprof.instrument.link_probe import probe_link, probe_tiers
+from commprof.instrument.optimizer_steps import on_step_return
 from commprof.instrument.profiler import make_profiler, trace_path, write_trace
 from commprof.launch.progress import Every, Progress, write_progress
 from commprof.launch.runlog import StepLog, now, steps_kept, write_run_json
@@ -108,7 +107,7 @@ class ScriptSession:
         self.hang_watch = HangWatch.from_environment(self.rank, config.timeout_s, idle)
         self.profiler: torch.profiler.profile | None = None  # the scheduled one, from the first optimizer step on
         self.startup: torch.profiler.profile | None = None
-        self._hook: RemovableHandle | None = None
+        self._unhook: Callable[[], None] | None = None
 
     def start(self) -> None:
         self.config.run_dir.mkdir(parents=True, exist_ok=True)  # on every node: traces/ may be node-local
@@ -131,7 +130,7 @@ class ScriptSession:
             self.hang_watch.start()
         self.ddp.install()
         self.deepspeed.install()
-        self._hook = register_optimizer_step_post_hook(self._after_step)
+        self._unhook = on_step_return(self._after_step)  # the step ends where the optimizer's step() returns
         if self.config.profiled:
             # until the first optimizer step, the whole start: the trace of a script that never steps
             self.startup = make_profiler(None, self.use_cuda, self.config.run_dir, self.rank)
@@ -143,7 +142,7 @@ class ScriptSession:
         )  # a stopped rank unwinds and writes its trace (the script may override)
         faulthandler.register(signal.SIGTERM, all_threads=True, chain=True)  # where it was, even inside C++
 
-    def _after_step(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+    def _after_step(self, optimizer: torch.optim.Optimizer) -> None:
         if self.deepspeed.engine is not None:  # inside its engine's step, which goes on after it: the engine counts
             return
         if self.counted_id is None:
@@ -235,8 +234,8 @@ class ScriptSession:
         self._stop_profiler()
         if self.ledger is not None:
             self.ledger.finish()
-        if self._hook is not None:
-            self._hook.remove()
+        if self._unhook is not None:
+            self._unhook()
         self.ddp.uninstall()
         self.log.write(self.info())
 
