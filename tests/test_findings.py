@@ -275,6 +275,19 @@ def test_a_gain_smaller_than_the_jobs_own_drift_is_no_claim(tmp_path):
     assert found(tmp_path / "b", nccl_rank(0), nccl_rank(1), run=DDP_RUN, drift_ms=9.0)[0] == []
 
 
+def test_no_interval_reaches_past_what_the_step_holds(tmp_path):
+    """The cap's 8 ms widened by a drift of 30 ms reaches 38 ms: past the job's 10 ms step (its unprofiled steps), which
+    no change can save more than. The interval ends at the step (issue 52: "95% CI 2.9 to 49.6" on a 28.2 ms step)."""
+    paths = [r.write(tmp_path / f"rank{i}.json") for i, r in enumerate((nccl_rank(0), nccl_rank(1)))]
+    analysis = analyze_run(load_run(paths, workers=1), "t", "run", DDP_RUN)
+    claims, noise = findings(
+        Evidence(analysis.report, analysis.windows, analysis.matching, JobStep(11.0, 10.0), drift_ms=30.0)
+    )
+    bucket = next(f for f in claims + noise if f.kind == "bucket_cap")
+    assert bucket.gain_ms.high == pytest.approx(10.0) and bucket.gain_ms.value <= 10.0
+    assert all(f.gain_ms is None or f.gain_ms.high <= 10.0 for f in claims + noise)
+
+
 def test_steps_that_start_idle_waiting_for_data(tmp_path):
     """Rank 1's first operator comes 6 ms into every step (rank 0's at once, its optimizer running to the end of
     the step before): an input stall on rank 1 alone."""

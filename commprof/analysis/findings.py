@@ -84,7 +84,9 @@ def _one_advice_on_buckets(found: list[Finding], step_ms: float) -> list[Finding
 
 def _weighed(finding: Finding, job_ms: float, drift_ms: float) -> Finding:
     """The finding with the interval a rerun's gain falls in, widened by the job's own drift, and its gain a share of
-    the job's step without the profiler (else of the profiled step)."""
+    the job's step without the profiler (else of the profiled step). No change saves more than the whole step: the
+    interval (and the gain) end there."""
     gain = rerun_interval(cast(Estimate, finding.gain_ms))
-    widened = Estimate(gain.value, gain.low - drift_ms, gain.high + drift_ms)
+    held = job_ms if job_ms > 0 else float("inf")
+    widened = Estimate(min(gain.value, held), min(gain.low - drift_ms, held), min(gain.high + drift_ms, held))
     return dataclasses.replace(finding, gain_ms=widened, gain_pct=widened.value / job_ms * 100)
