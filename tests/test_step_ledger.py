@@ -26,7 +26,7 @@ from commprof.results.step_ledger import (
     quantile_ms,
     read_ledgers,
 )
-from commprof.worker.step_ledger import HOST_CLOCK, StepLedger
+from commprof.worker.step_ledger import DDP_TIMERS, HOST_CLOCK, StepLedger
 
 
 def test_a_step_s_communication_is_the_union_of_its_calls():
@@ -247,3 +247,36 @@ def test_a_step_stands_out_only_beyond_the_run_s_own_jitter():
     assert found is not None and found.median_step_ms == 14.0
     assert found.threshold_ms == pytest.approx(14 + 10 * 1.4826 * 5)
     assert [s.step for s in found.standouts] == [30] and found.standout_count == 1
+
+
+def test_a_rank_late_between_two_buckets_is_found_at_every_step():
+    """Two buckets a step, the second launched at 5 ms on rank 1 but at 35 ms on rank 0, whose gradient hook on the
+    first layer sleeps 30 ms between them; both finish it at 39 ms. At even steps the first bucket is done at 4 ms,
+    and each rank's span with a collective in flight tells (rank 1: 36 ms, rank 0: 6 ms); at odd steps the first
+    runs on until 39 ms on both ranks and the spans are the same (37 ms): only the second bucket's own time tells.
+    30 ms a step is charged to rank 0 at every step (issue 52: a rank late between two buckets read 0)."""
+    builders = {r: LedgerBuilder(r, "vm", HOST_CLOCK, window=(8, 17)) for r in (0, 1)}
+    for step in range(1, 31):
+        first = Call("all_reduce", 2**20, 2.0, 2.0)
+        late = {0: Call("all_reduce", 4 * 2**20, 35.0, 4.0), 1: Call("all_reduce", 4 * 2**20, 5.0, 34.0)}
+        for rank, builder in builders.items():
+            # the in-flight union hides it when the first bucket runs on until the second ends on every rank
+            hidden = Call("all_reduce", 2**20, 2.0, 37.0)
+            builder.add(StepEntry.of(step, 40.0, (hidden if step % 2 else first, late[rank])))
+    waits = waits_caused({r: b.ledger() for r, b in builders.items()}, SCHEDULE)
+    assert set(waits[0].values()) == {30.0} and set(waits[1].values()) == {0.0}
+    unions = {r: b.ledger().recent[-2].comm_ms for r, b in builders.items()}
+    assert unions[0] == unions[1] == 37.0  # odd steps: the same span on both ranks, and still 30 ms charged
+
+
+def test_a_rank_whose_gradients_are_ready_last_is_found_from_ddps_own_timers():
+    """A CPU DDP without a comm hook gives one span per step (first bucket's launch to the last one's end), alike on
+    both ranks when rank 0 is late between two buckets; its own timers also say when its last gradient was ready:
+    34 ms before the end on rank 1, 4 ms on rank 0. Rank 0 made rank 1 wait 30 ms, every step."""
+    builders = {r: LedgerBuilder(r, "vm", DDP_TIMERS, window=(8, 17)) for r in (0, 1)}
+    for step in range(1, 31):
+        for rank, builder in builders.items():
+            span = (Call("all_reduce", 5 * 2**20, 2.0, 37.0),)
+            builder.add(StepEntry.of(step, 40.0, span, tail_ms=4.0 if rank == 0 else 34.0))
+    waits = waits_caused({r: b.ledger() for r, b in builders.items()}, SCHEDULE)
+    assert set(waits[0].values()) == {30.0} and set(waits[1].values()) == {0.0}

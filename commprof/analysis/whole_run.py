@@ -212,10 +212,34 @@ def _series(ledgers: dict[int, RankLedger]) -> list[WholeRunPoint]:
     return points
 
 
+def _longest_wait(ranks: dict[int, StepEntry], rank: int) -> float:
+    """The longest the others waited for `rank` at one collective of the step: for each (the k-th of the step on
+    every rank, the same op and size), how much longer the others had it in flight than `rank`, their mean. The
+    longest, not the sum: a rank late at its first bucket delays the buckets in flight after it by the same time."""
+    longest = 0.0
+    for k, call in enumerate(ranks[rank].calls):
+        others = [e.calls[k] for r, e in ranks.items() if r != rank and k < len(e.calls)]
+        if len(others) != len(ranks) - 1 or any((c.op, c.bytes) != (call.op, call.bytes) for c in others):
+            continue
+        longest = max(longest, statistics.fmean(max(0.0, c.duration_ms - call.duration_ms) for c in others))
+    return longest
+
+
+def _ready_last(ranks: dict[int, StepEntry], rank: int) -> float:
+    """Where DDP's own timers give one span per step (a CPU DDP without a comm hook): how much longer than `rank`'s the
+    others' tails were, from their last gradient ready to the all-reduces' end, their mean. A rank late between two
+    buckets leaves every rank's span alike, not its own last gradient's time."""
+    if any(e.tail_ms <= 0 for e in ranks.values()):
+        return 0.0
+    return statistics.fmean(max(0.0, e.tail_ms - ranks[rank].tail_ms) for r, e in ranks.items() if r != rank)
+
+
 def waits_caused(ledgers: dict[int, RankLedger], schedule: ProfileSchedule | None) -> dict[int, dict[int, float]]:
     """rank -> step -> for each step every rank kept in full (after the first SKIP_FIRST_STEPS, outside the profiler's
     reach): how long the others waited for it, the mean over them of how much longer their collectives were in
-    flight than its own (a rank that arrives L ms late finds its collective done in T; the others took L + T)."""
+    flight than its own (a rank that arrives L ms late finds its collective done in T; the others took L + T). Each
+    collective of the step is weighed too (`_longest_wait`): a rank late between two buckets keeps the step's
+    in-flight span the same on every rank, but not its later bucket's."""
     if len(ledgers) < 2 or not all(ledger.timed_by for ledger in ledgers.values()):
         return {}
     reach = set(range(1, SKIP_FIRST_STEPS + 1))
@@ -224,7 +248,11 @@ def waits_caused(ledgers: dict[int, RankLedger], schedule: ProfileSchedule | Non
     steps = [(step, ranks) for step, ranks in sorted(_kept_steps(ledgers).items()) if step not in reach]
     return {
         rank: {
-            step: statistics.fmean(max(0.0, e.comm_ms - ranks[rank].comm_ms) for r, e in ranks.items() if r != rank)
+            step: max(
+                statistics.fmean(max(0.0, e.comm_ms - ranks[rank].comm_ms) for r, e in ranks.items() if r != rank),
+                _longest_wait(ranks, rank),
+                _ready_last(ranks, rank),
+            )
             for step, ranks in steps
             if len(ranks) == len(ledgers)
         }

@@ -55,11 +55,20 @@ class StepEntry:
     bytes: int = 0  # all calls counted
     calls: tuple[Call, ...] = ()  # the first MAX_CALLS
     calls_dropped: int = 0  # beyond MAX_CALLS
+    # from the rank's last gradient ready (its backward's end, DDP's own timers) to its all-reduces' end; 0 where not
+    # timed. Every rank's last all-reduce ends together: the rank whose gradients were ready last has the shortest
+    tail_ms: float = 0.0
 
     @classmethod
-    def of(cls, step: int, step_ms: float, calls: tuple[Call, ...] = ()) -> StepEntry:
+    def of(cls, step: int, step_ms: float, calls: tuple[Call, ...] = (), tail_ms: float = 0.0) -> StepEntry:
         return cls(
-            step, step_ms, in_flight_ms(calls), sum(c.bytes for c in calls), calls[:MAX_CALLS], len(calls[MAX_CALLS:])
+            step,
+            step_ms,
+            in_flight_ms(calls),
+            sum(c.bytes for c in calls),
+            calls[:MAX_CALLS],
+            len(calls[MAX_CALLS:]),
+            tail_ms,
         )
 
 

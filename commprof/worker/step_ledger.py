@@ -158,9 +158,11 @@ class StepLedger:
                 if wall_start <= start <= wall_end:
                     sizes = data.get("rebuilt_bucket_sizes") or data.get("bucket_sizes") or ""
                     call = Call("all_reduce", bucket_bytes(sizes), (start - wall_start) / 1e6, (end - start) / 1e6)
+                    ready = data.get("backward_compute_time_end", 0)  # its last gradient, ready
+                    tail_ms = (end - ready) / 1e6 if start <= ready <= end else 0.0
                     for earlier in self.unspanned[:i]:
                         self.builder.add(StepEntry.of(earlier[0], earlier[1]))
-                    self.builder.add(StepEntry.of(step, step_ms, (call,)))
+                    self.builder.add(StepEntry.of(step, step_ms, (call,), tail_ms))
                     del self.unspanned[: i + 1]
                     break
         keep = 0 if final else 1  # the last step's span may come with the next forward
