@@ -8,10 +8,11 @@ import math
 import statistics
 from typing import Callable
 
+from commprof.analysis.change_point import change_point
 from commprof.analysis.distortion import SKIP_FIRST_STEPS
 from commprof.config import ProfileSchedule
 from commprof.results.step_ledger import BIN_RATIO, RankLedger, StepEntry, bin_floor_ms, quantile_ms
-from commprof.results.whole_run import StandOut, WholeRun, WholeRunPoint, WindowCheck
+from commprof.results.whole_run import ChangePoint, StandOut, WholeRun, WholeRunPoint, WindowCheck
 
 STANDOUT = 1.5  # a step slower than this many times the run's median stands out ...
 JITTER = 10  # ... and slower than the median by this many times the run's own spread (scaled MAD)
@@ -51,6 +52,8 @@ def whole_run(ledgers: dict[int, RankLedger], schedule: ProfileSchedule | None) 
             lost[standout.rank] = lost.get(standout.rank, 0.0) + standout.lost_ms
     slow_rank = max(lost, key=lambda r: lost[r]) if lost else None
     comm = [e.comm_ms for ranks in by_step.values() for e in ranks.values()]
+    series = _series(ledgers)
+    change = change_point(series, _reach(schedule))
     return WholeRun(
         timed_by=next((ledger.timed_by for ledger in ledgers.values() if ledger.timed_by), ""),
         ranks=sorted(ledgers),
@@ -66,8 +69,9 @@ def whole_run(ledgers: dict[int, RankLedger], schedule: ProfileSchedule | None) 
         slow_rank_steps=sum(standout.rank == slow_rank for standout in standouts) if slow_rank is not None else 0,
         slow_rank_lost_ms=lost.get(slow_rank, 0.0) if slow_rank is not None else 0.0,
         slow_rank_every=_period([s for s in standouts if s.rank == slow_rank]) if slow_rank is not None else None,
-        window=_window_check(schedule.profiled_steps, by_step, median, count, steps, bar) if schedule else None,
-        series=_series(ledgers),
+        window=_window_check(schedule.profiled_steps, by_step, median, count, steps, bar, change) if schedule else None,
+        series=series,
+        change=change,
     )
 
 
@@ -162,9 +166,10 @@ def _window_check(
     run_standouts: int,
     steps: int,
     bar: Callable[[float], float],
+    change: ChangePoint | None = None,
 ) -> WindowCheck | None:
     """The profiler slows every step it records alike, so a step stands out in the window against the window's own
-    median."""
+    median. A run whose step changed for good has no window typical of it: the window shows the run on one side."""
     first, last = window
     times = [max(e.step_ms for e in by_step[s].values()) for s in range(first, last + 1) if s in by_step]
     if not times:
@@ -182,6 +187,14 @@ def _window_check(
         )
     elif inside >= 1 and inside > max(1.0, 2 * expected):
         reasons.append(f"{inside} of its {length} steps stood out, against {run_standouts:,} of the run's {steps:,}")
+    if change is not None:
+        side, other = ("before", change.step_ms_after) if last < change.step else ("after", change.step_ms_before)
+        shown = "from" if first < change.step <= last else side
+        reasons.append(
+            f"the run's step changed at step {change.step}, from {change.step_ms_before:.1f} to "
+            f"{change.step_ms_after:.1f} ms: the window shows the run {shown} it"
+            + (f" (the other side's step: {other:.1f} ms)" if shown != "from" else "")
+        )
     typical = not reasons
     if typical:
         reasons.append(f"{inside} of its {length} steps stood out, against {run_standouts:,} of the run's {steps:,}")
@@ -210,6 +223,14 @@ def _series(ledgers: dict[int, RankLedger]) -> list[WholeRunPoint]:
             )
         )
     return points
+
+
+def _reach(schedule: ProfileSchedule | None) -> set[int]:
+    """The steps the profiler slows or that start the run: its window and the step after it, the first steps."""
+    reach = set(range(1, SKIP_FIRST_STEPS + 1))
+    if schedule is not None:
+        reach |= set(range(schedule.wait + 1, schedule.total + 2))
+    return reach
 
 
 def _longest_wait(ranks: dict[int, StepEntry], rank: int) -> float:
@@ -242,9 +263,7 @@ def waits_caused(ledgers: dict[int, RankLedger], schedule: ProfileSchedule | Non
     in-flight span the same on every rank, but not its later bucket's."""
     if len(ledgers) < 2 or not all(ledger.timed_by for ledger in ledgers.values()):
         return {}
-    reach = set(range(1, SKIP_FIRST_STEPS + 1))
-    if schedule is not None:
-        reach |= set(range(schedule.wait + 1, schedule.total + 2))
+    reach = _reach(schedule)
     steps = [(step, ranks) for step, ranks in sorted(_kept_steps(ledgers).items()) if step not in reach]
     return {
         rank: {

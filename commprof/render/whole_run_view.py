@@ -23,7 +23,7 @@ def whole_run_sections(report: Report) -> list[Section]:
     whole = report.whole_run
     if whole is None:
         return []
-    blocks: list[Block] = [Text(summary(whole)), *standout_blocks(whole)]
+    blocks: list[Block] = [Text(summary(whole)), *change_blocks(whole), *standout_blocks(whole)]
     if whole.window is not None:
         blocks.append(window_text(whole.window))
     blocks += [Text(figure_caption(whole)), Figure(FIGURE, "step time over the whole run")]
@@ -47,6 +47,28 @@ def threshold(whole: WholeRun) -> str:
     """'150.0 ms, 1.5x the median': the ratio read from the numbers, so it says what the analysis used."""
     ratio = f", {whole.threshold_ms / whole.median_step_ms:.1f}x the median" if whole.median_step_ms > 0 else ""
     return f"{whole.threshold_ms:.1f} ms{ratio}"
+
+
+def change_blocks(whole: WholeRun) -> list[Block]:
+    """The run's one lasting change of step, said with its size and what grew."""
+    change = whole.change
+    if change is None:
+        return []
+    ratio = change.step_ms_after / change.step_ms_before - 1 if change.step_ms_before else 0.0
+    grew = {
+        "communication": "the time with a collective in flight moved with it (a link or a peer that slowed)",
+        "computation": "the time with a collective in flight did not (computation, input or Python moved)",
+        "both": "the time with a collective in flight moved with it in part",
+    }[change.grew]
+    return [
+        Text(
+            f"The run changed at step {change.step}: its step went from {change.step_ms_before:.1f} to "
+            f"{change.step_ms_after:.1f} ms ({ratio:+.0%}), the time with a collective in flight per step from "
+            f"{change.comm_ms_before:.1f} to {change.comm_ms_after:.1f} ms: {grew}. Figures of the profiled window "
+            "describe one side of it.",
+            "alert",
+        )
+    ]
 
 
 def standout_blocks(whole: WholeRun) -> list[Block]:

@@ -45,6 +45,18 @@ class WindowCheck:
 
 
 @dataclass(frozen=True)
+class ChangePoint:
+    """Where the run's step changed for good (analysis/change_point.py)."""
+
+    step: int  # the first step after the change (the first of its block)
+    step_ms_before: float  # the median step (slowest rank) before it
+    step_ms_after: float
+    comm_ms_before: float  # the median time per step with a collective in flight
+    comm_ms_after: float
+    grew: str  # what changed with the step: "communication", "computation" or "both"
+
+
+@dataclass(frozen=True)
 class WholeRun:
     timed_by: str  # what timed the collectives; "" when only the steps were timed (no DDP, FSDP)
     ranks: list[int]
@@ -62,3 +74,4 @@ class WholeRun:
     slow_rank_every: int | None = None  # its largest stand-outs come every this many steps
     window: WindowCheck | None = None
     series: list[WholeRunPoint] = field(default_factory=list)
+    change: ChangePoint | None = None  # where the step changed for good, if it did

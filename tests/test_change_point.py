@@ -1,0 +1,68 @@
+"""A run that changes is said: where its step changed for good, by how much and what grew (issue 52, item 4). Series
+of whole-run points built by hand, each number checkable by eye."""
+
+from commprof.analysis.change_point import change_point
+from commprof.analysis.whole_run import whole_run
+from commprof.config import ProfileSchedule
+from commprof.results.step_ledger import Call, LedgerBuilder, StepEntry
+from commprof.results.whole_run import WholeRunPoint
+from commprof.worker.step_ledger import HOST_CLOCK
+
+
+def points(steps: list[float], comm: list[float]) -> list[WholeRunPoint]:
+    return [WholeRunPoint(i + 1, 1, s, s, c) for i, (s, c) in enumerate(zip(steps, comm, strict=True))]
+
+
+def jittered(base: float, n: int) -> list[float]:
+    return [base + (i % 3 - 1) * base * 0.02 for i in range(n)]  # +-2%
+
+
+def test_a_link_that_slows_at_step_51_is_a_change_in_communication():
+    """400 ms steps (300 of them all-reduce) until step 50, then 800 (700): the link went from 1600 to 400 Mbit/s."""
+    series = points(jittered(400, 50) + jittered(800, 50), jittered(300, 50) + jittered(700, 50))
+    change = change_point(series)
+    assert change is not None and change.step == 51 and change.grew == "communication"
+    assert (change.step_ms_before, change.step_ms_after) == (400, 800)
+    assert (change.comm_ms_before, change.comm_ms_after) == (300, 700)
+
+
+def test_a_rank_that_computes_slower_from_step_71_is_a_change_in_computation():
+    series = points(jittered(100, 70) + jittered(150, 30), jittered(40, 100))
+    change = change_point(series)
+    assert change is not None and change.step == 71 and change.grew == "computation"
+
+
+def test_no_change_in_a_steady_run_a_drift_or_a_few_slow_steps():
+    assert change_point(points(jittered(100, 100), jittered(40, 100))) is None
+    drift = [100 + i * 0.15 for i in range(100)]  # 15% over the run: no step where it changed for good
+    assert change_point(points(drift, jittered(40, 100))) is None
+    spikes = jittered(100, 100)
+    for i in (20, 21, 22, 60):  # four slow steps: stand-outs, not a change
+        spikes[i] = 400
+    assert change_point(points(spikes, jittered(40, 100))) is None
+    assert change_point(points(jittered(100, 6) + jittered(200, 3), jittered(40, 9))) is None  # too few after
+
+
+def test_the_profilers_window_is_no_change_and_a_window_on_one_side_is_not_typical():
+    """The profiler slows steps 6-15 by 40%: left out, no change. The link slows from step 51: the window (6-15)
+    shows the run before it, and is called so, not typical."""
+    schedule = ProfileSchedule(wait=5, warmup=2, active=8)
+
+    def run(slow_from: int) -> dict:
+        builders = {r: LedgerBuilder(r, "vm", HOST_CLOCK, window=(6, 15)) for r in (0, 1)}
+        for step in range(1, 101):
+            profiled = 6 <= step <= 16
+            comm = 700.0 if step >= slow_from else 300.0
+            step_ms = (comm + 100) * (1.4 if profiled else 1.0) + (step % 3 - 1) * 4
+            for builder in builders.values():
+                builder.add(StepEntry.of(step, step_ms, (Call("all_reduce", 2**24, 50.0, comm),)))
+        return {r: b.ledger() for r, b in builders.items()}
+
+    steady = whole_run(run(slow_from=1000), schedule)
+    assert steady is not None and steady.change is None and steady.window.typical
+    changed = whole_run(run(slow_from=51), schedule)
+    assert changed is not None and changed.change is not None and changed.change.step == 51
+    assert not changed.window.typical
+    assert "the run's step changed at step 51, from 400.0 to 800.0 ms: the window shows the run before it" in (
+        changed.window.why
+    )
