@@ -368,7 +368,7 @@ def test_a_lost_host_is_named_with_its_ranks_how_the_connection_went_and_where_t
     )
     timed_out = "RuntimeError: [/gloo/unbound_buffer.cc:78] Timed out waiting 30000ms for recv operation to complete"
     assert lost_peers([FailedRank(0, timed_out, waiting)], nodes) == (
-        "10.231.0.1 lost 10.231.0.2 (rank 1): nothing came from it for 30 s: its link or the host went (Timed out "
+        "10.231.0.1 lost 10.231.0.2 (rank 1): nothing came from it for 30 s: a link or a host went (Timed out "
         "waiting 30000ms for recv operation to complete); rank 0 has waited 29 s in all_reduce #79 of the default "
         "group (1 tensor of 7,357,450 Float, 29.4 MB)"
     )
@@ -417,7 +417,7 @@ def test_a_lost_host_is_named_from_nccls_warnings_in_the_ranks_log():
         "milliseconds before timing out."
     )
     assert lost_peers([FailedRank(3, watchdog, waiting)], JobNodes({0: "gpu003", 1: "gpu004"}, 0, 8)) == (
-        "gpu003 lost gpu004 (ranks 8, 9, 10, 11, 12, 13, 14, 15): nothing came from it for 600.088 s: its link or the "
+        "gpu003 lost gpu004 (ranks 8, 9, 10, 11, 12, 13, 14, 15): nothing came from it for 600.088 s: a link or a "
         "host went (Watchdog caught collective operation timeout: WorkNCCL(SeqNum=31, OpType=ALLREDUCE, "
         "NumelIn=1048576, Timeout(ms)=600000) ran for 600088 milliseconds); rank 3 has waited 610 s in all_reduce #31 "
         "of the default group (1,048,576 elements)"

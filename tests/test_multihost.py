@@ -181,7 +181,7 @@ def steps_logged(folder, rank: int) -> int:
     ("host", "how", "expected"),
     [
         # node1's link down: each host hears nothing from the other until Gloo's receive times out
-        (1, "link", [r"node0 lost node1 \(rank 1\): nothing came from it for 15 s: its link or the host went",
+        (1, "link", [r"node0 lost node1 \(rank 1\): nothing came from it for 15 s: a link or a host went",
                      r"node1 lost node0 \(rank 0, the rendezvous store's host\): nothing came from it for 15 s"]),
         # the store's host gone (every process on it killed): node1 sees its connection reset, and does not wait for
         # the store it can no longer reach

@@ -121,7 +121,7 @@ def run_cell(cell: Cell, job: str, work: Path) -> tuple[bool, str, float]:
 HOST_TIMEOUT = 15
 STORE = r"node0 \(rank 0, the rendezvous store's host\)"
 WHERE = r"; rank \d( has waited \d+ s in|'s last collective was) all_reduce #\d+ of the default group"
-SILENT = r"nothing came from it for 15 s: its link or the host went"
+SILENT = r"nothing came from it for 15 s: a link or a host went"
 GONE = r"the connection to it went \((Read error \[[\d.]+\]:\d+: Connection reset by peer|Connection closed by peer)"
 HOST_CELLS: dict[tuple[int, str], list[str | None]] = {  # (host lost, how) -> each host's last line (None: killed)
     (1, "link"): [rf"node0 lost node1 \(rank 1\): {SILENT}.*{WHERE}", rf"node1 lost {STORE}: {SILENT}.*{WHERE}"],

@@ -106,7 +106,7 @@ def lost_peers(ranks: list[FailedRank], nodes: JobNodes | None) -> str | None:
             closed.setdefault(node, found.group(0))
     if closed:
         lost = sorted(closed)
-        how = f"the connection to it went ({closed[lost[0]]})"
+        how = f"the connection to {_them(lost)} went ({closed[lost[0]]})"
     else:
         timed_out = [found for f in ranks if (found := _RECV_TIMEOUT.search(f.message))]
         waiting = all(f.account is not None and f.account.inside is not None for f in ranks)
@@ -114,7 +114,11 @@ def lost_peers(ranks: list[FailedRank], nodes: JobNodes | None) -> str | None:
             return None
         lost, found = nodes.others(), timed_out[0]
         seconds = int(found.group("ms") or found.group("nccl_ms")) / 1000
-        how = f"nothing came from it for {seconds:g} s: its link or the host went ({found.group(0).strip()})"
+        how = f"nothing came from {_them(lost)} for {seconds:g} s: a link or a host went ({found.group(0).strip()})"
     where = [w for f in sorted(ranks, key=lambda f: f.rank) if f.account and (w := waiting_in(f.account))]
     this = nodes.addresses.get(nodes.this_node, "this host")
     return f"{this} lost {nodes.named(lost)}: {how}" + (f"; {where[0]}" if where else "")
+
+
+def _them(nodes: list[int]) -> str:
+    return "it" if len(nodes) == 1 else "them"
