@@ -66,3 +66,28 @@ def test_the_profilers_window_is_no_change_and_a_window_on_one_side_is_not_typic
     assert "the run's step changed at step 51, from 400.0 to 800.0 ms: the window shows the run before it" in (
         changed.window.why
     )
+
+
+def test_the_headline_keeps_the_two_sides_of_a_change_apart(tmp_path):
+    """A report whose run changed at step 41 (400 to 800 ms): the headline says so and that the profiled steps, 8-17,
+    are from before it; it quotes no one step of the whole run beside the window's shares."""
+    import dataclasses
+    import json
+
+    from commprof.render.tables import headline
+    from commprof.results.store import load_report
+    from commprof.results.whole_run import ChangePoint, WholeRun, WindowCheck
+    from tests.golden_reports import GOLDEN
+
+    golden = json.loads((GOLDEN / "nccl-a100-rank0-of-2.json").read_text())  # without its volatile fields
+    (tmp_path / "report.json").write_text(json.dumps({**golden, "created": "", "sources": []}))
+    report = load_report(tmp_path / "report.json")
+    change = ChangePoint(41, 400.0, 800.0, 300.0, 700.0, "communication")
+    window = WindowCheck(8, 17, 410.0, 0, 0.0, False, "the run's step changed at step 41")
+    whole = WholeRun("", [0, 1], 100, 1, 700.0, 600.0, 1050.0, 0, window=window, change=change)
+    said = headline(dataclasses.replace(report, whole_run=whole))
+    assert said.startswith(
+        "The job's step changed at step 41, from 400.0 to 800.0 ms (slowest rank; the whole run, below); the profiled "
+        "steps 8-17 are from before it, in which "
+    )
+    assert "without the profiler" not in said and "% of the step is exposed communication on rank" in said

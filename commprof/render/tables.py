@@ -271,6 +271,9 @@ def headline(report: Report) -> str:
         f"communication takes {100 * worst.comm_ms / step:.0f}% of the step, {hidden:.0f}% of it hidden "
         "behind computation"
     )
+    changed = _changed(report)
+    if changed:
+        return changed + text
     job = report.job_step
     if job is None:
         return text
@@ -279,6 +282,28 @@ def headline(report: Report) -> str:
         f"The job's step takes {job.unprofiled_ms:.1f} ms without the profiler (median of its unprofiled steps, "
         "slowest rank)" + (f"; the profiled steps {signed(job.slowdown, '.0%')}, in which " if slowed else "; ") + text
     )
+
+
+def _changed(report: Report) -> str:
+    """Where the run's step changed for good, the two sides apart, and the side the profiled steps are from: never one
+    figure of a run that changed, nor the window's shares beside the other side's step."""
+    whole = report.whole_run
+    change = whole.change if whole is not None else None
+    if whole is None or change is None:
+        return ""
+    said = (
+        f"The job's step changed at step {change.step}, from {change.step_ms_before:.1f} to "
+        f"{change.step_ms_after:.1f} ms (slowest rank; the whole run, below); "
+    )
+    window = whole.window
+    if window is None:
+        return said
+    steps = f"steps {window.first_step}-{window.last_step}"
+    if window.last_step < change.step:
+        return said + f"the profiled {steps} are from before it, in which "
+    if window.first_step >= change.step:
+        return said + f"the profiled {steps} are from after it, in which "
+    return said + f"the profiled {steps} span it, in which "
 
 
 TIMELINE_HEADERS = ("bucket", "size", "ready ms", "all-reduce start", "end", "took ms")
