@@ -65,7 +65,7 @@ def test_a_rank_late_in_every_step_is_the_straggler_wherever_its_time_goes(tmp_p
     assert straggler.gain_ms.value == pytest.approx(3.0) and straggler.gain_ms.low == pytest.approx(3.0)
     assert straggler.gain_pct == pytest.approx(6.0)
     assert "late in 4 of 4 profiled steps" in straggler.evidence
-    part = "idle before its first operator (input pipeline)" if where == "input" else "compute"
+    part = "idle before its first operator (input pipeline)" if where == "input" else f"compute in its {where}"
     assert straggler.action.startswith(f"look at rank 1's {part} (+3.0 ms per step against the others)")
     summary = skew_summary(report)
     assert "Straggler: rank 1, which makes the others wait 3.00 ms per step" in summary

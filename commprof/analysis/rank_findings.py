@@ -13,6 +13,7 @@ from commprof.analysis.stats import mean_ci, median_ci, stratified_mean_ci
 from commprof.results.common import signed
 from commprof.results.report import Finding, Report, StepBreakdown
 from commprof.results.whole_run import WholeRun
+from commprof.trace.rules import PHASES
 
 STALL_SHARE = 0.05  # a rank idle this share of the step before its first operator is stalled (below it: the
 # Python between two steps, on every rank)
@@ -109,7 +110,7 @@ def straggler(evidence: Evidence) -> list[Finding]:
                 f"({', '.join(f'{op} {ms:.1f}' for op, ms in cross.straggler_ops.items())}), late in "
                 f"{late}; against the others' median, its {cause}"
             ),
-            action=_straggler_action(straggler, excess, gpu),
+            action=_straggler_action(straggler, excess, gpu, _phase_of_compute(report, straggler)),
             gain_ms=gain,
         )
     ]
@@ -129,7 +130,21 @@ def _own_excess(report: Report, rank: int) -> dict[str, float]:
     }
 
 
-def _straggler_action(rank: int, excess: dict[str, float], gpu: bool) -> str:
+def _phase_of_compute(report: Report, rank: int) -> str | None:
+    """The phase (forward, backward, optimizer) whose compute grew the most on `rank` against the others' median,
+    where the steps are split by phase."""
+
+    def median_of(ranks: set[int], phase: str) -> float:
+        values = [p.compute_ms for s in report.steps if s.rank in ranks for p in s.phases if p.phase == phase]
+        return statistics.median(values) if values else 0.0
+
+    others = {r.rank for r in report.ranks} - {rank}
+    grew = {phase: median_of({rank}, phase) - median_of(others, phase) for phase in PHASES}
+    phase = max(grew, key=lambda p: grew[p])
+    return phase if grew[phase] > EXCESS_FLOOR_MS else None
+
+
+def _straggler_action(rank: int, excess: dict[str, float], gpu: bool, compute_phase: str | None = None) -> str:
     """Where to look: the part of the step that is really larger on the straggler, and only hardware it ran on."""
     part = max(excess, key=lambda p: excess[p])
     if excess[part] <= EXCESS_FLOOR_MS:
@@ -152,7 +167,9 @@ def _straggler_action(rank: int, excess: dict[str, float], gpu: bool) -> str:
         "optimizer_idle_ms": "the hooks on its optimizer's step (logging, an EMA of the weights, checkpoints)",
     }[part]
     more = signed(excess[part], ".1f")
-    return f"look at rank {rank}'s {PARTS[part]} ({more} ms per step against the others): {where}"
+    phase = f" in its {'optimizer step' if compute_phase == 'optimizer' else compute_phase}" if compute_phase else ""
+    named = PARTS[part] + (phase if part == "compute_ms" else "")
+    return f"look at rank {rank}'s {named} ({more} ms per step against the others): {where}"
 
 
 EXCESS_FLOOR_MS = 0.05  # below this, a part is not in excess
