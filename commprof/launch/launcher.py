@@ -215,7 +215,7 @@ def _failed(
     never_arrived = describe_hang(accounts) or describe_hang(flight_recorder.read_dumps(log_dir))
     first_rank = min((o.rank for o in outcomes), default=0)
     failed = [FailedRank(o.rank, o.message, o.account, _stderr(log_dir, o.rank - first_rank)) for o in outcomes]
-    lost = lost_peers(failed, nodes)
+    lost = lost_peers(failed, nodes, config.timeout_s)
     summary = root_cause(outcomes, host, config.timeout_s, never_arrived, oom_kills, lost)
     first = first_own_failure(outcomes)
     shown = user_traceback(first.traceback) if config.script and first is not None and first.kind == "error" else ""

@@ -27,9 +27,11 @@ _PEER_WORDS = re.compile(  # the backend's words for a connection to a peer that
     r"|Call to (?:recv|send) (?:from|to) (?P<d>[\w.:-]+)<\d+> failed : [\w ]+"  # NCCL's socket transport
     r"|Got completion from peer (?P<e>[\w.:-]+)<\d+> with error \d+"  # NCCL over InfiniBand
 )
-# Gloo's receive or send that timed out; NCCL's watchdog line for a collective that timed out
+# Gloo's receive or send that timed out (or the pair it closed for that); NCCL's watchdog line for a collective that
+# timed out
 _RECV_TIMEOUT = re.compile(
     r"Timed out waiting (?P<ms>\d+)ms for (?:recv|send) operation[\w ]*"
+    r"|Application timeout caused pair closure"
     r"|Watchdog caught collective operation timeout: WorkNCCL\(.*?\) ran for (?P<nccl_ms>\d+) milliseconds"
 )
 
@@ -92,9 +94,10 @@ class FailedRank:
     log: str = ""  # its stderr, where NCCL writes which peer's connection went
 
 
-def lost_peers(ranks: list[FailedRank], nodes: JobNodes | None) -> str | None:
+def lost_peers(ranks: list[FailedRank], nodes: JobNodes | None, timeout_s: float | None = None) -> str | None:
     """One line when this node's ranks failed because another host went: its name and ranks, how the connection went
-    (the backend's words) and the collective this node's ranks were in; None when nothing says a host was lost."""
+    (the backend's words) and the collective this node's ranks were in; None when nothing says a host was lost.
+    `timeout_s`: the collectives' timeout, for the backend's words that give none."""
     if nodes is None or len(nodes.addresses) < 2:
         return None
     closed: dict[int, str] = {}  # node -> the backend's words
@@ -113,8 +116,10 @@ def lost_peers(ranks: list[FailedRank], nodes: JobNodes | None) -> str | None:
         if not timed_out or not waiting or len(timed_out) < len(ranks):
             return None
         lost, found = nodes.others(), timed_out[0]
-        seconds = int(found.group("ms") or found.group("nccl_ms")) / 1000
-        how = f"nothing came from {_them(lost)} for {seconds:g} s: a link or a host went ({found.group(0).strip()})"
+        ms = found.group("ms") or found.group("nccl_ms")
+        seconds = int(ms) / 1000 if ms else timeout_s
+        within = f"for {seconds:g} s" if seconds else "within the timeout"
+        how = f"nothing came from {_them(lost)} {within}: a link or a host went ({found.group(0).strip()})"
     where = [w for f in sorted(ranks, key=lambda f: f.rank) if f.account and (w := waiting_in(f.account))]
     this = nodes.addresses.get(nodes.this_node, "this host")
     return f"{this} lost {nodes.named(lost)}: {how}" + (f"; {where[0]}" if where else "")
