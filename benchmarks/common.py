@@ -86,3 +86,14 @@ def children(pid: int) -> list[int]:
         except OSError:
             continue
     return found
+
+
+def table_header(*names: str) -> None:
+    """A Markdown table's header, printed."""
+    print("| " + " | ".join(names) + " |")
+    print("|" + "---|" * len(names), flush=True)
+
+
+def table_row(*cells: object) -> None:
+    """One row of a Markdown table, printed at once (a long check shows its cells as they are measured)."""
+    print("| " + " | ".join(str(cell) for cell in cells) + " |", flush=True)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root, when run as a file
-from benchmarks.common import TESTS_DATA, commprof_argv  # noqa: E402
+from benchmarks.common import TESTS_DATA, commprof_argv, table_header, table_row  # noqa: E402
 from commprof.launch.deadline import GRACE_S  # noqa: E402
 from tests.netbed import netbed, unavailable  # noqa: E402
 
@@ -171,8 +171,7 @@ def main() -> int:
     options = parser.parse_args()
     work = options.workdir or Path(tempfile.mkdtemp(prefix="fault-matrix-"))
     work.mkdir(parents=True, exist_ok=True)
-    print("| fault | rank | job | as expected | s | outcome |")
-    print("|---|---|---|---|---|---|")
+    table_header("fault", "rank", "job", "as expected", "s", "outcome")
     failed = 0
     for cell in cells():
         if options.only and cell.fault not in options.only:
@@ -180,21 +179,19 @@ def main() -> int:
         for job in ("workload", "script"):
             ok, outcome, took = run_cell(cell, job, work)
             failed += not ok
-            print(f"| {cell.fault} | {cell.rank} | {job} | {'yes' if ok else 'NO'} | {took:.0f} | {outcome} |")
-            sys.stdout.flush()
+            table_row(cell.fault, cell.rank, job, "yes" if ok else "NO", f"{took:.0f}", outcome)
     if options.only and "hosts" not in options.only:
         return 1 if failed else 0
     if unavailable():
         print(f"(the faults across hosts were not run: {unavailable()})")
         return 1 if failed else 0
-    print("\n| host lost | how | job | host | as expected | s after the loss | outcome |")
-    print("|---|---|---|---|---|---|---|")
+    print()
+    table_header("host lost", "how", "job", "host", "as expected", "s after the loss", "outcome")
     for host, how in HOST_CELLS:
         for job in ("workload", "script"):
             for name, (ok, outcome, took) in zip(("node0", "node1"), run_host_cell(host, how, job, work), strict=True):
                 failed += not ok
-                print(f"| node{host} | {how} | {job} | {name} | {'yes' if ok else 'NO'} | {took:.0f} | {outcome} |")
-                sys.stdout.flush()
+                table_row(f"node{host}", how, job, name, "yes" if ok else "NO", f"{took:.0f}", outcome)
     return 1 if failed else 0
 
 

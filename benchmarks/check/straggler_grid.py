@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root, when run as a file
-from benchmarks.common import TESTS_DATA, commprof_argv  # noqa: E402
+from benchmarks.common import TESTS_DATA, commprof_argv, table_header, table_row  # noqa: E402
 
 SCRIPT = TESTS_DATA / "scripts" / "slowed_phase.py"
 PARTS = {  # where the time went -> the parts of the straggler's advice that are right for it
@@ -56,16 +56,14 @@ def main() -> int:
     parser.add_argument("--workdir", type=Path, default=None, help="where the runs write (default: a temporary folder)")
     work = parser.parse_args().workdir or Path(tempfile.mkdtemp(prefix="straggler-grid-"))
     work.mkdir(parents=True, exist_ok=True)
-    print("| slowed in | buckets | rank | named | gain, advice |")
-    print("|---|---|---|---|---|")
+    table_header("slowed in", "buckets", "rank", "named", "gain, advice")
     missed = 0
     for where in PARTS:
         for width in (None, 1100):
             for rank in (0, 1):
                 ok, outcome = run_cell(where, width, rank, work)
                 missed += not ok
-                print(f"| {where} | {'two' if width else 'one'} | {rank} | {'yes' if ok else 'NO'} | {outcome} |")
-                sys.stdout.flush()
+                table_row(where, "two" if width else "one", rank, "yes" if ok else "NO", outcome)
     return 1 if missed else 0
 
 

@@ -133,15 +133,9 @@ def _own_excess(report: Report, rank: int) -> dict[str, float]:
 def _phase_of_compute(report: Report, rank: int) -> str | None:
     """The phase (forward, backward, optimizer) whose compute grew the most on `rank` against the others' median,
     where the steps are split by phase."""
-
-    def median_of(ranks: set[int], phase: str) -> float:
-        values = [p.compute_ms for s in report.steps if s.rank in ranks for p in s.phases if p.phase == phase]
-        return statistics.median(values) if values else 0.0
-
-    others = {r.rank for r in report.ranks} - {rank}
-    grew = {phase: median_of({rank}, phase) - median_of(others, phase) for phase in PHASES}
-    phase = max(grew, key=lambda p: grew[p])
-    return phase if grew[phase] > EXCESS_FLOOR_MS else None
+    grew = _excess(report, rank, parts=tuple(f"{phase}_compute_ms" for phase in PHASES))
+    part = max(grew, key=lambda p: grew[p])
+    return part.removesuffix("_compute_ms") if grew[part] > EXCESS_FLOOR_MS else None
 
 
 def _straggler_action(rank: int, excess: dict[str, float], gpu: bool, compute_phase: str | None = None) -> str:
@@ -187,13 +181,17 @@ PARTS = {
 
 
 def part_ms(step: StepBreakdown, part: str) -> float:
-    """One part of a step (PARTS): a figure of the step's, or a phase's time outside any operator and its exposed
-    communication (the forward's after the step's idle start, which is the input's)."""
-    if not part.endswith("_idle_ms") or part == "start_idle_ms":
+    """One part of a step (PARTS): a figure of the step's, or a phase's (`<phase>_compute_ms`: its compute;
+    `<phase>_idle_ms`: its time outside any operator and its exposed communication, the forward's after the step's
+    idle start, which is the input's)."""
+    name, _, what = part.partition("_")
+    phase = next((p for p in step.phases if p.phase == name), None)
+    if name not in PHASES:
         return float(getattr(step, part))
-    phase = next((p for p in step.phases if p.phase == part.removesuffix("_idle_ms")), None)
     if phase is None:
         return 0.0
+    if what == "compute_ms":
+        return phase.compute_ms
     idle = max(0.0, phase.window_ms - phase.compute_ms - phase.exposed_comm_ms)
     return max(0.0, idle - step.start_idle_ms) if phase.phase == "forward" else idle
 
