@@ -3,19 +3,20 @@ are the whole run's stand-outs; this is a shift of the step itself, which no win
 
 One change point at most, over the whole run's series (one point per block of steps): the split where the points on
 each side lie closest to their side's median (the least absolute deviation), kept when the two medians differ by
-MIN_SHIFT of the step or more and by SEPARATION times the run's own jitter (each side's scaled median absolute
-deviation, the larger), each side holding MIN_SIDE points (MIN_SIDE_SHARE of the run, at least): a drift of a few
-percent, or a few slow steps, is no change. What grew is told apart by the time with a collective in flight: the
-step's change against its communication's."""
+MIN_SHIFT of the step or more and by SEPARATION times the standard error of that difference (from each side's scaled
+median absolute deviation and its count: a run noisy on both sides of a clear shift keeps it), each side holding
+MIN_SIDE points (MIN_SIDE_SHARE of the run, at least): a drift of a few percent, or a few slow steps, is no change.
+What grew is told apart by the time with a collective in flight: the step's change against its communication's."""
 
 from __future__ import annotations
 
+import math
 import statistics
 
 from commprof.results.whole_run import ChangePoint, WholeRunPoint
 
 MIN_SHIFT = 0.2  # of the step before
-SEPARATION = 6.0  # the medians' difference against the points' jitter
+SEPARATION = 5.0  # the medians' difference against its standard error
 MIN_SIDE, MIN_SIDE_SHARE = 5, 0.05
 MAD_TO_SIGMA = 1.4826
 
@@ -31,8 +32,8 @@ def change_point(series: list[WholeRunPoint], left_out: frozenset[int] | set[int
     k = min(range(side, len(series) - side + 1), key=lambda k: _deviation(steps[:k]) + _deviation(steps[k:]))
     before, after = series[:k], series[k:]
     step_before, step_after = statistics.median(steps[:k]), statistics.median(steps[k:])
-    jitter = max(_jitter(steps[:k]), _jitter(steps[k:]), 1e-9)
-    if abs(step_after - step_before) < max(MIN_SHIFT * step_before, SEPARATION * jitter):
+    error = math.sqrt(_jitter(steps[:k]) ** 2 / k + _jitter(steps[k:]) ** 2 / (len(steps) - k))
+    if abs(step_after - step_before) < max(MIN_SHIFT * step_before, SEPARATION * error):
         return None
     comm_before = statistics.median(p.comm_ms for p in before)
     comm_after = statistics.median(p.comm_ms for p in after)
