@@ -14,10 +14,10 @@ import pytest
 import torch
 from rich.console import Console
 
-from commprof.cli.progress import ConsoleFeedback, StepsBar, ticking, watch_steps
+from commprof.cli.progress import ConsoleFeedback, StepsBar, watch_steps
 from commprof.cli.progress_lines import StepLines, WorkLines, duration
 from commprof.config import RunConfig
-from commprof.launch.progress import Progress, read_progress, write_progress
+from commprof.launch.progress import Progress, read_progress, ticking, write_progress
 
 NEVER = 3600.0  # a poll interval no test outlives: the thread polls only if the test hangs
 

@@ -114,9 +114,10 @@ def finished_report(
         whole_run=whole_run(ledgers or {}, schedule),
         network=network_of(analysis.report, analysis.windows),
     )
-    job = job_step(record) if record else None
+    changed_at = report.whole_run.change.step if report.whole_run and report.whole_run.change else None
+    job = job_step(record, changed_at) if record else None
     warnings = [*report.warnings, *(record.notes if record else [])]  # the breakdown states the profiler's cost
-    drift = job_drift_ms(record) if record else 0.0
+    drift = job_drift_ms(record, changed_at) if record else 0.0
     waits = waits_caused(ledgers or {}, schedule)
     evidence = Evidence(report, analysis.windows, analysis.matching, job, ceiling, drift, waits)
     found, within_noise = findings(evidence)
@@ -124,7 +125,7 @@ def finished_report(
         report,
         incomplete=incomplete,
         warnings=warnings,
-        profiler_distortion=profiler_distortion(record) if record else [],
+        profiler_distortion=profiler_distortion(record, changed_at) if record else [],
         job_step=job,
         findings=found,
         within_noise=within_noise,

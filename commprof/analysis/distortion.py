@@ -21,20 +21,36 @@ def touched_steps(schedule: ProfileSchedule) -> range:
     return range(schedule.wait, schedule.total + 1)
 
 
-def _inside_and_outside(steps: list[float], schedule: ProfileSchedule) -> tuple[list[float], list[float]]:
-    """The steps of the profiler's active window, and those it did not touch after the first few."""
+def _inside_and_outside(
+    steps: list[float], schedule: ProfileSchedule, changed_at: int | None = None
+) -> tuple[list[float], list[float]]:
+    """The steps of the profiler's active window, and those it did not touch after the first few. `changed_at`:
+    the first step after the run's lasting change (analysis/change_point.py), None without one: only the steps on the
+    window's side of it are set against the window, never those of the run the window did not see."""
     active = range(schedule.wait + schedule.warmup, schedule.total)
     traced = touched_steps(schedule)
     inside = [ms for i, ms in enumerate(steps) if i in active]
-    return inside, [ms for i, ms in enumerate(steps) if i >= SKIP_FIRST_STEPS and i not in traced]
+    side = _windows_side(schedule, changed_at)
+    outside = [ms for i, ms in enumerate(steps) if i >= SKIP_FIRST_STEPS and i not in traced and i + 1 in side]
+    return inside, outside
 
 
-def profiler_distortion(run: RunRecord) -> list[ProfilerDistortion]:
+def _windows_side(schedule: ProfileSchedule, changed_at: int | None) -> range:
+    """The steps (from 1) on the profiled window's side of a change; every step where there is none, or where the
+    window holds the change."""
+    first, last = schedule.wait + schedule.warmup + 1, schedule.total
+    if changed_at is None or first < changed_at <= last:
+        return range(1, 2**62)
+    return range(1, changed_at) if last < changed_at else range(changed_at, 2**62)
+
+
+def profiler_distortion(run: RunRecord, changed_at: int | None = None) -> list[ProfilerDistortion]:
     """Per rank: median step inside the active window, median of the steps the profiler did not touch (after
-    the first few), and the slowdown. Empty when run.json lacks either kind of step."""
+    the first few, on the window's side of a change), and the slowdown. Empty when run.json lacks either kind of
+    step."""
     found = []
     for rank in run.ranks:
-        inside, outside = _inside_and_outside(rank.step_ms, run.config.schedule)
+        inside, outside = _inside_and_outside(rank.step_ms, run.config.schedule, changed_at)
         if inside and outside:
             profiled, unprofiled = statistics.median(inside), statistics.median(outside)
             found.append(
@@ -48,10 +64,10 @@ def profiler_distortion(run: RunRecord) -> list[ProfilerDistortion]:
     return found
 
 
-def job_step(run: RunRecord) -> JobStep | None:
-    """The job's step (its slowest rank's at each step) inside the active window and outside the profiler's steps,
-    each a median; None when run.json lacks either kind of step."""
-    inside, outside = _inside_and_outside(_job_steps(run), run.config.schedule)
+def job_step(run: RunRecord, changed_at: int | None = None) -> JobStep | None:
+    """The job's step (its slowest rank's at each step) inside the active window and outside the profiler's steps
+    (on the window's side of a change), each a median; None when run.json lacks either kind of step."""
+    inside, outside = _inside_and_outside(_job_steps(run), run.config.schedule, changed_at)
     return JobStep(statistics.median(inside), statistics.median(outside)) if inside and outside else None
 
 
@@ -66,15 +82,18 @@ def _job_steps(run: RunRecord) -> list[float]:
     return job_steps(ranks) if ranks and all(ranks) else []
 
 
-def job_drift_ms(run: RunRecord) -> float:
+def job_drift_ms(run: RunRecord, changed_at: int | None = None) -> float:
     """How far the job's step moved on its own within this launch: the median of its unprofiled steps before the
     profiler's window against the median of those after it (0, unmeasured, where either side has fewer than
     DRIFT_STEPS: two steps just out of warm-up read as a drift of 50%). The profiled window lies between the two,
-    so a difference smaller than this is not one a rerun would keep."""
-    steps = unprofiled_job_steps(run)
+    so a difference smaller than this is not one a rerun would keep. A lasting change is no drift: only the window's
+    side of it is weighed."""
+    schedule = run.config.schedule
+    steps = _inside_and_outside(_job_steps(run), schedule, changed_at)[1]
     if not steps:
         return 0.0
-    before = max(0, run.config.schedule.wait - SKIP_FIRST_STEPS)  # unprofiled_job_steps keeps them in step order
+    side = _windows_side(schedule, changed_at)
+    before = len([i for i in range(SKIP_FIRST_STEPS, schedule.wait) if i + 1 in side])  # kept in step order
     if before < DRIFT_STEPS or len(steps) - before < DRIFT_STEPS:
         return 0.0
     return abs(statistics.median(steps[:before]) - statistics.median(steps[before:]))

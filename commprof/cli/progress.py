@@ -6,7 +6,6 @@ terminal gets Rich's live displays; a log (a pipe, a file, CI, a SLURM job's out
 from __future__ import annotations
 
 import dataclasses
-import threading
 import time
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
@@ -17,8 +16,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from commprof.cli.console import err
 from commprof.cli.progress_lines import Clock, StepLines, WorkLines
+from commprof.commands.outcome import News
 from commprof.launch import progress as progress_file
 from commprof.launch.hang_evidence import describe_hang
+from commprof.launch.progress import ticking
 from commprof.results.hang import read_evidence
 
 POLL_SECONDS = 0.2
@@ -39,7 +40,7 @@ class StepsBar:
     """Rich's bar, for a terminal. `steps`: the launch's total, None where only the end tells (a script without
     --max-steps: the bar counts up, and its total is the steps run when the launch ends)."""
 
-    def __init__(self, console: Console, steps: int | None, subject: str = ""):
+    def __init__(self, console: Console, steps: int | None, subject: str = "", news: Callable[[], str] = str):
         self.progress = Progress(
             TextColumn("[bold]{task.description}"),
             BarColumn(),
@@ -50,6 +51,7 @@ class StepsBar:
             transient=False,
         )
         self.subject = f"{subject}: " if subject else ""
+        self.news = news
         self.task = self.progress.add_task(f"{self.subject}starting ranks", total=steps, detail="")
 
     def start(self) -> None:
@@ -62,7 +64,7 @@ class StepsBar:
                 completed=state.step,
                 total=state.steps,
                 description=self.subject + (description or f"rank {state.rank} {state.phase}"),
-                detail=f"step {state.step_ms:.1f} ms",
+                detail=f"step {state.step_ms:.1f} ms" + (f"; {news}" if (news := self.news()) else ""),
             )
 
     def end(self, state: progress_file.Progress | None, failed: bool) -> None:
@@ -70,24 +72,6 @@ class StepsBar:
             state = dataclasses.replace(state, steps=state.steps or state.step)
         self.show(state, None if failed else f"rank {state.rank if state else 0} done")
         self.progress.stop()
-
-
-@contextmanager
-def ticking(tick: Callable[[], None], interval_s: float) -> Iterator[None]:
-    """`tick()` every `interval_s` seconds on a thread of its own, while the block runs."""
-    stop = threading.Event()
-
-    def loop() -> None:
-        while not stop.wait(interval_s):
-            tick()
-
-    thread = threading.Thread(target=loop, daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join()
 
 
 @contextmanager
@@ -125,14 +109,20 @@ class ConsoleFeedback:
         """One plain line: no markup, no highlighting, never wrapped."""
         self.console.print(line, markup=False, highlight=False, emoji=False, soft_wrap=True)
 
-    def watch(self, progress_file: Path, total_steps: int | None, subject: str = "") -> AbstractContextManager:
+    def watch(
+        self, progress_file: Path, total_steps: int | None, subject: str = "", news: News = None
+    ) -> AbstractContextManager:
         if self.quiet:
             return nullcontext()
         view: StepsView = (
-            StepsBar(self.console, total_steps, subject)
+            StepsBar(self.console, total_steps, subject, news or str)
             if self.console.is_terminal
             else StepLines(
-                self.say, self.clock, hang=lambda: describe_hang(read_evidence(progress_file.parent)), subject=subject
+                self.say,
+                self.clock,
+                hang=lambda: describe_hang(read_evidence(progress_file.parent)),
+                subject=subject,
+                news=news or str,
             )
         )
         return watch_steps(progress_file, view, self.interval_s)

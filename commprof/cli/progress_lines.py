@@ -2,8 +2,8 @@
 
 A launch (`StepLines`): one line when it starts and when rank 0 first enters each phase, at least one every
 `EVERY_S` seconds while it runs (step, steps done, ETA, or how long rank 0 has finished no step and, once the ranks
-have written their accounts of the stall, where each is), and a last one
-with the final count. Work without
+have written their accounts of the stall, where each is), one at once when the run shows something new (its lasting
+change, then said on every line), and a last one with the final count. Work without
 steps (`WorkLines`: trace files analysed, a bench): nothing while it is short; once it has run `EVERY_S`
 seconds, a line every `EVERY_S` seconds and a last one. Pure: the caller gives the clock and where the lines
 go, and calls `show`/`tick` as often as it likes (cli/progress polls a few times a second)."""
@@ -48,11 +48,14 @@ class StepLines:
         every_s: float = EVERY_S,
         hang: Callable[[], str | None] = str,
         subject: str = "",
+        news: Callable[[], str] = str,
     ):
         """`hang`: where the stalled ranks are, from what they wrote about themselves (launch/hang_evidence), or
         "" / None while they have written nothing. `subject`: which launch of several this is (a sweep's setting
-        and repeat), said on every line."""
-        self.write, self.clock, self.every_s, self.hang = write, clock, every_s, hang
+        and repeat), said on every line. `news`: what the run has shown so far ("" while nothing), said at once when
+        it is new and at the end of every line after."""
+        self.write, self.clock, self.every_s, self.hang, self.news = write, clock, every_s, hang, news
+        self.told = ""
         self.prefix = PREFIX + (f"{subject}: " if subject else "")
         self.started = self.last_line = clock()
         self.kinds: set[str] = set()  # the phases seen: a line when one begins for the first time
@@ -73,10 +76,12 @@ class StepLines:
         if self.moved is None or self.moved[1] != state.step:
             self.moved = (now, state.step)
         kind = phase_kind(state.phase)
-        if kind in self.kinds and now - self.last_line < self.every_s:
+        news = self.news()
+        if kind in self.kinds and now - self.last_line < self.every_s and news == self.told:
             return
         self.kinds.add(kind)
-        self._say(self.line(state, now))
+        self.told = news
+        self._say(self.line(state, now) + (f"; {news}" if news else ""))
 
     def line(self, state: Progress, now: float) -> str:
         """`rank 0 training: step 12/20, 85.3 ms per step, ETA 0:00:07`: the step time is rank 0's latest; the time

@@ -9,6 +9,8 @@ from typing import Callable, Protocol
 
 from commprof.results.common import Result
 
+News = Callable[[], str] | None  # "" while there is nothing to tell
+
 
 @dataclass(frozen=True)
 class Outcome:
@@ -24,9 +26,12 @@ class Feedback(Protocol):
 
     def info(self, message: str) -> None: ...
 
-    def watch(self, progress_file: Path, total_steps: int | None, subject: str = "") -> AbstractContextManager:
+    def watch(
+        self, progress_file: Path, total_steps: int | None, subject: str = "", news: News = None
+    ) -> AbstractContextManager:
         """A launch's progress, read from the file its local rank 0 rewrites; `total_steps` None: known at the end;
-        `subject`: which of several launches this is, named on each line."""
+        `subject`: which of several launches this is, named on each line; `news`: what the run has shown so far
+        (its lasting change), said as soon as it is new and on the lines after it."""
         ...
 
     def status(self, message: str) -> AbstractContextManager: ...
@@ -40,7 +45,9 @@ class Silent:
     def info(self, message: str) -> None:
         pass
 
-    def watch(self, progress_file: Path, total_steps: int | None, subject: str = "") -> AbstractContextManager:
+    def watch(
+        self, progress_file: Path, total_steps: int | None, subject: str = "", news: News = None
+    ) -> AbstractContextManager:
         return nullcontext()
 
     def status(self, message: str) -> AbstractContextManager:

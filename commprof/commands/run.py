@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Mapping
 
 from commprof.commands.common import check_model, describe, prepare_figures, training
+from commprof.commands.live import watching
 from commprof.commands.outcome import SILENT, Feedback, Outcome
 from commprof.commands.reporting import report_from_traces, write_report
 from commprof.commands.unfinished import failed_run, interrupted_run
@@ -56,7 +57,7 @@ def run(request: RunRequest, feedback: Feedback = SILENT, env: Mapping[str, str]
     steps = config.max_steps if config.script else config.steps  # a script without --max-steps: its loop decides
     try:
         prepare_figures()
-        launched = run_job(config, training(config), steps, feedback.watch)
+        launched = run_job(config, training(config), steps, watching(config, feedback))
     except RunFailed as failure:
         raise failed_run(failure, config) from None
     except Interrupted as stop:

@@ -22,7 +22,8 @@ TABS = (
         "Scalars",
         "#scalars",
         "per rank (rank<r>): step, compute, communication, overlap, exposed communication and idle "
-        "of every profiled step; job: each collective's duration and busbw per step, per-rank waiting",
+        "of every profiled step; job: each collective's duration and busbw per step, per-rank waiting; "
+        "live/rank<r>: every step of a running job as it comes",
     ),
     (
         "HParams",

@@ -6,8 +6,10 @@ import json
 import os
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Callable, Iterator
 
 
 @dataclass(frozen=True)
@@ -54,3 +56,21 @@ def read_progress(path: Path) -> Progress | None:
         return Progress(**json.loads(path.read_text()))
     except (OSError, ValueError, TypeError):
         return None
+
+
+@contextmanager
+def ticking(tick: Callable[[], None], interval_s: float) -> Iterator[None]:
+    """`tick()` every `interval_s` seconds on a thread of its own, while the block runs."""
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.wait(interval_s):
+            tick()
+
+    thread = threading.Thread(target=loop, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()

@@ -24,6 +24,10 @@ class EventWriter:
     def __exit__(self, *exc: object) -> None:
         self._file.close()
 
+    def flush(self) -> None:
+        """What was added, on disk now (else within two minutes, and at the end): for a reader while it is written."""
+        self._file.flush()
+
     def add_scalar(self, tag: str, value: float, step: int) -> None:
         from tensorboard.compat.proto.summary_pb2 import Summary
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from commprof.render.document import Block, Figure, Section, Table, Text
 from commprof.results.report import Report
-from commprof.results.whole_run import StandOut, WholeRun, WindowCheck
+from commprof.results.whole_run import ChangePoint, StandOut, WholeRun, WindowCheck
 
 TITLE = "Whole run (every step, every rank)"
 FIGURE = "whole_run.png"
@@ -69,6 +69,23 @@ def change_blocks(whole: WholeRun) -> list[Block]:
             "alert",
         )
     ]
+
+
+def change_line(change: ChangePoint) -> str:
+    """The change in a few words, for a line of progress: 'the step changed at step 42, 267.0 to 818.0 ms (+206%):
+    the time with a collective in flight moved with it'."""
+    ratio = change.step_ms_after / change.step_ms_before - 1 if change.step_ms_before else 0.0
+    return (
+        f"the step changed at step {change.step}, {change.step_ms_before:.1f} to {change.step_ms_after:.1f} ms "
+        f"({ratio:+.0%}): {GREW_SHORT[change.grew]}"
+    )
+
+
+GREW_SHORT = {
+    "communication": "the time with a collective in flight moved with it",
+    "computation": "the time with a collective in flight did not",
+    "both": "the time with a collective in flight in part",
+}
 
 
 def standout_blocks(whole: WholeRun) -> list[Block]:

@@ -73,7 +73,7 @@ class TimedHook:
 
 class StepLedger:
     """A rank's recorder: `timed(hook)` for each DDP's comm hook; `step_started()` and `step_ended()` around each
-    optimizer step; written every 10 s and by `finish()`."""
+    optimizer step; written every 5 s (a live view reads it) and by `finish()`."""
 
     def __init__(self, run_dir: Path, rank: int, host: str, use_cuda: bool, window: tuple[int, int] | None):
         """`window`: the first and last step the profiler records (kept in full), None when it records none."""
@@ -88,7 +88,7 @@ class StepLedger:
         self.watched: Any = None  # a DDP on CPU without a comm hook: its own timers give each step's span
         self.seen_comm_start = 0
         self.unspanned: list[tuple[int, float, int, int]] = []  # (step, ms, wall start, wall end) awaiting a span
-        self.due = Every(10.0)
+        self.due = Every(5.0)
 
     def _event(self) -> Any:
         event = torch.cuda.Event(enable_timing=True)
