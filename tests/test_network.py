@@ -93,6 +93,22 @@ def test_the_section_lists_hosts_links_and_collectives():
     assert on_link.rows == [("all_reduce", "28.00 MiB", "12", "0.040", "between hosts", "80%")]
 
 
+def test_a_probe_from_after_the_runs_change_is_no_measure_of_the_window_before_it():
+    """Issue 52's control: the link fell fourfold at step 41, after the profiled window; the probe, at the run's end,
+    measured the slower link, and the window's largest all-reduce read as 215% of it. Set apart: the probe's own
+    figures stay, but no share, no link bound and no what-if are taken from it, and the section says why."""
+    two = report({"0": "node0", "1": "node1"}, [all_reduce(28 * MIB, 0.1075)])
+    assert network_of(two).collectives[0].share == pytest.approx(2.15)  # what the report said
+    network = network_of(two, probed_after_change=41)
+    assert [t.busbw_gbps for t in network.tiers] == [0.05]
+    assert network.collectives[0].share is None and network.link_bound_share is None and network.what_if == []
+    (section,) = network_sections(dataclass_with(two, network))
+    on_link = [b for b in section.blocks if hasattr(b, "rows")][2]
+    assert on_link.rows == [("all_reduce", "28.00 MiB", "12", "0.107", "between hosts", "probed after step 41")]
+    notes = [b.text for b in section.blocks if getattr(b, "style", "") == "note"]
+    assert any("the probe ran at the run's end, after its step changed for good at step 41" in n for n in notes)
+
+
 def profile(exposed_ms: float) -> StepProfile:
     # before backward 10 ms, backward 20, tail 5; two 4 MiB buckets ready at 10 and 20 ms of the backward
     return StepProfile(2, 10.0, 20.0, 5.0, exposed_ms, [4 * MIB, 4 * MIB], [0.5, 1.0])

@@ -109,12 +109,14 @@ def finished_report(
     from elsewhere; `incomplete`: why the report covers only part of the run; `ceiling`: as for
     analysis.findings; `ledgers`: the ranks' whole-run records (results/step_ledger.py)."""
     schedule = record.config.schedule if record and record.config.profiled else None
+    whole = whole_run(ledgers or {}, schedule)
+    changed_at = whole.change.step if whole is not None and whole.change is not None else None
+    window_before = changed_at is not None and schedule is not None and schedule.total < changed_at
     report = dataclasses.replace(
         analysis.report,
-        whole_run=whole_run(ledgers or {}, schedule),
-        network=network_of(analysis.report, analysis.windows),
+        whole_run=whole,
+        network=network_of(analysis.report, analysis.windows, changed_at if window_before else None),
     )
-    changed_at = report.whole_run.change.step if report.whole_run and report.whole_run.change else None
     job = job_step(record, changed_at) if record else None
     warnings = [*report.warnings, *(record.notes if record else [])]  # the breakdown states the profiler's cost
     drift = job_drift_ms(record, changed_at) if record else 0.0

@@ -24,12 +24,16 @@ LINK_BOUND_EXPOSED = 1 / 3
 LINK_BOUND_SATURATION = 0.5
 
 
-def network_of(report: Report, windows: Sequence[tuple[RankTrace, list[Step]]] = ()) -> Network | None:
+def network_of(
+    report: Report, windows: Sequence[tuple[RankTrace, list[Step]]] = (), probed_after_change: int | None = None
+) -> Network | None:
+    """`probed_after_change`: the step where the run's step changed for good, when the profiled window lies before
+    it; the probe, taken at the run's end, then measured another link than the window's collectives crossed."""
     hosts = _hosts(report)
     if not hosts:
         return None
     tiers = [_tier(t) for t in _probed_tiers(report, len(hosts))]
-    by_tier = {t.tier: t for t in tiers}
+    by_tier = {t.tier: t for t in tiers} if probed_after_change is None else {}
     widest_host = max(len(h.ranks) for h in hosts)
     world = sum(len(h.ranks) for h in hosts)
     collectives = []
@@ -40,8 +44,9 @@ def network_of(report: Report, windows: Sequence[tuple[RankTrace, list[Step]]] =
         link = by_tier.get(tier)
         share = c.busbw_gbps / link.busbw_gbps if link and link.busbw_gbps > 0 else None
         collectives.append(CollectiveOnLink(c.op, c.bytes, c.count, c.busbw_gbps, tier, share))
-    what_if = link_what_if(measured_profile(windows), tiers) if len(hosts) > 1 and windows else []
-    return Network(hosts, tiers, collectives, _link_bound_share(report, collectives, len(hosts)), what_if)
+    what_if = link_what_if(measured_profile(windows), tiers) if len(hosts) > 1 and windows and by_tier else []
+    bound = _link_bound_share(report, collectives, len(hosts))
+    return Network(hosts, tiers, collectives, bound, what_if, probed_after_change)
 
 
 def _hosts(report: Report) -> list[HostRanks]:

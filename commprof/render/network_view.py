@@ -38,13 +38,23 @@ def network_sections(report: Report) -> list[Section]:
         blocks.append(Table(LINK_HEADERS, link_rows(network), left=("link", "ranks probed")))
     if network.collectives:
         blocks.append(Table(ON_LINK_HEADERS, on_link_rows(network), left=("op", "link"), key=2))
-    if network.tiers:
+    if network.tiers and network.probed_after_change is not None:
+        blocks.append(Text(PROBE_NOTE + apart_note(network.probed_after_change), "note"))
+    elif network.tiers:
         blocks.append(Text(PROBE_NOTE + COLLECTIVES_NOTE, "note"))
     elif network.collectives:
         blocks.append(Text(UNPROBED_NOTE, "note"))
     if network.what_if:
         blocks += [Table(WHAT_IF_HEADERS, what_if_rows(network), left=()), Text(WHAT_IF_NOTE, "note")]
     return [Section(TITLE, blocks)]
+
+
+def apart_note(changed_at: int) -> str:
+    return (
+        "Collectives: median bus bandwidth in the profiled steps; no share of a link: the probe ran at the run's end, "
+        f"after its step changed for good at step {changed_at}, and the profiled steps are from before it (the whole "
+        "run, below)."
+    )
 
 
 def what_if_rows(network: Network) -> list[tuple[str, ...]]:
@@ -84,10 +94,14 @@ def on_link_rows(network: Network) -> list[tuple[str, ...]]:
             str(c.calls),
             f"{c.busbw_gbps:.3f}",
             TIER_NAMES[c.tier],
-            f"{c.share:.0%}" if c.share is not None else "not probed",
+            f"{c.share:.0%}" if c.share is not None else _no_share(network),
         )
         for c in network.collectives
     ]
+
+
+def _no_share(network: Network) -> str:
+    return "not probed" if network.probed_after_change is None else f"probed after step {network.probed_after_change}"
 
 
 def link_bound_headline(report: Report) -> str | None:

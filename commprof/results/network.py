@@ -56,3 +56,6 @@ class Network:
     # the step is bound by the link between hosts: exposed communication that crosses it, share of the mean step
     link_bound_share: float | None = None
     what_if: list[LinkWhatIf] = field(default_factory=list)  # jobs over several hosts, their link probed
+    # the run's step changed at this step, after the profiled window and before the probe (at the run's end): the
+    # probe measured a link the window did not cross, so no share, no link bound and no what-if is taken from it
+    probed_after_change: int | None = None
