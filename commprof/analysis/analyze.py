@@ -109,7 +109,8 @@ def finished_report(
     from elsewhere; `incomplete`: why the report covers only part of the run; `ceiling`: as for
     analysis.findings; `ledgers`: the ranks' whole-run records (results/step_ledger.py)."""
     schedule = record.config.schedule if record and record.config.profiled else None
-    whole = whole_run(ledgers or {}, schedule)
+    compiled = frozenset(record.compiled.steps) if record and record.compiled else frozenset()
+    whole = whole_run(ledgers or {}, schedule, compiled)
     changed_at = whole.change.step if whole is not None and whole.change is not None else None
     window_before = changed_at is not None and schedule is not None and schedule.total < changed_at
     report = dataclasses.replace(
@@ -120,7 +121,7 @@ def finished_report(
     job = job_step(record, changed_at) if record else None
     warnings = [*report.warnings, *(record.notes if record else [])]  # the breakdown states the profiler's cost
     drift = job_drift_ms(record, changed_at) if record else 0.0
-    waits = waits_caused(ledgers or {}, schedule)
+    waits = waits_caused(ledgers or {}, schedule, compiled)
     evidence = Evidence(report, analysis.windows, analysis.matching, job, ceiling, drift, waits)
     found, within_noise = findings(evidence)
     return dataclasses.replace(

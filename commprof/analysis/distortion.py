@@ -5,6 +5,7 @@ the window)."""
 from __future__ import annotations
 
 import statistics
+from collections.abc import Collection
 
 from commprof.config import ProfileSchedule
 from commprof.results.common import WARN_SLOWDOWN, job_steps
@@ -22,13 +23,14 @@ def touched_steps(schedule: ProfileSchedule) -> range:
 
 
 def _inside_and_outside(
-    steps: list[float], schedule: ProfileSchedule, changed_at: int | None = None
+    steps: list[float], schedule: ProfileSchedule, changed_at: int | None = None, compiled: Collection[int] = ()
 ) -> tuple[list[float], list[float]]:
-    """The steps of the profiler's active window, and those it did not touch after the first few. `changed_at`:
-    the first step after the run's lasting change (analysis/change_point.py), None without one: only the steps on the
-    window's side of it are set against the window, never those of the run the window did not see."""
+    """The steps of the profiler's active window, and those it did not touch after the first few, nor compiled in
+    (torch.compile: `compiled`, the steps from 1). `changed_at`: the first step after the run's lasting change
+    (analysis/change_point.py), None without one: only the steps on the window's side of it are set against the
+    window, never those of the run the window did not see."""
     active = range(schedule.wait + schedule.warmup, schedule.total)
-    traced = touched_steps(schedule)
+    traced = set(touched_steps(schedule)) | {step - 1 for step in compiled}
     inside = [ms for i, ms in enumerate(steps) if i in active]
     side = _windows_side(schedule, changed_at)
     outside = [ms for i, ms in enumerate(steps) if i >= SKIP_FIRST_STEPS and i not in traced and i + 1 in side]
@@ -50,7 +52,7 @@ def profiler_distortion(run: RunRecord, changed_at: int | None = None) -> list[P
     step."""
     found = []
     for rank in run.ranks:
-        inside, outside = _inside_and_outside(rank.step_ms, run.config.schedule, changed_at)
+        inside, outside = _inside_and_outside(rank.step_ms, run.config.schedule, changed_at, _compiled(run))
         if inside and outside:
             profiled, unprofiled = statistics.median(inside), statistics.median(outside)
             found.append(
@@ -67,14 +69,18 @@ def profiler_distortion(run: RunRecord, changed_at: int | None = None) -> list[P
 def job_step(run: RunRecord, changed_at: int | None = None) -> JobStep | None:
     """The job's step (its slowest rank's at each step) inside the active window and outside the profiler's steps
     (on the window's side of a change), each a median; None when run.json lacks either kind of step."""
-    inside, outside = _inside_and_outside(_job_steps(run), run.config.schedule, changed_at)
+    inside, outside = _inside_and_outside(_job_steps(run), run.config.schedule, changed_at, _compiled(run))
     return JobStep(statistics.median(inside), statistics.median(outside)) if inside and outside else None
 
 
 def unprofiled_job_steps(run: RunRecord) -> list[float]:
     """The job's step time (its slowest rank's) at each step the profiler did not touch, after the warm-up steps:
     what the job costs without commprof watching. Empty when run.json lacks them."""
-    return _inside_and_outside(_job_steps(run), run.config.schedule)[1]
+    return _inside_and_outside(_job_steps(run), run.config.schedule, compiled=_compiled(run))[1]
+
+
+def _compiled(run: RunRecord) -> list[int]:
+    return run.compiled.steps if run.compiled else []
 
 
 def _job_steps(run: RunRecord) -> list[float]:
@@ -89,11 +95,12 @@ def job_drift_ms(run: RunRecord, changed_at: int | None = None) -> float:
     so a difference smaller than this is not one a rerun would keep. A lasting change is no drift: only the window's
     side of it is weighed."""
     schedule = run.config.schedule
-    steps = _inside_and_outside(_job_steps(run), schedule, changed_at)[1]
+    steps = _inside_and_outside(_job_steps(run), schedule, changed_at, _compiled(run))[1]
     if not steps:
         return 0.0
     side = _windows_side(schedule, changed_at)
-    before = len([i for i in range(SKIP_FIRST_STEPS, schedule.wait) if i + 1 in side])  # kept in step order
+    compiled = set(_compiled(run))
+    before = len([i for i in range(SKIP_FIRST_STEPS, schedule.wait) if i + 1 in side and i + 1 not in compiled])
     if before < DRIFT_STEPS or len(steps) - before < DRIFT_STEPS:
         return 0.0
     return abs(statistics.median(steps[:before]) - statistics.median(steps[before:]))

@@ -21,9 +21,12 @@ MAX_LISTED = 20
 PROFILER_NOTED = 0.1  # a window's median this much from the run's is said to be the profiler's cost
 
 
-def whole_run(ledgers: dict[int, RankLedger], schedule: ProfileSchedule | None) -> WholeRun | None:
-    """`schedule`: the profiler's, None when nothing was profiled. None without records (a run made with
-    --no-whole-run, traces from elsewhere) or without a step."""
+def whole_run(
+    ledgers: dict[int, RankLedger], schedule: ProfileSchedule | None, compiled: frozenset[int] = frozenset()
+) -> WholeRun | None:
+    """`schedule`: the profiler's, None when nothing was profiled; `compiled`: the steps in which torch.compile
+    compiled (results/run_record.Compiled), left out of the run's figures and said apart. None without records (a run
+    made with --no-whole-run, traces from elsewhere) or without a step."""
     ledgers = {rank: ledger for rank, ledger in ledgers.items() if ledger.steps}
     if not ledgers:
         return None
@@ -32,6 +35,7 @@ def whole_run(ledgers: dict[int, RankLedger], schedule: ProfileSchedule | None) 
         for b, n in ledger.histogram.items():
             histogram[b] = histogram.get(b, 0) + n
     by_step = _kept_steps(ledgers)
+    compiling = {step: by_step.pop(step) for step in compiled if step in by_step}
     every_step_kept = all(len(ledger.entries()) >= ledger.steps for ledger in ledgers.values())
     times = [e.step_ms for ranks in by_step.values() for e in ranks.values()] if every_step_kept else []
     median = statistics.median(times) if times else quantile_ms(histogram, 0.5)
@@ -53,7 +57,7 @@ def whole_run(ledgers: dict[int, RankLedger], schedule: ProfileSchedule | None) 
     slow_rank = max(lost, key=lambda r: lost[r]) if lost else None
     comm = [e.comm_ms for ranks in by_step.values() for e in ranks.values()]
     series = _series(ledgers)
-    change = change_point(series, _reach(schedule))
+    change = change_point(series, _reach(schedule) | compiled)
     return WholeRun(
         timed_by=next((ledger.timed_by for ledger in ledgers.values() if ledger.timed_by), ""),
         ranks=sorted(ledgers),
@@ -72,6 +76,8 @@ def whole_run(ledgers: dict[int, RankLedger], schedule: ProfileSchedule | None) 
         window=_window_check(schedule.profiled_steps, by_step, median, count, steps, bar, change) if schedule else None,
         series=series,
         change=change,
+        compiled_steps=sorted(compiled),
+        compiled_ms=sum(_slowest(ranks) for ranks in compiling.values()),
     )
 
 
@@ -255,7 +261,9 @@ def _ready_last(ranks: dict[int, StepEntry], rank: int) -> float:
     return statistics.fmean(max(0.0, e.tail_ms - ranks[rank].tail_ms) for r, e in ranks.items() if r != rank)
 
 
-def waits_caused(ledgers: dict[int, RankLedger], schedule: ProfileSchedule | None) -> dict[int, dict[int, float]]:
+def waits_caused(
+    ledgers: dict[int, RankLedger], schedule: ProfileSchedule | None, compiled: frozenset[int] = frozenset()
+) -> dict[int, dict[int, float]]:
     """rank -> step -> for each step every rank kept in full (after the first SKIP_FIRST_STEPS, outside the profiler's
     reach): how long the others waited for it, the mean over them of how much longer their collectives were in
     flight than its own (a rank that arrives L ms late finds its collective done in T; the others took L + T). Each
@@ -263,7 +271,7 @@ def waits_caused(ledgers: dict[int, RankLedger], schedule: ProfileSchedule | Non
     in-flight span the same on every rank, but not its later bucket's."""
     if len(ledgers) < 2 or not all(ledger.timed_by for ledger in ledgers.values()):
         return {}
-    reach = _reach(schedule)
+    reach = _reach(schedule) | compiled
     steps = [(step, ranks) for step, ranks in sorted(_kept_steps(ledgers).items()) if step not in reach]
     return {
         rank: {

@@ -148,6 +148,7 @@ def sweep_report(run_dir: Path, name: str, kind: str, predicted: dict[str, Estim
         versions=record.versions,
         hosts=sorted(set(rank_hosts.values())),
         rank_hosts=rank_hosts,
+        compiled=best_launch.compiled if best_launch else None,
     )
     best = dataclasses.replace(analysed[result.best][0], name=name, kind=kind, run=run, sweep=result)
     return dataclasses.replace(best, network=network_of(best))  # the hosts and links of the best setting's launch

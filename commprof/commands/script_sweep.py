@@ -184,7 +184,7 @@ class _Launches:
                 label = setting_label(setting)
                 subject = f"{label}, repeat {repeat + 1}/{plan.repeats}"
                 run = self.launch(setting, f"{label}-r{self.rounds + 1}.{repeat + 1}", self.timed_steps, None, subject)
-                timed[label] += _job_steps(run)[plan.warmup_steps :]
+                timed[label] += _timed_steps(run, plan.warmup_steps)
                 self.order.append(label)
                 if self.tune and self.layout_of is None and (run.ddp_built or run.deepspeed_built):  # the baseline's
                     self.layout_of, described = _layouts(run)
@@ -363,5 +363,8 @@ def _launch(
     return run
 
 
-def _job_steps(run: RunRecord) -> list[float]:
-    return job_steps([r.step_ms for r in run.ranks])
+def _timed_steps(run: RunRecord, warmup_steps: int) -> list[float]:
+    """The job's steps after the warm-up, but those torch.compile compiled in (a recompile for the setting)."""
+    compiled = set(run.compiled.steps) if run.compiled else set()
+    steps = job_steps([r.step_ms for r in run.ranks])
+    return [ms for step, ms in enumerate(steps, 1) if step > warmup_steps and step not in compiled]

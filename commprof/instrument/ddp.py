@@ -156,7 +156,7 @@ class DDPOverrides:
             module = bound.arguments["module"]
             overrides.built.append(
                 BuiltDDP(
-                    module=type(module).__name__,
+                    module=type(getattr(module, "_orig_mod", module)).__name__,  # torch.compile's, unwrapped
                     built_by=framework_of(inspect.currentframe()),
                     parameters=sum(p.numel() for p in module.parameters() if p.requires_grad),
                     # per parameter, registration order: findings re-bucket them as DDP would for another cap

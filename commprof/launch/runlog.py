@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from commprof.config import ProfileSchedule, RunConfig
-from commprof.results.run_record import RankRecord, RunRecord, ScriptRankInfo
+from commprof.results.run_record import Compiled, RankRecord, RunRecord, ScriptRankInfo
 
 RUN_JSON = "run.json"
 STEP_LOG_SUFFIX = ".steps.json"
@@ -228,6 +228,7 @@ def finish_script_run(run_dir: Path, launch_id: str) -> None:
         tf32=first.tf32,
         ddp_built=built,
         deepspeed_built=engines,
+        compiled=compiled_by_every_rank(infos),
         notes=first.notes + desync_notes(infos),
         link_probe=first.link_probe,
         link_tiers=first.link_tiers,
@@ -246,6 +247,15 @@ def finish_script_run(run_dir: Path, launch_id: str) -> None:
         ],
     )
     write_run_json(run_dir, record)
+
+
+def compiled_by_every_rank(infos: dict[int, ScriptRankInfo]) -> Compiled | None:
+    """Rank 0's torch.compile, with the steps in which any rank compiled: the others wait for a rank compiling."""
+    first = infos.get(0, ScriptRankInfo()).compiled
+    if first is None:
+        return None
+    steps = sorted({step for info in infos.values() if info.compiled for step in info.compiled.steps})
+    return replace(first, steps=steps)
 
 
 def desync_notes(infos: dict[int, ScriptRankInfo]) -> list[str]:

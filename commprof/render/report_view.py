@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from commprof.render.compiled_text import compiled_line, model_name
 from commprof.render.document import Block, Document, Figure, Section, Table, Text, notes_section
 from commprof.render.findings_text import ADVICE_HEADERS, advice_rows, finding_lines, has_findings
 from commprof.render.network_view import link_bound_headline, network_sections
@@ -61,7 +62,7 @@ def _about(report: Report) -> Section:
     run = report.run
     if run:
         hosts = f"; hosts: {', '.join(run.hosts)}" if run.hosts else ""
-        model = f"{run.model} ({run.parameters or 0:,} parameters), " if run.model else ""
+        model = f"{model_name(run.model, run.parameters, run.compiled)}, " if run.model else ""
         about = (
             f"{model}{run.world_size} ranks, {run.backend} on "
             f"{run.device}{hosts}; torch {run.versions.get('torch')}; created {report.created}"
@@ -72,6 +73,8 @@ def _about(report: Report) -> Section:
     shown = run.settings(with_defaults=False) if run and report.sweep is None else {}  # a sweep's table shows its own
     if shown:
         blocks.append(Text("settings: " + ", ".join(f"{k}={v}" for k, v in shown.items()), "meta"))
+    if run and run.compiled:
+        blocks.append(Text(compiled_line(run.compiled, report.whole_run, bool(run.ddp_built)), "meta"))
     if report.incomplete:
         blocks.append(Text(f"INCOMPLETE: {report.incomplete}", "alert"))
     communicates = any(r.comm_ms for r in report.ranks)

@@ -77,6 +77,20 @@ class BuiltDDP:
 
 
 @dataclass(frozen=True)
+class Compiled:
+    """torch.compile in a script's run (instrument/compiled.py)."""
+
+    what: str  # what the script compiled: its model ("GPT"), DDP around it ("DistributedDataParallel(GPT)"), a function
+    backend: str  # "inductor", "aot_eager", a callable backend's name
+    mode: str | None = None
+    steps: list[int] = field(default_factory=list)  # the steps in which Dynamo compiled (a recompile too), the first 64
+    steps_more: int = 0  # compile steps beyond those
+    # each graph DDPOptimizer split at DDP's buckets: its parts' parameter bytes, in DDP's order (the last layers first)
+    graphs: list[list[int]] = field(default_factory=list)
+    bucket_cap_bytes: int | None = None  # the cap it split them at (DDP's bucket_cap_mb)
+
+
+@dataclass(frozen=True)
 class BuiltDeepSpeed:
     """A DeepSpeed engine a user's script built (instrument/deepspeed.py): its ZeRO stage and the settings that shape
     its communication, by the names of DeepSpeed's config (`zero_optimization`), as the engine got them."""
@@ -120,6 +134,7 @@ class ScriptRankInfo:
     tf32: dict[str, bool] | None = None
     notes: list[str] = field(default_factory=list)
     collectives: list[GroupSequence] = field(default_factory=list)  # its whole run's, where the script ended
+    compiled: Compiled | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return msgspec.to_builtins(self)
@@ -155,6 +170,7 @@ class RunRecord:
     cast_costs: list[CastCost] = field(default_factory=list)  # rank 0's
     ddp_built: list[BuiltDDP] = field(default_factory=list)
     deepspeed_built: list[BuiltDeepSpeed] = field(default_factory=list)
+    compiled: Compiled | None = None  # a script's torch.compile: rank 0's, its compile steps those of every rank
     notes: list[str] = field(default_factory=list)
     ranks: list[RankRecord] = field(default_factory=list)
 
@@ -194,6 +210,7 @@ class RunRecord:
             script=self.script,
             ddp_built=self.ddp_built,
             deepspeed_built=self.deepspeed_built,
+            compiled=self.compiled,
             notes=self.notes,
             link_probe=self.link_probe,
             link_tiers=self.link_tiers,
@@ -230,6 +247,7 @@ class RunSummary:
     script: list[str] | None = None
     ddp_built: list[BuiltDDP] = field(default_factory=list)
     deepspeed_built: list[BuiltDeepSpeed] = field(default_factory=list)
+    compiled: Compiled | None = None
     notes: list[str] = field(default_factory=list)
     link_probe: list[ProbedSize] = field(default_factory=list)
     link_tiers: list[ProbedTier] = field(default_factory=list)

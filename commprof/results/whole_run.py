@@ -75,3 +75,5 @@ class WholeRun:
     window: WindowCheck | None = None
     series: list[WholeRunPoint] = field(default_factory=list)
     change: ChangePoint | None = None  # where the step changed for good, if it did
+    compiled_steps: list[int] = field(default_factory=list)  # torch.compile compiled in them: left out of the above
+    compiled_ms: float = 0.0  # their time (the slowest rank's), those kept in full

@@ -40,6 +40,7 @@ from torch.distributed.elastic.multiprocessing.errors import get_error_handler
 from commprof.config import RunConfig
 from commprof.errors import what_went_wrong
 from commprof.instrument.cast_probe import probe_casts, typical_bucket_bytes
+from commprof.instrument.compiled import CompileWatch
 from commprof.instrument.ddp import DDPOverrides
 from commprof.instrument.deepspeed import DeepSpeedWatch
 from commprof.instrument.hang_watch import HangWatch, account_at_exit, run_sequences
@@ -96,6 +97,7 @@ class ScriptSession:
         self.ddp = DDPOverrides(config.ddp, config.ddp_forced)
         # its engine's steps are the steps, where there is one; ZeRO's options set in its config (--strategy deepspeed)
         self.deepspeed = DeepSpeedWatch(self._engine_stepped, config.deepspeed.zero_config())
+        self.compile = CompileWatch()
         window = config.schedule.profiled_steps if config.profiled else None
         self.ledger = (
             StepLedger(config.run_dir, self.rank, self.host, self.use_cuda, window) if config.whole_run else None
@@ -130,6 +132,7 @@ class ScriptSession:
             self.hang_watch.start()
         self.ddp.install()
         self.deepspeed.install()
+        self.compile.install()
         self._unhook = on_step_return(self._after_step)  # the step ends where the optimizer's step() returns
         if self.config.profiled:
             # until the first optimizer step, the whole start: the trace of a script that never steps
@@ -172,6 +175,7 @@ class ScriptSession:
         if self.hang_watch is not None:
             self.hang_watch.stepped()
         self.log.add(step_ms)
+        self.compile.step_ended(self.log.steps_done)
         if self.startup is not None:
             self._start_scheduled_profiler()
         elif self.profiler is not None:
@@ -237,6 +241,7 @@ class ScriptSession:
         if self._unhook is not None:
             self._unhook()
         self.ddp.uninstall()
+        self.compile.uninstall()
         self.log.write(self.info())
 
     def bucket_bytes(self) -> int:
@@ -276,6 +281,7 @@ class ScriptSession:
             ddp=self.ddp.logging_data(),
             ddp_built=self.ddp.built,
             deepspeed_built=self.deepspeed.built,
+            compiled=self.compile.record(),
             optimizer=self.counted,
             peak_memory_mb=peak_memory_mb(self.device),
             tf32=tf32_settings(),
