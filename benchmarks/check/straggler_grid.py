@@ -2,22 +2,30 @@
 in its backward, in its optimizer step} x {one DDP bucket, two (the backward's sleep then falls between them)} x {rank
 0, rank 1}, each a real run of tests/data/scripts/slowed_phase.py on 2 CPU ranks over Gloo; each must name the slowed
 rank the straggler, its gain about the 30 ms with an interval above 0, and point at the part of the step that grew.
+Then the same on two hosts of the multi-host bed (tests/netbed.py, one rank each, where root may make namespaces):
+the rank on the second host slowed between two buckets, the first host's in its optimizer step. Then identical ranks,
+three launches each ({the script unslowed, one bucket and two; commprof's own model; torch.compile over DDP}, and the
+unslowed script on two hosts): none may claim a straggler or an input stall.
 
     python benchmarks/check/straggler_grid.py [--workdir DIR]
 
-Prints a Markdown table (docs/semantics.md, "The straggler's control grid") and exits 1 when a cell misses."""
+Prints Markdown tables (docs/semantics.md, "The straggler's control grid") and exits 1 when a cell misses."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root, when run as a file
 from benchmarks.common import TESTS_DATA, commprof_argv, table_header, table_row  # noqa: E402
+from tests.netbed import netbed, unavailable  # noqa: E402
 
 SCRIPT = TESTS_DATA / "scripts" / "slowed_phase.py"
 PARTS = {  # where the time went -> the parts of the straggler's advice that are right for it
@@ -28,14 +36,41 @@ PARTS = {  # where the time went -> the parts of the straggler's advice that are
 }
 
 
-def run_cell(where: str, width: int | None, rank: int, work: Path) -> tuple[bool, str]:
-    run_id = f"{where}-{width or 'one'}-{rank}"
-    args = ["run", "--run-id", run_id, "--max-steps", "24", "--schedule", "3,1,6", "--quiet", "--"]
-    args += [str(SCRIPT), where, str(rank), *([str(width)] if width else [])]
-    done = subprocess.run(commprof_argv(*args), cwd=work, capture_output=True, text=True, timeout=600)
-    if done.returncode != 0:
-        return False, f"exit {done.returncode}: {done.stderr.strip().splitlines()[-1:]}"
-    report = json.loads((work / "reports" / run_id / "report.json").read_text())
+SHORT = ("--max-steps", "24", "--schedule", "3,1,6")
+IDENTICAL = {  # what runs on identical ranks -> commprof's arguments after the run id
+    "script, one bucket": (*SHORT, "--", str(SCRIPT), "none", "0"),
+    "script, two buckets": (*SHORT, "--", str(SCRIPT), "none", "0", "1100"),
+    "commprof's model": ("--steps", "24", "--schedule", "3,1,6"),
+    "torch.compile over DDP": (
+        *("--max-steps", "40", "--"),
+        *(str(TESTS_DATA / "scripts" / "train_compiled.py"), "aot_eager", "100"),
+    ),
+}
+REPEATS = 3
+
+
+def launch(run_id: str, args: Sequence[str], work: Path, bed: Any = None) -> tuple[dict | None, str]:
+    """One run, on this machine or on every host of `bed`; its report (None where it failed) and why."""
+    argv = commprof_argv("run", "--run-id", run_id, "--quiet", *args)
+    if bed is None:
+        done = [subprocess.run(argv, cwd=work, capture_output=True, text=True, timeout=600)]
+        head = work
+    else:
+        nodes = ("--nodes", "2", "--procs", "1", "--rdzv-endpoint", bed.rdzv_endpoint)
+        argv = commprof_argv("run", "--run-id", run_id, "--quiet", *nodes, *args)
+        done, head = bed.run_on_each([argv] * 2, timeout=600), bed.hosts[0].folder
+    failed = [d for d in done if d.returncode != 0]
+    if failed:
+        return None, f"exit {failed[0].returncode}: {failed[0].stderr.strip().splitlines()[-1:]}"
+    return json.loads((head / "reports" / run_id / "report.json").read_text()), ""
+
+
+def run_cell(where: str, width: int | None, rank: int, work: Path, bed: Any = None) -> tuple[bool, str]:
+    run_id = f"{where}-{width or 'one'}-{rank}" + ("-hosts" if bed else "")
+    args = [*SHORT, "--", str(SCRIPT), where, str(rank), *([str(width)] if width else [])]
+    report, failed = launch(run_id, args, work, bed)
+    if report is None:
+        return False, failed
     straggler = next((f for f in report["findings"] if f["kind"] == "straggler"), None)
     stalls = [f for f in report["findings"] if f["kind"] == "input_stall"]
     if straggler is None:
@@ -51,19 +86,57 @@ def run_cell(where: str, width: int | None, rank: int, work: Path) -> tuple[bool
     return said and part and stall_ok, outcome
 
 
+def claims(report: dict | None) -> str:
+    """What an identical-ranks run claimed of one rank against the others: '' where nothing."""
+    if report is None:
+        return "failed"
+    found = [f for f in report["findings"] if f["kind"] in ("straggler", "input_stall")]
+    return "; ".join(f"{f['kind']}: {f['title'][:60]}" for f in found)
+
+
+def identical_cell(name: str, args: Sequence[str], work: Path, bed: Any = None) -> tuple[bool, str]:
+    said = []
+    for repeat in range(1, REPEATS + 1):
+        run_id = "same-" + re.sub(r"\W+", "-", name) + f"-{repeat}" + ("-hosts" if bed else "")
+        report, failed = launch(run_id, args, work, bed)
+        said.append(failed or claims(report))
+    claimed = [s for s in said if s]
+    return not claimed, f"{len(claimed)} of {REPEATS}" + (f": {claimed[0]}" if claimed else "")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workdir", type=Path, default=None, help="where the runs write (default: a temporary folder)")
     work = parser.parse_args().workdir or Path(tempfile.mkdtemp(prefix="straggler-grid-"))
     work.mkdir(parents=True, exist_ok=True)
-    table_header("slowed in", "buckets", "rank", "named", "gain, advice")
+    table_header("slowed in", "buckets", "rank", "hosts", "named", "gain, advice")
     missed = 0
     for where in PARTS:
         for width in (None, 1100):
             for rank in (0, 1):
                 ok, outcome = run_cell(where, width, rank, work)
                 missed += not ok
-                table_row(where, "two" if width else "one", rank, "yes" if ok else "NO", outcome)
+                table_row(where, "two" if width else "one", rank, "one", "yes" if ok else "NO", outcome)
+    why_not = unavailable()
+    if why_not is None:
+        with netbed(2, 1000, work / "bed") as bed:
+            for where, width, rank in (("backward", 1100, 1), ("optimizer", None, 0)):
+                ok, outcome = run_cell(where, width, rank, work, bed)
+                missed += not ok
+                table_row(where, "two" if width else "one", rank, "two", "yes" if ok else "NO", outcome)
+    print()
+    table_header("identical ranks", "hosts", "no claim", f"launches with a claim (of {REPEATS})")
+    for name, args in IDENTICAL.items():
+        ok, outcome = identical_cell(name, args, work)
+        missed += not ok
+        table_row(name, "one", "yes" if ok else "NO", outcome)
+    if why_not is None:
+        with netbed(2, 1000, work / "bed-same") as bed:
+            ok, outcome = identical_cell("script, two buckets", IDENTICAL["script, two buckets"], work, bed)
+            missed += not ok
+            table_row("script, two buckets", "two", "yes" if ok else "NO", outcome)
+    else:
+        print(f"\nno two-host cells: {why_not}")
     return 1 if missed else 0
 
 

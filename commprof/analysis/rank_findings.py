@@ -106,7 +106,7 @@ def straggler(evidence: Evidence) -> list[Finding]:
             kind="straggler",
             title=f"rank {straggler} is the straggler: the others wait for it",
             evidence=(
-                f"it makes the others wait {cross.straggler_cost_ms:.1f} ms per step in all "
+                f"in the profiled steps it makes the others wait {cross.straggler_cost_ms:.1f} ms per step in all "
                 f"({', '.join(f'{op} {ms:.1f}' for op, ms in cross.straggler_ops.items())}), late in "
                 f"{late}; against the others' median, its {cause}"
             ),

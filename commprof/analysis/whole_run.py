@@ -10,6 +10,7 @@ from typing import Callable
 
 from commprof.analysis.change_point import change_point
 from commprof.analysis.distortion import SKIP_FIRST_STEPS
+from commprof.analysis.lateness import late_rank, lateness
 from commprof.config import ProfileSchedule
 from commprof.results.step_ledger import BIN_RATIO, RankLedger, StepEntry, bin_floor_ms, quantile_ms
 from commprof.results.whole_run import ChangePoint, StandOut, WholeRun, WholeRunPoint, WindowCheck
@@ -146,11 +147,11 @@ def _slowest(ranks: dict[int, StepEntry]) -> float:
 
 def _stand_out(step: int, ranks: dict[int, StepEntry], median: float) -> StandOut:
     """The step as the slowest rank saw it, against `median`, the usual step. The rank that made it slow is the
-    one that spent the most of it outside collectives; the others waited for it inside one (the longest they
-    had)."""
+    one the others waited for the longest (analysis/lateness.py); they waited for it inside one collective (the
+    longest they had)."""
     step_ms = max(e.step_ms for e in ranks.values())
     busy = {rank: e.step_ms - e.comm_ms for rank, e in ranks.items()}
-    slow = max(busy, key=lambda r: busy[r]) if len(ranks) > 1 else None
+    slow = late_rank(ranks)
     waits = [max(e.calls, key=lambda c: c.duration_ms) for r, e in ranks.items() if r != slow and e.calls]
     longest = max(waits, key=lambda c: c.duration_ms) if waits else None
     return StandOut(
@@ -239,49 +240,17 @@ def _reach(schedule: ProfileSchedule | None) -> set[int]:
     return reach
 
 
-def _longest_wait(ranks: dict[int, StepEntry], rank: int) -> float:
-    """The longest the others waited for `rank` at one collective of the step: for each (the k-th of the step on
-    every rank, the same op and size), how much longer the others had it in flight than `rank`, their mean. The
-    longest, not the sum: a rank late at its first bucket delays the buckets in flight after it by the same time."""
-    longest = 0.0
-    for k, call in enumerate(ranks[rank].calls):
-        others = [e.calls[k] for r, e in ranks.items() if r != rank and k < len(e.calls)]
-        if len(others) != len(ranks) - 1 or any((c.op, c.bytes) != (call.op, call.bytes) for c in others):
-            continue
-        longest = max(longest, statistics.fmean(max(0.0, c.duration_ms - call.duration_ms) for c in others))
-    return longest
-
-
-def _ready_last(ranks: dict[int, StepEntry], rank: int) -> float:
-    """Where DDP's own timers give one span per step (a CPU DDP without a comm hook): how much longer than `rank`'s the
-    others' tails were, from their last gradient ready to the all-reduces' end, their mean. A rank late between two
-    buckets leaves every rank's span alike, not its own last gradient's time."""
-    if any(e.tail_ms <= 0 for e in ranks.values()):
-        return 0.0
-    return statistics.fmean(max(0.0, e.tail_ms - ranks[rank].tail_ms) for r, e in ranks.items() if r != rank)
-
-
 def waits_caused(
     ledgers: dict[int, RankLedger], schedule: ProfileSchedule | None, compiled: frozenset[int] = frozenset()
 ) -> dict[int, dict[int, float]]:
     """rank -> step -> for each step every rank kept in full (after the first SKIP_FIRST_STEPS, outside the profiler's
-    reach): how long the others waited for it, the mean over them of how much longer their collectives were in
-    flight than its own (a rank that arrives L ms late finds its collective done in T; the others took L + T). Each
-    collective of the step is weighed too (`_longest_wait`): a rank late between two buckets keeps the step's
-    in-flight span the same on every rank, but not its later bucket's."""
+    reach and the compile steps): how long the others waited for it (analysis/lateness.py)."""
     if len(ledgers) < 2 or not all(ledger.timed_by for ledger in ledgers.values()):
         return {}
     reach = _reach(schedule) | compiled
-    steps = [(step, ranks) for step, ranks in sorted(_kept_steps(ledgers).items()) if step not in reach]
-    return {
-        rank: {
-            step: max(
-                statistics.fmean(max(0.0, e.comm_ms - ranks[rank].comm_ms) for r, e in ranks.items() if r != rank),
-                _longest_wait(ranks, rank),
-                _ready_last(ranks, rank),
-            )
-            for step, ranks in steps
-            if len(ranks) == len(ledgers)
-        }
-        for rank in ledgers
+    late = {
+        step: lateness(ranks)
+        for step, ranks in sorted(_kept_steps(ledgers).items())
+        if step not in reach and len(ranks) == len(ledgers)
     }
+    return {rank: {step: by_rank[rank] for step, by_rank in late.items()} for rank in ledgers}

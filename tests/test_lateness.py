@@ -1,0 +1,75 @@
+"""One measure of lateness (issue 52, item 1): who made the others wait in a step, read from the ranks' own records
+(analysis/lateness.py), on hand-built steps whose every interval can be checked by eye; the whole run's stand-out
+steps and its waits per step use it alike."""
+
+import pytest
+
+from commprof.analysis.lateness import late_rank, lateness
+from commprof.analysis.whole_run import waits_caused, whole_run
+from commprof.results.step_ledger import Call, LedgerBuilder, StepEntry
+from commprof.worker.step_ledger import DDP_TIMERS, HOST_CLOCK
+
+MB = 2**20
+
+
+def test_a_rank_late_to_its_one_bucket():
+    """Rank 1 computes 30 ms longer: it launches its all-reduce at 40 ms and finds it done 5 ms later; rank 0 launched
+    at 10 and had it in flight 35 ms."""
+    step = {
+        0: StepEntry.of(1, 50.0, (Call("all_reduce", MB, 10.0, 35.0),)),
+        1: StepEntry.of(1, 50.0, (Call("all_reduce", MB, 40.0, 5.0),)),
+    }
+    assert lateness(step) == {0: 0.0, 1: 30.0}
+    assert late_rank(step) == 1
+
+
+def test_a_rank_late_between_two_buckets_each_bucket_timed():
+    """A comm hook timed each bucket. Rank 0's hook on its first layer sleeps 30 ms between the buckets: the first
+    bucket (launched at 10 on both) is alike, the second waits 30 ms on rank 1. Three ranks: rank 2 as rank 1."""
+    first = Call("all_reduce", MB, 10.0, 5.0)
+    late = StepEntry.of(1, 60.0, (first, Call("all_reduce", 4 * MB, 45.0, 5.0)))
+    waiting = StepEntry.of(1, 60.0, (first, Call("all_reduce", 4 * MB, 15.0, 35.0)))
+    step = {0: late, 1: waiting, 2: waiting}
+    assert lateness(step) == {0: 30.0, 1: 0.0, 2: pytest.approx(0.0)}
+    assert late_rank(step) == 0
+
+
+def test_a_rank_late_between_two_buckets_under_ddps_own_timers():
+    """DDP's own timers give one span per step, from the first bucket's launch to the last one's end: 10 to 50 ms
+    on both ranks, alike. Rank 0's last gradient was ready at 45 ms, rank 1's at 15: their tails, 5 and 35 ms."""
+    span = (Call("all_reduce", 5 * MB, 10.0, 40.0),)
+    step = {0: StepEntry.of(1, 60.0, span, tail_ms=5.0), 1: StepEntry.of(1, 60.0, span, tail_ms=35.0)}
+    assert lateness(step) == {0: 30.0, 1: 0.0}
+    assert late_rank(step) == 0
+
+
+def test_a_step_without_collectives_names_the_busiest_rank_and_no_wait():
+    step = {0: StepEntry.of(1, 50.0), 1: StepEntry.of(1, 80.0)}
+    assert lateness(step) == {0: 0.0, 1: 0.0} and late_rank(step) == 1
+    assert lateness({0: StepEntry.of(1, 50.0)}) == {} and late_rank({0: StepEntry.of(1, 50.0)}) is None
+
+
+def test_the_stand_out_step_and_the_waits_name_the_same_rank():
+    """60 steps of 60 ms under DDP's own timers; at step 30 rank 1 is 300 ms late between its buckets: every rank's span
+    and step are alike (both 360 ms), so the time outside collectives cannot tell who was late; its tail can."""
+    built = {r: LedgerBuilder(r, "vm", DDP_TIMERS) for r in (0, 1)}
+    for step in range(1, 61):
+        late = 300.0 if step == 30 else 0.0
+        span = (Call("all_reduce", 5 * MB, 10.0, 40.0 + late),)
+        built[0].add(StepEntry.of(step, 60.0 + late + (step % 3 - 1) * 0.3, span, tail_ms=35.0 + late))
+        built[1].add(StepEntry.of(step, 60.0 + late + (step % 3 - 1) * 0.3, span, tail_ms=35.0))
+    ledgers = {r: b.ledger() for r, b in built.items()}
+    whole = whole_run(ledgers, None)
+    (standout,) = whole.standouts
+    assert (standout.step, standout.rank) == (30, 1)
+    waits = waits_caused(ledgers, None)
+    assert waits[1][30] == 300.0 and waits[0][30] == 0.0
+
+
+def test_ranks_timed_by_a_hook_and_by_nothing_make_no_waits():
+    timed = LedgerBuilder(0, "vm", HOST_CLOCK)
+    untimed = LedgerBuilder(1, "vm", "")
+    for step in range(1, 10):
+        timed.add(StepEntry.of(step, 60.0, (Call("all_reduce", MB, 10.0, 5.0),)))
+        untimed.add(StepEntry.of(step, 60.0))
+    assert waits_caused({0: timed.ledger(), 1: untimed.ledger()}, None) == {}
