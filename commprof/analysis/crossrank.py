@@ -18,6 +18,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from commprof.analysis.collectives import in_windows
+from commprof.analysis.lateness import others_wait
 from commprof.results.report import CrossRank, RankSkew
 from commprof.results.run_record import RunSummary
 from commprof.trace.model import Collective, RankTrace, RunTrace, Step
@@ -155,16 +156,17 @@ def cross_rank(
     matching: Matching | None, per_rank: list[tuple[RankTrace, list[Step]]], median_step_ms: dict[int, float]
 ) -> CrossRank | None:
     """Wait, transfer and the straggler from the matched collectives (None with one rank). The straggler is the
-    rank whose late arrival costs the others the most waiting: at each matched collective, the waiting of every
-    other rank (last start - its start) is charged to the rank that arrived last."""
+    rank whose late arrival costs the others the most waiting: at each matched collective, the others' mean wait
+    for the rank that arrived last (analysis/lateness.others_wait) is charged to it, in the step its call is in."""
     if matching is None:
         return None
     ranks = [r for r, _ in per_rank]
     steps = {r.rank: max(1, len(w)) for r, w in per_rank}
+    step_of = {r.rank: w for r, w in per_rank}
     wait: dict[int, float] = defaultdict(float)
     transfer: dict[int, float] = defaultdict(float)
-    caused: dict[int, float] = defaultdict(float)
     caused_at: dict[int, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    caused_in: dict[int, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     last_count: dict[int, int] = defaultdict(int)
     lateness: dict[int, list[float]] = defaultdict(list)
     for collective in matching.collectives:
@@ -173,12 +175,13 @@ def cross_rank(
         last_start = starts[last_rank]
         last_count[last_rank] += 1
         lateness[last_rank].append(last_start - statistics.median(s for r, s in starts.items() if r != last_rank))
-        waited = sum(last_start - s for s in starts.values())
-        caused[last_rank] += waited
+        waited = others_wait(last_start, (s for r, s in starts.items() if r != last_rank))
         caused_at[last_rank][collective.op] += waited
+        caused_in[last_rank][_step_name(step_of.get(last_rank, []), collective.sources[last_rank].start)] += waited
         for r, (start, end) in collective.spans.items():
             wait[r] += last_start - start
             transfer[r] += max(0.0, end - last_start)
+    caused = {r: sum(by_op.values()) for r, by_op in caused_at.items()}
 
     def per_step_ms(rank: int, us: float) -> float:
         return us / steps[rank] / 1000
@@ -191,7 +194,7 @@ def cross_rank(
             transfer_ms=per_step_ms(r.rank, transfer[r.rank]),
             last_arrivals=last_count[r.rank],
             median_step_ms=median_step_ms[r.rank],
-            wait_caused_ms=per_step_ms(r.rank, caused[r.rank]),
+            wait_caused_ms=per_step_ms(r.rank, caused.get(r.rank, 0.0)),
         )
         for r in ranks
     ]
@@ -210,7 +213,15 @@ def cross_rank(
         straggler_cost_ms=per_step_ms(straggler, caused[straggler]) if straggler is not None else 0.0,
         straggler_ops={op: per_step_ms(straggler, us) for op, us in where} if straggler is not None else {},
         unmatched_calls=matching.unmatched_calls,
+        straggler_steps=(
+            {name: us / 1000 for name, us in caused_in[straggler].items() if name} if straggler is not None else {}
+        ),
     )
+
+
+def _step_name(steps: list[Step], start: float) -> str:
+    """The profiled step a call that started at `start` (the rank's own clock) is in; "" outside them."""
+    return next((s.name for s in steps if s.start <= start < s.end), "")
 
 
 TOP_OPS = 3  # the collectives named where the straggler makes the others wait

@@ -1,8 +1,13 @@
-"""Who made the others wait in one step of the whole run, and for how long: the one measure of lateness the whole
-run's stand-out steps, its waits per step (the straggler's and the stalls' gains) and its slow rank share.
+"""Who made the others wait, and for how long: the one measure of lateness. At a collective, a rank that arrives
+last makes each other rank wait from its own arrival to the last one; what the rank costs the job there is the mean
+of those waits over the other ranks (`others_wait`), and per step the sum over the step's collectives (its longest
+where only that is measurable). The profiled steps read arrivals from the traces, clocks aligned across hosts
+(analysis/crossrank.py); every step of the whole run reads them from the ranks' own records (`lateness`), where the
+stand-out steps, the waits per step (the straggler's and the stalls' gains) and the slow rank share it.
 
-A rank that arrives L ms late at a collective finds it done in T; the others had it in flight for L + T. Three
-readings of it, the largest kept, each from the ranks' own records (results/step_ledger.py), no clock shared:
+A rank that arrives L ms late at a collective finds it done in T; the others had it in flight for L + T: the
+difference of the times in flight is the difference of the arrivals, without a shared clock. Three readings of it
+in a step, the largest kept:
 - the step's span with a collective in flight, the others' against the rank's;
 - each collective of the step on its own (where a comm hook timed each bucket), the longest: a rank late between
   two buckets keeps the step's span alike on every rank, but not its later bucket's;
@@ -12,8 +17,16 @@ readings of it, the largest kept, each from the ranks' own records (results/step
 from __future__ import annotations
 
 import statistics
+from collections.abc import Iterable
 
 from commprof.results.step_ledger import StepEntry
+
+
+def others_wait(arrival: float, others: Iterable[float]) -> float:
+    """How long the others waited for a rank that arrived at `arrival` (any unit, any common origin), the mean over
+    them of the time from their arrival to its; one that came later waited nothing."""
+    waits = [max(0.0, arrival - other) for other in others]
+    return statistics.fmean(waits) if waits else 0.0
 
 
 def lateness(ranks: dict[int, StepEntry]) -> dict[int, float]:
@@ -37,7 +50,8 @@ def late_rank(ranks: dict[int, StepEntry]) -> int | None:
 
 
 def _span(ranks: dict[int, StepEntry], rank: int) -> float:
-    return statistics.fmean(max(0.0, e.comm_ms - ranks[rank].comm_ms) for r, e in ranks.items() if r != rank)
+    """Arrivals read as the negated times in flight: the later a rank arrives, the shorter its collectives run."""
+    return others_wait(-ranks[rank].comm_ms, (-e.comm_ms for r, e in ranks.items() if r != rank))
 
 
 def _longest_wait(ranks: dict[int, StepEntry], rank: int) -> float:
@@ -49,11 +63,11 @@ def _longest_wait(ranks: dict[int, StepEntry], rank: int) -> float:
         others = [e.calls[k] for r, e in ranks.items() if r != rank and k < len(e.calls)]
         if len(others) != len(ranks) - 1 or any((c.op, c.bytes) != (call.op, call.bytes) for c in others):
             continue
-        longest = max(longest, statistics.fmean(max(0.0, c.duration_ms - call.duration_ms) for c in others))
+        longest = max(longest, others_wait(-call.duration_ms, (-c.duration_ms for c in others)))
     return longest
 
 
 def _ready_last(ranks: dict[int, StepEntry], rank: int) -> float:
     if any(e.tail_ms <= 0 for e in ranks.values()):
         return 0.0
-    return statistics.fmean(max(0.0, e.tail_ms - ranks[rank].tail_ms) for r, e in ranks.items() if r != rank)
+    return others_wait(-ranks[rank].tail_ms, (-e.tail_ms for r, e in ranks.items() if r != rank))

@@ -65,24 +65,15 @@ def straggler(evidence: Evidence) -> list[Finding]:
     thirds of 50 (more once findings widen it for a rerun). Ranks that take turns on one host's cores, each late
     now and then, do not pass it. Returned whenever there are two steps to weigh: analysis/findings claims it (the
     interval excludes 0 and the cost is 3% of the step) or keeps it within the noise, and the report says which."""
-    report, windows, matching = evidence.report, evidence.windows, evidence.matching
+    report, windows = evidence.report, evidence.windows
     cross = report.cross_rank
-    if cross is None or cross.straggler is None or matching is None:
+    if cross is None or cross.straggler is None:
         return []
     straggler = cross.straggler
     steps_of = {rank.rank: steps for rank, steps in windows}
-    per_step: dict[str, float] = defaultdict(float)
-    for collective in matching.collectives:
-        starts = {r: start for r, (start, _) in collective.spans.items()}
-        if max(starts, key=lambda r: starts[r]) != straggler:
-            continue
-        source = collective.sources[straggler]
-        step = next((s.name for s in steps_of.get(straggler, []) if s.start <= source.start < s.end), None)
-        if step is not None:
-            per_step[step] += sum(starts[straggler] - s for s in starts.values()) / (len(starts) - 1) / 1000
     names = [s.name for s in steps_of.get(straggler, [])]
     own = _own_excess(report, straggler)
-    profiled = [min(per_step.get(name, 0.0), own.get(name, math.inf)) for name in names]
+    profiled = [min(cross.straggler_steps.get(name, 0.0), own.get(name, math.inf)) for name in names]
     unprofiled = list(evidence.waits.get(straggler, {}).values())
     over = f"{len(profiled)} profiled steps"
     if unprofiled:

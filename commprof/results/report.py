@@ -128,7 +128,7 @@ class RankSkew:
     transfer_ms: float  # per step: from the last rank's arrival to the end
     last_arrivals: int  # matched collectives where this rank arrived last
     median_step_ms: float
-    wait_caused_ms: float = 0.0  # per step: the others' waiting at the collectives where this rank arrived last
+    wait_caused_ms: float = 0.0  # per step: the others' mean wait at the collectives where this rank arrived last
 
 
 @dataclass(frozen=True)
@@ -143,6 +143,7 @@ class CrossRank:
     straggler_cost_ms: float = 0.0  # per step: the others' waiting it causes (its wait_caused_ms)
     straggler_ops: dict[str, float] = field(default_factory=dict)  # op -> that waiting per step, largest first
     unmatched_calls: int = 0  # collective calls no other rank's call matched (send/recv without a named peer too)
+    straggler_steps: dict[str, float] = field(default_factory=dict)  # profiled step -> the others' wait for it, ms
 
 
 @dataclass(frozen=True)
