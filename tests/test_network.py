@@ -90,7 +90,7 @@ def test_the_section_lists_hosts_links_and_collectives():
     hosts, links, on_link = (b for b in section.blocks if hasattr(b, "rows"))
     assert hosts.rows == [("node0", "0"), ("node1", "1")]
     assert links.rows == [("between hosts", "0, 1", "0.050", "0.050", "0")]
-    assert on_link.rows == [("all_reduce", "28.00 MiB", "12", "0.040", "between hosts", "80%")]
+    assert on_link.rows == [("all_reduce", "28.00 MiB", "12", "0.040", "-", "between hosts", "80%")]
 
 
 def test_a_probe_from_after_the_runs_change_is_no_measure_of_the_window_before_it():
@@ -104,9 +104,31 @@ def test_a_probe_from_after_the_runs_change_is_no_measure_of_the_window_before_i
     assert network.collectives[0].share is None and network.link_bound_share is None and network.what_if == []
     (section,) = network_sections(dataclass_with(two, network))
     on_link = [b for b in section.blocks if hasattr(b, "rows")][2]
-    assert on_link.rows == [("all_reduce", "28.00 MiB", "12", "0.107", "between hosts", "probed after step 41")]
+    assert on_link.rows == [("all_reduce", "28.00 MiB", "12", "0.107", "-", "between hosts", "probed after step 41")]
     notes = [b.text for b in section.blocks if getattr(b, "style", "") == "note"]
     assert any("the probe ran at the run's end, after its step changed for good at step 41" in n for n in notes)
+
+
+def test_the_share_of_the_link_is_the_transfers_not_the_waits_for_a_late_rank():
+    """Rank 1 arrives 83,886 us late at each 4 MiB all-reduce: its calls take 83,886 us (the transfer alone), rank 0's
+    twice that. Over the whole calls the all-reduce runs at 0.033 GB/s, two thirds of the 0.05 GB/s link; over the
+    transfer, which is what the link carried, at 0.05: all of it."""
+    from commprof.analysis.crossrank import MatchedCollective, Matching
+    from commprof.trace.model import Collective
+
+    transfer_us = 4 * MIB / 0.05 / 1e3  # 83,886.08 us at 0.05 GB/s (2 ranks: busbw = algbw)
+    calls = []
+    for k in range(3):
+        start = k * 1e6
+        spans = {0: (start, start + 2 * transfer_us), 1: (start + transfer_us, start + 2 * transfer_us)}
+        sources = {r: Collective("all_reduce", "gloo", *spans[r], nbytes=4 * MIB, group_size=2) for r in spans}
+        calls.append(MatchedCollective("all_reduce", spans, sources))
+    two = report({"0": "node0", "1": "node1"}, [all_reduce(4 * MIB, 0.0333)])
+    plain = network_of(two)
+    assert plain.collectives[0].share == pytest.approx(0.666) and plain.collectives[0].transfer_busbw_gbps is None
+    matched = network_of(two, matching=Matching({0: 0.0, 1: 0.0}, "one host", calls))
+    (on_link,) = matched.collectives
+    assert on_link.transfer_busbw_gbps == pytest.approx(0.05) and on_link.share == pytest.approx(1.0)
 
 
 def profile(exposed_ms: float) -> StepProfile:

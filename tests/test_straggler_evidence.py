@@ -172,3 +172,21 @@ def test_a_rank_slowed_inside_its_backward_is_the_straggler(tmp_path, width):
     assert straggler["title"] == "rank 0 is the straggler: the others wait for it"
     assert 20 <= straggler["gain_ms"]["value"] <= 45 and straggler["gain_ms"]["low"] > 0
     assert straggler["action"].startswith("look at rank 0's compute")
+
+
+SLOWED_PHASE = REPO / "tests" / "data" / "scripts" / "slowed_phase.py"
+
+
+@pytest.mark.slow
+@pytest.mark.solo
+def test_identical_ranks_claim_no_rank_against_the_others_over_two_launches(tmp_path):
+    """The negative control of the straggler grid (benchmarks/check/straggler_grid.py): the same script, no rank
+    slowed, two DDP buckets, launched twice: neither launch names a straggler, a rank that stalls or an input stall
+    (the issue's quick start had named "rank 1 is the straggler ... 11.2 ms per step" in one launch of three)."""
+    for launch in ("same-1", "same-2"):
+        args = ("--quiet", "--max-steps", "24", "--schedule", "3,1,6", "--run-id", launch, "--")
+        result = commprof("run", *args, str(SLOWED_PHASE), "none", "0", "1100", cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+        findings = load_json(tmp_path / "reports" / launch / "report.json")["findings"]
+        claimed = [f["title"] for f in findings if f["kind"] in ("straggler", "stalls_now_and_then", "input_stall")]
+        assert claimed == [], launch

@@ -11,12 +11,14 @@ import statistics
 from collections import defaultdict
 from collections.abc import Sequence
 
+from commprof.analysis.crossrank import Matching
 from commprof.analysis.predict import probed_link
 from commprof.analysis.what_if import link_what_if, measured_profile
 from commprof.results.network import CollectiveOnLink, HostRanks, LinkTier, Network
 from commprof.results.report import Report
 from commprof.results.run_record import ProbedSize, ProbedTier
 from commprof.trace.model import RankTrace, Step
+from commprof.trace.rules import busbw_factor
 
 # the link bounds the step: this share of the step or more is exposed communication over it...
 LINK_BOUND_EXPOSED = 1 / 3
@@ -25,10 +27,15 @@ LINK_BOUND_SATURATION = 0.5
 
 
 def network_of(
-    report: Report, windows: Sequence[tuple[RankTrace, list[Step]]] = (), probed_after_change: int | None = None
+    report: Report,
+    windows: Sequence[tuple[RankTrace, list[Step]]] = (),
+    probed_after_change: int | None = None,
+    matching: Matching | None = None,
 ) -> Network | None:
     """`probed_after_change`: the step where the run's step changed for good, when the profiled window lies before
-    it; the probe, taken at the run's end, then measured another link than the window's collectives crossed."""
+    it; the probe, taken at the run's end, then measured another link than the window's collectives crossed.
+    `matching`: the collectives matched across ranks, whose transfer (from the last rank's arrival to the end) is
+    what the link carried; without it, the calls' whole durations, waits for late ranks included."""
     hosts = _hosts(report)
     if not hosts:
         return None
@@ -37,16 +44,34 @@ def network_of(
     widest_host = max(len(h.ranks) for h in hosts)
     world = sum(len(h.ranks) for h in hosts)
     collectives = []
+    transfers = transfer_busbw(matching) if matching is not None else {}
     for c in report.collectives:
         if c.busbw_gbps is None or not c.bytes:
             continue
         tier = "network" if len(hosts) > 1 and (c.group_size or world) > widest_host else "host"
         link = by_tier.get(tier)
-        share = c.busbw_gbps / link.busbw_gbps if link and link.busbw_gbps > 0 else None
-        collectives.append(CollectiveOnLink(c.op, c.bytes, c.count, c.busbw_gbps, tier, share))
+        carried = transfers.get((c.op, c.bytes))
+        share = (carried or c.busbw_gbps) / link.busbw_gbps if link and link.busbw_gbps > 0 else None
+        collectives.append(CollectiveOnLink(c.op, c.bytes, c.count, c.busbw_gbps, tier, share, carried))
     what_if = link_what_if(measured_profile(windows), tiers) if len(hosts) > 1 and windows and by_tier else []
     bound = _link_bound_share(report, collectives, len(hosts))
     return Network(hosts, tiers, collectives, bound, what_if, probed_after_change)
+
+
+def transfer_busbw(matching: Matching) -> dict[tuple[str, int], float]:
+    """(op, bytes) -> the median bus bandwidth of its calls over their transfer alone: from the last rank's arrival
+    (analysis/lateness: the others waited for it until then) to the call's end, the median over the ranks."""
+    speeds: dict[tuple[str, int], list[float]] = defaultdict(list)
+    for collective in matching.collectives:
+        source = next(iter(collective.sources.values()))
+        factor = busbw_factor(collective.op, source.group_size)
+        if not source.nbytes or factor is None:
+            continue
+        last = collective.last_start
+        transfer_us = statistics.median(end - last for _, end in collective.spans.values())
+        if transfer_us > 0:
+            speeds[(collective.op, source.nbytes)].append(source.nbytes / transfer_us / 1e3 * factor)
+    return {key: round(statistics.median(values), 4) for key, values in speeds.items()}
 
 
 def _hosts(report: Report) -> list[HostRanks]:

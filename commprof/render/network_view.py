@@ -12,7 +12,7 @@ from commprof.results.report import Report
 TITLE = "Network"
 HOST_HEADERS = ("host", "ranks")
 LINK_HEADERS = ("link", "ranks probed", "busbw GB/s", "bandwidth GB/s", "latency us")
-ON_LINK_HEADERS = ("op", "size", "calls", "busbw GB/s", "link", "share of link")
+ON_LINK_HEADERS = ("op", "size", "calls", "busbw GB/s", "transfer GB/s", "link", "of link")
 WHAT_IF_HEADERS = ("link between hosts", "busbw GB/s", "step ms", "exposed ms")
 WHAT_IF_NOTE = (
     "What if the link between hosts were faster or slower: the measured median profiled step plus the bucket "
@@ -23,8 +23,10 @@ PROBE_NOTE = (
     "and latency per ring step fitted over the sizes. "
 )
 COLLECTIVES_NOTE = (
-    "Collectives: median bus bandwidth in the profiled steps, and its share of the probed busbw of the slowest link "
-    "its group crosses."
+    "Collectives: median bus bandwidth in the profiled steps, over each call's whole duration and over its transfer "
+    "alone (from the last rank's arrival to its end: the waits for late ranks left out; where the calls were matched "
+    "across ranks), and the transfer's share (else the whole call's) of the probed busbw of the slowest link its "
+    "group crosses."
 )
 UNPROBED_NOTE = "Collectives: median bus bandwidth in the profiled steps; this launch did not probe its links."
 
@@ -93,6 +95,7 @@ def on_link_rows(network: Network) -> list[tuple[str, ...]]:
             human_bytes(c.bytes),
             str(c.calls),
             f"{c.busbw_gbps:.3f}",
+            f"{c.transfer_busbw_gbps:.3f}" if c.transfer_busbw_gbps is not None else "-",
             TIER_NAMES[c.tier],
             f"{c.share:.0%}" if c.share is not None else _no_share(network),
         )

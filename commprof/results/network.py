@@ -35,7 +35,10 @@ class CollectiveOnLink:
     calls: int
     busbw_gbps: float  # median over its calls
     tier: str  # the slowest tier its process group spans
-    share: float | None  # busbw as a share of that tier's probed busbw; None where the tier was not probed
+    share: float | None  # the transfer's busbw (else busbw) as a share of that tier's probed busbw; None: not probed
+    # busbw over the transfer alone, from the last rank's arrival to the end (median of its calls); None where the
+    # calls were not matched across ranks
+    transfer_busbw_gbps: float | None = None
 
 
 @dataclass(frozen=True)
