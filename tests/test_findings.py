@@ -404,3 +404,21 @@ def test_every_kind_of_finding_is_declared_once_and_documented():
     row = next(line for line in schema.splitlines() if line.startswith("| `kind` | one of"))
     assert set(re.findall(r"`([a-z_]+)`", row)) - {"kind"} == set(FINDING_KINDS)
     assert all(FINDING_KINDS[kind] in BALANCED for kind in FINDING_KINDS if kind not in NOTE_KINDS)
+
+
+def test_a_claim_that_one_rank_differs_needs_its_whole_interval_at_the_practical_share():
+    """One launch measures its own spread, not the next launch's: on a 67 ms step (3% is 2.0 ms) the identical ranks'
+    straggler of 2.1 ms (95% CI 0.04 to 5.65) is no claim, a bucket size's gain of the same interval is, and a rank
+    slowed 30 ms (24 to 36) is."""
+    from commprof.analysis.findings import claimed
+    from commprof.results.common import Estimate
+    from commprof.results.report import Finding
+
+    def finding(kind: str, low: float, value: float, high: float) -> Finding:
+        return Finding(kind=kind, title="", evidence="", action="", gain_ms=Estimate(value, low, high))
+
+    for kind in ("straggler", "stalls_now_and_then", "input_stall"):
+        assert not claimed(finding(kind, 0.04, 2.1, 5.65), 67.0), kind
+        assert claimed(finding(kind, 24.0, 30.0, 36.0), 67.0), kind
+    assert claimed(finding("bucket_cap", 0.04, 2.1, 5.65), 67.0)
+    assert not claimed(finding("bucket_cap", -0.5, 2.1, 5.65), 67.0)
