@@ -116,9 +116,7 @@ def finished_report(
     report = dataclasses.replace(
         analysis.report,
         whole_run=whole,
-        network=network_of(
-            analysis.report, analysis.windows, changed_at if window_before else None, analysis.matching
-        ),
+        network=network_of(analysis.report, analysis.windows, changed_at if window_before else None, analysis.matching),
     )
     job = job_step(record, changed_at) if record else None
     warnings = [*report.warnings, *(record.notes if record else [])]  # the breakdown states the profiler's cost
