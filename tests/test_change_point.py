@@ -91,3 +91,35 @@ def test_the_headline_keeps_the_two_sides_of_a_change_apart(tmp_path):
         "steps 8-17 are from before it, in which "
     )
     assert "without the profiler" not in said and "% of the step is exposed communication on rank" in said
+
+
+def two_hosts(slow_rank_from: int = 10**6, slow_link_from: int = 10**6) -> dict:
+    """Two ranks, on node0 and node1: 100 ms steps, 20 ms of them one all-reduce. From `slow_rank_from` on, rank 1
+    computes 50 ms longer (rank 0 waits for it in the all-reduce); from `slow_link_from` on, the all-reduce itself
+    takes 50 ms longer on both."""
+    built = {r: LedgerBuilder(r, f"node{r}", HOST_CLOCK) for r in (0, 1)}
+    for step in range(1, 101):
+        late = 50.0 if step >= slow_rank_from else 0.0
+        link = 50.0 if step >= slow_link_from else 0.0
+        jitter = (step % 3 - 1) * 0.5
+        for rank, builder in built.items():
+            in_flight = 20.0 + link + (late if rank == 0 else 0.0)
+            start = 80.0 + (late if rank == 1 else 0.0) - (late if rank == 0 else 0.0)
+            call = Call("all_reduce", 2**24, start, in_flight)
+            builder.add(StepEntry.of(step, 100.0 + late + link + jitter, (call,)))
+    return {r: b.ledger() for r, b in built.items()}
+
+
+def test_a_change_names_the_rank_and_host_the_others_came_to_wait_for_or_none_for_a_link():
+    from commprof.render.whole_run_view import change_line
+
+    slowed = whole_run(two_hosts(slow_rank_from=51), None).change
+    assert slowed is not None and slowed.step == 51
+    assert (slowed.late_rank, slowed.late_host, slowed.late_ms) == (1, "node1", 50.0)
+    assert change_line(slowed) == (
+        "the step changed at step 51, 100.0 to 150.0 ms (+50%): rank 1 on node1 came late: the others waited 50.0 ms "
+        "longer for it per step (its own work grew, not a link)"
+    )
+    link = whole_run(two_hosts(slow_link_from=51), None).change
+    assert link is not None and link.step == 51 and link.late_rank is None and link.grew == "communication"
+    assert change_line(link).endswith("the time with a collective in flight moved with it")

@@ -4,6 +4,7 @@ Whole run)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 from typing import Callable
@@ -58,7 +59,7 @@ def whole_run(
     slow_rank = max(lost, key=lambda r: lost[r]) if lost else None
     comm = [e.comm_ms for ranks in by_step.values() for e in ranks.values()]
     series = _series(ledgers)
-    change = change_point(series, _reach(schedule) | compiled)
+    change = _who_came_late(change_point(series, _reach(schedule) | compiled), by_step, ledgers)
     return WholeRun(
         timed_by=next((ledger.timed_by for ledger in ledgers.values() if ledger.timed_by), ""),
         ranks=sorted(ledgers),
@@ -80,6 +81,30 @@ def whole_run(
         compiled_steps=sorted(compiled),
         compiled_ms=sum(_slowest(ranks) for ranks in compiling.values()),
     )
+
+
+LATE_SHARE = 2 / 3  # of the step's change: the others' wait for one rank grew this much, it is that rank's
+
+
+def _who_came_late(
+    change: ChangePoint | None, by_step: dict[int, dict[int, StepEntry]], ledgers: dict[int, RankLedger]
+) -> ChangePoint | None:
+    """The change, with the rank the others came to wait for after it, if one did: the median of its lateness over
+    the steps kept in full after the change against before it grew by LATE_SHARE of the step's change or more."""
+    if change is None or len(ledgers) < 2:
+        return change
+    late = {step: lateness(ranks) for step, ranks in by_step.items() if len(ranks) == len(ledgers)}
+    grown: dict[int, float] = {}
+    for rank in ledgers:
+        before = [by_rank[rank] for step, by_rank in late.items() if step < change.step]
+        after = [by_rank[rank] for step, by_rank in late.items() if step >= change.step]
+        if before and after:
+            grown[rank] = statistics.median(after) - statistics.median(before)
+    step_change = change.step_ms_after - change.step_ms_before
+    late_rank = max(grown, key=lambda r: grown[r]) if grown else None
+    if late_rank is None or step_change <= 0 or grown[late_rank] < LATE_SHARE * step_change:
+        return change
+    return dataclasses.replace(change, late_rank=late_rank, late_host=ledgers[late_rank].host, late_ms=grown[late_rank])
 
 
 def _kept_steps(ledgers: dict[int, RankLedger]) -> dict[int, dict[int, StepEntry]]:

@@ -64,11 +64,23 @@ def change_blocks(whole: WholeRun) -> list[Block]:
         Text(
             f"The run changed at step {change.step}: its step went from {change.step_ms_before:.1f} to "
             f"{change.step_ms_after:.1f} ms ({ratio:+.0%}), the time with a collective in flight per step from "
-            f"{change.comm_ms_before:.1f} to {change.comm_ms_after:.1f} ms: {grew}. Figures of the profiled window "
-            "describe one side of it.",
+            f"{change.comm_ms_before:.1f} to {change.comm_ms_after:.1f} ms: {late_text(change) or grew}. Figures of "
+            "the profiled window describe one side of it.",
             "alert",
         )
     ]
+
+
+def late_text(change: ChangePoint) -> str:
+    """'rank 3 on node1 came late: the others waited 30.2 ms longer for it per step' (its own work grew, not a link);
+    "" where no one rank did."""
+    if change.late_rank is None:
+        return ""
+    where = f" on {change.late_host}" if change.late_host else ""
+    return (
+        f"rank {change.late_rank}{where} came late: the others waited {change.late_ms:.1f} ms longer for it per step "
+        "(its own work grew, not a link)"
+    )
 
 
 def change_line(change: ChangePoint) -> str:
@@ -77,7 +89,7 @@ def change_line(change: ChangePoint) -> str:
     ratio = change.step_ms_after / change.step_ms_before - 1 if change.step_ms_before else 0.0
     return (
         f"the step changed at step {change.step}, {change.step_ms_before:.1f} to {change.step_ms_after:.1f} ms "
-        f"({ratio:+.0%}): {GREW_SHORT[change.grew]}"
+        f"({ratio:+.0%}): {late_text(change) or GREW_SHORT[change.grew]}"
     )
 
 

@@ -54,6 +54,11 @@ class ChangePoint:
     comm_ms_before: float  # the median time per step with a collective in flight
     comm_ms_after: float
     grew: str  # what changed with the step: "communication", "computation" or "both"
+    # the rank the others came to wait for after it (analysis/lateness.py), where its lateness grew by most of the
+    # step's change: one rank or host slowed, not the link; None where every rank stayed as late as before
+    late_rank: int | None = None
+    late_host: str = ""
+    late_ms: float = 0.0  # how much longer the others waited for it per step, after against before (medians)
 
 
 @dataclass(frozen=True)
