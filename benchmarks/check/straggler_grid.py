@@ -2,8 +2,8 @@
 in its backward, in its optimizer step} x {one DDP bucket, two (the backward's sleep then falls between them)} x {rank
 0, rank 1}, each a real run of tests/data/scripts/slowed_phase.py on 2 CPU ranks over Gloo; each must name the slowed
 rank the straggler, its gain about the 30 ms with an interval above 0, and point at the part of the step that grew.
-Then the same on two hosts of the multi-host bed (tests/netbed.py, one rank each, where root may make namespaces):
-the rank on the second host slowed between two buckets, the first host's in its optimizer step. Then identical ranks,
+Then the same on two hosts of the multi-host bed (tests/netbed.py, one rank each, 1000 Mbit/s, where root may make
+namespaces): rank 0 on the first host, rank 1 on the second. Then identical ranks,
 three launches each ({the script unslowed, one bucket and two; commprof's own model; torch.compile over DDP}, and the
 unslowed script on two hosts): none may claim a straggler or an input stall.
 
@@ -120,10 +120,12 @@ def main() -> int:
     why_not = unavailable()
     if why_not is None:
         with netbed(2, 1000, work / "bed") as bed:
-            for where, width, rank in (("backward", 1100, 1), ("optimizer", None, 0)):
-                ok, outcome = run_cell(where, width, rank, work, bed)
-                missed += not ok
-                table_row(where, "two" if width else "one", rank, "two", "yes" if ok else "NO", outcome)
+            for where in PARTS:
+                for width in (None, 1100):
+                    for rank in (0, 1):
+                        ok, outcome = run_cell(where, width, rank, work, bed)
+                        missed += not ok
+                        table_row(where, "two" if width else "one", rank, "two", "yes" if ok else "NO", outcome)
     print()
     table_header("identical ranks", "hosts", "no claim", f"launches with a claim (of {REPEATS})")
     for name, args in IDENTICAL.items():
