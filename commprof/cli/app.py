@@ -109,7 +109,28 @@ def main(argv: list[str] | None = None) -> None:
         stop = exc if isinstance(exc, Interrupted) else Interrupted()
         console.interrupted(stop.message)
         code = stop.exit_code
+    except Exception as exc:  # noqa: BLE001 - commprof's own bug: one line and where its traceback is, never the traceback
+        console.error(f"commprof failed: {type(exc).__name__}: {exc} ({_kept_traceback()})")
+        code = EXIT_FAILED
     sys.exit(code if isinstance(code, int) else EXIT_OK)
+
+
+def _kept_traceback() -> str:
+    """The traceback of the exception being handled, written to a file of its own in the temporary folder: where it
+    is, for a bug report."""
+    import tempfile
+    import time
+    import traceback
+
+    text = traceback.format_exc()
+    try:
+        with tempfile.NamedTemporaryFile(
+            "w", prefix=f"commprof-error-{time.strftime('%Y%m%d-%H%M%S')}-", suffix=".log", delete=False
+        ) as log:
+            log.write(text)
+        return f"a bug in commprof; its traceback is in {log.name}"
+    except OSError:
+        return "a bug in commprof; its traceback could not be written"
 
 
 def console_main() -> None:

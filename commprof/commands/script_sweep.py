@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import secrets
+import shutil
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -107,7 +108,11 @@ def measure_script(
     if torchrun_environment(config.procs_per_node):
         feedback.info(TORCHRUN_OMP_WARNING)
     launches = _Launches(config, plan, forced, feedback, f"{kind} {config.run_id}", timed_steps, profiled_steps, tune)
-    results, measured, tuned = measure_rounds(compared, launches.measure, launches.refine if tune else None)
+    try:
+        results, measured, tuned = measure_rounds(compared, launches.measure, launches.refine if tune else None)
+    except OtherKind:
+        shutil.rmtree(config.run_dir, ignore_errors=True)  # made here, holding the one launch that told the kind
+        raise
     feedback.info(
         f"{kind} {config.run_id}: {_counted(measured)} measured"
         + (f" in {tuned} tuning rounds" if tuned > 1 else "")
@@ -184,6 +189,8 @@ class _Launches:
                 label = setting_label(setting)
                 subject = f"{label}, repeat {repeat + 1}/{plan.repeats}"
                 run = self.launch(setting, f"{label}-r{self.rounds + 1}.{repeat + 1}", self.timed_steps, None, subject)
+                if self.count == 1:
+                    check_kind(run, plan.baseline)
                 timed[label] += _timed_steps(run, plan.warmup_steps)
                 self.order.append(label)
                 if self.tune and self.layout_of is None and (run.ddp_built or run.deepspeed_built):  # the baseline's
@@ -226,6 +233,37 @@ class _Launches:
         if pending:
             self.feedback.info(f"{self.name}: tuning round {done + 2}, {_counted(pending, 'more ')} around the best")
         return pending
+
+
+class OtherKind(UsageError):
+    """The script's first launch built another kind of job than the settings are for: they would do nothing to it.
+    `zero_stage`: the script trains with DeepSpeed at this ZeRO stage (tune then tunes ZeRO's buckets)."""
+
+    def __init__(self, message: str, zero_stage: int | None = None):
+        super().__init__(message)
+        self.zero_stage = zero_stage
+
+
+def check_kind(run: RunRecord, baseline: SettingOptions) -> None:
+    """After the script's first launch: the settings are for the kind of job it built (DDP's options for a script
+    that builds DistributedDataParallel, ZeRO's for one that builds a DeepSpeed engine), else OtherKind names the
+    knob that would act."""
+    if isinstance(baseline, DDPOptions) and run.deepspeed_built and not run.ddp_built:
+        stage = run.deepspeed_built[0].zero_stage
+        raise OtherKind(
+            f"the script trains with DeepSpeed (ZeRO stage {stage}), not DistributedDataParallel: DDP's options "
+            "(bucket_cap_mb and the others) do nothing to it; its gradients go in ZeRO's reduce buckets: "
+            "commprof sweep --strategy deepspeed --reduce-bucket-size 5e7,2e8 -- SCRIPT, or commprof tune -- SCRIPT",
+            zero_stage=stage,
+        )
+    if isinstance(baseline, DeepSpeedOptions) and not run.deepspeed_built:
+        trains = " (it trains with DistributedDataParallel: leave out --strategy deepspeed)" if run.ddp_built else ""
+        raise OtherKind(f"the script built no DeepSpeed engine: ZeRO's options do nothing to it{trains}")
+    if isinstance(baseline, DDPOptions) and not run.ddp_built and not run.deepspeed_built:
+        raise OtherKind(
+            "the script built no DistributedDataParallel (nor a DeepSpeed engine): DDP's options do nothing to it; "
+            "commprof run -- SCRIPT profiles it as it is"
+        )
 
 
 def _counted(settings: Sequence[SettingOptions], more: str = "") -> str:

@@ -11,6 +11,7 @@ from typing import Any
 from commprof.commands.common import check_model, ddp_only, describe, prepare_figures
 from commprof.commands.outcome import SILENT, Feedback, Outcome
 from commprof.commands.reporting import sweep_report, write_report
+from commprof.commands.script_sweep import OtherKind
 from commprof.config import RunRequest
 from commprof.errors import UsageError
 from commprof.plans import MEASURED_AS_USUAL, SweepOptions, SweepPlan, sweep_grid
@@ -56,7 +57,17 @@ def tune(request: RunRequest, feedback: Feedback = SILENT, options: SweepOptions
         return measure(request, settings, baseline_of(request), "tune", feedback, options, tune=True)
     ddp_only(request, "tune", " bucket sizes (FSDP's knobs: commprof sweep --strategy fsdp)")
     settings = grid_settings(request.ddp, {"bucket_cap_mb": list(COARSE_GRID_MB)})
-    return measure(request, settings, baseline_of(request), "tune", feedback, options, tune=True)
+    try:
+        return measure(request, settings, baseline_of(request), "tune", feedback, options, tune=True)
+    except OtherKind as other:
+        if other.zero_stage is None or request.strategy != "ddp" or not request.script:
+            raise
+        stage = other.zero_stage
+    feedback.info(
+        f"tune: the script trains with DeepSpeed (ZeRO stage {stage}), not DistributedDataParallel: tuning ZeRO's "
+        "reduce_bucket_size instead (as --strategy deepspeed)"
+    )
+    return tune(dataclasses.replace(request, strategy="deepspeed"), feedback, options)
 
 
 def _distinct_buckets(settings: list[SettingOptions], baseline: SettingOptions, workload) -> list[SettingOptions]:
