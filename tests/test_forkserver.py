@@ -17,11 +17,16 @@ def told_variable(payload: dict, progress: str) -> dict:
     return {"run_id": f"{os.environ['COMMPROF_TEST_VALUE']} {multiprocessing.get_start_method()}", "run_dir": "."}
 
 
-def test_a_rank_gets_the_launch_variables_and_then_runs_the_entry_point(monkeypatch):
+def test_a_rank_gets_the_launch_folder_off_its_path_and_variables_then_runs_the_entry_point(monkeypatch, tmp_path):
+    import sys
+
     monkeypatch.delenv("COMMPROF_TEST_VALUE", raising=False)
-    answer = forkserver.in_environment({"COMMPROF_TEST_VALUE": "here"}, told_variable, {}, "p")
+    monkeypatch.setattr(sys, "path", ["", str(tmp_path), *sys.path])  # the server's "" and the folder: both go
+    monkeypatch.chdir(os.path.dirname(tmp_path))
+    answer = forkserver.in_environment({"COMMPROF_TEST_VALUE": "here"}, str(tmp_path), told_variable, {}, "p")
     assert answer["run_id"] == f"here {FRESH_START_METHOD}"
     assert os.environ["COMMPROF_TEST_VALUE"] == "here"
+    assert os.getcwd() == str(tmp_path) and "" not in sys.path and str(tmp_path) not in sys.path
     monkeypatch.delenv("COMMPROF_TEST_VALUE")
 
 

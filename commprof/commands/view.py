@@ -5,13 +5,13 @@ from __future__ import annotations
 import re
 import signal
 import subprocess
-import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
 from commprof.errors import RunFailed, UsageError
+from commprof.launch.module_argv import module_argv
 
 _URL = re.compile(r"(http://[^\s/]+:\d+)/")
 
@@ -72,17 +72,9 @@ def tensorboard(run: str | None, traces_dir: Path, host: str = "127.0.0.1", port
     if not any(logdir.rglob("*.pt.trace.json*")) and not any(logdir.rglob("events.out.tfevents.*")):
         raise UsageError(f"{logdir}: {_why_nothing(logdir)}")
     process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "commprof.render.offline_tensorboard",
-            "--logdir",
-            str(logdir),
-            "--host",
-            host,
-            "--port",
-            str(port),
-        ],
+        module_argv(
+            "commprof.render.offline_tensorboard", "--logdir", str(logdir), "--host", host, "--port", str(port)
+        ),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,

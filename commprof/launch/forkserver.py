@@ -22,7 +22,10 @@ import contextlib
 import multiprocessing
 import multiprocessing.forkserver
 import os
+import shutil
 import signal
+import sys
+import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
@@ -58,24 +61,44 @@ def start_early(request: RunRequest) -> None:
 
 def start() -> None:
     """Start the fork server, with torch and the workers imported in it (it imports them while this process goes
-    on; a rank's fork waits for them), in the environment the user gave. Once per process."""
-    with native_logs.unsilenced():
-        multiprocessing.set_forkserver_preload(list(PRELOADED))
-        multiprocessing.forkserver.ensure_running()
+    on; a rank's fork waits for them), in the environment the user gave. Once per process.
+
+    It starts in an empty folder of its own: Python starts it with `-c`, which puts the working directory first on
+    its path, so a folder there named like what it imports (`commprof/`, the parent of a clone installed with
+    `pip install -e`; `torch/`; a `random.py`) was imported instead. Each rank goes back to the launch's working
+    directory (`in_environment`), with it off its path."""
+    if not _server_folder:
+        _server_folder.append(tempfile.mkdtemp(prefix="commprof-forkserver-"))
+    here = os.getcwd()
+    os.chdir(_server_folder[0])
+    try:
+        with native_logs.unsilenced():
+            multiprocessing.set_forkserver_preload(list(PRELOADED))
+            multiprocessing.forkserver.ensure_running()
+    finally:
+        os.chdir(here)
     atexit.register(_stop, multiprocessing.forkserver._forkserver._forkserver_pid)  # type: ignore[attr-defined]
+
+
+_server_folder: list[str] = []  # the fork server's working folder, once started
 
 
 def _stop(pid: int | None) -> None:
     """At this process's exit: the server would notice and end by itself, but tearing down its interpreter, torch
     imported, takes over a second, while it holds this process's stdout and stderr open (a caller reading them to
-    their end waits for it). Nothing of it is needed any more: it is killed."""
+    their end waits for it). Nothing of it is needed any more: it is killed, its folder removed."""
     if pid is not None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
+    for folder in _server_folder:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
-def in_environment(variables: dict[str, str], entrypoint: Callable[..., Any], *args: Any) -> Any:
-    """On a rank: this launch's variables, then the entry point (elastic's own per-rank variables are set)."""
+def in_environment(variables: dict[str, str], folder: str, entrypoint: Callable[..., Any], *args: Any) -> Any:
+    """On a rank: the launch's working `folder` (the server's is its own, off its path, and so is this one), this
+    launch's variables, then the entry point (elastic's own per-rank variables are set)."""
+    os.chdir(folder)
+    sys.path[:] = [entry for entry in sys.path if entry not in ("", folder)]
     os.environ.update(variables)
     # a process the fork server forks is told "forkserver" as its default start method; a fresh one has none yet
     # (a script's DataLoader workers would each start a fork server that imports torch again)

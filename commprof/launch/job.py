@@ -15,6 +15,7 @@ from typing import Any, Callable, Mapping
 from commprof.backends import by_name
 from commprof.config import RunConfig
 from commprof.errors import RunFailed
+from commprof.launch.module_argv import module_arguments
 from commprof.launch.result import LaunchResult
 
 Watch = Callable[[Path, int | None], AbstractContextManager]  # shows a launch's progress from its progress file
@@ -67,7 +68,7 @@ def run_job(config: RunConfig, task: Task, total_steps: int | None = None, watch
                 assert task.elastic is not None  # a task is a program or an elastic entry point
                 return launch(config, task.elastic, (task.payload, str(progress)), environment, hang_dir=Path(tmp))
             (Path(tmp) / "payload.json").write_text(json.dumps(task.payload))
-            arguments = ("-m", task.program, str(Path(tmp) / "payload.json"), str(progress))
+            arguments = tuple(module_arguments(task.program, str(Path(tmp) / "payload.json"), str(progress)))
             return launch(config, sys.executable, arguments, environment, hang_dir=Path(tmp))
 
 

@@ -120,7 +120,7 @@ def launch(
     if callable(entrypoint):
         if forkserver.start_method(config.device) == "forkserver":
             forkserver.start()
-        entrypoint, args = forkserver.in_environment, (added, entrypoint, *args)
+        entrypoint, args = forkserver.in_environment, (added, os.getcwd(), entrypoint, *args)
     try:
         with (
             _workers_environment(added),

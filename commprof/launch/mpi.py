@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 from commprof.errors import RunFailed, UsageError
+from commprof.launch.module_argv import module_argv
 
 HOW_TO_GET_MPI = "install MPI with: pip install 'commprof[mpi]' (mpi4py and Open MPI from PyPI)"
 
@@ -39,7 +40,7 @@ def mpi_command(nprocs: int, module: str, args: list[str]) -> tuple[list[str], d
     env = dict(os.environ)
     if open_mpi and os.geteuid() == 0:  # Open MPI refuses root unless told twice
         env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    return command + [sys.executable, "-m", module, *args], env
+    return command + module_argv(module, *args), env
 
 
 def run_under_mpi(nprocs: int, module: str, args: list[str], timeout_s: float) -> None:
