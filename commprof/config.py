@@ -242,7 +242,7 @@ class RunConfig(_StrategyOptions):
             steps is None or not self.profiled or steps >= self.schedule.total,
             f"{steps_option} {steps} is smaller than the profiler schedule "
             f"(wait {self.schedule.wait} + warmup {self.schedule.warmup} + active {self.schedule.active}"
-            f" = {self.schedule.total})",
+            f" = {self.schedule.total}): ask for more steps, or a shorter --schedule WAIT,WARMUP,ACTIVE",
         )
         require(
             self.max_steps is None or bool(self.script),

@@ -50,7 +50,7 @@ def test_the_rank_that_never_arrived_from_a_folder_of_dumps(tmp_path, capsys):
         "rank 0 has waited "
     ), out
     assert "in all_reduce #9 of the default group (1 tensor of 272 Float, 1.1 KB) at train.py:30 in main" in out
-    assert out.endswith("(from 2 ranks' evidence)")
+    assert out.endswith("(from the evidence of 2 ranks)")
 
 
 def test_collectives_that_part_are_named_from_dumps(tmp_path, capsys):
@@ -120,7 +120,7 @@ def test_the_rank_that_never_timed_out_from_a_jobs_log(tmp_path, capsys):
     assert code == 0, err
     assert out == (
         "rank 2 is outside any collective; ranks 0, 1, 3 have waited 600 s in all_reduce #31 of the default group "
-        "(1,048,576 elements) (from 4 ranks' evidence)"
+        "(1,048,576 elements) (from the evidence of 4 ranks)"
     ), out
 
 
@@ -137,8 +137,8 @@ def test_a_group_named_by_the_status_line_and_a_desync_from_the_watchdogs_sizes(
     code, out, _ = diagnosed(capsys, tmp_path / "stderr.log")
     assert code == 0 and out == (
         "the ranks' collectives part at #12 of process group 1: rank 0 ran all_reduce of 1 element where rank 1 "
-        "ran all_reduce of 34,179 elements: the same collective with tensors of different shapes (from 2 ranks' "
-        "evidence)"
+        "ran all_reduce of 34,179 elements: the same collective with tensors of different shapes (from the evidence "
+        "of 2 ranks)"
     ), out
 
 
@@ -159,5 +159,5 @@ def test_an_older_watchdog_line_without_rank_prefix_stamp_or_sizes(tmp_path, cap
     code, out, _ = diagnosed(capsys, tmp_path)
     assert code == 0 and out == (
         "ranks 0, 1 have waited 1800 s in all_reduce #5 of the default group; no rank of this node is behind: a rank "
-        "on another node, or the link to it, is (from 2 ranks' evidence)"
+        "on another node, or the link to it, is (from the evidence of 2 ranks)"
     ), out

@@ -4,8 +4,6 @@ line naming the error and the file that keeps its traceback, with exit code 1.""
 import re
 from pathlib import Path
 
-import pytest
-
 from commprof.cli import app
 
 
@@ -14,9 +12,7 @@ def test_an_unexpected_error_is_one_line_with_the_file_that_keeps_its_traceback(
         raise AttributeError("'DDPOptions' object has no attribute 'reduce_bucket_size'")
 
     monkeypatch.setattr("commprof.commands.diff.diff", broken)
-    with pytest.raises(SystemExit) as ended:
-        app.main(["diff", "a", "b"])
-    assert ended.value.code == 1
+    assert app.guarded_main(["diff", "a", "b"]) == 1
     err = capsys.readouterr().err
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in err, err

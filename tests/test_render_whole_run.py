@@ -205,8 +205,9 @@ def test_steps_timed_but_no_collective():
     for shown in rendered(report).values():
         part = words(section(shown))
         assert (
-            "48 steps on 2 ranks; median step 100.0 ms. The steps were timed but no collective was: no DDP model in "
-            "the run, or FSDP, whose collectives are measured in the profiled window only." in part
+            "48 steps on 2 ranks; median step 100.0 ms. The steps were timed but no collective was: no "
+            "DistributedDataParallel in the run (or FSDP), whose collectives are measured in the profiled window only."
+            in part
         )
         assert "all-reduce in flight" not in part and "timed by" not in part
     labels = [line.get_label() for line in whole_run_figure(whole).axes[0].get_lines()]

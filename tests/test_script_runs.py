@@ -188,7 +188,7 @@ def test_a_script_without_ddp_is_measured_and_told_the_options_did_nothing(tmp_p
     assert result.returncode == 0, result.stderr
     report = load_report(tmp_path / "reports" / "n")
     assert report.ranks[0].comm_ms > 0  # its own all-reduces are communication all the same
-    assert "the script built no DistributedDataParallel: the DDP options had no effect" in report.warnings
+    assert "the script built no DistributedDataParallel: the DDP options given had no effect" in report.warnings
 
 
 def test_a_script_that_never_steps_is_one_window(tmp_path):

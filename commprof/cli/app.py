@@ -109,10 +109,20 @@ def main(argv: list[str] | None = None) -> None:
         stop = exc if isinstance(exc, Interrupted) else Interrupted()
         console.interrupted(stop.message)
         code = stop.exit_code
-    except Exception as exc:  # noqa: BLE001 - commprof's own bug: one line and where its traceback is, never the traceback
-        console.error(f"commprof failed: {type(exc).__name__}: {exc} ({_kept_traceback()})")
-        code = EXIT_FAILED
     sys.exit(code if isinstance(code, int) else EXIT_OK)
+
+
+def guarded_main(argv: list[str] | None = None) -> int:
+    """main(), and its exit code; anything else that escapes it (commprof's own bug) is one line naming the error
+    and the file that keeps its traceback, exit code 1: no traceback reaches a user."""
+    try:
+        main(argv)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except Exception as exc:  # noqa: BLE001 - one line, and where its traceback is kept
+        console.error(f"commprof failed: {type(exc).__name__}: {exc} ({_kept_traceback()})")
+        return EXIT_FAILED
+    return EXIT_OK
 
 
 def _kept_traceback() -> str:
@@ -143,10 +153,7 @@ def console_main() -> None:
     import os
     import threading
 
-    try:
-        main()
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    code = guarded_main()
     if "mpi4py.MPI" in sys.modules:  # a rank under mpirun: MPI finalizes in the teardown, which mpirun waits for
         sys.exit(code)
     for thread in threading.enumerate():

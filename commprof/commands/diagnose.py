@@ -27,7 +27,7 @@ def diagnose(paths: list[Path]) -> str:
     said = describe_hang(accounts)
     if said is None:
         raise UsageError(f"no Flight Recorder dump or hang account in {', '.join(map(str, paths))}: {HOW_TO_DUMP}")
-    return f"{said} (from {len(accounts)} rank{'s' if len(accounts) != 1 else ''}' evidence)"
+    return f"{said} (from the evidence of {len(accounts)} rank{'s' if len(accounts) != 1 else ''})"
 
 
 def read_accounts(paths: list[Path]) -> dict[int, HangEvidence]:

@@ -23,19 +23,29 @@ def whole_run_sections(report: Report) -> list[Section]:
     whole = report.whole_run
     if whole is None:
         return []
-    blocks: list[Block] = [Text(summary(whole)), *change_blocks(whole), *standout_blocks(whole)]
+    blocks: list[Block] = [Text(summary(whole, _untimed_why(report))), *change_blocks(whole), *standout_blocks(whole)]
     if whole.window is not None:
         blocks.append(window_text(whole.window))
     blocks += [Text(figure_caption(whole)), Figure(FIGURE, "step time over the whole run")]
     return [Section(TITLE, blocks)]
 
 
-def summary(whole: WholeRun) -> str:
+def _untimed_why(report: Report) -> str:
+    """Why a run's collectives were not timed outside the profiler: the kind of job it was."""
+    run = report.run
+    if run is not None and run.deepspeed_built and not run.ddp_built:
+        return f"the run trains with DeepSpeed (ZeRO stage {run.deepspeed_built[0].zero_stage})"
+    if run is not None and run.config.strategy == "fsdp":
+        return "the run shards its model with FSDP"
+    return "no DistributedDataParallel in the run (or FSDP)"
+
+
+def summary(whole: WholeRun, untimed_why: str = "no DistributedDataParallel in the run (or FSDP)") -> str:
     steps = f"{whole.steps:,} step{_s(whole.steps)} on {len(whole.ranks)} rank{_s(len(whole.ranks))}"
     if not whole.timed_by:
         return (
-            f"{steps}; median step {whole.median_step_ms:.1f} ms. The steps were timed but no collective was: no DDP "
-            "model in the run, or FSDP, whose collectives are measured in the profiled window only."
+            f"{steps}; median step {whole.median_step_ms:.1f} ms. The steps were timed but no collective was: "
+            f"{untimed_why}, whose collectives are measured in the profiled window only."
         )
     return (
         f"{steps}; median step {whole.median_step_ms:.1f} ms, {whole.median_comm_ms:.2f} ms of it with an all-reduce "

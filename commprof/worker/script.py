@@ -264,12 +264,10 @@ class ScriptSession:
                 notes.append("the script built no DeepSpeed engine: the ZeRO options had no effect")
         elif self.deepspeed.built and not self.ddp.built:
             stage = self.deepspeed.built[0].zero_stage
-            notes.append(
-                f"the script trains with DeepSpeed (ZeRO stage {stage}), not DistributedDataParallel: the "
-                "DDP options had no effect"
-            )
-        elif not self.ddp.built:
-            notes.append("the script built no DistributedDataParallel: the DDP options had no effect")
+            given = ": the DDP options given had no effect" if self.ddp.options or self.ddp.comm_hook else ""
+            notes.append(f"the script trains with DeepSpeed (ZeRO stage {stage}), not DistributedDataParallel{given}")
+        elif not self.ddp.built and (self.ddp.options or self.ddp.comm_hook):
+            notes.append("the script built no DistributedDataParallel: the DDP options given had no effect")
         trace = trace_path(self.config.run_dir, self.rank)
         return ScriptRankInfo(
             device=device_name(self.device),
