@@ -8,7 +8,7 @@ import re
 import pytest
 
 from commprof.results.store import load_report
-from tests.conftest import REPO, commprof
+from tests.conftest import REPO, commprof, load_json
 
 SCRIPTS = REPO / "tests" / "data" / "scripts"
 pytestmark = pytest.mark.slow
@@ -267,3 +267,17 @@ def test_a_script_that_shards_its_model_with_fsdp(tmp_path):
     (blocks,) = [c for c in report.collectives if c.purpose == "gradient reduce-scatter" and c.calls_per_step == 4]
     assert blocks.op == "all_reduce"  # Gloo's reduce-scatter is an all-reduce; its purpose says what it is
     assert all(f.kind not in ("bucket_cap", "compression") for f in report.findings)  # no DDP here to tune
+
+
+def test_a_script_that_destroys_its_process_group_gets_the_same_measurements(tmp_path):
+    """Issue 53: a script that ends with dist.destroy_process_group() (most do) got no link probe and no casts' cost,
+    where the same script stopped by --max-steps before that call got both. Now both are taken as it destroys it."""
+    script = str(SCRIPTS / "train_default_ddp.py")
+    args = ("--quiet", "--schedule", "2,1,4", "--", script, "--epochs", "1", "--steps-per-epoch", "12")
+    result = commprof("run", "--run-id", "ends", *args, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    run = load_json(tmp_path / "traces" / "ends" / "run.json")
+    assert run["steps_completed"] == 12  # it ran to its own end, its destroy_process_group() included
+    assert len(run["link_probe"]) >= 2 and run["cast_costs"], "no link probe or casts' cost"
+    report = (tmp_path / "reports" / "ends" / "report.md").read_text()
+    assert "this launch did not probe its links" not in report and "within a host" in report

@@ -39,6 +39,7 @@ from torch.distributed.elastic.multiprocessing.errors import get_error_handler
 
 from commprof.config import RunConfig
 from commprof.errors import what_went_wrong
+from commprof.instrument.before_destroy import BeforeDestroy
 from commprof.instrument.cast_probe import probe_casts, typical_bucket_bytes
 from commprof.instrument.compiled import CompileWatch
 from commprof.instrument.ddp import DDPOverrides
@@ -98,6 +99,7 @@ class ScriptSession:
         # its engine's steps are the steps, where there is one; ZeRO's options set in its config (--strategy deepspeed)
         self.deepspeed = DeepSpeedWatch(self._engine_stepped, config.deepspeed.zero_config())
         self.compile = CompileWatch()
+        self.before_destroy = BeforeDestroy(self._measure_group)
         window = config.schedule.profiled_steps if config.profiled else None
         self.ledger = (
             StepLedger(config.run_dir, self.rank, self.host, self.use_cuda, window) if config.whole_run else None
@@ -133,6 +135,7 @@ class ScriptSession:
         self.ddp.install()
         self.deepspeed.install()
         self.compile.install()
+        self.before_destroy.install()
         self._unhook = on_step_return(self._after_step)  # the step ends where the optimizer's step() returns
         if self.config.profiled:
             # until the first optimizer step, the whole start: the trace of a script that never steps
@@ -154,6 +157,16 @@ class ScriptSession:
             self.others.add(type(optimizer).__name__)
             return
         self._step_ended()
+
+    def _measure_group(self) -> None:
+        """Once training is over, on the script's default group (before it destroys it): its collectives' record,
+        and on Gloo and NCCL the link probe and the casts' cost."""
+        if self.world > 1:
+            self.collectives = run_sequences()
+        if dist.get_backend() in ("gloo", "nccl"):
+            self.link_probe = probe_link(self.device)
+            self.link_tiers = probe_tiers(self.device)
+            self.cast_costs = probe_casts(self.device, self.bucket_bytes())
 
     def _engine_stepped(self) -> None:
         self.counted = "DeepSpeedEngine"
@@ -242,6 +255,7 @@ class ScriptSession:
             self._unhook()
         self.ddp.uninstall()
         self.compile.uninstall()
+        self.before_destroy.uninstall()
         self.log.write(self.info())
 
     def bucket_bytes(self) -> int:
@@ -348,17 +362,12 @@ def run_rank(config: RunConfig, progress_path: Path) -> int:
         except SystemExit as exc:
             if exc.code not in (None, 0):
                 raise RuntimeError(f"the script exited with code {exc.code}") from None
-        if session.world > 1:
-            session.collectives = run_sequences()
+        session.before_destroy.run()  # the script left its group up: measured now (else as it destroyed it)
         if session.world > 1 and not (session.saw_distributed or session.ddp.built or dist.is_initialized()):
             raise RuntimeError(
                 "the script never initialized torch.distributed (dist.init_process_group): "
                 "its ranks did not communicate"
             )
-        if dist.is_initialized() and dist.get_backend() in ("gloo", "nccl"):  # the script left its group up
-            session.link_probe = probe_link(session.device)
-            session.link_tiers = probe_tiers(session.device)
-            session.cast_costs = probe_casts(session.device, session.bucket_bytes())
         session.finish()
         if dist.is_initialized():  # the script's own group, if it left it up; a CPU group beside it for the digests
             gather_digests(config.run_dir, session.rank, session.world, own_group=True)
