@@ -9,9 +9,10 @@ from typing import Any
 from commprof.errors import UsageError
 
 
-def option(default: Any, help: str, flag: str | None = None) -> Any:
-    """A field that is also a command-line option (`flag`: its name there when it differs)."""
-    return field(default=default, metadata={"help": help, "flag": flag})
+def option(default: Any, help: str, flag: str | None = None, shown: str | None = None) -> Any:
+    """A field that is also a command-line option (`flag`: its name there when it differs; `shown`: the default as
+    --help says it, where the value alone would mislead)."""
+    return field(default=default, metadata={"help": help, "flag": flag, "shown": shown})
 
 
 def require(condition: bool, message: str) -> None:

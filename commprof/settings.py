@@ -26,7 +26,11 @@ class DDPOptions:
     """Options forwarded to DistributedDataParallel and the training loop."""
 
     # None: commprof passes no bucket_cap_mb, so a script keeps its own (its sweep's baseline: OWN_LABEL)
-    bucket_cap_mb: float | None = option(25.0, "DDP gradient bucket size cap in MB.")
+    bucket_cap_mb: float | None = option(
+        25.0,
+        "DDP gradient bucket size cap in MB.",
+        shown="25 for commprof's models; a script's DDP keeps its own unless given",
+    )
     comm_hook: str = option("none", "Gradient compression hook: none, fp16 or bf16.")
     grad_accum: int = option(1, "Micro-batches per step; the first N-1 run under no_sync().")
     static_graph: bool = option(False, "DDP static_graph=True.")

@@ -30,11 +30,12 @@ def _cli_type(hint: Any) -> Any:
     return hint
 
 
-def _typer_option(help: str, default: Any) -> Any:
-    """A flag (--x / --no-x) is off unless given: its help says only a default that is on."""
+def _typer_option(help: str, default: Any, shown: str | None = None) -> Any:
+    """A flag (--x / --no-x) is off unless given: its help says only a default that is on. `shown`: the default in
+    words, where the value alone would mislead."""
     if isinstance(default, bool):
         return typer.Option(help=help + (" [default: on]" if default else ""), show_default=False)
-    return typer.Option(help=help)
+    return typer.Option(help=help, show_default=shown if shown else True)
 
 
 def declared_parameters(owner: type, exclude: frozenset[str] = frozenset()) -> list[tuple[str, inspect.Parameter]]:
@@ -45,7 +46,8 @@ def declared_parameters(owner: type, exclude: frozenset[str] = frozenset()) -> l
         if f.name in exclude:
             continue
         # made at run time (a value for Typer to read, not a type alias mypy could check)
-        annotation: Any = Annotated[_cli_type(hints[f.name]), _typer_option(f.metadata["help"], f.default)]
+        typer_option = _typer_option(f.metadata["help"], f.default, f.metadata.get("shown"))
+        annotation: Any = Annotated[_cli_type(hints[f.name]), typer_option]
         name = f.metadata["flag"] or f.name
         parameter = inspect.Parameter(
             name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=f.default, annotation=annotation
