@@ -196,6 +196,7 @@ class RunConfig(_StrategyOptions):
     local_addr: str | None = None  # this node's address for torch's launcher; None: its host name
     timeout_s: float = 300.0
     timeout_given: bool = False  # --timeout named: it bounds a script's own longer process-group timeouts too
+    backend_given: bool = False  # --backend named (compare's backends too): a script's init_process_group gets it
     tf32: bool | None = None  # None: torch's defaults
     script: tuple[str, ...] = ()  # a user's script and its arguments, run unmodified on every rank (worker.script)
     max_steps: int | None = None  # with a script: optimizer steps after which it ends

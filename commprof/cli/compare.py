@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Annotated, Optional
 
 import typer
@@ -10,11 +11,19 @@ from commprof.cli import console
 from commprof.cli.options import DEEPSPEED_OPTIONS, FSDP_OPTIONS, with_run_options
 
 
-@with_run_options(exclude=frozenset({"backend", "max_steps", "script_output"}) | FSDP_OPTIONS | DEEPSPEED_OPTIONS)
+@with_run_options(exclude=frozenset({"backend", "script_output"}) | FSDP_OPTIONS | DEEPSPEED_OPTIONS)
 def compare(
     request,
     quiet: bool,
     json_out: bool,
+    script: Annotated[
+        Optional[list[str]],
+        typer.Argument(
+            help="Your training script and its arguments, after --: run unmodified on each backend, its "
+            "init_process_group given that backend in place of its own (--max-steps ends each launch).",
+            show_default=False,
+        ),
+    ] = None,
     backends: Annotated[str, typer.Option(help="Backends to compare, comma-separated.")] = "nccl,gloo,mpi",
     strategies: Annotated[
         Optional[str],
@@ -26,13 +35,14 @@ def compare(
 ) -> None:
     """Compare backends (or DDP against FSDP) on the same workload.
 
-    Runs it on each backend (or strategy) and compares step time, communication, overlap, peak memory and
-    busbw."""
+    Runs it (a built-in model, or your script after --) on each backend (or strategy) and compares step time,
+    communication, overlap, peak memory and busbw."""
     from commprof.cli.progress import ConsoleFeedback
     from commprof.commands.compare import compare as command
     from commprof.values import parse_list
 
     chosen = parse_list("--strategies", strategies, str) if strategies else None
+    request = dataclasses.replace(request, script=tuple(script or ()))
     console.finish(
         command(request, parse_list("--backends", backends, str), ConsoleFeedback(quiet), chosen), quiet, json_out
     )

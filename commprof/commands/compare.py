@@ -8,7 +8,7 @@ from typing import cast
 
 from commprof.analysis.distortion import unprofiled_job_steps
 from commprof.analysis.stats import PRACTICAL_SHARE, real_speedup, rerun_interval, speedup_ci
-from commprof.backends import BACKENDS
+from commprof.backends import BACKENDS, by_name
 from commprof.commands.common import check_model, ddp_only, prepare_figures, training
 from commprof.commands.outcome import SILENT, Feedback, Outcome
 from commprof.commands.reporting import prepare_report_dir, report_from_traces
@@ -25,10 +25,13 @@ def compare(
     """One run per backend, or per strategy on the request's backend (one that cannot run here is listed with
     the reason); each run's full report goes in a folder of its own inside the comparison's."""
     ddp_only(request, "compare", " (to compare DDP with FSDP: --strategies ddp,fsdp)")
+    if request.script and strategies:
+        raise UsageError("--strategies compares commprof's own models; a script builds its own DDP, FSDP or DeepSpeed")
+    from commprof.commands.run import check_script
     from commprof.launch import forkserver
     from commprof.launch.job import run_job
     from commprof.launch.resolve import MachineProbe, new_run_id, resolve
-    from commprof.launch.runlog import read_run_json
+    from commprof.launch.runlog import finish_script_run, read_run_json
     from commprof.render.outputs import write_result
 
     compared, names, allowed = (
@@ -51,15 +54,23 @@ def compare(
                     backend=request.backend if compared == "strategy" else name,
                     strategy=name if compared == "strategy" else request.strategy,
                     run_id=f"{run_id}-{name}",
+                    named=(*request.named, "backend") if compared == "backend" else request.named,
                 ),
                 probe,
             )
-            check_model(config, feedback)
-            feedback.info(
-                f"compare: {name} ({config.world_size} {config.device} ranks, {config.backend}, {config.strategy})"
-            )
+            if config.script:
+                check_script(request)
+                if by_name(config.backend).launched_by == "mpirun":
+                    raise UsageError(f"{name}: a script runs under torch's launcher here; {name} needs mpirun")
+            else:
+                check_model(config, feedback)
+            what = " ".join(config.script) if config.script else config.strategy
+            feedback.info(f"compare: {name} ({config.world_size} {config.device} ranks, {config.backend}, {what})")
             prepare_figures()
-            launched = run_job(config, training(config), config.steps, feedback.watch)
+            steps = config.max_steps if config.script else config.steps
+            launched = run_job(config, training(config), steps, feedback.watch)
+            if config.script:
+                finish_script_run(launched.run_dir, config.launch_id)
             report, timeline = report_from_traces([launched.run_dir], name=name, kind="run")
             (folder / name).mkdir()
             write_result(report, folder / name, timeline, launched.run_dir / "tensorboard")

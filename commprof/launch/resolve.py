@@ -73,6 +73,7 @@ def resolve(
         "procs_per_node": ranks,
         "script_output": request.script_output or "none",
         "timeout_given": "timeout_s" in request.named,
+        "backend_given": "backend" in request.named,
     }
     config = by_fields(
         RunConfig, vars(request), **resolved, ddp_forced=request.ddp_forced, launch_id=secrets.token_hex(8)

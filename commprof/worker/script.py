@@ -44,6 +44,7 @@ from commprof.instrument.cast_probe import probe_casts, typical_bucket_bytes
 from commprof.instrument.compiled import CompileWatch
 from commprof.instrument.ddp import DDPOverrides
 from commprof.instrument.deepspeed import DeepSpeedWatch
+from commprof.instrument.forced_backend import ForcedBackend
 from commprof.instrument.hang_watch import HangWatch, account_at_exit, run_sequences
 from commprof.instrument.link_probe import probe_link, probe_tiers
 from commprof.instrument.optimizer_steps import on_step_return
@@ -100,6 +101,7 @@ class ScriptSession:
         self.deepspeed = DeepSpeedWatch(self._engine_stepped, config.deepspeed.zero_config())
         self.compile = CompileWatch()
         self.before_destroy = BeforeDestroy(self._measure_group)
+        self.backend = ForcedBackend(config.backend) if config.backend_given else None
         window = config.schedule.profiled_steps if config.profiled else None
         self.ledger = (
             StepLedger(config.run_dir, self.rank, self.host, self.use_cuda, window) if config.whole_run else None
@@ -136,6 +138,8 @@ class ScriptSession:
         self.deepspeed.install()
         self.compile.install()
         self.before_destroy.install()
+        if self.backend is not None:
+            self.backend.install()
         self._unhook = on_step_return(self._after_step)  # the step ends where the optimizer's step() returns
         if self.config.profiled:
             # until the first optimizer step, the whole start: the trace of a script that never steps
@@ -256,6 +260,8 @@ class ScriptSession:
         self.ddp.uninstall()
         self.compile.uninstall()
         self.before_destroy.uninstall()
+        if self.backend is not None:
+            self.backend.uninstall()
         self.log.write(self.info())
 
     def bucket_bytes(self) -> int:
@@ -282,6 +288,9 @@ class ScriptSession:
             notes.append(f"the script trains with DeepSpeed (ZeRO stage {stage}), not DistributedDataParallel{given}")
         elif not self.ddp.built and (self.ddp.options or self.ddp.comm_hook):
             notes.append("the script built no DistributedDataParallel: the DDP options given had no effect")
+        forced = self.backend.note() if self.backend is not None else None
+        if forced:
+            notes.append(forced)
         trace = trace_path(self.config.run_dir, self.rank)
         return ScriptRankInfo(
             device=device_name(self.device),
