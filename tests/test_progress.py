@@ -462,3 +462,16 @@ def test_a_rank_that_stops_stepping_writes_the_step_it_really_finished(tmp_path)
     assert not said.wait(IDLE_S + 0.5)  # before a first step there is nothing to say
     watch.stepped()
     assert said.wait(10)
+
+
+def test_a_rank_that_has_done_no_step_gives_no_step_time():
+    """Issue 53: a script with a syntax error first showed "training: step 0, 0.0 ms per step"."""
+    view, lines, clock = step_lines()
+    view.show(Progress(0, None, 0.0))
+    clock.now = 30.0
+    view.show(Progress(0, None, 0.0))
+    assert lines == [
+        "commprof: rank 0 training: no step done yet",
+        "commprof: rank 0 has finished no step for 0:00:30, since it started (training): it, or a rank it waits "
+        "for, is stuck or slow",
+    ]

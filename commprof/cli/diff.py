@@ -34,8 +34,11 @@ def diff(
     from commprof.render import terminal
     from commprof.results.diff import DiffResult
 
-    result = command(*split_sides(reports)).result
+    outcome = command(*split_sides(reports))
+    result = outcome.result
     assert isinstance(result, DiffResult)  # what commands.diff always returns
+    if outcome.note:
+        console.info(outcome.note)
     if json_out:
         console.out.print_json(result.to_json())
     else:

@@ -90,15 +90,22 @@ class StepLines:
         not known."""
         count = step_count(state.step, state.steps)
         text = f"rank {state.rank} {state.phase}: step {count}, {state.step_ms:.1f} ms per step"
+        if state.step == 0:  # started, no step done: no step time to give (a script that fails at once ends here)
+            text = f"rank {state.rank} {state.phase}: no step done yet"
         still_s = now - (self.moved or (now, state.step))[0]
         stepping = state.phase != "writing traces" and (state.steps is None or state.step < state.steps)
         if stepping and still_s >= max(STALLED_S, 5 * state.step_ms / 1000):
             since = step_count(state.step, state.steps)
             where = self.hang()
             who = f"rank {state.rank}" + (f" on {state.host}" if state.host else "")
+            before = (
+                f"since step {since} ({state.phase}, {state.step_ms:.1f} ms per step before)"
+                if state.step
+                else f"since it started ({state.phase})"
+            )
             return (
-                f"{who} has finished no step for {duration(still_s)}, since step {since} ({state.phase}, "
-                f"{state.step_ms:.1f} ms per step before): it, or a rank it waits for, is stuck or slow"
+                f"{who} has finished no step for {duration(still_s)}, {before}: it, or a rank it waits for, is stuck "
+                "or slow"
             ) + (f"; {where}" if where else "")
         seen_at, seen_step = self.first or (now, state.step)
         if state.steps is None or state.step >= state.steps or state.step <= seen_step:

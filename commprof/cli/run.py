@@ -46,4 +46,10 @@ def run(
     if emit_sbatch:
         console.out.print(command.sbatch(request), markup=False, highlight=False, end="")
         return
-    console.finish(command.run(request, ConsoleFeedback(quiet)), quiet, json_out)
+    outcome = command.run(request, ConsoleFeedback(quiet))
+    console.finish(outcome, quiet, json_out)
+    if not request.script and outcome.result is not None:
+        console.info(NEXT, quiet)
+
+
+NEXT = "next: your own training script, unmodified: commprof run -- train.py ARGS (or -- -m package.module ARGS)"

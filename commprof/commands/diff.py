@@ -11,7 +11,14 @@ from commprof.results.store import load_report
 
 
 def diff(a: list[Path], b: list[Path]) -> Outcome:
-    return Outcome(diff_reports([load_report(p) for p in a], [load_report(p) for p in b]))
+    left, right = [load_report(p) for p in a], [load_report(p) for p in b]
+    same = {(r.name, r.created) for r in left} & {(r.name, r.created) for r in right}
+    note = (
+        f"the same report on both sides ({', '.join(sorted(name for name, _ in same))}): nothing can differ"
+        if same
+        else None
+    )
+    return Outcome(diff_reports(left, right), note=note)
 
 
 def split_sides(reports: list[Path]) -> tuple[list[Path], list[Path]]:
