@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from commprof.cli import console
-from commprof.cli.options import DEEPSPEED_OPTIONS, FSDP_OPTIONS, with_run_options
+from commprof.cli.options import DEEPSPEED_OPTIONS, FSDP_OPTIONS, script_argument, with_run_options
 
 
 @with_run_options(exclude=frozenset({"backend", "script_output"}) | FSDP_OPTIONS | DEEPSPEED_OPTIONS)
@@ -18,10 +18,9 @@ def compare(
     json_out: bool,
     script: Annotated[
         Optional[list[str]],
-        typer.Argument(
-            help="Your training script and its arguments, after --: run unmodified on each backend, its "
-            "init_process_group given that backend in place of its own (--max-steps ends each launch).",
-            show_default=False,
+        script_argument(
+            "run unmodified on each backend, its init_process_group given that backend in place of its own "
+            "(--max-steps ends each launch)."
         ),
     ] = None,
     backends: Annotated[str, typer.Option(help="Backends to compare, comma-separated.")] = "nccl,gloo,mpi",

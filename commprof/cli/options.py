@@ -104,6 +104,13 @@ QuietOpt = Annotated[
     ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="The result as JSON on stdout, and nothing else there.")]
+
+
+def script_argument(what: str) -> Any:
+    """A user's training script and its arguments, after `--`; `what`: what the command does with it."""
+    return typer.Argument(help=f"Your training script and its arguments, after --: {what}", show_default=False)
+
+
 ReportsDirOpt = Annotated[Path, typer.Option(help="Where reports/<name>/ is written.")]
 
 

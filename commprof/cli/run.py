@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from commprof.cli import console
-from commprof.cli.options import with_run_options
+from commprof.cli.options import script_argument, with_run_options
 
 
 @with_run_options()
@@ -18,10 +18,9 @@ def run(
     json_out: bool,
     script: Annotated[
         Optional[list[str]],
-        typer.Argument(
-            help="Your training script and its arguments, after --: `commprof run --gpus 8 -- train.py --lr 0.1` "
-            "(or -- -m package.module args), run unmodified on every rank as torchrun would.",
-            show_default=False,
+        script_argument(
+            "`commprof run --gpus 8 -- train.py --lr 0.1` (or -- -m package.module args), run unmodified on every "
+            "rank as torchrun would."
         ),
     ] = None,
     emit_sbatch: Annotated[
