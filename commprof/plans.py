@@ -11,8 +11,8 @@ from commprof.config import RunConfig
 from commprof.fields import option, require
 from commprof.settings import (
     OPTIONS_OF_STRATEGY,
+    OWN_LABEL,
     ZERO_BUCKET_GRID,
-    DDPOptions,
     SettingOptions,
     elements,
     setting_label,
@@ -124,8 +124,7 @@ class SweepPlan:
         require(len(set(labels)) == len(labels), f"settings repeat: {', '.join(labels)}")
         require(self.baseline in self.settings, "the baseline must be one of the settings")
         require(
-            bool(self.run.script)
-            or all(not isinstance(s, DDPOptions) or s.bucket_cap_mb is not None for s in self.settings),
+            bool(self.run.script) or all(OWN_LABEL not in setting_label(s).split("_") for s in self.settings),
             "a setting without bucket_cap_mb (a script's own) needs a script",
         )
         require(

@@ -17,7 +17,9 @@ ZERO_STAGES = (0, 1, 2, 3)
 # ZeRO reduce_bucket_sizes tried by default (sweep, tune, the findings): DeepSpeed's default, 5e8 elements, and a
 # decade apart below it
 ZERO_BUCKET_GRID = (5e5, 5e6, 5e7, 5e8)
+DDP_BUCKET_GRID_MB = (1.0, 5.0, 25.0, 100.0)  # bucket_cap_mbs tune tries first, a coarse log grid
 STRATEGIES = ("ddp", "fsdp", "deepspeed")
+OWN_LABEL = "script-own"  # a script's DDP (or DeepSpeed config) as written: commprof applies no bucket_cap_mb
 BUILT_IN_STRATEGIES = ("ddp", "fsdp")  # a built-in model's; deepspeed: a DeepSpeed script's config
 
 
@@ -36,6 +38,21 @@ class DDPOptions:
     static_graph: bool = option(False, "DDP static_graph=True.")
     gradient_as_bucket_view: bool = option(False, "DDP gradient_as_bucket_view=True.")
     find_unused_parameters: bool = option(False, "DDP find_unused_parameters=True.")
+
+    def label(self) -> str:
+        parts = [OWN_LABEL if self.bucket_cap_mb is None else f"bucket-{self.bucket_cap_mb:g}mb"]
+        if self.comm_hook != "none":
+            parts.append(f"hook-{self.comm_hook}")
+        if self.grad_accum > 1:
+            parts.append(f"accum-{self.grad_accum}")
+        for flag, name in (
+            (self.static_graph, "static-graph"),
+            (self.gradient_as_bucket_view, "bucket-view"),
+            (self.find_unused_parameters, "find-unused"),
+        ):
+            if flag:
+                parts.append(name)
+        return "_".join(parts)
 
     def __post_init__(self) -> None:
         require(
@@ -67,6 +84,16 @@ class FSDPOptions:
     reduce_dtype: str = option(
         "fp32", "FSDP: dtype of the gradient reduce-scatter (MixedPrecisionPolicy): fp32, bf16 or fp16."
     )
+
+    def label(self) -> str:
+        parts = ["reshard" if self.reshard_after_forward else "no-reshard"]
+        if self.forward_prefetch:
+            parts.append(f"fwd-prefetch-{self.forward_prefetch}")
+        if self.backward_prefetch != 1:
+            parts.append(f"bwd-prefetch-{self.backward_prefetch}")
+        if self.reduce_dtype != "fp32":
+            parts.append(f"reduce-{self.reduce_dtype}")
+        return "_".join(parts)
 
     def __post_init__(self) -> None:
         require(self.forward_prefetch >= 0, f"--forward-prefetch must be >= 0, got {self.forward_prefetch}")
@@ -117,6 +144,15 @@ class DeepSpeedOptions:
             if value is not None:
                 require(value >= 1, f"--{name.replace('_', '-')} must be >= 1 element, got {value:g}")
 
+    def label(self) -> str:
+        zero = [
+            *([f"stage-{self.zero_stage}"] if self.zero_stage is not None else []),
+            *([f"reduce-{elements(self.reduce_bucket_size)}"] if self.reduce_bucket_size is not None else []),
+            *([f"allgather-{elements(self.allgather_bucket_size)}"] if self.allgather_bucket_size else []),
+            *([] if self.overlap_comm is None else ["overlap" if self.overlap_comm else "no-overlap"]),
+        ]
+        return "_".join(zero) or OWN_LABEL
+
     def zero_config(self) -> dict[str, Any]:
         """The "zero_optimization" entries this setting sets, by DeepSpeed's names (none: the config as written)."""
         given = {
@@ -158,9 +194,6 @@ def applied_to_a_script(options: DDPOptions, forced: tuple[str, ...] = ()) -> di
     return applied | ({"comm_hook": options.comm_hook} if options.comm_hook != "none" else {})
 
 
-OWN_LABEL = "script-own"  # a script's DDP as it is written: commprof applies no bucket_cap_mb (nor any default)
-
-
 def own_setting(options: DDPOptions) -> DDPOptions:
     """A script's own setting: its DistributedDataParallel as written, with only the options given that differ from
     DDP's defaults applied on top (none, unless --comm-hook, --find-unused-parameters, ... were given)."""
@@ -170,33 +203,4 @@ def own_setting(options: DDPOptions) -> DDPOptions:
 def setting_label(options: SettingOptions) -> str:
     """A folder-safe name for one setting, e.g. 'bucket-25mb', 'bucket-5mb_hook-fp16', 'script-own' (a script's DDP
     or DeepSpeed config as written), 'no-reshard_fwd-prefetch-2' or 'stage-2_reduce-5e5_no-overlap'."""
-    if isinstance(options, DeepSpeedOptions):
-        zero = [
-            *([f"stage-{options.zero_stage}"] if options.zero_stage is not None else []),
-            *([f"reduce-{elements(options.reduce_bucket_size)}"] if options.reduce_bucket_size is not None else []),
-            *([f"allgather-{elements(options.allgather_bucket_size)}"] if options.allgather_bucket_size else []),
-            *([] if options.overlap_comm is None else ["overlap" if options.overlap_comm else "no-overlap"]),
-        ]
-        return "_".join(zero) or OWN_LABEL
-    if isinstance(options, FSDPOptions):
-        parts = ["reshard" if options.reshard_after_forward else "no-reshard"]
-        if options.forward_prefetch:
-            parts.append(f"fwd-prefetch-{options.forward_prefetch}")
-        if options.backward_prefetch != 1:
-            parts.append(f"bwd-prefetch-{options.backward_prefetch}")
-        if options.reduce_dtype != "fp32":
-            parts.append(f"reduce-{options.reduce_dtype}")
-        return "_".join(parts)
-    parts = [OWN_LABEL if options.bucket_cap_mb is None else f"bucket-{options.bucket_cap_mb:g}mb"]
-    if options.comm_hook != "none":
-        parts.append(f"hook-{options.comm_hook}")
-    if options.grad_accum > 1:
-        parts.append(f"accum-{options.grad_accum}")
-    for flag, name in (
-        (options.static_graph, "static-graph"),
-        (options.gradient_as_bucket_view, "bucket-view"),
-        (options.find_unused_parameters, "find-unused"),
-    ):
-        if flag:
-            parts.append(name)
-    return "_".join(parts)
+    return options.label()

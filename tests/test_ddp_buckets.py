@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from commprof.analysis.ddp_buckets import MB, cap_label, describe, distinct_caps, layout, limits
+from commprof.kinds.ddp_buckets import MB, cap_label, describe, distinct_caps, layout, limits
 
 
 def torch_layout(parameter_bytes: list[int], cap_mb: float | None) -> tuple[int, ...]:

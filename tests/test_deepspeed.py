@@ -128,8 +128,8 @@ def test_zero_options_are_set_in_every_config_the_script_gives_deepspeed(tmp_pat
 def test_zero_settings_are_named_swept_and_pasted_as_deepspeed_writes_them():
     """A setting's label, what it sets, a sweep's grid ("own": the script's config) and the config lines to paste
     (only what differs from the script's own, as JSON writes it)."""
-    from commprof.analysis.sweep import zero_config_lines
     from commprof.errors import UsageError
+    from commprof.kinds import DEEPSPEED
     from commprof.plans import sweep_grid
     from commprof.settings import DeepSpeedOptions, setting_label
 
@@ -153,7 +153,7 @@ def test_zero_settings_are_named_swept_and_pasted_as_deepspeed_writes_them():
         DeepSpeedOptions(zero_stage=4)
     ran = DeepSpeedOptions(zero_stage=2, reduce_bucket_size=5e6, allgather_bucket_size=5e5, overlap_comm=True)
     own = DeepSpeedOptions(zero_stage=2, reduce_bucket_size=5e5, allgather_bucket_size=5e5, overlap_comm=True)
-    assert zero_config_lines(ran, own) == (
+    assert DEEPSPEED.paste(ran, baseline=own) == (
         '"zero_optimization": {"reduce_bucket_size": 5e6}  # in the config given to deepspeed.initialize; the rest '
         "as it is"
     )

@@ -375,8 +375,8 @@ def test_a_scripts_own_ddp_arguments_are_its_current_setting():
 def test_the_current_cap_is_none_when_nobody_gave_one():
     """A script that passes no bucket_cap_mb trains with DDP's default layout (a 1 MB first bucket), not with an
     explicit 25; commprof's built-in runs always pass theirs."""
-    from commprof.analysis.ddp_buckets import layout
     from commprof.analysis.evidence import current_cap
+    from commprof.kinds.ddp_buckets import layout
     from commprof.results.report import Report
 
     def script(asked, applied):

@@ -15,6 +15,7 @@ LAYERS = (
     {"config", "values"},
     {"plans"},
     {"trace", "results"},
+    {"kinds"},
     {"analysis", "instrument", "workloads", "launch", "render"},
     {"worker"},
     {"commands"},

@@ -168,7 +168,7 @@ def test_option_reaches_the_workers(launches, command, option):
 
 
 REFUSED = {
-    "tune": "tune, which runs DDP bucket sizes (FSDP's knobs: commprof sweep --strategy fsdp)",
+    "tune": "tune, which tunes bucket sizes (FSDP's options: commprof sweep --strategy fsdp)",
     "compare": "compare, which runs DDP (to compare DDP with FSDP: --strategies ddp,fsdp)",
     "scale": "scale, which runs DDP",
 }

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from commprof.analysis.ddp_buckets import MB
 from commprof.analysis.sweep import paste_line, recommend
 from commprof.analysis.tune import next_bucket_sizes
-from commprof.commands.script_sweep import applied_on_top, launch_lengths
+from commprof.commands.script_sweep import launch_lengths
 from commprof.commands.sweep import baseline_of, grid_settings
 from commprof.config import RunConfig, RunRequest
 from commprof.errors import UsageError
+from commprof.kinds import DDP, DEEPSPEED
+from commprof.kinds.ddp_buckets import MB
 from commprof.plans import SweepOptions, SweepPlan
 from commprof.results.common import Estimate
 from commprof.results.report import SettingResult
@@ -49,12 +50,12 @@ def test_settings_set_on_top_only_what_they_vary():
     own = own_setting(DDPOptions())
     caps = grid_settings(DDPOptions(), {"bucket_cap_mb": [1.0, 25.0], "static_graph": [False]})
     # the script's own static_graph stays: no setting asks for another
-    assert applied_on_top([own, *caps], own) == ("bucket_cap_mb",)
+    assert DDP.forced([own, *caps], own) == ("bucket_cap_mb",)
     both = grid_settings(DDPOptions(), {"bucket_cap_mb": [25.0], "static_graph": [False, True]})
-    assert applied_on_top([own, *both], own) == ("bucket_cap_mb", "static_graph")
+    assert DDP.forced([own, *both], own) == ("bucket_cap_mb", "static_graph")
     # advise on a run that applied 0.001 MB: its baseline applies that as the run did, the finding's 25 explicitly
     run = DDPOptions(bucket_cap_mb=0.001)
-    assert applied_on_top([run, DDPOptions(bucket_cap_mb=25.0)], run) == ("bucket_cap_mb",)
+    assert DDP.forced([run, DDPOptions(bucket_cap_mb=25.0)], run) == ("bucket_cap_mb",)
 
 
 def test_max_steps_sets_every_launchs_length():
@@ -128,7 +129,7 @@ def test_a_paste_line_without_a_cap():
 
 
 def test_tune_weighs_the_scripts_own_setting_and_refines_around_the_best_cap():
-    from commprof.analysis.ddp_buckets import layout
+    from commprof.kinds.ddp_buckets import layout
 
     caps = {1.0: [60.0, 61, 59, 60], 5.0: [50.0, 51, 49, 50], 25.0: [40.0, 41, 39, 40]}
     # the script's own steps are as fast as the best cap, the other caps are slower: refine around 25
@@ -162,9 +163,9 @@ def test_of_two_sizes_that_run_alike_the_larger_is_named_so_that_a_rerun_names_i
     small, large = zero("reduce-2.5e5", 2.5e5, 14.7, 1.75, True), zero("reduce-5e5", 5e5, 14.9, 1.72, True)
     alike = {OWN_LABEL: [25.0, 26.0, 25.5, 26.5], "reduce-2.5e5": [14.0, 15.5, 14.5, 15.0]}
     steps = {**alike, "reduce-5e5": [14.2, 15.4, 14.8, 15.1]}
-    assert _named_best([own, small, large], own, steps, turn=2) is large
+    assert _named_best([own, small, large], own, steps, 2, DEEPSPEED) is large
     slower = {**alike, "reduce-5e5": [19.0, 19.5, 19.2, 19.4]}  # better than own, slower than 2.5e5 beyond the noise
-    assert _named_best([own, small, zero("reduce-5e5", 5e5, 19.3, 1.33, True)], own, slower, turn=2) is small
+    assert _named_best([own, small, zero("reduce-5e5", 5e5, 19.3, 1.33, True)], own, slower, 2, DEEPSPEED) is small
     options = {
         OWN_LABEL: DeepSpeedOptions(zero_stage=2, reduce_bucket_size=5000),
         "reduce-2.5e5": DeepSpeedOptions(zero_stage=2, reduce_bucket_size=2.5e5),

@@ -29,8 +29,8 @@ def test_refines_after_a_clear_winner_and_stops_after_two_rounds():
 def test_caps_that_build_the_same_buckets_are_tried_once():
     """A model of four 8 MiB parameters: 25, 50 and 100 all build one 32 MiB bucket (8+8+8 < 25), 1 and 5 four
     of 8 MiB: the coarse grid keeps one cap of each, and the refinement around 25 leaves out 50."""
-    from commprof.analysis.ddp_buckets import MB, layout
     from commprof.analysis.tune import distinct_layouts, next_bucket_sizes
+    from commprof.kinds.ddp_buckets import MB, layout
 
     sizes = [8 * MB] * 4
     layout_of = lambda mb: layout(sizes, mb)  # noqa: E731

@@ -3,7 +3,7 @@ whose buckets the measured steps would run fastest with, and all-reduces far bel
 
 Each profiled step's backward, buckets and ready times are re-run through the model of `commprof scale` on the link
 the run timed alone (or, for others' traces, fitted to the all-reduces that ran alone), the buckets re-made as DDP
-makes them for the candidate setting (analysis/ddp_buckets.py). The gain is the model's step now minus the model's
+makes them for the candidate setting (kinds/ddp_buckets.py). The gain is the model's step now minus the model's
 step then, so the model's own bias cancels. On CPU ranks every all-reduce counts in full (docs/semantics.md,
 "Claims")."""
 
@@ -13,7 +13,6 @@ import dataclasses
 import random
 import statistics
 
-from commprof.analysis.ddp_buckets import cap_label, describe, distinct_caps, layout
 from commprof.analysis.evidence import Evidence, current_cap
 from commprof.analysis.predict import (
     CANDIDATE_CAPS_MB,
@@ -27,6 +26,7 @@ from commprof.analysis.predict import (
 )
 from commprof.analysis.sweep import paste_line
 from commprof.errors import UsageError
+from commprof.kinds.ddp_buckets import cap_label, describe, distinct_caps, layout
 from commprof.results.common import Estimate
 from commprof.results.report import Finding
 from commprof.results.run_record import ProbedSize

@@ -11,9 +11,9 @@ from functools import cached_property
 
 from commprof.analysis.collectives import zero_purpose
 from commprof.analysis.crossrank import Matching
-from commprof.analysis.ddp_buckets import DEFAULT_CAP_MB
 from commprof.analysis.predict import LinkModel, StepProfile, fit_link, probed_link, step_profile
 from commprof.errors import UsageError
+from commprof.kinds.ddp_buckets import DEFAULT_CAP_MB
 from commprof.results.report import JobStep, Report
 from commprof.results.run_record import ProbedSize
 from commprof.settings import DDPOptions

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from commprof.analysis.buckets import GRADIENT_OPS, ready_at
-from commprof.analysis.ddp_buckets import layout
 from commprof.errors import UsageError
+from commprof.kinds.ddp_buckets import layout
 from commprof.results.run_record import ProbedSize
 from commprof.trace.model import RunTrace
 

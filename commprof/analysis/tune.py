@@ -10,12 +10,11 @@ import math
 import statistics
 from collections.abc import Callable, Hashable, Mapping, Sequence
 
-from commprof.analysis.ddp_buckets import one_per_layout
 from commprof.analysis.stats import real_speedup, speedup_ci
+from commprof.kinds.ddp_buckets import one_per_layout
 from commprof.results.sweep_record import MeasuredSetting
 from commprof.settings import SettingOptions, setting_label
 
-COARSE_GRID_MB = (1.0, 5.0, 25.0, 100.0)
 MAX_ROUNDS = 2
 OWN = "own"  # a script's own setting among the tried caps
 REFINED = f"then at most {2 * (MAX_ROUNDS - 1)} more sizes around the best"  # refine_around's two a round

@@ -12,7 +12,7 @@ import statistics
 
 from commprof.analysis.bucket_findings import SERIAL_NOTE, gain_ci, model_gain
 from commprof.analysis.evidence import Evidence
-from commprof.analysis.sweep import zero_config_lines
+from commprof.kinds import DEEPSPEED
 from commprof.results.report import Finding
 from commprof.settings import ZERO_BUCKET_GRID, DeepSpeedOptions, elements
 from commprof.trace.rules import ZERO_PURPOSE, dtype_size
@@ -72,7 +72,7 @@ def zero_bucket_size(evidence: Evidence) -> list[Finding]:
                 f"{link.bandwidth_gbps:.2f} GB/s, {link.alpha_us:.0f} us per ring step"
                 + (SERIAL_NOTE.replace("all-reduce", "gradient reduction") if serial else "")
             ),
-            action=zero_config_lines(setting, DeepSpeedOptions(reduce_bucket_size=own)),
+            action=DEEPSPEED.paste(setting, baseline=DeepSpeedOptions(reduce_bucket_size=own)),
             gain_ms=gain,
             setting={"reduce_bucket_size": best},
         )

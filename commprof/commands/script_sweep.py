@@ -8,9 +8,9 @@ one profiled launch per setting. The same statistics, plots and report as a swee
 
 The baseline of a sweep or tune is the script as it is written (config.OWN_LABEL): commprof passes its
 DistributedDataParallel no option, so it builds the buckets the script asks for (without a bucket_cap_mb, DDP's
-default: a 1 MiB first bucket, then 25 MiB). Every other setting is applied on top of the script's own arguments:
-each DDP argument in which the settings differ from the baseline is set, even at DDP's default value, and the
-others stay as the script wrote them. A DeepSpeed script's settings set the ZeRO options they name in the config it
+default: a 1 MiB first bucket, then 25 MiB). Every other setting is applied on top of the script's own arguments
+(kinds.ddp). What differs by kind of job, each kind says (commprof.kinds). A DeepSpeed script's settings set the
+ZeRO options they name in the config it
 gives deepspeed.initialize (instrument/deepspeed.py); its baseline sets none."""
 
 from __future__ import annotations
@@ -29,24 +29,16 @@ from commprof.commands.outcome import Feedback, Outcome
 from commprof.commands.reporting import sweep_report, write_report
 from commprof.config import ProfileSchedule, RunConfig, RunRequest
 from commprof.errors import UsageError
+from commprof.kinds import DEEPSPEED, JobKind, built_kind, kind_of
 from commprof.launch.job import TORCHRUN_OMP_WARNING, torchrun_environment
 from commprof.launch.runlog import finish_script_run, read_run_json, write_text_atomic
 from commprof.plans import SweepOptions, SweepPlan
 from commprof.results.common import Estimate, job_steps
-from commprof.results.run_record import BuiltDDP, BuiltDeepSpeed, RunRecord
+from commprof.results.run_record import RunRecord
 from commprof.results.sweep_record import FILE_NAME, MeasuredSetting, SweepRecord
-from commprof.settings import DDP_ARGUMENTS, DDPOptions, DeepSpeedOptions, SettingOptions, elements, setting_label
+from commprof.settings import SettingOptions, setting_label
 
 UNPROFILED = ProfileSchedule(wait=0, warmup=0, active=1)  # a placeholder: timed launches run no profiler
-
-
-def applied_on_top(settings: list[DDPOptions], baseline: SettingOptions) -> tuple[str, ...]:
-    """The DDP arguments every setting but the baseline sets even at DDP's default value: those in which some
-    setting differs from the baseline. The others stay as the script wrote them (the baseline applies none but
-    those the command line named for every setting: `--no-find-unused-parameters`)."""
-    if not isinstance(baseline, DDPOptions):
-        return ()
-    return tuple(name for name in DDP_ARGUMENTS if any(getattr(s, name) != getattr(baseline, name) for s in settings))
 
 
 def launch_lengths(max_steps: int | None, options: SweepOptions) -> tuple[SweepOptions, int | None]:
@@ -92,7 +84,7 @@ def measure_script(
     plan = SweepPlan(run=config, settings=tuple(compared), baseline=baseline, tune=tune, **options.given())
     timed_steps = max_steps or plan.warmup_steps + plan.steps_per_repeat
     profiled_steps = max_steps or _profiled(plan).total
-    forced = applied_on_top([s for s in compared if isinstance(s, DDPOptions)], baseline)
+    forced = kind_of(baseline).forced(compared, baseline)
     try:
         config.run_dir.mkdir(parents=True)
     except FileExistsError:
@@ -120,7 +112,7 @@ def measure_script(
     )
     last = launches.last
     assert last is not None  # every round launched each setting it measured once more, profiled
-    built = (last.ddp_built or last.deepspeed_built or [None])[0]
+    built = kind_of(baseline).built(last)
     record = SweepRecord(
         plan=dataclasses.replace(plan, settings=tuple(measured)),
         settings=results,
@@ -193,21 +185,21 @@ class _Launches:
                     check_kind(run, plan.baseline)
                 timed[label] += _timed_steps(run, plan.warmup_steps)
                 self.order.append(label)
-                if self.tune and self.layout_of is None and (run.ddp_built or run.deepspeed_built):  # the baseline's
-                    self.layout_of, described = _layouts(run)
+                kind = kind_of(plan.baseline)
+                if self.tune and self.layout_of is None and kind.built(run):  # the baseline's
+                    self.layout_of, described = kind.layouts(run)
                     pending = _one_per_layout(pending, self.layout_of, described, self.name, self.feedback)
         measured = {}
         for setting in pending:
             label = setting_label(setting)
             self.last = self.launch(setting, label, self.profiled_steps, _profiled(plan), f"{label}, profiled")
-            built = self.last.ddp_built[0] if self.last.ddp_built else None
-            engine = self.last.deepspeed_built[0] if self.last.deepspeed_built else None
+            built = kind_of(setting).built(self.last)
             measured[label] = MeasuredSetting(
-                options=_ran_with(setting, built, engine),
+                options=kind_of(setting).ran_with(setting, self.last),
                 step_ms=timed[label],
                 ddp={str(r.rank): r.ddp for r in self.last.ranks},
-                asked=built.asked if built else {},
-                applied=built.applied if built else engine.applied if engine else {},
+                asked=getattr(built, "asked", {}),
+                applied=built.applied if built else {},
             )
         self.rounds += 1
         return measured
@@ -218,18 +210,19 @@ class _Launches:
         from commprof.analysis.tune import next_bucket_sizes
 
         baseline, layout_of = self.plan.baseline, self.layout_of
-        knob = "bucket_cap_mb" if isinstance(baseline, DDPOptions) else "reduce_bucket_size"
+        kind = kind_of(baseline)
+        knob = kind.size_knob or ""
         own = setting_label(baseline)
         sizes = {m.options[knob]: m.step_ms for label, m in results.items() if label != own and m.options.get(knob)}
         fresh = next_bucket_sizes(
             sizes,
             done,
-            (lambda size: layout_of(_sized(baseline, size))) if layout_of else None,
+            (lambda size: layout_of(kind.sized(baseline, size))) if layout_of else None,
             own=results[own].step_ms,
             own_layout=layout_of(baseline) if layout_of else None,
             turn=self.plan.steps_per_repeat,
         )
-        pending = [_sized(baseline, size) for size in fresh]
+        pending = [kind.sized(baseline, size) for size in fresh]
         if pending:
             self.feedback.info(f"{self.name}: tuning round {done + 2}, {_counted(pending, 'more ')} around the best")
         return pending
@@ -237,33 +230,33 @@ class _Launches:
 
 class OtherKind(UsageError):
     """The script's first launch built another kind of job than the settings are for: they would do nothing to it.
-    `zero_stage`: the script trains with DeepSpeed at this ZeRO stage (tune then tunes ZeRO's buckets)."""
+    `built`: the kind it built (tune then tunes that kind's buckets), None where it built none commprof tunes."""
 
-    def __init__(self, message: str, zero_stage: int | None = None):
-        super().__init__(message)
-        self.zero_stage = zero_stage
+    def __init__(self, what: str, why: str, built: JobKind | None = None):
+        super().__init__(f"{what}: {why}")
+        self.what, self.built = what, built
 
 
 def check_kind(run: RunRecord, baseline: SettingOptions) -> None:
-    """After the script's first launch: the settings are for the kind of job it built (DDP's options for a script
-    that builds DistributedDataParallel, ZeRO's for one that builds a DeepSpeed engine), else OtherKind names the
+    """After the script's first launch: the settings are for the kind of job it built, else OtherKind names the
     knob that would act."""
-    if isinstance(baseline, DDPOptions) and run.deepspeed_built and not run.ddp_built:
-        stage = run.deepspeed_built[0].zero_stage
+    kind = kind_of(baseline)
+    if kind.built(run) is not None:
+        return
+    built = built_kind(run)
+    if built is DEEPSPEED:
+        stage = DEEPSPEED.built(run).zero_stage  # type: ignore[union-attr]  # built_kind saw it
         raise OtherKind(
-            f"the script trains with DeepSpeed (ZeRO stage {stage}), not DistributedDataParallel: DDP's options "
-            "(bucket_cap_mb and the others) do nothing to it; its gradients go in ZeRO's reduce buckets: "
-            "commprof sweep --strategy deepspeed --reduce-bucket-size 5e7,2e8 -- SCRIPT, or commprof tune -- SCRIPT",
-            zero_stage=stage,
+            f"the script trains with DeepSpeed (ZeRO stage {stage}), not {kind.engine}",
+            f"{kind.knobs} do nothing to it; its gradients go in ZeRO's reduce buckets: commprof sweep --strategy "
+            "deepspeed --reduce-bucket-size 5e7,2e8 -- SCRIPT, or commprof tune -- SCRIPT",
+            built,
         )
-    if isinstance(baseline, DeepSpeedOptions) and not run.deepspeed_built:
-        trains = " (it trains with DistributedDataParallel: leave out --strategy deepspeed)" if run.ddp_built else ""
-        raise OtherKind(f"the script built no DeepSpeed engine: ZeRO's options do nothing to it{trains}")
-    if isinstance(baseline, DDPOptions) and not run.ddp_built and not run.deepspeed_built:
-        raise OtherKind(
-            "the script built no DistributedDataParallel (nor a DeepSpeed engine): DDP's options do nothing to it; "
-            "commprof run -- SCRIPT profiles it as it is"
-        )
+    what = f"the script built no {kind.engine}"
+    if built is not None:
+        leave = f"leave out --strategy {kind.strategy}"
+        raise OtherKind(what, f"{kind.knobs} do nothing to it (it trains with {built.engine}: {leave})", built)
+    raise OtherKind(what, f"{kind.knobs} do nothing to it; commprof run -- SCRIPT profiles it as it is")
 
 
 def _counted(settings: Sequence[SettingOptions], more: str = "") -> str:
@@ -275,49 +268,7 @@ def _counted(settings: Sequence[SettingOptions], more: str = "") -> str:
 
 def _tried(settings: Sequence[SettingOptions]) -> str:
     """What tune's first round measures: the script's own setting and the sizes of the coarse grid."""
-    others = settings[1:]
-    if all(isinstance(s, DDPOptions) for s in others):
-        caps = ", ".join(f"{s.bucket_cap_mb:g}" for s in others if isinstance(s, DDPOptions))
-        return f"the script's own setting and caps {caps} MB, one per bucket layout,"
-    sizes = ", ".join(elements(s.reduce_bucket_size or 0) for s in others if isinstance(s, DeepSpeedOptions))
-    return f"the script's own config and reduce_bucket_size {sizes} elements,"
-
-
-def _layouts(run: RunRecord) -> tuple[Callable[[Any], tuple[int, ...]], Callable[[tuple[int, ...]], str]]:
-    """A setting's buckets and their description, learnt from the baseline's launch: as DDP builds them for the
-    module the script wrapped (a setting that applies no cap: what the script passes, or DDP's default); for ZeRO,
-    only whether its gradients fill one reduce bucket (a size at or above them all), what every such size builds."""
-    from commprof.analysis.ddp_buckets import describe, layout
-
-    if run.ddp_built:
-        built = run.ddp_built[0]
-        asked = built.asked.get("bucket_cap_mb")
-        own = float(asked) if asked is not None else None
-        return (
-            lambda s: layout(built.parameter_sizes, s.bucket_cap_mb if s.bucket_cap_mb is not None else own),
-            describe,
-        )
-    engine = run.deepspeed_built[0]
-    mine, gradients = engine.settings.get("reduce_bucket_size"), engine.parameters
-
-    def zero_layout(s: DeepSpeedOptions) -> tuple[int, ...]:
-        return (int(min(s.reduce_bucket_size or mine or gradients, gradients)),)
-
-    def described(built: tuple[int, ...]) -> str:
-        whole = built[0] >= gradients
-        return (
-            f"one bucket of all {gradients:,} gradient elements" if whole else f"{elements(built[0])}-element buckets"
-        )
-
-    return zero_layout, described
-
-
-def _sized(baseline: SettingOptions, size: float) -> SettingOptions:
-    """The baseline with tune's bucket size: DDP's bucket_cap_mb, or ZeRO's reduce_bucket_size."""
-    if isinstance(baseline, DeepSpeedOptions):
-        return dataclasses.replace(baseline, reduce_bucket_size=size)
-    assert isinstance(baseline, DDPOptions)  # tune varies DDP's cap or ZeRO's bucket size
-    return dataclasses.replace(baseline, bucket_cap_mb=size)
+    return kind_of(settings[0]).tried(settings[1:])
 
 
 def _one_per_layout(
@@ -329,7 +280,7 @@ def _one_per_layout(
 ) -> list[SettingOptions]:
     """Tune measures one setting per bucket layout, the first that builds it (the baseline comes first); says
     which it leaves out and how many it measures."""
-    from commprof.analysis.ddp_buckets import one_per_layout
+    from commprof.kinds.ddp_buckets import one_per_layout
 
     kept = one_per_layout(pending, layout_of)
     twins = [
@@ -340,25 +291,6 @@ def _one_per_layout(
     again = f"; not measured again: {'; '.join(twins)}" if twins else ""
     feedback.info(f"{name}: {_counted(list(kept.values()))} in this round{again}")
     return list(kept.values())
-
-
-def _ran_with(setting: SettingOptions, built: BuiltDDP | None, engine: BuiltDeepSpeed | None) -> dict[str, Any]:
-    """The options a setting really ran with: the script's own DDP arguments (or its DeepSpeed config's ZeRO
-    options), with what commprof set on top."""
-    options = dataclasses.asdict(setting)
-    if isinstance(setting, DeepSpeedOptions):
-        if engine is not None:
-            options["zero_stage"] = engine.zero_stage
-            options |= {name: engine.settings[name] for name in options if name in engine.settings}
-        return options
-    if built is None:
-        return options
-    for name in DDP_ARGUMENTS:
-        if name in built.applied:
-            options[name] = built.applied[name]
-        elif name in built.asked:
-            options[name] = built.asked[name]
-    return options
 
 
 def _launch(
@@ -374,12 +306,8 @@ def _launch(
     """One launch of the script with this setting, in a folder of the sweep's; its completed run.json."""
     from commprof.launch.job import run_job
 
-    if isinstance(setting, DeepSpeedOptions):
-        config = dataclasses.replace(config, deepspeed=setting)
-    elif isinstance(setting, DDPOptions):
-        config = dataclasses.replace(config, ddp=setting)
     one = dataclasses.replace(
-        config,
+        kind_of(setting).configured(config, setting),
         run_id=run_id,
         traces_dir=config.run_dir,
         max_steps=max_steps,

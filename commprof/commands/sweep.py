@@ -8,16 +8,17 @@ import dataclasses
 import itertools
 from typing import Any
 
-from commprof.commands.common import check_model, ddp_only, describe, prepare_figures
+from commprof.commands.common import check_model, describe, prepare_figures
 from commprof.commands.outcome import SILENT, Feedback, Outcome
 from commprof.commands.reporting import sweep_report, write_report
 from commprof.commands.script_sweep import OtherKind
 from commprof.config import RunRequest
 from commprof.errors import UsageError
+from commprof.kinds import DDP, KINDS
 from commprof.plans import MEASURED_AS_USUAL, SweepOptions, SweepPlan, sweep_grid
 from commprof.results.common import Estimate
 from commprof.results.report import Report
-from commprof.settings import ZERO_BUCKET_GRID, DDPOptions, SettingOptions, own_setting, setting_label
+from commprof.settings import SettingOptions, setting_label
 
 
 def grid_settings(base: SettingOptions, grid: dict[str, list[Any]]) -> list[SettingOptions]:
@@ -31,9 +32,9 @@ def grid_settings(base: SettingOptions, grid: dict[str, list[Any]]) -> list[Sett
 def baseline_of(request: RunRequest) -> SettingOptions:
     """What the other settings are measured against: a script's DDP as written (config.own_setting: commprof
     passes it no bucket_cap_mb, nor any option not given); a built-in model's, the request's own options."""
-    if request.script and isinstance(request.options, DDPOptions):
-        return own_setting(request.options)
-    return request.options  # a DeepSpeed script's: its config as written, with only the ZeRO options given set
+    if request.script:
+        return KINDS[request.strategy].as_written(request.options)
+    return request.options
 
 
 def sweep(
@@ -49,40 +50,37 @@ def sweep(
 
 
 def tune(request: RunRequest, feedback: Feedback = SILENT, options: SweepOptions = MEASURED_AS_USUAL) -> Outcome:
-    """A coarse log grid of bucket sizes first; rank 0 then refines around the best (analysis.tune)."""
-    from commprof.analysis.tune import COARSE_GRID_MB
-
-    if request.strategy == "deepspeed":  # ZeRO's reduce_bucket_size, on top of the script's config
-        settings = grid_settings(request.deepspeed, {"reduce_bucket_size": list(ZERO_BUCKET_GRID)})
-        return measure(request, settings, baseline_of(request), "tune", feedback, options, tune=True)
-    ddp_only(request, "tune", " bucket sizes (FSDP's knobs: commprof sweep --strategy fsdp)")
-    settings = grid_settings(request.ddp, {"bucket_cap_mb": list(COARSE_GRID_MB)})
+    """A coarse log grid of the kind's bucket size first (DDP's bucket_cap_mb, ZeRO's reduce_bucket_size); rank 0
+    then refines around the best (analysis.tune). A script that builds another kind than the default DDP has its
+    own kind tuned."""
+    kind = KINDS[request.strategy]
+    if kind.size_knob is None:
+        raise UsageError(
+            f"--strategy {request.strategy} is not for commprof tune, which tunes bucket sizes ({kind.knobs}: "
+            f"commprof sweep --strategy {request.strategy})"
+        )
+    settings = grid_settings(request.options, {kind.size_knob: list(kind.grid)})
     try:
         return measure(request, settings, baseline_of(request), "tune", feedback, options, tune=True)
     except OtherKind as other:
-        if other.zero_stage is None or request.strategy != "ddp" or not request.script:
+        built, what = other.built, other.what
+        if built is None or built.size_knob is None or request.strategy != "ddp" or not request.script:
             raise
-        stage = other.zero_stage
-    feedback.info(
-        f"tune: the script trains with DeepSpeed (ZeRO stage {stage}), not DistributedDataParallel: tuning ZeRO's "
-        "reduce_bucket_size instead (as --strategy deepspeed)"
-    )
-    return tune(dataclasses.replace(request, strategy="deepspeed"), feedback, options)
+    knob = f"{built.short}'s {built.size_knob}"
+    feedback.info(f"tune: {what}: tuning {knob} instead (as --strategy {built.strategy})")
+    return tune(dataclasses.replace(request, strategy=built.strategy), feedback, options)
 
 
 def _distinct_buckets(settings: list[SettingOptions], baseline: SettingOptions, workload) -> list[SettingOptions]:
-    from commprof.analysis.ddp_buckets import layout
+    """A built-in model's tune (DDP's: the only built-in kind with a bucket size): one cap per bucket layout."""
     from commprof.analysis.tune import distinct_layouts
+    from commprof.kinds.ddp_buckets import layout
 
-    assert isinstance(baseline, DDPOptions)  # tune is DDP's alone (ddp_only), and so is every setting
-    assert baseline.bucket_cap_mb is not None  # a built-in model's: only a script's own setting has none
     sizes = workload.parameter_sizes
     caps = distinct_layouts(
-        [s.bucket_cap_mb for s in settings if isinstance(s, DDPOptions) and s.bucket_cap_mb is not None],
-        baseline.bucket_cap_mb,
-        lambda mb: layout(sizes, mb),
+        [DDP.size(vars(s)) for s in settings], DDP.size(vars(baseline)), lambda mb: layout(sizes, mb)
     )
-    return [dataclasses.replace(baseline, bucket_cap_mb=mb) for mb in caps]
+    return [DDP.sized(baseline, mb) for mb in caps]
 
 
 def measure(

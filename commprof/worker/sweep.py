@@ -25,10 +25,10 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from commprof.analysis.ddp_buckets import layout
 from commprof.analysis.tune import measure_rounds, next_bucket_sizes
 from commprof.config import ProfileSchedule
 from commprof.instrument.profiler import cuda_synchronize, make_profiler
+from commprof.kinds.ddp_buckets import layout
 from commprof.launch.progress import Progress, write_progress
 from commprof.launch.runlog import write_text_atomic
 from commprof.plans import SweepPlan

@@ -1,0 +1,88 @@
+"""What every kind of job says of itself (`JobKind`): the commands and the analysis ask it, and never test types."""
+
+from __future__ import annotations
+
+import dataclasses
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar
+
+from commprof.config import RunConfig
+from commprof.errors import UsageError
+from commprof.results.run_record import BuiltDDP, BuiltDeepSpeed, RunRecord
+from commprof.settings import SettingOptions
+
+Layout = tuple[int, ...]
+# a setting's buckets, learnt from a script's launch, and how to say one layout
+Layouts = tuple[Callable[[Any], Layout], Callable[[Layout], str]]
+
+
+class JobKind(ABC):
+    """One kind of job: its knobs (`options`, a settings dataclass: each declared once, with default, help and
+    validation), how a setting is applied to a run and written in the user's code, whether a script's launch built
+    it, its bucket layout, and the bucket size a tune varies."""
+
+    strategy: ClassVar[str]  # --strategy's value, and RunConfig's field that holds its options
+    options: ClassVar[type]
+    engine: ClassVar[str]  # what a script builds of it, as its user knows it
+    short: ClassVar[str]  # its name before its knobs: DDP's bucket_cap_mb, ZeRO's reduce_bucket_size
+    knobs: ClassVar[str]  # its options, as a refusal names them
+    own_name: ClassVar[str] = "setting"  # what a script's own setting is called: the script's own setting, config
+    size_knob: ClassVar[str | None] = None  # the bucket size tune varies; None: tune has nothing to size
+    size_unit: ClassVar[str] = ""
+    grid: ClassVar[tuple[float, ...]] = ()  # tune's first sizes
+    reads_ddp: ClassVar[bool] = False  # DDP's buckets and own timers are read from its runs
+
+    def written(self, ran: Mapping[str, Any]) -> str:
+        """A script's own setting as it ran (`ran`: a sweep's record of its options), in the script's terms."""
+        return ", ".join(f"{name}={value}" for name, value in ran.items())
+
+    def as_written(self, options: SettingOptions) -> SettingOptions:
+        """A script's baseline: its job as it wrote it, with the options given on top."""
+        return options
+
+    def is_as_written(self, options: SettingOptions) -> bool:
+        """The setting changes nothing the script wrote (it is the script's own)."""
+        return False
+
+    def configured(self, config: RunConfig, options: SettingOptions) -> RunConfig:
+        """The run with this setting applied."""
+        changes: dict[str, Any] = {self.strategy: options}
+        return dataclasses.replace(config, **changes)
+
+    def sized(self, options: SettingOptions, size: float) -> SettingOptions:
+        """The setting with tune's bucket size."""
+        if self.size_knob is None:
+            raise UsageError(f"{self.engine} has no bucket size to tune")
+        changes: dict[str, Any] = {self.size_knob: size}
+        return dataclasses.replace(options, **changes)
+
+    def size(self, options: Mapping[str, Any]) -> float:
+        """The bucket size a setting (as a sweep records it) sorts by; 0 where it has none."""
+        return (options.get(self.size_knob) if self.size_knob else None) or 0
+
+    def built(self, run: RunRecord) -> BuiltDDP | BuiltDeepSpeed | None:
+        """What a script's launch built of this kind (the first: the one measured); None: not this kind."""
+        return None
+
+    def layouts(self, run: RunRecord) -> Layouts:
+        """A setting's buckets and how to say them, from the baseline's launch of a script."""
+        raise UsageError(f"{self.engine}'s buckets are not modelled")
+
+    def ran_with(self, setting: SettingOptions, run: RunRecord) -> dict[str, Any]:
+        """The options a setting really ran with: the script's own, with what commprof set on top."""
+        return dataclasses.asdict(setting)
+
+    def forced(self, settings: Sequence[SettingOptions], baseline: SettingOptions) -> tuple[str, ...]:
+        """The arguments every setting but the baseline sets even at their default (see kinds.ddp)."""
+        return ()
+
+    def tried(self, settings: Sequence[SettingOptions]) -> str:
+        """What tune's first round measures besides the script's own setting."""
+        sizes = ", ".join(f"{self.size(vars(s)):g}" for s in settings)
+        return f"the script's own setting and {self.size_knob} {sizes} {self.size_unit},"
+
+    @abstractmethod
+    def paste(self, options: SettingOptions, framework: str = "script", baseline: SettingOptions | None = None) -> str:
+        """What to write in the training script (or its config) for this setting, in the terms of whatever built
+        the job (`framework`: script, transformers, lightning), what differs from `baseline`'s."""

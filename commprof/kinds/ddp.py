@@ -1,0 +1,105 @@
+"""DistributedDataParallel: commprof's own model, DDP in a user's script (plain, Hugging Face Trainer, Lightning),
+and torch.compile over DDP; its options in settings.DDPOptions, its buckets in kinds.ddp_buckets.
+
+A script's baseline is its DDP as written (settings.own_setting: commprof passes it no bucket_cap_mb, nor any option
+not given). Every other setting is applied on top of the script's own arguments: each DDP argument in which the
+settings differ from the baseline is set, even at DDP's default value (`forced`), and the others stay as the script
+wrote them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+from commprof.kinds.base import JobKind, Layouts
+from commprof.kinds.ddp_buckets import describe, layout
+from commprof.results.run_record import BuiltDDP, RunRecord
+from commprof.settings import DDP_ARGUMENTS, DDP_BUCKET_GRID_MB, DDPOptions, SettingOptions, own_setting
+
+
+class DDPKind(JobKind):
+    strategy: ClassVar[str] = "ddp"
+    options: ClassVar[type] = DDPOptions
+    engine: ClassVar[str] = "DistributedDataParallel"
+    short: ClassVar[str] = "DDP"
+    knobs: ClassVar[str] = "DDP's options (bucket_cap_mb and the others)"
+    size_knob: ClassVar[str | None] = "bucket_cap_mb"
+    size_unit: ClassVar[str] = "MB"
+    grid: ClassVar[tuple[float, ...]] = DDP_BUCKET_GRID_MB
+    reads_ddp: ClassVar[bool] = True
+
+    def as_written(self, options: SettingOptions) -> SettingOptions:
+        assert isinstance(options, DDPOptions)  # this kind's own
+        return own_setting(options)
+
+    def written(self, ran: Mapping[str, Any]) -> str:
+        cap = ran.get("bucket_cap_mb")
+        if cap is None:
+            return "no bucket_cap_mb, so DDP's default: a 1 MiB first bucket, then 25 MiB"
+        return f"bucket_cap_mb={cap:g} as the script passes it"
+
+    def is_as_written(self, options: SettingOptions) -> bool:
+        return getattr(options, "bucket_cap_mb", 0) is None
+
+    def built(self, run: RunRecord) -> BuiltDDP | None:
+        return run.ddp_built[0] if run.ddp_built else None
+
+    def layouts(self, run: RunRecord) -> Layouts:
+        """As DDP builds them for the module the script wrapped (a setting that applies no cap: what the script
+        passes, or DDP's default)."""
+        built = run.ddp_built[0]
+        asked = built.asked.get("bucket_cap_mb")
+        own = float(asked) if asked is not None else None
+        return (
+            lambda s: layout(built.parameter_sizes, s.bucket_cap_mb if s.bucket_cap_mb is not None else own),
+            describe,
+        )
+
+    def ran_with(self, setting: SettingOptions, run: RunRecord) -> dict[str, Any]:
+        options = super().ran_with(setting, run)
+        built = self.built(run)
+        for name in DDP_ARGUMENTS if built else ():
+            assert built is not None
+            if name in built.applied:
+                options[name] = built.applied[name]
+            elif name in built.asked:
+                options[name] = built.asked[name]
+        return options
+
+    def forced(self, settings: Sequence[SettingOptions], baseline: SettingOptions) -> tuple[str, ...]:
+        """The DDP arguments in which some setting differs from the baseline (the baseline applies none but those
+        the command line named for every setting: `--no-find-unused-parameters`)."""
+        return tuple(
+            name for name in DDP_ARGUMENTS if any(getattr(s, name) != getattr(baseline, name) for s in settings)
+        )
+
+    def tried(self, settings: Sequence[SettingOptions]) -> str:
+        caps = ", ".join(f"{self.size(vars(s)):g}" for s in settings)
+        return f"the script's own setting and caps {caps} MB, one per bucket layout,"
+
+    def paste(self, options: SettingOptions, framework: str = "script", baseline: SettingOptions | None = None) -> str:
+        """In the terms of whatever built the DDP: the script's DDP(...), Trainer's TrainingArguments, Lightning's
+        DDPStrategy."""
+        assert isinstance(options, DDPOptions)  # this kind's own
+        args = [f"bucket_cap_mb={options.bucket_cap_mb:g}"] if options.bucket_cap_mb is not None else []
+        if options.gradient_as_bucket_view:
+            args.append("gradient_as_bucket_view=True")
+        if options.static_graph:
+            args.append("static_graph=True")
+        hook = f"default_hooks.{options.comm_hook}_compress_hook" if options.comm_hook != "none" else None
+        if framework == "transformers":  # Trainer passes only the cap through; the other knobs need a DDP of one's own
+            cap = f"ddp_bucket_cap_mb={options.bucket_cap_mb:g}" if options.bucket_cap_mb is not None else ""
+            line = f"TrainingArguments(..., {cap})" if cap else "TrainingArguments(...)"
+            extra = args[1 if cap else 0 :] + ([f"comm hook {options.comm_hook}"] if hook else [])
+            return line + (f"  # and {', '.join(extra)}: not settable through TrainingArguments" if extra else "")
+        if framework == "lightning":
+            return f"DDPStrategy({', '.join(args + ([f'ddp_comm_hook={hook}'] if hook else []))})"
+        line = f"DDP({', '.join(['model', *args])})"
+        if hook:
+            line += f"; ddp.register_comm_hook(None, {hook})"
+        if options.grad_accum > 1:
+            line += f"  # and all-reduce every {options.grad_accum} micro-batches (no_sync for the others)"
+        return line
+
+
+DDP = DDPKind()
