@@ -2,21 +2,29 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Annotated, Optional
 
 import typer
 
 from commprof.cli import console
-from commprof.cli.options import DEEPSPEED_OPTIONS, FSDP_OPTIONS, with_run_options
+from commprof.cli.options import DEEPSPEED_OPTIONS, FSDP_OPTIONS, script_argument, with_run_options
 
 Opt = typer.Option
 
 
-@with_run_options(exclude=frozenset({"nodes", "max_steps", "script_output"}) | FSDP_OPTIONS | DEEPSPEED_OPTIONS)
+@with_run_options(exclude=frozenset({"nodes", "script_output"}) | FSDP_OPTIONS | DEEPSPEED_OPTIONS)
 def scale(
     request,
     quiet: bool,
     json_out: bool,
+    script: Annotated[
+        Optional[list[str]],
+        script_argument(
+            "run unmodified at each world size: weak scaling with its own batch per rank, or --strong with "
+            "--batch-argument (--max-steps ends each launch)."
+        ),
+    ] = None,
     world_sizes: Annotated[
         Optional[str],
         Opt(
@@ -40,6 +48,15 @@ def scale(
             "default: weak scaling, the same --batch-size per rank.",
         ),
     ] = False,
+    batch_argument: Annotated[
+        Optional[str],
+        Opt(
+            help="With a script: its argument that holds the batch per rank, e.g. --batch-size (read for samples/s; "
+            "with --strong, divided among the ranks). Without it a script's throughput is in optimizer steps of "
+            "every rank per second.",
+            show_default=False,
+        ),
+    ] = None,
     repeats: Annotated[int, Opt(help="Runs per size, interleaved (sizes up, then down).")] = 2,
     predict: Annotated[Optional[str], Opt(help="World sizes to predict, comma-separated, e.g. 16,32,64.")] = None,
     link: Annotated[
@@ -60,7 +77,7 @@ def scale(
     from commprof.values import parse_list
 
     outcome = command(
-        request,
+        dataclasses.replace(request, script=tuple(script or ())),
         parse_list("--world-sizes", world_sizes, int) if world_sizes else None,
         ConsoleFeedback(quiet),
         strong=strong,
@@ -69,5 +86,6 @@ def scale(
         link=link,
         base_lr=base_lr,
         node_counts=parse_list("--nodes", nodes, int) if nodes else None,
+        batch_argument=batch_argument,
     )
     console.finish(outcome, quiet, json_out)

@@ -26,9 +26,9 @@ from commprof.commands.outcome import SILENT, Feedback, Outcome
 from commprof.commands.reporting import prepare_report_dir, report_and_trace, write_report
 from commprof.config import RunConfig, RunRequest
 from commprof.errors import UsageError
-from commprof.launch.runlog import read_run_json
+from commprof.launch.runlog import finish_script_run, read_run_json
 from commprof.results.report import Report
-from commprof.results.run_record import RunRecord
+from commprof.results.run_record import BuiltDDP, RunRecord
 from commprof.results.scale import ScaleReport
 
 
@@ -42,11 +42,20 @@ def scale(
     link: str | None = None,
     base_lr: float = 0.1,
     node_counts: list[int] | None = None,
+    batch_argument: str | None = None,
 ) -> Outcome:
     """Every world size `repeats` times, interleaved; each run gets its own full report beside this one. With
     `node_counts`, the sizes are that many nodes of request.procs (or .gpus) ranks each: every node runs this same
-    command, joins the launches that span it, and the node of rank 0 writes every report."""
+    command, joins the launches that span it, and the node of rank 0 writes every report. A script (request.script)
+    runs as written at each size (weak scaling: its own batch per rank); `batch_argument`, its argument that holds
+    the per-rank batch, gives samples/s, and strong scaling that argument divided among the ranks."""
     ddp_only(request, "scale")
+    if request.script:
+        from commprof.commands.run import check_script
+
+        check_script(request)
+    elif batch_argument is not None:
+        raise UsageError("--batch-argument names a script's argument (commprof scale ... -- train.py ...)")
     from commprof.launch import forkserver
     from commprof.launch.resolve import MachineProbe, new_run_id, resolve
     from commprof.render.outputs import write_result
@@ -62,33 +71,28 @@ def scale(
     link_model = parse_link(link) if link else None
     if targets and link_model is None and counts[-1] < 2:
         raise UsageError("--predict without --link needs a measured size >= 2 to fit the link")
-    forkserver.start_early(request)
     probe = MachineProbe.detect()
     cuda = request.device == "cuda" or (request.device == "auto" and probe.cuda_available)
     per_node = (request.gpus or probe.gpu_count) if cuda else (request.procs or 2)
     nodes_of = {k * per_node: k for k in counts} if node_counts else {n: 1 for n in counts}
     sizes = sorted(nodes_of)
     name = request.run_id or new_run_id()
-    configs = {}
+    configs, batches = {}, _per_rank_batches(request, sizes, strong, batch_argument)
     for n in sizes:
-        per_rank = request.batch_size
-        if strong:
-            total = request.batch_size * sizes[0]
-            if total % n:
-                raise UsageError(f"--strong: the global batch {total} does not divide evenly over {n} ranks")
-            per_rank = total // n
         node_ranks = n // nodes_of[n]
         sized = dataclasses.replace(
             request,
             run_id=f"{name}-ws{n}-r1",
-            batch_size=per_rank,
+            batch_size=batches[n] if not request.script else request.batch_size,
+            script=_with_batch(request.script, batch_argument, batches[n]) if strong else request.script,
             gpus=node_ranks if cuda else request.gpus,
             procs=request.procs if cuda else node_ranks,
             nodes=nodes_of[n],
             rdzv_endpoint=request.rdzv_endpoint if nodes_of[n] > 1 else None,
         )
         configs[n] = resolve(sized, probe)
-    workload = check_model(configs[sizes[0]], feedback)
+    forkserver.start_early(request)
+    workload = None if request.script else check_model(configs[sizes[0]], feedback)
     folder = prepare_report_dir(request.reports_dir, name)
     plan = ScalePlan(
         name=name,
@@ -98,9 +102,13 @@ def scale(
         base_lr=base_lr,
         predict_sizes=targets,
         link=link_model,
-        parameters=workload.parameter_count,
-        parameter_bytes=[p.numel() * p.element_size() for p in workload.model.parameters() if p.requires_grad],
+        per_rank_batch=batches,
+        parameters=workload.parameter_count if workload else None,
+        parameter_bytes=[p.numel() * p.element_size() for p in workload.model.parameters() if p.requires_grad]
+        if workload
+        else None,
         largest_first=node_counts is not None,
+        batch_argument=batch_argument,
     )
     launches = NodeLaunches(feedback)
     report = run_scale(plan, launches.launch, request.reports_dir)
@@ -108,6 +116,57 @@ def scale(
         folder.rmdir()  # empty: the node of rank 0 writes the report
         return Outcome(None, note="this node ran its ranks of the launches that spanned it; the node of rank 0 reports")
     return Outcome(report, write_result(report, folder))
+
+
+def _per_rank_batches(
+    request: RunRequest, sizes: list[int], strong: bool, batch_argument: str | None
+) -> dict[int, int]:
+    """Each size's batch per rank: the same at every size (weak), or the smallest size's global batch divided
+    (strong). A script's is the value of its `batch_argument`; 1 where not known (weak scaling: the throughput is then
+    counted in optimizer steps of every rank, samples/s over the batch)."""
+    batch = request.batch_size
+    if request.script:
+        if batch_argument is None:
+            if strong:
+                raise UsageError(
+                    "--strong with a script needs --batch-argument NAME, the script's argument that holds its batch "
+                    "per rank (e.g. --batch-argument --batch-size), which commprof divides among the ranks"
+                )
+            return {n: 1 for n in sizes}
+        batch = _batch_of(request.script, batch_argument)
+    per_rank = {}
+    for n in sizes:
+        total = batch * sizes[0]
+        if strong and total % n:
+            raise UsageError(f"--strong: the global batch {total} does not divide evenly over {n} ranks")
+        per_rank[n] = total // n if strong else batch
+    return per_rank
+
+
+def _batch_of(script: tuple[str, ...], argument: str) -> int:
+    """The value the script is given for `argument` (`--batch-size 16` or `--batch-size=16`)."""
+    for i, word in enumerate(script):
+        value = script[i + 1] if word == argument and i + 1 < len(script) else None
+        value = word.split("=", 1)[1] if word.startswith(f"{argument}=") else value
+        if value is not None:
+            if not value.isdigit() or int(value) < 1:
+                raise UsageError(f"--batch-argument {argument}: the script is given {value!r}, not a batch size")
+            return int(value)
+    raise UsageError(
+        f"--batch-argument {argument}: the script's arguments ({' '.join(script[1:]) or 'none'}) do not give it; "
+        f"give it after the script (-- {script[0]} {argument} 32)"
+    )
+
+
+def _with_batch(script: tuple[str, ...], argument: str | None, batch: int) -> tuple[str, ...]:
+    """The script's arguments with `argument`'s value replaced by `batch`."""
+    words = list(script)
+    for i, word in enumerate(words):
+        if word == argument and i + 1 < len(words):
+            words[i + 1] = str(batch)
+        elif argument and word.startswith(f"{argument}="):
+            words[i] = f"{argument}={batch}"
+    return tuple(words)
 
 
 def _counts_asked(request: RunRequest, world_sizes: list[int] | None, node_counts: list[int] | None) -> list[int]:
@@ -144,7 +203,10 @@ class NodeLaunches:
             return None
         self.feedback.info(f"scale: {config.world_size} rank(s) on {config.nodes} node(s), run {config.run_id}")
         prepare_figures()
-        launched = run_job(config, training(config), config.steps, self.feedback.watch)
+        steps = config.max_steps if config.script else config.steps
+        launched = run_job(config, training(config), steps, self.feedback.watch)
+        if config.script and launched.has_rank_zero:
+            finish_script_run(launched.run_dir, config.launch_id)
         if self.node_rank is None:
             self.node_rank = min(launched.ranks_here) // config.procs_per_node
         return launched.run_dir if launched.has_rank_zero else None
@@ -159,9 +221,11 @@ class ScalePlan:
     base_lr: float
     predict_sizes: list[int]
     link: LinkModel | None  # None: fitted to the measured all-reduces
-    parameters: int
-    parameter_bytes: list[int]  # per parameter, registration order (for re-bucketing)
+    per_rank_batch: dict[int, int]  # world size -> batch per rank (1 for a script whose batch is not known)
+    parameters: int | None  # None: a script's, from its first run
+    parameter_bytes: list[int] | None  # per parameter, registration order (for re-bucketing); None: as parameters
     largest_first: bool = False  # across nodes: the first launch spans them all
+    batch_argument: str | None = None  # a script's argument that holds its batch per rank
 
     def order(self) -> list[int]:
         """ABBA: sizes up, then down (or down, then up), so drift over time hits every size alike."""
@@ -175,6 +239,7 @@ def run_scale(plan: ScalePlan, launch: Callable[[RunConfig], Path | None], repor
     measured: dict[int, list[SizeMeasurement]] = {}
     profiles: dict[int, list[StepProfile]] = {}
     runs, done = [], {n: 0 for n in plan.configs}
+    first_run: RunRecord | None = None
     probed: list[tuple[int, int, float]] = []  # every run's link probe: all-reduces timed alone
     for n in plan.order():
         done[n] += 1
@@ -186,6 +251,7 @@ def run_scale(plan: ScalePlan, launch: Callable[[RunConfig], Path | None], repor
         write_report(report, reports_dir, config.run_id, timeline, run_dir)
         run = read_run_json(run_dir)
         measured.setdefault(n, []).append(_measurement(n, report, run, config))
+        first_run = first_run or run
         if n >= 2:
             probed += probed_transfers(run.link_probe if run else [], n)
         profiles.setdefault(n, []).append(step_profile(trace))
@@ -193,19 +259,23 @@ def run_scale(plan: ScalePlan, launch: Callable[[RunConfig], Path | None], repor
     if not measured:
         return None
     first = plan.configs[min(plan.configs)]
-    assert first.ddp.bucket_cap_mb is not None  # a built-in model's: only a script's own setting has none
+    assert first_run is not None  # a run was measured
+    built = first_run.ddp_built[0] if first_run.ddp_built else None
+    parameter_bytes = plan.parameter_bytes or (built.parameter_sizes if built else [])
     points = [
         dataclasses.replace(p, nodes=plan.configs[p.world_size].nodes)
-        for p in scale_points(measured, {n: c.batch_size for n, c in plan.configs.items()}, plan.base_lr)
+        for p in scale_points(measured, plan.per_rank_batch, plan.base_lr)
     ]
     scale = ScaleReport(
         name=plan.name,
         mode="strong" if plan.strong else "weak",
-        model=first.model,
-        parameters=plan.parameters,
+        model=first_run.model or first.model if first.script else first.model,
+        parameters=plan.parameters or first_run.parameters or 0,
         device=first.device,
         backend=first.backend,
-        bucket_cap_mb=first.ddp.bucket_cap_mb,
+        bucket_cap_mb=_bucket_cap(first, built),
+        script=list(first.script) or None,
+        batch_argument=plan.batch_argument,
         base_learning_rate=plan.base_lr,
         points=points,
         runs=runs,
@@ -242,7 +312,7 @@ def run_scale(plan: ScalePlan, launch: Callable[[RunConfig], Path | None], repor
             plan.strong,
             plan.base_lr,
             overhead,
-            plan.parameter_bytes,
+            parameter_bytes,
         )
         if plan.predict_sizes
         else []
@@ -255,6 +325,14 @@ def run_scale(plan: ScalePlan, launch: Callable[[RunConfig], Path | None], repor
         compute=dataclasses.asdict(compute),
         profiling_overhead=overhead,
     )
+
+
+def _bucket_cap(config: RunConfig, built: BuiltDDP | None) -> float | None:
+    """The run's bucket_cap_mb: a built-in model's option; what a script's DDP got (None: DDP's default)."""
+    if not config.script:
+        return config.ddp.bucket_cap_mb
+    cap = (built.applied.get("bucket_cap_mb", built.asked.get("bucket_cap_mb"))) if built else None
+    return float(cap) if cap is not None else None
 
 
 def _measurement(n: int, report: Report, run: RunRecord | None, config: RunConfig) -> SizeMeasurement:

@@ -33,12 +33,26 @@ PREDICTED_HEADERS = (
 )
 
 
+UNKNOWN_BATCH_RATE = "rank-steps/s"  # a script's throughput where its batch is not known: samples/s over it
+
+
+def headers(report: ScaleReport, names: tuple[str, ...]) -> tuple[str, ...]:
+    """The columns, the throughput in rank-steps/s where a script's batch is not known."""
+    return tuple(UNKNOWN_BATCH_RATE if n == "samples/s" and not report.batch_known else n for n in names)
+
+
+def _batch_and_lr(report: ScaleReport, global_batch: int, learning_rate: float) -> tuple[str, str]:
+    """The global batch ('-' where a script's is not known) and the linear rule's LR ('-' for a script, which sets
+    its own)."""
+    batch = str(global_batch) if report.batch_known else "-"
+    return batch, "-" if report.script else f"{learning_rate:.4g}"
+
+
 def measured_rows(report: ScaleReport) -> list[tuple[str, ...]]:
     return [
         (
             p.ranks,
-            str(p.global_batch),
-            f"{p.learning_rate:.4g}",
+            *_batch_and_lr(report, p.global_batch, p.learning_rate),
             f"{p.step_ms.value:.1f} [{p.step_ms.low:.1f}, {p.step_ms.high:.1f}]",
             f"{p.samples_per_s:.1f}",
             f"{p.speedup:.2f}x",
@@ -57,8 +71,7 @@ def predicted_rows(report: ScaleReport) -> list[tuple[str, ...]]:
     return [
         (
             str(p.world_size),
-            str(p.global_batch),
-            f"{p.learning_rate:.4g}",
+            *_batch_and_lr(report, p.global_batch, p.learning_rate),
             f"{p.step_ms:.1f}",
             f"{p.samples_per_s:.1f}",
             f"{p.speedup:.2f}x",
@@ -72,13 +85,32 @@ def predicted_rows(report: ScaleReport) -> list[tuple[str, ...]]:
 
 
 def model_notes(report: ScaleReport) -> list[str]:
+    cap = "DDP's default" if report.bucket_cap_mb is None else f"{report.bucket_cap_mb:g}"
+    what = f"{' '.join(report.script)}, its model {report.model}" if report.script else report.model
     notes = [
-        f"{report.mode} scaling of {report.model} ({report.parameters:,} parameters), {report.backend} on "
-        f"{report.device}, bucket_cap_mb={report.bucket_cap_mb:g}; LR: linear scaling rule (Goyal et al.) from "
-        f"{report.base_learning_rate:g} at the smallest size's global batch (use with gradual warm-up).",
+        f"{report.mode} scaling of {what} ({report.parameters:,} parameters), {report.backend} on "
+        f"{report.device}, bucket_cap_mb={cap}; "
+        + (
+            "the script sets its own learning rate (scale it with the global batch, e.g. the linear rule of Goyal "
+            "et al., with gradual warm-up)."
+            if report.script
+            else f"LR: linear scaling rule (Goyal et al.) from {report.base_learning_rate:g} at the smallest size's "
+            "global batch (use with gradual warm-up)."
+        ),
         f"Sizes ran interleaved in this order: {', '.join(map(str, report.order))}; step times are the slowest "
         "rank's, outside the profiler window, pooled over repeats (median, bootstrap 95% CI).",
     ]
+    if report.script and report.batch_argument:
+        notes.append(
+            f"Batch per rank: the script's {report.batch_argument}"
+            + (", divided among the ranks at each size (strong scaling)." if report.mode == "strong" else ".")
+        )
+    elif report.script:
+        notes.append(
+            f"The script's batch per rank is not known to commprof ({report.mode} scaling keeps it as written): "
+            f"throughput is in {UNKNOWN_BATCH_RATE}, optimizer steps of every rank per second, which is samples/s "
+            "over that batch; --batch-argument NAME (its argument that holds it) gives samples/s."
+        )
     if report.link:
         compute = report.compute
         assert compute is not None, "the link model and the compute fit are set together"
@@ -95,8 +127,12 @@ def model_notes(report: ScaleReport) -> list[str]:
 def document(report: ScaleReport) -> Document:
     sections = [
         Section("", [Text(f"{report.summary}.", "headline"), Figure("scale.png", "speedup against world size")]),
-        Section("Measured", [Table(MEASURED_HEADERS, measured_rows(report))]),
-        *([Section("Predicted", [Table(PREDICTED_HEADERS, predicted_rows(report))])] if report.predictions else []),
+        Section("Measured", [Table(headers(report, MEASURED_HEADERS), measured_rows(report))]),
+        *(
+            [Section("Predicted", [Table(headers(report, PREDICTED_HEADERS), predicted_rows(report))])]
+            if report.predictions
+            else []
+        ),
         *notes_section(
             [*model_notes(report), "Each size's full report: reports/<run id>-ws<N>-r<K>/."],
         ),
@@ -128,7 +164,8 @@ def scale_plot(report: ScaleReport) -> bytes:
             label="predicted",
         )
     ax.set_xlabel("world size (ranks)")
-    ax.set_ylabel(f"speedup (samples/s against {base} rank{'s' if base > 1 else ''})")
+    rate = "samples/s" if report.batch_known else UNKNOWN_BATCH_RATE
+    ax.set_ylabel(f"speedup ({rate} against {base} rank{'s' if base > 1 else ''})")
     ax.set_title(f"{report.mode} scaling: {report.model}, {report.backend} on {report.device}")
     if every[-1] / every[0] >= 8:
         ax.set_xscale("log", base=2)

@@ -52,7 +52,7 @@ class ScaleReport(Result):
     parameters: int
     device: str
     backend: str
-    bucket_cap_mb: float
+    bucket_cap_mb: float | None  # None: DDP's default (a script that passes none)
     base_learning_rate: float
     points: list[ScalePoint]
     predictions: list[Prediction] = field(default_factory=list)
@@ -62,8 +62,15 @@ class ScaleReport(Result):
     profiling_overhead: float = 1.0
     runs: list[str] = field(default_factory=list)
     order: list[int] = field(default_factory=list)  # world sizes in the order they ran (interleaved)
+    script: list[str] | None = None  # a user's script and its arguments (the smallest size's)
+    batch_argument: str | None = None  # the script's argument that holds its per-rank batch; None: not known
     kind: str = "scale"
     schema_version: int = SCHEMA_VERSION
+
+    @property
+    def batch_known(self) -> bool:
+        """Whether the per-rank batch is known: commprof's own model's, or read from a script's argument."""
+        return not self.script or self.batch_argument is not None
 
     @property
     def summary(self) -> str:
