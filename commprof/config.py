@@ -21,6 +21,7 @@ from commprof.settings import (
     DDPOptions,
     DeepSpeedOptions,
     FSDPOptions,
+    HorovodOptions,
     SettingOptions,
     changed_options,
 )
@@ -30,7 +31,12 @@ PRECISIONS = ("fp32", "bf16", "fp16")
 BUILTIN_MODELS = ("mlp", "transformer", "convnet", "mlstm")
 MODEL_SIZES = ("small", "medium", "large")
 SCRIPT_OUTPUTS = ("all", "rank0", "none")
-_OWNER = {"ddp": "DDP options", "fsdp": "FSDP options", "deepspeed": "DeepSpeed's ZeRO options"}
+_OWNER = {
+    "ddp": "DDP options",
+    "fsdp": "FSDP options",
+    "deepspeed": "DeepSpeed's ZeRO options",
+    "horovod": "Horovod's options",
+}
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
@@ -82,13 +88,13 @@ class _StrategyOptions:
     ddp: DDPOptions
     fsdp: FSDPOptions
     deepspeed: DeepSpeedOptions
+    horovod: HorovodOptions
 
     @property
     def options(self) -> SettingOptions:
         """The options of its strategy: DDP's, FSDP's or DeepSpeed's."""
-        if self.strategy == "fsdp":
-            return self.fsdp
-        return self.deepspeed if self.strategy == "deepspeed" else self.ddp
+        options: SettingOptions = getattr(self, self.strategy)
+        return options
 
 
 @dataclass(frozen=True)
@@ -107,7 +113,9 @@ class RunRequest(_StrategyOptions):
         "ddp",
         "ddp: DistributedDataParallel. fsdp: FSDP2's fully_shard on each block of the "
         "model, then on the whole (a script that shards its model itself needs no option). deepspeed: a DeepSpeed "
-        "script, whose ZeRO options (--zero-stage, --reduce-bucket-size, ...) commprof sets in its config.",
+        "script, whose ZeRO options (--zero-stage, --reduce-bucket-size, ...) commprof sets in its config. horovod: a "
+        "Horovod script, whose fusion buffer and cycle (--fusion-threshold-mb, --cycle-time-ms) commprof sets in its "
+        "environment.",
     )
     batch_size: int = option(32, "Per-rank batch size.")
     steps: int = option(20, "Training steps (optimizer steps); at least wait + warmup + active.")
@@ -151,6 +159,7 @@ class RunRequest(_StrategyOptions):
     ddp: DDPOptions = field(default_factory=DDPOptions)
     fsdp: FSDPOptions = field(default_factory=FSDPOptions)
     deepspeed: DeepSpeedOptions = field(default_factory=DeepSpeedOptions)
+    horovod: HorovodOptions = field(default_factory=HorovodOptions)
     cli_args: tuple[str, ...] = ()  # the options as given on the command line (non-defaults), to repeat them
     named: tuple[str, ...] = ()  # the fields the command line named, even at their default values
 
@@ -190,6 +199,7 @@ class RunConfig(_StrategyOptions):
     ddp: DDPOptions = field(default_factory=DDPOptions)
     fsdp: FSDPOptions = field(default_factory=FSDPOptions)
     deepspeed: DeepSpeedOptions = field(default_factory=DeepSpeedOptions)
+    horovod: HorovodOptions = field(default_factory=HorovodOptions)
     traces_dir: Path = Path("traces")
     reports_dir: Path = Path("reports")
     rdzv_endpoint: str | None = None
@@ -205,6 +215,7 @@ class RunConfig(_StrategyOptions):
     whole_run: bool = True  # every step recorded on every rank (worker/step_ledger.py)
     ddp_forced: tuple[str, ...] = ()  # DDP options a script gets even at DDP's default value (a sweep's settings)
     launch_id: str = ""  # random per `commprof run` process: tells this launch's run folder from another's
+    horovod_rendezvous: str | None = None  # HOST:PORT of the Horovod rendezvous launch/horovod.py started
 
     def __post_init__(self) -> None:
         require(
@@ -232,7 +243,13 @@ class RunConfig(_StrategyOptions):
             "--strategy deepspeed is for a DeepSpeed script, given after -- (... --strategy deepspeed -- train.py): "
             "its ZeRO options are set in the config the script gives deepspeed.initialize",
         )
-        for strategy, options in (("ddp", self.ddp), ("fsdp", self.fsdp), ("deepspeed", self.deepspeed)):
+        require(
+            self.strategy != "horovod" or bool(self.script),
+            "--strategy horovod is for a Horovod script, given after -- (... --strategy horovod -- train.py): its "
+            "fusion buffer and cycle are set in its environment",
+        )
+        for strategy in STRATEGIES:
+            options = getattr(self, strategy)
             changed = changed_options(options) if strategy != self.strategy else []
             require(not changed, f"--{', --'.join(changed)}: {_OWNER[strategy]}; they need --strategy {strategy}")
         require(self.batch_size >= 1, f"--batch-size must be >= 1, got {self.batch_size}")
@@ -306,6 +323,7 @@ class RunConfig(_StrategyOptions):
         data["ddp"] = DDPOptions(**data["ddp"])
         data["fsdp"] = FSDPOptions(**data.get("fsdp", {}))
         data["deepspeed"] = DeepSpeedOptions(**data.get("deepspeed", {}))
+        data["horovod"] = HorovodOptions(**data.get("horovod", {}))
         data["traces_dir"] = Path(data["traces_dir"])
         data["reports_dir"] = Path(data["reports_dir"])
         data["script"] = tuple(data.get("script", ()))

@@ -10,6 +10,7 @@ from typing import Any
 from commprof.config import RunConfig
 from commprof.fields import option, require
 from commprof.settings import (
+    HOROVOD_FUSION_GRID_MB,
     OPTIONS_OF_STRATEGY,
     OWN_LABEL,
     ZERO_BUCKET_GRID,
@@ -40,7 +41,9 @@ DEEPSPEED_SWEPT = {
     "allgather_bucket_size": OWN,
     "overlap_comm": OWN,
 }
-SWEPT_OF = {"ddp": DDP_SWEPT, "fsdp": FSDP_SWEPT, "deepspeed": DEEPSPEED_SWEPT}
+# Horovod's fusion buffer and cycle, "own" for the job's environment as it is
+HOROVOD_SWEPT = {"fusion_threshold_mb": ",".join(f"{mb:g}" for mb in HOROVOD_FUSION_GRID_MB), "cycle_time_ms": OWN}
+SWEPT_OF = {"ddp": DDP_SWEPT, "fsdp": FSDP_SWEPT, "deepspeed": DEEPSPEED_SWEPT, "horovod": HOROVOD_SWEPT}
 STEPS_PER_REPEAT = 4  # timed steps per setting per repeat, where nothing else decides it
 ADVISE_TOP = 3  # the settings advise checks at most, the best predicted first
 

@@ -18,7 +18,10 @@ ZERO_STAGES = (0, 1, 2, 3)
 # decade apart below it
 ZERO_BUCKET_GRID = (5e5, 5e6, 5e7, 5e8)
 DDP_BUCKET_GRID_MB = (1.0, 5.0, 25.0, 100.0)  # bucket_cap_mbs tune tries first, a coarse log grid
-STRATEGIES = ("ddp", "fsdp", "deepspeed")
+STRATEGIES = ("ddp", "fsdp", "deepspeed", "horovod")
+# Horovod's fusion thresholds tune tries first, in MiB: 128 is Horovod's default (HOROVOD_FUSION_THRESHOLD)
+HOROVOD_FUSION_GRID_MB = (1.0, 8.0, 32.0, 128.0)
+MIB = 1024 * 1024
 OWN_LABEL = "script-own"  # a script's DDP (or DeepSpeed config) as written: commprof applies no bucket_cap_mb
 BUILT_IN_STRATEGIES = ("ddp", "fsdp")  # a built-in model's; deepspeed: a DeepSpeed script's config
 
@@ -164,6 +167,51 @@ class DeepSpeedOptions:
         return {name: int(v) if isinstance(v, float) else v for name, v in given.items() if v is not None}
 
 
+@dataclass(frozen=True)
+class HorovodOptions:
+    """Horovod's settings that shape its communication (with --strategy horovod), set as the environment variables
+    its users set before horovodrun; each left at None stays as the job's environment has it (Horovod's defaults:
+    a 128 MiB fusion buffer, a 1 ms cycle)."""
+
+    fusion_threshold_mb: float | None = option(
+        None,
+        "Horovod: the tensor fusion buffer in MiB, HOROVOD_FUSION_THRESHOLD (Horovod's bucket_cap_mb; 0 fuses "
+        "nothing) [default: the job's environment, else 128].",
+    )
+    cycle_time_ms: float | None = option(
+        None,
+        "Horovod: ms between its background thread's cycles of fusing and launching tensors, HOROVOD_CYCLE_TIME "
+        "[default: the job's environment, else 1].",
+    )
+
+    def __post_init__(self) -> None:
+        require(
+            self.fusion_threshold_mb is None or self.fusion_threshold_mb >= 0,
+            f"--fusion-threshold-mb must be >= 0, got {self.fusion_threshold_mb}",
+        )
+        require(
+            self.cycle_time_ms is None or self.cycle_time_ms > 0,
+            f"--cycle-time-ms must be > 0, got {self.cycle_time_ms}",
+        )
+
+    def label(self) -> str:
+        parts = [
+            *([f"fusion-{self.fusion_threshold_mb:g}mb"] if self.fusion_threshold_mb is not None else []),
+            *([f"cycle-{self.cycle_time_ms:g}ms"] if self.cycle_time_ms is not None else []),
+        ]
+        return "_".join(parts) or OWN_LABEL
+
+    def environment(self) -> dict[str, str]:
+        """The variables this setting sets, by Horovod's names (none: the job's environment as it is)."""
+        given = {
+            "HOROVOD_FUSION_THRESHOLD": None
+            if self.fusion_threshold_mb is None
+            else str(int(self.fusion_threshold_mb * MIB)),
+            "HOROVOD_CYCLE_TIME": None if self.cycle_time_ms is None else f"{self.cycle_time_ms:g}",
+        }
+        return {name: value for name, value in given.items() if value is not None}
+
+
 def elements(count: float) -> str:
     """A bucket size in elements as DeepSpeed's configs write it, folder-safe: 5e8, 2.5e5, 1500."""
     if count < 1e4:
@@ -172,8 +220,13 @@ def elements(count: float) -> str:
     return f"{count / 10**exponent:.4g}e{exponent}"
 
 
-SettingOptions = DDPOptions | FSDPOptions | DeepSpeedOptions
-OPTIONS_OF_STRATEGY: dict[str, type] = {"ddp": DDPOptions, "fsdp": FSDPOptions, "deepspeed": DeepSpeedOptions}
+SettingOptions = DDPOptions | FSDPOptions | DeepSpeedOptions | HorovodOptions
+OPTIONS_OF_STRATEGY: dict[str, type] = {
+    "ddp": DDPOptions,
+    "fsdp": FSDPOptions,
+    "deepspeed": DeepSpeedOptions,
+    "horovod": HorovodOptions,
+}
 
 
 def changed_options(options: SettingOptions) -> list[str]:

@@ -62,4 +62,6 @@ CONVERT: dict[str, Callable[[str], Any]] = {
     "reduce_bucket_size": own_or(float),
     "allgather_bucket_size": own_or(float),
     "overlap_comm": own_or(parse_bool),
+    "fusion_threshold_mb": own_or(float),
+    "cycle_time_ms": own_or(float),
 }

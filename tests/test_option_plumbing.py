@@ -34,6 +34,10 @@ def fsdp(field, value):
     return lambda w: w.config.strategy == "fsdp" and getattr(w.config.fsdp, field) == value
 
 
+def horovod(field, value):
+    return lambda w: w.config.strategy == "horovod" and getattr(w.config.horovod, field) == value
+
+
 def zero(field, value):
     return lambda w: w.config.strategy == "deepspeed" and getattr(w.config.deepspeed, field) == value
 
@@ -98,6 +102,14 @@ CASES = {
         zero("allgather_bucket_size", 2e6),
     ),
     "overlap_comm": (["--strategy", "deepspeed", "--no-overlap-comm", "--", "train.py"], zero("overlap_comm", False)),
+    "fusion_threshold_mb": (
+        ["--strategy", "horovod", "--fusion-threshold-mb", "16", "--", "train.py"],
+        horovod("fusion_threshold_mb", 16),
+    ),
+    "cycle_time_ms": (
+        ["--strategy", "horovod", "--cycle-time-ms", "5", "--", "train.py"],
+        horovod("cycle_time_ms", 5),
+    ),
 }
 COMMANDS = {
     "run": [],

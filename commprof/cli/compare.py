@@ -8,10 +8,10 @@ from typing import Annotated, Optional
 import typer
 
 from commprof.cli import console
-from commprof.cli.options import DEEPSPEED_OPTIONS, FSDP_OPTIONS, script_argument, with_run_options
+from commprof.cli.options import FSDP_OPTIONS, SCRIPT_KIND_OPTIONS, script_argument, with_run_options
 
 
-@with_run_options(exclude=frozenset({"backend", "script_output"}) | FSDP_OPTIONS | DEEPSPEED_OPTIONS)
+@with_run_options(exclude=frozenset({"backend", "script_output"}) | FSDP_OPTIONS | SCRIPT_KIND_OPTIONS)
 def compare(
     request,
     quiet: bool,

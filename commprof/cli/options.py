@@ -17,9 +17,9 @@ import typer
 
 from commprof.cli.console import stdout_for_the_result
 from commprof.config import ProfileSchedule, RunRequest, by_fields, option_fields
-from commprof.settings import DDPOptions, DeepSpeedOptions, FSDPOptions
+from commprof.settings import DDPOptions, DeepSpeedOptions, FSDPOptions, HorovodOptions
 
-SETTING_KINDS = (DDPOptions, FSDPOptions, DeepSpeedOptions)
+SETTING_KINDS = (DDPOptions, FSDPOptions, DeepSpeedOptions, HorovodOptions)
 
 
 def _cli_type(hint: Any) -> Any:
@@ -164,6 +164,8 @@ RUN_OPTIONS = [p for _, _, p in DECLARED] + list(inspect.signature(_extra).param
 DEFAULTS = {p.name: p.default for p in RUN_OPTIONS}
 FSDP_OPTIONS = frozenset(f.name for f in option_fields(FSDPOptions))  # only commands that run FSDP take them
 DEEPSPEED_OPTIONS = frozenset(f.name for f in option_fields(DeepSpeedOptions))  # only those that run a script
+HOROVOD_OPTIONS = frozenset(f.name for f in option_fields(HorovodOptions))  # likewise
+SCRIPT_KIND_OPTIONS = DEEPSPEED_OPTIONS | HOROVOD_OPTIONS  # the settings of a kind only a script builds
 
 
 def build_request(values: dict[str, Any], named: frozenset[str] = frozenset()) -> RunRequest:
@@ -179,6 +181,7 @@ def build_request(values: dict[str, Any], named: frozenset[str] = frozenset()) -
         ddp=by_fields(DDPOptions, given),
         fsdp=by_fields(FSDPOptions, given),
         deepspeed=by_fields(DeepSpeedOptions, given),
+        horovod=by_fields(HorovodOptions, given),
         cli_args=as_cli_args(values),
         named=tuple(sorted(FIELD_OF.get(name, name) for name in named)),
     )

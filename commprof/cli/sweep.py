@@ -9,11 +9,11 @@ from typing import Annotated, Optional
 import typer
 
 from commprof.cli import console
-from commprof.cli.options import DEEPSPEED_OPTIONS, FSDP_OPTIONS, with_options, with_run_options
-from commprof.plans import DDP_SWEPT, DEEPSPEED_SWEPT, FSDP_SWEPT, SweepOptions
+from commprof.cli.options import FSDP_OPTIONS, SCRIPT_KIND_OPTIONS, with_options, with_run_options
+from commprof.plans import DDP_SWEPT, DEEPSPEED_SWEPT, FSDP_SWEPT, HOROVOD_SWEPT, SweepOptions
 
 UNUSED = frozenset({"steps", "wait", "warmup", "active", "schedule"})  # its own schedule (--max-steps: a script's)
-SWEPT = frozenset(DDP_SWEPT) | FSDP_OPTIONS | DEEPSPEED_OPTIONS
+SWEPT = frozenset(DDP_SWEPT) | FSDP_OPTIONS | SCRIPT_KIND_OPTIONS
 ScriptArg = Annotated[
     Optional[list[str]],
     typer.Argument(
@@ -24,7 +24,7 @@ ScriptArg = Annotated[
 ]
 
 
-@with_run_options(exclude=SWEPT | UNUSED, swept=DDP_SWEPT | FSDP_SWEPT | DEEPSPEED_SWEPT)
+@with_run_options(exclude=SWEPT | UNUSED, swept=DDP_SWEPT | FSDP_SWEPT | DEEPSPEED_SWEPT | HOROVOD_SWEPT)
 @with_options(SweepOptions, "options")
 def sweep(
     request,

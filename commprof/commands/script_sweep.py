@@ -29,7 +29,7 @@ from commprof.commands.outcome import Feedback, Outcome
 from commprof.commands.reporting import sweep_report, write_report
 from commprof.config import ProfileSchedule, RunConfig, RunRequest
 from commprof.errors import UsageError
-from commprof.kinds import DEEPSPEED, JobKind, built_kind, kind_of
+from commprof.kinds import JobKind, built_kind, kind_of
 from commprof.launch.job import TORCHRUN_OMP_WARNING, torchrun_environment
 from commprof.launch.runlog import finish_script_run, read_run_json, write_text_atomic
 from commprof.plans import SweepOptions, SweepPlan
@@ -112,7 +112,7 @@ def measure_script(
     )
     last = launches.last
     assert last is not None  # every round launched each setting it measured once more, profiled
-    built = kind_of(baseline).built(last)
+    built_by = getattr(kind_of(baseline).built(last), "built_by", "script")  # Trainer's or Lightning's, or the script's
     record = SweepRecord(
         plan=dataclasses.replace(plan, settings=tuple(measured)),
         settings=results,
@@ -123,7 +123,7 @@ def measure_script(
         rounds=tuned,
         end_time=datetime.now(timezone.utc).isoformat(),
         order=launches.order,
-        built_by=built.built_by if built else "script",
+        built_by=built_by,
         script=list(config.script),
         max_steps=max_steps,
         applied_on_top=list(forced),
@@ -244,18 +244,11 @@ def check_kind(run: RunRecord, baseline: SettingOptions) -> None:
     if kind.built(run) is not None:
         return
     built = built_kind(run)
-    if built is DEEPSPEED:
-        stage = DEEPSPEED.built(run).zero_stage  # type: ignore[union-attr]  # built_kind saw it
-        raise OtherKind(
-            f"the script trains with DeepSpeed (ZeRO stage {stage}), not {kind.engine}",
-            f"{kind.knobs} do nothing to it; its gradients go in ZeRO's reduce buckets: commprof sweep --strategy "
-            "deepspeed --reduce-bucket-size 5e7,2e8 -- SCRIPT, or commprof tune -- SCRIPT",
-            built,
-        )
-    what = f"the script built no {kind.engine}"
     if built is not None:
-        leave = f"leave out --strategy {kind.strategy}"
-        raise OtherKind(what, f"{kind.knobs} do nothing to it (it trains with {built.engine}: {leave})", built)
+        what = f"the script trains with {built.trains_with(run)}, not {kind.title}"
+        instead = built.instead.format(strategy=kind.strategy)
+        raise OtherKind(what, f"{kind.knobs} do nothing to it; {instead}", built)
+    what = f"the script built no {kind.engine}"
     raise OtherKind(what, f"{kind.knobs} do nothing to it; commprof run -- SCRIPT profiles it as it is")
 
 

@@ -1,6 +1,7 @@
 """The kinds of job commprof profiles and tunes, one object each (kinds.base.JobKind): DistributedDataParallel
-(commprof's model, a script's, torch.compile over it), FSDP2 and DeepSpeed ZeRO. A command asks `KINDS[strategy]`
-(what the user said), `kind_of(setting)` or `built_kind(run)` (what a script's launch built), never a type."""
+(commprof's model, a script's, torch.compile over it), FSDP2, DeepSpeed ZeRO and Horovod. A command asks
+`KINDS[strategy]` (what the user said), `kind_of(setting)` or `built_kind(run)` (what a script's launch built), never
+a type."""
 
 from __future__ import annotations
 
@@ -8,10 +9,11 @@ from commprof.kinds.base import JobKind
 from commprof.kinds.ddp import DDP
 from commprof.kinds.deepspeed import DEEPSPEED
 from commprof.kinds.fsdp import FSDP
+from commprof.kinds.horovod import HOROVOD
 from commprof.results.run_record import RunRecord
 from commprof.settings import SettingOptions
 
-KINDS: dict[str, JobKind] = {kind.strategy: kind for kind in (DDP, FSDP, DEEPSPEED)}
+KINDS: dict[str, JobKind] = {kind.strategy: kind for kind in (DDP, FSDP, DEEPSPEED, HOROVOD)}
 
 
 def kind_of(options: SettingOptions) -> JobKind:
@@ -21,8 +23,9 @@ def kind_of(options: SettingOptions) -> JobKind:
 
 def built_kind(run: RunRecord) -> JobKind | None:
     """The kind of job a script's launch built: DDP where it built a DistributedDataParallel, DeepSpeed where it
-    built an engine and no DDP; None where neither (a script of its own collectives, or FSDP)."""
-    return next((kind for kind in (DDP, DEEPSPEED) if kind.built(run) is not None), None)
+    built an engine and no DDP, Horovod where a DistributedOptimizer; None where none (a script of its own
+    collectives, or FSDP)."""
+    return next((kind for kind in (DDP, DEEPSPEED, HOROVOD) if kind.built(run) is not None), None)
 
 
-__all__ = ["DDP", "DEEPSPEED", "FSDP", "KINDS", "JobKind", "built_kind", "kind_of"]
+__all__ = ["DDP", "DEEPSPEED", "FSDP", "HOROVOD", "KINDS", "JobKind", "built_kind", "kind_of"]

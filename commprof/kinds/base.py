@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 
 from commprof.config import RunConfig
 from commprof.errors import UsageError
-from commprof.results.run_record import BuiltDDP, BuiltDeepSpeed, RunRecord
+from commprof.results.run_record import BuiltDDP, BuiltDeepSpeed, BuiltHorovod, RunRecord
 from commprof.settings import SettingOptions
 
 Layout = tuple[int, ...]
@@ -25,13 +25,20 @@ class JobKind(ABC):
     strategy: ClassVar[str]  # --strategy's value, and RunConfig's field that holds its options
     options: ClassVar[type]
     engine: ClassVar[str]  # what a script builds of it, as its user knows it
+    title: ClassVar[str]  # the kind, by name: DistributedDataParallel, DeepSpeed, Horovod
     short: ClassVar[str]  # its name before its knobs: DDP's bucket_cap_mb, ZeRO's reduce_bucket_size
     knobs: ClassVar[str]  # its options, as a refusal names them
     own_name: ClassVar[str] = "setting"  # what a script's own setting is called: the script's own setting, config
+    # what to do where another kind's knobs were given for a job of this kind ({strategy}: the other kind's)
+    instead: ClassVar[str] = ""
     size_knob: ClassVar[str | None] = None  # the bucket size tune varies; None: tune has nothing to size
     size_unit: ClassVar[str] = ""
     grid: ClassVar[tuple[float, ...]] = ()  # tune's first sizes
     reads_ddp: ClassVar[bool] = False  # DDP's buckets and own timers are read from its runs
+
+    def trains_with(self, run: RunRecord) -> str:
+        """The job as a script's launch built it, in a sentence: 'DeepSpeed (ZeRO stage 2)'."""
+        return self.engine
 
     def written(self, ran: Mapping[str, Any]) -> str:
         """A script's own setting as it ran (`ran`: a sweep's record of its options), in the script's terms."""
@@ -61,7 +68,7 @@ class JobKind(ABC):
         """The bucket size a setting (as a sweep records it) sorts by; 0 where it has none."""
         return (options.get(self.size_knob) if self.size_knob else None) or 0
 
-    def built(self, run: RunRecord) -> BuiltDDP | BuiltDeepSpeed | None:
+    def built(self, run: RunRecord) -> BuiltDDP | BuiltDeepSpeed | BuiltHorovod | None:
         """What a script's launch built of this kind (the first: the one measured); None: not this kind."""
         return None
 

@@ -20,6 +20,7 @@ from commprof.settings import DDP_ARGUMENTS, DDP_BUCKET_GRID_MB, DDPOptions, Set
 class DDPKind(JobKind):
     strategy: ClassVar[str] = "ddp"
     options: ClassVar[type] = DDPOptions
+    title: ClassVar[str] = "DistributedDataParallel"
     engine: ClassVar[str] = "DistributedDataParallel"
     short: ClassVar[str] = "DDP"
     knobs: ClassVar[str] = "DDP's options (bucket_cap_mb and the others)"
@@ -27,6 +28,7 @@ class DDPKind(JobKind):
     size_unit: ClassVar[str] = "MB"
     grid: ClassVar[tuple[float, ...]] = DDP_BUCKET_GRID_MB
     reads_ddp: ClassVar[bool] = True
+    instead: ClassVar[str] = "leave out --strategy {strategy}"
 
     def as_written(self, options: SettingOptions) -> SettingOptions:
         assert isinstance(options, DDPOptions)  # this kind's own

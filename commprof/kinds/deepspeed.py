@@ -15,6 +15,7 @@ from commprof.settings import ZERO_BUCKET_GRID, DeepSpeedOptions, SettingOptions
 class DeepSpeedKind(JobKind):
     strategy: ClassVar[str] = "deepspeed"
     options: ClassVar[type] = DeepSpeedOptions
+    title: ClassVar[str] = "DeepSpeed"
     engine: ClassVar[str] = "DeepSpeed engine"
     short: ClassVar[str] = "ZeRO"
     knobs: ClassVar[str] = "ZeRO's options"
@@ -23,6 +24,14 @@ class DeepSpeedKind(JobKind):
     grid: ClassVar[tuple[float, ...]] = ZERO_BUCKET_GRID
 
     own_name: ClassVar[str] = "config"
+    instead: ClassVar[str] = (
+        "its gradients go in ZeRO's reduce buckets: commprof sweep --strategy deepspeed --reduce-bucket-size 5e7,2e8 "
+        "-- SCRIPT, or commprof tune -- SCRIPT"
+    )
+
+    def trains_with(self, run: RunRecord) -> str:
+        engine = self.built(run)
+        return f"DeepSpeed (ZeRO stage {engine.zero_stage})" if engine else "DeepSpeed"
 
     def written(self, ran: Mapping[str, Any]) -> str:
         entries = DeepSpeedOptions(**ran).zero_config()

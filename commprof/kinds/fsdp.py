@@ -11,6 +11,7 @@ from commprof.settings import FSDPOptions, SettingOptions
 class FSDPKind(JobKind):
     strategy: ClassVar[str] = "fsdp"
     options: ClassVar[type] = FSDPOptions
+    title: ClassVar[str] = "FSDP"
     engine: ClassVar[str] = "FSDP (fully_shard)"
     short: ClassVar[str] = "FSDP"
     knobs: ClassVar[str] = "FSDP's options"

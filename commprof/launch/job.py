@@ -3,6 +3,7 @@ MPI through mpi4py (which needs the MPI launcher's environment)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -15,6 +16,7 @@ from typing import Any, Callable, Mapping
 from commprof.backends import by_name
 from commprof.config import RunConfig
 from commprof.errors import RunFailed
+from commprof.launch.horovod import horovod_rendezvous
 from commprof.launch.module_argv import module_arguments
 from commprof.launch.result import LaunchResult
 
@@ -55,7 +57,9 @@ def uses_mpirun(config: RunConfig, task: Task) -> bool:
 def run_job(config: RunConfig, task: Task, total_steps: int | None = None, watch: Watch | None = None) -> LaunchResult:
     """Start every rank of this node on `task` and wait for them; RunFailed names
     the rank and the cause when one fails."""
-    with tempfile.TemporaryDirectory(prefix="commprof-job-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="commprof-job-") as tmp, horovod_rendezvous(config) as config:
+        if config.horovod_rendezvous:
+            task = dataclasses.replace(task, payload={**task.payload, "horovod_rendezvous": config.horovod_rendezvous})
         progress = Path(tmp) / "progress.json"
         with watch(progress, total_steps) if watch else nullcontext():
             if uses_mpirun(config, task):

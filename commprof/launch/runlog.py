@@ -217,17 +217,19 @@ def finish_script_run(run_dir: Path, launch_id: str) -> None:
     infos = {rank: ScriptRankInfo.from_dict(log.get("info") or {}) for rank, log in logs.items()}
     first = infos.get(0, ScriptRankInfo())
     built, engines = first.ddp_built, first.deepspeed_built
+    trained = built or engines or first.horovod_built
     record = replace(
         record,
         status="complete",
         end_time=now(),
         hosts=sorted({log["host"] for log in logs.values()}),
         steps_completed=min((log["steps_done"] for log in logs.values()), default=0),
-        model=built[0].module if built else engines[0].module if engines else None,
-        parameters=built[0].parameters if built else engines[0].parameters if engines else None,
+        model=_model_of(first),
+        parameters=trained[0].parameters if trained else None,
         tf32=first.tf32,
         ddp_built=built,
         deepspeed_built=engines,
+        horovod_built=first.horovod_built,
         compiled=compiled_by_every_rank(infos),
         notes=first.notes + desync_notes(infos),
         link_probe=first.link_probe,
@@ -247,6 +249,14 @@ def finish_script_run(run_dir: Path, launch_id: str) -> None:
         ],
     )
     write_run_json(run_dir, record)
+
+
+def _model_of(info: ScriptRankInfo) -> str | None:
+    """What the script trained, as the report names it: the module its DDP or DeepSpeed engine wraps; Horovod's
+    optimizer, which knows no module."""
+    if info.ddp_built or info.deepspeed_built:
+        return (info.ddp_built or info.deepspeed_built)[0].module
+    return f"DistributedOptimizer({info.horovod_built[0].optimizer})" if info.horovod_built else None
 
 
 def compiled_by_every_rank(infos: dict[int, ScriptRankInfo]) -> Compiled | None:

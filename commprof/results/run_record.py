@@ -91,6 +91,22 @@ class Compiled:
 
 
 @dataclass(frozen=True)
+class BuiltHorovod:
+    """Horovod's DistributedOptimizer a user's script built (instrument/horovod.py), and the settings that shaped its
+    communication as the ranks had them: the fusion buffer and the cycle (Horovod's defaults where not set)."""
+
+    optimizer: str  # the optimizer it wraps: SGD, AdamW, ...
+    parameters: int = 0
+    parameter_sizes: list[int] = field(default_factory=list)  # bytes per parameter, in the optimizer's order
+    fusion_threshold_bytes: int = 128 * 1024 * 1024  # HOROVOD_FUSION_THRESHOLD
+    cycle_time_ms: float = 1.0  # HOROVOD_CYCLE_TIME
+    backward_passes_per_step: int = 1
+    compression: str = "none"
+    applied: dict[str, str] = field(default_factory=dict)  # the variables commprof set (--strategy horovod)
+    timeline: str | None = None  # rank 0's HOROVOD_TIMELINE, in the run folder
+
+
+@dataclass(frozen=True)
 class BuiltDeepSpeed:
     """A DeepSpeed engine a user's script built (instrument/deepspeed.py): its ZeRO stage and the settings that shape
     its communication, by the names of DeepSpeed's config (`zero_optimization`), as the engine got them."""
@@ -129,6 +145,7 @@ class ScriptRankInfo:
     ddp: dict[str, Any] = field(default_factory=dict)
     ddp_built: list[BuiltDDP] = field(default_factory=list)
     deepspeed_built: list[BuiltDeepSpeed] = field(default_factory=list)
+    horovod_built: list[BuiltHorovod] = field(default_factory=list)
     optimizer: str | None = None  # whose steps are the steps
     peak_memory_mb: dict[str, float] = field(default_factory=dict)
     tf32: dict[str, bool] | None = None
@@ -170,6 +187,7 @@ class RunRecord:
     cast_costs: list[CastCost] = field(default_factory=list)  # rank 0's
     ddp_built: list[BuiltDDP] = field(default_factory=list)
     deepspeed_built: list[BuiltDeepSpeed] = field(default_factory=list)
+    horovod_built: list[BuiltHorovod] = field(default_factory=list)
     compiled: Compiled | None = None  # a script's torch.compile: rank 0's, its compile steps those of every rank
     notes: list[str] = field(default_factory=list)
     ranks: list[RankRecord] = field(default_factory=list)
@@ -210,6 +228,7 @@ class RunRecord:
             script=self.script,
             ddp_built=self.ddp_built,
             deepspeed_built=self.deepspeed_built,
+            horovod_built=self.horovod_built,
             compiled=self.compiled,
             notes=self.notes,
             link_probe=self.link_probe,
@@ -247,6 +266,7 @@ class RunSummary:
     script: list[str] | None = None
     ddp_built: list[BuiltDDP] = field(default_factory=list)
     deepspeed_built: list[BuiltDeepSpeed] = field(default_factory=list)
+    horovod_built: list[BuiltHorovod] = field(default_factory=list)
     compiled: Compiled | None = None
     notes: list[str] = field(default_factory=list)
     link_probe: list[ProbedSize] = field(default_factory=list)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import re
 import zlib
 from pathlib import Path
 
@@ -12,6 +13,8 @@ TRACE_SUFFIXES = (".json", ".json.gz")
 NOT_TRACES = {"run.json", "report.json", "timeline.json", "sweep.json", "error.json"}
 NOT_TRACE_SUFFIXES = (".steps.json", ".ledger.json")  # a rank's step log and whole-run record in a run folder
 NOT_TRACE_FOLDERS = {"logs"}  # worker logs beside the traces
+# Horovod's timeline beside the traces: merged into rank 0's (trace/horovod_timeline.py)
+HOROVOD_TIMELINE = re.compile(r"horovod.*timeline.*\.json$|timeline.*horovod.*\.json$", re.IGNORECASE)
 
 
 def find_trace_files(paths: list[Path]) -> list[Path]:
@@ -40,7 +43,7 @@ def find_trace_files(paths: list[Path]) -> list[Path]:
 
 def _looks_like_trace(path: Path) -> bool:
     name = path.name
-    return (
+    return not HOROVOD_TIMELINE.search(name) and (
         name.endswith(TRACE_SUFFIXES)
         and not name.endswith(NOT_TRACE_SUFFIXES)
         and name not in NOT_TRACES

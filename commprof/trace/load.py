@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, TypeVar
 
 from commprof.errors import TraceError, UsageError
-from commprof.trace.classify import UNKNOWN_RANK, classify
+from commprof.trace.classify import UNKNOWN_RANK, _rank, classify
 from commprof.trace.files import find_trace_files
+from commprof.trace.horovod_timeline import merged, read_timeline, timeline_beside
 from commprof.trace.model import RankTrace, RunTrace, SkippedFile
 from commprof.trace.parse import parse_trace
 
@@ -22,7 +23,11 @@ T = TypeVar("T")
 
 def load_rank(path: Path) -> RankTrace | SkippedFile:
     try:
-        return classify(path, parse_trace(path))
+        trace = parse_trace(path)
+        timeline = timeline_beside(path)
+        if timeline is not None and _rank(path, trace.distributedInfo or {})[0] == 0:  # Horovod's coordinator's
+            trace = merged(trace, read_timeline(timeline))
+        return classify(path, trace)
     except TraceError as exc:
         return SkippedFile(str(path), exc.problem)
 

@@ -30,6 +30,7 @@ import socket
 import sys
 import time
 import types
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, Callable
 
@@ -46,6 +47,7 @@ from commprof.instrument.ddp import DDPOverrides
 from commprof.instrument.deepspeed import DeepSpeedWatch
 from commprof.instrument.forced_backend import ForcedBackend
 from commprof.instrument.hang_watch import HangWatch, account_at_exit, run_sequences
+from commprof.instrument.horovod import TIMELINE_FILE, HorovodWatch, rank_environment
 from commprof.instrument.link_probe import probe_link, probe_tiers
 from commprof.instrument.optimizer_steps import on_step_return
 from commprof.instrument.profiler import make_profiler, trace_path, write_trace
@@ -100,6 +102,7 @@ class ScriptSession:
         # its engine's steps are the steps, where there is one; ZeRO's options set in its config (--strategy deepspeed)
         self.deepspeed = DeepSpeedWatch(self._engine_stepped, config.deepspeed.zero_config())
         self.compile = CompileWatch()
+        self.horovod = HorovodWatch(config.horovod.environment())
         self.before_destroy = BeforeDestroy(self._measure_group)
         self.backend = ForcedBackend(config.backend) if config.backend_given else None
         window = config.schedule.profiled_steps if config.profiled else None
@@ -136,6 +139,10 @@ class ScriptSession:
             self.hang_watch.start()
         self.ddp.install()
         self.deepspeed.install()
+        if self.config.horovod_rendezvous:  # what horovodrun would have set, before the script's hvd.init()
+            timeline = str(self.config.run_dir / TIMELINE_FILE)
+            os.environ.update(rank_environment(self.config.horovod_rendezvous, self.config.horovod, timeline))
+            self.horovod.install()
         self.compile.install()
         self.before_destroy.install()
         if self.backend is not None:
@@ -279,7 +286,15 @@ class ScriptSession:
             notes.append(
                 f"steps counted are {self.counted}'s; the script also stepped {', '.join(sorted(self.others))}"
             )
-        if self.config.strategy == "deepspeed":
+        if self.config.strategy == "horovod":
+            if not self.horovod.built:
+                notes.append("the script built no Horovod DistributedOptimizer: Horovod's options had no effect")
+        elif self.horovod.built:
+            notes.append(
+                "the script trains with Horovod: its allreduces run in Horovod's background thread, out of the "
+                "profiler's sight; they are read from Horovod's timeline, which its coordinator (rank 0) writes"
+            )
+        elif self.config.strategy == "deepspeed":
             if not self.deepspeed.built:
                 notes.append("the script built no DeepSpeed engine: the ZeRO options had no effect")
         elif self.deepspeed.built and not self.ddp.built:
@@ -302,6 +317,7 @@ class ScriptSession:
             ddp=self.ddp.logging_data(),
             ddp_built=self.ddp.built,
             deepspeed_built=self.deepspeed.built,
+            horovod_built=self.horovod.built,
             compiled=self.compile.record(),
             optimizer=self.counted,
             peak_memory_mb=peak_memory_mb(self.device),
@@ -371,6 +387,10 @@ def run_rank(config: RunConfig, progress_path: Path) -> int:
         except SystemExit as exc:
             if exc.code not in (None, 0):
                 raise RuntimeError(f"the script exited with code {exc.code}") from None
+        horovod = bool(session.horovod.built) or session.horovod.running()
+        session.horovod.shutdown()  # its timeline closed (the script may have stopped before its own shutdown)
+        if horovod and session.world > 1 and not dist.is_initialized():  # a group of commprof's own, to measure on
+            dist.init_process_group("nccl" if session.use_cuda else "gloo", timeout=timedelta(seconds=config.timeout_s))
         session.before_destroy.run()  # the script left its group up: measured now (else as it destroyed it)
         if session.world > 1 and not (session.saw_distributed or session.ddp.built or dist.is_initialized()):
             raise RuntimeError(

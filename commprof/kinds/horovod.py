@@ -1,0 +1,78 @@
+"""Horovod in a user's script (hvd.DistributedOptimizer): its options in settings.HorovodOptions, set as the
+environment variables a Horovod user sets before horovodrun (instrument/horovod.py); a script's baseline sets none.
+Its fusion buffer is its bucket: gradients ready in the same cycle are fused up to HOROVOD_FUSION_THRESHOLD bytes."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+from commprof.kinds.base import JobKind, Layout, Layouts
+from commprof.results.run_record import BuiltHorovod, RunRecord
+from commprof.settings import HOROVOD_FUSION_GRID_MB, MIB, HorovodOptions, SettingOptions
+
+
+class HorovodKind(JobKind):
+    strategy: ClassVar[str] = "horovod"
+    options: ClassVar[type] = HorovodOptions
+    title: ClassVar[str] = "Horovod"
+    engine: ClassVar[str] = "Horovod DistributedOptimizer"
+    short: ClassVar[str] = "Horovod"
+    knobs: ClassVar[str] = "Horovod's options"
+    size_knob: ClassVar[str | None] = "fusion_threshold_mb"
+    size_unit: ClassVar[str] = "MiB"
+    grid: ClassVar[tuple[float, ...]] = HOROVOD_FUSION_GRID_MB
+    instead: ClassVar[str] = (
+        "its gradients go in Horovod's fusion buffer: commprof sweep --strategy horovod --fusion-threshold-mb 8,32 "
+        "-- SCRIPT, or commprof tune -- SCRIPT"
+    )
+
+    def trains_with(self, run: RunRecord) -> str:
+        return "Horovod (hvd.DistributedOptimizer)"
+
+    def written(self, ran: Mapping[str, Any]) -> str:
+        return ", ".join(f"{name}={value}" for name, value in HorovodOptions(**ran).environment().items())
+
+    def is_as_written(self, options: SettingOptions) -> bool:
+        return options == HorovodOptions()
+
+    def built(self, run: RunRecord) -> BuiltHorovod | None:
+        return run.horovod_built[0] if run.horovod_built else None
+
+    def layouts(self, run: RunRecord) -> Layouts:
+        """Whether the gradients fill one fusion buffer (a threshold at or above them all), what every such
+        threshold fuses alike; below it, each threshold its own."""
+        built = run.horovod_built[0]
+        gradients = sum(built.parameter_sizes)
+
+        def fused(s: HorovodOptions) -> Layout:
+            mb = s.fusion_threshold_mb
+            threshold = built.fusion_threshold_bytes if mb is None else int(mb * MIB)
+            return (min(threshold, gradients),)
+
+        def described(layout: Layout) -> str:
+            if layout[0] >= gradients:
+                return f"one fusion buffer holds all {gradients / MIB:.2f} MiB of gradients"
+            return f"fusion buffers of {layout[0] / MIB:g} MiB"
+
+        return fused, described
+
+    def ran_with(self, setting: SettingOptions, run: RunRecord) -> dict[str, Any]:
+        built = self.built(run)
+        if built is None:
+            return super().ran_with(setting, run)
+        return {"fusion_threshold_mb": built.fusion_threshold_bytes / MIB, "cycle_time_ms": built.cycle_time_ms}
+
+    def tried(self, settings: Sequence[SettingOptions]) -> str:
+        sizes = ", ".join(f"{self.size(vars(s)):g}" for s in settings)
+        return f"the script's own environment and fusion thresholds {sizes} MiB,"
+
+    def paste(self, options: SettingOptions, framework: str = "script", baseline: SettingOptions | None = None) -> str:
+        """The variables to set where the job starts (before horovodrun), those that differ from `baseline`'s."""
+        assert isinstance(options, HorovodOptions)  # this kind's own
+        own = baseline.environment() if isinstance(baseline, HorovodOptions) else {}
+        given = {name: value for name, value in options.environment().items() if own.get(name) != value}
+        return " ".join(f"{name}={value}" for name, value in given.items()) + " horovodrun ...  # or export them"
+
+
+HOROVOD = HorovodKind()
