@@ -55,7 +55,7 @@ def test_the_kinds_are_the_jobs_of_issue_53():
 def test_every_cell_parses_as_its_command_line(made):
     """Each cell's options are its command's (a renamed option fails here, not an hour into the check)."""
     command = get_command(app).commands[made.command]
-    command.make_context(made.command, list(made.args[1:]), resilient_parsing=True)
+    command.make_context(made.command, list(made.args[1:]))
     if made.command in WRITES:
         assert made.report == WRITES[made.command]
         assert "--run-id" in made.args

@@ -256,7 +256,7 @@ def _model_of(info: ScriptRankInfo) -> str | None:
     optimizer, which knows no module."""
     if info.ddp_built or info.deepspeed_built:
         return (info.ddp_built or info.deepspeed_built)[0].module
-    return f"DistributedOptimizer({info.horovod_built[0].optimizer})" if info.horovod_built else None
+    return f"Horovod DistributedOptimizer({info.horovod_built[0].optimizer})" if info.horovod_built else None
 
 
 def compiled_by_every_rank(infos: dict[int, ScriptRankInfo]) -> Compiled | None:

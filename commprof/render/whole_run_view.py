@@ -35,6 +35,8 @@ def _untimed_why(report: Report) -> str:
     run = report.run
     if run is not None and run.deepspeed_built and not run.ddp_built:
         return f"the run trains with DeepSpeed (ZeRO stage {run.deepspeed_built[0].zero_stage})"
+    if run is not None and run.horovod_built:
+        return "the run trains with Horovod (its collectives read from its timeline)"
     if run is not None and run.config.strategy == "fsdp":
         return "the run shards its model with FSDP"
     return "no DistributedDataParallel in the run (or FSDP)"

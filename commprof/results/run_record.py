@@ -281,7 +281,7 @@ class RunSummary:
         precision of a built-in model; a script's arguments. `with_defaults` False: DDP's options at DDP's
         defaults left out, but for the bucket cap and the hook (a header's short list)."""
         config = self.config
-        always = ("script", "bucket_cap_mb", "comm_hook", "reshard_after_forward", "precision", "deepspeed")
+        always = ("script", "bucket_cap_mb", "comm_hook", "reshard_after_forward", "precision", "deepspeed", "horovod")
         if config.strategy == "fsdp":
             shown = {f.name: str(getattr(config.fsdp, f.name)) for f in dataclasses.fields(config.fsdp)}
             defaults = {f.name: str(f.default) for f in dataclasses.fields(config.fsdp)}
@@ -297,6 +297,14 @@ class RunSummary:
                     for name, value in ran.items()
                 }
                 shown["deepspeed"] = f"ZeRO stage {shown['deepspeed']}"
+            for hvd in self.horovod_built[:1]:  # Horovod's, as its ranks had it
+                fusion, cycle = "HOROVOD_FUSION_THRESHOLD", "HOROVOD_CYCLE_TIME"
+                shown["horovod"] = (
+                    f"fusion buffer {hvd.fusion_threshold_bytes / 2**20:g} MiB"
+                    + (" (commprof's)" if fusion in hvd.applied else "")
+                    + f", cycle {hvd.cycle_time_ms:g} ms"
+                    + (" (commprof's)" if cycle in hvd.applied else "")
+                )
             for built in self.ddp_built[:1]:  # the first DDP the script built: the one measured
                 for name, asked in built.asked.items():
                     applied = built.applied.get(name, asked)
