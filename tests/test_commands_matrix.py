@@ -29,13 +29,13 @@ def test_every_command_that_takes_a_job_is_a_column():
 
 def test_the_kinds_are_the_jobs_of_issue_53():
     """commprof's own model with DDP and FSDP; DDP, FSDP, ZeRO 1-3 and torch.compile in a script; Hugging Face
-    Trainer and Lightning scripts. Each script is in the repository, each package a kind needs is named."""
+    Trainer, Lightning and Horovod scripts. Each script is in the repository, each package a kind needs is named."""
     builtin = {k.options for k in KINDS if not k.script}
     assert builtin == {(), ("--strategy", "fsdp")}
     scripts = [k.script[0].rsplit("/", 1)[-1] for k in KINDS if k.script]
     for name in ("train_default_ddp.py", "train_fsdp.py", "train_compiled.py", "train_hf_trainer.py"):
         assert name in scripts
-    assert "train_lightning.py" in scripts
+    assert "train_lightning.py" in scripts and "train_horovod.py" in scripts
     stages = sorted(k.script[k.script.index("--stage") + 1] for k in KINDS if "--stage" in k.script)
     assert stages == ["1", "2", "3"]
     for kind in KINDS:
@@ -48,6 +48,7 @@ def test_the_kinds_are_the_jobs_of_issue_53():
         "zero3": "deepspeed",
         "hf-trainer": "transformers",
         "lightning": "lightning",
+        "horovod": "horovod",
     }
 
 

@@ -52,8 +52,12 @@ def test_compile_steps_are_left_out_of_the_profilers_cost():
 
 
 def test_the_report_names_the_compile_the_split_and_the_steps():
-    assert model_name("GPT", 124_439_808, COMPILED) == "GPT (124,439,808 parameters, compiled: torch.compile, inductor)"
+    named = model_name("Sequential", 124_439_808, COMPILED)
+    assert named == "Sequential (124,439,808 parameters, compiled: torch.compile, inductor)"
     assert model_name("GPT", 10, None) == "GPT (10 parameters)"
+    # a function of the script's (or a library's) compiled, not the model: the model is not called compiled
+    function = Compiled("zeropower_via_newtonschulz5", "inductor", steps=[1])
+    assert model_name("Sequential", 10, function) == "Sequential (10 parameters)"
     whole = whole_run(ledgers({1: 9000.0, 2: 400.0, 31: 600.0}), None, frozenset(COMPILED.steps))
     assert compiled_line(COMPILED, whole, built_ddp=True) == (
         "torch.compile compiled Sequential with the inductor backend; Dynamo split its graph at DDP's buckets "

@@ -1,9 +1,10 @@
-"""The commands matrix of issue 53 (item 2): every command that takes a job, {run, sweep, tune, advise, compare,
-scale, diff, report, view}, on every kind of job: commprof's own DDP model (no script) and its FSDP (--strategy
-fsdp); a plain DDP script (argparse, its own DDP); a script that calls fully_shard itself; DeepSpeed ZeRO stage 1, 2
-and 3 scripts; torch.compile over DDP (aot_eager: inductor's C++ build takes minutes on 2 cores); a Hugging Face
-Trainer script and a Lightning script. Each cell is a short real run on 2 CPU ranks over Gloo, in a fresh folder of
-its own (its cwd), run as a user runs it: not quiet, so the progress lines and the script's own output come too.
+"""The commands matrix of issue 53 (item 2): every command that takes a job, {run, sweep, tune, advise, compare, scale,
+diff, report, view}, on every kind of job: commprof's own DDP model (no script) and its FSDP (--strategy fsdp); a plain
+DDP script (argparse, its own DDP); a script that calls fully_shard itself; DeepSpeed ZeRO stage 1, 2 and 3 scripts;
+torch.compile over DDP (aot_eager: inductor's C++ build takes minutes on 2 cores); a Hugging Face Trainer script and a
+Lightning script; a plain Horovod script (issue 54). Each cell is a short real run on 2 CPU ranks over Gloo, in a fresh
+folder of its own (its cwd), run as a user runs it: not quiet, so the progress lines and the script's own output come
+too.
 
     python benchmarks/check/commands_matrix.py [--commands run,sweep ...] [--kinds builtin-ddp,zero2 ...]
         [--workdir DIR] [--jobs 1] [--timeout-scale 1.0]
@@ -69,7 +70,8 @@ class Kind:
     needs: str | None = None  # the package it needs; the row is skipped without it
     sweep: tuple[str, ...] = ("--bucket-cap-mb", "1,25")  # the settings its sweep compares
     # the run advise reads is given small gradient buckets, so that it has a setting finding to check: "ddp"
-    # (--bucket-cap-mb 0.01), "zero" (the script's --reduce-bucket-size 2000) or "" (FSDP: none to make smaller)
+    # (--bucket-cap-mb 0.01), "zero" (the script's --reduce-bucket-size 2000), "horovod" (--fusion-threshold-mb 0)
+    # or "" (FSDP: none to make smaller)
     buckets: str = "ddp"
 
     @property
@@ -111,6 +113,14 @@ KINDS = (
     Kind("compiled", "torch.compile over DDP", (str(SCRIPTS / "train_compiled.py"), "aot_eager", "100")),
     Kind("hf-trainer", "a Hugging Face Trainer script", (str(SCRIPTS / "train_hf_trainer.py"),), needs="transformers"),
     Kind("lightning", "a Lightning script", (str(SCRIPTS / "train_lightning.py"),), needs="lightning"),
+    Kind(
+        "horovod",
+        "a plain Horovod script (issue 54)",
+        (str(SCRIPTS / "train_horovod.py"), "--steps", "100"),
+        needs="horovod",
+        sweep=("--strategy", "horovod", "--fusion-threshold-mb", "1,128"),
+        buckets="horovod",
+    ),
 )
 KIND_NAMES = tuple(k.name for k in KINDS)
 
@@ -188,7 +198,7 @@ def run_to_advise(kind: Kind) -> Cell:
     with small gradient buckets, so that its findings advise a setting (a run with none is refused: "nothing to
     advise"). Measured, not planted: on a noisy machine the finding may fall within the noise all the same."""
     if kind.script:
-        small = ("--bucket-cap-mb", "0.01") if kind.buckets == "ddp" else ()
+        small = {"ddp": ("--bucket-cap-mb", "0.01"), "horovod": ("--fusion-threshold-mb", "0")}.get(kind.buckets, ())
         script = (*kind.script, *(("--reduce-bucket-size", "2000") if kind.buckets == "zero" else ()))
         args = ("run", "--run-id", RUN_ID, "--max-steps", "16", "--schedule", "2,1,8", *small, "--", *script)
     else:

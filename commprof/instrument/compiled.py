@@ -83,7 +83,9 @@ class CompileWatch:
             self.frames = frames
 
     def record(self) -> Compiled | None:
-        if not self.what:
+        """None where nothing was compiled: torch.compile never called, or only on what never ran (a library's
+        decorated function: DeepSpeed's Muon optimizer compiles one at import)."""
+        if not self.what or not (self.steps or self.steps_more or self.graphs):
             return None
         return Compiled(
             what=self.what[0],

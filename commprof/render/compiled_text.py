@@ -9,9 +9,11 @@ from commprof.results.whole_run import WholeRun
 
 
 def model_name(model: str, parameters: int | None, compiled: Compiled | None) -> str:
-    """'GPT (124,439,808 parameters, compiled: torch.compile, inductor)': the model as the script wrote it."""
+    """'GPT (124,439,808 parameters, compiled: torch.compile, inductor)': the model as the script wrote it (compiled
+    where torch.compile compiled it, or DDP around it; not where it compiled a function of the script's)."""
+    model_compiled = compiled is not None and compiled.what in (model, f"DistributedDataParallel({model})")
     mode = f", mode {compiled.mode}" if compiled and compiled.mode else ""
-    how = f", compiled: torch.compile, {compiled.backend}{mode}" if compiled else ""
+    how = f", compiled: torch.compile, {compiled.backend}{mode}" if compiled and model_compiled else ""
     return f"{model} ({parameters or 0:,} parameters{how})"
 
 
