@@ -89,6 +89,19 @@ EXAMPLES = (  # in README's order
         ),
         {"train.py": SCRIPT + "train_deepspeed.py"},
     ),
+    Example(
+        (
+            Command(
+                "commprof run --run-id hvd --max-steps 30 --script-output none -- train.py",
+                ("Collectives", "Notes"),
+            ),
+        ),
+        {"train.py": SCRIPT + "train_horovod.py"},
+    ),
+    Example(
+        (Command("commprof tune --run-id ht --max-steps 12 --repeats 3 -- train.py", ("Tune",)),),
+        {"train.py": SCRIPT + "train_horovod.py"},
+    ),
     Example((Command("commprof run --run-id example 2>&1 | cat"),)),
     Example((Command("commprof tune --model tests/data/deep_mlp.py:build --run-id dm", ("Tune",)),), DEEP_MLP),
     Example(
