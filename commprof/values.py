@@ -3,6 +3,7 @@ bench's ops and backends), message sizes (64K, 16M), booleans in a list. Each ra
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from typing import Any
@@ -65,3 +66,21 @@ CONVERT: dict[str, Callable[[str], Any]] = {
     "fusion_threshold_mb": own_or(float),
     "cycle_time_ms": own_or(float),
 }
+
+
+def human_bytes(n: int | None) -> str:
+    """'130.00 KiB', '4.00 MiB': two decimals when they are the size exactly; otherwise four significant digits
+    (at least two decimals), so that sizes a rounding would merge read apart: 1,048,576 bytes is '1.00 MiB',
+    1,052,672 '1.004 MiB' and 1,062,952 '1.014 MiB'."""
+    if n is None:
+        return "unknown"
+    size: float = n  # divided by 1024 per unit
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            if unit == "B":
+                return f"{size:.0f} {unit}"
+            exact = round(size, 2) == size
+            decimals = 2 if exact or size >= 100 else max(2, 3 - math.floor(math.log10(size)))
+            return f"{size:.{decimals}f} {unit}"
+        size /= 1024
+    return str(size)

@@ -49,7 +49,7 @@ def test_the_rank_that_never_arrived_from_a_folder_of_dumps(tmp_path, capsys):
         "rank 1 is outside any collective; its last was all_reduce #8 of the default group at train.py:30 in main; "
         "rank 0 has waited "
     ), out
-    assert "in all_reduce #9 of the default group (1 tensor of 272 Float, 1.1 KB) at train.py:30 in main" in out
+    assert "in all_reduce #9 of the default group (1 tensor of 272 Float, 1.062 KiB) at train.py:30 in main" in out
     assert out.endswith("(from the evidence of 2 ranks)")
 
 

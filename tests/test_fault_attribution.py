@@ -364,19 +364,19 @@ def test_a_lost_host_is_named_with_its_ranks_how_the_connection_went_and_where_t
     assert lost_peers([FailedRank(0, closed, waiting)], nodes) == (
         "10.231.0.1 lost 10.231.0.2 (rank 1): the connection to it went (Connection closed by peer "
         "[10.231.0.2]:13471); rank 0 has waited 29 s in all_reduce #79 of the default group (1 tensor of 7,357,450 "
-        "Float, 29.4 MB)"
+        "Float, 28.07 MiB)"
     )
     timed_out = "RuntimeError: [/gloo/unbound_buffer.cc:78] Timed out waiting 30000ms for recv operation to complete"
     assert lost_peers([FailedRank(0, timed_out, waiting)], nodes) == (
         "10.231.0.1 lost 10.231.0.2 (rank 1): nothing came from it for 30 s: a link or a host went (Timed out "
         "waiting 30000ms for recv operation to complete); rank 0 has waited 29 s in all_reduce #79 of the default "
-        "group (1 tensor of 7,357,450 Float, 29.4 MB)"
+        "group (1 tensor of 7,357,450 Float, 28.07 MiB)"
     )
     closure = "RuntimeError: Application timeout caused pair closure"  # Gloo's other words for it (torch 2.13)
     assert lost_peers([FailedRank(0, closure, waiting)], nodes, timeout_s=15) == (
         "10.231.0.1 lost 10.231.0.2 (rank 1): nothing came from it for 15 s: a link or a host went (Application "
         "timeout caused pair closure); rank 0 has waited 29 s in all_reduce #79 of the default group (1 tensor of "
-        "7,357,450 Float, 29.4 MB)"
+        "7,357,450 Float, 28.07 MiB)"
     )
     behind = HangEvidence(0, "node0", 19, 1_700_000_030.0, 30.0, [], [])  # outside any collective: it is behind
     assert lost_peers([FailedRank(0, timed_out, behind)], nodes) is None

@@ -100,7 +100,7 @@ def test_the_rank_outside_any_collective_is_behind_the_ones_waiting():
     waiting = evidence(0, 3, [collective(2, True), collective(3, True), collective(4, False)], 30, "loss.backward()")
     assert describe_hang({0: waiting, 1: stuck}) == (
         "rank 1 is at train.py:27 in main (time.sleep(3600)), outside any collective, after step 3; "
-        "rank 0 has waited 9 s in all_reduce #4 of the default group (1 tensor of 272 Float, 1.1 KB) at train.py:30 "
+        "rank 0 has waited 9 s in all_reduce #4 of the default group (1 tensor of 272 Float, 1.062 KiB) at train.py:30 "
         "in main (loss.backward())"
     )
 
@@ -116,7 +116,7 @@ def test_a_rank_in_an_earlier_collective_is_behind_too():
 def test_every_rank_in_the_same_collective_points_beyond_this_node():
     ranks = {r: evidence(r, 5, [collective(9, False)], 30, "loss.backward()") for r in (0, 1)}
     assert describe_hang(ranks) == (
-        "ranks 0, 1 have waited 9 s in all_reduce #9 of the default group (1 tensor of 272 Float, 1.1 KB) at "
+        "ranks 0, 1 have waited 9 s in all_reduce #9 of the default group (1 tensor of 272 Float, 1.062 KiB) at "
         "train.py:30 in main (loss.backward()); no rank of this node is behind: a rank on another node, or the "
         "link to it, is"
     )
@@ -139,7 +139,7 @@ def test_a_built_in_runs_rank_waits_in_commprofs_training_step():
     waiting = HangEvidence(0, "node0", 5, 1_795_748_150.0, 7.0, frames, [collective(17, False)])
     stuck = evidence(1, 5, [collective(16, True)], 34, "time.sleep(3600)")
     assert describe_hang({0: waiting, 1: stuck}).endswith(
-        "rank 0 has waited 9 s in all_reduce #17 of the default group (1 tensor of 272 Float, 1.1 KB) in commprof's "
+        "rank 0 has waited 9 s in all_reduce #17 of the default group (1 tensor of 272 Float, 1.062 KiB) in commprof's "
         "train_step (training.py:61)"
     )
 

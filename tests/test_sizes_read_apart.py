@@ -2,7 +2,7 @@
 of a layout. Two rows of one sweep never both read '1.00 MiB' unless they are the same size."""
 
 from commprof.kinds.ddp_buckets import MB, describe
-from commprof.render.tables import human_bytes
+from commprof.values import human_bytes
 
 # tests/data/scripts/train_default_ddp.py's buckets: DDP's default, and bucket_cap_mb=1
 OWN_BUCKETS = [1_062_952, 2_105_344]

@@ -8,11 +8,11 @@ import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from commprof.commands.analyze import analyze
-from commprof.render.tables import human_bytes
 from commprof.render.tensorboard import STEP_FIGURES, step_number, write_events
 from commprof.results.common import Estimate
 from commprof.results.report import SettingResult, SweepResult
 from commprof.results.store import load_report
+from commprof.values import human_bytes
 from tests.conftest import TRACES
 from tests.test_results_family import EXAMPLES
 

@@ -14,6 +14,7 @@ from commprof.results.common import signed
 from commprof.results.report import Finding, Report, StepBreakdown
 from commprof.results.whole_run import WholeRun
 from commprof.trace.rules import PHASES
+from commprof.values import human_bytes
 
 STALL_SHARE = 0.05  # a rank idle this share of the step before its first operator is stalled (below it: the
 # Python between two steps, on every rank)
@@ -225,7 +226,7 @@ def stalls_in(whole: WholeRun | None, waits: dict[int, dict[int, float]]) -> lis
         gain = mean_ci(costs)
     every = f", every {whole.slow_rank_every} steps" if whole.slow_rank_every else ""
     shown = ", ".join(str(s.step) for s in mine[:8]) + (", ..." if len(mine) > 8 else "")
-    waited_in = next((s.collective for s in mine if s.collective), None)
+    waited_in = next((f"{s.collective} of {human_bytes(s.collective_bytes)}" for s in mine if s.collective), None)
     window = whole.window
     unseen = (
         f"; the profiled window, steps {window.first_step}-{window.last_step}, has none of them"

@@ -186,7 +186,8 @@ def _stand_out(step: int, ranks: dict[int, StepEntry], median: float) -> StandOu
         lost_ms=step_ms - median,
         rank=slow,
         busy_ms=busy[slow] if slow is not None else 0.0,
-        collective=f"{longest.op} of {longest.bytes / 2**20:.2f} MiB" if longest else None,
+        collective=longest.op if longest else None,
+        collective_bytes=longest.bytes if longest else None,
         waited_ms=statistics.median(c.duration_ms for c in waits) if waits else 0.0,
     )
 

@@ -13,8 +13,9 @@ from pathlib import Path
 
 from commprof.launch.flight_recorder import BUFFER_SIZE
 from commprof.results.hang import FOLDER_VARIABLE, EnteredCollective, HangEvidence, StackFrame
+from commprof.trace.rules import dtype_size
+from commprof.values import human_bytes
 
-_DTYPE_BYTES = {"Float": 4, "Double": 8, "Half": 2, "BFloat16": 2, "Long": 8, "Int": 4, "Short": 2, "Char": 1}
 SHOWN = 3  # ranks named one by one; the rest are counted
 
 
@@ -177,18 +178,11 @@ def tensors_text(entered: EnteredCollective) -> str:
     elements = [math.prod(shape) for shape in entered.sizes]
     if not entered.dtypes:  # NCCL's watchdog logs the element count alone
         return f"{sum(elements):,} element{'s' if sum(elements) != 1 else ''}"
-    nbytes = sum(n * _DTYPE_BYTES.get(d, 0) for n, d in zip(elements, entered.dtypes, strict=False))
+    nbytes = sum(n * (dtype_size(d) or 0) for n, d in zip(elements, entered.dtypes, strict=False))
     dtypes = "/".join(sorted(set(entered.dtypes))) or "tensors"
     count = len(elements)
-    size = f", {_size(nbytes)}" if nbytes else ""
+    size = f", {human_bytes(nbytes)}" if nbytes else ""
     return f"{count} tensor{'s' if count != 1 else ''} of {sum(elements):,} {dtypes}{size}"
-
-
-def _size(nbytes: int) -> str:
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
-        if nbytes >= scale:
-            return f"{nbytes / scale:.1f} {unit}"
-    return f"{nbytes} B"
 
 
 def _more(count: int) -> str:

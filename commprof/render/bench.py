@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 
 from commprof.render.document import Document, Figure, Section, Table, Text, notes_section
-from commprof.render.tables import human_bytes
 from commprof.results.bench import BenchResult, BenchRow
+from commprof.values import human_bytes
 
 ROW_HEADERS = ("backend", "op", "size", "median us", "p10-p90 us", "algbw GB/s", "busbw GB/s", "ok")
 FIT_HEADERS = ("backend", "op", "alpha us", "bandwidth GB/s", "busbw GB/s")

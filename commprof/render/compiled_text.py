@@ -3,9 +3,9 @@ how Dynamo split the graph at DDP's buckets, and the steps it compiled in, left 
 
 from __future__ import annotations
 
-from commprof.render.tables import human_bytes
 from commprof.results.run_record import Compiled
 from commprof.results.whole_run import WholeRun
+from commprof.values import human_bytes
 
 
 def model_name(model: str, parameters: int | None, compiled: Compiled | None) -> str:

@@ -5,9 +5,9 @@ step."""
 from __future__ import annotations
 
 from commprof.render.document import Block, Section, Table, Text
-from commprof.render.tables import human_bytes
 from commprof.results.network import TIER_NAMES, Network
 from commprof.results.report import Report
+from commprof.values import human_bytes
 
 TITLE = "Network"
 HOST_HEADERS = ("host", "ranks")

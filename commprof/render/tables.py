@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 from commprof.results.common import PRACTICAL_SHARE, WARN_SLOWDOWN, signed
 from commprof.results.report import (
     BucketEvent,
@@ -13,6 +11,7 @@ from commprof.results.report import (
     SettingResult,
     SweepResult,
 )
+from commprof.values import human_bytes
 
 # The step is the mean over profiled steps, as every part is: compute + exposed + copies + idle = step, exactly;
 # comm = overlap + exposed. The median and p95 step stand beside it, named.
@@ -173,24 +172,6 @@ def breakdown_rows(report: Report) -> list[tuple[str, ...]]:
         )
     slowest = sorted(ranks, key=lambda r: r.step_time_ms.median, reverse=True)[:TOP_RANKS]
     return rows + [breakdown_row(r, f"rank {r.rank} (slowest #{i + 1})") for i, r in enumerate(slowest)]
-
-
-def human_bytes(n: int | None) -> str:
-    """'130.00 KiB', '4.00 MiB': two decimals when they are the size exactly; otherwise four significant digits
-    (at least two decimals), so that sizes a rounding would merge read apart: 1,048,576 bytes is '1.00 MiB',
-    1,052,672 '1.004 MiB' and 1,062,952 '1.014 MiB'."""
-    if n is None:
-        return "unknown"
-    size: float = n  # divided by 1024 per unit
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            if unit == "B":
-                return f"{size:.0f} {unit}"
-            exact = round(size, 2) == size
-            decimals = 2 if exact or size >= 100 else max(2, 3 - math.floor(math.log10(size)))
-            return f"{size:.{decimals}f} {unit}"
-        size /= 1024
-    return str(size)
 
 
 def _num(value: float | None, fmt: str = ".2f") -> str:

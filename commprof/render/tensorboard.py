@@ -15,12 +15,13 @@ from pathlib import Path
 from commprof.render import markdown
 from commprof.render.event_files import EventWriter
 from commprof.render.report_view import document
-from commprof.render.tables import headline, human_bytes
+from commprof.render.tables import headline
 from commprof.results.common import Result
 from commprof.results.compare import CompareResult
 from commprof.results.report import Report
 from commprof.results.scale import ScaleReport
 from commprof.results.whole_run import WholeRun
+from commprof.values import human_bytes
 
 STEP_FIGURES = ("window_ms", "compute_ms", "comm_ms", "overlap_ms", "exposed_comm_ms", "idle_ms")
 # Per-step runs for the first ranks only, as the timelines: one writer per rank would make thousands of runs. The

@@ -7,6 +7,7 @@ from __future__ import annotations
 from commprof.render.document import Block, Figure, Section, Table, Text
 from commprof.results.report import Report
 from commprof.results.whole_run import ChangePoint, StandOut, WholeRun, WindowCheck
+from commprof.values import human_bytes
 
 TITLE = "Whole run (every step, every rank)"
 FIGURE = "whole_run.png"
@@ -139,7 +140,7 @@ def standout_row(s: StandOut) -> tuple[str, ...]:
         f"{s.times_median:.2f}x",
         "-" if s.rank is None else str(s.rank),
         "-" if s.rank is None else f"{s.busy_ms:.1f}",
-        s.collective or "-",
+        f"{s.collective} of {human_bytes(s.collective_bytes)}" if s.collective else "-",
         f"{s.waited_ms:.2f}" if s.collective else "-",
     )
 

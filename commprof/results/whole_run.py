@@ -26,9 +26,10 @@ class StandOut:
     times_median: float
     rank: int | None  # the rank with the most time outside collectives in this step (None: one rank only)
     busy_ms: float  # that rank's time outside collectives
-    collective: str | None  # what the other ranks waited in, e.g. "all_reduce of 28.07 MiB"
+    collective: str | None  # what the other ranks waited in, e.g. "all_reduce"
     waited_ms: float  # how long it took on the other ranks (their median)
     lost_ms: float = 0.0  # the step's time beyond the usual step (the run's median; the window's for its steps)
+    collective_bytes: int | None = None  # the size of what they waited in
 
 
 @dataclass(frozen=True)
