@@ -80,6 +80,36 @@ class SweepOptions:
 
 
 MEASURED_AS_USUAL = SweepOptions()  # every option at its default
+DEFAULT_WORLD_SIZES = (1, 2, 4)  # scale's, where --world-sizes and --nodes are not given
+
+
+@dataclass(frozen=True)
+class ScaleOptions:
+    """How `commprof scale` measures and predicts, as the command line gives them: each option declared once, here
+    (cli/scale.py makes them from these fields), and validated here. The sizes, given as lists, are read there."""
+
+    strong: bool = option(
+        False,
+        "Keep the global batch (--batch-size × the smallest size, or a script's --batch-argument) fixed; default: "
+        "weak scaling, the same batch per rank.",
+    )
+    batch_argument: str | None = option(
+        None,
+        "With a script: its argument that holds the batch per rank, e.g. --batch-size (read for samples/s; with "
+        "--strong, divided among the ranks). Without it a script's throughput is in optimizer steps of every rank "
+        "per second.",
+    )
+    repeats: int = option(2, "Runs per size, interleaved (sizes up, then down).")
+    link: str | None = option(
+        None, "Link for the prediction, e.g. 25GB/s,5us [default: fitted to the measured all-reduces]."
+    )
+    base_lr: float = option(0.1, "Learning rate at the smallest size; larger sizes get the linear scaling rule.")
+
+    def __post_init__(self) -> None:
+        require(self.repeats >= 1, f"--repeats must be >= 1, got {self.repeats}")
+
+
+MEASURED_AS_SCALE_DOES = ScaleOptions()
 
 
 def sweep_grid(strategy: str, given: dict[str, str]) -> dict[str, list[Any]]:
@@ -165,6 +195,21 @@ class SweepPlan:
 # what `commprof bench` times, named as the analysis names them (instrument/collectives runs them)
 BENCH_OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "all_to_all", "send_recv")
 BENCH_DTYPES = ("float32", "float16", "bfloat16", "float64", "int32")
+
+
+@dataclass(frozen=True)
+class BenchRanks:
+    """Where `commprof bench` measures, as the command line gives it: each option declared once, here (cli/bench.py
+    makes them from these fields)."""
+
+    procs: int | None = option(None, "Ranks: CPU processes, or GPUs on CUDA.", shown="every GPU, or 2")
+    device: str = option("auto", "auto, cpu or cuda; auto is cuda when a GPU is visible (nccl needs cuda).")
+    model: str | None = option(None, "Mark the message sizes DDP uses for this model's buckets.")
+    bucket_cap_mb: float = option(25.0, "Bucket cap for --model.")
+    timeout_s: float = option(600.0, "Seconds allowed per backend.", flag="timeout")
+
+
+BENCH_HERE = BenchRanks()
 
 
 @dataclass(frozen=True)

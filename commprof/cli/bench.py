@@ -18,14 +18,16 @@ from commprof.cli.options import (
     ReportsDirOpt,
     with_options,
 )
-from commprof.plans import BENCH_OPS, BenchPlan
+from commprof.plans import BENCH_OPS, BenchPlan, BenchRanks
 
 Opt = typer.Option
 
 
 @with_options(BenchPlan, "plan")
+@with_options(BenchRanks, "ranks")
 def bench(
     plan: BenchPlan,
+    ranks: BenchRanks,
     backend: Annotated[
         str, Opt(help="Backends to measure, comma-separated: gloo, nccl, mpi; auto is nccl on GPUs, gloo on CPU.")
     ] = "auto",
@@ -34,15 +36,6 @@ def bench(
     max_bytes: Annotated[
         Optional[str], Opt(help="Largest message (e.g. 16M) [default: 1G on GPUs, 16M on CPU].", show_default=False)
     ] = None,
-    procs: Annotated[
-        Optional[int],
-        Opt(help="Ranks: CPU processes, or GPUs on CUDA [default: every GPU, or 2].", show_default=False),
-    ] = None,
-    device: Annotated[
-        str, Opt(help="auto, cpu or cuda; auto is cuda when a GPU is visible (nccl needs cuda).")
-    ] = "auto",
-    model: Annotated[Optional[str], Opt(help="Mark the message sizes DDP uses for this model's buckets.")] = None,
-    bucket_cap_mb: Annotated[float, Opt(help="Bucket cap for --model.")] = 25.0,
     nodes: NodesOpt = 1,
     rdzv_endpoint: RdzvEndpointOpt = None,
     local_addr: LocalAddrOpt = None,
@@ -55,7 +48,6 @@ def bench(
         ),
     ] = None,
     reports_dir: ReportsDirOpt = Path("reports"),
-    timeout: Annotated[float, Opt(help="Seconds allowed per backend.")] = 600.0,
     json_out: JsonOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
@@ -75,16 +67,12 @@ def bench(
     outcome = command(
         plan,
         parse_list("--backend", backend),
-        procs=procs,
-        device=device,
+        ranks,
         nodes=nodes,
         rdzv_endpoint=rdzv_endpoint,
         local_addr=local_addr,
-        model=model,
-        bucket_cap_mb=bucket_cap_mb,
         name=name,
         reports_dir=reports_dir,
-        timeout_s=timeout,
         feedback=ConsoleFeedback(quiet or json_out),
     )
     console.finish(outcome, quiet, json_out)

@@ -8,16 +8,19 @@ from typing import Annotated, Optional
 import typer
 
 from commprof.cli import console
-from commprof.cli.options import FSDP_OPTIONS, SCRIPT_KIND_OPTIONS, script_argument, with_run_options
+from commprof.cli.options import FSDP_OPTIONS, SCRIPT_KIND_OPTIONS, script_argument, with_options, with_run_options
+from commprof.plans import DEFAULT_WORLD_SIZES, ScaleOptions
 
 Opt = typer.Option
 
 
 @with_run_options(exclude=frozenset({"nodes", "script_output"}) | FSDP_OPTIONS | SCRIPT_KIND_OPTIONS)
+@with_options(ScaleOptions, "options")
 def scale(
     request,
     quiet: bool,
     json_out: bool,
+    options: ScaleOptions,
     script: Annotated[
         Optional[list[str]],
         script_argument(
@@ -28,7 +31,8 @@ def scale(
     world_sizes: Annotated[
         Optional[str],
         Opt(
-            help="World sizes to run, comma-separated: CPU ranks, or GPUs on this node [default: 1,2,4].",
+            help="World sizes to run, comma-separated: CPU ranks, or GPUs on this node "
+            f"[default: {','.join(map(str, DEFAULT_WORLD_SIZES))}].",
             show_default=False,
         ),
     ] = None,
@@ -40,32 +44,7 @@ def scale(
             "--run-id; the node of rank 0 writes the reports."
         ),
     ] = None,
-    strong: Annotated[
-        bool,
-        Opt(
-            "--strong",
-            help="Keep the global batch (--batch-size × the smallest size) fixed; "
-            "default: weak scaling, the same --batch-size per rank.",
-        ),
-    ] = False,
-    batch_argument: Annotated[
-        Optional[str],
-        Opt(
-            help="With a script: its argument that holds the batch per rank, e.g. --batch-size (read for samples/s; "
-            "with --strong, divided among the ranks). Without it a script's throughput is in optimizer steps of "
-            "every rank per second.",
-            show_default=False,
-        ),
-    ] = None,
-    repeats: Annotated[int, Opt(help="Runs per size, interleaved (sizes up, then down).")] = 2,
     predict: Annotated[Optional[str], Opt(help="World sizes to predict, comma-separated, e.g. 16,32,64.")] = None,
-    link: Annotated[
-        Optional[str],
-        Opt(help="Link for the prediction, e.g. 25GB/s,5us; default: fitted to the measured all-reduces."),
-    ] = None,
-    base_lr: Annotated[
-        float, Opt(help="Learning rate at the smallest size; larger sizes get the linear scaling rule.")
-    ] = 0.1,
 ) -> None:
     """Measure how the job scales with world size; predict beyond it.
 
@@ -80,12 +59,8 @@ def scale(
         dataclasses.replace(request, script=tuple(script or ())),
         parse_list("--world-sizes", world_sizes, int) if world_sizes else None,
         ConsoleFeedback(quiet),
-        strong=strong,
-        repeats=repeats,
+        options,
         predict_sizes=parse_list("--predict", predict, int) if predict else None,
-        link=link,
-        base_lr=base_lr,
         node_counts=parse_list("--nodes", nodes, int) if nodes else None,
-        batch_argument=batch_argument,
     )
     console.finish(outcome, quiet, json_out)

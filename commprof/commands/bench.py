@@ -14,7 +14,7 @@ from commprof.commands.outcome import SILENT, Feedback, Outcome
 from commprof.commands.reporting import prepare_report_dir
 from commprof.config import RunRequest
 from commprof.errors import CommprofError, RunFailed, UsageError
-from commprof.plans import BenchPlan
+from commprof.plans import BENCH_HERE, BenchPlan, BenchRanks
 from commprof.results.bench import BenchResult
 
 GPU_MAX_BYTES, CPU_MAX_BYTES = 1 << 30, 16 << 20  # 1 GiB reaches NVLink's bandwidth; CPUs saturate far earlier
@@ -23,13 +23,9 @@ GPU_MAX_BYTES, CPU_MAX_BYTES = 1 << 30, 16 << 20  # 1 GiB reaches NVLink's bandw
 def bench(
     plan: BenchPlan,
     backends: list[str],
-    procs: int | None = None,
-    device: str = "auto",
-    model: str | None = None,
-    bucket_cap_mb: float = 25.0,
+    ranks: BenchRanks = BENCH_HERE,
     name: str | None = None,
     reports_dir: Path = Path("reports"),
-    timeout_s: float = 600.0,
     feedback: Feedback = SILENT,
     nodes: int = 1,
     rdzv_endpoint: str | None = None,
@@ -41,13 +37,13 @@ def bench(
     1 GiB on GPUs, 16 MiB on CPU. Across `nodes`, every node runs the same command; the node of rank 0 writes the
     result."""
     from commprof.analysis.bench import fit_alpha_beta, summarize
-    from commprof.launch.resolve import MachineProbe, new_run_id
+    from commprof.launch.resolve import MachineProbe, new_run_id, resolve_backend, resolve_device
     from commprof.render.outputs import write_result
 
+    procs, model, bucket_cap_mb, timeout_s = ranks.procs, ranks.model, ranks.bucket_cap_mb, ranks.timeout_s
     probe = MachineProbe.detect()
-    if device == "auto":
-        device = "cuda" if probe.cuda_available else "cpu"
-    backends = [("nccl" if device == "cuda" else "gloo") if b == "auto" else b for b in backends]
+    device = resolve_device(ranks.device, None, probe)
+    backends = [resolve_backend(b, device, probe) if b == "auto" else b for b in backends]
     unknown = [b for b in backends if b not in BACKENDS]
     if unknown:
         raise UsageError(f"unknown backend: {', '.join(unknown)} (backends: {', '.join(BACKENDS)}, auto)")

@@ -27,6 +27,7 @@ from commprof.commands.reporting import prepare_report_dir, report_and_trace, wr
 from commprof.config import RunConfig, RunRequest
 from commprof.errors import UsageError
 from commprof.launch.runlog import finish_script_run, read_run_json
+from commprof.plans import DEFAULT_WORLD_SIZES, MEASURED_AS_SCALE_DOES, ScaleOptions
 from commprof.results.report import Report
 from commprof.results.run_record import BuiltDDP, RunRecord
 from commprof.results.scale import ScaleReport
@@ -36,19 +37,16 @@ def scale(
     request: RunRequest,
     world_sizes: list[int] | None,
     feedback: Feedback = SILENT,
-    strong: bool = False,
-    repeats: int = 2,
+    options: ScaleOptions = MEASURED_AS_SCALE_DOES,
     predict_sizes: list[int] | None = None,
-    link: str | None = None,
-    base_lr: float = 0.1,
     node_counts: list[int] | None = None,
-    batch_argument: str | None = None,
 ) -> Outcome:
     """Every world size `repeats` times, interleaved; each run gets its own full report beside this one. With
     `node_counts`, the sizes are that many nodes of request.procs (or .gpus) ranks each: every node runs this same
     command, joins the launches that span it, and the node of rank 0 writes every report. A script (request.script)
     runs as written at each size (weak scaling: its own batch per rank); `batch_argument`, its argument that holds
     the per-rank batch, gives samples/s, and strong scaling that argument divided among the ranks."""
+    strong, repeats, batch_argument = options.strong, options.repeats, options.batch_argument
     ddp_only(request, "scale")
     if request.script:
         from commprof.commands.run import check_script
@@ -57,7 +55,7 @@ def scale(
     elif batch_argument is not None:
         raise UsageError("--batch-argument names a script's argument (commprof scale ... -- train.py ...)")
     from commprof.launch import forkserver
-    from commprof.launch.resolve import MachineProbe, new_run_id, resolve
+    from commprof.launch.resolve import MachineProbe, new_run_id, resolve, resolve_device, resolve_ranks
     from commprof.render.outputs import write_result
 
     counts, targets = _counts_asked(request, world_sizes, node_counts), sorted(set(predict_sizes or []))
@@ -66,14 +64,13 @@ def scale(
     if len(counts) < 2:
         what = "--nodes" if node_counts else "--world-sizes"
         raise UsageError(f"{what} needs at least two sizes to measure scaling, got {','.join(map(str, counts))!r}")
-    if repeats < 1:
-        raise UsageError(f"--repeats must be >= 1, got {repeats}")
-    link_model = parse_link(link) if link else None
+    link_model = parse_link(options.link) if options.link else None
     if targets and link_model is None and counts[-1] < 2:
         raise UsageError("--predict without --link needs a measured size >= 2 to fit the link")
     probe = MachineProbe.detect()
-    cuda = request.device == "cuda" or (request.device == "auto" and probe.cuda_available)
-    per_node = (request.gpus or probe.gpu_count) if cuda else (request.procs or 2)
+    device = resolve_device(request.device, request.gpus, probe)
+    cuda = device == "cuda"
+    per_node = resolve_ranks(request.procs, request.gpus, device, probe)
     nodes_of = {k * per_node: k for k in counts} if node_counts else {n: 1 for n in counts}
     sizes = sorted(nodes_of)
     name = request.run_id or new_run_id()
@@ -99,7 +96,7 @@ def scale(
         configs=configs,
         repeats=repeats,
         strong=strong,
-        base_lr=base_lr,
+        base_lr=options.base_lr,
         predict_sizes=targets,
         link=link_model,
         per_rank_batch=batches,
@@ -176,7 +173,7 @@ def _counts_asked(request: RunRequest, world_sizes: list[int] | None, node_count
             raise UsageError(
                 "--procs, --gpus and --rdzv-endpoint go with --nodes; --world-sizes gives each size's ranks"
             )
-        return sorted(set(world_sizes or [1, 2, 4]))
+        return sorted(set(world_sizes or DEFAULT_WORLD_SIZES))
     if world_sizes is not None:
         raise UsageError("--nodes and --world-sizes are two ways to give the sizes: pass one")
     if max(node_counts) > 1 and request.rdzv_endpoint is None:

@@ -57,9 +57,9 @@ def resolve(
     if step is not None:
         nodes, endpoint, run_id = apply_slurm(request.nodes, request.rdzv_endpoint, request.run_id, step)
         request = replace(request, nodes=nodes, rdzv_endpoint=endpoint, run_id=run_id)
-    device = _resolve_device(request, probe)
-    backend = _resolve_backend(request.backend, device, probe)
-    ranks = _resolve_ranks(request, device, probe)
+    device = resolve_device(request.device, request.gpus, probe)
+    backend = resolve_backend(request.backend, device, probe)
+    ranks = resolve_ranks(request.procs, request.gpus, device, probe)
     if backend == "mpi" and not probe.mpi_available and request.nodes > 1:
         raise UsageError("--backend mpi runs on one node in this version (mpirun on this node starts every rank)")
     if request.nodes > 1 and request.run_id is None:
@@ -88,28 +88,28 @@ def resolve(
     return config
 
 
-def _resolve_device(request: RunRequest, probe: MachineProbe) -> str:
-    if request.device not in ("auto", *DEVICES):
-        raise UsageError(f"--device must be one of auto, {', '.join(DEVICES)}, got {request.device!r}")
-    if request.gpus is not None:
-        if request.gpus < 1:
-            raise UsageError(f"--gpus must be >= 1, got {request.gpus}")
-        if request.device == "cpu":
+def resolve_device(device: str, gpus: int | None, probe: MachineProbe) -> str:
+    """The device the ranks run on: `device` (auto: cuda where a GPU is visible), checked against `gpus` and this
+    machine. Every command that launches ranks resolves it here (run, sweep, compare, scale, bench)."""
+    if device not in ("auto", *DEVICES):
+        raise UsageError(f"--device must be one of auto, {', '.join(DEVICES)}, got {device!r}")
+    if gpus is not None:
+        if gpus < 1:
+            raise UsageError(f"--gpus must be >= 1, got {gpus}")
+        if device == "cpu":
             raise UsageError("--gpus and --device cpu contradict each other; use --procs N for CPU ranks")
         if not probe.cuda_available:
-            raise UsageError(
-                f"--gpus {request.gpus}: CUDA is not available on this machine; use --procs N for CPU ranks"
-            )
-        if request.gpus > probe.gpu_count:
-            raise UsageError(f"--gpus {request.gpus}: only {probe.gpu_count} GPU(s) visible on this node")
-    if request.device == "cuda" and not probe.cuda_available:
+            raise UsageError(f"--gpus {gpus}: CUDA is not available on this machine; use --procs N for CPU ranks")
+        if gpus > probe.gpu_count:
+            raise UsageError(f"--gpus {gpus}: only {probe.gpu_count} GPU(s) visible on this node")
+    if device == "cuda" and not probe.cuda_available:
         raise UsageError("--device cuda: CUDA is not available on this machine")
-    if request.device == "auto":
+    if device == "auto":
         return "cuda" if probe.cuda_available else "cpu"
-    return request.device
+    return device
 
 
-def _resolve_backend(backend: str, device: str, probe: MachineProbe) -> str:
+def resolve_backend(backend: str, device: str, probe: MachineProbe) -> str:
     if backend not in ("auto", *BACKENDS):
         raise UsageError(f"--backend must be one of auto, {', '.join(BACKENDS)}, got {backend!r}")
     if backend == "auto":
@@ -127,11 +127,12 @@ def _resolve_backend(backend: str, device: str, probe: MachineProbe) -> str:
     return backend
 
 
-def _resolve_ranks(request: RunRequest, device: str, probe: MachineProbe) -> int:
-    if request.procs is not None and request.procs < 1:
-        raise UsageError(f"--procs must be >= 1, got {request.procs}")
+def resolve_ranks(procs: int | None, gpus: int | None, device: str, probe: MachineProbe) -> int:
+    """Ranks on this node: one per GPU (`gpus`, default every visible one), or `procs` CPU processes."""
+    if procs is not None and procs < 1:
+        raise UsageError(f"--procs must be >= 1, got {procs}")
     if device == "cuda":
-        if request.procs is not None:
+        if procs is not None:
             raise UsageError("--procs is for CPU ranks; on CUDA use --gpus N (one rank per GPU)")
-        return request.gpus or probe.gpu_count
-    return request.procs or DEFAULT_CPU_RANKS
+        return gpus or probe.gpu_count
+    return procs or DEFAULT_CPU_RANKS
