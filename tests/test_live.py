@@ -9,8 +9,8 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from commprof.cli.progress_lines import StepLines
 from commprof.commands.live import LiveRun
+from commprof.launch.atomic import write_bytes_atomic
 from commprof.launch.progress import Progress
-from commprof.launch.runlog import write_bytes_atomic
 from commprof.render.live_scalars import LiveScalars
 from commprof.results.step_ledger import Call, LedgerBuilder, StepEntry, encode, ledger_path
 from commprof.worker.step_ledger import HOST_CLOCK

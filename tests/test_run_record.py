@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from commprof.config import ProfileSchedule, RunConfig
-from commprof.launch.runlog import StepLog, mark_failed, read_run_json, read_step_logs, write_run_json
+from commprof.launch.runlog import mark_failed, read_run_json, write_run_json
+from commprof.launch.step_log import StepLog, read_step_logs
 from commprof.results.run_record import RUN_RECORD_VERSION, ClockOffset, ProbedSize, RankRecord, RunRecord
 from commprof.settings import DDPOptions
 

@@ -1,7 +1,7 @@
 """A desync the backend let pass, found by comparing the ranks' whole-run collectives (results/sequences.py)."""
 
 from commprof.launch.hang_evidence import where_they_part
-from commprof.launch.runlog import desync_notes
+from commprof.launch.script_run import desync_notes
 from commprof.results.run_record import ScriptRankInfo
 from commprof.results.sequences import first_parting, sequences_of
 

@@ -20,7 +20,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root, when run as a file
 from benchmarks.common import WORKLOADS, commprof  # noqa: E402
 from commprof.config import ProfileSchedule  # noqa: E402
-from commprof.launch.runlog import read_run_json, steps_kept  # noqa: E402
+from commprof.launch.runlog import read_run_json  # noqa: E402
+from commprof.launch.step_log import steps_kept  # noqa: E402
 from commprof.results.step_ledger import UPPER_BYTES, read_ledgers  # noqa: E402
 
 SCRIPT = WORKLOADS / "tiny_steps.py"

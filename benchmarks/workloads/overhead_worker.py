@@ -24,7 +24,7 @@ import torch
 
 from commprof.config import ProfileSchedule, RunConfig
 from commprof.instrument.profiler import cuda_synchronize, make_profiler
-from commprof.launch.runlog import write_json_atomic
+from commprof.launch.atomic import write_json_atomic
 from commprof.worker.rank import claim_run_dir, distributed, exit_on_error
 from commprof.worker.run import StepRecorder
 from commprof.worker.training import Trainer, make_batches

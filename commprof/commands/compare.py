@@ -31,7 +31,8 @@ def compare(
     from commprof.launch import forkserver
     from commprof.launch.job import run_job
     from commprof.launch.resolve import MachineProbe, new_run_id, resolve
-    from commprof.launch.runlog import finish_script_run, read_run_json
+    from commprof.launch.runlog import read_run_json
+    from commprof.launch.script_run import finish_script_run
     from commprof.render.outputs import write_result
 
     compared, names, allowed = (

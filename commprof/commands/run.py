@@ -17,7 +17,8 @@ from commprof.commands.reporting import report_from_traces, write_report
 from commprof.commands.unfinished import failed_run, interrupted_run
 from commprof.config import RunConfig, RunRequest
 from commprof.errors import Interrupted, RunFailed, UsageError
-from commprof.launch.runlog import finish_script_run, read_run_json
+from commprof.launch.runlog import read_run_json
+from commprof.launch.script_run import finish_script_run
 from commprof.settings import applied_to_a_script, setting_label
 
 DERIVED_IN_SLURM = ("--nodes", "--rdzv-endpoint", "--run-id")

@@ -26,7 +26,8 @@ from commprof.commands.outcome import SILENT, Feedback, Outcome
 from commprof.commands.reporting import prepare_report_dir, report_and_trace, write_report
 from commprof.config import RunConfig, RunRequest
 from commprof.errors import UsageError
-from commprof.launch.runlog import finish_script_run, read_run_json
+from commprof.launch.runlog import read_run_json
+from commprof.launch.script_run import finish_script_run
 from commprof.plans import DEFAULT_WORLD_SIZES, MEASURED_AS_SCALE_DOES, ScaleOptions
 from commprof.results.report import Report
 from commprof.results.run_record import BuiltDDP, RunRecord

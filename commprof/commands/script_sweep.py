@@ -30,8 +30,10 @@ from commprof.commands.reporting import sweep_report, write_report
 from commprof.config import ProfileSchedule, RunConfig, RunRequest
 from commprof.errors import UsageError
 from commprof.kinds import JobKind, built_kind, kind_of
+from commprof.launch.atomic import write_text_atomic
 from commprof.launch.job import TORCHRUN_OMP_WARNING, torchrun_environment
-from commprof.launch.runlog import finish_script_run, read_run_json, write_text_atomic
+from commprof.launch.runlog import read_run_json
+from commprof.launch.script_run import finish_script_run
 from commprof.plans import SweepOptions, SweepPlan
 from commprof.results.common import Estimate, job_steps
 from commprof.results.run_record import RunRecord

@@ -127,7 +127,7 @@ class RankRecord:
     device: str | None = None
     trace: str | None = None  # the trace's file name in the run folder
     trace_path: str | None = None  # where the rank wrote it, on its host (nodes may share no file system)
-    step_ms: list[float] = field(default_factory=list)  # every step, profiled or not, to runlog.steps_kept
+    step_ms: list[float] = field(default_factory=list)  # every step, profiled or not, to step_log.steps_kept
     ddp: dict[str, Any] = field(default_factory=dict)  # DDP's own logging data, under torch's names
     peak_memory_mb: dict[str, float] = field(default_factory=dict)  # "allocated"/"reserved" on GPU, "rss" on CPU
 

@@ -113,7 +113,7 @@ def _script_rank(request, probe, comm, rank: int, world: int, local: int) -> tup
     """The user's script as this MPI rank: it initializes torch.distributed itself, from MASTER_ADDR and a port
     rank 0 found free; rank 0 completes run.json once every rank has ended."""
     from commprof.launch.resolve import new_run_id
-    from commprof.launch.runlog import finish_script_run
+    from commprof.launch.script_run import finish_script_run
     from commprof.worker.script import run_rank
 
     chosen = None

@@ -25,8 +25,8 @@ from commprof.analysis.digest import own_digest, write_digests
 from commprof.config import RunConfig
 from commprof.instrument.hang_watch import account_at_exit
 from commprof.instrument.profiler import trace_path
+from commprof.launch.atomic import write_bytes_atomic
 from commprof.launch.faults import INTERRUPTED_MESSAGE, STOPPED_MESSAGE
-from commprof.launch.runlog import write_bytes_atomic
 from commprof.results.step_ledger import ledger_path
 from commprof.worker.torch_settings import configure_rank
 

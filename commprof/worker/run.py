@@ -18,8 +18,10 @@ from commprof.instrument.cast_probe import probe_casts, typical_bucket_bytes
 from commprof.instrument.hang_watch import HangWatch
 from commprof.instrument.link_probe import probe_link, probe_tiers
 from commprof.instrument.profiler import make_profiler, trace_path
+from commprof.launch.atomic import now
 from commprof.launch.progress import Every, Progress, write_progress
-from commprof.launch.runlog import StepLog, now, steps_kept, write_run_json
+from commprof.launch.runlog import write_run_json
+from commprof.launch.step_log import StepLog, steps_kept
 from commprof.results.run_record import CastCost, ClockOffset, ProbedSize, ProbedTier, RankRecord, RunRecord
 from commprof.worker.clocks import measure_clock_offsets
 from commprof.worker.rank import (

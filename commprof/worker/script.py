@@ -51,8 +51,10 @@ from commprof.instrument.horovod import TIMELINE_FILE, HorovodWatch, rank_enviro
 from commprof.instrument.link_probe import probe_link, probe_tiers
 from commprof.instrument.optimizer_steps import on_step_return
 from commprof.instrument.profiler import make_profiler, trace_path, write_trace
+from commprof.launch.atomic import now
 from commprof.launch.progress import Every, Progress, write_progress
-from commprof.launch.runlog import StepLog, now, steps_kept, write_run_json
+from commprof.launch.runlog import write_run_json
+from commprof.launch.step_log import StepLog, steps_kept
 from commprof.results.run_record import CastCost, ProbedSize, ProbedTier, RunRecord, ScriptRankInfo
 from commprof.results.sequences import GroupSequence
 from commprof.worker.rank import (

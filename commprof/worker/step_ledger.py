@@ -22,8 +22,8 @@ from typing import Any, Callable
 import torch
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 
+from commprof.launch.atomic import write_bytes_atomic
 from commprof.launch.progress import Every
-from commprof.launch.runlog import write_bytes_atomic
 from commprof.results.step_ledger import Call, LedgerBuilder, StepEntry, encode, ledger_path
 
 HOST_CLOCK = "DDP comm hook futures, host clock"

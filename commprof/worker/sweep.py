@@ -29,8 +29,8 @@ from commprof.analysis.tune import measure_rounds, next_bucket_sizes
 from commprof.config import ProfileSchedule
 from commprof.instrument.profiler import cuda_synchronize, make_profiler
 from commprof.kinds.ddp_buckets import layout
+from commprof.launch.atomic import write_text_atomic
 from commprof.launch.progress import Progress, write_progress
-from commprof.launch.runlog import write_text_atomic
 from commprof.plans import SweepPlan
 from commprof.results.common import job_steps
 from commprof.results.sweep_record import FILE_NAME, MeasuredSetting, SweepRecord

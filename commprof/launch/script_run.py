@@ -1,0 +1,85 @@
+"""A user's script's run.json completed after every rank ended, from the ranks' step logs (the ranks of a script share
+no process group of commprof's to gather them with): what the script built, the steps every rank did, and where the
+ranks' collectives parted without the backend noticing."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from commprof.launch.atomic import now
+from commprof.launch.runlog import read_run_json, started_by, write_run_json
+from commprof.launch.step_log import read_step_logs
+from commprof.results.run_record import Compiled, RankRecord, ScriptRankInfo
+
+
+def finish_script_run(run_dir: Path, launch_id: str) -> None:
+    """After every rank of a user's script ended: run.json, completed from the ranks' step logs (the ranks of a
+    script share no process group of commprof's to gather them with). Only the launch that started the run."""
+    record = read_run_json(run_dir)
+    if record is None or not started_by(run_dir, launch_id):
+        return
+    logs = read_step_logs(run_dir)
+    infos = {rank: ScriptRankInfo.from_dict(log.get("info") or {}) for rank, log in logs.items()}
+    first = infos.get(0, ScriptRankInfo())
+    built, engines = first.ddp_built, first.deepspeed_built
+    trained = built or engines or first.horovod_built
+    record = replace(
+        record,
+        status="complete",
+        end_time=now(),
+        hosts=sorted({log["host"] for log in logs.values()}),
+        steps_completed=min((log["steps_done"] for log in logs.values()), default=0),
+        model=_model_of(first),
+        parameters=trained[0].parameters if trained else None,
+        tf32=first.tf32,
+        ddp_built=built,
+        deepspeed_built=engines,
+        horovod_built=first.horovod_built,
+        compiled=compiled_by_every_rank(infos),
+        notes=first.notes + desync_notes(infos),
+        link_probe=first.link_probe,
+        link_tiers=first.link_tiers,
+        cast_costs=first.cast_costs,
+        ranks=[
+            RankRecord(
+                rank=rank,
+                host=log["host"],
+                device=infos[rank].device,
+                trace=infos[rank].trace,
+                step_ms=log["step_ms"],
+                ddp=infos[rank].ddp,
+                peak_memory_mb=infos[rank].peak_memory_mb,
+            )
+            for rank, log in sorted(logs.items())
+        ],
+    )
+    write_run_json(run_dir, record)
+
+
+def _model_of(info: ScriptRankInfo) -> str | None:
+    """What the script trained, as the report names it: the module its DDP or DeepSpeed engine wraps; Horovod's
+    optimizer, which knows no module."""
+    if info.ddp_built or info.deepspeed_built:
+        return (info.ddp_built or info.deepspeed_built)[0].module
+    return f"Horovod DistributedOptimizer({info.horovod_built[0].optimizer})" if info.horovod_built else None
+
+
+def compiled_by_every_rank(infos: dict[int, ScriptRankInfo]) -> Compiled | None:
+    """Rank 0's torch.compile, with the steps in which any rank compiled: the others wait for a rank compiling."""
+    first = infos.get(0, ScriptRankInfo()).compiled
+    if first is None:
+        return None
+    steps = sorted({step for info in infos.values() if info.compiled for step in info.compiled.steps})
+    return replace(first, steps=steps)
+
+
+def desync_notes(infos: dict[int, ScriptRankInfo]) -> list[str]:
+    """A note where the ranks' collectives parted without the backend noticing (results/sequences.py)."""
+    from commprof.launch.hang_evidence import where_they_part
+    from commprof.results.sequences import first_parting
+
+    parted = where_they_part(first_parting({rank: info.collectives for rank, info in infos.items()}), lines_known=False)
+    if parted is None:
+        return []
+    return [f"{parted}; the backend raised no error: what that collective returned is not what the script meant"]
