@@ -112,6 +112,15 @@ class FSDPOptions:
 DDP_ARGUMENTS = ("bucket_cap_mb", "find_unused_parameters", "gradient_as_bucket_view", "static_graph")
 
 
+# DeepSpeedOptions' fields by their names in DeepSpeed's "zero_optimization" config section
+ZERO_CONFIG_NAMES = {
+    "zero_stage": "stage",
+    "reduce_bucket_size": "reduce_bucket_size",
+    "allgather_bucket_size": "allgather_bucket_size",
+    "overlap_comm": "overlap_comm",
+}
+
+
 @dataclass(frozen=True)
 class DeepSpeedOptions:
     """ZeRO's settings that shape its communication (with --strategy deepspeed), set in the "zero_optimization"
@@ -158,12 +167,7 @@ class DeepSpeedOptions:
 
     def zero_config(self) -> dict[str, Any]:
         """The "zero_optimization" entries this setting sets, by DeepSpeed's names (none: the config as written)."""
-        given = {
-            "stage": self.zero_stage,
-            "reduce_bucket_size": self.reduce_bucket_size,
-            "allgather_bucket_size": self.allgather_bucket_size,
-            "overlap_comm": self.overlap_comm,
-        }
+        given = {ZERO_CONFIG_NAMES[f.name]: getattr(self, f.name) for f in dataclasses.fields(self)}
         return {name: int(v) if isinstance(v, float) else v for name, v in given.items() if v is not None}
 
 

@@ -18,6 +18,7 @@ import msgspec
 from commprof.config import RunConfig
 from commprof.results.common import as_text
 from commprof.results.sequences import GroupSequence
+from commprof.settings import ZERO_CONFIG_NAMES
 
 RUN_RECORD_VERSION = 1
 # "running" also stays in the run.json of a launcher that was killed (SIGKILL) before it could mark its run
@@ -318,7 +319,7 @@ class RunSummary:
         return {k: v for k, v in shown.items() if with_defaults or k in always or v != defaults.get(k)}
 
 
-_APPLIED_AS = {"deepspeed": "stage"}  # the settings line's name -> DeepSpeed's config's
+_APPLIED_AS = {"deepspeed": ZERO_CONFIG_NAMES["zero_stage"]}  # the settings line's name -> DeepSpeed's config's
 
 
 def _decode(kind: type, obj: Any) -> Any:
