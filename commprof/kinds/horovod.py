@@ -4,7 +4,7 @@ Its fusion buffer is its bucket: gradients ready in the same cycle are fused up 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from commprof.kinds.base import JobKind, Layout, Layouts
@@ -62,10 +62,6 @@ class HorovodKind(JobKind):
         if built is None:
             return super().ran_with(setting, run)
         return {"fusion_threshold_mb": built.fusion_threshold_bytes / MIB, "cycle_time_ms": built.cycle_time_ms}
-
-    def tried(self, settings: Sequence[SettingOptions]) -> str:
-        sizes = ", ".join(f"{self.size(vars(s)):g}" for s in settings)
-        return f"the script's own environment and fusion thresholds {sizes} MiB,"
 
     def paste(self, options: SettingOptions, framework: str = "script", baseline: SettingOptions | None = None) -> str:
         """The variables to set where the job starts (before horovodrun), those that differ from `baseline`'s."""
