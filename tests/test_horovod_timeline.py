@@ -90,3 +90,49 @@ def test_rank_0s_trace_gets_the_transfers_and_the_breakdown_counts_them(tmp_path
     assert one.comm_ms == 0
     sizes = sorted((c.op, c.backend, c.bytes, c.calls_per_step) for c in report.collectives)
     assert sizes == [("all_reduce", "gloo", 64 * 4, 1.0), ("all_reduce", "gloo", (64 * 32 + 64) * 4, 1.0)]
+
+
+def test_a_script_is_a_horovod_job_when_it_imports_horovod(tmp_path):
+    from commprof.launch.horovod import uses_horovod
+
+    cases = {
+        "plain.py": "import horovod.torch as hvd\nhvd.init()\n",
+        "from.py": "from horovod import torch as hvd\n",
+        "indented.py": "def main():\n    import horovod.torch as hvd\n",
+        "ddp.py": "import torch.distributed as dist\n# horovod would do this differently\n",
+    }
+    for name, text in cases.items():
+        (tmp_path / name).write_text(text)
+    found = {name: uses_horovod((str(tmp_path / name),)) for name in cases}
+    assert found == {"plain.py": True, "from.py": True, "indented.py": True, "ddp.py": False}
+    assert not uses_horovod((str(tmp_path / "missing.py"),))
+
+
+def test_a_horovod_script_is_refused_in_one_line_where_it_cannot_be_launched(tmp_path, monkeypatch):
+    """Across hosts (run horovodrun itself), or where Horovod is not installed (the install script named)."""
+    import builtins
+    import dataclasses
+
+    from commprof.config import RunConfig
+    from commprof.errors import UsageError
+    from commprof.launch.horovod import horovod_rendezvous
+
+    script = tmp_path / "train.py"
+    script.write_text("import horovod.torch as hvd\n")
+    config = RunConfig(run_id="h", script=(str(script),))
+    with pytest.raises(UsageError, match="on one host .* across hosts, run horovodrun itself"):
+        with horovod_rendezvous(dataclasses.replace(config, nodes=2, rdzv_endpoint="h:29400")):
+            pass
+    real_import = builtins.__import__
+
+    def no_horovod(name, *args, **kwargs):
+        if name.startswith("horovod"):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_horovod)
+    with pytest.raises(
+        UsageError, match="imports horovod, which is not installed here: bash benchmarks/install_horovod.sh"
+    ):
+        with horovod_rendezvous(config):
+            pass
