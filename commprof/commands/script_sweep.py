@@ -29,7 +29,7 @@ from commprof.commands.outcome import Feedback, Outcome
 from commprof.commands.reporting import sweep_report, write_report
 from commprof.config import ProfileSchedule, RunConfig, RunRequest
 from commprof.errors import UsageError
-from commprof.kinds import JobKind, built_kind, kind_of
+from commprof.kinds import DDP, JobKind, built_kind, kind_of
 from commprof.launch.atomic import write_text_atomic
 from commprof.launch.job import TORCHRUN_OMP_WARNING, torchrun_environment
 from commprof.launch.runlog import read_run_json
@@ -160,6 +160,7 @@ class _Launches:
     rounds: int = 0
     layout_of: Callable[[Any], tuple[int, ...]] | None = None  # a setting's buckets, from the script's first launch
     last: RunRecord | None = None  # the last profiled launch's record
+    smallest: float = 0.0  # the smallest bucket size the job accepts (torch.compile's DDPOptimizer: 1 MiB)
     order: list[str] = field(default_factory=list)  # the timed launches' settings, in the order they ran
 
     def launch(
@@ -185,6 +186,9 @@ class _Launches:
                 run = self.launch(setting, f"{label}-r{self.rounds + 1}.{repeat + 1}", self.timed_steps, None, subject)
                 if self.count == 1:
                     check_kind(run, plan.baseline)
+                    # Dynamo's DDPOptimizer splits the compiled graph at the buckets and asserts that none is
+                    # smaller than DDP's 1 MiB first bucket (torch/_dynamo/backends/distributed.py)
+                    self.smallest = 1.0 if run.compiled and run.compiled.graphs else 0.0
                 timed[label] += _timed_steps(run, plan.warmup_steps)
                 self.order.append(label)
                 kind = kind_of(plan.baseline)
@@ -224,7 +228,7 @@ class _Launches:
             own_layout=layout_of(baseline) if layout_of else None,
             turn=self.plan.steps_per_repeat,
         )
-        pending = [kind.sized(baseline, size) for size in fresh]
+        pending = [kind.sized(baseline, size) for size in fresh if kind is not DDP or size >= self.smallest]
         if pending:
             self.feedback.info(f"{self.name}: tuning round {done + 2}, {_counted(pending, 'more ')} around the best")
         return pending

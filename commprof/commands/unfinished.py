@@ -35,8 +35,9 @@ def failed_run(failure: RunFailed, config: RunConfig) -> RunFailed:
             for part in (logs, f"partial report, marked incomplete: {partial.page}" if partial.page else "")
             if part
         )
+        remedy = _setting_torch_refused(failure.traceback, config) or "fix the script and run it again"
         return RunFailed(
-            f"{failure.cause}{when}; fix the script and run it again" + (f" ({where})" if where else ""),
+            f"{failure.cause}{when}; {remedy}" + (f" ({where})" if where else ""),
             failure.run_dir,
             traceback=failure.traceback,
         )
@@ -50,6 +51,21 @@ def failed_run(failure: RunFailed, config: RunConfig) -> RunFailed:
     else:
         line += f"; traces kept in {failure.run_dir}/, {partial.why_not}"
     return RunFailed(line, failure.run_dir)
+
+
+# torch.compile's DDPOptimizer (torch/_dynamo/backends/distributed.py) refuses a bucket cap below DDP's first bucket
+_FIRST_BUCKET_LARGER = "First bucket should be smaller/equal to other buckets"
+
+
+def _setting_torch_refused(traceback: str, config: RunConfig) -> str | None:
+    """What to do where the script failed on a setting commprof gave it, not on its own code."""
+    cap = config.ddp.bucket_cap_mb
+    if _FIRST_BUCKET_LARGER in traceback and cap is not None and cap < 1:
+        return (
+            f"torch.compile's DDPOptimizer needs buckets no smaller than DDP's 1 MiB first bucket, and "
+            f"--bucket-cap-mb {cap:g} is smaller: give 1 or more"
+        )
+    return None
 
 
 def interrupted_run(stop: Interrupted, config: RunConfig) -> Interrupted:
