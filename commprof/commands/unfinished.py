@@ -55,15 +55,23 @@ def failed_run(failure: RunFailed, config: RunConfig) -> RunFailed:
 
 # torch.compile's DDPOptimizer (torch/_dynamo/backends/distributed.py) refuses a bucket cap below DDP's first bucket
 _FIRST_BUCKET_LARGER = "First bucket should be smaller/equal to other buckets"
+# Lightning checks its Trainer's devices x num_nodes against the launcher's world size (fabric's torchelastic.py)
+_LIGHTNING_WORLD = "does not match the world size"
 
 
 def _setting_torch_refused(traceback: str, config: RunConfig) -> str | None:
-    """What to do where the script failed on a setting commprof gave it, not on its own code."""
+    """What to do where the script failed on what commprof gave it (a setting, a world size), not on its own code."""
     cap = config.ddp.bucket_cap_mb
     if _FIRST_BUCKET_LARGER in traceback and cap is not None and cap < 1:
         return (
             f"torch.compile's DDPOptimizer needs buckets no smaller than DDP's 1 MiB first bucket, and "
             f"--bucket-cap-mb {cap:g} is smaller: give 1 or more"
+        )
+    if _LIGHTNING_WORLD in traceback:
+        ranks = f"{config.world_size} rank{'s' if config.world_size != 1 else ''}"
+        return (
+            f"the script's Lightning Trainer fixes its devices and nodes, whose product must be the world size "
+            f"launched ({ranks}): run it at its own world size, or give its Trainer devices='auto'"
         )
     return None
 
