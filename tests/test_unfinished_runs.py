@@ -170,3 +170,23 @@ def test_view_of_a_run_interrupted_before_its_profiler_recorded_says_so(tmp_path
         f"{run_dir}: run r was interrupted at step 3 of 200, before its profiler recorded a step "
         "(the profiler records steps 8-17): nothing to view"
     )
+
+
+def test_a_script_failing_on_what_commprof_gave_it_is_told_so_not_to_fix_itself():
+    """Found by the commands matrix (benchmarks/check/commands_matrix.py): a compiled DDP under a cap below 1 MiB
+    (torch's DDPOptimizer asserts), and a Lightning script whose Trainer fixes its devices run at another world size."""
+    import dataclasses
+
+    from commprof.commands.unfinished import _setting_torch_refused
+    from commprof.config import RunConfig
+    from commprof.settings import DDPOptions
+
+    config = RunConfig(run_id="r", script=("train.py",))
+    dynamo = "AssertionError: First bucket should be smaller/equal to other buckets to get comms warmed up ASAP"
+    tiny = dataclasses.replace(config, ddp=DDPOptions(bucket_cap_mb=0.01))
+    assert "--bucket-cap-mb 0.01 is smaller: give 1 or more" in _setting_torch_refused(dynamo, tiny)
+    assert _setting_torch_refused(dynamo, config) is None  # not commprof's cap: the script's own
+    lightning = "ValueError: You set `devices=2` and `num_nodes=1` in Lightning, but the product (2 * 1) does not match the world size (1)."
+    one = dataclasses.replace(config, procs_per_node=1)
+    assert "whose product must be the world size launched (1 rank)" in _setting_torch_refused(lightning, one)
+    assert _setting_torch_refused("ZeroDivisionError: division by zero", config) is None
