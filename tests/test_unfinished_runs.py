@@ -186,7 +186,10 @@ def test_a_script_failing_on_what_commprof_gave_it_is_told_so_not_to_fix_itself(
     tiny = dataclasses.replace(config, ddp=DDPOptions(bucket_cap_mb=0.01))
     assert "--bucket-cap-mb 0.01 is smaller: give 1 or more" in _setting_torch_refused(dynamo, tiny)
     assert _setting_torch_refused(dynamo, config) is None  # not commprof's cap: the script's own
-    lightning = "ValueError: You set `devices=2` and `num_nodes=1` in Lightning, but the product (2 * 1) does not match the world size (1)."
+    lightning = (
+        "ValueError: You set `devices=2` and `num_nodes=1` in Lightning, but the product (2 * 1) does not match the "
+        "world size (1)."
+    )
     one = dataclasses.replace(config, procs_per_node=1)
     assert "whose product must be the world size launched (1 rank)" in _setting_torch_refused(lightning, one)
     assert _setting_torch_refused("ZeroDivisionError: division by zero", config) is None
