@@ -73,6 +73,12 @@ def test_every_cell_parses_as_its_command_line(made):
         (2, "Usage: commprof run\n", "FAIL"),
         (1, "error: rank 1 failed: ValueError: x\n", "FAIL"),
         (2, "Traceback (most recent call last):\nerror: x\n", "FAIL"),
+        (
+            1,
+            "Traceback (most recent call last):\nValueError: x\nerror: rank 0 on vm raised the error above\n",
+            "script error",
+        ),
+        (1, "Traceback (most recent call last):\nerror: commprof failed: KeyError: 'x' (a bug in commprof)\n", "FAIL"),
         (0, "[rank0]: Traceback (most recent call last):\n", "FAIL"),
     ],
 )

@@ -18,8 +18,11 @@ Each cell ends in one of:
   commprof says it refuses), which is stderr's last non-empty line. Other stderr lines may come before it: commprof's
   progress lines go to stderr ("commprof: rank 0 training: ...") and a refusal may follow a launch that told what the
   script trains with.
-- FAIL: anything else: another exit code (1: a failed job, or commprof's own bug), a traceback, no error line or
-  several, a line after the error, a missing report.json, the per-cell timeout.
+- script error: exit 1, the user's script raised: its own traceback as Python shows it, then commprof's one error line
+  naming the rank that "raised the error above" (and, where commprof gave the script what it failed on, what to do:
+  a Lightning Trainer that fixes its devices run at another world size).
+- FAIL: anything else: another exit code (1: a failed job, or commprof's own bug), a traceback of commprof's, no error
+  line or several, a line after the error, a missing report.json, the per-cell timeout.
 - skipped: the kind needs a package that is not installed (deepspeed, transformers, lightning).
 - no run: advise, diff, report and view read a finished run of the kind (diff, report and view the run cell's, in a
   copy of its folder; advise one of its own with small gradient buckets, so that it has a setting to check: see
@@ -70,8 +73,8 @@ class Kind:
     needs: str | None = None  # the package it needs; the row is skipped without it
     sweep: tuple[str, ...] = ("--bucket-cap-mb", "1,25")  # the settings its sweep compares
     # the run advise reads is given small gradient buckets, so that it has a setting finding to check: "ddp"
-    # (--bucket-cap-mb 0.01), "zero" (the script's --reduce-bucket-size 2000), "horovod" (--fusion-threshold-mb 0)
-    # or "" (FSDP: none to make smaller)
+    # (--bucket-cap-mb 0.01), "compiled" (1: torch.compile's smallest), "zero" (the script's --reduce-bucket-size
+    # 2000), "horovod" (--fusion-threshold-mb 0) or "" (FSDP: none to make smaller)
     buckets: str = "ddp"
 
     @property
@@ -110,7 +113,12 @@ KINDS = (
     _deepspeed(1),
     _deepspeed(2),
     _deepspeed(3),
-    Kind("compiled", "torch.compile over DDP", (str(SCRIPTS / "train_compiled.py"), "aot_eager", "100")),
+    Kind(
+        "compiled",
+        "torch.compile over DDP",
+        (str(SCRIPTS / "train_compiled.py"), "aot_eager", "100"),
+        buckets="compiled",
+    ),
     Kind("hf-trainer", "a Hugging Face Trainer script", (str(SCRIPTS / "train_hf_trainer.py"),), needs="transformers"),
     Kind("lightning", "a Lightning script", (str(SCRIPTS / "train_lightning.py"),), needs="lightning"),
     Kind(
@@ -198,7 +206,11 @@ def run_to_advise(kind: Kind) -> Cell:
     with small gradient buckets, so that its findings advise a setting (a run with none is refused: "nothing to
     advise"). Measured, not planted: on a noisy machine the finding may fall within the noise all the same."""
     if kind.script:
-        small = {"ddp": ("--bucket-cap-mb", "0.01"), "horovod": ("--fusion-threshold-mb", "0")}.get(kind.buckets, ())
+        small = {
+            "ddp": ("--bucket-cap-mb", "0.01"),
+            "compiled": ("--bucket-cap-mb", "1"),  # Dynamo's DDPOptimizer refuses a cap under DDP's 1 MiB first bucket
+            "horovod": ("--strategy", "horovod", "--fusion-threshold-mb", "0"),
+        }.get(kind.buckets, ())
         script = (*kind.script, *(("--reduce-bucket-size", "2000") if kind.buckets == "zero" else ()))
         args = ("run", "--run-id", RUN_ID, "--max-steps", "16", "--schedule", "2,1,8", *small, "--", *script)
     else:
@@ -216,7 +228,7 @@ def cells(commands: Sequence[str] = COMMANDS, kinds: Sequence[str] = KIND_NAMES)
 
 @dataclass
 class Outcome:
-    status: str  # result, refused, FAIL, skipped, no run
+    status: str  # result, refused, script error, FAIL, skipped, no run
     detail: str = ""  # the refusal's line, or what failed
     seconds: float = 0.0
     folder: Path | None = None
@@ -233,10 +245,12 @@ class Outcome:
 
 def classify(code: int, out: str, err: str, report: Path | None) -> tuple[str, str]:
     """(status, detail) of a finished command, by the rules in this file's docstring."""
-    if "Traceback" in out or "Traceback" in err:
-        return "FAIL", f"exit {code} with a traceback"
     lines = [line for line in err.splitlines() if line.strip()]
     errors = [line for line in lines if line.startswith("error:")]
+    if code == 1 and len(errors) == 1 and lines[-1] == errors[0] and SCRIPT_RAISED in errors[0]:
+        return "script error", errors[0]  # the script's own traceback above it, as Python shows it
+    if "Traceback" in out or "Traceback" in err:
+        return "FAIL", f"exit {code} with a traceback"
     if code == 0:
         if report is not None and not report.is_file():
             return "FAIL", f"exit 0 without {report.parent.name}/report.json"
@@ -249,6 +263,9 @@ def classify(code: int, out: str, err: str, report: Path | None) -> tuple[str, s
         return "FAIL", f"exit 2 with {len(errors)} error lines, the last line {lines[-1]!r}"
     last = errors[-1] if errors else (lines[-1] if lines else "nothing on stderr")
     return "FAIL", f"exit {code}: {last}"
+
+
+SCRIPT_RAISED = "raised the error above"  # commprof's line after a script's own traceback
 
 
 def _environment() -> dict[str, str]:

@@ -24,8 +24,9 @@ from commprof.analysis.scaling import SizeMeasurement, job_step_times, predict, 
 from commprof.commands.common import check_model, ddp_only, prepare_figures, training
 from commprof.commands.outcome import SILENT, Feedback, Outcome
 from commprof.commands.reporting import prepare_report_dir, report_and_trace, write_report
+from commprof.commands.unfinished import failed_run
 from commprof.config import RunConfig, RunRequest
-from commprof.errors import UsageError
+from commprof.errors import RunFailed, UsageError
 from commprof.launch.runlog import read_run_json
 from commprof.launch.script_run import finish_script_run
 from commprof.plans import DEFAULT_WORLD_SIZES, MEASURED_AS_SCALE_DOES, ScaleOptions
@@ -202,7 +203,10 @@ class NodeLaunches:
         self.feedback.info(f"scale: {config.world_size} rank(s) on {config.nodes} node(s), run {config.run_id}")
         prepare_figures()
         steps = config.max_steps if config.script else config.steps
-        launched = run_job(config, training(config), steps, self.feedback.watch)
+        try:
+            launched = run_job(config, training(config), steps, self.feedback.watch)
+        except RunFailed as failure:
+            raise failed_run(failure, config) from None
         if config.script and launched.has_rank_zero:
             finish_script_run(launched.run_dir, config.launch_id)
         if self.node_rank is None:

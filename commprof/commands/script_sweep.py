@@ -27,8 +27,9 @@ from typing import Any
 from commprof.commands.common import ddp_only, prepare_figures, training
 from commprof.commands.outcome import Feedback, Outcome
 from commprof.commands.reporting import sweep_report, write_report
+from commprof.commands.unfinished import failed_run
 from commprof.config import ProfileSchedule, RunConfig, RunRequest
-from commprof.errors import UsageError
+from commprof.errors import RunFailed, UsageError
 from commprof.kinds import DDP, JobKind, built_kind, kind_of
 from commprof.launch.atomic import write_text_atomic
 from commprof.launch.job import TORCHRUN_OMP_WARNING, torchrun_environment
@@ -316,7 +317,10 @@ def _launch(
         launch_id=secrets.token_hex(8),
     )
     prepare_figures()
-    run_job(one, training(one), max_steps, lambda path, total: feedback.watch(path, total, subject))
+    try:
+        run_job(one, training(one), max_steps, lambda path, total: feedback.watch(path, total, subject))
+    except RunFailed as failure:
+        raise failed_run(failure, one) from None
     finish_script_run(one.run_dir, one.launch_id)
     run = read_run_json(one.run_dir)
     if run is None or (run.steps_completed or 0) < max_steps:
