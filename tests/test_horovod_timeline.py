@@ -37,11 +37,12 @@ def tensor(pid, name, shape, negotiate_at, transfer, ends_at, dtype="float32"):
 
 def timeline_events():
     head = [{"name": "process_name", "ph": "M", "pid": 0, "args": {"start_time_since_epoch_in_micros": START_US}}]
-    # two tensors fused into one transfer [30, 70]; a third alone [80, 90]
+    # two tensors fused into one transfer [30, 71] (Horovod stamps each fused tensor's activities on its own, a
+    # microsecond apart); a third alone [80, 90], after it (one transfer at a time)
     return [
         *head,
         *tensor(1, "allreduce.0.weight", "[64, 32]", 10, (30, 70), 72),
-        *tensor(2, "allreduce.0.bias", "[64]", 12, (30, 70), 72),
+        *tensor(2, "allreduce.0.bias", "[64]", 12, (31, 71), 72),
         *tensor(3, "allreduce.2.weight", "[1, 64]", 75, (80, 90), 91),
     ]
 
@@ -55,7 +56,7 @@ def test_fused_tensors_are_one_transfer_with_their_elements(tmp_path):
         (
             "allreduce",
             START_US + 30,
-            START_US + 70,
+            START_US + 71,
             64 * 32 + 64,
             "float32",
             ("allreduce.0.weight", "allreduce.0.bias"),
@@ -74,8 +75,8 @@ def test_a_timeline_cut_short_is_read_to_its_last_whole_event(tmp_path):
 
 def test_rank_0s_trace_gets_the_transfers_and_the_breakdown_counts_them(tmp_path):
     """Rank 0's step [1000, 1100] in the timeline's clock (the profiler's ts 0 is 1000 us before the timeline's):
-    compute [1000, 1040] and [1075, 1095]; the transfers [1030, 1070] (2112 floats) and [1080, 1090] (64 floats):
-    comm 50 us, overlap [1030, 1040] + [1080, 1090] = 20 us, exposed 30 us. Rank 1's trace is left as it is."""
+    compute [1000, 1040] and [1075, 1095]; the transfers [1030, 1071] (2112 floats) and [1080, 1090] (64 floats):
+    comm 51 us, overlap [1030, 1040] + [1080, 1090] = 20 us, exposed 31 us. Rank 1's trace is left as it is."""
     (tmp_path / "horovod_timeline.json").write_text(json.dumps(timeline_events()))
     for rank in (0, 1):
         trace = TraceBuilder(rank=rank, base_ns=BASE_NS).step(1, 1000, 100).x("aten::mm", 1000, 40)
@@ -85,7 +86,7 @@ def test_rank_0s_trace_gets_the_transfers_and_the_breakdown_counts_them(tmp_path
     report = analyze(load_run([tmp_path], workers=1), "h", "analysis")
     zero, one = report.ranks
     assert (zero.compute_ms, zero.comm_ms, zero.overlap_ms, zero.exposed_comm_ms) == pytest.approx(
-        (0.060, 0.050, 0.020, 0.030)
+        (0.060, 0.051, 0.020, 0.031)
     )
     assert one.comm_ms == 0
     sizes = sorted((c.op, c.backend, c.bytes, c.calls_per_step) for c in report.collectives)

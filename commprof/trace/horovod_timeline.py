@@ -18,7 +18,7 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -74,7 +74,7 @@ def read_timeline(path: Path) -> Timeline:
     }
     open_: dict[Any, list[tuple[str, float]]] = {}
     transfer: dict[Any, tuple[str, float, float]] = {}
-    parts: dict[tuple[str, float, float], list[tuple[str, int, str]]] = {}
+    tensors: list[_Sent] = []
     ranks: set[str] = set()
     for event in events:
         phase, pid = event.get("ph"), event.get("pid")
@@ -89,22 +89,46 @@ def read_timeline(path: Path) -> Timeline:
                 transfer[pid] = (TRANSFERS[name], began, ended)
             elif name in OPS and pid in transfer:
                 args = event.get("args", {})
-                key = transfer.pop(pid)
-                parts.setdefault(key, []).append(
-                    (names.get(pid, str(pid)), _elements(args.get("shape")), args.get("dtype", ""))
-                )
+                op, began, ended = transfer.pop(pid)
+                tensor = names.get(pid, str(pid))
+                tensors.append(_Sent(op, began, ended, tensor, _elements(args.get("shape")), args.get("dtype", "")))
     collectives = [
         HorovodCollective(
-            op=op,
-            start_us=start + began,
-            end_us=start + ended,
-            elements=sum(n for _, n, _ in tensors),
-            dtype=tensors[0][2],
-            tensors=tuple(name for name, _, _ in tensors),
+            op=group[0].op,
+            start_us=start + min(t.start for t in group),
+            end_us=start + max(t.end for t in group),
+            elements=sum(t.elements for t in group),
+            dtype=group[0].dtype,
+            tensors=tuple(t.tensor for t in group),
         )
-        for (op, began, ended), tensors in sorted(parts.items(), key=lambda item: item[0][1])
+        for group in _fused(tensors)
     ]
     return Timeline(collectives, len(ranks))
+
+
+class _Sent(NamedTuple):
+    """One tensor's transfer, as the timeline has it."""
+
+    op: str
+    start: float
+    end: float
+    tensor: str
+    elements: int
+    dtype: str
+
+
+def _fused(tensors: list[_Sent]) -> list[list[_Sent]]:
+    """The tensors fused into one transfer: Horovod's background thread runs one transfer at a time, and writes each
+    fused tensor's activities with its own time stamp (a microsecond or two apart), so the tensors whose transfers
+    overlap in time are one."""
+    groups: list[list[_Sent]] = []
+    for sent in sorted(tensors, key=lambda t: t.start):
+        last = groups[-1] if groups else None
+        if last is not None and sent.op == last[0].op and sent.start < max(t.end for t in last):
+            last.append(sent)
+        else:
+            groups.append([sent])
+    return groups
 
 
 def _events(text: str) -> list[dict[str, Any]]:
