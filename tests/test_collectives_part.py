@@ -33,7 +33,7 @@ EXPECTED = {
     **{
         f"size{larger}": rf"rank {1 - larger} on \S+ was killed by signal 6 \(SIGABRT\): its collective at "
         rf"{SIZE_LINE} expected \d+ bytes where a peer's sent \d+; rank {larger} called it from the same line on 1 "
-        r"tensor of 1,000 Float, 4\.0 KB: tensors that differ between the ranks"
+        r"tensor of 1,000 Float, 3\.906 KiB: tensors that differ between the ranks"
         for larger in (0, 1)
     },
 }

@@ -137,3 +137,22 @@ def test_a_horovod_script_is_refused_in_one_line_where_it_cannot_be_launched(tmp
     ):
         with horovod_rendezvous(config):
             pass
+
+
+def test_a_transfer_is_ready_when_its_tensors_were_negotiated(tmp_path):
+    """The fused pair's tensors were negotiated by 12 + 2 (the later of the two), the third's by 75 + 2."""
+    path = tmp_path / "horovod_timeline.json"
+    path.write_text(json.dumps(timeline_events()))
+    assert [c.ready_us - START_US for c in read_timeline(path).collectives] == [14, 77]
+
+
+def test_a_larger_threshold_merges_only_the_buffers_one_cycle_split():
+    """Buffers ready together (one cycle's tensors, split by the threshold) merge in order up to the new threshold;
+    a buffer of another cycle never does."""
+    from commprof.analysis.horovod_findings import fused
+
+    mib = 2**20
+    one_cycle = [(mib, 0.5), (mib, 0.5), (mib, 0.5), (512 * 1024, 0.9)]
+    assert fused(one_cycle, 2 * mib) == [(2 * mib, 0.5), (mib, 0.5), (512 * 1024, 0.9)]
+    assert fused(one_cycle, 8 * mib) == [(3 * mib, 0.5), (512 * 1024, 0.9)]
+    assert fused(one_cycle, mib) == one_cycle

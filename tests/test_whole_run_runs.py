@@ -20,7 +20,7 @@ def test_a_rank_slow_now_and_then_is_found_though_the_window_looks_balanced(shar
     for step in range(10, 61, 10):
         assert by_step[step]["rank"] == 1, by_step[step]
         assert 190 <= by_step[step]["lost_ms"] <= 400  # the 200 ms stall, beyond the usual step
-        assert by_step[step]["collective"].startswith("all_reduce of ")  # what rank 0 waited in
+        assert by_step[step]["collective"] == "all_reduce" and by_step[step]["collective_bytes"] > 0  # rank 0's wait
         assert by_step[step]["waited_ms"] >= 190
     assert whole["slow_rank"] == 1 and whole["slow_rank_every"] == 10
     assert whole["window"]["first_step"] == 12 and whole["window"]["last_step"] == 18

@@ -13,7 +13,8 @@ Each cell ends in one of:
 
 - result: exit 0, no "Traceback" in stdout or stderr, and for a command that writes a report (run, sweep, tune,
   advise, compare, scale) reports/<its run id>/report.json exists; view: it printed its URL, the URL's
-  /data/plugins_listing answered, and after Ctrl-C (SIGINT to its process group) nothing serves there any more.
+  /data/plugins_listing answered, and after Ctrl-C (SIGINT to its process group) it exited 0 within 45 s, none of
+  its processes left running and nothing serving there any more.
 - refused: exit 2, no "Traceback" in stdout or stderr, and exactly one stderr line that starts with "error:" (how
   commprof says it refuses), which is stderr's last non-empty line. Other stderr lines may come before it: commprof's
   progress lines go to stderr ("commprof: rank 0 training: ...") and a refusal may follow a launch that told what the
@@ -26,7 +27,8 @@ Each cell ends in one of:
 - skipped: the kind needs a package that is not installed (deepspeed, transformers, lightning).
 - no run: advise, diff, report and view read a finished run of the kind (diff, report and view the run cell's, in a
   copy of its folder; advise one of its own with small gradient buckets, so that it has a setting to check: see
-  run_to_advise); where that run was no result, they are not run (the run cell says why).
+  run_to_advise); where that run was no result, they are not run (the run cell says why). advise's own run, or a
+  run made for a reader where the run cell was not chosen, that FAILs is the reader's FAIL.
 
 Prints progress on stderr, then a Markdown table on stdout (rows: kinds; columns: commands), each FAIL's command line
 with the last 30 lines of its output, and the total wall time; exits 1 when any cell FAILs. Every cell's folder
@@ -35,6 +37,7 @@ with the last 30 lines of its output, and the total wall time; exits 1 when any 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib.util
 import json
 import os
@@ -139,6 +142,7 @@ BUILTIN_ROUNDS = ("--repeats", "2", "--steps-per-repeat", "2", "--warmup-steps",
 SCRIPT_ROUNDS = ("--repeats", "2", "--max-steps", "6", "--warmup-steps", "2", "--profile-steps", "2")
 TIMEOUT_S = {"sweep": 900, "tune": 1200, "advise": 900}  # the others: 300 (view: 120, its start and one request)
 VIEW_START_S = 60  # view: until it prints its URL
+VIEW_STOP_S = 45  # view: from Ctrl-C to its exit (it gives TensorBoard 30 s to stop)
 
 
 @dataclass(frozen=True)
@@ -299,6 +303,14 @@ def _read(path: Path) -> str:
     return path.read_text(errors="replace") if path.exists() else ""
 
 
+def _alive(pid: int) -> bool:
+    """Running (a zombie, ended and not yet reaped, is not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
 def _serves(url: str) -> bool:
     try:
         with urllib.request.urlopen(url, timeout=5):
@@ -333,15 +345,28 @@ def _view(cell: Cell, process: subprocess.Popen, out_path: Path, err_path: Path)
     except (urllib.error.URLError, OSError, ValueError) as error:
         served = ("FAIL", f"{listing} did not answer: {error}")
     left = _descendants(process.pid)
-    _stop(process, signal.SIGINT, wait_s=15)
+    os.killpg(process.pid, signal.SIGINT)  # Ctrl-C: the terminal signals the whole foreground group
+    try:
+        code: int | None = process.wait(timeout=VIEW_STOP_S)
+    except subprocess.TimeoutExpired:
+        code = None
+    alive = [pid for pid in left if _alive(pid)]
     still = _serves(listing)
-    for pid in left:  # anything the Ctrl-C left behind (ours: started by this cell)
+    _stop(process)
+    for pid in alive:  # what the Ctrl-C left behind (ours: started by this cell)
         try:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
     if served[0] == "FAIL":
         return served
+    if code is None:
+        return "FAIL", f"still running {VIEW_STOP_S} s after Ctrl-C"
+    if code != 0:
+        errors = [line for line in _read(err_path).splitlines() if line.startswith("error:")]
+        return "FAIL", f"exit {code} after Ctrl-C" + (f": {errors[-1]}" if errors else "")
+    if alive:
+        return "FAIL", f"{len(alive)} of its processes left running after Ctrl-C (TensorBoard's)"
     if still:
         return "FAIL", f"TensorBoard still served {url} after Ctrl-C"
     return "result", served[1]
@@ -398,26 +423,31 @@ class Matrix:
     def __init__(self, work: Path, timeout_scale: float = 1.0):
         self.work, self.timeout_scale = work, timeout_scale
         self.runs: dict[tuple[str, str], Outcome] = {}  # (kind, "run" or "advise") -> the run they read
+        self.made: dict[tuple[str, str], Cell] = {}  # those made for the readers (not the run cell's)
 
-    def the_run(self, kind: Kind, reader: str) -> Outcome:
-        """The run of KIND that READER reads: advise's own (run_to_advise), the others the run cell's."""
+    def the_run(self, kind: Kind, reader: str) -> tuple[Outcome, Cell | None]:
+        """The run of KIND that READER reads (advise's own, see run_to_advise; the others the run cell's), with the
+        cell that made it when the run cell did not."""
         key = (kind.name, "advise" if reader == "advise" else "run")
         if key not in self.runs:
-            made = run_to_advise(kind) if reader == "advise" else cell("run", kind)
+            self.made[key] = made = run_to_advise(kind) if reader == "advise" else cell("run", kind)
             self.runs[key] = run_cell(made, self.work / kind.name / f"run-for-{key[1]}")
-        return self.runs[key]
+        return self.runs[key], self.made.get(key)
 
-    def outcome(self, cell: Cell) -> Outcome:
-        if cell.kind.skipped:
-            return Outcome("skipped", cell.kind.skipped)
-        timed = Cell(cell.command, cell.kind, cell.args, cell.timeout_s * self.timeout_scale, cell.report)
-        folder = self.work / cell.kind.name / cell.command
-        if cell.command == "run":
-            self.runs[(cell.kind.name, "run")] = outcome = run_cell(timed, folder)
+    def outcome(self, target: Cell) -> Outcome:
+        if target.kind.skipped:
+            return Outcome("skipped", target.kind.skipped)
+        timed = dataclasses.replace(target, timeout_s=target.timeout_s * self.timeout_scale)
+        folder = self.work / target.kind.name / target.command
+        if target.command == "run":
+            self.runs[(target.kind.name, "run")] = outcome = run_cell(timed, folder)
             return outcome
-        if not cell.reads_a_run:
+        if not target.reads_a_run:
             return run_cell(timed, folder)
-        run = self.the_run(cell.kind, cell.command)
+        run, made = self.the_run(target.kind, target.command)
+        if run.status == "FAIL" and made is not None:  # no run cell says so: this cell's failure
+            detail = f"the run it reads failed ({made.command_line()}): {run.detail}"
+            return Outcome("FAIL", detail, run.seconds, run.folder, run.output)
         if run.status != "result":
             return Outcome("no run", f"the kind's run: {run.status} {run.detail}".strip())
         return run_cell(timed, folder, run.folder)

@@ -62,6 +62,20 @@ class Evidence:
             return []
         return _profiles(self.windows, _gradient_reductions)
 
+    @cached_property
+    def horovod_samples(self) -> list[StepProfile]:
+        """A Horovod run's step profiles, its allreduces (read from its timeline, rank 0's) as the buckets, each ready
+        when Horovod had negotiated its tensors."""
+        run = self.report.run
+        if run is None or not run.horovod_built:
+            return []
+        return _profiles(self.windows, _allreduces)
+
+    @cached_property
+    def horovod_link(self) -> LinkModel | None:
+        """The same for a Horovod run's allreduces."""
+        return self._link(self.horovod_samples)
+
     @property
     def probe(self) -> list[ProbedSize]:
         """The link commprof's own runs time alone after training (empty for others' traces)."""
@@ -129,6 +143,11 @@ def _gradient_reductions(rank: RankTrace) -> RankTrace:
         if zero_purpose(c.op, c.phase, c.nbytes, c.dtype) == ZERO_PURPOSE[("backward", "all_reduce")]
     )
     return dataclasses.replace(rank, collectives=reductions)
+
+
+def _allreduces(rank: RankTrace) -> RankTrace:
+    """A rank's all-reduces alone (Horovod's: its broadcasts are not buckets)."""
+    return dataclasses.replace(rank, collectives=tuple(c for c in rank.collectives if c.op == "all_reduce"))
 
 
 def _trained_with_ddp(report: Report) -> bool:

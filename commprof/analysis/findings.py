@@ -21,6 +21,7 @@ from typing import cast
 from commprof.analysis.bucket_findings import bucket_cap, slow_collectives
 from commprof.analysis.distortion import large_slowdown
 from commprof.analysis.evidence import Evidence
+from commprof.analysis.horovod_findings import horovod_fusion
 from commprof.analysis.rank_findings import input_stalls, stalls_now_and_then, straggler
 from commprof.analysis.setting_findings import accumulation, compression
 from commprof.analysis.stats import real_gain, rerun_interval
@@ -50,6 +51,7 @@ Detector = Callable[[Evidence], list[Finding]]
 DETECTORS: list[Detector] = [
     bucket_cap,
     zero_bucket_size,
+    horovod_fusion,
     compression,
     accumulation,
     slow_collectives,

@@ -48,6 +48,9 @@ def advise(
     if config.script and report.run.deepspeed_built:  # ZeRO's findings, set in the config the script gives DeepSpeed
         baseline = config.deepspeed
         rerun = dataclasses.replace(config, strategy="deepspeed")
+    elif config.script and report.run.horovod_built:  # Horovod's, set in its environment
+        baseline = config.horovod
+        rerun = dataclasses.replace(config, strategy="horovod")
     else:
         ddp = ran_with(report.run) if config.script else current_options(report)[0]
         baseline, rerun = ddp, dataclasses.replace(config, ddp=ddp)
@@ -92,6 +95,7 @@ def _request(config: RunConfig, run_id: str, reports_dir: Path, max_steps: int |
         ddp=config.ddp,
         strategy=config.strategy,
         deepspeed=config.deepspeed,
+        horovod=config.horovod,
         gpus=config.procs_per_node if config.device == "cuda" else None,
         procs=None if config.device == "cuda" else config.procs_per_node,
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import subprocess
@@ -78,6 +79,7 @@ def tensorboard(run: str | None, traces_dir: Path, host: str = "127.0.0.1", port
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
+        start_new_session=True,  # its own process group: stopped with what it starts, whatever they do with Ctrl-C
     )
     # Terminated (kill, a batch system, a test), commprof unwinds through `finally` and stops TensorBoard too,
     # instead of leaving it serving, and reloading the traces, with nobody to stop it.
@@ -89,9 +91,26 @@ def tensorboard(run: str | None, traces_dir: Path, host: str = "127.0.0.1", port
         yield Served(url, logdir, process)
     finally:
         signal.signal(signal.SIGTERM, previous)
-        if process.poll() is None:
-            process.terminate()
-            process.wait(timeout=30)
+        _stop(process)
+
+
+def _stop(process: subprocess.Popen[str], grace_s: float = 10) -> None:
+    """TensorBoard and what it started (the profiler plugin's loader processes, multiprocessing's resource tracker,
+    which may ignore Ctrl-C and keep TensorBoard waiting): its process group asked to stop, then killed."""
+    for signum in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(process.pid, signum)
+        except ProcessLookupError:
+            return
+        try:
+            process.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            continue
+        break
+    try:
+        os.killpg(process.pid, signal.SIGKILL)  # what it left behind in its group
+    except ProcessLookupError:
+        pass
 
 
 def _why_nothing(logdir: Path) -> str:

@@ -267,6 +267,7 @@ class JobStep:
 FINDING_KINDS = {
     "bucket_cap": "DDP's bucket size",
     "zero_buckets": "DeepSpeed's reduce_bucket_size",
+    "horovod_fusion": "Horovod's fusion buffer",
     "compression": "gradient compression",
     "accumulation": "gradient accumulation",
     "batch": "a larger per-rank batch",

@@ -12,6 +12,7 @@ from typing import Any
 from commprof.trace import rules
 from commprof.trace.events import CompleteEvent, Event, Links, Thread, TraceFile, decode_args, decode_links
 from commprof.trace.gpu_steps import DeviceOp, device_steps, hta_view
+from commprof.trace.horovod_timeline import READY_ARG
 from commprof.trace.intervals import merge, subtract
 from commprof.trace.launches import enclosing_ranges, launching_backend, meta_from_ranges
 from commprof.trace.meta import NO_META, CollectiveMeta, meta_from_args
@@ -235,19 +236,25 @@ def _backend_ranges(
     collectives = []
     for e in comm_events:
         launch = launched_by.get(id(e))
+        args = decode_args(e)
+        ready = launch.ts if launch else _number(args.get(READY_ARG))  # merged from Horovod's timeline: its own
         collectives.append(
             _collective(
-                meta_from_args(decode_args(e)),
+                meta_from_args(args),
                 rules.normalize_op(e.name),
                 e.name.split(":")[0],
                 e,
                 f"thread {e.tid}",
                 info,
-                launch.ts if launch else None,
+                ready,
                 roles.of(launch, rules.normalize_op(launch.name) or rules.normalize_op(e.name)) if launch else {},
             )
         )
     return [(e.ts, e.ts + e.dur) for e in comm_events], collectives
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def _launch_ops(

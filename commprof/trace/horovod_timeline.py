@@ -29,6 +29,7 @@ TRANSFERS = {"GLOO_ALLREDUCE": "allreduce", "GLOO_BCAST": "broadcast", "GLOO_ALL
 OPS = {"ALLREDUCE", "BROADCAST", "ALLGATHER", "REDUCESCATTER", "ALLTOALL"}
 THREAD = 0x686F726F  # the merged events' thread id ("horo"): Horovod's background thread, as one track
 THREAD_NAME = "Horovod background thread (from HOROVOD_TIMELINE)"
+READY_ARG = "Ready us"  # a merged transfer's ready time, in the trace's clock: its tensors' negotiation's end
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,8 @@ class HorovodCollective:
     elements: int
     dtype: str  # "float32"
     tensors: tuple[str, ...]  # the tensors fused into it, by Horovod's names ("allreduce.0.weight")
+    ready_us: float  # since the epoch: when the last of its tensors was negotiated (every rank had it ready); the
+    # transfers a fusion threshold split from one cycle's tensors share it
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,7 @@ def read_timeline(path: Path) -> Timeline:
     }
     open_: dict[Any, list[tuple[str, float]]] = {}
     transfer: dict[Any, tuple[str, float, float]] = {}
+    negotiated: dict[Any, float] = {}
     tensors: list[_Sent] = []
     ranks: set[str] = set()
     for event in events:
@@ -85,13 +89,18 @@ def read_timeline(path: Path) -> Timeline:
         elif phase == "E" and open_.get(pid):
             name, began = open_[pid].pop()
             ended = float(event.get("ts", began))
-            if name in TRANSFERS:
+            if name.startswith("NEGOTIATE_"):
+                negotiated[pid] = ended
+            elif name in TRANSFERS:
                 transfer[pid] = (TRANSFERS[name], began, ended)
             elif name in OPS and pid in transfer:
                 args = event.get("args", {})
                 op, began, ended = transfer.pop(pid)
                 tensor = names.get(pid, str(pid))
-                tensors.append(_Sent(op, began, ended, tensor, _elements(args.get("shape")), args.get("dtype", "")))
+                ready = negotiated.pop(pid, began)
+                tensors.append(
+                    _Sent(op, began, ended, tensor, _elements(args.get("shape")), args.get("dtype", ""), ready)
+                )
     collectives = [
         HorovodCollective(
             op=group[0].op,
@@ -100,6 +109,7 @@ def read_timeline(path: Path) -> Timeline:
             elements=sum(t.elements for t in group),
             dtype=group[0].dtype,
             tensors=tuple(t.tensor for t in group),
+            ready_us=start + max(t.ready for t in group),
         )
         for group in _fused(tensors)
     ]
@@ -115,6 +125,7 @@ class _Sent(NamedTuple):
     tensor: str
     elements: int
     dtype: str
+    ready: float  # when its negotiation ended
 
 
 def _fused(tensors: list[_Sent]) -> list[list[_Sent]]:
@@ -173,6 +184,7 @@ def merged(trace: TraceFile, timeline: Timeline) -> TraceFile:
                         "Group size": timeline.ranks or None,
                         "Process Group Name": "horovod",
                         "Horovod tensors": list(c.tensors),
+                        READY_ARG: c.ready_us - base_us,
                     }
                 )
             ),
