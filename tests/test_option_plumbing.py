@@ -182,7 +182,8 @@ def test_option_reaches_the_workers(launches, command, option):
 REFUSED = {
     "tune": "tune, which tunes bucket sizes (FSDP's options: commprof sweep --strategy fsdp)",
     "compare": "compare, which runs DDP (to compare DDP with FSDP: --strategies ddp,fsdp)",
-    "scale": "scale, which runs DDP",
+    "scale": "scale, which runs DDP on commprof's own model; a script that shards its model itself scales as it is: "
+    "commprof scale -- SCRIPT",
 }
 
 

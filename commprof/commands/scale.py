@@ -34,6 +34,10 @@ from commprof.results.report import Report
 from commprof.results.run_record import BuiltDDP, RunRecord
 from commprof.results.scale import ScaleReport
 
+SCALE_RUNS = (
+    " on commprof's own model; a script that shards its model itself scales as it is: commprof scale -- SCRIPT"
+)
+
 
 def scale(
     request: RunRequest,
@@ -49,7 +53,11 @@ def scale(
     runs as written at each size (weak scaling: its own batch per rank); `batch_argument`, its argument that holds
     the per-rank batch, gives samples/s, and strong scaling that argument divided among the ranks."""
     strong, repeats, batch_argument = options.strong, options.repeats, options.batch_argument
-    ddp_only(request, "scale")
+    ddp_only(
+        request,
+        "scale",
+        " on commprof's own model; a script that shards its model itself scales as it is: commprof scale -- train.py",
+    )
     if request.script:
         from commprof.commands.run import check_script
 
