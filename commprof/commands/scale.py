@@ -53,11 +53,7 @@ def scale(
     runs as written at each size (weak scaling: its own batch per rank); `batch_argument`, its argument that holds
     the per-rank batch, gives samples/s, and strong scaling that argument divided among the ranks."""
     strong, repeats, batch_argument = options.strong, options.repeats, options.batch_argument
-    ddp_only(
-        request,
-        "scale",
-        " on commprof's own model; a script that shards its model itself scales as it is: commprof scale -- train.py",
-    )
+    ddp_only(request, "scale", SCALE_RUNS)
     if request.script:
         from commprof.commands.run import check_script
 
