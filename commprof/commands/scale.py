@@ -34,9 +34,7 @@ from commprof.results.report import Report
 from commprof.results.run_record import BuiltDDP, RunRecord
 from commprof.results.scale import ScaleReport
 
-SCALE_RUNS = (
-    " on commprof's own model; a script that shards its model itself scales as it is: commprof scale -- SCRIPT"
-)
+SCALE_RUNS = " on commprof's own model; a script that shards its model itself scales as it is: commprof scale -- SCRIPT"
 
 
 def scale(
