@@ -303,6 +303,10 @@ def _read(path: Path) -> str:
     return path.read_text(errors="replace") if path.exists() else ""
 
 
+def _sigint_as_at_a_terminal() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _alive(pid: int) -> bool:
     """Running (a zombie, ended and not yet reaped, is not)."""
     try:
@@ -393,6 +397,9 @@ def run_cell(cell: Cell, folder: Path, run_folder: Path | None = None) -> Outcom
             stdin=subprocess.DEVNULL,
             env=_environment(),
             start_new_session=True,  # its own process group: a timeout stops its ranks too
+            # Ctrl-C reaches it as a terminal's would: a shell started in the background (CI, nohup) ignores SIGINT,
+            # and so would every process it starts
+            preexec_fn=_sigint_as_at_a_terminal,
         )
         viewed = _view(cell, process, out_path, err_path) if cell.command == "view" else None
         timed_out = False
