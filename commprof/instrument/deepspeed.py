@@ -10,14 +10,13 @@ DeepSpeed is never imported here: a script that does not use it pays nothing."""
 from __future__ import annotations
 
 import functools
-import importlib.abc
-import importlib.util
 import inspect
 import os
 import sys
 from collections.abc import Callable
 from typing import Any
 
+from commprof.instrument.after_import import when_imported
 from commprof.instrument.ddp import framework_of
 from commprof.results.run_record import BuiltDeepSpeed
 
@@ -45,11 +44,7 @@ class DeepSpeedWatch:
         self.engine: Any = None  # the first engine: the one whose steps are the steps
 
     def install(self) -> None:
-        module = sys.modules.get(ENGINE_MODULE)
-        if module is not None:
-            self._wrap(module)
-        else:
-            sys.meta_path.insert(0, _AfterImport(ENGINE_MODULE, self._wrap))
+        when_imported(ENGINE_MODULE, self._wrap)
 
     def _wrap(self, module: Any) -> None:
         engine_class = module.DeepSpeedEngine
@@ -115,31 +110,3 @@ def with_zero_config(config: Any, zero_config: dict[str, Any]) -> Any:
 def _plain(value: Any) -> Any:
     """A config value as JSON keeps it: 5e5 given as a float, a bucket size read back as an int."""
     return int(value) if isinstance(value, float) and value.is_integer() else value
-
-
-class _AfterImport(importlib.abc.MetaPathFinder):
-    """Calls `then(module)` once the module `name` has been executed, before whoever imported it gets it."""
-
-    def __init__(self, name: str, then: Callable[[Any], None]):
-        self.name, self.then, self.finding = name, then, False
-
-    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
-        if fullname != self.name or self.finding:
-            return None
-        self.finding = True
-        try:
-            spec = importlib.util.find_spec(fullname)
-        finally:
-            self.finding = False
-        loader = spec.loader if spec is not None else None
-        if loader is None or not hasattr(loader, "exec_module"):
-            return spec
-        execute, then = loader.exec_module, self.then
-
-        def exec_module(module: Any) -> None:
-            execute(module)
-            then(module)
-
-        loader.exec_module = exec_module  # type: ignore[method-assign]
-        sys.meta_path.remove(self)
-        return spec

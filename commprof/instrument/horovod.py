@@ -13,7 +13,7 @@ import os
 import sys
 from typing import Any
 
-from commprof.instrument.deepspeed import _AfterImport
+from commprof.instrument.after_import import when_imported
 from commprof.results.run_record import BuiltHorovod
 from commprof.settings import MIB, HorovodOptions
 
@@ -55,11 +55,7 @@ class HorovodWatch:
         self.built: list[BuiltHorovod] = []
 
     def install(self) -> None:
-        module = sys.modules.get(MODULE)
-        if module is not None:
-            self._wrap(module)
-        else:
-            sys.meta_path.insert(0, _AfterImport(MODULE, self._wrap))
+        when_imported(MODULE, self._wrap)
 
     def _wrap(self, module: Any) -> None:
         build = module.DistributedOptimizer
