@@ -2,6 +2,7 @@
 
     python docs/readme_examples.py            # rerun every example, rewrite its block in README.md (minutes)
     python docs/readme_examples.py --check    # exit 1 when README's examples are not the ones listed here
+    python docs/readme_examples.py --only "run-id hvd"   # rerun the examples whose first command contains this
 
 An example is a fenced block of README.md whose first line is `$ COMMAND`; further `$` lines in the block are
 more commands, run after it in the same folder. Each block runs in a fresh folder that holds the files its
@@ -100,6 +101,17 @@ EXAMPLES = (  # in README's order
     ),
     Example(
         (Command("commprof tune --run-id ht --max-steps 12 --repeats 3 -- train.py", ("Tune",)),),
+        {"train.py": SCRIPT + "train_horovod.py"},
+    ),
+    Example(
+        (
+            Command(
+                "commprof run --run-id hf0 --strategy horovod --fusion-threshold-mb 0 --max-steps 40 "
+                "--script-output none -- train.py",
+                ("Findings",),
+            ),
+            Command("commprof advise hf0", ("The findings, checked",)),
+        ),
         {"train.py": SCRIPT + "train_horovod.py"},
     ),
     Example((Command("commprof run --run-id example 2>&1 | cat"),)),
@@ -201,6 +213,7 @@ def first_command(text: str, span: tuple[int, int]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--check", action="store_true", help="only check README's examples against this list")
+    parser.add_argument("--only", metavar="TEXT", help="rerun only the examples whose first command contains TEXT")
     args = parser.parse_args()
     text = README.read_text()
     spans = blocks(text)
@@ -211,6 +224,8 @@ def main() -> None:
     if args.check:
         return
     for example, span in reversed(list(zip(EXAMPLES, spans, strict=True))):
+        if args.only and args.only not in example.commands[0].line:
+            continue
         print(f"running: {example.commands[0].line}", file=sys.stderr, flush=True)
         text = text[: span[0]] + "\n".join(run_example(example)) + "\n" + text[span[1] :]
     README.write_text(text)

@@ -131,7 +131,9 @@ def _profiles(
             except UsageError:
                 continue
             if sample.bucket_bytes:
-                samples.append(dataclasses.replace(sample, world_size=rank.world_size or len(windows)))
+                world = rank.world_size or len(windows)  # a trace without distributedInfo (Horovod's) has none
+                transfers = [(nbytes, world, us) for nbytes, _, us in sample.transfers]
+                samples.append(dataclasses.replace(sample, world_size=world, transfers=transfers))
     return samples if len(samples) >= 2 and samples[0].world_size >= 2 else []
 
 

@@ -1,80 +1,141 @@
-"""The finding the bucket model predicts for a Horovod run: the fusion threshold that would run its measured steps
-fastest (DDP's bucket model, analysis/bucket_findings.py, on the run's own allreduces).
+"""The finding for a Horovod run: the fusion threshold whose larger buffers would have run the job's own steps
+fastest, replayed on the calls Horovod made (its timeline, merged into rank 0's trace: every step of the run).
 
-Horovod's background thread wakes every HOROVOD_CYCLE_TIME, takes the tensors every rank has ready, and fuses them into
-buffers of at most HOROVOD_FUSION_THRESHOLD bytes, sent one after another. The buckets are the run's own fused
-allreduces, read from its timeline, each ready when its tensors' negotiation ended: the buffers a threshold split from
-one cycle's tensors share that time, and a larger threshold merges them, in order, up to its size. Nothing else is
-predicted: a longer cycle fuses no more (measured: docs/semantics.md, "Horovod"), and a smaller threshold would split
-what the model only knows fused. The link, the model, its interval and the rule that a gain is claimed only beyond the
-noise are DDP's."""
+Horovod's background thread negotiates what every rank has ready, then runs it one buffer after another, each of at
+most HOROVOD_FUSION_THRESHOLD bytes, and only then negotiates again. A larger threshold merges, in order, the buffers
+one cycle's tensors were split into (ready at the same time) and nothing else: a buffer it folds into the one before is
+a call saved, its bytes still sent. So each training step's saving is what its folded calls took beyond their bytes
+at the link's bandwidth (probed, else fitted), as Horovod ran them: on CPU ranks a call there costs from a tenth of a
+millisecond to several, the ranks' main threads spinning on the cores its threads need, many times the probe's latency
+(measured: docs/semantics.md, "Horovod"). Each step's time is read from the timeline too (from its first
+negotiation to the next step's), and the gain is what `commprof advise` measures: the median step less the median of
+the steps less their savings, over the steps the profiler did not record (the job as it runs; the profiled ones where
+there are none). Its interval is a bootstrap over those steps and the link's probe; the rule that a gain is claimed
+only beyond the noise is every finding's. Nothing else is predicted: a longer cycle fuses no more
+(measured, ibid.), a smaller threshold would split what the timeline only shows fused, and a GPU run's NCCL calls (in
+the trace, not numbered by step) are not replayed: tune measures them."""
 
 from __future__ import annotations
 
+import random
 import statistics
-from collections.abc import Callable
+from dataclasses import dataclass
 
-from commprof.analysis.bucket_findings import SERIAL_NOTE, gain_ci, model_gain
 from commprof.analysis.evidence import Evidence
-from commprof.analysis.predict import StepProfile
+from commprof.analysis.predict import LinkModel, run_link
 from commprof.kinds import HOROVOD
+from commprof.results.common import Estimate
 from commprof.results.report import Finding
 from commprof.settings import HOROVOD_FUSION_GRID_MB, MIB, HorovodOptions
+from commprof.trace.horovod_timeline import PROCESS_GROUP
+from commprof.trace.model import Collective, RankTrace
 
-Buckets = list[tuple[int, float]]
+RESAMPLES = 400
 
 
-def fused(buckets: Buckets, limit: float) -> Buckets:
-    """(bytes, ready fraction) per buffer once a threshold of `limit` bytes fuses, in order, the measured buffers of
-    one cycle (those ready at the same time)."""
-    out: Buckets = []
-    for nbytes, ready in buckets:
-        if out and out[-1][1] == ready and out[-1][0] + nbytes <= limit:
-            out[-1] = (out[-1][0] + nbytes, ready)
-        else:
-            out.append((nbytes, ready))
-    return out
+@dataclass(frozen=True)
+class TrainingStep:
+    calls: list[Collective]  # rank 0's Horovod allreduces in it, in order
+    period_us: float  # from its first negotiation to the next step's: the step's time
 
 
 def horovod_fusion(evidence: Evidence) -> list[Finding]:
-    """The fusion threshold above the run's own that the model predicts fastest, among those that fuse its
-    allreduces into fewer."""
-    samples, link, run = evidence.horovod_samples, evidence.horovod_link, evidence.report.run
-    if link is None or run is None:
+    """The fusion threshold above the run's own that saves the most, among those that fold any call."""
+    run, link = evidence.report.run, evidence.horovod_link
+    if run is None or link is None:
         return []
-    built = run.horovod_built[0]
-    own = built.fusion_threshold_bytes
-
-    def buckets_of(mb: float) -> Callable[[StepProfile], Buckets]:
-        return lambda s: fused(list(zip(s.bucket_bytes, s.bucket_ready, strict=True)), mb * MIB)
-
-    now = len(samples[0].bucket_bytes)
-    fewer: dict[int, float] = {}
-    for mb in (mb for mb in HOROVOD_FUSION_GRID_MB if mb * MIB > own):
-        calls = len(buckets_of(mb)(samples[0]))
-        if calls < now and calls not in fewer:
-            fewer[calls] = mb
-    if not fewer:
+    steps, outside = training_steps(evidence.windows[0][0])
+    own = run.horovod_built[0].fusion_threshold_bytes
+    larger = [
+        mb * MIB for mb in HOROVOD_FUSION_GRID_MB if mb * MIB > own and any(folded(s.calls, mb * MIB) for s in steps)
+    ]
+    if not larger:
         return []
-    serial = evidence.serial
-    by_size = {mb: model_gain(samples, link, buckets_of(mb), serial=serial) for mb in fewer.values()}
-    best = max(by_size, key=lambda mb: (round(by_size[mb], 6), -mb))  # the smaller buffer when equal
-    gain = gain_ci(samples, buckets_of(best), serial=serial, probe=evidence.probe)
-    calls = len(buckets_of(best)(samples[0]))
-    exposed = statistics.median(s.exposed_ms for s in samples)
+    ranks = evidence.horovod_samples[0].world_size
+    by_size = {limit: gain_ms(steps, limit, link, ranks) for limit in larger}
+    best = max(larger, key=lambda limit: (round(by_size[limit], 3), -limit))  # the smaller buffer when equal
+    gain = _interval(steps, best, link, evidence, ranks)
+    now = statistics.median(len(s.calls) for s in steps)
+    then = statistics.median(len(s.calls) - len(folded(s.calls, best)) for s in steps)
+    exposed = statistics.median(s.exposed_ms for s in evidence.horovod_samples)
+    where = "the profiler did not record" if outside else "the profiler recorded"
     return [
         Finding(
             kind="horovod_fusion",
-            title=f"HOROVOD_FUSION_THRESHOLD of {best:g} MiB fuses the gradients into fewer allreduces ({now} a step, "
-            f"then {calls})",
+            title=f"HOROVOD_FUSION_THRESHOLD of {best / MIB:g} MiB fuses the gradients into fewer allreduces "
+            f"({now:g} a step, then {then:g})",
             evidence=(
-                f"Horovod's {own / MIB:g} MiB fusion buffer split what its cycles had ready into {now} allreduces a "
-                f"step; {exposed:.1f} ms of each step is exposed communication; link "
-                f"{'measured' if evidence.probe else 'fitted'}: {link.bandwidth_gbps:.2f} GB/s, "
-                f"{link.alpha_us:.0f} us per ring step" + (SERIAL_NOTE if serial else "")
+                f"Horovod's {own / MIB:g} MiB fusion buffer split what its cycles had ready into {now:g} allreduces a "
+                f"step; {exposed:.1f} ms of each profiled step is exposed communication; replayed on the {len(steps)} "
+                f"training steps {where} (median {statistics.median(s.period_us for s in steps) / 1000:.1f} ms), "
+                f"less what the calls a buffer of {best / MIB:g} MiB folds into the one before took beyond their "
+                f"bytes at {link.bandwidth_gbps:.2f} GB/s (the link {'measured' if evidence.probe else 'fitted'})"
             ),
-            action=HOROVOD.paste(HorovodOptions(fusion_threshold_mb=best), baseline=HorovodOptions()),
+            action=HOROVOD.paste(HorovodOptions(fusion_threshold_mb=best / MIB), baseline=HorovodOptions()),
             gain_ms=gain,
-            setting={"fusion_threshold_mb": best},
+            setting={"fusion_threshold_mb": best / MIB},
         )
     ]
+
+
+def training_steps(rank: RankTrace) -> tuple[list[TrainingStep], bool]:
+    """Rank 0's training steps as its Horovod allreduces show them, those outside the profiled steps (where there are
+    any: the job as it runs), else those in them; and whether they are outside. The first step is left out (Horovod's
+    first negotiations), and the last (no next step ends its time)."""
+    by_step: dict[int, list[Collective]] = {}
+    for call in rank.collectives:
+        if call.op == "all_reduce" and call.process_group == PROCESS_GROUP and call.nbytes and call.ready is not None:
+            by_step.setdefault(call.step if call.step is not None else -1, []).append(call)
+    numbers = sorted(n for n in by_step if n >= 0)
+    steps = [
+        TrainingStep(by_step[n], _first_ready(by_step[following]) - _first_ready(by_step[n]))
+        for n, following in zip(numbers[1:], numbers[2:], strict=False)
+    ]
+    outside = [s for s in steps if not any(w.start <= c.start < w.end for c in s.calls for w in rank.steps)]
+    return (outside, True) if outside else (steps, False)
+
+
+def _first_ready(calls: list[Collective]) -> float:
+    return min(c.ready or 0.0 for c in calls)
+
+
+def folded(calls: list[Collective], limit: float) -> list[Collective]:
+    """The calls a fusion buffer of `limit` bytes would merge into the one before: those of the same cycle (ready at
+    the same time), in order, while the merged buffer stays within `limit`."""
+    out: list[Collective] = []
+    size, ready = 0, None
+    for call in calls:
+        nbytes = call.nbytes or 0
+        if ready is not None and call.ready == ready and size + nbytes <= limit:
+            size += nbytes
+            out.append(call)
+        else:
+            size, ready = nbytes, call.ready
+    return out
+
+
+def saving_us(calls: list[Collective], limit: float, link: LinkModel, ranks: int) -> float:
+    """What one step's calls folded by a `limit`-byte buffer took beyond their bytes on `link`; a call faster than
+    its bytes' time on the link saves nothing (a fold never costs time)."""
+    latency = 2 * (ranks - 1) * link.alpha_us
+    beyond = (c.end - c.start - (link.allreduce_us(c.nbytes or 0, ranks) - latency) for c in folded(calls, limit))
+    return sum(max(0.0, us) for us in beyond)
+
+
+def gain_ms(steps: list[TrainingStep], limit: float, link: LinkModel, ranks: int) -> float:
+    """The median step less the median of the steps each less its saving: what advise measures."""
+    then = [s.period_us - saving_us(s.calls, limit, link, ranks) for s in steps]
+    return (statistics.median(s.period_us for s in steps) - statistics.median(then)) / 1000
+
+
+def _interval(steps: list[TrainingStep], limit: float, link: LinkModel, evidence: Evidence, ranks: int) -> Estimate:
+    """The gain with a 95% bootstrap interval over the steps and, where the run probed its link, the probe's repeats
+    (its bandwidth)."""
+    rng = random.Random(0)
+    boots = []
+    for _ in range(RESAMPLES):
+        drawn_link = run_link(evidence.horovod_samples, evidence.probe, rng) if evidence.probe else link
+        boots.append(gain_ms(rng.choices(steps, k=len(steps)), limit, drawn_link, ranks))
+    boots.sort()
+    tail = int(0.025 * len(boots))
+    return Estimate(gain_ms(steps, limit, link, ranks), boots[tail], boots[-1 - tail])

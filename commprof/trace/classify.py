@@ -12,7 +12,7 @@ from typing import Any
 from commprof.trace import rules
 from commprof.trace.events import CompleteEvent, Event, Links, Thread, TraceFile, decode_args, decode_links
 from commprof.trace.gpu_steps import DeviceOp, device_steps, hta_view
-from commprof.trace.horovod_timeline import READY_ARG
+from commprof.trace.horovod_timeline import READY_ARG, STEP_ARG
 from commprof.trace.intervals import merge, subtract
 from commprof.trace.launches import enclosing_ranges, launching_backend, meta_from_ranges
 from commprof.trace.meta import NO_META, CollectiveMeta, meta_from_args
@@ -238,18 +238,18 @@ def _backend_ranges(
         launch = launched_by.get(id(e))
         args = decode_args(e)
         ready = launch.ts if launch else _number(args.get(READY_ARG))  # merged from Horovod's timeline: its own
-        collectives.append(
-            _collective(
-                meta_from_args(args),
-                rules.normalize_op(e.name),
-                e.name.split(":")[0],
-                e,
-                f"thread {e.tid}",
-                info,
-                ready,
-                roles.of(launch, rules.normalize_op(launch.name) or rules.normalize_op(e.name)) if launch else {},
-            )
+        collective = _collective(
+            meta_from_args(args),
+            rules.normalize_op(e.name),
+            e.name.split(":")[0],
+            e,
+            f"thread {e.tid}",
+            info,
+            ready,
+            roles.of(launch, rules.normalize_op(launch.name) or rules.normalize_op(e.name)) if launch else {},
         )
+        step = _number(args.get(STEP_ARG))
+        collectives.append(dataclasses.replace(collective, step=int(step)) if step is not None else collective)
     return [(e.ts, e.ts + e.dur) for e in comm_events], collectives
 
 

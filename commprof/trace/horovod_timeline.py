@@ -13,6 +13,7 @@ On GPUs Horovod's NCCL kernels are in the trace already (the profiler sees every
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -29,7 +30,9 @@ TRANSFERS = {"GLOO_ALLREDUCE": "allreduce", "GLOO_BCAST": "broadcast", "GLOO_ALL
 OPS = {"ALLREDUCE", "BROADCAST", "ALLGATHER", "REDUCESCATTER", "ALLTOALL"}
 THREAD = 0x686F726F  # the merged events' thread id ("horo"): Horovod's background thread, as one track
 THREAD_NAME = "Horovod background thread (from HOROVOD_TIMELINE)"
+PROCESS_GROUP = "horovod"  # the merged ranges' process group
 READY_ARG = "Ready us"  # a merged transfer's ready time, in the trace's clock: its tensors' negotiation's end
+STEP_ARG = "Horovod step"  # HorovodCollective.step
 
 
 @dataclass(frozen=True)
@@ -40,8 +43,9 @@ class HorovodCollective:
     elements: int
     dtype: str  # "float32"
     tensors: tuple[str, ...]  # the tensors fused into it, by Horovod's names ("allreduce.0.weight")
-    ready_us: float  # since the epoch: when the last of its tensors was negotiated (every rank had it ready); the
+    ready_us: float  # since the epoch: when its cycle's negotiation ended (every rank had its tensors ready); the
     # transfers a fusion threshold split from one cycle's tensors share it
+    step: int = 0  # the training step it served, from 0 (its first allreduce's)
 
 
 @dataclass(frozen=True)
@@ -113,7 +117,7 @@ def read_timeline(path: Path) -> Timeline:
         )
         for group in _fused(tensors)
     ]
-    return Timeline(collectives, len(ranks))
+    return Timeline(_by_step(_by_cycle(collectives)), len(ranks))
 
 
 class _Sent(NamedTuple):
@@ -140,6 +144,33 @@ def _fused(tensors: list[_Sent]) -> list[list[_Sent]]:
         else:
             groups.append([sent])
     return groups
+
+
+def _by_cycle(collectives: list[HorovodCollective]) -> list[HorovodCollective]:
+    """Each transfer ready when its cycle's negotiation ended. Horovod's background thread negotiates, then runs one
+    after another every transfer it negotiated, and only then negotiates again: a transfer negotiated before the
+    previous one started is of that one's cycle. The timeline stamps each tensor's negotiation on its own, microseconds
+    apart, which would read one cycle's transfers as ready at different times."""
+    out: list[HorovodCollective] = []
+    for collective in collectives:
+        if out and collective.ready_us < out[-1].start_us:
+            collective = dataclasses.replace(collective, ready_us=out[-1].ready_us)
+        out.append(collective)
+    return out
+
+
+def _by_step(collectives: list[HorovodCollective]) -> list[HorovodCollective]:
+    """Each collective numbered by the training step it served: each gradient is allreduced once a step, so a step
+    ends where a tensor is allreduced again."""
+    out: list[HorovodCollective] = []
+    step, seen = 0, set[str]()
+    for collective in collectives:
+        if collective.op == "allreduce":
+            if seen.intersection(collective.tensors):
+                step, seen = step + 1, set()
+            seen.update(collective.tensors)
+        out.append(dataclasses.replace(collective, step=step))
+    return out
 
 
 def _events(text: str) -> list[dict[str, Any]]:
@@ -182,9 +213,10 @@ def merged(trace: TraceFile, timeline: Timeline) -> TraceFile:
                         "Out msg nelems": c.elements,
                         "dtype": c.dtype,
                         "Group size": timeline.ranks or None,
-                        "Process Group Name": "horovod",
+                        "Process Group Name": PROCESS_GROUP,
                         "Horovod tensors": list(c.tensors),
                         READY_ARG: c.ready_us - base_us,
+                        STEP_ARG: c.step,
                     }
                 )
             ),

@@ -58,6 +58,7 @@ class Collective:
     phase: str | None = None  # when it was launched: "forward", "backward" or "optimizer" (rules.PHASES)
     purpose: str | None = None  # what it is for, when the trace says: "parameter all-gather" (FSDP), ...
     module: str | None = None  # the module it serves, when the trace says (FSDP's label)
+    step: int | None = None  # the training step it served, when the trace numbers them (Horovod's timeline)
 
 
 @dataclass(frozen=True)
