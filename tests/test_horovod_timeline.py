@@ -5,6 +5,7 @@ reported the tensor ready, then ALLREDUCE around its activities (GLOO_ALLREDUCE:
 fused together); the op's end carries dtype and shape; times count from start_time_since_epoch_in_micros."""
 
 import dataclasses
+import gzip
 import json
 
 import pytest
@@ -74,6 +75,17 @@ def test_a_timeline_cut_short_is_read_to_its_last_whole_event(tmp_path):
     path = tmp_path / "horovod_timeline.json"
     path.write_text(text + ',\n{"ph": "B", "name": "NEGOTIATE_ALLRE')
     assert len(read_timeline(path).collectives) == 2
+
+
+def test_a_compressed_copy_is_read_as_the_timeline_and_found_beside_the_traces(tmp_path):
+    from commprof.trace.horovod_timeline import timeline_beside
+
+    path = tmp_path / "horovod_timeline.json.gz"
+    path.write_bytes(gzip.compress(json.dumps(timeline_events()).encode()))
+    (tmp_path / "rank0.pt.trace.json").write_text("{}")
+    assert timeline_beside(tmp_path / "rank0.pt.trace.json") == path
+    assert [p.name for p in find_trace_files([tmp_path])] == ["rank0.pt.trace.json"]  # not read as a trace
+    assert [c.elements for c in read_timeline(path).collectives] == [64 * 32 + 64, 64]
 
 
 def test_rank_0s_trace_gets_the_transfers_and_the_breakdown_counts_them(tmp_path):

@@ -14,7 +14,7 @@ NOT_TRACES = {"run.json", "report.json", "timeline.json", "sweep.json", "error.j
 NOT_TRACE_SUFFIXES = (".steps.json", ".ledger.json")  # a rank's step log and whole-run record in a run folder
 NOT_TRACE_FOLDERS = {"logs"}  # worker logs beside the traces
 # Horovod's timeline beside the traces: merged into rank 0's (trace/horovod_timeline.py)
-HOROVOD_TIMELINE = re.compile(r"horovod.*timeline.*\.json$|timeline.*horovod.*\.json$", re.IGNORECASE)
+HOROVOD_TIMELINE = re.compile(r"(horovod.*timeline|timeline.*horovod).*\.json(\.gz)?$", re.IGNORECASE)
 
 
 def find_trace_files(paths: list[Path]) -> list[Path]:

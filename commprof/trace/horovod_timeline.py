@@ -14,9 +14,11 @@ On GPUs Horovod's NCCL kernels are in the trace already (the profiler sees every
 from __future__ import annotations
 
 import dataclasses
+import gzip
 import json
 import math
 import re
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -60,14 +62,14 @@ def is_timeline(path: Path) -> bool:
 
 def timeline_beside(trace: Path) -> Path | None:
     """A Horovod timeline in the trace's folder, if there is one."""
-    found = sorted(p for p in trace.parent.glob("*.json") if is_timeline(p))
+    found = sorted(p for p in trace.parent.iterdir() if is_timeline(p) and p.is_file())
     return found[0] if found else None
 
 
 def read_timeline(path: Path) -> Timeline:
     """The timeline's transfers, fused groups as one; a timeline cut short (its job stopped before Horovod closed
     it) is read up to its last whole event."""
-    events = _events(path.read_text(errors="replace"))
+    events = _events(_text(path))
     start = next(
         (
             e["args"]["start_time_since_epoch_in_micros"]
@@ -171,6 +173,17 @@ def _by_step(collectives: list[HorovodCollective]) -> list[HorovodCollective]:
             seen.update(collective.tensors)
         out.append(dataclasses.replace(collective, step=step))
     return out
+
+
+def _text(path: Path) -> str:
+    """The file's text, gzip or not (Horovod writes it plain; a copy kept may be compressed)."""
+    data = path.read_bytes()
+    if data[:2] == b"\x1f\x8b":
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error):
+            return ""
+    return data.decode(errors="replace")
 
 
 def _events(text: str) -> list[dict[str, Any]]:

@@ -1,0 +1,47 @@
+"""Horovod's fusion finding on a real run recorded by commprof (tests/data/horovod-fusion0/: every tensor its own
+allreduce, 26 a step), analysed where Horovod is not installed (issue 54). The timeline's step numbers and step times
+are checked against rank 0's own step log, a clock the timeline does not share; the finding against the values this
+recording gave when it was made (docs/semantics.md, "Horovod")."""
+
+import json
+import statistics
+
+import pytest
+
+from commprof.analysis.horovod_findings import training_steps
+from commprof.commands.reporting import report_from_traces
+from commprof.trace.load import load_run
+from tests.conftest import REPO
+
+RUN = REPO / "tests" / "data" / "horovod-fusion0"
+TENSORS = 26  # train_horovod.py: 13 Linear layers, a weight and a bias each
+
+
+@pytest.fixture(scope="module")
+def analysed():
+    """The report `commprof analyze` writes of the folder, and its traces as loaded (in this process)."""
+    report, _ = report_from_traces([RUN], "h", "analysis", workers=1)
+    return report, load_run([RUN], workers=1)
+
+
+def test_each_training_step_holds_every_tensor_once_and_lasts_what_rank_0_timed(analysed):
+    """Steps numbered from the timeline alone (a step ends where a tensor comes again): each of the replayed steps
+    holds the 26 allreduces; from one step's first negotiation to the next step's is the step rank 0 timed (its
+    optimizer step to the next: step n's calls serve optimizer step n + 1), step for step, to a median within 2%."""
+    rank0 = next(r for r in analysed[1].ranks if r.rank == 0)
+    steps, outside = training_steps(rank0)
+    assert outside and len(steps) >= 30
+    assert all(len(s.calls) == TENSORS for s in steps)
+    own_ms = json.loads((RUN / "run.json").read_text())["ranks"][0]["step_ms"]
+    numbers = [s.calls[0].step for s in steps]
+    ratios = [s.period_us / 1000 / own_ms[n + 1] for s, n in zip(steps, numbers, strict=True)]
+    assert statistics.median(ratios) == pytest.approx(1.0, abs=0.02)
+
+
+def test_the_finding_folds_the_26_calls_into_2_and_claims_the_replayed_gain(analysed):
+    (fusion,) = [f for f in analysed[0].findings if f.kind == "horovod_fusion"]
+    assert fusion.setting == {"fusion_threshold_mb": 8.0}
+    assert fusion.title.endswith("(26 a step, then 2)")
+    assert "HOROVOD_FUSION_THRESHOLD=8388608" in fusion.action
+    assert fusion.gain_ms is not None
+    assert (fusion.gain_ms.value, fusion.gain_ms.low) == pytest.approx((6.91, 5.79), abs=0.01)
