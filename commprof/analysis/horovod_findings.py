@@ -84,9 +84,10 @@ def training_steps(rank: RankTrace) -> tuple[list[TrainingStep], bool]:
     first negotiations), and the last (no next step ends its time)."""
     by_step: dict[int, list[Collective]] = {}
     for call in rank.collectives:
-        if call.op == "all_reduce" and call.process_group == PROCESS_GROUP and call.nbytes and call.ready is not None:
-            by_step.setdefault(call.step if call.step is not None else -1, []).append(call)
-    numbers = sorted(n for n in by_step if n >= 0)
+        numbered = call.step is not None and call.ready is not None
+        if numbered and call.op == "all_reduce" and call.process_group == PROCESS_GROUP and call.nbytes:
+            by_step.setdefault(call.step or 0, []).append(call)
+    numbers = sorted(by_step)
     steps = [
         TrainingStep(by_step[n], _first_ready(by_step[following]) - _first_ready(by_step[n]))
         for n, following in zip(numbers[1:], numbers[2:], strict=False)
