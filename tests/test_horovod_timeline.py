@@ -240,6 +240,25 @@ def test_the_transfers_of_one_cycle_share_its_negotiation(tmp_path):
     assert [c.ready_us - START_US for c in read_timeline(path).collectives] == [12, 12, 64]
 
 
+def test_a_metric_allreduced_every_step_keeps_the_steps_numbered(tmp_path):
+    """A script that averages its loss with hvd.allreduce each step, before its gradients: the loss comes again at
+    each step too, so the steps still begin where they do; an unnamed tensor (Horovod names it anew each call) never
+    comes again and stays in its step."""
+    path = tmp_path / "horovod_timeline.json"
+    head = [{"name": "process_name", "ph": "M", "pid": 0, "args": {"start_time_since_epoch_in_micros": START_US}}]
+    loss, weight = ("allreduce.loss", "[]"), ("allreduce.0.weight", "[64, 32]")
+    events = [
+        *head,
+        *tensor(1, *loss, 10, (12, 14), 15),
+        *tensor(2, *weight, 20, (22, 30), 31),
+        *tensor(3, "allreduce.noname.1", "[]", 32, (34, 36), 37),
+        *tensor(1, *loss, 40, (42, 44), 45),
+        *tensor(2, *weight, 50, (52, 60), 61),
+    ]
+    path.write_text(json.dumps(events))
+    assert [c.step for c in read_timeline(path).collectives] == [0, 0, 0, 1, 1]
+
+
 def test_each_transfer_is_numbered_by_the_training_step_it_served(tmp_path):
     """Each gradient is allreduced once a step: a step ends where a tensor comes again. Steps of two tensors, the
     second step's fused into one transfer; the merged trace's collectives carry the number."""
