@@ -27,15 +27,17 @@ def analysed():
 def test_each_training_step_holds_every_tensor_once_and_lasts_what_rank_0_timed(analysed):
     """Steps numbered from the timeline alone (a step ends where a tensor comes again): each of the replayed steps
     holds the 26 allreduces; from one step's first negotiation to the next step's is the step rank 0 timed (its
-    optimizer step to the next: step n's calls serve optimizer step n + 1), step for step, to a median within 2%."""
+    optimizer step to the next: step n's calls serve optimizer step n + 1), to a median within 2% and every step within
+    40% (the timeline's step runs from one negotiation to the next, the log's from one optimizer step's end)."""
     rank0 = next(r for r in analysed[1].ranks if r.rank == 0)
     steps, outside = training_steps(rank0)
     assert outside and len(steps) >= 30
     assert all(len(s.calls) == TENSORS for s in steps)
     own_ms = json.loads((RUN / "run.json").read_text())["ranks"][0]["step_ms"]
-    numbers = [s.calls[0].step for s in steps]
-    ratios = [s.period_us / 1000 / own_ms[n + 1] for s, n in zip(steps, numbers, strict=True)]
+    ratios = [s.period_us / 1000 / own_ms[s.number + 1] for s in steps]
     assert statistics.median(ratios) == pytest.approx(1.0, abs=0.02)
+    # step by step, not only in the median: one step off, the slow steps fall beside fast ones (ratios 0.12 to 4.8)
+    assert all(0.6 < r < 1.4 for r in ratios), ratios
 
 
 def test_the_finding_folds_the_26_calls_into_2_and_claims_the_replayed_gain(analysed):
@@ -44,4 +46,4 @@ def test_the_finding_folds_the_26_calls_into_2_and_claims_the_replayed_gain(anal
     assert fusion.title.endswith("(26 a step, then 2)")
     assert "HOROVOD_FUSION_THRESHOLD=8388608" in fusion.action
     assert fusion.gain_ms is not None
-    assert (fusion.gain_ms.value, fusion.gain_ms.low) == pytest.approx((6.91, 5.79), abs=0.01)
+    assert (fusion.gain_ms.value, fusion.gain_ms.low) == pytest.approx((7.07, 5.58), abs=0.01)

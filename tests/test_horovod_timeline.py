@@ -211,6 +211,24 @@ def test_the_steps_are_replayed_with_the_calls_a_larger_buffer_folds():
     assert [s.period_us for s in training_steps(profiled)[0]] == [10_000, 12_000]  # the profiled step is not replayed
 
 
+def test_only_steps_of_every_gradient_once_are_replayed_and_a_buffer_holds_one_dtype():
+    """Steps 1 and 3 allreduce the gradients (2 MiB); step 2, an evaluation loop's metric (8 bytes), is no training
+    step and is not replayed. A float64 call in a float32 cycle is not folded into its buffer: Horovod fuses one
+    dtype."""
+    from commprof.analysis.horovod_findings import folded, training_steps
+
+    def grads(number, ready):
+        return [call(ready + 100, ready + 200, ready, step=number), call(ready + 200, ready + 300, ready, step=number)]
+
+    metric = Collective("all_reduce", "gloo", 20_100, 20_200, nbytes=8, ready=20_000, process_group="horovod", step=2)
+    calls = (*grads(0, 0), *grads(1, 10_000), metric, *grads(3, 30_000), *grads(4, 40_000))
+    rank = RankTrace("rank0", 0, 2, "gloo", "cpu", 0.0, (), (), (), (), calls)
+    assert [(s.number, s.period_us) for s in training_steps(rank)[0]] == [(1, 10_000), (3, 10_000)]
+    first, second = grads(1, 10_000)
+    wider = dataclasses.replace(second, dtype="float64")
+    assert folded([dataclasses.replace(first, dtype="float32"), wider], 8 * MIB) == []
+
+
 def test_a_folded_call_saves_what_it_took_beyond_its_bytes():
     """On a link of 1 GB/s with 100 us per ring step, 2 ranks, a 1 MiB call's bytes take 1048.576 us: a folded call of
     2000 us saves 951.424 us; one of 1000 us, faster than its bytes' time, saves nothing (a fold never costs time)."""

@@ -20,6 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root, when run as a file
 from benchmarks.common import TESTS_DATA, commprof, read_report, table_header, table_row  # noqa: E402
+from commprof.render.findings_text import advice_verdict  # noqa: E402
 
 SCRIPT = TESTS_DATA / "scripts" / "train_horovod.py"
 THRESHOLDS_MB = {"0": True, "1": None, "128": False}  # the threshold -> whether a larger one must be claimed
@@ -52,8 +53,10 @@ def cell(work: Path, threshold: str, repeat: int) -> tuple[list[object], bool]:
         return [*row, "none", "-", "-", "-"], must is not True
     commprof("advise", "--quiet", *ADVISE, run_id, cwd=work)
     sweep = read_report(work, f"{run_id}-advise")["sweep"]
-    measured = next(s for s in sweep["settings"] if s.get("predicted_gain_ms"))
-    verdict = "holds" if measured["significant"] and measured["speedup"]["value"] > 1 else "not confirmed"
+    measured = next((s for s in sweep["settings"] if s.get("predicted_gain_ms")), None)
+    if measured is None:
+        return [*row, "advise measured nothing", "-", "-", "-"], False
+    verdict = advice_verdict(measured["significant"], measured["speedup"]["value"])
     setting = f"{claims[0]['setting']['fusion_threshold_mb']:g} MiB"
     predicted, gain = interval(claims[0]["gain_ms"]), interval(measured["gain_ms"])
     return [*row, setting, predicted, gain, verdict], must is not False

@@ -22,6 +22,12 @@ def touched_steps(schedule: ProfileSchedule) -> range:
     return range(schedule.wait, schedule.total + 1)
 
 
+def untouched(schedule: ProfileSchedule, index: int) -> bool:
+    """Whether the step at `index` (from 0) ran as the job runs: after the first few, and not touched by the
+    profiler."""
+    return index >= SKIP_FIRST_STEPS and index not in touched_steps(schedule)
+
+
 def _inside_and_outside(
     steps: list[float], schedule: ProfileSchedule, changed_at: int | None = None, compiled: Collection[int] = ()
 ) -> tuple[list[float], list[float]]:
@@ -30,10 +36,10 @@ def _inside_and_outside(
     (analysis/change_point.py), None without one: only the steps on the window's side of it are set against the
     window, never those of the run the window did not see."""
     active = range(schedule.wait + schedule.warmup, schedule.total)
-    traced = set(touched_steps(schedule)) | {step - 1 for step in compiled}
+    compiled_in = {step - 1 for step in compiled}
     inside = [ms for i, ms in enumerate(steps) if i in active]
     side = _windows_side(schedule, changed_at)
-    outside = [ms for i, ms in enumerate(steps) if i >= SKIP_FIRST_STEPS and i not in traced and i + 1 in side]
+    outside = [ms for i, ms in enumerate(steps) if untouched(schedule, i) and i not in compiled_in and i + 1 in side]
     return inside, outside
 
 

@@ -21,8 +21,10 @@ import random
 import statistics
 from dataclasses import dataclass
 
+from commprof.analysis.distortion import untouched
 from commprof.analysis.evidence import Evidence
 from commprof.analysis.predict import LinkModel, run_link
+from commprof.config import ProfileSchedule
 from commprof.kinds import HOROVOD
 from commprof.results.common import Estimate
 from commprof.results.report import Finding
@@ -33,8 +35,12 @@ from commprof.trace.model import Collective, RankTrace
 RESAMPLES = 400
 
 
+BLOCK_STEPS = 5  # the bootstrap draws runs of this many steps: a launch's calls turn slow and fast in runs of steps
+
+
 @dataclass(frozen=True)
 class TrainingStep:
+    number: int  # from 0: Horovod's first step of allreduces
     calls: list[Collective]  # rank 0's Horovod allreduces in it, in order
     period_us: float  # from its first negotiation to the next step's: the step's time
 
@@ -44,21 +50,21 @@ def horovod_fusion(evidence: Evidence) -> list[Finding]:
     run, link = evidence.report.run, evidence.horovod_link
     if run is None or link is None:
         return []
-    steps, outside = training_steps(evidence.windows[0][0])
+    steps, outside = training_steps(evidence.windows[0][0], run.config.schedule if run.config.profiled else None)
     own = run.horovod_built[0].fusion_threshold_bytes
     larger = [
         mb * MIB for mb in HOROVOD_FUSION_GRID_MB if mb * MIB > own and any(folded(s.calls, mb * MIB) for s in steps)
     ]
     if not larger:
         return []
-    ranks = evidence.horovod_samples[0].world_size
+    ranks = steps[0].calls[0].group_size or evidence.horovod_samples[0].world_size
     by_size = {limit: gain_ms(steps, limit, link, ranks) for limit in larger}
     best = max(larger, key=lambda limit: (round(by_size[limit], 3), -limit))  # the smaller buffer when equal
     gain = _interval(steps, best, link, evidence, ranks)
     now = statistics.median(len(s.calls) for s in steps)
     then = statistics.median(len(s.calls) - len(folded(s.calls, best)) for s in steps)
     exposed = statistics.median(s.exposed_ms for s in evidence.horovod_samples)
-    where = "the profiler did not record" if outside else "the profiler recorded"
+    where = "the profiler did not touch" if outside else "of the run, the profiler's too"
     return [
         Finding(
             kind="horovod_fusion",
@@ -78,40 +84,57 @@ def horovod_fusion(evidence: Evidence) -> list[Finding]:
     ]
 
 
-def training_steps(rank: RankTrace) -> tuple[list[TrainingStep], bool]:
-    """Rank 0's training steps as its Horovod allreduces show them, those outside the profiled steps (where there are
-    any: the job as it runs), else those in them; and whether they are outside. The first step is left out (Horovod's
-    first negotiations), and the last (no next step ends its time)."""
+def training_steps(rank: RankTrace, schedule: ProfileSchedule | None = None) -> tuple[list[TrainingStep], bool]:
+    """Rank 0's training steps as its Horovod allreduces show them, those the profiler did not touch (where there are
+    any: the job as it runs; `schedule`: the run's, where known), else all; and whether they are untouched. The first
+    step is left out (Horovod's first negotiations), the last (no next step ends its time), and any whose allreduces
+    are not every gradient once (their bytes those of most steps): a metric allreduced in an evaluation loop, a tensor
+    allreduced twice in a step, would make steps of their own."""
     by_step: dict[int, list[Collective]] = {}
+    first_ready: dict[int, float] = {}
     for call in rank.collectives:
-        numbered = call.step is not None and call.ready is not None
-        if numbered and call.op == "all_reduce" and call.process_group == PROCESS_GROUP and call.nbytes:
-            by_step.setdefault(call.step or 0, []).append(call)
+        if call.step is None or call.ready is None or not call.nbytes:
+            continue
+        if call.op == "all_reduce" and call.process_group == PROCESS_GROUP:
+            by_step.setdefault(call.step, []).append(call)
+            first_ready[call.step] = min(first_ready.get(call.step, call.ready), call.ready)
     numbers = sorted(by_step)
     steps = [
-        TrainingStep(by_step[n], _first_ready(by_step[following]) - _first_ready(by_step[n]))
+        TrainingStep(n, by_step[n], first_ready[following] - first_ready[n])
         for n, following in zip(numbers[1:], numbers[2:], strict=False)
     ]
-    outside = [s for s in steps if not any(w.start <= c.start < w.end for c in s.calls for w in rank.steps)]
+    gradients = statistics.mode(_bytes(s) for s in steps) if steps else 0
+    steps = [s for s in steps if _bytes(s) == gradients]
+    outside = [s for s in steps if _untouched(s, rank, schedule)]
     return (outside, True) if outside else (steps, False)
 
 
-def _first_ready(calls: list[Collective]) -> float:
-    return min(c.ready or 0.0 for c in calls)
+def _bytes(step: TrainingStep) -> int:
+    return sum(c.nbytes or 0 for c in step.calls)
+
+
+def _untouched(step: TrainingStep, rank: RankTrace, schedule: ProfileSchedule | None) -> bool:
+    """No call of the step inside a profiled step; nor, where the run's schedule is known, its time over a step the
+    profiler touched or one of the first few (its calls serve the optimizer step of its index, its time runs into the
+    next's)."""
+    if any(w.start <= c.start < w.end for c in step.calls for w in rank.steps):
+        return False
+    return schedule is None or (untouched(schedule, step.number) and untouched(schedule, step.number + 1))
 
 
 def folded(calls: list[Collective], limit: float) -> list[Collective]:
     """The calls a fusion buffer of `limit` bytes would merge into the one before: those of the same cycle (ready at
-    the same time), in order, while the merged buffer stays within `limit`."""
+    the same time) and dtype (Horovod fuses one dtype in a buffer), in order, while the merged buffer stays within
+    `limit`."""
     out: list[Collective] = []
-    size, ready = 0, None
+    size, buffer = 0, None
     for call in calls:
         nbytes = call.nbytes or 0
-        if ready is not None and call.ready == ready and size + nbytes <= limit:
+        if buffer is not None and (call.ready, call.dtype) == buffer and size + nbytes <= limit:
             size += nbytes
             out.append(call)
         else:
-            size, ready = nbytes, call.ready
+            size, buffer = nbytes, (call.ready, call.dtype)
     return out
 
 
@@ -130,13 +153,16 @@ def gain_ms(steps: list[TrainingStep], limit: float, link: LinkModel, ranks: int
 
 
 def _interval(steps: list[TrainingStep], limit: float, link: LinkModel, evidence: Evidence, ranks: int) -> Estimate:
-    """The gain with a 95% bootstrap interval over the steps and, where the run probed its link, the probe's repeats
-    (its bandwidth)."""
+    """The gain with a 95% bootstrap interval over the steps, drawn in runs of BLOCK_STEPS (neighbouring steps are
+    alike), and, where the run probed its link, the probe's repeats (its bandwidth)."""
     rng = random.Random(0)
+    block = min(BLOCK_STEPS, len(steps))
     boots = []
     for _ in range(RESAMPLES):
         drawn_link = run_link(evidence.horovod_samples, evidence.probe, rng) if evidence.probe else link
-        boots.append(gain_ms(rng.choices(steps, k=len(steps)), limit, drawn_link, ranks))
+        starts = [rng.randrange(len(steps) - block + 1) for _ in range(-(-len(steps) // block))]
+        drawn = [steps[i] for start in starts for i in range(start, start + block)][: len(steps)]
+        boots.append(gain_ms(drawn, limit, drawn_link, ranks))
     boots.sort()
     tail = int(0.025 * len(boots))
     return Estimate(gain_ms(steps, limit, link, ranks), boots[tail], boots[-1 - tail])

@@ -238,18 +238,20 @@ def _backend_ranges(
         launch = launched_by.get(id(e))
         args = decode_args(e)
         ready = launch.ts if launch else _number(args.get(READY_ARG))  # merged from Horovod's timeline: its own
-        collective = _collective(
-            meta_from_args(args),
-            rules.normalize_op(e.name),
-            e.name.split(":")[0],
-            e,
-            f"thread {e.tid}",
-            info,
-            ready,
-            roles.of(launch, rules.normalize_op(launch.name) or rules.normalize_op(e.name)) if launch else {},
+        step = _number(args.get(STEP_ARG))  # Horovod's training step, likewise
+        collectives.append(
+            _collective(
+                meta_from_args(args),
+                rules.normalize_op(e.name),
+                e.name.split(":")[0],
+                e,
+                f"thread {e.tid}",
+                info,
+                ready,
+                roles.of(launch, rules.normalize_op(launch.name) or rules.normalize_op(e.name)) if launch else {},
+                int(step) if step is not None else None,
+            )
         )
-        step = _number(args.get(STEP_ARG))
-        collectives.append(dataclasses.replace(collective, step=int(step)) if step is not None else collective)
     return [(e.ts, e.ts + e.dur) for e in comm_events], collectives
 
 
@@ -351,6 +353,7 @@ def _collective(
     info: dict[str, Any],
     ready: float | None = None,
     roles: CollectiveRoles | None = None,
+    step: int | None = None,
 ) -> Collective:
     group_size = meta.group_size or _default_group_size(info)
     return Collective(
@@ -366,6 +369,7 @@ def _collective(
         ready=ready,
         peer=meta.peer,
         sends=meta.sends,
+        step=step,
         **(roles or {}),
     )
 
