@@ -7,6 +7,7 @@ fused together); the op's end carries dtype and shape; times count from start_ti
 import dataclasses
 import gzip
 import json
+import zlib
 
 import pytest
 
@@ -86,6 +87,13 @@ def test_a_compressed_copy_is_read_as_the_timeline_and_found_beside_the_traces(t
     assert timeline_beside(tmp_path / "rank0.pt.trace.json") == path
     assert [p.name for p in find_trace_files([tmp_path])] == ["rank0.pt.trace.json"]  # not read as a trace
     assert [c.elements for c in read_timeline(path).collectives] == [64 * 32 + 64, 64]
+    text = json.dumps(timeline_events())
+    path.write_bytes(gzip.compress(text.encode())[:-60])  # a copy cut short: read as far as it goes, as a file is
+    kept = zlib.decompressobj(wbits=31).decompress(path.read_bytes()).decode()
+    assert 0 < len(kept) < len(text)
+    (tmp_path / "cut_horovod_timeline.json").write_text(kept)
+    cut = read_timeline(tmp_path / "cut_horovod_timeline.json").collectives
+    assert cut and read_timeline(path).collectives == cut
 
 
 def test_rank_0s_trace_gets_the_transfers_and_the_breakdown_counts_them(tmp_path):
