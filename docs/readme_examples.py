@@ -110,7 +110,7 @@ EXAMPLES = (  # in README's order
                 "--script-output none -- train.py",
                 ("Findings",),
             ),
-            Command("commprof advise hf0", ("The findings, checked",)),
+            Command("commprof advise hf0 --repeats 8 --max-steps 20", ("The findings, checked",)),
         ),
         {"train.py": SCRIPT + "train_horovod.py"},
     ),
