@@ -57,6 +57,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root, when run as a file
 from benchmarks.common import TESTS_DATA, children, commprof_argv, table_header, table_row  # noqa: E402
+from commprof.commands.view import stop_group  # noqa: E402
 
 SCRIPTS = TESTS_DATA / "scripts"
 COMMANDS = ("run", "sweep", "tune", "advise", "compare", "scale", "diff", "report", "view")
@@ -276,20 +277,6 @@ def _environment() -> dict[str, str]:
     return {**os.environ, "COLUMNS": "120", "PYTHONUNBUFFERED": "1"}
 
 
-def _stop(process: subprocess.Popen, sig: int = signal.SIGTERM, wait_s: float = 20) -> None:
-    """Signal the cell's process group (commprof and the ranks it started), then kill what is left of it."""
-    for signum, grace in ((sig, wait_s), (signal.SIGKILL, 10)):
-        try:
-            os.killpg(process.pid, signum)
-        except ProcessLookupError:
-            return
-        try:
-            process.wait(timeout=grace)
-            return
-        except subprocess.TimeoutExpired:
-            continue
-
-
 def _descendants(pid: int) -> list[int]:
     found, todo = [], [pid]
     while todo:
@@ -338,7 +325,7 @@ def _view(cell: Cell, process: subprocess.Popen, out_path: Path, err_path: Path)
         time.sleep(0.5)
     if url is None:
         if process.poll() is None:
-            _stop(process)
+            stop_group(process, grace_s=20)
             return "FAIL", f"no URL within {VIEW_START_S} s"
         return None
     listing = f"{url}/data/plugins_listing"
@@ -356,7 +343,7 @@ def _view(cell: Cell, process: subprocess.Popen, out_path: Path, err_path: Path)
         code = None
     alive = [pid for pid in left if _alive(pid)]
     still = _serves(listing)
-    _stop(process)
+    stop_group(process, grace_s=20)
     for pid in alive:  # what the Ctrl-C left behind (ours: started by this cell)
         try:
             os.kill(pid, signal.SIGKILL)
@@ -408,7 +395,7 @@ def run_cell(cell: Cell, folder: Path, run_folder: Path | None = None) -> Outcom
                 process.wait(timeout=cell.timeout_s)
             except subprocess.TimeoutExpired:
                 timed_out = True
-                _stop(process)
+                stop_group(process, grace_s=20)
     took = time.monotonic() - started
     stdout, stderr = _read(out_path), _read(err_path)
     output = f"{stderr}\n--- stdout ---\n{stdout}" if stdout.strip() else stderr

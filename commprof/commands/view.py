@@ -91,10 +91,10 @@ def tensorboard(run: str | None, traces_dir: Path, host: str = "127.0.0.1", port
         yield Served(url, logdir, process)
     finally:
         signal.signal(signal.SIGTERM, previous)
-        _stop(process)
+        stop_group(process)
 
 
-def _stop(process: subprocess.Popen[str], grace_s: float = 10) -> None:
+def stop_group(process: subprocess.Popen, grace_s: float = 10) -> None:
     """TensorBoard and what it started (the profiler plugin's loader processes, multiprocessing's resource tracker,
     which may ignore Ctrl-C and keep TensorBoard waiting): its process group asked to stop, then killed."""
     for signum in (signal.SIGTERM, signal.SIGKILL):
