@@ -53,7 +53,17 @@ class SweepOptions:
     """How sweep, tune and advise measure each setting, as the command line gives them: each option declared once,
     here (cli/options.with_options makes the three commands' options from these fields), and validated here."""
 
-    repeats: int = option(5, "Interleaved repeats: in each, every setting takes its turn.")
+    repeats: int = option(
+        5,
+        "Interleaved repeats: in each, every setting takes its turn (with a script: one launch each; these first, "
+        "then more while a setting's comparison with the baseline is undecided, up to --max-repeats).",
+    )
+    max_repeats: int | None = option(
+        None,
+        "With a script: the most interleaved repeats a setting gets before its comparison with the baseline is "
+        "called undecided, and the most fresh pairs of launches that confirm a recommendation [default: 2 x "
+        "--repeats].",
+    )
     steps_per_repeat: int | None = option(
         None,
         f"Timed steps per setting per repeat [default: {STEPS_PER_REPEAT}; with a script and --max-steps: the "
@@ -70,6 +80,10 @@ class SweepOptions:
     def __post_init__(self) -> None:
         require(self.warmup_steps >= 1, "--warmup-steps must be >= 1 (DDP rebuilds its buckets after the first step)")
         require(self.repeats >= 2, "--repeats must be >= 2 (a confidence interval needs repeats)")
+        require(
+            self.max_repeats is None or self.max_repeats >= self.repeats,
+            f"--max-repeats must be >= --repeats ({self.repeats}), got {self.max_repeats}",
+        )
         require(self.steps_per_repeat is None or self.steps_per_repeat >= 1, "--steps-per-repeat must be >= 1")
         require(self.profile_steps >= 1, "--profile-steps must be >= 1")
         require(self.max_live_settings is None or self.max_live_settings >= 1, "--max-live-settings must be >= 1")
@@ -150,6 +164,7 @@ class SweepPlan:
     profile_steps: int = SweepOptions.profile_steps
     tune: bool = False
     max_live_settings: int | None = None  # settings kept in memory at once; None: as many as fit (GPU), all (CPU)
+    max_repeats: int | None = None  # a script's: repeats at most (None: 2 x repeats)
 
     def __post_init__(self) -> None:
         require(len(self.settings) >= 1, "give at least one setting to sweep")
@@ -164,8 +179,13 @@ class SweepPlan:
             all(isinstance(s, OPTIONS_OF_STRATEGY[self.run.strategy]) for s in self.settings),
             f"--strategy {self.run.strategy} sweeps its own options only",
         )
-        rounds = ("repeats", "steps_per_repeat", "warmup_steps", "profile_steps", "max_live_settings")
+        rounds = ("repeats", "steps_per_repeat", "warmup_steps", "profile_steps", "max_live_settings", "max_repeats")
         SweepOptions(**{name: getattr(self, name) for name in rounds})  # validated where they are declared
+
+    @property
+    def repeat_budget(self) -> int:
+        """A script's most interleaved repeats of a setting (and most pairs that confirm a claim)."""
+        return self.max_repeats or 2 * self.repeats
 
     @property
     def steps_per_setting(self) -> int:

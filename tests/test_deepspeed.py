@@ -175,8 +175,12 @@ def test_tune_refines_zeros_reduce_bucket_size_around_the_best(tmp_path):
     plan = SweepPlan(run=config, settings=settings, baseline=DeepSpeedOptions(), tune=True)
     launches = _Launches(config, plan, (), SILENT, "tune t", 8, 8, tune=True)
 
-    def measured(size, step):
-        return MeasuredSetting({"zero_stage": 2, "reduce_bucket_size": size}, [step + d for d in (0, 0.1, -0.1) * 4])
+    def measured(size, step):  # four launches a setting, paired by round, each 3 steps a little apart
+        launches = [[step + d, step + d + 0.1, step + d - 0.1] for d in (0, 0.2, -0.2, 0.1)]
+        steps = [ms for launch in launches for ms in launch]
+        return MeasuredSetting(
+            {"zero_stage": 2, "reduce_bucket_size": size}, steps, launches=launches, rounds=list("1234")
+        )
 
     results = {"script-own": measured(5000, 30.0)}
     results |= {

@@ -347,6 +347,7 @@ SWEEP_CASES = {
     "warmup_steps": (["--warmup-steps", "2"], lambda plan: plan.warmup_steps == 2),
     "profile_steps": (["--profile-steps", "4"], lambda plan: plan.profile_steps == 4),
     "max_live_settings": (["--max-live-settings", "1"], lambda plan: plan.max_live_settings == 1),
+    "max_repeats": (["--max-repeats", "7"], lambda plan: plan.repeat_budget == 7),
 }
 
 
@@ -368,6 +369,7 @@ def test_sweep_option_reaches_the_plan(launches, command, option):
     [
         (["sweep", "--repeats", "1"], "--repeats must be >= 2 (a confidence interval needs repeats)"),
         (["tune", "--steps-per-repeat", "0"], "--steps-per-repeat must be >= 1"),
+        (["tune", "--repeats", "4", "--max-repeats", "3"], "--max-repeats must be >= --repeats (4), got 3"),
         (["advise", "r", "--warmup-steps", "0"], "--warmup-steps must be >= 1"),
         (["bench", "--bursts", "1"], "--bursts must be >= 2, got 1"),
         (["bench", "--dtype", "float8"], "--dtype must be one of float32, float16, bfloat16, float64, int32"),

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import dataclasses
 import statistics
+from collections.abc import Callable
 from typing import Any
 
+from commprof.analysis import launch_stats
 from commprof.analysis.buckets import backward_times, bucket_timelines, median_timeline
 from commprof.analysis.stats import PRACTICAL_SHARE, difference_ci, median_ci, real_speedup, speedup_ci
 from commprof.kinds import DDP, KINDS, JobKind, kind_of
 from commprof.kinds.ddp_buckets import describe
-from commprof.results.report import DDPCrossCheck, Report, SettingResult, SweepResult
-from commprof.results.sweep_record import MeasuredSetting, SweepRecord
+from commprof.results.common import Estimate
+from commprof.results.report import ConfirmedClaim, DDPCrossCheck, Report, SettingResult, SweepResult
+from commprof.results.sweep_record import Confirmation, MeasuredSetting, SweepRecord
 from commprof.settings import SettingOptions, setting_label
 from commprof.trace.model import RankTrace
 from commprof.trace.rules import FSDP_PURPOSE
@@ -34,17 +37,40 @@ def paste_line(options: SettingOptions, framework: str = "script", baseline: Set
     return kind_of(options).paste(options, framework, baseline)
 
 
+def by_launch(measured: MeasuredSetting) -> launch_stats.Launches:
+    """A script's setting: each timed launch's value by its round (launch_stats); a built-in model's: none."""
+    return launch_stats.launch_values(measured.launches, measured.rounds)
+
+
+def _compared(
+    measured: MeasuredSetting, baseline: MeasuredSetting, turn: int
+) -> tuple[Estimate, Estimate, Estimate, int]:
+    """The setting's step, its speedup and gain in ms against the baseline, and its launches: a script's from its
+    launches, paired by round (launch_stats); a built-in model's, all in one launch, from its steps (whole turns
+    resampled)."""
+    mine, theirs = by_launch(measured), by_launch(baseline)
+    if mine and theirs:
+        return (
+            launch_stats.setting_step(mine),
+            launch_stats.paired_speedup(theirs, mine),
+            launch_stats.paired_gain_ms(theirs, mine),
+            len(mine),
+        )
+    steps, base = measured.step_ms, baseline.step_ms
+    return median_ci(steps), speedup_ci(base, steps, turn=turn), difference_ci(steps, base, turn=turn), 0
+
+
 def setting_result(
     label: str,
     measured: MeasuredSetting,
-    baseline_steps: list[float],
+    baseline: MeasuredSetting,
     report: Report,
     rank0: RankTrace | None,
     strategy: str = "ddp",
     turn: int = 1,
 ) -> SettingResult:
-    """`turn`: a setting's timed steps per repeat, resampled together (stats.speedup_ci)."""
-    estimate, gain = median_ci(measured.step_ms), speedup_ci(baseline_steps, measured.step_ms, turn=turn)
+    """`turn`: a built-in model's timed steps per repeat, resampled together (stats.speedup_ci)."""
+    estimate, gain, gain_ms, launches = _compared(measured, baseline, turn)
     comm = statistics.fmean(r.comm_ms for r in report.ranks)
     overlap = statistics.fmean(r.overlap_ms for r in report.ranks)
     ddp0 = measured.ddp.get("0", {})
@@ -59,6 +85,7 @@ def setting_result(
         bucket_sizes=sizes,
         step_ms=estimate,
         samples=len(measured.step_ms),
+        launches=launches,
         speedup=gain,
         significant=real_speedup(gain),
         exposed_comm_ms=statistics.fmean(r.exposed_comm_ms for r in report.ranks),
@@ -67,7 +94,7 @@ def setting_result(
         gathers_per_step=sum(c.calls_per_step for c in report.collectives if c.purpose == FSDP_PURPOSE["all_gather"]),
         traces=label,
         timeline=median_timeline(timelines),
-        gain_ms=difference_ci(measured.step_ms, baseline_steps, turn=turn),
+        gain_ms=gain_ms,
         ddp_check=DDPCrossCheck(
             _ms(ddp0, "avg_backward_compute_time"),
             _ms(ddp0, "avg_backward_comm_time"),
@@ -102,9 +129,12 @@ def recommend(
     framework: str = "script",
     own: bool = False,
     named: SettingResult | None = None,
+    confirmed: ConfirmedClaim | None = None,
 ) -> tuple[str, str | None]:
     """The recommendation and the line to paste (None: keep the baseline). `own`: the baseline is a script's own
-    setting, the script as written; `named`: the setting to name where not the fastest (_named_best)."""
+    setting, the script as written; `named`: the setting to name where not the fastest (_named_best); `confirmed`:
+    the named setting measured again against the baseline in fresh launches (a script's claim): it is recommended
+    only where that holds."""
     fastest = min(settings, key=lambda s: s.step_ms.value)
     best = named or fastest
     gain = best.speedup
@@ -123,38 +153,76 @@ def recommend(
             f"{gain.value:.2f}x (95% CI {gain.low:.2f}-{gain.high:.2f}) is the noise between repeats of it. "
             f"Keep {name}."
         ), None
+    others = [s for s in settings if s is not baseline]
+    claim = best.label != baseline.label and best.significant and gain.value > 1
+    if not claim and others and not any(s.significant for s in others):
+        return _barely_matters(others, baseline, kind, name, what), None
     if best.label == baseline.label:
         return (
             f"{name[0].upper()}{name[1:]} ({what}; {baseline.step_ms.value:.1f} ms per step) is the fastest "
             "setting measured. Keep it."
         ), None
-    if not best.significant or gain.value <= 1:
+    if not claim:
         return (
             f"No setting is significantly better than {name} ({what}; {baseline.step_ms.value:.1f} ms per step) by "
             f"{PRACTICAL_SHARE:.0%} of the step or more: the fastest, {best.label}, is {gain.value:.2f}x (95% CI "
             f"{gain.low:.2f}-{gain.high:.2f}). Keep {name}."
         ), None
     against = f"{name} ({what})" if own else f"{name}, {baseline.label}"  # a script's own: what it was
+    found = (
+        f"{best.step_ms.value:.1f} ms per step vs {baseline.step_ms.value:.1f} ms for {against}, {gain.value:.2f}x "
+        f"faster (95% CI {gain.low:.2f}-{gain.high:.2f})"
+    )
+    if confirmed is not None and not confirmed.held:
+        again = confirmed.speedup
+        return (
+            f"{best.label} ran {found} in the sweep's launches, but did not hold in {confirmed.pairs} fresh "
+            f"interleaved pairs of launches against it: {again.value:.2f}x (95% CI {again.low:.2f}-{again.high:.2f}). "
+            f"Keep {name}."
+        ), None
+    held = (
+        f" It held in {confirmed.pairs} fresh interleaved pairs of launches: {confirmed.speedup.value:.2f}x (95% CI "
+        f"{confirmed.speedup.low:.2f}-{confirmed.speedup.high:.2f})."
+        if confirmed is not None
+        else ""
+    )
     return (
-        f"{best.label} is best: {best.step_ms.value:.1f} ms per step vs {baseline.step_ms.value:.1f} ms for "
-        f"{against}, {gain.value:.2f}x faster (95% CI {gain.low:.2f}-{gain.high:.2f}), "
-        f"{100 * (1 - 1 / gain.value):.0f}% less step time."
+        f"{best.label} is best: {found}, {100 * (1 - 1 / gain.value):.0f}% less step time."
         + (
             f" {fastest.label} ran {fastest.step_ms.value:.1f} ms per step, not faster beyond the noise: the larger "
             "size is named, which a rerun's noise does not flip."
             if best is not fastest
             else ""
         )
+        + held
     ), paste_line(options[best.label], framework, options[baseline.label])
 
 
+def _barely_matters(others: list[SettingResult], baseline: SettingResult, kind: JobKind, name: str, what: str) -> str:
+    """No setting differs from the baseline beyond the noise, either way: how far the noise reaches, said plainly."""
+    knob = kind.size_knob
+    varied = {k for s in others for k, v in s.options.items() if baseline.options.get(k) != v}
+    subject = (
+        f"{kind.short}'s {knob} barely matters" if knob and varied <= {knob} else "the settings measured barely matter"
+    )
+    noise = "the noise between launches" if baseline.launches else "the noise between repeats"
+    spread = launch_stats.spread_pct([s.speedup for s in others])
+    return (
+        f"{subject[0].upper()}{subject[1:]} for this model here: every setting is within ±{spread:.0f}% of {name} "
+        f"({what}; {baseline.step_ms.value:.1f} ms per step), {noise}. Keep {name}."
+    )
+
+
 def _named_best(
-    results: list[SettingResult], baseline: SettingResult, steps: dict[str, list[float]], turn: int, kind: JobKind
+    results: list[SettingResult],
+    baseline: SettingResult,
+    between: Callable[[str, str], Estimate],
+    kind: JobKind,
 ) -> SettingResult:
     """The setting a sweep names: the fastest; but where it is a claim, of the settings better than the baseline
-    beyond the noise that are not slower than the fastest beyond it, the one with the largest bucket size (the fewest
-    calls), as the bucket_cap finding names its cap, so that a rerun's noise does not flip the advice between two
-    sizes that run alike."""
+    beyond the noise that are not slower than the fastest beyond it (`between(a, b)`: a's step over b's), the one
+    with the largest bucket size (the fewest calls), as the bucket_cap finding names its cap, so that a rerun's noise
+    does not flip the advice between two sizes that run alike."""
     fastest = min(results, key=lambda s: s.step_ms.value)
     if fastest is baseline or not (fastest.significant and fastest.speedup.value > 1):
         return fastest
@@ -164,9 +232,47 @@ def _named_best(
         if s is not baseline
         and s.significant
         and s.speedup.value > 1
-        and not real_speedup(speedup_ci(steps[s.label], steps[fastest.label], turn=turn))
+        and not real_speedup(between(s.label, fastest.label))
     ]
     return max(alike, key=lambda s: (kind.size(s.options), -s.step_ms.value))
+
+
+def claimed(record: SweepRecord) -> str | None:
+    """A script's sweep: the setting its launches name over the baseline, before it is confirmed; None where none
+    beats it (the same rules as sweep_result, on the launches alone)."""
+    job = KINDS[record.plan.run.strategy]
+    own = setting_label(record.plan.baseline)
+    launches = {label: by_launch(m) for label, m in record.settings.items()}
+    better = {
+        label: launch_stats.paired_speedup(launches[own], mine)
+        for label, mine in launches.items()
+        if label != own and mine and launch_stats.beats(launch_stats.paired_speedup(launches[own], mine))
+    }
+    if not better:
+        return None
+    step = {label: launch_stats.setting_step(launches[label]).value for label in better}
+    fastest = min(better, key=step.__getitem__)
+    alike = [
+        label
+        for label in better
+        if not real_speedup(launch_stats.relative_speedup(launches[own], launches[label], launches[fastest]))
+    ]
+    return max(alike, key=lambda label: (job.size(record.settings[label].options), -step[label]))
+
+
+def confirmed_claim(confirmation: Confirmation) -> ConfirmedClaim:
+    """The fresh pairs' verdict: the claimed setting beats the baseline in them alone."""
+    rounds = [str(i) for i in range(len(confirmation.baseline))]
+    base = launch_stats.launch_values(confirmation.baseline, rounds)
+    mine = launch_stats.launch_values(confirmation.candidate, rounds)
+    speedup = launch_stats.paired_speedup(base, mine)
+    return ConfirmedClaim(
+        setting=confirmation.setting,
+        pairs=len(launch_stats.shared_rounds(base, mine)),
+        speedup=speedup,
+        gain_ms=launch_stats.paired_gain_ms(base, mine),
+        held=launch_stats.beats(speedup),
+    )
 
 
 def sweep_result(record: SweepRecord, analysed: dict[str, tuple[Report, RankTrace | None]], kind: str) -> SweepResult:
@@ -175,18 +281,20 @@ def sweep_result(record: SweepRecord, analysed: dict[str, tuple[Report, RankTrac
     planned = record.plan.baseline
     baseline_label = setting_label(planned)
     own = job.is_as_written(planned)
-    baseline_steps = record.settings[baseline_label].step_ms
-    turn = record.plan.steps_per_repeat  # the replicates are the repeats (a script's: a launch each), not the steps
+    measured_baseline = record.settings[baseline_label]
+    turn = record.plan.steps_per_repeat  # a built-in model's replicates are its repeats, not its steps
     results = [
-        setting_result(label, setting, baseline_steps, *analysed[label], strategy, turn)
+        setting_result(label, setting, measured_baseline, *analysed[label], strategy, turn)
         for label, setting in record.settings.items()
     ]
     # a script's own setting first, then by cap
     results.sort(key=lambda s: (not (own and s.label == baseline_label), job.size(s.options), s.label))
     baseline = next(s for s in results if s.label == baseline_label)
     options = {label: job.options(**setting.options) for label, setting in record.settings.items()}
-    named = _named_best(results, baseline, {label: m.step_ms for label, m in record.settings.items()}, turn, job)
-    text, paste = recommend(results, baseline, options, record.built_by, own, named)
+    named = _named_best(results, baseline, _between(record, turn), job)
+    confirmed = record.confirmation
+    check = confirmed_claim(confirmed) if confirmed is not None and confirmed.setting == named.label else None
+    text, paste = recommend(results, baseline, options, record.built_by, own, named, check)
     best = named.label
     results = [dataclasses.replace(s, best=s.label == best) for s in results]
     return SweepResult(
@@ -199,4 +307,19 @@ def sweep_result(record: SweepRecord, analysed: dict[str, tuple[Report, RankTrac
         rounds=record.rounds,
         timings=record.timings,
         strategy=strategy,
+        confirmed=check,
     )
+
+
+def _between(record: SweepRecord, turn: int) -> Callable[[str, str], Estimate]:
+    """How two settings' steps compare (a's over b's): a script's by its launches, paired by round; a built-in
+    model's by its steps, whole turns resampled."""
+    record_baseline = setting_label(record.plan.baseline)
+
+    def compare(a: str, b: str) -> Estimate:
+        mine, theirs = by_launch(record.settings[a]), by_launch(record.settings[b])
+        if mine and theirs:
+            return launch_stats.relative_speedup(by_launch(record.settings[record_baseline]), mine, theirs)
+        return speedup_ci(record.settings[a].step_ms, record.settings[b].step_ms, turn=turn)
+
+    return compare

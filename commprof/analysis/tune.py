@@ -72,15 +72,19 @@ def next_bucket_sizes(
     own: list[float] | None = None,
     own_layout: tuple[int, ...] | None = None,
     turn: int = 1,
+    settled: bool | None = None,
 ) -> list[float]:
     """Bucket sizes for the next round; empty when tuning is done. With `layout_of` (a cap's buckets, as DDP builds
     them: analysis/ddp_buckets), a size that builds the buckets of one already tried is not tried again. `own`: the
     step times of a script's own setting (no cap applied; `own_layout`, its buckets): it counts in the noise, and
-    the refinement is around the best cap. `turn`: a setting's steps per repeat (stats.speedup_ci)."""
+    the refinement is around the best cap. `turn`: a setting's steps per repeat (stats.speedup_ci). `settled`: decided
+    by the caller (a script's launches: no cap beats its own setting), instead of from the steps."""
     tried: dict[Hashable, list[float]] = {mb: steps for mb, steps in step_ms.items()}
     if own is not None:
         tried[OWN] = own
-    if round_index + 1 >= MAX_ROUNDS or not step_ms or within_noise(tried, turn):
+    if settled is None:
+        settled = within_noise(tried, turn)
+    if round_index + 1 >= MAX_ROUNDS or not step_ms or settled:
         return []
     best = min(step_ms, key=lambda mb: statistics.median(step_ms[mb]))
     candidates = refine_around(best, list(step_ms))

@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import secrets
 import shutil
+import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -38,7 +39,7 @@ from commprof.launch.script_run import finish_script_run
 from commprof.plans import SweepOptions, SweepPlan
 from commprof.results.common import Estimate, job_steps
 from commprof.results.run_record import RunRecord
-from commprof.results.sweep_record import FILE_NAME, MeasuredSetting, SweepRecord
+from commprof.results.sweep_record import FILE_NAME, Confirmation, MeasuredSetting, SweepRecord
 from commprof.settings import SettingOptions, setting_label
 
 UNPROFILED = ProfileSchedule(wait=0, warmup=0, active=1)  # a placeholder: timed launches run no profiler
@@ -74,6 +75,7 @@ def measure_script(
     tune: bool,
     predicted: dict[str, Estimate] | None = None,
 ) -> Outcome:
+    from commprof.analysis.sweep import claimed
     from commprof.analysis.tune import REFINED, measure_rounds
     from commprof.commands.run import check_script
     from commprof.launch.resolve import MachineProbe, resolve
@@ -96,9 +98,12 @@ def measure_script(
     what = _tried(compared) if tune else _counted(compared)
     feedback.info(
         f"{kind} {config.run_id}: {' '.join(config.script)} on {config.world_size} {config.device} rank(s); "
-        f"{what} x {plan.repeats} interleaved repeats of one launch each ({timed_steps} steps, the first "
-        f"{plan.warmup_steps} untimed), then one profiled launch each ({profiled_steps} steps)"
+        f"{what} x {_repeats(plan)} interleaved repeats of one launch each ({timed_steps} steps, the first "
+        f"{plan.warmup_steps} untimed; more than {plan.repeats} only while a setting against "
+        f"{setting_label(baseline)} is undecided), then one profiled launch each ({profiled_steps} steps)"
         + (f"; {REFINED}" if tune else "")
+        + f"; a setting that beats {setting_label(baseline)} is measured against it again in {_repeats(plan)} fresh "
+        "pairs of launches before it is recommended"
     )
     if torchrun_environment(config.procs_per_node):
         feedback.info(TORCHRUN_OMP_WARNING)
@@ -108,6 +113,15 @@ def measure_script(
     except OtherKind:
         shutil.rmtree(config.run_dir, ignore_errors=True)  # made here, holding the one launch that told the kind
         raise
+    draft = SweepRecord(
+        plan=dataclasses.replace(plan, settings=tuple(measured)),
+        settings=results,
+        model=None,
+        parameters=None,
+        world_size=config.world_size,
+    )
+    claim = claimed(draft)
+    confirmation = launches.confirm(next(s for s in measured if setting_label(s) == claim)) if claim else None
     feedback.info(
         f"{kind} {config.run_id}: {_counted(measured)} measured"
         + (f" in {tuned} tuning rounds" if tuned > 1 else "")
@@ -131,12 +145,19 @@ def measure_script(
         max_steps=max_steps,
         applied_on_top=list(forced),
         timings={"worker_s": time.perf_counter() - started, "launches": launches.count},
+        confirmation=confirmation,
     )
     write_text_atomic(config.run_dir / FILE_NAME, record.to_json())
     report = sweep_report(config.run_dir, config.run_id, kind, predicted)
     return Outcome(
         report, write_report(report, config.reports_dir, report.name, traces=config.run_dir), traces=config.run_dir
     )
+
+
+def _repeats(plan: SweepPlan) -> str:
+    """'5 to 10': the interleaved repeats a setting gets, at least and at most."""
+    budget = plan.repeat_budget
+    return f"{plan.repeats} to {budget}" if budget > plan.repeats else str(plan.repeats)
 
 
 def _profiled(plan: SweepPlan) -> ProfileSchedule:
@@ -163,6 +184,8 @@ class _Launches:
     last: RunRecord | None = None  # the last profiled launch's record
     smallest: float = 0.0  # the smallest bucket size the job accepts (torch.compile's DDPOptimizer: 1 MiB)
     order: list[str] = field(default_factory=list)  # the timed launches' settings, in the order they ran
+    timed: dict[str, dict[str, list[float]]] = field(default_factory=dict)  # label -> round -> timed steps
+    profiled: dict[str, MeasuredSetting] = field(default_factory=dict)  # by label, from its profiled launch
 
     def launch(
         self, setting: SettingOptions, run_id: str, steps: int, schedule: ProfileSchedule | None, subject: str
@@ -174,28 +197,47 @@ class _Launches:
         return _launch(self.config, setting, applied, run_id, steps, schedule, self.feedback, subject)
 
     def measure(self, settings: list[SettingOptions]) -> dict[str, MeasuredSetting]:
-        """Interleaved repeats of one timed launch per setting, then one profiled launch each. Tune measures one
-        setting per bucket layout, which it learns from the first launch (the baseline's)."""
+        """Interleaved repeats of one timed launch per setting, the baseline in each (its launches pair with the
+        others' of the same repeat: launch_stats), --repeats of them, then more while a setting's comparison with
+        the baseline is undecided, up to the budget; then one profiled launch each. Tune measures one setting per
+        bucket layout, which it learns from the first launch (the baseline's)."""
+        from commprof.analysis.launch_stats import undecided
+
         plan, pending = self.plan, list(settings)
-        timed: dict[str, list[float]] = {setting_label(s): [] for s in pending}
-        for repeat in range(plan.repeats):
-            for setting in list(pending):
-                if setting not in pending:  # measured once for its buckets: another builds the same
+        baseline, own = plan.baseline, setting_label(plan.baseline)
+        self.rounds += 1
+        active = [baseline, *(s for s in pending if s != baseline)]
+        repeat = 0
+        while True:
+            repeat += 1
+            for setting in list(active):
+                if setting not in active:  # measured once for its buckets: another builds the same
                     continue
-                label = setting_label(setting)
-                subject = f"{label}, repeat {repeat + 1}/{plan.repeats}"
-                run = self.launch(setting, f"{label}-r{self.rounds + 1}.{repeat + 1}", self.timed_steps, None, subject)
+                label, key = setting_label(setting), f"{self.rounds}.{repeat}"
+                subject = f"{label}, repeat {repeat} ({_repeats(self.plan)})"
+                run = self.launch(setting, f"{label}-r{key}", self.timed_steps, None, subject)
                 if self.count == 1:
                     check_kind(run, plan.baseline)
                     # Dynamo's DDPOptimizer splits the compiled graph at the buckets and asserts that none is
                     # smaller than DDP's 1 MiB first bucket (torch/_dynamo/backends/distributed.py)
                     self.smallest = 1.0 if run.compiled and run.compiled.graphs else 0.0
-                timed[label] += _timed_steps(run, plan.warmup_steps)
+                self.timed.setdefault(label, {})[key] = _timed_steps(run, plan.warmup_steps)
                 self.order.append(label)
                 kind = kind_of(plan.baseline)
                 if self.tune and self.layout_of is None and kind.built(run):  # the baseline's
                     self.layout_of, described = kind.layouts(run)
                     pending = _one_per_layout(pending, self.layout_of, described, self.name, self.feedback)
+                    active = [s for s in active if s in pending or s == baseline]
+            if repeat < plan.repeats:
+                continue
+            open_ = undecided(self._values([setting_label(s) for s in active]), own)
+            active = [s for s in active if s == baseline or setting_label(s) in open_]
+            if len(active) == 1 or repeat >= plan.repeat_budget:
+                break
+            self.feedback.info(
+                f"{self.name}: after {repeat} repeats, {', '.join(open_)} against {own} is still undecided: "
+                f"repeat {repeat + 1} of at most {plan.repeat_budget}"
+            )
         measured = {}
         for setting in pending:
             label = setting_label(setting)
@@ -203,31 +245,74 @@ class _Launches:
             built = kind_of(setting).built(self.last)
             measured[label] = MeasuredSetting(
                 options=kind_of(setting).ran_with(setting, self.last),
-                step_ms=timed[label],
+                step_ms=[],
                 ddp={str(r.rank): r.ddp for r in self.last.ranks},
                 asked=getattr(built, "asked", {}),
                 applied=built.applied if built else {},
             )
-        self.rounds += 1
-        return measured
+        self.profiled.update(measured)
+        return {label: self._with_launches(label) for label in [*measured, own] if label in self.profiled}
+
+    def _values(self, labels: list[str]) -> dict[str, dict[str, float]]:
+        from commprof.analysis.launch_stats import launch_values
+
+        return {label: launch_values(list(self.timed[label].values()), list(self.timed[label])) for label in labels}
+
+    def _with_launches(self, label: str) -> MeasuredSetting:
+        """A setting with every timed launch it has had so far (the baseline's grow with each tuning round)."""
+        timed = self.timed.get(label, {})
+        return dataclasses.replace(
+            self.profiled[label],
+            step_ms=[ms for steps in timed.values() for ms in steps],
+            launches=list(timed.values()),
+            rounds=list(timed),
+        )
+
+    def confirm(self, setting: SettingOptions) -> Confirmation:
+        """The claimed setting against the baseline again, in fresh interleaved pairs of launches (the order
+        alternating from pair to pair), --repeats of them, then more while the answer is undecided, up to the
+        budget: a setting is recommended only where it holds there too."""
+        from commprof.analysis.launch_stats import decided, launch_values, paired_speedup
+
+        plan, label, own = self.plan, setting_label(setting), setting_label(self.plan.baseline)
+        self.feedback.info(
+            f"{self.name}: {label} beats {own}: measuring the two again in {_repeats(self.plan)} fresh interleaved "
+            "pairs of launches before recommending it"
+        )
+        pairs: dict[str, list[list[float]]] = {own: [], label: []}
+        for pair in range(1, plan.repeat_budget + 1):
+            order = [plan.baseline, setting] if pair % 2 else [setting, plan.baseline]
+            for one in order:
+                name = setting_label(one)
+                run = self.launch(one, f"{name}-c{pair}", self.timed_steps, None, f"{name}, check {pair}")
+                pairs[name].append(_timed_steps(run, plan.warmup_steps))
+            keys = [str(i) for i in range(pair)]
+            speedup = paired_speedup(launch_values(pairs[own], keys), launch_values(pairs[label], keys))
+            if pair >= plan.repeats and decided(speedup):
+                break
+        return Confirmation(setting=label, baseline=pairs[own], candidate=pairs[label])
 
     def refine(self, results: dict[str, MeasuredSetting], done: int) -> list[SettingOptions]:
         """Tune's sizes for the next round (DDP's bucket_cap_mb, or ZeRO's reduce_bucket_size), around the best
-        measured so far; none when it is done."""
+        measured so far, where it beats the script's own setting; none when it is done."""
+        from commprof.analysis.launch_stats import beats, paired_speedup
+        from commprof.analysis.sweep import by_launch
         from commprof.analysis.tune import next_bucket_sizes
 
         baseline, layout_of = self.plan.baseline, self.layout_of
         kind = kind_of(baseline)
         knob = kind.size_knob or ""
         own = setting_label(baseline)
-        sizes = {m.options[knob]: m.step_ms for label, m in results.items() if label != own and m.options.get(knob)}
+        labels = {m.options[knob]: label for label, m in results.items() if label != own and m.options.get(knob)}
+        values = {label: by_launch(results[label]) for label in [own, *labels.values()]}
+        sizes = {size: list(values[label].values()) for size, label in labels.items()}
+        best = min(labels, key=lambda size: statistics.median(sizes[size])) if labels else None
         fresh = next_bucket_sizes(
             sizes,
             done,
             (lambda size: layout_of(kind.sized(baseline, size))) if layout_of else None,
-            own=results[own].step_ms,
             own_layout=layout_of(baseline) if layout_of else None,
-            turn=self.plan.steps_per_repeat,
+            settled=best is None or not beats(paired_speedup(values[own], values[labels[best]])),
         )
         pending = [kind.sized(baseline, size) for size in fresh if kind is not DDP or size >= self.smallest]
         if pending:

@@ -107,10 +107,16 @@ def _sweep(report: Report) -> list[Section]:
     blocks: list[Block] = [Text(sweep.recommendation, "headline")]
     if sweep.paste:
         blocks.append(Text(sweep.paste, "code"))
+    by_launch = any(s.launches for s in sweep.settings)
+    step = (
+        "each launch's median, their geometric mean over the setting's launches in ms, with its 95% interval over "
+        f"launches; speedup against {sweep.baseline}, launch by launch in the rounds both ran in"
+        if by_launch
+        else f"median of interleaved repeats in ms, with its 95% interval; speedup against {sweep.baseline}"
+    )
     blocks += [
         Text(
-            f"The job's step time (slowest rank per step), median of interleaved repeats in ms, with its 95% "
-            f"interval; speedup against {sweep.baseline}; * marks the best, {NOT_SIGNIFICANT}; exposed "
+            f"The job's step time (slowest rank per step), {step}; * marks the best, {NOT_SIGNIFICANT}; exposed "
             f"communication in ms; {counted}. The breakdown below is the best setting's, {sweep.best}."
         ),
         Figure("sweep.png", "step time against setting"),
@@ -119,10 +125,14 @@ def _sweep(report: Report) -> list[Section]:
     sections = [Section(sweep.kind.capitalize(), blocks)]
     if sweep.kind == "advise":
         checked = Table(ADVICE_HEADERS, advice_rows(sweep), left=("setting", "verdict"))
+        measured = (
+            "the mean over paired launches of the difference of their medians"
+            if by_launch
+            else "median difference of the job's step times"
+        )
         about = (
-            "Gain per step against the run's own setting, in ms: predicted by the finding, measured here (median "
-            "difference of the job's step times, with its 95% interval; the prediction's interval is the one a rerun "
-            "falls in)."
+            f"Gain per step against the run's own setting, in ms: predicted by the finding, measured here ({measured}, "
+            "with its 95% interval; the prediction's interval is the one a rerun falls in)."
         )
         sections.append(Section("The findings, checked", [Text(about), checked], level=3))
     if sweep.strategy != "ddp":

@@ -298,12 +298,14 @@ def sweep_table(sweep: SweepResult) -> tuple[tuple[str, ...], list[tuple[str, ..
     """Headers and a row per setting: DDP's with its buckets and all-reduces per step, FSDP's with its parameter
     all-gathers per step, DeepSpeed's with its all-reduces (ZeRO's buckets are not recorded)."""
     fsdp, ddp = sweep.strategy == "fsdp", sweep.strategy == "ddp"
+    by_launch = any(s.launches for s in sweep.settings)  # a script's: its timed launches
     headers = (
         "setting",
         *(("buckets",) if ddp else ()),
         "step ms",
         "95% CI",
         "speedup",
+        *(("launches",) if by_launch else ()),
         "exposed",
         "overlap",
         "gathers/step" if fsdp else "AR/step",
@@ -319,6 +321,7 @@ def sweep_table(sweep: SweepResult) -> tuple[tuple[str, ...], list[tuple[str, ..
             f"{s.step_ms.value:.1f}",
             f"{s.step_ms.low:.0f}-{s.step_ms.high:.0f}",
             f"{s.speedup.value:.2f}x" + ("" if s.significant else "~"),
+            *((str(s.launches),) if by_launch else ()),
             f"{s.exposed_comm_ms:.1f}",
             f"{s.overlap_pct:.0f}%",
             f"{s.gathers_per_step if fsdp else s.allreduce_calls_per_step:.1f}",

@@ -177,7 +177,7 @@ class SettingResult:
     bucket_sizes: list[int]  # bytes, as DDP built them after its first iteration
     step_ms: Estimate  # median of the job's step time (slowest rank per step) and its 95% CI
     samples: int
-    speedup: Estimate  # median(baseline) / median(this), with a 95% CI; > 1 is faster
+    speedup: Estimate  # baseline / this, with a 95% CI; > 1 is faster (a script's: paired launches, launch_stats)
     significant: bool  # the speedup's CI excludes 1 and it changes the step by stats.PRACTICAL_SHARE or more
     exposed_comm_ms: float
     overlap_pct: float  # share of communication hidden behind computation
@@ -189,6 +189,7 @@ class SettingResult:
     best: bool = False
     gain_ms: Estimate | None = None  # median(baseline) - median(this) per step, with its 95% CI; > 0 is faster
     predicted_gain_ms: Estimate | None = None  # `commprof advise`: what the finding predicted for this setting
+    launches: int = 0  # a script's: its timed launches (its step: their geometric mean); 0: a built-in model's
 
     def same_buckets(self, other: SettingResult) -> bool:
         """Differs from `other` in bucket_cap_mb alone and DDP built the same buckets: one setting twice."""
@@ -197,6 +198,17 @@ class SettingResult:
             return {k: v for k, v in s.options.items() if k != "bucket_cap_mb"}
 
         return bool(self.bucket_sizes) and self.bucket_sizes == other.bucket_sizes and rest(self) == rest(other)
+
+
+@dataclass(frozen=True)
+class ConfirmedClaim:
+    """A script's claimed setting measured again against the baseline in fresh interleaved pairs of launches."""
+
+    setting: str
+    pairs: int
+    speedup: Estimate  # baseline / setting over the fresh pairs alone
+    gain_ms: Estimate
+    held: bool  # it beats the baseline there too (launch_stats.beats): only then is it recommended
 
 
 @dataclass(frozen=True)
@@ -210,6 +222,7 @@ class SweepResult:
     rounds: int = 1
     timings: dict[str, float] = field(default_factory=dict)
     strategy: str = "ddp"  # whose settings: "ddp" or "fsdp"
+    confirmed: ConfirmedClaim | None = None  # a script's claim, measured again before it is recommended
 
 
 @dataclass(frozen=True)

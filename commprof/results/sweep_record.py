@@ -28,6 +28,20 @@ class MeasuredSetting:
     ddp: dict[str, dict[str, Any]] = field(default_factory=dict)
     asked: dict[str, Any] = field(default_factory=dict)  # a script's: the DDP arguments it passed itself
     applied: dict[str, Any] = field(default_factory=dict)  # a script's: what commprof set on top (DDP's or ZeRO's)
+    # a script's: each timed launch's steps (step_ms, cut by launch) and the round it ran in ("1.3": tuning round 1,
+    # repeat 3), by which the settings' launches are paired (analysis/launch_stats.py)
+    launches: list[list[float]] = field(default_factory=list)
+    rounds: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """A script's claimed setting measured again against the baseline in fresh interleaved launches before it is
+    recommended: each pair's two launches' timed steps, the baseline's first."""
+
+    setting: str  # its label
+    baseline: list[list[float]]
+    candidate: list[list[float]]
 
 
 @dataclass(frozen=True)
@@ -48,6 +62,7 @@ class SweepRecord:
     max_steps: int | None = None  # a script's sweep: each launch's optimizer steps (None: from the plan)
     applied_on_top: list[str] = field(default_factory=list)  # DDP arguments every setting but the baseline set
     timings: dict[str, float] = field(default_factory=dict)  # where the sweep's time went (docs/benchmarks.md)
+    confirmation: Confirmation | None = None  # a script's claim, measured again before it is recommended
 
     def to_json(self) -> str:
         data = dataclasses.asdict(dataclasses.replace(self, plan=None))  # type: ignore[arg-type]
@@ -58,11 +73,17 @@ class SweepRecord:
         """Raises ValueError for text that is not a sweep record."""
         try:
             data = json.loads(text)
-            known = {f.name for f in dataclasses.fields(cls)} - {"plan", "settings"}
+            known = {f.name for f in dataclasses.fields(cls)} - {"plan", "settings", "confirmation"}
             settings = {label: MeasuredSetting(**s) for label, s in data["settings"].items()}
+            confirmed = data.get("confirmation")
             plan = SweepPlan.from_dict(data["plan"])
             data.setdefault("built_by", data.get("framework", "script"))  # its name before the record was typed
-            return cls(plan=plan, settings=settings, **{k: v for k, v in data.items() if k in known})
+            return cls(
+                plan=plan,
+                settings=settings,
+                confirmation=Confirmation(**confirmed) if confirmed else None,
+                **{k: v for k, v in data.items() if k in known},
+            )
         except (KeyError, TypeError, AttributeError) as exc:
             raise ValueError(f"not a sweep record: {exc}") from None
 
