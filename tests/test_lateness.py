@@ -5,7 +5,7 @@ steps and its waits per step use it alike."""
 import pytest
 
 from commprof.analysis.lateness import late_rank, lateness
-from commprof.analysis.whole_run import waits_caused, whole_run
+from commprof.analysis.whole_run import core_waits, waits_caused, whole_run
 from commprof.results.step_ledger import Call, LedgerBuilder, StepEntry
 from commprof.worker.step_ledger import DDP_TIMERS, HOST_CLOCK
 
@@ -63,7 +63,7 @@ def test_the_stand_out_step_and_the_waits_name_the_same_rank():
     (standout,) = whole.standouts
     assert (standout.step, standout.rank) == (30, 1)
     waits = waits_caused(ledgers, None)
-    assert waits[1][30] == 300.0 and waits[0][30] == 0.0
+    assert waits[1][30] == 300.0 and waits[0][30] == 0.0 and core_waits(ledgers, None)[1][30] == 0.0
 
 
 def test_ranks_timed_by_a_hook_and_by_nothing_make_no_waits():
@@ -73,3 +73,28 @@ def test_ranks_timed_by_a_hook_and_by_nothing_make_no_waits():
         timed.add(StepEntry.of(step, 60.0, (Call("all_reduce", MB, 10.0, 5.0),)))
         untimed.add(StepEntry.of(step, 60.0))
     assert waits_caused({0: timed.ledger(), 1: untimed.ledger()}, None) == {}
+
+
+def test_lateness_spent_waiting_for_a_core_is_the_launchs_not_the_jobs():
+    """Issue 60, item 4: three ranks, 40 steps of 60 ms, one 1 MiB all-reduce each. Rank 2 arrives 20 ms late at
+    every step's all-reduce (its call in flight 5 ms, the others' 25). In steps 1-20 its training thread also waited
+    for a core 18.5 ms longer than the others (20 ms against their 1 and 2, median 1.5): something else ran on its
+    core, so 18.5 of its 20 ms are the launch's, 1.5 the job's. In steps 21-40 it waited as they did (1.5 ms): all 20
+    are its own."""
+    from commprof.analysis.lateness import core_wait_excess
+
+    built = {r: LedgerBuilder(r, "vm", HOST_CLOCK) for r in (0, 1, 2)}
+    for step in range(1, 41):
+        shared = step <= 20
+        for rank in (0, 1):
+            call = (Call("all_reduce", MB, 30.0, 25.0),)
+            built[rank].add(StepEntry.of(step, 60.0, call, core_wait_ms=1.0 + rank))
+        late = (Call("all_reduce", MB, 50.0, 5.0),)
+        built[2].add(StepEntry.of(step, 60.0, late, core_wait_ms=20.0 if shared else 1.5))
+    step = {r: b.ledger().entries()[5] for r, b in built.items()}
+    assert core_wait_excess(step) == {0: 0.0, 1: 0.0, 2: 18.5}  # 20 against the others' median, 1.5
+    assert lateness(step)[2] == 20.0
+    ledgers = {r: b.ledger() for r, b in built.items()}
+    waits, cores = waits_caused(ledgers, None), core_waits(ledgers, None)
+    assert waits[2][10] == pytest.approx(1.5) and cores[2][10] == pytest.approx(18.5)
+    assert waits[2][30] == 20.0 and cores[2][30] == 0.0

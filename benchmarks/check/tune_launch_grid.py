@@ -99,7 +99,7 @@ def paired(base: list[float], other: list[float]) -> tuple[float, float, float]:
     from commprof.analysis.launch_stats import paired_speedup
 
     keys = [str(i) for i in range(len(base))]
-    got = paired_speedup(dict(zip(keys, base)), dict(zip(keys, other)))
+    got = paired_speedup(dict(zip(keys, base, strict=True)), dict(zip(keys, other, strict=True)))
     return got.value, got.low, got.high
 
 

@@ -15,7 +15,7 @@ from commprof.analysis.findings import findings
 from commprof.analysis.incomplete import missing_note, missing_ranks
 from commprof.analysis.network import network_of
 from commprof.analysis.phases import gathers_by_module, micro_steps, phase_means
-from commprof.analysis.whole_run import waits_caused, whole_run
+from commprof.analysis.whole_run import core_waits, waits_caused, whole_run
 from commprof.errors import UsageError
 from commprof.results.report import Report, SkippedFileInfo, StepBreakdown, StepTimeline
 from commprof.results.run_record import RunRecord, RunSummary
@@ -121,8 +121,8 @@ def finished_report(
     job = job_step(record, changed_at) if record else None
     warnings = [*report.warnings, *(record.notes if record else [])]  # the breakdown states the profiler's cost
     drift = job_drift_ms(record, changed_at) if record else 0.0
-    waits = waits_caused(ledgers or {}, schedule, compiled)
-    evidence = Evidence(report, analysis.windows, analysis.matching, job, ceiling, drift, waits)
+    waits, cores = waits_caused(ledgers or {}, schedule, compiled), core_waits(ledgers or {}, schedule, compiled)
+    evidence = Evidence(report, analysis.windows, analysis.matching, job, ceiling, drift, waits, cores)
     found, within_noise = findings(evidence)
     return dataclasses.replace(
         report,

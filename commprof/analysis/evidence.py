@@ -27,7 +27,8 @@ MAX_MODELLED_RANKS = 8  # the bucket model reads the buckets of this many ranks 
 class Evidence:
     """`ceiling`: the all-reduce bus bandwidth `commprof bench` measured on this host (GB/s, which bench); `drift_ms`:
     how far the job's unprofiled step moved within the launch (analysis/distortion.job_drift_ms); `waits`: what each
-    rank made the others wait at each step of the whole run (analysis/whole_run.waits_caused)."""
+    rank made the others wait at each step of the whole run, beyond the time it waited for a core longer than they
+    did, which is `core_waits` (analysis/whole_run.waits_caused)."""
 
     report: Report
     windows: list[tuple[RankTrace, list[Step]]]
@@ -36,6 +37,7 @@ class Evidence:
     ceiling: tuple[float, str] | None = None
     drift_ms: float = 0.0
     waits: dict[int, dict[int, float]] = field(default_factory=dict)
+    core_waits: dict[int, dict[int, float]] = field(default_factory=dict)
 
     @cached_property
     def step_ms(self) -> float:

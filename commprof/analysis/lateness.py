@@ -37,6 +37,17 @@ def lateness(ranks: dict[int, StepEntry]) -> dict[int, float]:
     return {rank: max(_span(ranks, rank), _longest_wait(ranks, rank), _ready_last(ranks, rank)) for rank in ranks}
 
 
+def core_wait_excess(ranks: dict[int, StepEntry]) -> dict[int, float]:
+    """rank -> how much longer than the others' median its training thread waited for a core in this step (ms, 0
+    where not longer): something else ran on its core in this launch. Lateness that much is the launch's, not the
+    job's: another launch places its ranks and whatever else runs elsewhere."""
+    return {
+        rank: max(0.0, entry.core_wait_ms - statistics.median(e.core_wait_ms for r, e in ranks.items() if r != rank))
+        for rank, entry in ranks.items()
+        if len(ranks) > 1
+    }
+
+
 def late_rank(ranks: dict[int, StepEntry]) -> int | None:
     """The rank the others waited for the longest in this step; where no collective was timed, the one that spent
     the most of the step outside collectives. None for a single rank."""

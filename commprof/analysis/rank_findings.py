@@ -74,7 +74,13 @@ def straggler(evidence: Evidence) -> list[Finding]:
     steps_of = {rank.rank: steps for rank, steps in windows}
     names = [s.name for s in steps_of.get(straggler, [])]
     own = _own_excess(report, straggler)
-    profiled = [min(cross.straggler_steps.get(name, 0.0), own.get(name, math.inf)) for name in names]
+    # waiting for a core that something else held is the launch's, not the job's (lateness.core_wait_excess): the
+    # profiled steps, whose records the traces are, lose its median over the unprofiled steps
+    core = list(evidence.core_waits.get(straggler, {}).values())
+    core_ms = statistics.median(core) if core else 0.0
+    profiled = [
+        max(0.0, min(cross.straggler_steps.get(name, 0.0), own.get(name, math.inf)) - core_ms) for name in names
+    ]
     unprofiled = list(evidence.waits.get(straggler, {}).values())
     over = f"{len(profiled)} profiled steps"
     if unprofiled:
@@ -92,6 +98,11 @@ def straggler(evidence: Evidence) -> list[Finding]:
         late += f", bounded by its own extra time outside communication: {signed(bounded, '.1f')} ms a step"
     shown = {part: ms for part, ms in excess.items() if part in CORE_PARTS or abs(ms) >= SHOWN_PART_MS}
     cause = ", ".join(f"{PARTS[part]} {signed(ms, '.1f')} ms" for part, ms in shown.items())
+    if core_ms >= SHOWN_PART_MS:
+        cause += (
+            f"; it waited {core_ms:.1f} ms a step longer than the others for a core (something else ran on its core "
+            "in this launch), which is not counted: another launch places it elsewhere"
+        )
     gpu = any(r.kind == "gpu" for r in report.ranks if r.rank == straggler)
     return [
         Finding(

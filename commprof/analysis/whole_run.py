@@ -11,7 +11,7 @@ from typing import Callable
 
 from commprof.analysis.change_point import change_point
 from commprof.analysis.distortion import SKIP_FIRST_STEPS
-from commprof.analysis.lateness import late_rank, lateness
+from commprof.analysis.lateness import core_wait_excess, late_rank, lateness
 from commprof.config import ProfileSchedule
 from commprof.results.step_ledger import BIN_RATIO, RankLedger, StepEntry, bin_floor_ms, quantile_ms
 from commprof.results.whole_run import ChangePoint, StandOut, WholeRun, WholeRunPoint, WindowCheck
@@ -266,17 +266,41 @@ def _reach(schedule: ProfileSchedule | None) -> set[int]:
     return reach
 
 
-def waits_caused(
-    ledgers: dict[int, RankLedger], schedule: ProfileSchedule | None, compiled: frozenset[int] = frozenset()
-) -> dict[int, dict[int, float]]:
-    """rank -> step -> for each step every rank kept in full (after the first SKIP_FIRST_STEPS, outside the profiler's
-    reach and the compile steps): how long the others waited for it (analysis/lateness.py)."""
+def _late_steps(
+    ledgers: dict[int, RankLedger], schedule: ProfileSchedule | None, compiled: frozenset[int]
+) -> dict[int, dict[int, StepEntry]]:
+    """step -> rank -> entry, for each step every rank kept in full after the first SKIP_FIRST_STEPS, outside the
+    profiler's reach and the compile steps; none where a rank's collectives were not timed."""
     if len(ledgers) < 2 or not all(ledger.timed_by for ledger in ledgers.values()):
         return {}
     reach = _reach(schedule) | compiled
-    late = {
-        step: lateness(ranks)
+    return {
+        step: ranks
         for step, ranks in sorted(_kept_steps(ledgers).items())
         if step not in reach and len(ranks) == len(ledgers)
     }
-    return {rank: {step: by_rank[rank] for step, by_rank in late.items()} for rank in ledgers}
+
+
+def waits_caused(
+    ledgers: dict[int, RankLedger], schedule: ProfileSchedule | None, compiled: frozenset[int] = frozenset()
+) -> dict[int, dict[int, float]]:
+    """rank -> step -> for each step of _late_steps: how long the others waited for it (analysis/lateness.py), beyond
+    the time it waited for a core longer than they did (`core_waits`), which is the launch's, not the job's."""
+    kept = _late_steps(ledgers, schedule, compiled)
+    late = {step: lateness(ranks) for step, ranks in kept.items()}
+    core = core_waits(ledgers, schedule, compiled)
+    return (
+        {rank: {step: max(0.0, late[step][rank] - core[rank][step]) for step in kept} for rank in ledgers}
+        if kept
+        else {}
+    )
+
+
+def core_waits(
+    ledgers: dict[int, RankLedger], schedule: ProfileSchedule | None, compiled: frozenset[int] = frozenset()
+) -> dict[int, dict[int, float]]:
+    """rank -> step -> for each step of _late_steps: how much longer than the others it waited for a core
+    (lateness.core_wait_excess)."""
+    kept = _late_steps(ledgers, schedule, compiled)
+    excess = {step: core_wait_excess(ranks) for step, ranks in kept.items()}
+    return {rank: {step: excess[step][rank] for step in kept} for rank in ledgers} if kept else {}

@@ -58,9 +58,14 @@ class StepEntry:
     # from the rank's last gradient ready (its backward's end, DDP's own timers) to its all-reduces' end; 0 where not
     # timed. Every rank's last all-reduce ends together: the rank whose gradients were ready last has the shortest
     tail_ms: float = 0.0
+    # the time the rank's training thread was ready to run but waited for a core (the kernel's schedstat run delay):
+    # something else ran on its core then; 0 where not measured
+    core_wait_ms: float = 0.0
 
     @classmethod
-    def of(cls, step: int, step_ms: float, calls: tuple[Call, ...] = (), tail_ms: float = 0.0) -> StepEntry:
+    def of(
+        cls, step: int, step_ms: float, calls: tuple[Call, ...] = (), tail_ms: float = 0.0, core_wait_ms: float = 0.0
+    ) -> StepEntry:
         return cls(
             step,
             step_ms,
@@ -69,6 +74,7 @@ class StepEntry:
             calls[:MAX_CALLS],
             len(calls[MAX_CALLS:]),
             tail_ms,
+            core_wait_ms,
         )
 
 

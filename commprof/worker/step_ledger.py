@@ -32,6 +32,18 @@ DDP_TIMERS = "DDP's own timers, one span per step"
 CommHook = Callable[[Any, Any], torch.futures.Future]
 
 
+SCHEDSTAT = Path("/proc/thread-self/schedstat")
+
+
+def core_wait_ns() -> int:
+    """How long this thread has been ready to run but waited for a core, in all (the kernel's run delay, the second
+    figure of /proc/thread-self/schedstat); 0 where the kernel does not say."""
+    try:
+        return int(SCHEDSTAT.read_text().split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
 def bucket_bytes(sizes: str | list[int]) -> int:
     """The bytes of all of DDP's buckets, from its logging data ("1049600, 7357450")."""
     if isinstance(sizes, str):
@@ -84,10 +96,12 @@ class StepLedger:
         self.waiting: list[tuple[int, float, Any, list[_Launch]]] = []  # CUDA steps whose events are pending
         self.last = time.perf_counter_ns()
         self.last_wall = time.time_ns()  # DDP's own timers are wall-clock stamps
+        self.last_core_wait = core_wait_ns()
         self.step_start_event: Any = self._event() if use_cuda else None
         self.watched: Any = None  # a DDP on CPU without a comm hook: its own timers give each step's span
         self.seen_comm_start = 0
-        self.unspanned: list[tuple[int, float, int, int]] = []  # (step, ms, wall start, wall end) awaiting a span
+        # (step, ms, wall start, wall end, core wait ms) awaiting a span
+        self.unspanned: list[tuple[int, float, int, int, float]] = []
         self.due = Every(5.0)
 
     def _event(self) -> Any:
@@ -117,6 +131,7 @@ class StepLedger:
         """A step begins now: what ran since the last one ended (commprof's own bookkeeping) is in neither."""
         self.last = time.perf_counter_ns()
         self.last_wall = time.time_ns()
+        self.last_core_wait = core_wait_ns()
         if self.use_cuda:
             self.step_start_event = self._event()
 
@@ -124,9 +139,10 @@ class StepLedger:
         """The step that began at the last `step_started` has ended (`step_ms`: as the caller timed it)."""
         step = self.builder.steps + len(self.waiting) + len(self.unspanned) + 1
         step_ms = (time.perf_counter_ns() - self.last) / 1e6 if step_ms is None else step_ms
+        core_wait_ms = (core_wait_ns() - self.last_core_wait) / 1e6
         launches, self.launches = self.launches, []
         if self.watched is not None:
-            self.unspanned.append((step, step_ms, self.last_wall, time.time_ns()))
+            self.unspanned.append((step, step_ms, self.last_wall, time.time_ns(), core_wait_ms))
             self._span_from_ddp(final=False)
         elif self.use_cuda:
             self.waiting.append((step, step_ms, self.step_start_event, launches))
@@ -137,7 +153,7 @@ class StepLedger:
                 for x in launches
                 if x.end is not None
             )
-            self.builder.add(StepEntry.of(step, step_ms, calls))
+            self.builder.add(StepEntry.of(step, step_ms, calls, core_wait_ms=core_wait_ms))
         if self.due():
             self.write()
 
@@ -154,21 +170,21 @@ class StepLedger:
         start, end = data.get("backward_comm_time_start", 0), data.get("backward_comm_time_end", 0)
         if start > self.seen_comm_start and end >= start:
             self.seen_comm_start = start
-            for i, (step, step_ms, wall_start, wall_end) in enumerate(self.unspanned):
+            for i, (step, step_ms, wall_start, wall_end, core_wait_ms) in enumerate(self.unspanned):
                 if wall_start <= start <= wall_end:
                     sizes = data.get("rebuilt_bucket_sizes") or data.get("bucket_sizes") or ""
                     call = Call("all_reduce", bucket_bytes(sizes), (start - wall_start) / 1e6, (end - start) / 1e6)
                     ready = data.get("backward_compute_time_end", 0)  # its last gradient, ready
                     tail_ms = (end - ready) / 1e6 if start <= ready <= end else 0.0
                     for earlier in self.unspanned[:i]:
-                        self.builder.add(StepEntry.of(earlier[0], earlier[1]))
-                    self.builder.add(StepEntry.of(step, step_ms, (call,), tail_ms))
+                        self.builder.add(StepEntry.of(earlier[0], earlier[1], core_wait_ms=earlier[4]))
+                    self.builder.add(StepEntry.of(step, step_ms, (call,), tail_ms, core_wait_ms))
                     del self.unspanned[: i + 1]
                     break
         keep = 0 if final else 1  # the last step's span may come with the next forward
         while len(self.unspanned) > keep:
-            step, step_ms, _, _ = self.unspanned.pop(0)
-            self.builder.add(StepEntry.of(step, step_ms))
+            step, step_ms, _, _, core_wait_ms = self.unspanned.pop(0)
+            self.builder.add(StepEntry.of(step, step_ms, core_wait_ms=core_wait_ms))
 
     def _resolve_cuda(self, block: bool) -> None:
         """Add the CUDA steps whose events have all happened, in order (all of them when `block`)."""
