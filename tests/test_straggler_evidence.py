@@ -190,3 +190,31 @@ def test_identical_ranks_claim_no_rank_against_the_others_over_two_launches(tmp_
         findings = load_json(tmp_path / "reports" / launch / "report.json")["findings"]
         claimed = [f["title"] for f in findings if f["kind"] in ("straggler", "stalls_now_and_then", "input_stall")]
         assert claimed == [], launch
+
+
+SHARES_A_CORE = REPO / "tests" / "data" / "scripts" / "shares_a_core.py"
+
+
+@pytest.mark.slow
+@pytest.mark.solo
+@pytest.mark.skipif(len(__import__("os").sched_getaffinity(0)) < 2, reason="needs two cores to hold each rank to one")
+def test_a_rank_slower_only_for_what_shares_its_core_is_not_the_jobs_straggler(tmp_path):
+    """Issue 60, item 4. Each rank held to a core of its own, a busy loop on rank 1's: rank 1 gets half a core, and
+    rank 0 waits for it every step. Its training thread's wait for a core (the kernel's run delay) is that lateness,
+    which another launch places elsewhere: no straggler is claimed, and the one weighed says how long it waited. The
+    same script with rank 1 sleeping 30 ms before each batch instead (nothing on its core): named, about 30 ms."""
+    args = ("--procs", "2", "--quiet", "--max-steps", "40", "--schedule", "3,1,6")
+    result = commprof("run", *args, "--run-id", "shared", "--", str(SHARES_A_CORE), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    report = load_json(tmp_path / "reports" / "shared" / "report.json")
+    assert not [f for f in report["findings"] if f["kind"] == "straggler"]
+    weighed = next(f for f in report["within_noise"] if f["kind"] == "straggler")
+    assert weighed["title"].startswith("rank 1 is the straggler") and "longer than the others for a core" in (
+        weighed["evidence"]
+    )
+    result = commprof("run", *args, "--run-id", "sleeps", "--", str(SHARES_A_CORE), "sleep", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    report = load_json(tmp_path / "reports" / "sleeps" / "report.json")
+    straggler = next(f for f in report["findings"] if f["kind"] == "straggler")
+    assert straggler["title"] == "rank 1 is the straggler: the others wait for it"
+    assert 20 <= straggler["gain_ms"]["value"] <= 45 and "for a core" not in straggler["evidence"]

@@ -135,7 +135,7 @@ def recommend(
     setting, the script as written; `named`: the setting to name where not the fastest (_named_best); `confirmed`:
     the named setting measured again against the baseline in fresh launches (a script's claim): it is recommended
     only where that holds."""
-    fastest = min(settings, key=lambda s: s.step_ms.value)
+    fastest = _fastest(settings)
     best = named or fastest
     gain = best.speedup
     kind = kind_of(options[baseline.label])
@@ -189,7 +189,8 @@ def recommend(
     return (
         f"{best.label} is best: {found}, {100 * (1 - 1 / gain.value):.0f}% less step time."
         + (
-            f" {fastest.label} ran {fastest.step_ms.value:.1f} ms per step, not faster beyond the noise: the larger "
+            f" {fastest.label} ran {fastest.step_ms.value:.1f} ms per step ({fastest.speedup.value:.2f}x), not faster "
+            "beyond the noise: the larger "
             "size is named, which a rerun's noise does not flip."
             if best is not fastest
             else ""
@@ -223,7 +224,7 @@ def _named_best(
     beyond the noise that are not slower than the fastest beyond it (`between(a, b)`: a's step over b's), the one
     with the largest bucket size (the fewest calls), as the bucket_cap finding names its cap, so that a rerun's noise
     does not flip the advice between two sizes that run alike."""
-    fastest = min(results, key=lambda s: s.step_ms.value)
+    fastest = _fastest(results)
     if fastest is baseline or not (fastest.significant and fastest.speedup.value > 1):
         return fastest
     alike = [
@@ -234,7 +235,14 @@ def _named_best(
         and s.speedup.value > 1
         and not real_speedup(between(s.label, fastest.label))
     ]
-    return max(alike, key=lambda s: (kind.size(s.options), -s.step_ms.value))
+    return max(alike, key=lambda s: (kind.size(s.options), s.speedup.value))
+
+
+def _fastest(settings: list[SettingResult]) -> SettingResult:
+    """The setting with the largest speedup over the baseline: a script's settings measured in different rounds (a
+    tune's refinement) are compared through their ratios to the baseline of their own rounds, never by their steps
+    (the host moves from round to round)."""
+    return max(settings, key=lambda s: s.speedup.value)
 
 
 def claimed(record: SweepRecord) -> str | None:
@@ -250,14 +258,13 @@ def claimed(record: SweepRecord) -> str | None:
     }
     if not better:
         return None
-    step = {label: launch_stats.setting_step(launches[label]).value for label in better}
-    fastest = min(better, key=step.__getitem__)
+    fastest = max(better, key=lambda label: better[label].value)
     alike = [
         label
         for label in better
         if not real_speedup(launch_stats.relative_speedup(launches[own], launches[label], launches[fastest]))
     ]
-    return max(alike, key=lambda label: (job.size(record.settings[label].options), -step[label]))
+    return max(alike, key=lambda label: (job.size(record.settings[label].options), better[label].value))
 
 
 def confirmed_claim(confirmation: Confirmation) -> ConfirmedClaim:

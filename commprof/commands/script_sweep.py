@@ -18,7 +18,6 @@ from __future__ import annotations
 import dataclasses
 import secrets
 import shutil
-import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -305,14 +304,15 @@ class _Launches:
         own = setting_label(baseline)
         labels = {m.options[knob]: label for label, m in results.items() if label != own and m.options.get(knob)}
         values = {label: by_launch(results[label]) for label in [own, *labels.values()]}
-        sizes = {size: list(values[label].values()) for size, label in labels.items()}
-        best = min(labels, key=lambda size: statistics.median(sizes[size])) if labels else None
+        # each size as its step over its rounds' baseline: the best has the largest speedup (the host moves)
+        speedups = {size: paired_speedup(values[own], values[label]) for size, label in labels.items()}
+        best = max(speedups, key=lambda size: speedups[size].value) if speedups else None
         fresh = next_bucket_sizes(
-            sizes,
+            {size: [1 / speedup.value] for size, speedup in speedups.items()},
             done,
             (lambda size: layout_of(kind.sized(baseline, size))) if layout_of else None,
             own_layout=layout_of(baseline) if layout_of else None,
-            settled=best is None or not beats(paired_speedup(values[own], values[labels[best]])),
+            settled=best is None or not beats(speedups[best]),
         )
         pending = [kind.sized(baseline, size) for size in fresh if kind is not DDP or size >= self.smallest]
         if pending:
