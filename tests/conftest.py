@@ -74,7 +74,8 @@ def strategies_compared(tmp_path_factory):
     """`commprof compare --strategies ddp,fsdp` on the transformer, 2 samples a rank: its FSDP row is a whole run
     (reports/ways/fsdp/), read by the tests of compare and of FSDP runs."""
     cwd = tmp_path_factory.mktemp("ways")
-    args = ["--strategies", "ddp,fsdp", "--model", "transformer", "--run-id", "ways", "--json", *FAST_RUN[:-1], "2"]
+    args = ["--strategies", "ddp,fsdp", "--model", "transformer", "--run-id", "ways", "--json", "--repeats", "2"]
+    args += [*FAST_RUN[:-1], "2"]
     result = commprof("compare", *args, cwd=cwd)
     assert result.returncode == 0, result.stderr
     return cwd, result

@@ -15,7 +15,8 @@ CLAIM = re.compile(r" wins: .*x faster than .*95% CI|No significant difference|t
 
 
 def test_backends_side_by_side(tmp_path):
-    result = commprof("compare", "--backends", "gloo,nccl,mpi", "--run-id", "cmp", "--json", *FAST_RUN, cwd=tmp_path)
+    args = ("--backends", "gloo,nccl,mpi", "--run-id", "cmp", "--json", "--repeats", "2", *FAST_RUN)
+    result = commprof("compare", *args, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
     rows = {r["backend"]: r for r in data["rows"]}
@@ -28,6 +29,8 @@ def test_backends_side_by_side(tmp_path):
         assert not rows["mpi"]["available"] and "mpi" in rows["mpi"]["reason"].lower()
     folder = tmp_path / "reports" / "cmp"
     assert (folder / "gloo" / "report.html").exists() and (folder / "compare.png").stat().st_size > 1000
+    assert (tmp_path / "traces" / "cmp-gloo-r2" / "run.json").exists()  # the second interleaved launch
+    assert len(rows["gloo"]["launch_ms"]) in (0, 2)  # FAST_RUN may leave no unprofiled step to take a median of
     page = (folder / "report.html").read_text()
     assert "data:image/png;base64," in page and "<script" not in page and "not run:" in page
 

@@ -9,7 +9,7 @@ from commprof.results.compare import BackendRun
 from tests.conftest import run_record
 
 
-def ran(name: str, steps: list[float]) -> BackendRun:
+def ran(name: str, steps: list[float], launches: list[float] | None = None) -> BackendRun:
     return BackendRun(
         backend=name,
         available=True,
@@ -18,6 +18,7 @@ def ran(name: str, steps: list[float]) -> BackendRun:
         exposed_comm_ms=0.5,
         overlap_ms=0.5,
         job_steps_ms=steps,
+        launch_ms=launches or [],
     )
 
 
@@ -53,3 +54,14 @@ def test_the_jobs_unprofiled_steps_are_its_slowest_ranks_outside_the_window():
     run = run_record((1, 1, 2), [[90, 50, 50, 50, 70, 10, 12], [90, 50, 50, 50, 80, 11, 9]])
     assert unprofiled_job_steps(run) == [11, 12]
     assert unprofiled_job_steps(run_record()) == []
+
+
+def test_interleaved_launches_claim_over_the_spread_between_launches():
+    """Issue 60: three interleaved launches a backend. Each launch's steps are tight (a claim from one launch's steps
+    is easy), but the launches spread: mpi's 10, 14 and 9 ms against gloo's 11, 12 and 10, ratios 1.1, 0.857 and
+    1.111 round by round: no winner. mpi at half of gloo's step in every round: mpi wins, 2x exactly."""
+    tight = [10.0, 10.01, 10.02, 10.0, 10.01]
+    text = summary([ran("gloo", [t + 1 for t in tight], [11.0, 12.0, 10.0]), ran("mpi", tight, [10.0, 14.0, 9.0])])
+    assert text.startswith("No significant difference between ") and "over 3 interleaved launches each" in text
+    text = summary([ran("gloo", tight, [20.0, 24.0, 18.0]), ran("mpi", tight, [10.0, 12.0, 9.0])])
+    assert text.startswith("mpi wins: 2.00x faster than gloo (95% CI 2.00-2.00, over 3 interleaved launches each;")

@@ -183,7 +183,7 @@ def test_of_two_sizes_that_run_alike_the_larger_is_named_so_that_a_rerun_names_i
     }
     text, paste = recommend([own, small, large], own, options, own=True, named=large)
     assert text.startswith("reduce-5e5 is best: 14.9 ms per step vs 25.7 ms") and text.endswith(
-        "reduce-2.5e5 ran 14.7 ms per step (1.75x), not faster beyond the noise: the larger size is named, which a rerun's "
-        "noise does not flip."
+        "reduce-2.5e5 ran 14.7 ms per step (1.75x), not faster beyond the noise: the larger size is named, which a "
+        "rerun's noise does not flip."
     )
     assert paste is not None and paste.startswith('"zero_optimization": {"reduce_bucket_size": 5e5}')

@@ -209,8 +209,9 @@ def test_a_rank_slower_only_for_what_shares_its_core_is_not_the_jobs_straggler(t
     report = load_json(tmp_path / "reports" / "shared" / "report.json")
     assert not [f for f in report["findings"] if f["kind"] == "straggler"]
     weighed = next(f for f in report["within_noise"] if f["kind"] == "straggler")
-    assert weighed["title"].startswith("rank 1 is the straggler") and "longer than the others for a core" in (
-        weighed["evidence"]
+    assert (
+        weighed["title"].startswith("rank 1 is the straggler")
+        and "longer than the others for a core" in (weighed["evidence"])
     )
     result = commprof("run", *args, "--run-id", "sleeps", "--", str(SHARES_A_CORE), "sleep", cwd=tmp_path)
     assert result.returncode == 0, result.stderr

@@ -7,6 +7,7 @@ import statistics
 from dataclasses import dataclass
 
 from commprof.analysis.distortion import unprofiled_job_steps
+from commprof.analysis.launch_stats import setting_step
 from commprof.analysis.predict import CANDIDATE_CAPS_MB, ComputeModel, LinkModel, StepProfile, rebucket, simulate_step
 from commprof.analysis.stats import median_ci
 from commprof.results.common import job_steps
@@ -37,14 +38,17 @@ def job_step_times(run: RunRecord) -> list[float]:
 def scale_points(
     measured: dict[int, list[SizeMeasurement]], per_rank_batch: dict[int, int], base_lr: float
 ) -> list[ScalePoint]:
-    """Throughput from the pooled unprofiled steps of every repeat; speedup against the smallest size."""
+    """Throughput from each size's step; speedup against the smallest size. A size run two or more times: each run
+    is one value (the median of its unprofiled steps), the step their geometric mean with Student's t over the runs
+    (launch_stats.setting_step: the spread between launches, not the steps'); run once, its steps' median."""
     sizes = sorted(measured)
     base = sizes[0]
     points = []
     for n in sizes:
         runs = measured[n]
+        launches = {str(i): statistics.median(m.job_step_ms) for i, m in enumerate(runs) if m.job_step_ms}
         steps = [t for m in runs for t in m.job_step_ms]
-        estimate = median_ci(steps)
+        estimate = setting_step(launches) if len(launches) >= 2 else median_ci(steps)
         batch = per_rank_batch[n] * n
         rate = batch / (estimate.value / 1000)
         points.append(

@@ -31,6 +31,13 @@ def compare(
             show_default=False,
         ),
     ] = None,
+    repeats: Annotated[
+        int,
+        typer.Option(
+            help="Interleaved launches of each backend (or strategy): the winner is claimed over the spread between "
+            "launches (1: one launch each, its steps' interval widened for a rerun)."
+        ),
+    ] = 3,
 ) -> None:
     """Compare backends (or DDP against FSDP) on the same workload.
 
@@ -43,5 +50,7 @@ def compare(
     chosen = parse_list("--strategies", strategies, str) if strategies else None
     request = dataclasses.replace(request, script=tuple(script or ()))
     console.finish(
-        command(request, parse_list("--backends", backends, str), ConsoleFeedback(quiet), chosen), quiet, json_out
+        command(request, parse_list("--backends", backends, str), ConsoleFeedback(quiet), chosen, repeats),
+        quiet,
+        json_out,
     )

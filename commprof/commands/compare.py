@@ -7,6 +7,7 @@ import statistics
 from typing import cast
 
 from commprof.analysis.distortion import unprofiled_job_steps
+from commprof.analysis.launch_stats import paired_speedup
 from commprof.analysis.stats import PRACTICAL_SHARE, real_speedup, rerun_interval, speedup_ci
 from commprof.backends import BACKENDS, by_name
 from commprof.commands.common import check_model, ddp_only, prepare_figures, training
@@ -14,16 +15,24 @@ from commprof.commands.outcome import SILENT, Feedback, Outcome
 from commprof.commands.reporting import prepare_report_dir, report_from_traces
 from commprof.config import RunRequest
 from commprof.errors import CommprofError, UsageError
+from commprof.results.common import Estimate
 from commprof.results.compare import PLURAL, BackendRun, CompareResult
 from commprof.results.report import Report
 from commprof.settings import BUILT_IN_STRATEGIES
 
 
 def compare(
-    request: RunRequest, backends: list[str], feedback: Feedback = SILENT, strategies: list[str] | None = None
+    request: RunRequest,
+    backends: list[str],
+    feedback: Feedback = SILENT,
+    strategies: list[str] | None = None,
+    repeats: int = 3,
 ) -> Outcome:
-    """One run per backend, or per strategy on the request's backend (one that cannot run here is listed with
-    the reason); each run's full report goes in a folder of its own inside the comparison's."""
+    """`repeats` interleaved launches per backend, or per strategy on the request's backend (one that cannot run
+    here is listed with the reason), so that the winner is claimed over the spread between launches; the first
+    launch's full report goes in a folder of its own inside the comparison's."""
+    if repeats < 1:
+        raise UsageError(f"--repeats must be >= 1, got {repeats}")
     ddp_only(request, "compare", " (to compare DDP with FSDP: --strategies ddp,fsdp)")
     if request.script and strategies:
         raise UsageError("--strategies compares commprof's own models; a script builds its own DDP, FSDP or DeepSpeed")
@@ -46,50 +55,60 @@ def compare(
     run_id = request.run_id or new_run_id()
     folder = prepare_report_dir(request.reports_dir, run_id)
     forkserver.start_early(request)
-    rows, probe = [], MachineProbe.detect()  # one probe for every run
-    for name in names:
-        try:
-            config = resolve(
-                dataclasses.replace(
-                    request,
-                    backend=request.backend if compared == "strategy" else name,
-                    strategy=name if compared == "strategy" else request.strategy,
-                    run_id=f"{run_id}-{name}",
-                    named=(*request.named, "backend") if compared == "backend" else request.named,
-                ),
-                probe,
-            )
-            if config.script:
-                check_script(request)
-                if by_name(config.backend).launched_by == "mpirun":
-                    raise UsageError(f"{name}: a script runs under torch's launcher here; {name} needs mpirun")
-            else:
-                check_model(config, feedback)
-            what = " ".join(config.script) if config.script else config.strategy
-            feedback.info(f"compare: {name} ({config.world_size} {config.device} ranks, {config.backend}, {what})")
-            prepare_figures()
-            steps = config.max_steps if config.script else config.steps
-            launched = run_job(config, training(config), steps, feedback.watch)
-            if config.script:
-                finish_script_run(launched.run_dir, config.launch_id)
-            report, timeline = report_from_traces([launched.run_dir], name=name, kind="run")
-            (folder / name).mkdir()
-            write_result(report, folder / name, timeline, launched.run_dir / "tensorboard")
-            record = read_run_json(launched.run_dir)
-            job_steps = unprofiled_job_steps(record) if record else []
-            rows.append(
-                dataclasses.replace(backend_run(config.backend, report, config.strategy, name), job_steps_ms=job_steps)
-            )
-        except CommprofError as exc:
-            rows.append(
-                BackendRun(
+    rows: dict[str, BackendRun] = {}
+    probe = MachineProbe.detect()  # one probe for every run
+    for repeat in range(1, repeats + 1):
+        for name in names:
+            if name in rows and not rows[name].available:
+                continue
+            suffix = "" if repeat == 1 else f"-r{repeat}"
+            try:
+                config = resolve(
+                    dataclasses.replace(
+                        request,
+                        backend=request.backend if compared == "strategy" else name,
+                        strategy=name if compared == "strategy" else request.strategy,
+                        run_id=f"{run_id}-{name}{suffix}",
+                        named=(*request.named, "backend") if compared == "backend" else request.named,
+                    ),
+                    probe,
+                )
+                if config.script:
+                    check_script(request)
+                    if by_name(config.backend).launched_by == "mpirun":
+                        raise UsageError(f"{name}: a script runs under torch's launcher here; {name} needs mpirun")
+                else:
+                    check_model(config, feedback)
+                what = " ".join(config.script) if config.script else config.strategy
+                feedback.info(
+                    f"compare: {name} ({config.world_size} {config.device} ranks, {config.backend}, {what})"
+                    + (f", launch {repeat} of {repeats}" if repeats > 1 else "")
+                )
+                prepare_figures()
+                steps = config.max_steps if config.script else config.steps
+                launched = run_job(config, training(config), steps, feedback.watch)
+                if config.script:
+                    finish_script_run(launched.run_dir, config.launch_id)
+                record = read_run_json(launched.run_dir)
+                job_steps = unprofiled_job_steps(record) if record else []
+                launch = [statistics.median(job_steps)] if job_steps else []
+                if repeat > 1:
+                    rows[name] = dataclasses.replace(rows[name], launch_ms=rows[name].launch_ms + launch)
+                    continue
+                report, timeline = report_from_traces([launched.run_dir], name=name, kind="run")
+                (folder / name).mkdir()
+                write_result(report, folder / name, timeline, launched.run_dir / "tensorboard")
+                row = backend_run(config.backend, report, config.strategy, name)
+                rows[name] = dataclasses.replace(row, job_steps_ms=job_steps, launch_ms=launch)
+            except CommprofError as exc:
+                rows[name] = BackendRun(
                     backend=request.backend if compared == "strategy" else name,
                     available=False,
                     reason=str(exc),
                     label=name,
                 )
-            )
-    result = CompareResult(run_id=run_id, rows=rows, summary=summary(rows), compared=compared)
+    ran = list(rows.values())
+    result = CompareResult(run_id=run_id, rows=ran, summary=summary(ran), compared=compared)
     return Outcome(result, write_result(result, folder))
 
 
@@ -116,27 +135,45 @@ def backend_run(backend: str, report: Report, strategy: str = "ddp", label: str 
     )
 
 
+def _pace(row: BackendRun) -> float:
+    """What orders the runs: the geometric mean of its launches' steps, else its one launch's step."""
+    if row.launch_ms:
+        return statistics.geometric_mean(row.launch_ms)
+    return cast(float, row.step_ms)  # a run that ran has one
+
+
 def summary(rows: list[BackendRun]) -> str:
-    ran = sorted((r for r in rows if r.available), key=lambda r: cast(float, r.step_ms))  # a run that ran has one
+    ran = sorted((r for r in rows if r.available), key=_pace)
     if not ran:
         return "Nothing could run here."
     if len(ran) == 1:
         return f"Only {ran[0].name} could run here ({ran[0].step_ms:.1f} ms per step)."
     best, runner_up = ran[0], ran[1]
-    if len(best.job_steps_ms) < 2 or len(runner_up.job_steps_ms) < 2:
+    steps = f"the job's step without the profiler: {best.step_ms:.1f} ms against {runner_up.step_ms:.1f} ms"
+    rounds = min(len(best.launch_ms), len(runner_up.launch_ms))
+    if rounds >= 2:  # interleaved launches: the spread between them is the noise (analysis/launch_stats)
+        keys = [str(i) for i in range(rounds)]
+        gain = paired_speedup(
+            dict(zip(keys, runner_up.launch_ms, strict=False)), dict(zip(keys, best.launch_ms, strict=False))
+        )
+        over = f"over {rounds} interleaved launches each"
+        if gain.value < 1:
+            best, runner_up, gain = runner_up, best, Estimate(1 / gain.value, 1 / gain.high, 1 / gain.low)
+    elif len(best.job_steps_ms) < 2 or len(runner_up.job_steps_ms) < 2:
         return (
             f"{best.name} took {best.step_ms:.1f} ms per step, {runner_up.name} {runner_up.step_ms:.1f} ms; too "
             "few unprofiled steps to tell them apart from the noise (run more --steps). No winner."
         )
-    gain = rerun_interval(speedup_ci(runner_up.job_steps_ms, best.job_steps_ms), ratio=True)  # launches apart
-    steps = f"the job's step without the profiler: {best.step_ms:.1f} ms against {runner_up.step_ms:.1f} ms"
+    else:
+        gain = rerun_interval(speedup_ci(runner_up.job_steps_ms, best.job_steps_ms), ratio=True)  # launches apart
+        over = "one launch each: its steps' interval widened for a rerun, not the spread between launches"
     if not real_speedup(gain):
         return (
             f"No significant difference between {best.name} and {runner_up.name}: {gain.value:.2f}x (95% CI "
-            f"{gain.low:.2f}-{gain.high:.2f}), within the noise or under {PRACTICAL_SHARE:.0%} of the step "
+            f"{gain.low:.2f}-{gain.high:.2f}, {over}), within the noise or under {PRACTICAL_SHARE:.0%} of the step "
             f"({steps})."
         )
     return (
         f"{best.name} wins: {gain.value:.2f}x faster than {runner_up.name} (95% CI {gain.low:.2f}-"
-        f"{gain.high:.2f}; {steps})."
+        f"{gain.high:.2f}, {over}; {steps})."
     )

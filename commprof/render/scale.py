@@ -98,7 +98,9 @@ def model_notes(report: ScaleReport) -> list[str]:
             "global batch (use with gradual warm-up)."
         ),
         f"Sizes ran interleaved in this order: {', '.join(map(str, report.order))}; step times are the slowest "
-        "rank's, outside the profiler window, pooled over repeats (median, bootstrap 95% CI).",
+        "rank's, outside the profiler window: each run's median, their geometric mean over a size's runs with the "
+        "95% interval over those runs (the spread between launches; a size run once: its steps' median and "
+        "distribution-free interval).",
     ]
     if report.script and report.batch_argument:
         notes.append(

@@ -23,6 +23,8 @@ class BackendRun:
     peak_memory_mb: float | None = None  # the largest over ranks: GPU memory allocated, or on CPU process RSS
     label: str = ""  # what tells this run from the others: its backend, or its strategy (compare --strategies)
     job_steps_ms: list[float] = field(default_factory=list)  # the job's unprofiled steps (slowest rank), in order
+    # each interleaved launch's median unprofiled job step, by round (the first launch's report is the row's)
+    launch_ms: list[float] = field(default_factory=list)
 
     @property
     def name(self) -> str:
