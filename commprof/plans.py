@@ -56,13 +56,14 @@ class SweepOptions:
     repeats: int = option(
         5,
         "Interleaved repeats: in each, every setting takes its turn (with a script: one launch each; these first, "
-        "then more while a setting's comparison with the baseline is undecided, up to --max-repeats).",
+        "then more while a setting's comparison with the baseline is undecided, up to --max-repeats). A built-in "
+        "model's run in each of its launches.",
     )
     max_repeats: int | None = option(
         None,
-        "With a script: the most interleaved repeats a setting gets before its comparison with the baseline is "
-        "called undecided, and the most fresh pairs of launches that confirm a recommendation [default: 2 x "
-        "--repeats].",
+        "The most launches a setting gets before its comparison with the baseline is called undecided, and the most "
+        "fresh launches that confirm a recommendation [default: with a script 2 x --repeats (its repeats are "
+        "launches); a built-in model's sweep 6 launches of --repeats repeats each, 3 at least].",
     )
     steps_per_repeat: int | None = option(
         None,

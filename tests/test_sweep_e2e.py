@@ -38,13 +38,20 @@ def swept(tmp_path_factory):
     return cwd
 
 
-def test_one_launch_interleaved_with_a_trace_set_per_setting(swept):
+def test_launches_interleaved_with_a_trace_set_per_setting(swept):
+    """The first launch: every setting interleaved (A B C D A B C D) and profiled; then launched again, 3 launches
+    at least (issue 60: the launch is what replicates), each a round of every setting's 2 timed steps."""
     record = SweepRecord.read(swept / "traces" / "sw")
     labels = ["bucket-1mb", "bucket-1mb_hook-fp16", "bucket-25mb", "bucket-25mb_hook-fp16"]
     assert sorted(record.settings) == labels and record.order == record.order[:4] * 2  # A B C D A B C D
     assert sorted(setting_label(s) for s in record.plan.settings) == labels and record.built_by == "script"
+    baseline = record.settings["bucket-25mb"]
+    assert len(baseline.launches) >= 3 and baseline.rounds[:3] == ["1", "2", "3"]
+    assert (swept / "traces" / "sw" / "launches" / "launch-2" / "sweep.json").exists()
     for label in labels:
-        assert len(record.settings[label].step_ms) == 2
+        measured = record.settings[label]
+        assert len(measured.launches) >= 3 and all(len(steps) == 2 for steps in measured.launches)
+        assert len(measured.step_ms) == 2 * len(measured.launches)
         assert sorted(p.name for p in (swept / "traces" / "sw" / label).glob("*.pt.trace.json")) == [
             "rank0.pt.trace.json",
             "rank1.pt.trace.json",

@@ -9,6 +9,7 @@ import itertools
 from typing import Any
 
 from commprof.commands.common import check_model, describe, prepare_figures
+from commprof.commands.launch_rounds import BUILT_IN_LAUNCHES, launch_budget, launched_again
 from commprof.commands.outcome import SILENT, Feedback, Outcome
 from commprof.commands.reporting import sweep_report, write_report
 from commprof.commands.script_sweep import OtherKind
@@ -120,10 +121,18 @@ def measure(
     if tune:  # caps that build the same buckets are one setting: measured once
         settings = _distinct_buckets(settings, baseline, workload)
     plan = SweepPlan(run=config, settings=tuple(settings), baseline=baseline, tune=tune, **options.given())
+    again = config.nodes == 1  # across nodes, each node's commprof would have to follow rank 0's decisions
     feedback.info(
         f"{kind} {config.run_id}: {describe(config, workload)}; {len(settings)} settings "
         f"({', '.join(map(setting_label, settings))}) x {plan.repeats} interleaved repeats"
         + (f"; one per bucket layout, {REFINED}" if tune else "")
+        + (
+            f"; then the settings measured launched again, {BUILT_IN_LAUNCHES} to {launch_budget(plan)} launches in "
+            f"all, and a setting that beats {setting_label(baseline)} measured against it again in fresh launches"
+            if again
+            else "; one launch (across nodes its launches are not repeated: the intervals hold the noise between "
+            "repeats, not between launches)"
+        )
     )
     per_setting = plan.steps_per_setting
     prepare_figures()
@@ -132,6 +141,8 @@ def measure(
         return Outcome(
             None, note=f"ranks {', '.join(map(str, launched.ranks_here))} done; the node with rank 0 writes the report"
         )
+    if again:
+        launched_again(launched.run_dir, plan, f"{kind} {config.run_id}", feedback)
     report = sweep_report(launched.run_dir, launched.run_id, kind, predicted)
     feedback.info(_counted(kind, report))
     return Outcome(
