@@ -185,6 +185,7 @@ class _Launches:
     order: list[str] = field(default_factory=list)  # the timed launches' settings, in the order they ran
     timed: dict[str, dict[str, list[float]]] = field(default_factory=dict)  # label -> round -> timed steps
     profiled: dict[str, MeasuredSetting] = field(default_factory=dict)  # by label, from its profiled launch
+    carried: list[SettingOptions] = field(default_factory=list)  # measured again in the next round: tune's best
 
     def launch(
         self, setting: SettingOptions, run_id: str, steps: int, schedule: ProfileSchedule | None, subject: str
@@ -205,7 +206,10 @@ class _Launches:
         plan, pending = self.plan, list(settings)
         baseline, own = plan.baseline, setting_label(plan.baseline)
         self.rounds += 1
-        active = [baseline, *(s for s in pending if s != baseline)]
+        # the baseline in every round, and in a tuning round the best size so far, so that the new sizes pair with
+        # both in the launches of their own round
+        carried = [s for s in self.carried if s not in pending]
+        active = [baseline, *carried, *(s for s in pending if s != baseline)]
         repeat = 0
         while True:
             repeat += 1
@@ -250,7 +254,8 @@ class _Launches:
                 applied=built.applied if built else {},
             )
         self.profiled.update(measured)
-        return {label: self._with_launches(label) for label in [*measured, own] if label in self.profiled}
+        labels = [*measured, own, *map(setting_label, carried)]
+        return {label: self._with_launches(label) for label in labels if label in self.profiled}
 
     def _values(self, labels: list[str]) -> dict[str, dict[str, float]]:
         from commprof.analysis.launch_stats import launch_values
@@ -315,6 +320,7 @@ class _Launches:
             settled=best is None or not beats(speedups[best]),
         )
         pending = [kind.sized(baseline, size) for size in fresh if kind is not DDP or size >= self.smallest]
+        self.carried = [kind.sized(baseline, best)] if pending and best is not None else []
         if pending:
             self.feedback.info(f"{self.name}: tuning round {done + 2}, {_counted(pending, 'more ')} around the best")
         return pending
