@@ -5,7 +5,7 @@ answer in its three runs (the same cap, or keep); every setting tune recommends 
 against the script as written, in 5 interleaved pairs of launches (the order alternating), in the cell's own
 condition: none may be slower than the script's own beyond the noise, and where the cap matters it must be faster.
 
-    python benchmarks/check/tune_launch_grid.py [--workdir DIR] [--runs 3] [--pairs 5] [--only CASE]
+    python benchmarks/check/tune_launch_grid.py [--workdir DIR] [--runs 3] [--pairs 5] [--only CASE ...]
 
 Prints Markdown tables (docs/benchmarks.md, "Tune from one launch to the next") and exits 1 when a cell misses."""
 
@@ -108,7 +108,7 @@ def main() -> int:
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--pairs", type=int, default=5)
-    parser.add_argument("--only", choices=list(CASES), default=None)
+    parser.add_argument("--only", choices=list(CASES), action="append", help="a case to run (again: more cases)")
     parser.add_argument("--conditions", default=",".join(CONDITIONS))
     args = parser.parse_args()
     work = args.workdir or Path(tempfile.mkdtemp(prefix="tune-grid-"))
@@ -116,14 +116,14 @@ def main() -> int:
     os.environ.setdefault("OMP_NUM_THREADS", "1")  # as torchrun and commprof set it for ranks sharing a node
     misses = 0
     table_header("case", "condition", "tune's answers", "same", "launches", "checked under torchrun", "verdict")
-    for case, (own, matters) in CASES.items():
-        if args.only and case != args.only:
+    for index, (case, (own, matters)) in enumerate(CASES.items()):
+        if args.only and case not in args.only:
             continue
         for where in args.conditions.split(","):
             with condition(where):
                 answers, launches = [], []
                 for run in range(args.runs):
-                    slug = f"{case.split(',')[0].replace(' ', '-').lower()}-{where.split()[0]}-{run + 1}"
+                    slug = f"case{index + 1}-{where.split()[0]}-{run + 1}"
                     answer, sweep = tune(slug, own, work)
                     answers.append(answer)
                     launches.append(int(sweep.get("timings", {}).get("launches", 0)))
