@@ -197,10 +197,10 @@ class _Launches:
         return _launch(self.config, setting, applied, run_id, steps, schedule, self.feedback, subject)
 
     def measure(self, settings: list[SettingOptions]) -> dict[str, MeasuredSetting]:
-        """Interleaved repeats of one timed launch per setting, the baseline in each (its launches pair with the
-        others' of the same repeat: launch_stats), --repeats of them, then more while a setting's comparison with
-        the baseline is undecided, up to the budget; then one profiled launch each. Tune measures one setting per
-        bucket layout, which it learns from the first launch (the baseline's)."""
+        """Interleaved repeats of one timed launch per setting (A B C, C B A, ...), the baseline in each (its
+        launches pair with the others' of the same repeat: launch_stats), --repeats of them, then more while a
+        setting's comparison with the baseline is undecided, up to the budget; then one profiled launch each. Tune
+        measures one setting per bucket layout, which it learns from the first launch (the baseline's)."""
         from commprof.analysis.launch_stats import undecided
 
         plan, pending = self.plan, list(settings)
@@ -213,7 +213,9 @@ class _Launches:
         repeat = 0
         while True:
             repeat += 1
-            for setting in list(active):
+            # the order reversed every other repeat (A B C, C B A): a launch's place in its round, right after
+            # another or first, does not favour one setting
+            for setting in list(active if repeat % 2 else active[::-1]):
                 if setting not in active:  # measured once for its buckets: another builds the same
                     continue
                 label, key = setting_label(setting), f"{self.rounds}.{repeat}"
