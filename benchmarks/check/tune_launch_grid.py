@@ -65,9 +65,11 @@ def tune(run_id: str, args: tuple[str, ...], work: Path) -> tuple[str, dict]:
 def torchrun_step(args: list[str], work: Path) -> float:
     """The median step (ms) of one plain torchrun launch of the script, after its warm-up steps."""
     out = work / "steps.json"
-    argv = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", str(SCRIPT), *args]
+    argv = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", str(SCRIPT), *args]
     argv += ["--steps", str(TORCHRUN_STEPS), "--out", str(out)]
-    subprocess.run(argv, cwd=work, capture_output=True, text=True, check=True, timeout=600)
+    done = subprocess.run(argv, cwd=work, capture_output=True, text=True, timeout=600)
+    if done.returncode:
+        raise SystemExit(f"torchrun {' '.join(args)} failed: {done.stderr.strip()[-2000:]}")
     return statistics.median(json.loads(out.read_text())[TORCHRUN_WARMUP:])
 
 
