@@ -34,8 +34,9 @@ def compare(
     repeats: Annotated[
         int,
         typer.Option(
-            help="Interleaved launches of each backend (or strategy): the winner is claimed over the spread between "
-            "launches (1: one launch each, its steps' interval widened for a rerun)."
+            help="Interleaved launches of each backend (or strategy), then more while the winner is undecided, up to "
+            "twice as many: the winner is claimed over the spread between launches (1: one launch each, its steps' "
+            "interval widened for a rerun)."
         ),
     ] = 3,
 ) -> None:

@@ -7,7 +7,7 @@ import statistics
 from typing import cast
 
 from commprof.analysis.distortion import unprofiled_job_steps
-from commprof.analysis.launch_stats import paired_speedup
+from commprof.analysis.launch_stats import decided, paired_speedup
 from commprof.analysis.stats import PRACTICAL_SHARE, real_speedup, rerun_interval, speedup_ci
 from commprof.backends import BACKENDS, by_name
 from commprof.commands.common import check_model, ddp_only, prepare_figures, training
@@ -57,7 +57,14 @@ def compare(
     forkserver.start_early(request)
     rows: dict[str, BackendRun] = {}
     probe = MachineProbe.detect()  # one probe for every run
-    for repeat in range(1, repeats + 1):
+    budget = 2 * repeats if repeats > 1 else 1
+    for repeat in range(1, budget + 1):
+        if repeat > repeats and _decided(list(rows.values())):
+            break
+        if repeat > repeats:
+            feedback.info(
+                f"compare: the winner is undecided after {repeat - 1} launches each: launch {repeat} of {budget}"
+            )
         for name in names:
             if name in rows and not rows[name].available:
                 continue
@@ -82,7 +89,7 @@ def compare(
                 what = " ".join(config.script) if config.script else config.strategy
                 feedback.info(
                     f"compare: {name} ({config.world_size} {config.device} ranks, {config.backend}, {what})"
-                    + (f", launch {repeat} of {repeats}" if repeats > 1 else "")
+                    + (f", launch {repeat} ({repeats} to {budget})" if repeats > 1 else "")
                 )
                 prepare_figures()
                 steps = config.max_steps if config.script else config.steps
@@ -132,6 +139,21 @@ def backend_run(backend: str, report: Report, strategy: str = "ddp", label: str 
         strategy=strategy,
         peak_memory_mb=max(peaks) if peaks else None,
         label=label or backend,
+    )
+
+
+def _decided(rows: list[BackendRun]) -> bool:
+    """Whether more launches can change the verdict: the two fastest runs' speedup, over their launches, names a
+    winner or rules out one of 3% (launch_stats.decided); a single run that ran has nothing to decide."""
+    ran = sorted((r for r in rows if r.available and len(r.launch_ms) >= 2), key=_pace)
+    if len(ran) < 2:
+        return True
+    best, runner_up = ran[0], ran[1]
+    keys = [str(i) for i in range(min(len(best.launch_ms), len(runner_up.launch_ms)))]
+    return decided(
+        paired_speedup(
+            dict(zip(keys, runner_up.launch_ms, strict=False)), dict(zip(keys, best.launch_ms, strict=False))
+        )
     )
 
 
