@@ -49,28 +49,42 @@ def condition(name: str) -> Iterator[None]:
         hog.wait()
 
 
-def tune(run_id: str, args: tuple[str, ...], work: Path) -> tuple[str, dict]:
-    """One tune; its answer (the cap it recommends, or 'keep') and its report's sweep."""
-    argv = commprof_argv("tune", "--run-id", run_id, "--quiet", "--max-steps", "12", "--", str(SCRIPT), *args)
-    done = subprocess.run(argv, cwd=work, capture_output=True, text=True, timeout=3600)
-    if done.returncode:
-        return f"failed: {done.stderr.strip().splitlines()[-1:]}", {}
-    sweep = json.loads((work / "reports" / run_id / "report.json").read_text())["sweep"]
+def tune(run_id: str, args: tuple[str, ...], work: Path, resume: bool = False) -> tuple[str, dict]:
+    """One tune (with `resume`, the one already in `work` where it finished); its answer (the cap it recommends, or
+    'keep') and its report's sweep."""
+    report = work / "reports" / run_id / "report.json"
+    if not (resume and report.exists()):
+        argv = commprof_argv("tune", "--run-id", run_id, "--quiet", "--max-steps", "12", "--", str(SCRIPT), *args)
+        done = subprocess.run(argv, cwd=work, capture_output=True, text=True, timeout=3600)
+        if done.returncode:
+            return f"failed: {done.stderr.strip().splitlines()[-1:]}", {}
+    sweep = json.loads(report.read_text())["sweep"]
     if not sweep["paste"]:
         return "keep", sweep
     best = next(s for s in sweep["settings"] if s["label"] == sweep["best"])
     return f"bucket_cap_mb={best['options']['bucket_cap_mb']:g}", sweep
 
 
+RETRIED: list[str] = []  # the torchrun launches that failed and were launched again, with why
+
+
 def torchrun_step(args: list[str], work: Path) -> float:
-    """The median step (ms) of one plain torchrun launch of the script, after its warm-up steps."""
+    """The median step (ms) of one plain torchrun launch of the script, after its warm-up steps. A launch that fails
+    (a rank of torchrun's own job was seen to abort, SIGABRT, under the busy loop: once in the first grid) is launched
+    again, once, and listed in RETRIED."""
     out = work / "steps.json"
     argv = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", str(SCRIPT), *args]
     argv += ["--steps", str(TORCHRUN_STEPS), "--out", str(out)]
-    done = subprocess.run(argv, cwd=work, capture_output=True, text=True, timeout=600)
-    if done.returncode:
-        raise SystemExit(f"torchrun {' '.join(args)} failed: {done.stderr.strip()[-2000:]}")
-    return statistics.median(json.loads(out.read_text())[TORCHRUN_WARMUP:])
+    for attempt in range(2):
+        out.unlink(missing_ok=True)
+        done = subprocess.run(argv, cwd=work, capture_output=True, text=True, timeout=600)
+        if done.returncode == 0:
+            return statistics.median(json.loads(out.read_text())[TORCHRUN_WARMUP:])
+        why = next((line for line in done.stderr.splitlines() if "exitcode" in line), "exit status")
+        RETRIED.append(f"torchrun {' '.join(args)}: {why.strip()}")
+        if attempt:
+            raise SystemExit(f"torchrun {' '.join(args)} failed twice: {done.stderr.strip()[-2000:]}")
+    raise AssertionError("unreachable")
 
 
 def under_torchrun(own: tuple[str, ...], cap: float, pairs: int, work: Path) -> tuple[list[float], list[float]]:
@@ -112,6 +126,7 @@ def main() -> int:
     parser.add_argument("--pairs", type=int, default=5)
     parser.add_argument("--only", choices=list(CASES), action="append", help="a case to run (again: more cases)")
     parser.add_argument("--conditions", default=",".join(CONDITIONS))
+    parser.add_argument("--resume", action="store_true", help="take the tunes already finished in --workdir")
     args = parser.parse_args()
     work = args.workdir or Path(tempfile.mkdtemp(prefix="tune-grid-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -126,7 +141,7 @@ def main() -> int:
                 answers, launches = [], []
                 for run in range(args.runs):
                     slug = f"case{index + 1}-{where.split()[0]}-{run + 1}"
-                    answer, sweep = tune(slug, own, work)
+                    answer, sweep = tune(slug, own, work, args.resume)
                     answers.append(answer)
                     launches.append(int(sweep.get("timings", {}).get("launches", 0)))
                 checks, ok = [], len(set(answers)) == 1 and not any(a.startswith("failed") for a in answers)
@@ -153,6 +168,8 @@ def main() -> int:
                     "; ".join(checks) or "-",
                     "ok" if ok else "MISS",
                 )
+    for retried in RETRIED:
+        print(f"\nlaunched again: {retried}")
     print(f"\n{misses} cell(s) missed; work in {work}")
     return 1 if misses else 0
 
