@@ -63,7 +63,8 @@ class SweepOptions:
         None,
         "The most launches a setting gets before its comparison with the baseline is called undecided, and the most "
         "fresh launches that confirm a recommendation [default: with a script 2 x --repeats (its repeats are "
-        "launches); a built-in model's sweep 6 launches of --repeats repeats each, 3 at least].",
+        "launches); a built-in model's sweep 6 launches of --repeats repeats each, 3 at least (fewer where "
+        "--max-repeats is less)].",
     )
     steps_per_repeat: int | None = option(
         None,

@@ -9,7 +9,18 @@ import pytest
 from tests.conftest import PLANTED_GAIN, commprof, plant_findings, planted_finding
 
 pytestmark = pytest.mark.slow
-ROUNDS = ["--repeats", "3", "--steps-per-repeat", "2", "--warmup-steps", "1", "--profile-steps", "2"]
+ROUNDS = [
+    "--repeats",
+    "3",
+    "--max-repeats",
+    "3",
+    "--steps-per-repeat",
+    "2",
+    "--warmup-steps",
+    "1",
+    "--profile-steps",
+    "2",
+]
 
 
 def test_advise_checks_a_runs_setting_findings(tmp_path, cpu_run):

@@ -49,7 +49,7 @@ def test_ddp_compiled_whole_is_not_split_and_said_so(tmp_path):
 
 
 def test_tune_on_a_compiled_script_splits_each_settings_graph_at_its_buckets(tmp_path):
-    args = ("tune", "--run-id", "tuned", "--repeats", "2", "--max-steps", "8", "--")
+    args = ("tune", "--run-id", "tuned", "--repeats", "2", "--max-repeats", "2", "--max-steps", "8", "--")
     result = commprof(*args, str(SCRIPT), "aot_eager", "100", cwd=tmp_path, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     tuned = report(tmp_path, "tuned")

@@ -71,7 +71,7 @@ def test_tune_of_a_script_counts_what_it_measures(tmp_path):
     assert by_label["bucket-1mb"].bucket_sizes == CAP_1 and by_label["script-own"].options["bucket_cap_mb"] is None
     recommendation = sweep.recommendation.lower()
     assert "the script's own setting" in recommendation and "the default" not in recommendation
-    assert f"({STEPS} steps, the first 1 untimed)" in result.stderr
+    assert f"({STEPS} steps, the first 1 untimed;" in result.stderr
 
 
 def test_advise_of_a_script_run_reruns_it_as_written(tmp_path):

@@ -139,8 +139,11 @@ KIND_NAMES = tuple(k.name for k in KINDS)
 # how long each cell is run, and the rounds of the commands that launch many times
 BUILTIN_LENGTH = ("--steps", "8", "--schedule", "2,1,4", "--batch-size", "8")
 SCRIPT_LENGTH = ("--max-steps", "8", "--schedule", "2,1,4")
-BUILTIN_ROUNDS = ("--repeats", "2", "--steps-per-repeat", "2", "--warmup-steps", "2", "--profile-steps", "2")
-SCRIPT_ROUNDS = ("--repeats", "2", "--max-steps", "6", "--warmup-steps", "2", "--profile-steps", "2")
+# two launches (or repeats) at least and at most: the matrix checks how each command ends, not its intervals
+BUILTIN_ROUNDS = ("--repeats", "2", "--max-repeats", "2", "--steps-per-repeat", "2", "--warmup-steps", "2")
+BUILTIN_ROUNDS += ("--profile-steps", "2")
+SCRIPT_ROUNDS = ("--repeats", "2", "--max-repeats", "2", "--max-steps", "6", "--warmup-steps", "2")
+SCRIPT_ROUNDS += ("--profile-steps", "2")
 TIMEOUT_S = {"sweep": 900, "tune": 1200, "advise": 900}  # the others: 300 (view: 120, its start and one request)
 VIEW_START_S = 60  # view: until it prints its URL
 VIEW_STOP_S = 45  # view: from Ctrl-C to its exit (it gives TensorBoard 30 s to stop)
@@ -181,7 +184,7 @@ def _launching(command: str, kind: Kind) -> tuple[str, ...]:
         return (command, *run_id, *options, *rounds, *job)
     if command == "compare":  # commprof's FSDP: against its DDP (compare --strategy fsdp is refused, and says so)
         chosen = ("--strategies", "ddp,fsdp") if kind.options == ("--strategy", "fsdp") else options
-        return (command, *run_id, *chosen, *length, *job)
+        return (command, *run_id, *chosen, "--repeats", "1", *length, *job)
     if command == "scale":
         return (command, *run_id, "--world-sizes", "1,2", "--repeats", "1", *length, *options, *job)
     raise ValueError(command)

@@ -1,9 +1,10 @@
-"""A built-in model's sweep, tune and advise over several launches (issue 60): the launch is the unit that replicates,
-so the settings one launch measured (its interleaved repeats, and tune's refinement) are launched again, every one
-in each launch, BUILT_IN_LAUNCHES launches at least and more while a setting against the baseline is undecided, up
-to --max-repeats; each launch is a round in which the settings' values pair (analysis/launch_stats.py). A setting
-that beats the baseline is then measured against it again in fresh launches of the two alone before it is
-recommended. Their traces are the first launch's; the others' lie in its folder's launches/."""
+"""A built-in model's sweep, tune and advise over several launches (issue 60): the launch is the unit that
+replicates, so the settings one launch measured (its interleaved repeats, and tune's refinement) are launched again,
+every one in each launch, BUILT_IN_LAUNCHES launches at least (fewer where --max-repeats is less) and more while a
+setting against the baseline is undecided, up to --max-repeats; each launch is a round in which the settings'
+values pair (analysis/launch_stats.py). A setting that beats the baseline is then measured against it again in
+fresh launches of the two alone before it is recommended. Their traces are the first launch's; the others' lie in
+its folder's launches/."""
 
 from __future__ import annotations
 
@@ -19,8 +20,14 @@ BUILT_IN_LAUNCHES = 3
 
 
 def launch_budget(plan: SweepPlan) -> int:
-    """The most launches a built-in model's sweep makes of a setting (and of a confirmation)."""
-    return max(BUILT_IN_LAUNCHES, plan.max_repeats or 2 * BUILT_IN_LAUNCHES)
+    """The most launches a built-in model's sweep makes of a setting (and of a confirmation): --max-repeats, or
+    twice BUILT_IN_LAUNCHES."""
+    return plan.max_repeats or 2 * BUILT_IN_LAUNCHES
+
+
+def least_launches(plan: SweepPlan) -> int:
+    """The launches every setting gets before its comparison with the baseline may stop it."""
+    return min(BUILT_IN_LAUNCHES, launch_budget(plan))
 
 
 def launched_again(run_dir: Path, plan: SweepPlan, name: str, feedback: Feedback) -> None:
@@ -35,7 +42,7 @@ def launched_again(run_dir: Path, plan: SweepPlan, name: str, feedback: Feedback
     steps = {label: {"1": m.step_ms} for label, m in record.settings.items()}
     active, budget = list(settings), launch_budget(plan)
     for launch in range(2, budget + 1):
-        if launch > BUILT_IN_LAUNCHES:
+        if launch > least_launches(plan):
             values = {label: by_launch(_merged(record, steps).settings[label]) for label in active}
             still = undecided(values, own)
             if not still:
@@ -75,8 +82,8 @@ def _confirm(run_dir: Path, plan: SweepPlan, setting: SettingOptions, name: str,
 
     label, own = setting_label(setting), setting_label(plan.baseline)
     feedback.info(
-        f"{name}: {label} beats {own}: measuring the two again in {BUILT_IN_LAUNCHES} to {launch_budget(plan)} fresh "
-        "launches before recommending it"
+        f"{name}: {label} beats {own}: measuring the two again in {least_launches(plan)} to {launch_budget(plan)} "
+        "fresh launches before recommending it"
     )
     pairs: dict[str, list[list[float]]] = {own: [], label: []}
     for launch in range(1, launch_budget(plan) + 1):
@@ -85,7 +92,7 @@ def _confirm(run_dir: Path, plan: SweepPlan, setting: SettingOptions, name: str,
         pairs[label].append(measured[label])
         keys = [str(i) for i in range(launch)]
         speedup = paired_speedup(launch_values(pairs[own], keys), launch_values(pairs[label], keys))
-        if launch >= BUILT_IN_LAUNCHES and decided(speedup):
+        if launch >= least_launches(plan) and decided(speedup):
             break
     return Confirmation(setting=label, baseline=pairs[own], candidate=pairs[label])
 

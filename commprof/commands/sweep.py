@@ -9,7 +9,7 @@ import itertools
 from typing import Any
 
 from commprof.commands.common import check_model, describe, prepare_figures
-from commprof.commands.launch_rounds import BUILT_IN_LAUNCHES, launch_budget, launched_again
+from commprof.commands.launch_rounds import launch_budget, launched_again, least_launches
 from commprof.commands.outcome import SILENT, Feedback, Outcome
 from commprof.commands.reporting import sweep_report, write_report
 from commprof.commands.script_sweep import OtherKind
@@ -127,7 +127,7 @@ def measure(
         f"({', '.join(map(setting_label, settings))}) x {plan.repeats} interleaved repeats"
         + (f"; one per bucket layout, {REFINED}" if tune else "")
         + (
-            f"; then the settings measured launched again, {BUILT_IN_LAUNCHES} to {launch_budget(plan)} launches in "
+            f"; then the settings measured launched again, {least_launches(plan)} to {launch_budget(plan)} launches in "
             f"all, and a setting that beats {setting_label(baseline)} measured against it again in fresh launches"
             if again
             else "; one launch (across nodes its launches are not repeated: the intervals hold the noise between "
