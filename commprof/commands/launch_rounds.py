@@ -49,7 +49,7 @@ def launched_again(run_dir: Path, plan: SweepPlan, name: str, feedback: Feedback
                 break
             active = [own, *still]
             feedback.info(
-                f"{name}: {', '.join(still)} against {own} still undecided: launch {launch} of at most {budget}"
+                f"{name}: still undecided against {own}: {', '.join(still)}; launch {launch} of at most {budget}"
             )
         measured = _launch(run_dir, plan, [settings[label] for label in active], f"launch-{launch}", feedback)
         for label, steps_ms in measured.items():

@@ -240,7 +240,7 @@ class _Launches:
             if len(active) == 1 or repeat >= plan.repeat_budget:
                 break
             self.feedback.info(
-                f"{self.name}: after {repeat} repeats, {', '.join(open_)} against {own} is still undecided: "
+                f"{self.name}: after {repeat} repeats, still undecided against {own}: {', '.join(open_)}; "
                 f"repeat {repeat + 1} of at most {plan.repeat_budget}"
             )
         measured = {}
