@@ -33,8 +33,8 @@ def least_launches(plan: SweepPlan) -> int:
 def launched_again(run_dir: Path, plan: SweepPlan, name: str, feedback: Feedback) -> None:
     """After the first launch (its sweep.json in `run_dir`): more launches of the settings it measured, merged into
     that record, each launch a round; then the claim, if any, confirmed in fresh launches."""
-    from commprof.analysis.launch_stats import undecided
-    from commprof.analysis.sweep import by_launch, claimed
+    from commprof.analysis.launch_stats import launch_values, undecided
+    from commprof.analysis.sweep import claimed
 
     record = SweepRecord.read(run_dir)
     settings = {setting_label(s): s for s in record.plan.settings}
@@ -43,7 +43,7 @@ def launched_again(run_dir: Path, plan: SweepPlan, name: str, feedback: Feedback
     active, budget = list(settings), launch_budget(plan)
     for launch in range(2, budget + 1):
         if launch > least_launches(plan):
-            values = {label: by_launch(_merged(record, steps).settings[label]) for label in active}
+            values = {label: launch_values(list(steps[label].values()), list(steps[label])) for label in active}
             still = undecided(values, own)
             if not still:
                 break
