@@ -49,6 +49,7 @@ from commprof.trace.plain_pickle import plain_loads
 MIN_STALL_S, MAX_STALL_S = 5.0, 30.0
 REFRESH_S = 2.0
 IDLE_S = 1.0
+TICK_S = 1.0
 # the kinds of account: a stall still going on; where a rank's error was raised (its traceback); where it was when the
 # launcher's stop reached the watch (its main thread may already be unwinding). Each may replace only those before it
 # here: once a rank is leaving, a stall's account is neither rewritten nor replaced
@@ -67,12 +68,13 @@ def stack_of(thread_id: int) -> list[StackFrame]:
     ]
 
 
-def flight_recorder_collectives() -> list[EnteredCollective]:
-    """This process's collectives, from torch's Flight Recorder (empty where it is off or absent)."""
+def flight_recorder_collectives(stacks: bool = True) -> list[EnteredCollective]:
+    """This process's collectives, from torch's Flight Recorder (empty where it is off or absent); without `stacks`
+    (a tenth of a second, against seconds) no call's line is known."""
     try:
         from torch._C._distributed_c10d import _dump_fr_trace  # type: ignore[attr-defined]
 
-        return recent_collectives(plain_loads(_dump_fr_trace(True, True, False)))
+        return recent_collectives(plain_loads(_dump_fr_trace(True, stacks, False)))
     except (ImportError, RuntimeError, ValueError, KeyError, TypeError, pickle.UnpicklingError):
         return []
 
@@ -116,6 +118,7 @@ class HangWatch:
         idle: Callable[[], None] | None = None,
     ):
         self.folder, self.rank = folder, rank
+        self.tick: Callable[[float, int], None] | None = None  # called every loop (at least every TICK_S)
         self.stall_s = min(MAX_STALL_S, max(MIN_STALL_S, timeout_s / 2))
         self.collectives, self.idle = collectives, idle
         self.host = socket.gethostname()
@@ -125,6 +128,7 @@ class HangWatch:
         self.lock = threading.Lock()  # a write and its withdrawal never cross
         self.written = 0  # the kind of account on disk (STALL, EXIT, STOP), 0 for none
         self.leaving = False  # stopped, or failing: no stall is written any more
+        self.returned = False  # the script returned: nothing more is written
         self.wakeup: tuple[socket.socket, socket.socket] | None = None  # (read, write): the signals received
 
     @classmethod
@@ -137,6 +141,11 @@ class HangWatch:
         self.last_step = time.monotonic()
         if self.written:
             self.withdraw()
+
+    def script_returned(self) -> None:
+        """The rank's script returned: its waits from now on are commprof's, not a stall of the script's."""
+        self.returned = True
+        self.withdraw()
 
     def start(self) -> None:
         """From the main thread: the watch begins, and learns of the signals that stop the rank."""
@@ -165,6 +174,8 @@ class HangWatch:
         idle, idle_told = self.idle, -1  # the step count when `idle` was last called
         while True:
             steps, stalled = self.steps_done, time.monotonic() - self.last_step
+            if self.tick is not None:
+                self.tick(stalled, steps)
             unsaid = idle is not None and steps > 0 and idle_told != steps  # before a first step: nothing to say
             if idle is not None and unsaid and stalled >= IDLE_S:
                 idle_told = steps
@@ -176,7 +187,7 @@ class HangWatch:
                 self.write(stalled, steps)
                 self._sleep(REFRESH_S)
                 continue
-            due = [self.stall_s - stalled, REFRESH_S]
+            due = [self.stall_s - stalled, REFRESH_S, TICK_S if self.tick is not None else REFRESH_S]
             if unsaid:
                 due.append(IDLE_S - stalled)
             self._sleep(max(0.01, min(due)))
@@ -192,6 +203,8 @@ class HangWatch:
         has stepped since (the account, taken over seconds, would describe a stall that is over). A rank stopped
         (STOP) or failing (EXIT) writes where it was, unless an account that tells better is there."""
         steps = self.steps_done if steps is None else steps
+        if self.returned:
+            return
         self.leaving = self.leaving or kind != STALL
         if self.written not in _REPLACES[kind] or (kind == STALL and self.leaving):
             return

@@ -55,6 +55,8 @@ class RankOutcome:
 
     @property
     def kind(self) -> str:
+        if self.exitcode == 0 and not self.message:  # its script returned
+            return "returned"
         if WATCHDOG.search(self.message):
             return "timed out"
         if (

@@ -104,3 +104,20 @@ def in_environment(variables: dict[str, str], folder: str, entrypoint: Callable[
     # (a script's DataLoader workers would each start a fork server that imports torch again)
     multiprocessing.set_start_method(None, force=True)
     return entrypoint(*args)
+
+
+def exit_returning(value: Any = None) -> None:
+    """A forked rank that succeeded leaves now, as a program that returned would: torch elastic's wrapper
+    (multiprocessing/api.py `_wrap`) keeps a process alive after its function returned until every rank's has, and
+    with it the sockets of the script's process group, on which a peer still inside a collective would wait instead
+    of failing. The return value is put where the wrapper would have put it (its queue, `ret_val_`), then the process
+    exits 0. Where no such wrapper is found, it returns (the process lingers as before)."""
+    frame = sys._getframe(1)
+    while frame is not None and "ret_val_" not in frame.f_locals:
+        frame = frame.f_back
+    if frame is None:
+        return
+    frame.f_locals["ret_val_"].put(value)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)

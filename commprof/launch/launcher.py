@@ -41,10 +41,12 @@ from commprof.launch.oom import OomWatch
 from commprof.launch.preflight import endpoint_is_here, failed_setup
 from commprof.launch.result import LaunchResult
 from commprof.launch.runlog import claim_if_unstarted, mark_failed, mark_interrupted, started_by
+from commprof.launch.script_ends import ended_early
 from commprof.launch.script_output import ShownLogs
 from commprof.launch.tracebacks import user_traceback
 from commprof.native_logs import restore_for_workers
 from commprof.results.hang import EVIDENCE_PREFIX, read_evidence
+from commprof.results.script_ended import ENDED_PREFIX, read_ended
 
 # 'localhost:0' is torchrun --standalone: the c10d store binds a free port itself.
 STANDALONE_ENDPOINT = "localhost:0"
@@ -216,7 +218,9 @@ def _failed(
     first_rank = min((o.rank for o in outcomes), default=0)
     failed = [FailedRank(o.rank, o.message, o.account, _stderr(log_dir, o.rank - first_rank)) for o in outcomes]
     lost = lost_peers(failed, nodes, config.timeout_s)
-    summary = root_cause(outcomes, host, config.timeout_s, never_arrived, oom_kills, lost)
+    summary = ended_early(read_ended(log_dir), outcomes, host) or root_cause(
+        outcomes, host, config.timeout_s, never_arrived, oom_kills, lost
+    )
     first = first_own_failure(outcomes)
     shown = user_traceback(first.traceback) if config.script and first is not None and first.kind == "error" else ""
     if not shown or first is None:
@@ -279,7 +283,7 @@ def _outcome(rank: int, failure: ProcessFailure | None, stderr: str, exit_code: 
         return RankOutcome(
             rank,
             "",
-            exit_code if exit_code else -signum if signum else None,
+            exit_code if exit_code is not None else -signum if signum else None,
             crash_site=crash_site(stderr),
             parted=collective_parted(stderr),
             stopped_at=stopped_at,
@@ -343,10 +347,11 @@ def worth_naming(logs: Path) -> Path | None:
 
 
 def _keep_evidence(hang_dir: Path, log_dir: Path) -> None:
-    """The ranks' accounts of a stall, beside their logs."""
+    """The ranks' accounts of a stall, and of a script that returned before the others', beside their logs."""
     if hang_dir != log_dir:
-        for path in hang_dir.glob(f"{EVIDENCE_PREFIX}*.json"):
-            shutil.copy(path, log_dir / path.name)
+        for prefix in (EVIDENCE_PREFIX, ENDED_PREFIX):
+            for path in hang_dir.glob(f"{prefix}*.json"):
+                shutil.copy(path, log_dir / path.name)
 
 
 def _keep_logs(log_dir: Path, config: RunConfig) -> Path:

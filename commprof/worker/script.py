@@ -18,6 +18,7 @@ Subprocesses the script starts (DataLoader workers) are left alone.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import faulthandler
 import io
@@ -30,7 +31,6 @@ import socket
 import sys
 import time
 import types
-from datetime import timedelta
 from pathlib import Path
 from typing import Any, Callable
 
@@ -40,21 +40,22 @@ from torch.distributed.elastic.multiprocessing.errors import get_error_handler
 
 from commprof.config import RunConfig
 from commprof.errors import what_went_wrong
-from commprof.instrument.before_destroy import BeforeDestroy
 from commprof.instrument.cast_probe import probe_casts, typical_bucket_bytes
 from commprof.instrument.compiled import CompileWatch
 from commprof.instrument.ddp import DDPOverrides
 from commprof.instrument.deepspeed import DeepSpeedWatch
 from commprof.instrument.forced_backend import ForcedBackend
-from commprof.instrument.hang_watch import HangWatch, account_at_exit, run_sequences
+from commprof.instrument.hang_watch import HangWatch, account_at_exit, flight_recorder_collectives, run_sequences
 from commprof.instrument.horovod import TIMELINE_FILE, HorovodWatch, rank_environment
 from commprof.instrument.link_probe import probe_link, probe_tiers
 from commprof.instrument.optimizer_steps import on_step_return
 from commprof.instrument.profiler import make_profiler, trace_path, write_trace
 from commprof.launch.atomic import now
+from commprof.launch.forkserver import exit_returning
 from commprof.launch.progress import Every, Progress, write_progress
 from commprof.launch.runlog import write_run_json
 from commprof.launch.step_log import StepLog, steps_kept
+from commprof.results.hang import EnteredCollective
 from commprof.results.run_record import CastCost, ProbedSize, ProbedTier, RunRecord, ScriptRankInfo
 from commprof.results.sequences import GroupSequence
 from commprof.worker.rank import (
@@ -67,6 +68,7 @@ from commprof.worker.rank import (
     tf32_settings,
     versions,
 )
+from commprof.worker.script_end import ScriptEnd, own_group
 from commprof.worker.step_ledger import StepLedger
 from commprof.worker.torch_settings import bound_default_timeouts, configure_rank
 
@@ -105,7 +107,11 @@ class ScriptSession:
         self.deepspeed = DeepSpeedWatch(self._engine_stepped, config.deepspeed.zero_config())
         self.compile = CompileWatch()
         self.horovod = HorovodWatch(config.horovod.environment())
-        self.before_destroy = BeforeDestroy(self._measure_group)
+        self.end = ScriptEnd(
+            f"commprof/{config.run_id}/{config.launch_id}/", self.rank, self.world, _latest_collectives
+        )
+        self.skipped: str | None = None  # why commprof's own measurements were not made
+        self.horovod_used = False
         self.backend = ForcedBackend(config.backend) if config.backend_given else None
         window = config.schedule.profiled_steps if config.profiled else None
         self.ledger = (
@@ -116,6 +122,8 @@ class ScriptSession:
         self.last = time.perf_counter()
         idle = self._write_progress if self.local_rank == 0 else None  # the step it really finished, once it stops
         self.hang_watch = HangWatch.from_environment(self.rank, config.timeout_s, idle)
+        if self.hang_watch is not None:
+            self.hang_watch.tick = self.end.while_stalled
         self.profiler: torch.profiler.profile | None = None  # the scheduled one, from the first optimizer step on
         self.startup: torch.profiler.profile | None = None
         self._unhook: Callable[[], None] | None = None
@@ -146,7 +154,6 @@ class ScriptSession:
             os.environ.update(rank_environment(self.config.horovod_rendezvous, self.config.horovod, timeline))
             self.horovod.install()
         self.compile.install()
-        self.before_destroy.install()
         if self.backend is not None:
             self.backend.install()
         self._unhook = on_step_return(self._after_step)  # the step ends where the optimizer's step() returns
@@ -171,15 +178,34 @@ class ScriptSession:
             return
         self._step_ended()
 
-    def _measure_group(self) -> None:
-        """Once training is over, on the script's default group (before it destroys it): its collectives' record,
-        and on Gloo and NCCL the link probe and the casts' cost."""
+    def script_returned(self) -> bool:
+        """The script returned on this rank: its collectives' record read, its process group destroyed (as its exit
+        would have), every rank awaited. True when every rank's script returned: commprof's own measurements are due."""
         if self.world > 1:
             self.collectives = run_sequences()
-        if dist.get_backend() in ("gloo", "nccl"):
-            self.link_probe = probe_link(self.device)
-            self.link_tiers = probe_tiers(self.device)
-            self.cast_costs = probe_casts(self.device, self.bucket_bytes())
+        if self.hang_watch is not None:
+            self.hang_watch.script_returned()
+        if dist.is_initialized():
+            dist.destroy_process_group()
+        if self.end.returned(self.log.steps_done):
+            return True
+        self.skipped = f"commprof's link probe and digests were skipped: {self.end.left_because}"
+        return False
+
+    def measure(self, script_backend: str | None) -> None:
+        """Every rank's script returned: in a process group of commprof's own, the link probe and the casts' cost
+        (where the script's backend was Gloo or NCCL) and the traces' digests; any failure there is a note."""
+        prefix = f"commprof/{self.config.run_id}/{self.config.launch_id}/group/"
+        try:
+            with own_group(prefix, self.rank, self.world, self.use_cuda):
+                if script_backend in ("gloo", "nccl", "horovod"):
+                    self.link_probe = probe_link(self.device)
+                    self.link_tiers = probe_tiers(self.device)
+                    self.cast_costs = probe_casts(self.device, self.bucket_bytes())
+                gather_digests(self.config.run_dir, self.rank, self.world)
+        except (RuntimeError, OSError, ValueError) as exc:
+            self.skipped = f"commprof's link probe and digests failed: {what_went_wrong(str(exc))}"
+        self.log.write(self.info())
 
     def _engine_stepped(self) -> None:
         self.counted = "DeepSpeedEngine"
@@ -268,7 +294,6 @@ class ScriptSession:
             self._unhook()
         self.ddp.uninstall()
         self.compile.uninstall()
-        self.before_destroy.uninstall()
         if self.backend is not None:
             self.backend.uninstall()
         self.log.write(self.info())
@@ -308,6 +333,8 @@ class ScriptSession:
         forced = self.backend.note() if self.backend is not None else None
         if forced:
             notes.append(forced)
+        if self.skipped:
+            notes.append(self.skipped)
         trace = trace_path(self.config.run_dir, self.rank)
         return ScriptRankInfo(
             device=device_name(self.device),
@@ -326,6 +353,10 @@ class ScriptSession:
             tf32=tf32_settings(),
             notes=notes,
         )
+
+
+def _latest_collectives() -> list[EnteredCollective]:
+    return flight_recorder_collectives(stacks=False)
 
 
 _LOCAL_RANK_ARGUMENT = re.compile(r"""["']--local[_-]rank["']""")
@@ -363,60 +394,87 @@ def main(payload_path: str, progress_path: str) -> None:
 
 
 def forked_main(payload: dict[str, Any], progress_path: str) -> None:
-    """A rank forked by torch's elastic agent from commprof's fork server (launch/forkserver.py): it returns when
-    the script succeeded, as the agent expects of a function; a failure ends the process with its code, the error
-    recorded for the launcher."""
+    """A rank forked by torch's elastic agent from commprof's fork server (launch/forkserver.py): it ends when its
+    script and commprof's work after it are done, 0 when the script succeeded, else with its code (the error recorded
+    for the launcher)."""
     faulthandler.enable(all_threads=True)
     code = run_rank(RunConfig.from_dict(payload), Path(progress_path))
     if code:
         sys.stdout.flush()
         os._exit(code)
+    exit_returning()  # gone as a program that returned would be (its sockets closed)
 
 
 def run_rank(config: RunConfig, progress_path: Path) -> int:
-    """This process's rank of the script, start to end; 0, or 1 with the error recorded for the launcher."""
+    """This process's rank of the script, start to end: 0 when its script succeeded; the script's own exit code
+    (sys.exit), or 1 with the error recorded for the launcher, when it did not. What commprof does after the script
+    returned never changes that."""
     for stream in (sys.stdout, sys.stderr):  # its lines reach the log, and the terminal, as they come
         if isinstance(stream, io.TextIOWrapper):
             stream.reconfigure(line_buffering=True)
     session = ScriptSession(config, progress_path)
-    code = 0
+    exit_code = 1
     try:
         session.start()
         try:
             run_script(config.script)
         except MaxStepsReached:
             pass
-        except SystemExit as exc:
+        except SystemExit as exc:  # sys.exit(code): the rank exits with it, as `python train.py` would
             if exc.code not in (None, 0):
-                raise RuntimeError(f"the script exited with code {exc.code}") from None
-        horovod = bool(session.horovod.built) or session.horovod.running()
+                exit_code = exc.code if isinstance(exc.code, int) else 1
+                if not isinstance(exc.code, int):  # a message: printed, and 1
+                    print(exc.code, file=sys.stderr)
+                raise RuntimeError(f"the script exited with code {exit_code}") from None
+        session.horovod_used = bool(session.horovod.built) or session.horovod.running()
         session.horovod.shutdown()  # its timeline closed (the script may have stopped before its own shutdown)
-        if horovod and session.world > 1 and not dist.is_initialized():  # a group of commprof's own, to measure on
-            dist.init_process_group("nccl" if session.use_cuda else "gloo", timeout=timedelta(seconds=config.timeout_s))
-        session.before_destroy.run()  # the script left its group up: measured now (else as it destroyed it)
         if session.world > 1 and not (session.saw_distributed or session.ddp.built or dist.is_initialized()):
             raise RuntimeError(
                 "the script never initialized torch.distributed (dist.init_process_group): "
                 "its ranks did not communicate"
             )
-        session.finish()
-        if dist.is_initialized():  # the script's own group, if it left it up; a CPU group beside it for the digests
-            gather_digests(config.run_dir, session.rank, session.world, own_group=True)
-            dist.destroy_process_group()
     except BaseException as exc:  # record why for the launcher, keep what was measured, leave at once
-        code = 1
-        ignore_stops()  # the launcher stops this rank as its peers fail: the record must not be cut short
-        try:
-            account_at_exit(exc)
-            session.finish(ended=False)
-        except BaseException:  # the failure itself is what must be reported
-            pass
-        get_error_handler().record_exception(exc)
-        if not os.environ.get("TORCHELASTIC_ERROR_FILE"):  # not under the elastic launch: say it here
-            print(f"error: rank {session.rank} on {session.host} failed: {what_went_wrong(str(exc))}", file=sys.stderr)
+        _failed(session, exc)
+        return exit_code
+    _after_success(session)
+    return 0
+
+
+def _after_success(session: ScriptSession) -> None:
+    """The script succeeded on this rank: what was measured written, and, once every rank's script returned,
+    commprof's own measurements; a stop meanwhile (a peer failed) ends the rank as its script did."""
+    try:
+        backend = dist.get_backend() if dist.is_initialized() else "horovod" if session.horovod_used else None
+        session.finish()
+        if session.script_returned():
+            session.measure(backend)
+        else:
+            session.log.write(session.info())
+    except BaseException as exc:  # commprof's own work: said, never the rank's failure
+        ignore_stops()
+        session.skipped = f"commprof's link probe and digests were skipped: {what_went_wrong(str(exc))}"
+        session.end.left_because = session.end.left_because or what_went_wrong(str(exc))
+        session.end.write(session.log.steps_done)
+        with contextlib.suppress(BaseException):
+            session.log.write(session.info())
     sys.stdout.flush()
     sys.stderr.flush()
-    return code
+
+
+def _failed(session: ScriptSession, exc: BaseException) -> None:
+    """Why, recorded for the launcher; what was measured kept; the other ranks told not to wait for this one."""
+    ignore_stops()  # the launcher stops this rank as its peers fail: the record must not be cut short
+    session.end.failed(what_went_wrong(str(exc)))
+    try:
+        account_at_exit(exc)
+        session.finish(ended=False)
+    except BaseException:  # the failure itself is what must be reported
+        pass
+    get_error_handler().record_exception(exc)
+    if not os.environ.get("TORCHELASTIC_ERROR_FILE"):  # not under the elastic launch: say it here
+        print(f"error: rank {session.rank} on {session.host} failed: {what_went_wrong(str(exc))}", file=sys.stderr)
+    sys.stdout.flush()
+    sys.stderr.flush()
 
 
 if __name__ == "__main__":
