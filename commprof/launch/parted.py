@@ -14,14 +14,12 @@ ranks"."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from commprof.launch.hang_evidence import collective_text, site_text, tensors_text
-from commprof.results.hang import EnteredCollective, StackFrame
-
-if TYPE_CHECKING:
-    from commprof.launch.faults import RankOutcome
+from commprof.results.hang import EnteredCollective, HangEvidence, StackFrame
 
 DIFFERENT_TENSORS = "tensors that differ between the ranks"
 ONLY_SOME = "a collective that only some ranks run"
@@ -38,7 +36,18 @@ class Parted:
     site: StackFrame | None
 
 
-def parted_text(parted: Parted, rank: int, outcomes: list[RankOutcome]) -> str:
+class RankEnd(Protocol):
+    """What this needs of a rank's end (launch/faults.py's RankOutcome)."""
+
+    @property
+    def rank(self) -> int: ...
+    @property
+    def account(self) -> HangEvidence | None: ...  # what it wrote of itself (results/hang.py)
+    @property
+    def own_line(self) -> StackFrame | None: ...  # its own code's line where its error was raised or it was stopped
+
+
+def parted_text(parted: Parted, rank: int, outcomes: Sequence[RankEnd]) -> str:
     """What the aborted `rank`'s collective and a peer's were (op, sequence number, tensors), from their accounts, and
     the kind of mismatch; what no account holds is said not to be known, with Gloo's piece, and the kind then rests on
     the peer's line (its last collectives, its recorded traceback, where it was stopped)."""
@@ -59,7 +68,7 @@ def parted_text(parted: Parted, rank: int, outcomes: list[RankOutcome]) -> str:
             return f"{said}: {same_line}; {unknown}: {DIFFERENT_TENSORS}"
     for peer in peers:
         at = peer.own_line
-        if site is not None and at is not None and (at.file, at.line) == site_key(site):
+        if site is not None and at is not None and (at.file, at.line) == _site_key(site):
             if mine is not None:
                 known = _call(rank, mine, site)
                 return f"{said}: {known}; {_peer_unknown(peer, mine)}, but it was at the same line: {DIFFERENT_TENSORS}"
@@ -77,22 +86,23 @@ def parted_text(parted: Parted, rank: int, outcomes: list[RankOutcome]) -> str:
     return f"{said}: {unknown}: {EITHER}"
 
 
-def site_key(frame: StackFrame) -> tuple[str, int]:
+def _site_key(frame: StackFrame) -> tuple[str, int]:
     return frame.file, frame.line
 
 
-def _own_call(own: RankOutcome | None, site: StackFrame | None) -> EnteredCollective | None:
+def _own_call(own: RankEnd | None, site: StackFrame | None) -> EnteredCollective | None:
     """The aborted rank's own collective, from its account: one it had entered and not completed, from the line it was
     aborted at (the latest such), or the one it waited in where that line is not known."""
     if own is None or own.account is None:
         return None
     if site is None:
         return own.account.inside
-    waiting = [c for c in own.account.collectives if not c.completed and c.site and site_key(c.site) == site_key(site)]
+    here = _site_key(site)
+    waiting = [c for c in own.account.collectives if not c.completed and c.site and _site_key(c.site) == here]
     return max(waiting, key=lambda c: c.seq, default=None)
 
 
-def _paired(peer: RankOutcome, mine: EnteredCollective | None, site: StackFrame | None) -> EnteredCollective | None:
+def _paired(peer: RankEnd, mine: EnteredCollective | None, site: StackFrame | None) -> EnteredCollective | None:
     """The peer's collective that met the aborted rank's: the same sequence number of the same group where that is
     known; else its latest called from the same line."""
     if peer.account is None:
@@ -101,14 +111,14 @@ def _paired(peer: RankOutcome, mine: EnteredCollective | None, site: StackFrame 
         return peer.account.entered(mine.group, mine.seq)
     if site is None:
         return None
-    same = [c for c in peer.account.collectives if c.site is not None and site_key(c.site) == site_key(site)]
+    same = [c for c in peer.account.collectives if c.site is not None and _site_key(c.site) == _site_key(site)]
     return max(same, key=lambda c: (c.entered_s, c.seq), default=None)
 
 
 def _call(rank: int, call: EnteredCollective, site: StackFrame | None, after: EnteredCollective | None = None) -> str:
     """`rank 0's all_reduce #9 of the default group had 1 tensor of 1,000 Float, 3.906 KiB`, its line named where it is
     not the aborted rank's; after another of the same op, number and line, `rank 1's had ...`."""
-    elsewhere = call.site is not None and site is not None and site_key(call.site) != site_key(site)
+    elsewhere = call.site is not None and site is not None and _site_key(call.site) != _site_key(site)
     same = after is not None and (after.op, after.group, after.seq) == (call.op, call.group, call.seq)
     what = "" if same and not elsewhere else f" {collective_text(call)}"
     at = f" {site_text(call.site)}" if elsewhere else ""
@@ -118,18 +128,18 @@ def _call(rank: int, call: EnteredCollective, site: StackFrame | None, after: En
 def _kind(mine: EnteredCollective, theirs: EnteredCollective) -> str:
     if mine.op != theirs.op:
         return "different collectives at the same position"
-    if mine.site is not None and theirs.site is not None and site_key(mine.site) != site_key(theirs.site):
+    if mine.site is not None and theirs.site is not None and _site_key(mine.site) != _site_key(theirs.site):
         return f"{ONLY_SOME}, met by another"
     return DIFFERENT_TENSORS
 
 
-def _why_unknown(own: RankOutcome | None) -> str:
+def _why_unknown(own: RankEnd | None) -> str:
     if own is None or own.account is None:
         return "it wrote no account"
     return "its account was written before it entered it"
 
 
-def _peer_unknown(peer: RankOutcome, mine: EnteredCollective) -> str:
+def _peer_unknown(peer: RankEnd, mine: EnteredCollective) -> str:
     if peer.account is None:
         return f"rank {peer.rank}'s tensors are not known (it wrote no account)"
     return f"rank {peer.rank}'s tensors are not known (its account holds no #{mine.seq} of that group)"
