@@ -24,16 +24,20 @@ EXPECTED = {
     "op": rf"the ranks' collectives part at #\d+ of the default group: rank 0 ran all_reduce of 1 tensor of 4 Float, "
     rf"16 B at {OP_LINE} where rank 1 ran broadcast of 1 tensor of 4 Float, 16 B at {OP_LINE}: different collectives "
     r"at the same position; ",
-    # Gloo aborts the rank that receives more bytes than its collective expects: its log says which line called it
-    # (rank 1's account, written as it failed, holds its last collectives: none called from that line)
+    # Gloo aborts the rank that receives a larger piece than its collective expects, before it can write its account:
+    # its log says which line called it; rank 1's account, written as it failed, holds its last collectives (none
+    # called from that line)
     "extra": r"rank 0 on \S+ was killed by signal 6 \(SIGABRT\): its collective at collectives_part\.py:23 in "
-    r"log_mean_loss \(dist\.all_reduce\(t\)\) expected 4 bytes where a peer's sent \d+; none of rank 1's last \d+ "
-    r"collectives was called from that line: a collective that only some ranks run",
-    # 1,000 floats against 999, the larger on rank 0 or on rank 1: Gloo aborts the smaller, whichever rank it is
+    r"log_mean_loss \(dist\.all_reduce\(t\)\): none of rank 1's last \d+ collectives was called from that line; rank "
+    r"0's tensors are not known \(it wrote no account; Gloo aborted it on a piece of \d+ bytes where it expected 4\): "
+    r"a collective that only some ranks run",
+    # 1,000 floats against 999, the larger on rank 0 or on rank 1: Gloo aborts the smaller, whichever rank it is; the
+    # larger's account names its tensor, Gloo's pieces (1000 bytes against 996) are not called the smaller's
     **{
         f"size{larger}": rf"rank {1 - larger} on \S+ was killed by signal 6 \(SIGABRT\): its collective at "
-        rf"{SIZE_LINE} expected \d+ bytes where a peer's sent \d+; rank {larger} called it from the same line on 1 "
-        r"tensor of 1,000 Float, 3\.906 KiB: tensors that differ between the ranks"
+        rf"{SIZE_LINE}: rank {larger}'s all_reduce #\d+ of the default group from the same line had 1 tensor of 1,000 "
+        rf"Float, 3\.906 KiB; rank {1 - larger}'s tensors are not known \(it wrote no account; Gloo aborted it on a "
+        r"piece of 1000 bytes where it expected 996\): tensors that differ between the ranks"
         for larger in (0, 1)
     },
 }

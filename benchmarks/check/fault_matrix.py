@@ -72,9 +72,9 @@ def cells() -> list[Cell]:
                 "extra",
                 rank,
                 rf"rank {rank} on \S+ was killed by signal 6 \(SIGABRT\): its collective at "
-                rf"{MISBEHAVE} \(dist\.all_reduce\(torch\.ones\(1\)\)\) expected 4 bytes where a peer's sent \d+; "
-                rf"none of rank {1 - rank}'s last \d+ collectives was called from that line: a collective that only "
-                r"some ranks run",
+                rf"{MISBEHAVE} \(dist\.all_reduce\(torch\.ones\(1\)\)\): none of rank {1 - rank}'s last \d+ "
+                rf"collectives was called from that line; rank {rank}'s tensors are not known \(it wrote no account; "
+                r"Gloo aborted it on a piece of \d+ bytes where it expected 4\): a collective that only some ranks run",
                 crash,
             )  # fmt: skip
         )
@@ -83,8 +83,10 @@ def cells() -> list[Cell]:
                 "size",
                 rank,
                 rf"rank {1 - rank} on \S+ was killed by signal 6 \(SIGABRT\): its collective at "
-                rf"{MISBEHAVE} .* expected \d+ bytes where a peer's sent \d+; rank {rank} called it from the same "
-                r"line on 1 tensor of 1,000 Float, 4\.0 KB: tensors that differ between the ranks",
+                rf"{MISBEHAVE} .*\): rank {rank}'s all_reduce #\d+ of the default group from the same line had 1 "
+                rf"tensor of 1,000 Float, 3\.906 KiB; rank {1 - rank}'s tensors are not known \(it wrote no account; "
+                r"Gloo aborted it on a piece of 1000 bytes where it expected 996\): tensors that differ between the "
+                r"ranks",
                 crash,
             )  # fmt: skip
         )

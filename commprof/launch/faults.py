@@ -14,7 +14,7 @@ import socket
 from dataclasses import dataclass
 
 from commprof.errors import what_went_wrong
-from commprof.launch.hang_evidence import site_text, tensors_text
+from commprof.launch.parted import Parted, parted_text
 from commprof.results.hang import HangEvidence, StackFrame, own_code
 
 _PEER_GONE = re.compile(
@@ -52,6 +52,12 @@ class RankOutcome:
     def interrupted(self) -> bool:
         """Stopped by Ctrl-C (SIGINT), not by an error of its own."""
         return bool(_INTERRUPTED.search(self.message))
+
+    @property
+    def own_line(self) -> StackFrame | None:
+        """The line of the user's code its recorded error was raised at, else the one it was at when stopped."""
+        frames = [m.groupdict() for m in _TRACEBACK_FRAME.finditer(self.traceback)][::-1]  # innermost first
+        return _own_frame(frames) or self.stopped_at
 
     @property
     def kind(self) -> str:
@@ -148,7 +154,7 @@ def _killed(first: RankOutcome, host: str, outcomes: list[RankOutcome], oom_kill
     where = f" {first.crash_site}" if first.crash_site else ""
     by_oom = f", by {oom}" if oom and first.exitcode == -signal.SIGKILL else ""
     if first.parted:
-        said = f": {_parted_text(first.parted, first.rank, outcomes)}"
+        said = f": {parted_text(first.parted, first.rank, outcomes)}"
     else:
         said = f": {first.backend_said}" if first.backend_said else ""
     return f"rank {first.rank} on {host} was killed by signal {_signal_name(-first.exitcode)}{by_oom}{where}{said}"
@@ -230,24 +236,15 @@ def crash_site(log: str) -> str:
 _THREAD = re.compile(r"^(?:Current thread|Thread) 0x[0-9a-f]+ \(most recent call first\):\n((?:  .*\n?)*)", re.M)
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<function>\S+)')
 _RUNNERS = ("commprof/worker/", "<frozen runpy>")  # the frames below a rank's main thread
-# gloo/transport/tcp/pair.cc's enforce, when a peer sends more or fewer bytes than this rank's collective expects
+# gloo/transport/tcp/pair.cc's enforce, when a peer sends a piece of more or fewer bytes than this rank's collective
+# expects (launch/parted.py)
 _GLOO_SIZES = re.compile(r"(\d+) vs (\d+)\. Received data size doesn't match expected size")
 
 
-@dataclass(frozen=True)
-class Parted:
-    """Gloo aborted a rank whose collective expected `expected` bytes where a peer sent `sent`; `site`: the line of
-    the user's code its main thread was calling."""
-
-    sent: int
-    expected: int
-    site: StackFrame | None
-
-
 def collective_parted(log: str) -> Parted | None:
-    """From a rank's log, when Gloo aborted it because a peer's collective sent another number of bytes than its own
-    expected: the sizes, and what the rank's main thread was calling, from faulthandler's stack of every thread (the
-    abort comes from a thread of Gloo's, with no Python frame)."""
+    """From a rank's log, when Gloo aborted it because a peer's collective sent a piece of another number of bytes than
+    its own expected: the pieces' sizes, and what the rank's main thread was calling, from faulthandler's stack of
+    every thread (the abort comes from a thread of Gloo's, with no Python frame)."""
     sizes = _GLOO_SIZES.search(log)
     if sizes is None:
         return None
@@ -275,35 +272,6 @@ def _own_frame(frames: list[dict[str, str]]) -> StackFrame | None:
         return None
     code = linecache.getline(own["file"], int(own["line"])).strip()
     return StackFrame(own["file"], int(own["line"]), own["function"], code, True)
-
-
-def _parted_text(parted: Parted, rank: int, outcomes: list[RankOutcome]) -> str:
-    """The sizes, and the kind, from a peer's evidence: its last collectives (its account, written when it was
-    stopped), one called from the same line (tensors that differ, with the peer's) or none (a collective only some
-    ranks run); else the line its recorded traceback or its stack was at when stopped, when it is the same line."""
-    said = f"its collective{' ' + site_text(parted.site) if parted.site else ''} expected {parted.expected} bytes "
-    said += f"where a peer's sent {parted.sent}"
-    site = (parted.site.file, parted.site.line) if parted.site else None
-    peers = [o for o in sorted(outcomes, key=lambda o: o.rank) if o.rank != rank]
-    for peer in peers:
-        entered = peer.account.collectives if peer.account is not None and site is not None else []
-        same = [c for c in entered if c.site is not None and (c.site.file, c.site.line) == site]
-        if same:
-            return (
-                f"{said}; rank {peer.rank} called it from the same line on {tensors_text(same[-1])}: tensors that "
-                "differ between the ranks"
-            )
-        if entered:
-            return (
-                f"{said}; none of rank {peer.rank}'s last {len(entered)} collectives was called from that line: a "
-                "collective that only some ranks run"
-            )
-    for peer in peers:
-        frames = [m.groupdict() for m in _TRACEBACK_FRAME.finditer(peer.traceback)][::-1]  # innermost first
-        at = _own_frame(frames) or peer.stopped_at
-        if site is not None and at is not None and (at.file, at.line) == site:
-            return f"{said}, as rank {peer.rank} called it from the same line: tensors that differ between the ranks"
-    return f"{said}: the ranks' collectives part (a collective only some ranks run, or tensors that differ)"
 
 
 def _crashed_after_a_timeout(by_kind: dict[str, list[RankOutcome]]) -> list[RankOutcome]:

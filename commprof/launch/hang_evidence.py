@@ -109,7 +109,7 @@ def _place(evidence: HangEvidence) -> str:
     last = max(evidence.collectives, key=lambda c: c.seq, default=None)
     if not evidence.stack and inside is None and last is not None:  # a dump: where its last collective was called
         return f"rank {evidence.rank} is outside any collective{after}; its last was {_called(last)}"
-    what = f"waiting in {_collective(inside)}" if inside else "outside any collective"
+    what = f"waiting in {collective_text(inside)}" if inside else "outside any collective"
     at = _at(evidence)
     return f"rank {evidence.rank} is {at + ', ' if at else ''}{what}{after}"
 
@@ -124,7 +124,7 @@ def waiting_in(evidence: HangEvidence) -> str | None:
         return None
     tensors = f" ({tensors_text(last)})" if last.sizes else ""
     at = _at(evidence) if evidence.stack else site_text(last.site) if last.site else ""
-    return f"rank {evidence.rank}'s last collective was {_collective(last)}{tensors}{' ' + at if at else ''}"
+    return f"rank {evidence.rank}'s last collective was {collective_text(last)}{tensors}{' ' + at if at else ''}"
 
 
 def _waiting(ranks: list[HangEvidence], ahead: EnteredCollective) -> str:
@@ -136,7 +136,7 @@ def _waiting(ranks: list[HangEvidence], ahead: EnteredCollective) -> str:
         verb = f"{'has' if len(ranks) == 1 else 'have'} waited {waited:.0f} s"
     tensors = f" ({tensors_text(ahead)})" if ahead.sizes else ""
     at = _at(first)
-    return f"{who} {verb} in {_collective(ahead)}{tensors}{' ' + at if at else ''}"
+    return f"{who} {verb} in {collective_text(ahead)}{tensors}{' ' + at if at else ''}"
 
 
 def _at(evidence: HangEvidence) -> str:
@@ -156,12 +156,12 @@ def _file(frame: StackFrame) -> str:
     return frame.file.rsplit("/", 1)[-1]
 
 
-def _collective(entered: EnteredCollective) -> str:
+def collective_text(entered: EnteredCollective) -> str:
     return f"{entered.op} #{entered.seq} of {_group(entered)}"
 
 
 def _called(entered: EnteredCollective) -> str:
-    return f"{_collective(entered)} {site_text(entered.site)}"
+    return f"{collective_text(entered)} {site_text(entered.site)}"
 
 
 def _group(entered: EnteredCollective) -> str:
