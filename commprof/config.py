@@ -302,6 +302,14 @@ class RunConfig(_StrategyOptions):
     def world_size(self) -> int:
         return self.nodes * self.procs_per_node
 
+    def request(self, **changes: Any) -> RunRequest:
+        """The request this config was resolved from, every field, to run the job again (advise, a confirmation):
+        what was named on the command line stays named (--timeout bounds the script's own groups, --backend is
+        forced, DDP's options are set even at their defaults); `changes` win."""
+        named = (*(["timeout_s"] if self.timeout_given else []), *(["backend"] if self.backend_given else []))
+        ranks = {"gpus": self.procs_per_node} if self.device == "cuda" else {"procs": self.procs_per_node}
+        return by_fields(RunRequest, vars(self), **ranks, named=(*named, *self.ddp_forced), **changes)
+
     @property
     def run_dir(self) -> Path:
         return self.traces_dir / self.run_id

@@ -7,7 +7,6 @@ import dataclasses
 from pathlib import Path
 
 from commprof.commands.outcome import SILENT, Feedback, Outcome
-from commprof.config import RunConfig, RunRequest
 from commprof.errors import UsageError
 from commprof.plans import ADVISE_TOP, MEASURED_AS_USUAL, SweepOptions
 from commprof.results.run_record import RunSummary
@@ -56,7 +55,9 @@ def advise(
         baseline, rerun = ddp, dataclasses.replace(config, ddp=ddp)
     settings = [dataclasses.replace(baseline, **f.setting) for f in advised]
     predicted = {setting_label(s): f.gain_ms for s, f in zip(settings, advised, strict=False) if f.gain_ms is not None}
-    request = _request(rerun, run_id or f"{config.run_id}-advise", reports_dir, max_steps)
+    request = rerun.request(
+        run_id=run_id or f"{config.run_id}-advise", reports_dir=reports_dir, max_steps=max_steps, script_output=None
+    )
     feedback.info(
         f"advise {request.run_id}: {len(settings)} setting(s) from the findings of {config.run_id} against "
         f"its own, {setting_label(baseline)}"
@@ -71,31 +72,4 @@ def ran_with(run: RunSummary) -> DDPOptions:
     applied = built.applied.get("bucket_cap_mb") if built else None
     return dataclasses.replace(
         own_setting(run.config.ddp), bucket_cap_mb=float(applied) if applied is not None else None
-    )
-
-
-def _request(config: RunConfig, run_id: str, reports_dir: Path, max_steps: int | None) -> RunRequest:
-    """The job the run was, to run again: same ranks, model, batch, precision and script."""
-    return RunRequest(
-        nodes=config.nodes,
-        device=config.device,
-        backend=config.backend,
-        model=config.model,
-        model_size=config.model_size,
-        batch_size=config.batch_size,
-        precision=config.precision,
-        run_id=run_id,
-        traces_dir=config.traces_dir,
-        reports_dir=reports_dir,
-        seed=config.seed,
-        rdzv_endpoint=config.rdzv_endpoint,
-        timeout_s=config.timeout_s,
-        max_steps=max_steps,
-        script=config.script,
-        ddp=config.ddp,
-        strategy=config.strategy,
-        deepspeed=config.deepspeed,
-        horovod=config.horovod,
-        gpus=config.procs_per_node if config.device == "cuda" else None,
-        procs=None if config.device == "cuda" else config.procs_per_node,
     )

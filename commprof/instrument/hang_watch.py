@@ -21,8 +21,10 @@ really finished: the progress file is rewritten at most every quarter second whi
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import pickle
+import re
 import select
 import signal
 import socket
@@ -93,10 +95,15 @@ def run_sequences() -> list[GroupSequence]:
 _started: list[HangWatch] = []  # this process's watch, once started
 
 
+_TIMED_OUT = re.compile(r"timed out|timeout", re.IGNORECASE)
+
+
 def account_at_exit(error: BaseException) -> None:
-    """The rank is leaving on `error`: its account, where the error was raised and its last collectives."""
+    """The rank is leaving on `error`: its account, where the error was raised and its last collectives. A timeout
+    fired in the collective it entered last: the account says it waits there (the backend retired it as it failed)."""
+    timed_out = bool(_TIMED_OUT.search(str(error)))
     for watch in _started:
-        watch.write(time.monotonic() - watch.last_step, kind=EXIT, stack=frames_of(error))
+        watch.write(time.monotonic() - watch.last_step, kind=EXIT, stack=frames_of(error), timed_out=timed_out)
 
 
 def frames_of(error: BaseException) -> list[StackFrame]:
@@ -192,12 +199,23 @@ class HangWatch:
                 due.append(IDLE_S - stalled)
             self._sleep(max(0.01, min(due)))
 
-    def evidence(self, stalled_s: float, stack: list[StackFrame] | None = None) -> HangEvidence:
+    def evidence(
+        self, stalled_s: float, stack: list[StackFrame] | None = None, timed_out: bool = False
+    ) -> HangEvidence:
         stack = stack_of(self.main) if stack is None else stack
-        return HangEvidence(self.rank, self.host, self.steps_done, time.time(), stalled_s, stack, self.collectives())
+        collectives = self.collectives()
+        last = max(collectives, key=lambda c: c.entered_s, default=None)
+        if timed_out and last is not None:
+            collectives = [dataclasses.replace(c, completed=False) if c is last else c for c in collectives]
+        return HangEvidence(self.rank, self.host, self.steps_done, time.time(), stalled_s, stack, collectives)
 
     def write(
-        self, stalled_s: float, steps: int | None = None, kind: int = STALL, stack: list[StackFrame] | None = None
+        self,
+        stalled_s: float,
+        steps: int | None = None,
+        kind: int = STALL,
+        stack: list[StackFrame] | None = None,
+        timed_out: bool = False,
     ) -> None:
         """The account of a stall that began after `steps` steps (this many now, if None); not written when the rank
         has stepped since (the account, taken over seconds, would describe a stall that is over). A rank stopped
@@ -208,7 +226,7 @@ class HangWatch:
         self.leaving = self.leaving or kind != STALL
         if self.written not in _REPLACES[kind] or (kind == STALL and self.leaving):
             return
-        evidence = self.evidence(stalled_s, stack)
+        evidence = self.evidence(stalled_s, stack, timed_out)
         path = evidence_path(self.folder, self.rank)
         partial = path.with_name(f"{path.name}.{threading.get_ident()}.partial")
         with self.lock:

@@ -107,11 +107,11 @@ def root_cause(
     if lost_host:
         return lost_host
     if "timed out" in by_kind and never_arrived:
-        limit = f" after {timeout_s:g} s" if timeout_s else ""
+        limit = _limit(by_kind["timed out"], timeout_s)
         return f"{never_arrived}; the others timed out{limit} on {host}"
     if "timed out" in by_kind:
         waiting = by_kind["timed out"]
-        limit = f" after {timeout_s:g} s" if timeout_s else ""
+        limit = _limit(waiting, timeout_s)
         who = f"rank{'s' if len(waiting) > 1 else ''} {_ranks(waiting)}"
         if "stopped" in by_kind or crashed_while_stuck:
             stuck = by_kind.get("stopped", []) + crashed_while_stuck
@@ -130,6 +130,26 @@ def root_cause(
     if not rest:
         return f"the job failed on {host} without a recorded error"
     return f"rank {rest[0].rank} on {host} failed: {rest[0].message or f'exit code {rest[0].exitcode}'}"
+
+
+# the timeout a backend says fired: Gloo's "Timed out waiting 15000ms for recv", NCCL's watchdog "Timeout(ms)=600000"
+_FIRED_MS = re.compile(r"waiting (\d+)\s*ms|Timeout\(ms\)=(\d+)")
+
+
+def fired_timeout_s(message: str) -> float | None:
+    """The timeout that fired, in seconds, as the backend's error says it; None where it does not."""
+    found = _FIRED_MS.search(message)
+    return int(found.group(1) or found.group(2)) / 1000 if found else None
+
+
+def _limit(waiting: list[RankOutcome], timeout_s: float | None) -> str:
+    """` after 15 s (the script's own timeout)`: the timeout the backend says fired, told apart from commprof's
+    --timeout (which bounds only the groups the script made without one); else --timeout's, or nothing."""
+    fired = next((t for o in waiting if (t := fired_timeout_s(o.message)) is not None), None)
+    if fired is None:
+        return f" after {timeout_s:g} s" if timeout_s else ""
+    whose = "--timeout" if timeout_s is not None and abs(fired - timeout_s) < 0.5 else "the process group's own timeout"
+    return f" after {fired:g} s ({whose})"
 
 
 def _killed(first: RankOutcome, host: str, outcomes: list[RankOutcome], oom_kills: int) -> str:
