@@ -51,6 +51,7 @@ from commprof.instrument.link_probe import probe_link, probe_tiers
 from commprof.instrument.optimizer_steps import on_step_return
 from commprof.instrument.profiler import make_profiler, trace_path, write_trace
 from commprof.launch.atomic import now
+from commprof.launch.faults import INTERRUPTED_MESSAGE
 from commprof.launch.forkserver import exit_returning
 from commprof.launch.progress import Every, Progress, write_progress
 from commprof.launch.runlog import write_run_json
@@ -59,6 +60,7 @@ from commprof.results.hang import EnteredCollective
 from commprof.results.run_record import CastCost, ProbedSize, ProbedTier, RunRecord, ScriptRankInfo
 from commprof.results.sequences import GroupSequence
 from commprof.worker.rank import (
+    RankStopped,
     device_name,
     gather_digests,
     gpu_index,
@@ -390,7 +392,7 @@ def main(payload_path: str, progress_path: str) -> None:
     """A rank as its own Python program (`python -m commprof.worker.script`, as torchrun starts a script)."""
     faulthandler.enable(all_threads=True)  # a crash leaves its Python stack in the worker's log
     code = run_rank(RunConfig.from_dict(json.loads(Path(payload_path).read_text())), Path(progress_path))
-    os._exit(code)  # skips the teardown of a process group whose peers may be gone
+    _exit(code)
 
 
 def forked_main(payload: dict[str, Any], progress_path: str) -> None:
@@ -400,9 +402,19 @@ def forked_main(payload: dict[str, Any], progress_path: str) -> None:
     faulthandler.enable(all_threads=True)
     code = run_rank(RunConfig.from_dict(payload), Path(progress_path))
     if code:
-        sys.stdout.flush()
-        os._exit(code)
+        _exit(code)
     exit_returning()  # gone as a program that returned would be (its sockets closed)
+
+
+def _exit(code: int) -> None:
+    """Ends the process with `code` (negative: killed by that signal, as a stopped script is), skipping the teardown
+    of a process group whose peers may be gone."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if code < 0:
+        signal.signal(-code, signal.SIG_DFL)
+        os.kill(os.getpid(), -code)
+    os._exit(code if code >= 0 else 128 - code)
 
 
 def run_rank(config: RunConfig, progress_path: Path) -> int:
@@ -435,6 +447,8 @@ def run_rank(config: RunConfig, progress_path: Path) -> int:
             )
     except BaseException as exc:  # record why for the launcher, keep what was measured, leave at once
         _failed(session, exc)
+        if isinstance(exc, RankStopped):  # ends by the launcher's signal, as a script it stopped would
+            return -(signal.SIGINT if exc.args and exc.args[0] == INTERRUPTED_MESSAGE else signal.SIGTERM)
         return exit_code
     _after_success(session)
     return 0
