@@ -1,6 +1,10 @@
 """DDP training over MPI: ranks from the MPI launcher's environment, gradients through a comm hook."""
 
+import os
+import re
 import subprocess
+import sys
+import time
 
 import pytest
 
@@ -85,3 +89,77 @@ def test_a_script_started_by_mpirun(tmp_path):
     assert run["status"] == "complete" and [len(r["step_ms"]) for r in run["ranks"]] == [20, 20]
     assert run["ddp_built"][0]["module"] == "Sequential"
     assert (tmp_path / "reports" / "mpiscript" / "report.json").is_file()
+
+
+FAULTY = REPO / "tests" / "data" / "faulty_model.py"
+
+
+def faulty_mpi_run(
+    tmp_path, run_id: str, timeout_s: int, steps: int, **fault: str
+) -> tuple[subprocess.CompletedProcess, float]:
+    """`commprof run --backend mpi` of tests/data/faulty_model.py, misbehaving as `fault` (its variables) says."""
+    env = {**os.environ, **{f"COMMPROF_TEST_{name.upper()}": value for name, value in fault.items()}}
+    started = time.monotonic()
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "commprof",
+            "run",
+            "--backend",
+            "mpi",
+            "--model",
+            f"{FAULTY}:build",
+            "--steps",
+            str(steps),
+            "--schedule",
+            "2,1,4",
+            "--batch-size",
+            "8",
+            "--timeout",
+            str(timeout_s),
+            "--run-id",
+            run_id,
+            "--quiet",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    return result, time.monotonic() - started
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(mpi_unavailable() is not None, reason=str(mpi_unavailable()))
+def test_an_mpi_run_longer_than_its_timeout_finishes(tmp_path):
+    """--timeout bounds a wait in a collective, not the job: every step lasts half a second (the model sleeps), so
+    20 steps train for 10 s, twice --timeout 5 (mpirun had been stopped at 5 s)."""
+    result, _ = faulty_mpi_run(tmp_path, "long", 5, 20, step_sleep="0.5")
+    assert result.returncode == 0, result.stderr
+    run = load_json(tmp_path / "traces" / "long" / "run.json")
+    assert run["status"] == "complete" and run["steps_completed"] == 20
+    assert sum(run["ranks"][0]["step_ms"]) >= 10_000
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(mpi_unavailable() is not None, reason=str(mpi_unavailable()))
+def test_an_mpi_rank_stuck_before_an_all_reduce_is_bounded_and_named(tmp_path):
+    """Rank 1 sleeps before step 6's gradient all-reduce, which goes over mpi4py (no timeout of its own): rank 0's
+    account says it waits in it, and commprof stops mpirun after --timeout and the grace, with the same words as
+    the torchrun path."""
+    result, seconds = faulty_mpi_run(tmp_path, "stuck", 5, 10, fault="hang", fault_step="6")
+    assert result.returncode == 1 and seconds < 5 + 15 + 60, (seconds, result.stderr)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert re.fullmatch(
+        r"error: rank 1 is at faulty_model\.py:\d+ in misbehave \(.*\), outside any collective, after step 5; "
+        r"rank 0 has waited \d+ s in all_reduce #\d+ of MPI's COMM_WORLD \(mpi4py\) \(1 tensor of [\d,]+ Float, .*\) "
+        r"in commprof's mpi_allreduce_hook \(ddp\.py:\d+\); a collective waited over --timeout 5 s and 15 s of grace "
+        r"on \S+ \(MPI has no timeout of its own\): commprof stopped the job \(worker logs: .*",
+        lines[0],
+    ), lines[0]
+    logs = next((tmp_path / "traces" / "stuck" / "logs").iterdir())
+    assert sorted(p.name for p in logs.glob("hang_rank*.json")) == ["hang_rank0.json", "hang_rank1.json"]
+    assert (logs / "mpirun.log").is_file()

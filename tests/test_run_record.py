@@ -131,13 +131,13 @@ def test_a_launch_whose_rank_0_was_stopped_before_it_wrote_run_json_records_the_
     """Rank 1 failed first and the launcher stopped rank 0 while it still imported: no run.json yet. The launch
     that hosted rank 0 starts the record, so the run is known to have failed and its logs are kept beside it."""
     from commprof.launch.faults import RankOutcome
-    from commprof.launch.launcher import _failed
+    from commprof.launch.launcher import job_failed
 
     config = RunConfig(run_id="start", traces_dir=tmp_path / "traces", launch_id="this-launch")
     log_dir = tmp_path / "worker-logs"
     (log_dir / "start_0" / "attempt_0" / "1").mkdir(parents=True)
     outcomes = [RankOutcome(0, "", -15), RankOutcome(1, "FileNotFoundError: no configuration", 1)]
-    failed = _failed(config, outcomes, log_dir)
+    failed = job_failed(config, outcomes, log_dir)
     record = read_run_json(config.run_dir)
     assert record is not None and (record.status, record.config.launch_id) == ("failed", "this-launch")
     assert record.error and "rank 1" in record.error and failed.run_dir == config.run_dir
@@ -147,10 +147,10 @@ def test_a_launch_whose_rank_0_was_stopped_before_it_wrote_run_json_records_the_
 def test_a_launch_without_rank_0_never_starts_the_record(tmp_path):
     """Another node's launch (ranks 2-3) leaves the run folder to the node of rank 0."""
     from commprof.launch.faults import RankOutcome
-    from commprof.launch.launcher import _failed
+    from commprof.launch.launcher import job_failed
 
     config = RunConfig(run_id="start", traces_dir=tmp_path / "traces", launch_id="other", procs_per_node=2)
     log_dir = tmp_path / "worker-logs"
     log_dir.mkdir()
-    failed = _failed(config, [RankOutcome(2, "", -15), RankOutcome(3, "ValueError: x", 1)], log_dir)
+    failed = job_failed(config, [RankOutcome(2, "", -15), RankOutcome(3, "ValueError: x", 1)], log_dir)
     assert read_run_json(config.run_dir) is None and failed.run_dir is None

@@ -127,7 +127,10 @@ def _measure(backend: str, plan: BenchPlan, procs: int, device: str, timeout_s: 
         ddp_only(request, "bench")
         config = resolve(request, MachineProbe.detect())
         payload = {**dataclasses.asdict(plan), "out": str(out), "run": config.to_dict()}
-        if not run_job(config, Task(bench_main, "commprof.worker.bench", payload)).has_rank_zero:
+        # under mpirun, --timeout ("seconds allowed per backend") bounds the whole benchmark: its MPI ops have no
+        # timeout of their own, and no step feeds a hang watch
+        task = Task(bench_main, "commprof.worker.bench", payload, mpi_time_limit_s=timeout_s)
+        if not run_job(config, task).has_rank_zero:
             return None
         if not out.exists():
             raise RunFailed(f"{backend}: the benchmark wrote no results")

@@ -18,12 +18,18 @@ COMM_HOOKS = {"fp16": default_hooks.fp16_compress_hook, "bf16": default_hooks.bf
 
 
 def mpi_allreduce_hook(state, bucket):  # no annotations: DDP checks them and rejects strings
-    """All-reduce a gradient bucket over MPI (mpi4py), as a `mpi:all_reduce` profiler range with its shape."""
+    """All-reduce a gradient bucket over MPI (mpi4py), as a `mpi:all_reduce` profiler range with its shape, and in the
+    rank's record of its MPI collectives (what its hang watch says it waits in)."""
     from mpi4py import MPI
+
+    from commprof.instrument import mpi_collectives
 
     world = MPI.COMM_WORLD
     tensor = bucket.buffer()
-    with torch._C._profiler._RecordFunctionFast("mpi:all_reduce", [tensor]):
+    with (
+        mpi_collectives.entered("all_reduce", tensor),  # outside the profiler's range: not timed as the all-reduce
+        torch._C._profiler._RecordFunctionFast("mpi:all_reduce", [tensor]),
+    ):
         world.Allreduce(MPI.IN_PLACE, tensor.detach().numpy(), op=MPI.SUM)
     tensor.div_(world.Get_size())
     future: torch.futures.Future = torch.futures.Future()

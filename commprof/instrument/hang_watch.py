@@ -4,7 +4,8 @@ A stuck job ends when a collective times out: the rank that timed out raises, th
 whatever they were doing is gone. So every rank runs a daemon thread that, once the rank has completed no step for
 `stall_s` (half the collective timeout, from MIN_STALL_S to MAX_STALL_S), writes where its main thread is and the
 last RECENT collectives it entered in each process group, each with the user's line that called it (torch's Flight
-Recorder, which records Gloo's collectives as well as NCCL's), and writes it again every REFRESH_S while the stall
+Recorder, which records Gloo's collectives as well as NCCL's; those commprof runs over MPI through mpi4py, from its own
+record, instrument/mpi_collectives.py), and writes it again every REFRESH_S while the stall
 lasts (results/hang.py). A stall is a fact with a time: the account says when it was taken, and it is withdrawn (the
 file removed) as soon as the rank steps again, so a pause that ends (a checkpoint, an evaluation) leaves nothing for
 the launch's deadline (launch/deadline.py) to act on. The launch reads the files when the job fails
@@ -81,6 +82,14 @@ def flight_recorder_collectives(stacks: bool = True) -> list[EnteredCollective]:
         return []
 
 
+def entered_collectives() -> list[EnteredCollective]:
+    """This process's collectives: torch.distributed's, from its Flight Recorder, and those it ran over MPI through
+    mpi4py, which the Flight Recorder never sees (instrument/mpi_collectives.py)."""
+    from commprof.instrument import mpi_collectives
+
+    return flight_recorder_collectives() + mpi_collectives.recent()
+
+
 def run_sequences() -> list[GroupSequence]:
     """This process's collectives over the run, per process group, from torch's Flight Recorder dumped without
     stack traces (a tenth of a second; with them, seconds); empty where it is off or absent."""
@@ -121,7 +130,7 @@ class HangWatch:
         folder: Path,
         rank: int,
         timeout_s: float,
-        collectives: Callable[[], list[EnteredCollective]] = flight_recorder_collectives,
+        collectives: Callable[[], list[EnteredCollective]] = entered_collectives,
         idle: Callable[[], None] | None = None,
     ):
         self.folder, self.rank = folder, rank

@@ -8,7 +8,10 @@ rank was.
 
 It acts only on a wait still going on: a rank withdraws its account when it steps again, and one that has not been
 rewritten for FRESH_S (a stalled rank rewrites it every few seconds) is no longer known to be true. And only when
---timeout was given: commprof's default never shortens a patience the script chose for its own process groups."""
+--timeout was given (launch/launcher.py): commprof's default never shortens a patience the script chose for its own
+process groups. A collective commprof runs over MPI through mpi4py (instrument/mpi_collectives.py) has no timeout at
+all: under mpirun (launch/mpi_job.py) the deadline watches those whether --timeout was given or not
+(`every_collective`), as the process group's timeout bounds commprof's other collectives."""
 
 from __future__ import annotations
 
@@ -21,7 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from commprof.launch.hang_evidence import describe_hang
-from commprof.results.hang import read_evidence
+from commprof.results.hang import MPI_GROUP_DESC, read_evidence
 
 GRACE_S = 15.0
 POLL_S = 2.0
@@ -29,21 +32,30 @@ FRESH_S = 20.0  # an account older than this is stale: its rank stopped rewritin
 
 
 class CollectiveDeadline:
-    def __init__(self, folder: Path, timeout_s: float, clock: Callable[[], float] = time.time):
-        self.folder, self.timeout_s, self.clock = folder, timeout_s, clock
+    """`every_collective`: False to act only on waits in collectives that have no timeout of their own (MPI's)."""
+
+    def __init__(
+        self, folder: Path, timeout_s: float, clock: Callable[[], float] = time.time, every_collective: bool = True
+    ):
+        self.folder, self.timeout_s, self.clock, self.every_collective = folder, timeout_s, clock, every_collective
         self.overdue: str | None = None  # once it stopped the job: where the ranks were
+        self.over_mpi = False  # the waits it acted on were all in MPI collectives
 
     def passed(self) -> bool:
         """A rank has waited in one collective longer than --timeout and the grace: `overdue` says where."""
         evidence = read_evidence(self.folder)
         now = self.clock()
         late = [
-            e
+            e.inside
             for e in evidence.values()
-            if e.inside is not None and now - e.taken_s <= FRESH_S and now - e.inside.entered_s > self.limit_s
+            if e.inside is not None
+            and (self.every_collective or e.inside.group_desc == MPI_GROUP_DESC)
+            and now - e.taken_s <= FRESH_S
+            and now - e.inside.entered_s > self.limit_s
         ]
         if late:
             self.overdue = describe_hang(evidence)
+            self.over_mpi = all(c.group_desc == MPI_GROUP_DESC for c in late)
         return bool(late)
 
     @property
@@ -51,21 +63,25 @@ class CollectiveDeadline:
         return self.timeout_s + GRACE_S
 
     def summary(self, host: str) -> str:
+        longer = (
+            "MPI has no timeout of its own" if self.over_mpi else "the script's process group would have waited longer"
+        )
         return (
             f"{self.overdue}; a collective waited over --timeout {self.timeout_s:g} s and {GRACE_S:g} s of grace on "
-            f"{host} (the script's process group would have waited longer): commprof stopped the job"
+            f"{host} ({longer}): commprof stopped the job"
         )
 
     @contextmanager
-    def watching(self) -> Iterator[CollectiveDeadline]:
-        """While the block runs, a thread checks every POLL_S; when the deadline passes, it sends this process
-        SIGTERM, which torch's elastic agent turns into stopping the ranks (each writes what it was recording)."""
+    def watching(self, stop: Callable[[], None] | None = None) -> Iterator[CollectiveDeadline]:
+        """While the block runs, a thread checks every POLL_S; when the deadline passes, it calls `stop`, by default
+        SIGTERM to this process, which torch's elastic agent turns into stopping the ranks (each writes what it was
+        recording)."""
         done = threading.Event()
 
         def watch() -> None:
             while not done.wait(POLL_S):
                 if self.passed():
-                    os.kill(os.getpid(), signal.SIGTERM)
+                    (stop or _terminate_this_process)()
                     return
 
         thread = threading.Thread(target=watch, name="commprof-collective-deadline", daemon=True)
@@ -74,3 +90,7 @@ class CollectiveDeadline:
             yield self
         finally:
             done.set()
+
+
+def _terminate_this_process() -> None:
+    os.kill(os.getpid(), signal.SIGTERM)

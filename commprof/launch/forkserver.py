@@ -26,6 +26,7 @@ import shutil
 import signal
 import sys
 import tempfile
+import types
 from pathlib import Path
 from typing import Any, Callable
 
@@ -112,7 +113,7 @@ def exit_returning(value: Any = None) -> None:
     with it the sockets of the script's process group, on which a peer still inside a collective would wait instead
     of failing. The return value is put where the wrapper would have put it (its queue, `ret_val_`), then the process
     exits 0. Where no such wrapper is found, it returns (the process lingers as before)."""
-    frame = sys._getframe(1)
+    frame: types.FrameType | None = sys._getframe(1)
     while frame is not None and "ret_val_" not in frame.f_locals:
         frame = frame.f_back
     if frame is None:

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from commprof.launch.flight_recorder import BUFFER_SIZE
-from commprof.results.hang import FOLDER_VARIABLE, EnteredCollective, HangEvidence, StackFrame
+from commprof.results.hang import FOLDER_VARIABLE, MPI_GROUP_DESC, EnteredCollective, HangEvidence, StackFrame
 from commprof.trace.rules import dtype_size
 from commprof.values import human_bytes
 
@@ -165,6 +165,8 @@ def _called(entered: EnteredCollective) -> str:
 
 
 def _group(entered: EnteredCollective) -> str:
+    if entered.group_desc == MPI_GROUP_DESC:
+        return f"MPI's {entered.group} (mpi4py)"
     return "the default group" if entered.group_desc == "default_pg" else f"process group {entered.group}"
 
 

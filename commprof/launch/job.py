@@ -15,7 +15,6 @@ from typing import Any, Callable, Mapping
 
 from commprof.backends import by_name
 from commprof.config import RunConfig
-from commprof.errors import RunFailed
 from commprof.launch.horovod import horovod_rendezvous
 from commprof.launch.module_argv import module_arguments
 from commprof.launch.result import LaunchResult
@@ -46,7 +45,8 @@ class Task:
     elastic: Callable[[dict[str, Any], str], dict[str, Any] | None] | None
     mpi_module: str | None  # None: this task never runs under mpirun
     payload: dict[str, Any]
-    mpi_time_limit_s: float | None = None  # for the whole mpirun; default: the config's timeout
+    # a limit on the whole mpirun's time; None (the default): none, a healthy job runs as long as it needs
+    mpi_time_limit_s: float | None = None
     program: str | None = None  # a module each rank runs as its own Python program, instead of `elastic`
 
 
@@ -78,28 +78,6 @@ def run_job(config: RunConfig, task: Task, total_steps: int | None = None, watch
 
 def _under_mpirun(config: RunConfig, task: Task, progress: Path, tmp: Path) -> LaunchResult:
     assert task.mpi_module is not None  # uses_mpirun: the task has one
-    from commprof.launch.mpi import run_under_mpi
+    from commprof.launch.mpi_job import run_under_mpirun
 
-    plan = {
-        "payload": task.payload,
-        "progress": str(progress),
-        "result": str(tmp / "result.json"),
-        "errors": str(tmp / "errors"),
-    }
-    (tmp / "errors").mkdir()
-    (tmp / "plan.json").write_text(json.dumps(plan))
-    try:
-        run_under_mpi(
-            config.procs_per_node, task.mpi_module, [str(tmp / "plan.json")], task.mpi_time_limit_s or config.timeout_s
-        )
-    except RunFailed:
-        errors = sorted((tmp / "errors").glob("rank*"), key=lambda p: int(p.name[4:]))
-        if errors:
-            raise RunFailed(f"{errors[0].name.replace('rank', 'rank ')} failed: {errors[0].read_text()}") from None
-        raise
-    result = json.loads((tmp / "result.json").read_text()) if (tmp / "result.json").exists() else {}
-    return LaunchResult(
-        result.get("run_id", config.run_id),
-        Path(result.get("run_dir", config.run_dir)),
-        tuple(range(config.world_size)),
-    )
+    return run_under_mpirun(config, task.mpi_module, task.payload, progress, tmp, task.mpi_time_limit_s)

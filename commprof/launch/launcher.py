@@ -135,21 +135,21 @@ def launch(
                 results = elastic_launch(launching, entrypoint)(*args)
             finally:
                 cast(ShownLogs, launching.logs_specs).stop()
-                _keep_evidence(hang_dir, log_dir)
+                keep_evidence(hang_dir, log_dir)
     except ChildFailedError as exc:
         outcomes = _outcomes(exc, log_dir, config, exits)
         if interrupted_by_user(outcomes):  # the ranks saw the terminal's Ctrl-C before the agent did
-            raise _interrupted(config, signal.SIGINT, log_dir) from None
-        raise _failed(config, outcomes, log_dir, oom.killed(), _job_nodes(config)) from None
+            raise job_interrupted(config, signal.SIGINT, log_dir) from None
+        raise job_failed(config, outcomes, log_dir, oom.killed(), _job_nodes(config)) from None
     except SignalException as exc:  # SIGINT or SIGTERM while the agent ran the ranks: it has stopped them
         if deadline.overdue:  # the SIGTERM was the deadline's
-            raise _run_failed(config, deadline.summary(socket.gethostname()), log_dir) from None
-        raise _interrupted(config, exc.sigval, log_dir) from None
+            raise run_failed(config, deadline.summary(socket.gethostname()), log_dir) from None
+        raise job_interrupted(config, exc.sigval, log_dir) from None
     except KeyboardInterrupt as exc:  # before the agent's handlers were in place (Interrupted: commprof's own)
-        raise _interrupted(config, getattr(exc, "signum", signal.SIGINT), log_dir) from None
+        raise job_interrupted(config, getattr(exc, "signum", signal.SIGINT), log_dir) from None
     except Exception as exc:  # rendezvous timeouts and agent errors surface as various types
-        raise _run_failed(config, _rendezvous_problem(exc, config), log_dir) from None
-    _keep_logs(log_dir, config)
+        raise run_failed(config, _rendezvous_problem(exc, config), log_dir) from None
+    keep_logs(log_dir, config)
     # a function returns where it wrote; a program returns nothing, and its results are keyed by global rank
     first = next(iter(results.values())) or {"run_id": config.run_id, "run_dir": str(config.run_dir)}
     return LaunchResult(first["run_id"], Path(first["run_dir"]), tuple(sorted(results)))
@@ -194,18 +194,18 @@ def _quiet_torch_loggers() -> None:
         logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
-def _interrupted(config: RunConfig, signum: int, log_dir: Path) -> Interrupted:
+def job_interrupted(config: RunConfig, signum: int, log_dir: Path) -> Interrupted:
     """The ranks are stopped; the run folder this launch started keeps what they wrote, and says it was
     interrupted."""
     name = signal.Signals(signum).name if signum in set(signal.Signals) else f"signal {signum}"
     if not started_by(config.run_dir, config.launch_id):
         return Interrupted(signum, f"interrupted ({name})")
-    _keep_logs(log_dir, config)
+    keep_logs(log_dir, config)
     mark_interrupted(config.run_dir, f"interrupted by {name}")
     return Interrupted(signum, f"interrupted ({name})", run_dir=config.run_dir)
 
 
-def _failed(
+def job_failed(
     config: RunConfig, outcomes: list[RankOutcome], log_dir: Path, oom_kills: int = 0, nodes: JobNodes | None = None
 ) -> RunFailed:
     """The root cause; for a user's script, its own traceback when its error was the cause."""
@@ -216,7 +216,7 @@ def _failed(
     outcomes = [dataclasses.replace(o, account=accounts.get(o.rank)) for o in outcomes]
     never_arrived = describe_hang(accounts) or describe_hang(flight_recorder.read_dumps(log_dir))
     first_rank = min((o.rank for o in outcomes), default=0)
-    failed = [FailedRank(o.rank, o.message, o.account, _stderr(log_dir, o.rank - first_rank)) for o in outcomes]
+    failed = [FailedRank(o.rank, o.message, o.account, rank_stderr(log_dir, o.rank - first_rank)) for o in outcomes]
     lost = lost_peers(failed, nodes, config.timeout_s)
     summary = ended_early(read_ended(log_dir), outcomes, host) or root_cause(
         outcomes, host, config.timeout_s, never_arrived, oom_kills, lost
@@ -224,10 +224,10 @@ def _failed(
     first = first_own_failure(outcomes)
     shown = user_traceback(first.traceback) if config.script and first is not None and first.kind == "error" else ""
     if not shown or first is None:
-        return _run_failed(config, summary, log_dir)
+        return run_failed(config, summary, log_dir)
     also = sorted(o.rank for o in outcomes if o.kind == "error" and o.rank != first.rank and o.message == first.message)
     same = f" (rank{'s' if len(also) > 1 else ''} {', '.join(map(str, also))} too)" if also else ""
-    return _run_failed(config, summary, log_dir, f"rank {first.rank} on {host} raised the error above{same}", shown)
+    return run_failed(config, summary, log_dir, f"rank {first.rank} on {host} raised the error above{same}", shown)
 
 
 def _job_nodes(config: RunConfig) -> JobNodes | None:
@@ -243,17 +243,17 @@ def _job_nodes(config: RunConfig) -> JobNodes | None:
     return dataclasses.replace(nodes, store=nodes.node_at(store_ip))
 
 
-def _run_failed(
+def run_failed(
     config: RunConfig, summary: str, log_dir: Path, shown: str | None = None, traceback: str = ""
 ) -> RunFailed:
     """run.json gets `summary`; the terminal `shown` (the summary unless given). Another run's folder (same
     --run-id) is never touched: only the one this launch started."""
     if not started_by(config.run_dir, config.launch_id):
         # another node's launch started the run folder: this node's logs join its traces there, if it has them
-        logs = _keep_logs(log_dir, config) if config.nodes > 1 else log_dir
+        logs = keep_logs(log_dir, config) if config.nodes > 1 else log_dir
         return RunFailed(shown or summary, logs=worth_naming(logs), traceback=traceback)
     mark_failed(config.run_dir, summary)
-    return RunFailed(shown or summary, config.run_dir, worth_naming(_keep_logs(log_dir, config)), traceback)
+    return RunFailed(shown or summary, config.run_dir, worth_naming(keep_logs(log_dir, config)), traceback)
 
 
 def _outcomes(exc: ChildFailedError, log_dir: Path, config: RunConfig, exits: dict[int, int]) -> list[RankOutcome]:
@@ -269,12 +269,14 @@ def _outcomes(exc: ChildFailedError, log_dir: Path, config: RunConfig, exits: di
             first_global + local_rank, ProcessFailure(local_rank=local_rank, pid=0, exitcode=1, error_file=str(path))
         )
     return [
-        _outcome(rank, failures.get(rank), _stderr(log_dir, rank - first_global), exits.get(rank - first_global))
+        rank_outcome(
+            rank, failures.get(rank), rank_stderr(log_dir, rank - first_global), exits.get(rank - first_global)
+        )
         for rank in range(first_global, first_global + config.procs_per_node)
     ]
 
 
-def _outcome(rank: int, failure: ProcessFailure | None, stderr: str, exit_code: int | None) -> RankOutcome:
+def rank_outcome(rank: int, failure: ProcessFailure | None, stderr: str, exit_code: int | None) -> RankOutcome:
     """Every rank records an error, even if stopped: one without a failure crashed. NCCL's watchdog aborts a rank
     without an error file (its stderr says which collective timed out); faulthandler leaves a crash's stack there."""
     stopped_at, said = main_thread_site(stderr), backend_said(stderr)
@@ -303,7 +305,7 @@ def _outcome(rank: int, failure: ProcessFailure | None, stderr: str, exit_code: 
     )
 
 
-def _stderr(log_dir: Path, local_rank: int) -> str:
+def rank_stderr(log_dir: Path, local_rank: int) -> str:
     return "".join(log.read_text(errors="replace") for log in log_dir.glob(f"*/attempt_*/{local_rank}/stderr.log"))
 
 
@@ -346,7 +348,7 @@ def worth_naming(logs: Path) -> Path | None:
     return None
 
 
-def _keep_evidence(hang_dir: Path, log_dir: Path) -> None:
+def keep_evidence(hang_dir: Path, log_dir: Path) -> None:
     """The ranks' accounts of a stall, and of a script that returned before the others', beside their logs."""
     if hang_dir != log_dir:
         for prefix in (EVIDENCE_PREFIX, ENDED_PREFIX):
@@ -354,7 +356,7 @@ def _keep_evidence(hang_dir: Path, log_dir: Path) -> None:
                 shutil.copy(path, log_dir / path.name)
 
 
-def _keep_logs(log_dir: Path, config: RunConfig) -> Path:
+def keep_logs(log_dir: Path, config: RunConfig) -> Path:
     """Move worker logs beside the traces, in logs/<host>/."""
     target = config.run_dir / "logs" / socket.gethostname()
     if not config.run_dir.is_dir() or target.exists():

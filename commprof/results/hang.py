@@ -19,6 +19,9 @@ import msgspec
 EVIDENCE_PREFIX = "hang_rank"
 FOLDER_VARIABLE = "COMMPROF_HANG_DIR"  # set by the launch for every rank: where to write
 RECENT = 8  # collectives kept per process group: enough to find where two ranks' sequences part
+# the group_desc of a collective commprof ran over MPI through mpi4py (instrument/mpi_collectives.py): torch's Flight
+# Recorder never sees those, and MPI gives them no timeout of their own
+MPI_GROUP_DESC = "mpi4py"
 
 
 _LIBRARIES = tuple(

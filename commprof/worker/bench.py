@@ -106,9 +106,9 @@ def bench_main(plan: dict[str, Any], progress_path: str) -> dict[str, Any]:
         return {"rank": ctx.rank, "run_id": config.run_id, "run_dir": str(config.run_dir)}
 
 
-def mpi_main(plan_path: str) -> None:
-    """MPI through mpi4py, started by mpirun; ranks come from the MPI launcher."""
-    plan = json.loads(Path(plan_path).read_text())["payload"]
+def mpi_main(job: dict[str, Any]) -> None:
+    """MPI through mpi4py, started by mpirun (worker/mpirun_rank.py); ranks come from the MPI launcher."""
+    plan = job["payload"]
     torch.set_num_threads(1)
     comm = Comm("mpi")
     write_rows(comm, plan, measure(comm, plan, torch.device("cpu")))
@@ -117,4 +117,6 @@ def mpi_main(plan_path: str) -> None:
 if __name__ == "__main__":
     import sys
 
-    mpi_main(sys.argv[1])
+    from commprof.worker.mpirun_rank import as_mpirun_rank
+
+    as_mpirun_rank(sys.argv[1], mpi_main)

@@ -81,8 +81,9 @@ def matrix_main(plan: dict[str, Any], progress_path: str) -> dict[str, Any]:
         return {"rank": ctx.rank, "run_id": config.run_id, "run_dir": str(config.run_dir)}
 
 
-def mpi_main(plan_path: str) -> None:
-    plan = json.loads(Path(plan_path).read_text())["payload"]
+def mpi_main(job: dict[str, Any]) -> None:
+    """MPI through mpi4py, started by mpirun (worker/mpirun_rank.py)."""
+    plan = job["payload"]
     comm = Comm("mpi")
     gathered = comm.all_gather_object(try_each(tried(comm, torch.device("cpu")), comm.barrier))
     if comm.rank == 0:
@@ -92,4 +93,6 @@ def mpi_main(plan_path: str) -> None:
 if __name__ == "__main__":
     import sys
 
-    mpi_main(sys.argv[1])
+    from commprof.worker.mpirun_rank import as_mpirun_rank
+
+    as_mpirun_rank(sys.argv[1], mpi_main)

@@ -1,5 +1,5 @@
 """`commprof run --backend mpi` under mpirun: each rank reads its identity from the MPI launcher
-(worker.mpi_identity). DDP still needs a torch process group for its
+(worker/mpirun_rank.py). DDP still needs a torch process group for its
 own broadcasts: rank 0 opens a torch TCPStore on a port the OS picks and tells the others over MPI.
 """
 
@@ -11,20 +11,19 @@ import socket
 import sys
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
+
+from commprof.worker.mpirun_rank import as_mpirun_rank
 
 
-def main(plan_path: str) -> None:
+def train(plan: dict[str, Any]) -> None:
     import torch.distributed as dist
     from mpi4py import MPI
 
     from commprof.config import RunConfig
-    from commprof.errors import what_went_wrong
-    from commprof.worker.mpi_identity import identity_from_env, node_local_from_mpi
     from commprof.worker.run import run_worker
 
-    plan = json.loads(Path(plan_path).read_text())
     config = RunConfig.from_dict(plan["payload"])
-    os.environ.update(identity_from_env(os.environ, node_local_from_mpi))
     world, rank = MPI.COMM_WORLD, int(os.environ["RANK"])
     store = None
     if rank == 0:
@@ -42,15 +41,10 @@ def main(plan_path: str) -> None:
         store = dist.TCPStore(
             host, port, int(os.environ["WORLD_SIZE"]), is_master=False, timeout=timedelta(seconds=config.timeout_s)
         )
-    try:
-        result = run_worker(config, plan["progress"], store)
-    except BaseException as exc:  # one line per failed rank for the launcher, then leave at once
-        Path(plan["errors"], f"rank{rank}").write_text(f"{type(exc).__name__}: {what_went_wrong(str(exc))}")
-        sys.stderr.flush()
-        os._exit(1)
+    result = run_worker(config, plan["progress"], store)
     if rank == 0:
         Path(plan["result"]).write_text(json.dumps(result))
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    as_mpirun_rank(sys.argv[1], train)
