@@ -110,7 +110,7 @@ class ScriptSession:
         self.compile = CompileWatch()
         self.horovod = HorovodWatch(config.horovod.environment())
         self.end = ScriptEnd(
-            f"commprof/{config.run_id}/{config.launch_id}/", self.rank, self.world, _latest_collectives
+            f"commprof/{config.run_id}/{config.launch_id}", self.rank, self.world, _latest_collectives
         )
         self.skipped: str | None = None  # why commprof's own measurements were not made
         self.horovod_used = False
@@ -197,7 +197,7 @@ class ScriptSession:
     def measure(self, script_backend: str | None) -> None:
         """Every rank's script returned: in a process group of commprof's own, the link probe and the casts' cost
         (where the script's backend was Gloo or NCCL) and the traces' digests; any failure there is a note."""
-        prefix = f"commprof/{self.config.run_id}/{self.config.launch_id}/group/"
+        prefix = f"commprof/{self.config.run_id}/{self.config.launch_id}/group"
         try:
             with own_group(prefix, self.rank, self.world, self.use_cuda):
                 if script_backend in ("gloo", "nccl", "horovod"):
