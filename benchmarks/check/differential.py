@@ -85,6 +85,7 @@ def corpus() -> list[Case]:
         ),
         Case("fails on rank 1", (str(SCRIPTS / "fails_on_rank1.py"),), "tests/data: rank 1 raises at its third step"),
         Case("never steps", (str(SCRIPTS / "never_steps.py"),), "tests/data: DDP forward and backward, no optimizer"),
+        Case("not distributed", (str(SCRIPTS / "not_distributed.py"),), "tests/data: trains alone, no process group"),
         Case("tutorial-style", (str(SCRIPTS / "train_epochs.py"),), "tests/data: DataLoader, epochs, a checkpoint"),
         Case("lightning", (str(SCRIPTS / "train_lightning.py"),), "tests/data: Lightning builds the DDP"),
     ]

@@ -104,16 +104,16 @@ class ScriptSession:
         self.counted_id: int | None = None
         self.others: set[str] = set()
         self.saw_distributed = False  # torch.distributed initialized at some step
+        self.script_backend: str | None = None  # its default group's backend, as a step saw it
         self.ddp = DDPOverrides(config.ddp, config.ddp_forced)
         # its engine's steps are the steps, where there is one; ZeRO's options set in its config (--strategy deepspeed)
         self.deepspeed = DeepSpeedWatch(self._engine_stepped, config.deepspeed.zero_config())
         self.compile = CompileWatch()
         self.horovod = HorovodWatch(config.horovod.environment())
-        self.end = ScriptEnd(
-            f"commprof/{config.run_id}/{config.launch_id}", self.rank, self.world, _latest_collectives
-        )
+        self.end = ScriptEnd(f"commprof/{config.run_id}/{config.launch_id}", self.rank, self.world, _latest_collectives)
         self.skipped: str | None = None  # why commprof's own measurements were not made
         self.horovod_used = False
+        self.communicated = True  # False: a job of several ranks whose script never initialized torch.distributed
         self.backend = ForcedBackend(config.backend) if config.backend_given else None
         window = config.schedule.profiled_steps if config.profiled else None
         self.ledger = (
@@ -225,7 +225,8 @@ class ScriptSession:
             self.last = time.perf_counter()
 
     def _count_step(self, step_ms: float) -> None:
-        self.saw_distributed = self.saw_distributed or dist.is_initialized()
+        if not self.saw_distributed and dist.is_initialized():
+            self.saw_distributed, self.script_backend = True, str(dist.get_backend())
         if self.hang_watch is not None:
             self.hang_watch.stepped()
         self.log.add(step_ms)
@@ -335,6 +336,11 @@ class ScriptSession:
         forced = self.backend.note() if self.backend is not None else None
         if forced:
             notes.append(forced)
+        if not self.communicated:
+            notes.append(
+                "the script never initialized torch.distributed (dist.init_process_group): its ranks did not "
+                "communicate, so there is no communication to profile; each rank trained alone"
+            )
         if self.skipped:
             notes.append(self.skipped)
         trace = trace_path(self.config.run_dir, self.rank)
@@ -440,11 +446,8 @@ def run_rank(config: RunConfig, progress_path: Path) -> int:
                 raise RuntimeError(f"the script exited with code {exit_code}") from None
         session.horovod_used = bool(session.horovod.built) or session.horovod.running()
         session.horovod.shutdown()  # its timeline closed (the script may have stopped before its own shutdown)
-        if session.world > 1 and not (session.saw_distributed or session.ddp.built or dist.is_initialized()):
-            raise RuntimeError(
-                "the script never initialized torch.distributed (dist.init_process_group): "
-                "its ranks did not communicate"
-            )
+        session.communicated = session.world < 2 or session.saw_distributed or bool(session.ddp.built)
+        session.communicated = session.communicated or dist.is_initialized()
     except BaseException as exc:  # record why for the launcher, keep what was measured, leave at once
         _failed(session, exc)
         if isinstance(exc, RankStopped):  # ends by the launcher's signal, as a script it stopped would
@@ -458,7 +461,9 @@ def _after_success(session: ScriptSession) -> None:
     """The script succeeded on this rank: what was measured written, and, once every rank's script returned,
     commprof's own measurements; a stop meanwhile (a peer failed) ends the rank as its script did."""
     try:
-        backend = dist.get_backend() if dist.is_initialized() else "horovod" if session.horovod_used else None
+        backend = str(dist.get_backend()) if dist.is_initialized() else session.script_backend
+        if backend is None and (session.horovod_used or session.ddp.built):  # it stepped never, or destroyed its group
+            backend = "horovod" if session.horovod_used else session.config.backend
         session.finish()
         if session.script_returned():
             session.measure(backend)
