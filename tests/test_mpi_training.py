@@ -88,6 +88,7 @@ def test_a_script_started_by_mpirun(tmp_path):
     run = load_json(tmp_path / "traces" / "mpiscript" / "run.json")
     assert run["status"] == "complete" and [len(r["step_ms"]) for r in run["ranks"]] == [20, 20]
     assert run["ddp_built"][0]["module"] == "Sequential"
+    assert len(run["link_probe"]) == 3, run["notes"]  # measured in commprof's own group, over its own store
     assert (tmp_path / "reports" / "mpiscript" / "report.json").is_file()
 
 

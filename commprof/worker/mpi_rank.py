@@ -112,17 +112,25 @@ def rank_config(request, probe, world: int, local: int, endpoint: str, run_id: s
 def _script_rank(request, probe, comm, rank: int, world: int, local: int) -> tuple[object, Path] | None:
     """The user's script as this MPI rank: it initializes torch.distributed itself, from MASTER_ADDR and a port
     rank 0 found free; rank 0 completes run.json once every rank has ended."""
+    import torch.distributed as dist
+
     from commprof.launch.resolve import new_run_id
     from commprof.launch.script_run import finish_script_run
     from commprof.worker.script import run_rank
+    from commprof.worker.script_end import OWN_STORE_VARIABLE
 
-    chosen = None
+    chosen: tuple[str, int, str, int] | None = None
+    own_store = None
     if rank == 0:
         with socket.socket() as probe_socket:
             probe_socket.bind(("", 0))
-            chosen = (socket.gethostname(), probe_socket.getsockname()[1], request.run_id or new_run_id())
-    host, port, run_id = comm.bcast(chosen, root=0)
-    os.environ.update(MASTER_ADDR=host, MASTER_PORT=str(port))
+            free_port = probe_socket.getsockname()[1]
+        # commprof's own store, where the ranks meet once their scripts returned: the script's (at MASTER_PORT) goes
+        # with the script's process group
+        own_store = dist.TCPStore(socket.gethostname(), 0, is_master=True, wait_for_workers=False)
+        chosen = (socket.gethostname(), free_port, request.run_id or new_run_id(), own_store.port)
+    host, port, run_id, store_port = comm.bcast(chosen, root=0)
+    os.environ.update(MASTER_ADDR=host, MASTER_PORT=str(port), **{OWN_STORE_VARIABLE: f"{host}:{store_port}"})
     config = _one_config(comm, rank, lambda: rank_config(request, probe, world, local, f"{host}:{port}", run_id))
     with tempfile.TemporaryDirectory(prefix="commprof-progress-") as tmp:
         code = run_rank(config, Path(tmp) / "progress.json")

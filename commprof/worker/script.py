@@ -113,6 +113,7 @@ class ScriptSession:
         self.end = ScriptEnd(f"commprof/{config.run_id}/{config.launch_id}", self.rank, self.world, _latest_collectives)
         self.skipped: str | None = None  # why commprof's own measurements were not made
         self.horovod_used = False
+        self.written: ScriptRankInfo | None = None  # what finish() wrote
         self.communicated = True  # False: a job of several ranks whose script never initialized torch.distributed
         self.backend = ForcedBackend(config.backend) if config.backend_given else None
         window = config.schedule.profiled_steps if config.profiled else None
@@ -207,7 +208,7 @@ class ScriptSession:
                 gather_digests(self.config.run_dir, self.rank, self.world)
         except (RuntimeError, OSError, ValueError) as exc:
             self.skipped = f"commprof's link probe and digests failed: {what_went_wrong(str(exc))}"
-        self.log.write(self.info())
+        self.write_measured()
 
     def _engine_stepped(self) -> None:
         self.counted = "DeepSpeedEngine"
@@ -299,7 +300,23 @@ class ScriptSession:
         self.compile.uninstall()
         if self.backend is not None:
             self.backend.uninstall()
-        self.log.write(self.info())
+        self.written = self.info()
+        self.log.write(self.written)
+
+    def write_measured(self) -> None:
+        """The step log again, with commprof's measurements after the script (or why they are missing): what the
+        rank learned of its script is the one finish() wrote, while its DDP and process group were still there."""
+        if self.written is not None:
+            notes = [n for n in self.info_notes() if n not in self.written.notes]
+            self.log.write(
+                dataclasses.replace(
+                    self.written,
+                    link_probe=self.link_probe,
+                    link_tiers=self.link_tiers,
+                    cast_costs=self.cast_costs,
+                    notes=[*self.written.notes, *notes],
+                )
+            )
 
     def bucket_bytes(self) -> int:
         """The script's typical full bucket: its first DDP's cap (asked for or applied) against its gradients."""
@@ -308,7 +325,7 @@ class ScriptSession:
         gradients = sum(built.parameter_sizes) if built and built.parameter_sizes else None
         return typical_bucket_bytes(float(cap) if cap is not None else None, gradients)
 
-    def info(self) -> ScriptRankInfo:
+    def info_notes(self) -> list[str]:
         notes = []
         if self.counted is None:
             notes.append("the script made no optimizer step: its whole run is one window")
@@ -343,6 +360,10 @@ class ScriptSession:
             )
         if self.skipped:
             notes.append(self.skipped)
+        return notes
+
+    def info(self) -> ScriptRankInfo:
+        notes = self.info_notes()
         trace = trace_path(self.config.run_dir, self.rank)
         return ScriptRankInfo(
             device=device_name(self.device),
@@ -468,14 +489,14 @@ def _after_success(session: ScriptSession) -> None:
         if session.script_returned():
             session.measure(backend)
         else:
-            session.log.write(session.info())
+            session.write_measured()
     except BaseException as exc:  # commprof's own work: said, never the rank's failure
         ignore_stops()
         session.skipped = f"commprof's link probe and digests were skipped: {what_went_wrong(str(exc))}"
         session.end.left_because = session.end.left_because or what_went_wrong(str(exc))
         session.end.write(session.log.steps_done)
         with contextlib.suppress(BaseException):
-            session.log.write(session.info())
+            session.write_measured()
     sys.stdout.flush()
     sys.stderr.flush()
 

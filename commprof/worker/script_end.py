@@ -40,11 +40,14 @@ CHECK_S = 1.0  # a rank that has not stepped looks for peers that returned this 
 BEAT_S, NODE_SILENT_S = 5.0, 60.0
 STORE_TIMEOUT_S = 30.0
 OWN_GROUP_TIMEOUT_S = 120.0
+OWN_STORE_VARIABLE = "COMMPROF_STORE"  # HOST:PORT of a store of commprof's own, where there is no agent's
 
 
 def launch_store(prefix: str) -> Any:
-    """A client of the launch's store, keys under `prefix`; None where there is none (not under the elastic launch)."""
-    address, port = os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT")
+    """A client of the launch's store, keys under `prefix`: the one OWN_STORE_VARIABLE names (a script started by an
+    MPI launcher, whose MASTER_PORT store is the script's own), else the elastic agent's; None where there is none."""
+    own = os.environ.get(OWN_STORE_VARIABLE, "").rpartition(":")
+    address, port = (own[0], own[2]) if own[0] else (os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT"))
     if not address or not port:
         return None
     try:
