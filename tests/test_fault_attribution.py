@@ -55,7 +55,8 @@ def test_the_watchdog_abort_is_a_timeout_and_the_stuck_rank_is_named():
         RankOutcome(1, STOPPED_MESSAGE, 1, timestamp=1_700_000_011),
     ]
     assert root_cause(outcomes, "gpu-07", 10) == (
-        "rank 1 on gpu-07 stuck: never reached the collective that rank 0 waited for (timed out after 10 s)"
+        "rank 1 on gpu-07 stuck: never reached the collective that rank 0 waited for "
+        "(timed out after 10 s of --timeout)"
     )
 
 
@@ -175,7 +176,10 @@ def test_flight_recorder_names_the_rank_that_never_arrived(tmp_path):
     )
     outcomes = [RankOutcome(r, WATCHDOG, -signal.SIGABRT, timestamp=1_700_000_010) for r in (0, 1, 3)]
     outcomes.append(RankOutcome(2, STOPPED_MESSAGE, 1, timestamp=1_700_000_011))
-    assert root_cause(outcomes, "gpu-07", 10, sentence) == sentence + "; the others timed out after 10 s on gpu-07"
+    assert (
+        root_cause(outcomes, "gpu-07", 10, sentence)
+        == sentence + "; the others timed out after 10 s of --timeout on gpu-07"
+    )
 
 
 def test_flight_recorder_with_every_rank_level_names_no_one_here(tmp_path):

@@ -98,7 +98,7 @@ def test_rank_stuck_before_a_collective(tmp_path):
         r"error: rank 1 is at faulty_model\.py:\d+ in misbehave \(time\.sleep\(3600 if FAULT == \"hang\" else "
         r"FAULT_SECONDS\)\), outside any collective, "
         r"after step 5; rank 0 has waited \d+ s in all_reduce #\d+ of the default group \(1 tensor of [\d,]+ Float, "
-        rf"[\d.]+ KiB\) in commprof's \w+ \(\w+\.py:\d+\); the others timed out after {TIMEOUT} s \(--timeout\) on .*",
+        rf"[\d.]+ KiB\) in commprof's \w+ \(\w+\.py:\d+\); the others timed out after {TIMEOUT} s of --timeout on .*",
         line,
     ), line
     run_dir = tmp_path / "traces" / "stuck"

@@ -352,11 +352,13 @@ def test_work_without_steps_in_a_log():
 def script_session(tmp_path, monkeypatch):
     """One rank of a user's script as the worker sees it, without the script or a process group: its steps are
     optimizer steps made here."""
-    from commprof.worker.script import ScriptSession
+    from commprof.worker.script_session import ScriptSession
 
     for name, value in {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1"}.items():
         monkeypatch.setenv(name, value)
-    monkeypatch.setattr("commprof.worker.script.device_name", lambda device: "cpu")  # platform's runs `uname -p`
+    monkeypatch.setattr(
+        "commprof.worker.script_session.device_name", lambda device: "cpu"
+    )  # platform's runs `uname -p`
 
     def make(max_steps: int | None) -> tuple[ScriptSession, Path, torch.optim.Optimizer]:
         config = RunConfig(run_id="s", script=("train.py",), traces_dir=tmp_path, max_steps=max_steps, profiled=False)
@@ -368,7 +370,7 @@ def script_session(tmp_path, monkeypatch):
 
 
 def test_a_script_at_max_steps_writes_its_final_count(script_session):
-    from commprof.worker.script import MaxStepsReached
+    from commprof.worker.script_session import MaxStepsReached
 
     session, path, optimizer = script_session(20)
     with pytest.raises(MaxStepsReached):

@@ -119,7 +119,7 @@ def test_a_script_that_hangs_on_one_rank(tmp_path):
         r"rank 1 is at hangs_on_rank1\.py:20 in <module> \(time\.sleep\(3600\)\), outside any collective, after "
         r"step 3; rank 0 has waited \d+ s in all_reduce #\d+ of the default group \(1 tensor of 272 Float, "
         r"1\.062 KiB\) at hangs_on_rank1\.py:21 in <module> \(model\(torch\.randn\(4, 16\)\)\.sum\(\)\.backward\(\)\); "
-        r"the others timed out after 10 s \(--timeout\) on ",
+        r"the others timed out after 10 s of --timeout on ",
         line,
     ), line
     assert run_json(tmp_path, f"hang-{attempt}")["status"] == "failed"

@@ -143,13 +143,13 @@ def fired_timeout_s(message: str) -> float | None:
 
 
 def _limit(waiting: list[RankOutcome], timeout_s: float | None) -> str:
-    """` after 15 s (the script's own timeout)`: the timeout the backend says fired, told apart from commprof's
+    """` after 15 s of the process group's own timeout`: the timeout the backend says fired, told apart from commprof's
     --timeout (which bounds only the groups the script made without one); else --timeout's, or nothing."""
     fired = next((t for o in waiting if (t := fired_timeout_s(o.message)) is not None), None)
     if fired is None:
         return f" after {timeout_s:g} s" if timeout_s else ""
     whose = "--timeout" if timeout_s is not None and abs(fired - timeout_s) < 0.5 else "the process group's own timeout"
-    return f" after {fired:g} s ({whose})"
+    return f" after {fired:g} s of {whose}"
 
 
 def _killed(first: RankOutcome, host: str, outcomes: list[RankOutcome], oom_kills: int) -> str:
