@@ -78,7 +78,7 @@ def corpus() -> list[Case]:
         Case(
             "hang, --timeout shorter",
             (endings, "hang", "--timeout", "60"),
-            "the same with a 60 s timeout of the script's; commprof --timeout 5",
+            "the same with a 60 s timeout of the script's",
             ("--timeout", "5"),
             bound="--timeout 5 exceeded by the script's collective: commprof stops the job after 5 s + 15 s of "
             "grace, before the script's 60 s; its ranks end by that stop (SIGTERM)",
