@@ -31,7 +31,6 @@ import types
 from pathlib import Path
 from typing import Any
 
-import torch.distributed as dist
 from torch.distributed.elastic.multiprocessing.errors import get_error_handler
 
 from commprof.config import RunConfig
@@ -119,10 +118,7 @@ def run_rank(config: RunConfig, progress_path: Path) -> int:
                 if not isinstance(exc.code, int):  # a message: printed, and 1
                     print(exc.code, file=sys.stderr)
                 raise RuntimeError(f"the script exited with code {exit_code}") from None
-        session.horovod_used = bool(session.horovod.built) or session.horovod.running()
-        session.horovod.shutdown()  # its timeline closed (the script may have stopped before its own shutdown)
-        session.communicated = session.world < 2 or session.saw_distributed or bool(session.ddp.built)
-        session.communicated = session.communicated or dist.is_initialized()
+        session.script_succeeded()
     except BaseException as exc:  # record why for the launcher, keep what was measured, leave at once
         _failed(session, exc)
         if isinstance(exc, RankStopped):  # ends by the launcher's signal, as a script it stopped would
@@ -136,12 +132,9 @@ def _after_success(session: ScriptSession) -> None:
     """The script succeeded on this rank: what was measured written, and, once every rank's script returned,
     commprof's own measurements; a stop meanwhile (a peer failed) ends the rank as its script did."""
     try:
-        backend = str(dist.get_backend()) if dist.is_initialized() else session.script_backend
-        if backend is None and (session.horovod_used or session.ddp.built):  # it stepped never, or destroyed its group
-            backend = "horovod" if session.horovod_used else session.config.backend
         session.finish()
         if session.script_returned():
-            session.measure(backend)
+            session.measure()
         else:
             session.write_measured()
     except BaseException as exc:  # commprof's own work: said, never the rank's failure

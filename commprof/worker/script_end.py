@@ -75,7 +75,7 @@ class ScriptEnd:
         self._main_store: Any = None
         self._watch_store: Any = None  # its own client: a store client is not shared between threads
         self._checked = self._beaten = 0.0
-        self._released = False
+        self._released = False  # it released the ranks that returned, or returned itself: nothing more to check
 
     def _store(self, watch: bool = False) -> Any:
         if watch:
@@ -85,9 +85,10 @@ class ScriptEnd:
         return self._main_store
 
     def returned(self, steps: int) -> bool:
-        store = self._store()
+        self._released = True  # its own collectives from now on are commprof's: none is a script's wait
         if self.world < 2:
             return True
+        store = self._store()
         if store is None:
             return self._leave(steps, "no launch store to meet the other ranks at (not started by an elastic launch)")
         try:

@@ -86,7 +86,6 @@ class ScriptSession:
         self.horovod = HorovodWatch(config.horovod.environment())
         self.end = ScriptEnd(f"commprof/{config.run_id}/{config.launch_id}", self.rank, self.world, _latest_collectives)
         self.skipped: str | None = None  # why commprof's own measurements were not made
-        self.horovod_used = False
         self.written: ScriptRankInfo | None = None  # what finish() wrote
         self.communicated = True  # False: a job of several ranks whose script never initialized torch.distributed
         self.backend = ForcedBackend(config.backend) if config.backend_given else None
@@ -155,6 +154,17 @@ class ScriptSession:
             return
         self._step_ended()
 
+    def script_succeeded(self) -> None:
+        """The script returned on this rank: Horovod's timeline closed (the script may have stopped before its own
+        shutdown); whether its ranks communicated, and over which backend."""
+        horovod = bool(self.horovod.built) or self.horovod.running()
+        self.horovod.shutdown()
+        self.communicated = self.world < 2 or self.saw_distributed or bool(self.ddp.built) or dist.is_initialized()
+        if dist.is_initialized():
+            self.script_backend = str(dist.get_backend())
+        elif self.script_backend is None and (horovod or self.ddp.built):  # it never stepped, or destroyed its group
+            self.script_backend = "horovod" if horovod else self.config.backend
+
     def script_returned(self) -> bool:
         """The script returned on this rank: its collectives' record read, its process group destroyed (as its exit
         would have), every rank awaited. True when every rank's script returned: commprof's own measurements are due."""
@@ -169,13 +179,13 @@ class ScriptSession:
         self.skipped = f"commprof's link probe and digests were skipped: {self.end.left_because}"
         return False
 
-    def measure(self, script_backend: str | None) -> None:
+    def measure(self) -> None:
         """Every rank's script returned: in a process group of commprof's own, the link probe and the casts' cost
         (where the script's backend was Gloo or NCCL) and the traces' digests; any failure there is a note."""
         prefix = f"commprof/{self.config.run_id}/{self.config.launch_id}/group"
         try:
             with own_group(prefix, self.rank, self.world, self.use_cuda):
-                if script_backend in ("gloo", "nccl", "horovod"):
+                if self.script_backend in ("gloo", "nccl", "horovod"):
                     self.link_probe = probe_link(self.device)
                     self.link_tiers = probe_tiers(self.device)
                     self.cast_costs = probe_casts(self.device, self.bucket_bytes())
