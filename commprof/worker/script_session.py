@@ -155,8 +155,10 @@ class ScriptSession:
         self._step_ended()
 
     def script_succeeded(self) -> None:
-        """The script returned on this rank: Horovod's timeline closed (the script may have stopped before its own
+        """The script returned on this rank: its collectives' record read; Horovod's timeline closed (the script may have stopped before its own
         shutdown); whether its ranks communicated, and over which backend."""
+        if self.world > 1:  # before finish() writes what the rank learned
+            self.collectives = run_sequences()
         horovod = bool(self.horovod.built) or self.horovod.running()
         self.horovod.shutdown()
         self.communicated = self.world < 2 or self.saw_distributed or bool(self.ddp.built) or dist.is_initialized()
@@ -166,10 +168,8 @@ class ScriptSession:
             self.script_backend = "horovod" if horovod else self.config.backend
 
     def script_returned(self) -> bool:
-        """The script returned on this rank: its collectives' record read, its process group destroyed (as its exit
+        """The script returned on this rank: its process group destroyed (as its exit
         would have), every rank awaited. True when every rank's script returned: commprof's own measurements are due."""
-        if self.world > 1:
-            self.collectives = run_sequences()
         if self.hang_watch is not None:
             self.hang_watch.script_returned()
         if dist.is_initialized():
