@@ -13,7 +13,7 @@ ENDINGS = str(SCRIPTS / "endings.py")
 
 @pytest.mark.slow
 def test_a_final_checkpoint_longer_than_the_timeout_ends_as_under_torchrun(tmp_path):
-    case = Case("final-save", (ENDINGS, "final-save", "--save", "8"), "rank 0 saves 8 s", ("--timeout", "3"))
+    case = Case("final-save", (ENDINGS, "final-save", "--save", "6"), "rank 0 saves 6 s", ("--timeout", "3"))
     compared = compare(case, tmp_path)
     assert compared.found == [], compared.verdict
     assert compared.profiled.exit_code == 0

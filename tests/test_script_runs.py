@@ -237,6 +237,7 @@ def test_a_script_on_two_emulated_nodes(tmp_path):
     assert [n.returncode for n in nodes] == [0, 0], outputs
     run = run_json(tmp_path, "two")
     assert run["world_size"] == 2 and [len(r["step_ms"]) for r in run["ranks"]] == [6, 6]
+    assert len(run["link_probe"]) == 3, run["notes"]  # both nodes' ranks met in commprof's own group
     assert [r.rank for r in load_report(tmp_path / "reports" / "two").ranks] == [0, 1]
 
 

@@ -182,7 +182,20 @@ def test_tune_of_a_built_in_model_measures_one_cap_per_layout_and_claims_no_nois
     (1 MB: 16 all-reduces a step against one costs this CPU a few percent at most, 0.99x and 1.03x in two runs of
     2026-11-27) is never claimed faster beyond the noise."""
     model = f"{REPO / 'tests' / 'data' / 'deep_mlp.py'}:build"
-    result = commprof("tune", "--model", model, "--run-id", "tu", "--json", "--quiet", cwd=tmp_path)
+    result = commprof(
+        "tune",
+        "--model",
+        model,
+        "--run-id",
+        "tu",
+        "--repeats",
+        "3",
+        "--max-repeats",
+        "3",
+        "--json",
+        "--quiet",
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     sweep = json.loads(result.stdout)["sweep"]
     assert sweep["kind"] == "tune" and sweep["baseline"] == "bucket-25mb"

@@ -84,7 +84,10 @@ class ScriptSession:
         self.deepspeed = DeepSpeedWatch(self._engine_stepped, config.deepspeed.zero_config())
         self.compile = CompileWatch()
         self.horovod = HorovodWatch(config.horovod.environment())
-        self.end = ScriptEnd(f"commprof/{config.run_id}/{config.launch_id}", self.rank, self.world, _latest_collectives)
+        # keys shared by every node's ranks (launch_id is each node's own): the run's id, the same on every node, in
+        # the store of this launch alone
+        self.store_prefix = f"commprof/{config.run_id}"
+        self.end = ScriptEnd(self.store_prefix, self.rank, self.world, _latest_collectives)
         self.skipped: str | None = None  # why commprof's own measurements were not made
         self.written: ScriptRankInfo | None = None  # what finish() wrote
         self.communicated = True  # False: a job of several ranks whose script never initialized torch.distributed
@@ -155,8 +158,8 @@ class ScriptSession:
         self._step_ended()
 
     def script_succeeded(self) -> None:
-        """The script returned on this rank: its collectives' record read; Horovod's timeline closed (the script may have stopped before its own
-        shutdown); whether its ranks communicated, and over which backend."""
+        """The script returned on this rank: its collectives' record read; Horovod's timeline closed (the script may
+        have stopped before its own shutdown); whether its ranks communicated, and over which backend."""
         if self.world > 1:  # before finish() writes what the rank learned
             self.collectives = run_sequences()
         horovod = bool(self.horovod.built) or self.horovod.running()
@@ -182,7 +185,7 @@ class ScriptSession:
     def measure(self) -> None:
         """Every rank's script returned: in a process group of commprof's own, the link probe and the casts' cost
         (where the script's backend was Gloo or NCCL) and the traces' digests; any failure there is a note."""
-        prefix = f"commprof/{self.config.run_id}/{self.config.launch_id}/group"
+        prefix = f"{self.store_prefix}/group"
         try:
             with own_group(prefix, self.rank, self.world, self.use_cuda):
                 if self.script_backend in ("gloo", "nccl", "horovod"):
