@@ -165,6 +165,7 @@ class ScriptSession:
         horovod = bool(self.horovod.built) or self.horovod.running()
         self.horovod.shutdown()
         self.communicated = self.world < 2 or self.saw_distributed or bool(self.ddp.built) or dist.is_initialized()
+        self.communicated = self.communicated or horovod  # Horovod's own collectives, over no torch.distributed group
         if dist.is_initialized():
             self.script_backend = str(dist.get_backend())
         elif self.script_backend is None and (horovod or self.ddp.built):  # it never stepped, or destroyed its group
