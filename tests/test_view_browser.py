@@ -168,10 +168,14 @@ def test_commprofs_own_dashboards_draw_offline(served):
         browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
         page = offline_page(browser, served["url"])
         page.goto(served["tabs"]["Scalars"] + "&tagFilter=step%2Fcompute_ms")  # the per-step charts
-        page.wait_for_function(
-            f"() => ({DEEP})('path.line').some(p => (p.d.match(/L/g) || []).length >= 3)", arg=None, timeout=60_000
+        # the lines as the wait saw them drawn (read again later, a chart redrawing meanwhile can hold none)
+        several = "(p => (p.d.match(/L/g) || []).length >= 3)"
+        drawn = page.wait_for_function(
+            f"() => {{ const d = ({DEEP})('path.line').filter{several}; return d.length ? d.map(p => p.d) : null; }}",
+            arg=None,
+            timeout=60_000,
         )
-        lines = [p["d"] for p in deep(page, "path.line") if p["d"].count("L") >= 3]
+        lines = drawn.json_value()
         assert lines, "no chart line with several steps was drawn"  # a line per rank, one point per step
         page.screenshot(path=str(ARTIFACTS / "tensorboard-scalars.png"))
 
