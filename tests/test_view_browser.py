@@ -154,11 +154,6 @@ DEEP = """(selector) => {
 }"""
 
 
-def deep(page, selector: str) -> list[dict]:
-    """Elements matching `selector` anywhere in the page, inside TensorBoard's shadow DOMs too."""
-    return page.evaluate(DEEP, selector)
-
-
 def test_commprofs_own_dashboards_draw_offline(served):
     """Scalars draw the per-step lines, HParams lists both settings, Text shows the report: no network needed."""
     from playwright.sync_api import expect, sync_playwright
