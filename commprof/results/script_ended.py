@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import msgspec
+from commprof.results.by_rank import read_by_rank
 
 ENDED_PREFIX = "ended_rank"
 
@@ -27,11 +27,4 @@ def ended_path(folder: Path, rank: int) -> Path:
 
 
 def read_ended(folder: Path) -> dict[int, ScriptEnded]:
-    found = {}
-    for path in folder.glob(f"{ENDED_PREFIX}*.json"):
-        try:
-            ended = msgspec.json.decode(path.read_bytes(), type=ScriptEnded)
-        except (OSError, msgspec.DecodeError, msgspec.ValidationError):
-            continue
-        found[ended.rank] = ended
-    return found
+    return read_by_rank(folder.glob(f"{ENDED_PREFIX}*.json"), ScriptEnded)

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import msgspec
 
+from commprof.results.by_rank import read_by_rank
+
 MAX_BLOCKS = 512
 RECENT = 1024
 SLOWEST = 128
@@ -232,11 +234,4 @@ def encode(ledger: RankLedger) -> bytes:
 
 def read_ledgers(run_dir: Path) -> dict[int, RankLedger]:
     """rank -> its record, for every record in `run_dir` that can be read (none for a run made without it)."""
-    found = {}
-    for path in sorted(run_dir.glob(f"rank*{LEDGER_SUFFIX}")):
-        try:
-            ledger = msgspec.json.decode(path.read_bytes(), type=RankLedger)
-        except (OSError, msgspec.DecodeError, msgspec.ValidationError):
-            continue
-        found[ledger.rank] = ledger
-    return found
+    return read_by_rank(sorted(run_dir.glob(f"rank*{LEDGER_SUFFIX}")), RankLedger)
