@@ -1,51 +1,105 @@
-"""A run that changes is said: where its step changed for good, by how much and what grew (issue 52, item 4). Series
-of whole-run points built by hand, each number checkable by eye."""
+"""A run told as it happened: its step cut into stretches where it changed, each with its size and the rank late in
+it, and a change of its communication alone named at its step (issues 52 and 62). Series and ledgers built by hand,
+each number checkable by eye."""
 
-from commprof.analysis.change_point import change_point
+import pytest
+
+from commprof.analysis.change_point import change_points
 from commprof.analysis.whole_run import whole_run
 from commprof.config import ProfileSchedule
 from commprof.results.step_ledger import Call, LedgerBuilder, StepEntry
-from commprof.results.whole_run import WholeRunPoint
 from commprof.worker.step_ledger import HOST_CLOCK
-
-
-def points(steps: list[float], comm: list[float]) -> list[WholeRunPoint]:
-    return [WholeRunPoint(i + 1, 1, s, s, c) for i, (s, c) in enumerate(zip(steps, comm, strict=True))]
 
 
 def jittered(base: float, n: int) -> list[float]:
     return [base + (i % 3 - 1) * base * 0.02 for i in range(n)]  # +-2%
 
 
-def test_a_link_that_slows_at_step_51_is_a_change_in_communication():
-    """400 ms steps (300 of them all-reduce) until step 50, then 800 (700): the link went from 1600 to 400 Mbit/s."""
-    series = points(jittered(400, 50) + jittered(800, 50), jittered(300, 50) + jittered(700, 50))
-    change = change_point(series)
-    assert change is not None and change.step == 51 and change.grew == "communication"
-    assert (change.step_ms_before, change.step_ms_after) == (400, 800)
-    assert (change.comm_ms_before, change.comm_ms_after) == (300, 700)
-
-
-def test_a_rank_that_computes_slower_from_step_71_is_a_change_in_computation():
-    series = points(jittered(100, 70) + jittered(150, 30), jittered(40, 100))
-    change = change_point(series)
-    assert change is not None and change.step == 71 and change.grew == "computation"
+def test_a_series_is_cut_at_each_of_its_changes():
+    assert change_points(jittered(400, 50) + jittered(800, 50)) == [50]
+    assert change_points(jittered(15, 39) + jittered(75, 40) + jittered(15, 41)) == [39, 79]  # a stretch that ends
+    two = jittered(15, 24) + jittered(55, 20) + jittered(15, 30) + jittered(55, 20) + jittered(15, 26)
+    assert change_points(two) == [24, 44, 74, 94]
+    assert change_points(jittered(30, 20) + jittered(15, 100)) == [20]  # a start-up that speeds up
 
 
 def test_no_change_in_a_steady_run_a_drift_or_a_few_slow_steps():
-    assert change_point(points(jittered(100, 100), jittered(40, 100))) is None
-    drift = [100 + i * 0.15 for i in range(100)]  # 15% over the run: no step where it changed for good
-    assert change_point(points(drift, jittered(40, 100))) is None
+    assert change_points(jittered(100, 100)) == []
+    assert change_points([100 + i * 0.15 for i in range(100)]) == []  # 15% over the run: no step where it changed
     spikes = jittered(100, 100)
     for i in (20, 21, 22, 60):  # four slow steps: stand-outs, not a change
         spikes[i] = 400
-    assert change_point(points(spikes, jittered(40, 100))) is None
-    assert change_point(points(jittered(100, 6) + jittered(200, 3), jittered(40, 9))) is None  # too few after
+    assert change_points(spikes) == []
+    assert change_points(jittered(100, 6) + jittered(200, 3)) == []  # too few after
+    assert change_points(jittered(0.1, 50) + jittered(0.2, 50), floor=0.5) == []  # clear, but under the floor
 
 
-def test_the_profilers_window_is_no_change_and_a_window_on_one_side_is_not_typical():
-    """The profiler slows steps 6-15 by 40%: left out, no change. The link slows from step 51: the window (6-15)
-    shows the run before it, and is called so, not typical."""
+def ledgers(steps: int = 120, late: list | None = None, link: dict | None = None, compute: float = 15.0) -> dict:
+    """Two ranks on node0 and node1. Each step: `compute` ms, then one all-reduce of 1 ms on the link. `late`:
+    (rank, first, last, ms): that rank computes `ms` longer in steps first-last, the other waits in the all-reduce
+    meanwhile. `link`: (first, ms, hidden): from step `first` on, the all-reduce takes `ms`; launched at the step's
+    start and overlapped by the computation where `hidden` (the step holds), at its end otherwise."""
+    built = {r: LedgerBuilder(r, f"node{r}", HOST_CLOCK) for r in (0, 1)}
+    for step in range(1, steps + 1):
+        jitter = (step % 3 - 1) * 0.2
+        extra = {0: 0.0, 1: 0.0}
+        for rank, first, last, ms in late or []:
+            if first <= step <= last:
+                extra[rank] += ms
+        hidden = bool(link and link["hidden"])
+        link_ms = link["ms"] if link and step >= link["first"] else 1.0
+        arrivals = {r: (0.0 if hidden else compute) + extra[r] for r in built}
+        end = max(arrivals.values()) + link_ms
+        step_ms = max(end, compute + max(extra.values())) + jitter
+        for rank, builder in built.items():
+            call = Call("all_reduce", 2**20, arrivals[rank], end - arrivals[rank])
+            builder.add(StepEntry.of(step, step_ms, (call,)))
+    return {r: b.ledger() for r, b in built.items()}
+
+
+def test_a_slow_stretch_is_named_from_its_first_step_to_its_last_with_the_rank_late_in_it():
+    """Rank 0 is 60 ms late before its all-reduce in steps 40-79 of 120; before and after, both ranks are alike: three
+    stretches, the middle one rank 0's, and two changes of step (the second a speed-up: rank 0 stopped coming late), not
+    one lasting change."""
+    whole = whole_run(ledgers(late=[(0, 40, 79, 60.0)]), None)
+    assert [(s.first_step, s.last_step) for s in whole.stretches] == [(1, 39), (40, 79), (80, 120)]
+    middle = whole.stretches[1]
+    assert middle.step_ms == pytest.approx(76.0, abs=0.3) and middle.run_step_ms == pytest.approx(16.0, abs=0.3)
+    assert (middle.late_rank, middle.late_host, middle.late_ms) == (0, "node0", 60.0)
+    assert whole.stretches[0].late_rank is None and whole.stretches[2].late_rank is None
+    assert middle.transfer_ms == pytest.approx(1.0)  # the collectives' own time held: no change of communication
+    assert [(c.step, c.kind, c.late_rank, c.late_ms) for c in whole.changes] == [
+        (40, "step", 0, 60.0),
+        (80, "step", 0, -60.0),
+    ]
+
+
+def test_two_stretches_each_name_their_own_late_rank():
+    whole = whole_run(ledgers(late=[(0, 25, 44, 40.0), (1, 75, 94, 40.0)]), None)
+    spans = [(s.first_step, s.last_step, s.late_rank) for s in whole.stretches]
+    assert spans == [(1, 24, None), (25, 44, 0), (45, 74, None), (75, 94, 1), (95, 120, None)]
+
+
+def test_a_change_of_communication_alone_is_named_at_its_step():
+    """From step 57 on the all-reduce takes 12 ms instead of 1, launched at the step's start and hidden by the 15 ms
+    of computation: the step holds, the collectives' own time moved: named at 57, no change of step."""
+    whole = whole_run(ledgers(link={"first": 57, "ms": 12.0, "hidden": True}), None)
+    assert len(whole.stretches) == 1 and not whole.step_changes
+    (change,) = whole.changes
+    assert (change.step, change.kind) == (57, "communication")
+    assert (change.transfer_ms_before, change.transfer_ms_after) == (1.0, 12.0)
+    assert change.step_ms_after == pytest.approx(change.step_ms_before, abs=0.5)
+
+
+def test_a_link_that_slows_the_step_is_one_change_of_step_in_communication():
+    whole = whole_run(ledgers(link={"first": 51, "ms": 40.0, "hidden": False}), None)
+    (change,) = whole.changes
+    assert (change.step, change.kind, change.grew, change.late_rank) == (51, "step", "communication", None)
+
+
+def test_the_profilers_window_is_no_change_and_a_window_lies_in_its_stretch():
+    """The profiler slows steps 6-16 by 40%: left out, no change. The link slows from step 51: the window (6-15)
+    lies in the stretch before it and is set against that stretch, typical of it."""
     schedule = ProfileSchedule(wait=5, warmup=2, active=8)
 
     def run(slow_from: int) -> dict:
@@ -59,36 +113,35 @@ def test_the_profilers_window_is_no_change_and_a_window_on_one_side_is_not_typic
         return {r: b.ledger() for r, b in builders.items()}
 
     steady = whole_run(run(slow_from=1000), schedule)
-    assert steady is not None and steady.change is None and steady.window.typical
+    assert steady is not None and steady.changes == [] and steady.window.typical and steady.window.stretch is None
     changed = whole_run(run(slow_from=51), schedule)
-    assert changed is not None and changed.change is not None and changed.change.step == 51
-    assert not changed.window.typical
-    assert "the run's step changed at step 51, from 400.0 to 800.0 ms: the window shows the run before it" in (
-        changed.window.why
-    )
+    assert [c.step for c in changed.changes] == [51]
+    window = changed.window
+    assert window.stretch == (1, 50) and window.against_ms == 400.0 and window.slowed_by_profiler
 
 
-def test_the_headline_keeps_the_two_sides_of_a_change_apart(tmp_path):
+def test_the_headline_keeps_the_stretches_apart(tmp_path):
     """A report whose run changed at step 41 (400 to 800 ms): the headline says so and that the profiled steps, 8-17,
-    are from before it; it quotes no one step of the whole run beside the window's shares."""
+    lie in the first stretch; it quotes no one step of the whole run beside the window's shares."""
     import dataclasses
     import json
 
     from commprof.render.tables import headline
     from commprof.results.store import load_report
-    from commprof.results.whole_run import ChangePoint, WholeRun, WindowCheck
+    from commprof.results.whole_run import ChangePoint, Stretch, WholeRun, WindowCheck
     from tests.golden_reports import GOLDEN
 
     golden = json.loads((GOLDEN / "nccl-a100-rank0-of-2.json").read_text())  # without its volatile fields
     (tmp_path / "report.json").write_text(json.dumps({**golden, "created": "", "sources": []}))
     report = load_report(tmp_path / "report.json")
     change = ChangePoint(41, 400.0, 800.0, 300.0, 700.0, "communication")
-    window = WindowCheck(8, 17, 410.0, 0, 0.0, False, "the run's step changed at step 41")
-    whole = WholeRun("", [0, 1], 100, 1, 700.0, 600.0, 1050.0, 0, window=window, change=change)
+    window = WindowCheck(8, 17, 410.0, 0, 0.0, True, stretch=(1, 40))
+    stretches = [Stretch(1, 40, 400.0, 300.0, 300.0), Stretch(41, 100, 800.0, 700.0, 700.0)]
+    whole = WholeRun("", [0, 1], 100, 1, 700.0, 600.0, 1050.0, 0, window=window, stretches=stretches, changes=[change])
     said = headline(dataclasses.replace(report, whole_run=whole))
     assert said.startswith(
-        "The job's step changed at step 41, from 400.0 to 800.0 ms (slowest rank; the whole run, below); the profiled "
-        "steps 8-17 are from before it, in which "
+        "The job went through 2 stretches, its step 400.0, 800.0 ms (slowest rank; below); the profiled steps 8-17 "
+        "lie in steps 1-40, in which "
     )
     assert "without the profiler" not in said and "% of the step is exposed communication on rank" in said
 
@@ -113,13 +166,13 @@ def two_hosts(slow_rank_from: int = 10**6, slow_link_from: int = 10**6) -> dict:
 def test_a_change_names_the_rank_and_host_the_others_came_to_wait_for_or_none_for_a_link():
     from commprof.render.whole_run_view import change_line
 
-    slowed = whole_run(two_hosts(slow_rank_from=51), None).change
-    assert slowed is not None and slowed.step == 51
+    (slowed,) = whole_run(two_hosts(slow_rank_from=51), None).changes
+    assert slowed.step == 51
     assert (slowed.late_rank, slowed.late_host, slowed.late_ms) == (1, "node1", 50.0)
     assert change_line(slowed) == (
         "the step changed at step 51, 100.0 to 150.0 ms (+50%): rank 1 on node1 came late: the others waited 50.0 ms "
         "longer for it per step (its own work grew, not a link)"
     )
-    link = whole_run(two_hosts(slow_link_from=51), None).change
-    assert link is not None and link.step == 51 and link.late_rank is None and link.grew == "communication"
+    (link,) = whole_run(two_hosts(slow_link_from=51), None).changes
+    assert link.step == 51 and link.late_rank is None and link.grew == "communication"
     assert change_line(link).endswith("the time with a collective in flight moved with it")

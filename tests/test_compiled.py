@@ -2,7 +2,7 @@
 figures and the profiler's cost, and what the report says of the compile."""
 
 from commprof.analysis.distortion import job_step
-from commprof.analysis.whole_run import waits_caused, whole_run
+from commprof.analysis.whole_run import lateness_ledger, whole_run
 from commprof.render.compiled_text import compiled_line, model_name
 from commprof.results.run_record import Compiled
 from commprof.results.step_ledger import Call, LedgerBuilder, StepEntry
@@ -12,6 +12,10 @@ from tests.conftest import run_record
 COMPILED = Compiled(
     "Sequential", "inductor", None, [1, 2, 31], graphs=[[1_050_624, 7_354_368]], bucket_cap_bytes=26_214_400
 )
+
+
+def waits_of(ledgers, schedule, compiled=frozenset()):
+    return lateness_ledger(ledgers, schedule, compiled).waits
 
 
 def ledgers(compile_ms: dict[int, float]):
@@ -32,13 +36,13 @@ def test_compile_steps_are_left_out_of_the_whole_run_and_said_apart():
     plain = whole_run(records, None)
     assert [s.step for s in plain.standouts] == [31]  # steps 1-3 are skipped anyway; the recompile stands out
     assert plain.slow_rank == 0
-    assert max(waits_caused(records, None)[0].values()) == 600.0  # and reads as rank 0 making rank 1 wait
+    assert max(waits_of(records, None)[0].values()) == 600.0  # and reads as rank 0 making rank 1 wait
     compiled = frozenset(COMPILED.steps)
     whole = whole_run(records, None, compiled)
-    assert whole.standouts == [] and whole.slow_rank is None and whole.change is None
+    assert whole.standouts == [] and whole.slow_rank is None and whole.changes == []
     assert whole.compiled_steps == [1, 2, 31]
     assert whole.compiled_ms == 9020.0 + 420.2 + 620.0  # each the slowest rank's step (20 ms +- 0.2 and the compile)
-    assert 31 not in waits_caused(records, None, compiled)[0]
+    assert 31 not in waits_of(records, None, compiled)[0]
 
 
 def test_compile_steps_are_left_out_of_the_profilers_cost():

@@ -5,11 +5,19 @@ steps and its waits per step use it alike."""
 import pytest
 
 from commprof.analysis.lateness import late_rank, lateness
-from commprof.analysis.whole_run import core_waits, waits_caused, whole_run
+from commprof.analysis.whole_run import lateness_ledger, whole_run
 from commprof.results.step_ledger import Call, LedgerBuilder, StepEntry
 from commprof.worker.step_ledger import DDP_TIMERS, HOST_CLOCK
 
 MB = 2**20
+
+
+def waits_of(ledgers, schedule, compiled=frozenset()):
+    return lateness_ledger(ledgers, schedule, compiled).waits
+
+
+def cores_of(ledgers, schedule, compiled=frozenset()):
+    return lateness_ledger(ledgers, schedule, compiled).core
 
 
 def test_a_rank_late_to_its_one_bucket():
@@ -62,8 +70,8 @@ def test_the_stand_out_step_and_the_waits_name_the_same_rank():
     whole = whole_run(ledgers, None)
     (standout,) = whole.standouts
     assert (standout.step, standout.rank) == (30, 1)
-    waits = waits_caused(ledgers, None)
-    assert waits[1][30] == 300.0 and waits[0][30] == 0.0 and core_waits(ledgers, None)[1][30] == 0.0
+    waits = waits_of(ledgers, None)
+    assert waits[1][30] == 300.0 and waits[0][30] == 0.0 and cores_of(ledgers, None)[1][30] == 0.0
 
 
 def test_ranks_timed_by_a_hook_and_by_nothing_make_no_waits():
@@ -72,7 +80,7 @@ def test_ranks_timed_by_a_hook_and_by_nothing_make_no_waits():
     for step in range(1, 10):
         timed.add(StepEntry.of(step, 60.0, (Call("all_reduce", MB, 10.0, 5.0),)))
         untimed.add(StepEntry.of(step, 60.0))
-    assert waits_caused({0: timed.ledger(), 1: untimed.ledger()}, None) == {}
+    assert waits_of({0: timed.ledger(), 1: untimed.ledger()}, None) == {}
 
 
 def test_lateness_spent_waiting_for_a_core_is_the_launchs_not_the_jobs():
@@ -95,6 +103,6 @@ def test_lateness_spent_waiting_for_a_core_is_the_launchs_not_the_jobs():
     assert core_wait_excess(step) == {0: 0.0, 1: 0.0, 2: 18.5}  # 20 against the others' median, 1.5
     assert lateness(step)[2] == 20.0
     ledgers = {r: b.ledger() for r, b in built.items()}
-    waits, cores = waits_caused(ledgers, None), core_waits(ledgers, None)
+    waits, cores = waits_of(ledgers, None), cores_of(ledgers, None)
     assert waits[2][10] == pytest.approx(1.5) and cores[2][10] == pytest.approx(18.5)
     assert waits[2][30] == 20.0 and cores[2][30] == 0.0

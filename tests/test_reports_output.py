@@ -226,22 +226,23 @@ def test_the_profilers_own_cost_is_measured_and_warned_about():
     assert job_step(run_record((5, 2, 10), [[]])) is None
 
 
-def test_the_profilers_cost_and_the_drift_are_weighed_on_the_windows_side_of_a_change():
+def test_the_profilers_cost_and_the_drift_are_weighed_in_the_windows_stretch():
     """Steps 11-20 profiled at 110 ms; the run's step went from 100 to 400 ms at step 30 (the whole run's change
-    point). Against every unprofiled step the profiler would read as making the steps 3.6 times faster, and the job as
-    drifting by 300 ms; on the window's side of the change it costs 10% and the job did not drift."""
+    point: the window lies in the stretch of steps 1-29). Against every unprofiled step the profiler would read as
+    making the steps 3.6 times faster, and the job as drifting by 300 ms; in the window's stretch it costs 10% and the
+    job did not drift."""
     from commprof.analysis.distortion import job_drift_ms, job_step, profiler_distortion
 
     steps = [[100.0] * 10 + [110.0] * 10 + [100.0] * 9 + [400.0] * 60]
     run = run_record((8, 2, 10), steps)
     assert job_step(run).unprofiled_ms == 400.0 and job_drift_ms(run) == 300.0  # what the change did to them
-    job = job_step(run, changed_at=30)
+    job = job_step(run, side=(1, 29))
     assert (job.profiled_ms, job.unprofiled_ms) == (110.0, 100.0)
-    assert profiler_distortion(run, changed_at=30)[0].slowdown == pytest.approx(0.1)
-    assert job_drift_ms(run, changed_at=30) == 0.0
+    assert profiler_distortion(run, side=(1, 29))[0].slowdown == pytest.approx(0.1)
+    assert job_drift_ms(run, side=(1, 29)) == 0.0
     late = run_record((8, 2, 10), [[50.0] * 8 + [100.0] * 2 + [110.0] * 10 + [100.0] * 2])  # changed at step 9
     assert job_step(late).unprofiled_ms == 50.0  # steps 4-8 and 22
-    assert job_step(late, changed_at=9).unprofiled_ms == 100.0  # step 22 only: the window's side
+    assert job_step(late, side=(9, 22)).unprofiled_ms == 100.0  # step 22 only: the window's stretch
 
 
 def test_a_traced_step_is_named_as_people_count_steps(tmp_path):

@@ -15,11 +15,13 @@ from commprof.analysis.findings import findings
 from commprof.analysis.incomplete import missing_note, missing_ranks
 from commprof.analysis.network import network_of
 from commprof.analysis.phases import gathers_by_module, micro_steps, phase_means
-from commprof.analysis.whole_run import core_waits, waits_caused, whole_run
+from commprof.analysis.whole_run import lateness_ledger, whole_run
+from commprof.config import ProfileSchedule
 from commprof.errors import UsageError
 from commprof.results.report import Report, SkippedFileInfo, StepBreakdown, StepTimeline
 from commprof.results.run_record import RunRecord, RunSummary
 from commprof.results.step_ledger import RankLedger
+from commprof.results.whole_run import WholeRun
 from commprof.trace.intervals import clip
 from commprof.trace.model import RankTrace, RunTrace, Step
 
@@ -110,29 +112,39 @@ def finished_report(
     analysis.findings; `ledgers`: the ranks' whole-run records (results/step_ledger.py)."""
     schedule = record.config.schedule if record and record.config.profiled else None
     compiled = frozenset(record.compiled.steps) if record and record.compiled else frozenset()
-    whole = whole_run(ledgers or {}, schedule, compiled)
-    changed_at = whole.change.step if whole is not None and whole.change is not None else None
-    window_before = changed_at is not None and schedule is not None and schedule.total < changed_at
+    late = lateness_ledger(ledgers or {}, schedule, compiled)
+    whole = whole_run(ledgers or {}, schedule, compiled, late)
+    window = whole.window if whole is not None else None
+    side = whole.stretch_of(window.first_step, window.last_step) if whole is not None and window is not None else None
+    side_steps = (side.first_step, side.last_step) if side is not None else None
     report = dataclasses.replace(
         analysis.report,
         whole_run=whole,
-        network=network_of(analysis.report, analysis.windows, changed_at if window_before else None, analysis.matching),
+        network=network_of(analysis.report, analysis.windows, _probed_apart(whole, schedule), analysis.matching),
     )
-    job = job_step(record, changed_at) if record else None
+    job = job_step(record, side_steps) if record else None
     warnings = [*report.warnings, *(record.notes if record else [])]  # the breakdown states the profiler's cost
-    drift = job_drift_ms(record, changed_at) if record else 0.0
-    waits, cores = waits_caused(ledgers or {}, schedule, compiled), core_waits(ledgers or {}, schedule, compiled)
-    evidence = Evidence(report, analysis.windows, analysis.matching, job, ceiling, drift, waits, cores)
+    drift = job_drift_ms(record, side_steps) if record else 0.0
+    evidence = Evidence(report, analysis.windows, analysis.matching, job, ceiling, drift, late.waits, late.core)
     found, within_noise = findings(evidence)
     return dataclasses.replace(
         report,
         incomplete=incomplete,
         warnings=warnings,
-        profiler_distortion=profiler_distortion(record, changed_at) if record else [],
+        profiler_distortion=profiler_distortion(record, side_steps) if record else [],
         job_step=job,
         findings=found,
         within_noise=within_noise,
     )
+
+
+def _probed_apart(whole: WholeRun | None, schedule: ProfileSchedule | None) -> int | None:
+    """The first change of the run (of its step or its communication) after the profiled window: the link probe,
+    taken at the run's end, measured the link of the stretch after it, not the one the window's collectives crossed.
+    None where the run did not change after its window."""
+    if whole is None or schedule is None:
+        return None
+    return next((c.step for c in whole.changes if c.step > schedule.total), None)
 
 
 MAX_TIMELINE_INTERVALS = 2000

@@ -18,7 +18,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from commprof.analysis.collectives import in_windows
-from commprof.analysis.lateness import others_wait
+from commprof.analysis.lateness import costliest, waits_for_last, who
 from commprof.results.report import CrossRank, RankSkew
 from commprof.results.run_record import RunSummary
 from commprof.trace.model import Collective, RankTrace, RunTrace, Step
@@ -168,18 +168,18 @@ def cross_rank(
     caused_at: dict[int, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     caused_in: dict[int, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     last_count: dict[int, int] = defaultdict(int)
-    lateness: dict[int, list[float]] = defaultdict(list)
+    when_last: dict[int, list[float]] = defaultdict(list)  # the others' wait for a rank, where it arrived last
     for collective in matching.collectives:
-        starts = {r: start for r, (start, _) in collective.spans.items()}
-        last_rank = max(starts, key=lambda r: starts[r])
-        last_start = starts[last_rank]
+        last_rank, waits = waits_for_last({r: start for r, (start, _) in collective.spans.items()})
+        last_start = collective.spans[last_rank][0]
+        others = [w for r, w in waits.items() if r != last_rank]
+        waited = statistics.fmean(others) if others else 0.0
         last_count[last_rank] += 1
-        lateness[last_rank].append(last_start - statistics.median(s for r, s in starts.items() if r != last_rank))
-        waited = others_wait(last_start, (s for r, s in starts.items() if r != last_rank))
+        when_last[last_rank].append(waited)
         caused_at[last_rank][collective.op] += waited
         caused_in[last_rank][_step_name(step_of.get(last_rank, []), collective.sources[last_rank].start)] += waited
-        for r, (start, end) in collective.spans.items():
-            wait[r] += last_start - start
+        for r, (_, end) in collective.spans.items():
+            wait[r] += waits[r]
             transfer[r] += max(0.0, end - last_start)
     caused = {r: sum(by_op.values()) for r, by_op in caused_at.items()}
 
@@ -198,8 +198,7 @@ def cross_rank(
         )
         for r in ranks
     ]
-    costly = [r for r, us in caused.items() if us > 0]
-    straggler = max(costly, key=lambda r: caused[r]) if costly else None
+    straggler = who(caused)
     where = sorted(caused_at[straggler].items(), key=lambda item: -item[1])[:TOP_OPS] if straggler is not None else []
     slowest = max(median_step_ms, key=lambda r: median_step_ms[r])
     return CrossRank(
@@ -207,7 +206,8 @@ def cross_rank(
         matched_collectives=len(matching.collectives),
         alignment=matching.alignment,
         straggler=straggler,
-        straggler_late_ms=statistics.fmean(lateness[straggler]) / 1000 if straggler in lateness else 0.0,
+        straggler_late_ms=statistics.fmean(when_last[straggler]) / 1000 if straggler in when_last else 0.0,
+        costliest=costliest(caused),
         step_spread_ms=median_step_ms[slowest] - min(median_step_ms.values()),
         slowest_rank=slowest,
         straggler_cost_ms=per_step_ms(straggler, caused[straggler]) if straggler is not None else 0.0,

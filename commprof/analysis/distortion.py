@@ -29,36 +29,34 @@ def untouched(schedule: ProfileSchedule, index: int) -> bool:
 
 
 def _inside_and_outside(
-    steps: list[float], schedule: ProfileSchedule, changed_at: int | None = None, compiled: Collection[int] = ()
+    steps: list[float], schedule: ProfileSchedule, side: tuple[int, int] | None = None, compiled: Collection[int] = ()
 ) -> tuple[list[float], list[float]]:
     """The steps of the profiler's active window, and those it did not touch after the first few, nor compiled in
-    (torch.compile: `compiled`, the steps from 1). `changed_at`: the first step after the run's lasting change
-    (analysis/change_point.py), None without one: only the steps on the window's side of it are set against the
-    window, never those of the run the window did not see."""
+    (torch.compile: `compiled`, the steps from 1). `side`: the first and last step of the stretch the window lies in
+    (analysis/stretches.py), None where the run held or the window holds a change: only the steps of its stretch
+    are set against the window, never those of a stretch the window did not see."""
     active = range(schedule.wait + schedule.warmup, schedule.total)
     compiled_in = {step - 1 for step in compiled}
     inside = [ms for i, ms in enumerate(steps) if i in active]
-    side = _windows_side(schedule, changed_at)
-    outside = [ms for i, ms in enumerate(steps) if untouched(schedule, i) and i not in compiled_in and i + 1 in side]
+    steps_of_side = _windows_side(side)
+    outside = [
+        ms for i, ms in enumerate(steps) if untouched(schedule, i) and i not in compiled_in and i + 1 in steps_of_side
+    ]
     return inside, outside
 
 
-def _windows_side(schedule: ProfileSchedule, changed_at: int | None) -> range:
-    """The steps (from 1) on the profiled window's side of a change; every step where there is none, or where the
-    window holds the change."""
-    first, last = schedule.wait + schedule.warmup + 1, schedule.total
-    if changed_at is None or first < changed_at <= last:
-        return range(1, 2**62)
-    return range(1, changed_at) if last < changed_at else range(changed_at, 2**62)
+def _windows_side(side: tuple[int, int] | None) -> range:
+    """The steps (from 1) of the profiled window's stretch; every step where there is none."""
+    return range(side[0], side[1] + 1) if side is not None else range(1, 2**62)
 
 
-def profiler_distortion(run: RunRecord, changed_at: int | None = None) -> list[ProfilerDistortion]:
+def profiler_distortion(run: RunRecord, side: tuple[int, int] | None = None) -> list[ProfilerDistortion]:
     """Per rank: median step inside the active window, median of the steps the profiler did not touch (after
-    the first few, on the window's side of a change), and the slowdown. Empty when run.json lacks either kind of
+    the first few, in the window's stretch), and the slowdown. Empty when run.json lacks either kind of
     step."""
     found = []
     for rank in run.ranks:
-        inside, outside = _inside_and_outside(rank.step_ms, run.config.schedule, changed_at, _compiled(run))
+        inside, outside = _inside_and_outside(rank.step_ms, run.config.schedule, side, _compiled(run))
         if inside and outside:
             profiled, unprofiled = statistics.median(inside), statistics.median(outside)
             found.append(
@@ -72,10 +70,10 @@ def profiler_distortion(run: RunRecord, changed_at: int | None = None) -> list[P
     return found
 
 
-def job_step(run: RunRecord, changed_at: int | None = None) -> JobStep | None:
+def job_step(run: RunRecord, side: tuple[int, int] | None = None) -> JobStep | None:
     """The job's step (its slowest rank's at each step) inside the active window and outside the profiler's steps
-    (on the window's side of a change), each a median; None when run.json lacks either kind of step."""
-    inside, outside = _inside_and_outside(_job_steps(run), run.config.schedule, changed_at, _compiled(run))
+    (in the window's stretch), each a median; None when run.json lacks either kind of step."""
+    inside, outside = _inside_and_outside(_job_steps(run), run.config.schedule, side, _compiled(run))
     return JobStep(statistics.median(inside), statistics.median(outside)) if inside and outside else None
 
 
@@ -94,19 +92,20 @@ def _job_steps(run: RunRecord) -> list[float]:
     return job_steps(ranks) if ranks and all(ranks) else []
 
 
-def job_drift_ms(run: RunRecord, changed_at: int | None = None) -> float:
+def job_drift_ms(run: RunRecord, side: tuple[int, int] | None = None) -> float:
     """How far the job's step moved on its own within this launch: the median of its unprofiled steps before the
     profiler's window against the median of those after it (0, unmeasured, where either side has fewer than
     DRIFT_STEPS: two steps just out of warm-up read as a drift of 50%). The profiled window lies between the two,
-    so a difference smaller than this is not one a rerun would keep. A lasting change is no drift: only the window's
-    side of it is weighed."""
+    so a difference smaller than this is not one a rerun would keep. A change of step is no drift: only the window's
+    stretch is weighed."""
     schedule = run.config.schedule
-    steps = _inside_and_outside(_job_steps(run), schedule, changed_at, _compiled(run))[1]
+    steps = _inside_and_outside(_job_steps(run), schedule, side, _compiled(run))[1]
     if not steps:
         return 0.0
-    side = _windows_side(schedule, changed_at)
+    steps_of_side = _windows_side(side)
     compiled = set(_compiled(run))
-    before = len([i for i in range(SKIP_FIRST_STEPS, schedule.wait) if i + 1 in side and i + 1 not in compiled])
+    kept = [i for i in range(SKIP_FIRST_STEPS, schedule.wait) if i + 1 in steps_of_side and i + 1 not in compiled]
+    before = len(kept)
     if before < DRIFT_STEPS or len(steps) - before < DRIFT_STEPS:
         return 0.0
     return abs(statistics.median(steps[:before]) - statistics.median(steps[before:]))

@@ -17,16 +17,42 @@ in a step, the largest kept:
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 from commprof.results.step_ledger import StepEntry
 
 
+def waits_for_last(arrivals: Mapping[int, float]) -> tuple[int, dict[int, float]]:
+    """The rank that arrived last at a collective (rank -> its arrival, any unit, any common origin), and how long
+    each rank waited for it there (its own wait 0): the one definition of lateness, which every other is read from."""
+    last = max(arrivals, key=lambda r: (arrivals[r], -r))
+    return last, {rank: arrivals[last] - arrival for rank, arrival in arrivals.items()}
+
+
 def others_wait(arrival: float, others: Iterable[float]) -> float:
-    """How long the others waited for a rank that arrived at `arrival` (any unit, any common origin), the mean over
-    them of the time from their arrival to its; one that came later waited nothing."""
+    """How long the others waited for a rank that arrived at `arrival`, the mean over them of the time from their
+    arrival to its; one that came later waited nothing."""
     waits = [max(0.0, arrival - other) for other in others]
     return statistics.fmean(waits) if waits else 0.0
+
+
+def who(costs: Mapping[int, float]) -> int | None:
+    """The one rule for who was late: the rank whose cost to the others is the largest (the lowest of equals),
+    where any is above 0; None where no rank cost anything."""
+    ranked = costliest(costs)
+    return ranked[0] if ranked else None
+
+
+def costliest(costs: Mapping[int, float]) -> list[int]:
+    """The ranks that cost the others anything, the costliest first (the lowest rank of equals first)."""
+    return sorted((rank for rank, cost in costs.items() if cost > 0), key=lambda r: (-costs[r], r))
+
+
+def excess(values: Mapping[int, float], rank: int) -> float:
+    """How much more of something `rank` had than the median of the other ranks (negative: less)."""
+    others = [v for r, v in values.items() if r != rank]
+    return values[rank] - statistics.median(others) if others else 0.0
 
 
 def lateness(ranks: dict[int, StepEntry]) -> dict[int, float]:
@@ -41,11 +67,8 @@ def core_wait_excess(ranks: dict[int, StepEntry]) -> dict[int, float]:
     """rank -> how much longer than the others' median its training thread waited for a core in this step (ms, 0
     where not longer): something else ran on its core in this launch. Lateness that much is the launch's, not the
     job's: another launch places its ranks and whatever else runs elsewhere."""
-    return {
-        rank: max(0.0, entry.core_wait_ms - statistics.median(e.core_wait_ms for r, e in ranks.items() if r != rank))
-        for rank, entry in ranks.items()
-        if len(ranks) > 1
-    }
+    waited = {rank: entry.core_wait_ms for rank, entry in ranks.items()}
+    return {rank: max(0.0, excess(waited, rank)) for rank in ranks} if len(ranks) > 1 else {}
 
 
 def late_rank(ranks: dict[int, StepEntry]) -> int | None:
@@ -53,11 +76,45 @@ def late_rank(ranks: dict[int, StepEntry]) -> int | None:
     the most of the step outside collectives. None for a single rank."""
     if len(ranks) < 2:
         return None
-    late = lateness(ranks)
-    if late and max(late.values()) > 0:
-        return max(late, key=lambda r: late[r])
+    found = who(lateness(ranks))
+    if found is not None:
+        return found
     busy = {rank: e.step_ms - e.comm_ms for rank, e in ranks.items()}
-    return max(busy, key=lambda r: busy[r])
+    return min(busy, key=lambda r: (-busy[r], r))
+
+
+@dataclass(frozen=True)
+class Ledger:
+    """What each rank cost the others at each step of the whole run weighed (every rank's collectives timed, the
+    first steps, the profiler's reach and torch.compile's steps left out): computed once, read by the straggler, the
+    stalls, the stretches and the changes. `waits`: rank -> step -> the others' wait for it beyond `core`, the time
+    it waited for a core longer than they did (the launch's, not the job's)."""
+
+    waits: dict[int, dict[int, float]]
+    core: dict[int, dict[int, float]]
+
+    @classmethod
+    def of(cls, by_step: Mapping[int, dict[int, StepEntry]]) -> Ledger:
+        """From step -> rank -> entry (the steps to weigh)."""
+        ranks = sorted({rank for entries in by_step.values() for rank in entries})
+        late = {step: lateness(entries) for step, entries in by_step.items()}
+        core = {step: core_wait_excess(entries) for step, entries in by_step.items()}
+        return cls(
+            {r: {s: max(0.0, late[s][r] - core[s][r]) for s in by_step} for r in ranks} if by_step else {},
+            {r: {s: core[s][r] for s in by_step} for r in ranks} if by_step else {},
+        )
+
+    def late_in(self, first: int, last: int, at_least: int = 3) -> tuple[int, float] | None:
+        """Who the others waited for in steps first-last (the one rule, over each rank's median cost per step
+        there), and that median; None with fewer than `at_least` steps weighed there, or where no rank cost any."""
+        medians = {}
+        for rank, by_step in self.waits.items():
+            costs = [ms for step, ms in by_step.items() if first <= step <= last]
+            if len(costs) < at_least:
+                return None
+            medians[rank] = statistics.median(costs)
+        found = who(medians)
+        return (found, medians[found]) if found is not None else None
 
 
 def _span(ranks: dict[int, StepEntry], rank: int) -> float:

@@ -9,6 +9,7 @@ import statistics
 from collections import defaultdict
 
 from commprof.analysis.evidence import Evidence
+from commprof.analysis.lateness import excess
 from commprof.analysis.stats import mean_ci, median_ci, stratified_mean_ci
 from commprof.results.common import signed
 from commprof.results.report import Finding, Report, StepBreakdown
@@ -126,11 +127,7 @@ def _own_excess(report: Report, rank: int) -> dict[str, float]:
     outside: dict[str, dict[int, float]] = defaultdict(dict)
     for s in report.steps:
         outside[s.step][s.rank] = s.window_ms - s.exposed_comm_ms
-    return {
-        step: ranks[rank] - statistics.median(v for r, v in ranks.items() if r != rank)
-        for step, ranks in outside.items()
-        if rank in ranks and len(ranks) > 1
-    }
+    return {step: excess(ranks, rank) for step, ranks in outside.items() if rank in ranks and len(ranks) > 1}
 
 
 def _phase_of_compute(report: Report, rank: int) -> str | None:

@@ -4,17 +4,16 @@ Whole run)."""
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import statistics
 from typing import Callable
 
-from commprof.analysis.change_point import change_point
 from commprof.analysis.distortion import SKIP_FIRST_STEPS
-from commprof.analysis.lateness import core_wait_excess, late_rank, lateness
+from commprof.analysis.lateness import Ledger, late_rank, who
+from commprof.analysis.stretches import stretches_and_changes
 from commprof.config import ProfileSchedule
 from commprof.results.step_ledger import BIN_RATIO, RankLedger, StepEntry, bin_floor_ms, quantile_ms
-from commprof.results.whole_run import ChangePoint, StandOut, WholeRun, WholeRunPoint, WindowCheck
+from commprof.results.whole_run import ChangePoint, StandOut, Stretch, WholeRun, WholeRunPoint, WindowCheck
 
 STANDOUT = 1.5  # a step slower than this many times the run's median stands out ...
 JITTER = 10  # ... and slower than the median by this many times the run's own spread (scaled MAD)
@@ -24,12 +23,17 @@ PROFILER_NOTED = 0.1  # a window's median this much from the run's is said to be
 
 
 def whole_run(
-    ledgers: dict[int, RankLedger], schedule: ProfileSchedule | None, compiled: frozenset[int] = frozenset()
+    ledgers: dict[int, RankLedger],
+    schedule: ProfileSchedule | None,
+    compiled: frozenset[int] = frozenset(),
+    late: Ledger | None = None,
 ) -> WholeRun | None:
     """`schedule`: the profiler's, None when nothing was profiled; `compiled`: the steps in which torch.compile
-    compiled (results/run_record.Compiled), left out of the run's figures and said apart. None without records (a run
-    made with --no-whole-run, traces from elsewhere) or without a step."""
+    compiled (results/run_record.Compiled), left out of the run's figures and said apart; `late`: the run's lateness
+    ledger (`lateness_ledger`), computed here where not given. None without records (a run made with --no-whole-run,
+    traces from elsewhere) or without a step."""
     ledgers = {rank: ledger for rank, ledger in ledgers.items() if ledger.steps}
+    late = late if late is not None else lateness_ledger(ledgers, schedule, compiled)
     if not ledgers:
         return None
     histogram: dict[int, int] = {}
@@ -56,10 +60,14 @@ def whole_run(
     for standout in standouts:
         if standout.rank is not None:
             lost[standout.rank] = lost.get(standout.rank, 0.0) + standout.lost_ms
-    slow_rank = max(lost, key=lambda r: lost[r]) if lost else None
+    slow_rank = who(lost)
     comm = [e.comm_ms for ranks in by_step.values() for e in ranks.values()]
     series = _series(ledgers)
-    change = _who_came_late(change_point(series, _reach(schedule) | compiled), by_step, ledgers)
+    hosts = {rank: ledger.host for rank, ledger in ledgers.items()}
+    stretches, changes = stretches_and_changes(series, _reach(schedule) | compiled, late, hosts, steps)
+    window = None
+    if schedule is not None:
+        window = _window_check(schedule.profiled_steps, by_step, median, count, steps, bar, stretches, changes)
     return WholeRun(
         timed_by=next((ledger.timed_by for ledger in ledgers.values() if ledger.timed_by), ""),
         ranks=sorted(ledgers),
@@ -75,36 +83,13 @@ def whole_run(
         slow_rank_steps=sum(standout.rank == slow_rank for standout in standouts) if slow_rank is not None else 0,
         slow_rank_lost_ms=lost.get(slow_rank, 0.0) if slow_rank is not None else 0.0,
         slow_rank_every=_period([s for s in standouts if s.rank == slow_rank]) if slow_rank is not None else None,
-        window=_window_check(schedule.profiled_steps, by_step, median, count, steps, bar, change) if schedule else None,
+        window=window,
         series=series,
-        change=change,
+        stretches=stretches,
+        changes=changes,
         compiled_steps=sorted(compiled),
         compiled_ms=sum(_slowest(ranks) for ranks in compiling.values()),
     )
-
-
-LATE_SHARE = 2 / 3  # of the step's change: the others' wait for one rank grew this much, it is that rank's
-
-
-def _who_came_late(
-    change: ChangePoint | None, by_step: dict[int, dict[int, StepEntry]], ledgers: dict[int, RankLedger]
-) -> ChangePoint | None:
-    """The change, with the rank the others came to wait for after it, if one did: the median of its lateness over
-    the steps kept in full after the change against before it grew by LATE_SHARE of the step's change or more."""
-    if change is None or len(ledgers) < 2:
-        return change
-    late = {step: lateness(ranks) for step, ranks in by_step.items() if len(ranks) == len(ledgers)}
-    grown: dict[int, float] = {}
-    for rank in ledgers:
-        before = [by_rank[rank] for step, by_rank in late.items() if step < change.step]
-        after = [by_rank[rank] for step, by_rank in late.items() if step >= change.step]
-        if before and after:
-            grown[rank] = statistics.median(after) - statistics.median(before)
-    step_change = change.step_ms_after - change.step_ms_before
-    late_rank = max(grown, key=lambda r: grown[r]) if grown else None
-    if late_rank is None or step_change <= 0 or grown[late_rank] < LATE_SHARE * step_change:
-        return change
-    return dataclasses.replace(change, late_rank=late_rank, late_host=ledgers[late_rank].host, late_ms=grown[late_rank])
 
 
 def _kept_steps(ledgers: dict[int, RankLedger]) -> dict[int, dict[int, StepEntry]]:
@@ -199,10 +184,12 @@ def _window_check(
     run_standouts: int,
     steps: int,
     bar: Callable[[float], float],
-    change: ChangePoint | None = None,
+    stretches: list[Stretch],
+    changes: list[ChangePoint],
 ) -> WindowCheck | None:
     """The profiler slows every step it records alike, so a step stands out in the window against the window's own
-    median. A run whose step changed for good has no window typical of it: the window shows the run on one side."""
+    median. A run that went through several stretches has no window typical of all of it: the window is set against
+    the stretch it lies in, and one that holds a change of step is typical of none."""
     first, last = window
     times = [max(e.step_ms for e in by_step[s].values()) for s in range(first, last + 1) if s in by_step]
     if not times:
@@ -211,30 +198,27 @@ def _window_check(
     window_median = statistics.median(times)
     inside = sum(t > bar(window_median) for t in times)
     expected = run_standouts * length / steps if steps else 0.0
-    ratio = window_median / median if median else 1.0
-    reasons = []
-    if run_standouts >= 2 and inside == 0 and expected >= 0.5:
-        reasons.append(
-            f"none of its {length} steps stood out, while {run_standouts:,} of the run's {steps:,} did ({expected:.1f} "
-            "expected in a window this long): it shows the run without them"
-        )
-    elif inside >= 1 and inside > max(1.0, 2 * expected):
-        reasons.append(f"{inside} of its {length} steps stood out, against {run_standouts:,} of the run's {steps:,}")
-    if change is not None:
-        side, other = ("before", change.step_ms_after) if last < change.step else ("after", change.step_ms_before)
-        shown = "from" if first < change.step <= last else side
-        reasons.append(
-            f"the run's step changed at step {change.step}, from {change.step_ms_before:.1f} to "
-            f"{change.step_ms_after:.1f} ms: the window shows the run {shown} it"
-            + (f" (the other side's step: {other:.1f} ms)" if shown != "from" else "")
-        )
-    typical = not reasons
-    if typical:
-        reasons.append(f"{inside} of its {length} steps stood out, against {run_standouts:,} of the run's {steps:,}")
-    profiler = ", slowed by the profiler (its own cost: above)" if ratio - 1 > PROFILER_NOTED else ""
-    reasons.append(f"its median step {window_median:.1f} ms against the run's {median:.1f} ms{profiler}")
-    why = "; ".join(reasons)
-    return WindowCheck(first, last, window_median, inside, expected, typical, why)
+    held = next((c.step for c in changes if c.kind == "step" and first < c.step <= last), None)
+    stretch = next((s for s in stretches if s.first_step <= first and last <= s.last_step), None)
+    against = stretch.step_ms if stretch is not None and len(stretches) > 1 else median
+    missed = run_standouts >= 2 and inside == 0 and expected >= 0.5
+    more = inside >= 1 and inside > max(1.0, 2 * expected)
+    return WindowCheck(
+        first_step=first,
+        last_step=last,
+        median_ms=window_median,
+        standouts=inside,
+        expected_standouts=expected,
+        typical=not (missed or more or held is not None),
+        against_ms=against,
+        run_standouts=run_standouts,
+        run_steps=steps,
+        missed_standouts=missed,
+        more_standouts=more,
+        stretch=(stretch.first_step, stretch.last_step) if stretch is not None and len(stretches) > 1 else None,
+        holds_change=held,
+        slowed_by_profiler=against > 0 and window_median / against - 1 > PROFILER_NOTED,
+    )
 
 
 def _series(ledgers: dict[int, RankLedger]) -> list[WholeRunPoint]:
@@ -253,6 +237,7 @@ def _series(ledgers: dict[int, RankLedger]) -> list[WholeRunPoint]:
                 step_ms=max(b.step_ms_sum / b.steps for b in same),
                 step_ms_max=max(b.step_ms_max for b in same),
                 comm_ms=statistics.fmean(b.comm_ms_sum / b.steps for b in same),
+                transfer_ms=min(b.comm_ms_sum / b.steps for b in same),
             )
         )
     return points
@@ -266,41 +251,19 @@ def _reach(schedule: ProfileSchedule | None) -> set[int]:
     return reach
 
 
-def _late_steps(
-    ledgers: dict[int, RankLedger], schedule: ProfileSchedule | None, compiled: frozenset[int]
-) -> dict[int, dict[int, StepEntry]]:
-    """step -> rank -> entry, for each step every rank kept in full after the first SKIP_FIRST_STEPS, outside the
-    profiler's reach and the compile steps; none where a rank's collectives were not timed."""
+def lateness_ledger(
+    ledgers: dict[int, RankLedger], schedule: ProfileSchedule | None, compiled: frozenset[int] = frozenset()
+) -> Ledger:
+    """What each rank cost the others at each step weighed (analysis/lateness.Ledger): each step every rank kept in
+    full after the first SKIP_FIRST_STEPS, outside the profiler's reach and the compile steps; none where a rank's
+    collectives were not timed."""
     if len(ledgers) < 2 or not all(ledger.timed_by for ledger in ledgers.values()):
-        return {}
+        return Ledger({}, {})
     reach = _reach(schedule) | compiled
-    return {
-        step: ranks
-        for step, ranks in sorted(_kept_steps(ledgers).items())
-        if step not in reach and len(ranks) == len(ledgers)
-    }
-
-
-def waits_caused(
-    ledgers: dict[int, RankLedger], schedule: ProfileSchedule | None, compiled: frozenset[int] = frozenset()
-) -> dict[int, dict[int, float]]:
-    """rank -> step -> for each step of _late_steps: how long the others waited for it (analysis/lateness.py), beyond
-    the time it waited for a core longer than they did (`core_waits`), which is the launch's, not the job's."""
-    kept = _late_steps(ledgers, schedule, compiled)
-    late = {step: lateness(ranks) for step, ranks in kept.items()}
-    core = core_waits(ledgers, schedule, compiled)
-    return (
-        {rank: {step: max(0.0, late[step][rank] - core[rank][step]) for step in kept} for rank in ledgers}
-        if kept
-        else {}
+    return Ledger.of(
+        {
+            step: ranks
+            for step, ranks in sorted(_kept_steps(ledgers).items())
+            if step not in reach and len(ranks) == len(ledgers)
+        }
     )
-
-
-def core_waits(
-    ledgers: dict[int, RankLedger], schedule: ProfileSchedule | None, compiled: frozenset[int] = frozenset()
-) -> dict[int, dict[int, float]]:
-    """rank -> step -> for each step of _late_steps: how much longer than the others it waited for a core
-    (lateness.core_wait_excess)."""
-    kept = _late_steps(ledgers, schedule, compiled)
-    excess = {step: core_wait_excess(ranks) for step, ranks in kept.items()}
-    return {rank: {step: excess[step][rank] for step in kept} for rank in ledgers} if kept else {}

@@ -42,7 +42,7 @@ class LiveRun:
             ledgers = read_ledgers(self.run_dir)
             self.scalars.add(ledgers)
             whole = whole_run(ledgers, self.schedule)
-            change = whole.change if whole is not None else None
+            change = whole.changes[-1] if whole is not None and whole.changes else None
             self.news = change_line(change) if change is not None else ""
             if change is not None:
                 self.scalars.say(self.news, change.step)

@@ -163,8 +163,9 @@ def bucket_timeline_plot(setting: SettingResult) -> bytes:
 
 def whole_run_figure(whole: WholeRun) -> Figure:
     """Every step of the run: the slowest rank's step time (block means when the record merged steps, each block's
-    slowest step faint), the time with a collective in flight, the stand-out threshold, the profiled window shaded,
-    the listed stand-out steps crossed."""
+    slowest step faint), the time with a collective in flight, the stand-out threshold, each stretch's median step
+    where it went through several, a change of communication alone, the profiled window shaded, the listed stand-out
+    steps crossed."""
     fig, ax = subplots((9, 4))
     points = whole.series
     x = [p.first_step for p in points]
@@ -184,6 +185,14 @@ def whole_run_figure(whole: WholeRun) -> Figure:
         ax.plot(x, [p.comm_ms for p in points], color=COLORS["comm"], linewidth=1.2, label="all-reduce in flight")
     stands_out = f"stands out: > {whole.threshold_ms:.1f} ms"
     ax.axhline(whole.threshold_ms, color="gray", linestyle="--", linewidth=1, label=stands_out)
+    if len(whole.stretches) > 1:
+        for i, stretch in enumerate(whole.stretches):
+            label = "stretch's median step" if i == 0 else "_"  # matplotlib leaves "_" names out of the legend
+            ax.hlines(stretch.step_ms, stretch.first_step, stretch.last_step, color="black", linewidth=2, label=label)
+    for i, change in enumerate(c for c in whole.changes if c.kind == "communication"):
+        ax.axvline(
+            change.step, color=COLORS["comm"], linestyle=":", label="communication alone changed" if not i else None
+        )
     if whole.window is not None:  # half a step either side: a window of one step is seen too
         ax.axvspan(
             whole.window.first_step - 0.5,

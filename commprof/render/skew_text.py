@@ -44,7 +44,8 @@ def skew_rows(skew: CrossRank) -> list[tuple[str, ...]]:
                 f"{value('clock_offset_us'):.0f}",
             )
         )
-    costly = sorted(skew.ranks, key=lambda r: (r.wait_caused_ms, r.last_arrivals), reverse=True)[:TOP_RANKS]
+    by_rank = {r.rank: r for r in skew.ranks}
+    costly = [by_rank[rank] for rank in skew.costliest[:TOP_RANKS]]
     return rows + [(f"rank {r.rank} (costliest #{i + 1})", *skew_row(r)[1:]) for i, r in enumerate(costly)]
 
 
@@ -67,17 +68,15 @@ def skew_summary(report: Report) -> str:
         )
     elif skew.straggler is not None:
         where = ", ".join(f"{op} {ms:.2f} ms" for op, ms in skew.straggler_ops.items())
-        others = sorted(
-            (r for r in skew.ranks if r.rank != skew.straggler and r.wait_caused_ms > 0),
-            key=lambda r: -r.wait_caused_ms,
-        )[:2]
+        by_rank = {r.rank: r for r in skew.ranks}
+        others = [by_rank[rank] for rank in skew.costliest if rank != skew.straggler][:2]
         runner_up = (
             "; next: " + ", ".join(f"rank {r.rank} ({r.wait_caused_ms:.2f} ms)" for r in others) if others else ""
         )
         parts.append(
             f"Straggler: rank {skew.straggler}, which makes the others wait {skew.straggler_cost_ms:.2f} ms per "
-            f"step in all (at {where}){runner_up}. When last it arrives {skew.straggler_late_ms:.2f} ms after "
-            "the median of the others."
+            f"step in all (at {where}){runner_up}. When it arrives last, the others wait "
+            f"{skew.straggler_late_ms:.2f} ms for it."
         )
     why = (
         f": its steps are the longest because they include waiting; rank {skew.straggler}'s make the others wait"
@@ -99,6 +98,20 @@ def why_no_straggler(report: Report) -> str:
     value, interval = interval_text(gain)
     weighed_as = f"weighed over the run's steps, its cost is {value} ms per step ({interval})"
     if gain.low <= 0:
-        return f"but not late consistently: {weighed_as}, an interval that includes 0"
+        return f"but not late consistently: {weighed_as}, an interval that includes 0{_late_in_stretches(report)}"
     share = f", {weighed.gain_pct:.1f}% of the step" if weighed.gain_pct is not None else ""
     return f"late consistently ({weighed_as}{share}) but under {PRACTICAL_SHARE:.0%} of the step"
+
+
+def _late_in_stretches(report: Report) -> str:
+    """'; it was late in steps 40-79 only: the others waited 60.0 ms a step for it there (the whole run, below)':
+    a rank late in one stretch of the run, whose cost the run's median does not show."""
+    whole, skew = report.whole_run, report.cross_rank
+    late = [s for s in whole.stretches if s.late_rank is not None] if whole is not None else []
+    if not late or skew is None:
+        return ""
+    mine = [s for s in late if s.late_rank == skew.straggler] or late
+    where = " and ".join(f"steps {s.first_step}-{s.last_step}" for s in mine)
+    who = "it" if mine[0].late_rank == skew.straggler else f"rank {mine[0].late_rank}"
+    ms = "; ".join(f"{s.late_ms:.1f} ms" for s in mine)
+    return f"; {who} was late in {where} only: the others waited {ms} a step for it there (the whole run, below)"

@@ -266,25 +266,32 @@ def headline(report: Report) -> str:
 
 
 def _changed(report: Report) -> str:
-    """Where the run's step changed for good, the two sides apart, and the side the profiled steps are from: never one
-    figure of a run that changed, nor the window's shares beside the other side's step."""
+    """Where the run changed, its stretches apart, and the stretch the profiled steps are from: never one figure of a
+    run that changed, nor the window's shares beside another stretch's step."""
     whole = report.whole_run
-    change = whole.change if whole is not None else None
-    if whole is None or change is None:
+    if whole is None or not whole.changes:
         return ""
-    said = (
-        f"The job's step changed at step {change.step}, from {change.step_ms_before:.1f} to "
-        f"{change.step_ms_after:.1f} ms (slowest rank; the whole run, below); "
-    )
     window = whole.window
+    if len(whole.stretches) > 1:
+        steps = ", ".join(f"{s.step_ms:.1f}" for s in whole.stretches)
+        said = f"The job went through {len(whole.stretches)} stretches, its step {steps} ms (slowest rank; below); "
+    else:
+        change = whole.changes[0]
+        said = (
+            f"The job's communication alone changed at step {change.step}, the collectives' own time from "
+            f"{change.transfer_ms_before:.1f} to {change.transfer_ms_after:.1f} ms a step (below); "
+        )
     if window is None:
         return said
     steps = f"steps {window.first_step}-{window.last_step}"
-    if window.last_step < change.step:
-        return said + f"the profiled {steps} are from before it, in which "
-    if window.first_step >= change.step:
-        return said + f"the profiled {steps} are from after it, in which "
-    return said + f"the profiled {steps} span it, in which "
+    stretch = whole.stretch_of(window.first_step, window.last_step)
+    if stretch is not None:
+        return said + f"the profiled {steps} lie in steps {stretch.first_step}-{stretch.last_step}, in which "
+    held = next((c.step for c in whole.changes if window.first_step < c.step <= window.last_step), None)
+    if held is not None:
+        return said + f"the profiled {steps} span its change at step {held}, in which "
+    side = "before" if window.last_step < whole.changes[0].step else "after"
+    return said + f"the profiled {steps} are from {side} it, in which "
 
 
 TIMELINE_HEADERS = ("bucket", "size", "ready ms", "all-reduce start", "end", "took ms")

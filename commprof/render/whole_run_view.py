@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from commprof.render.document import Block, Figure, Section, Table, Text
 from commprof.results.report import Report
-from commprof.results.whole_run import ChangePoint, StandOut, WholeRun, WindowCheck
+from commprof.results.whole_run import ChangePoint, StandOut, Stretch, WholeRun, WindowCheck
 from commprof.values import human_bytes
 
 TITLE = "Whole run (every step, every rank)"
@@ -62,26 +62,93 @@ def threshold(whole: WholeRun) -> str:
     return f"{whole.threshold_ms:.1f} ms{ratio}"
 
 
+STRETCH_HEADERS = ("steps", "step ms", "against the run", "in flight ms", "collectives' own ms", "late rank")
+STRETCH_NOTE = (
+    "step ms: the stretch's median step (slowest rank), against the run's median step; in flight ms: its "
+    "median time per step with a collective in flight (the mean over ranks); collectives' own ms: the least of it on "
+    "any rank, no rank's lateness in it; late rank: the rank the others waited for there, and how long per step."
+)
+
+
 def change_blocks(whole: WholeRun) -> list[Block]:
-    """The run's one lasting change of step, said with its size and what grew."""
-    change = whole.change
-    if change is None:
-        return []
+    """The run's stretches, where its step changed, each with its steps, its size against the run, what grew and
+    the rank late in it; then each change of its communication alone."""
+    blocks: list[Block] = []
+    if len(whole.stretches) > 1:
+        parts = "; ".join(stretch_text(s) for s in whole.stretches)
+        blocks += [
+            Text(
+                f"The run went through {len(whole.stretches)} stretches (its step cut where it changed): {parts}. "
+                "Figures of the profiled window describe the stretch it lies in.",
+                "alert",
+            ),
+            Text(STRETCH_NOTE),
+            Table(STRETCH_HEADERS, [stretch_row(s) for s in whole.stretches], left=("late rank",)),
+        ]
+        blocks += [Text(f"At step {c.step}: {change_text(c)}.") for c in whole.step_changes]
+    blocks += [Text(communication_text(c) + ".", "alert") for c in whole.changes if c.kind == "communication"]
+    return blocks
+
+
+def _steps(first: int, last: int) -> str:
+    return f"step {first}" if first == last else f"steps {first}-{last}"
+
+
+def stretch_text(stretch: Stretch) -> str:
+    """'steps 40-80: 74.1 ms a step (+389% against the run's), rank 0 late: the others waited 59.8 ms a step for it'."""
+    ratio = stretch.step_ms / stretch.run_step_ms - 1 if stretch.run_step_ms else 0.0
+    steps = _steps(stretch.first_step, stretch.last_step)
+    said = f"{steps}: {stretch.step_ms:.1f} ms a step ({ratio:+.0%} against the run's)"
+    return said + (f", {late_in_text(stretch)}" if stretch.late_rank is not None else "")
+
+
+def late_in_text(stretch: Stretch) -> str:
+    where = f" on {stretch.late_host}" if stretch.late_host else ""
+    return f"rank {stretch.late_rank}{where} late: the others waited {stretch.late_ms:.1f} ms a step for it"
+
+
+def stretch_row(stretch: Stretch) -> tuple[str, ...]:
+    ratio = stretch.step_ms / stretch.run_step_ms - 1 if stretch.run_step_ms else 0.0
+    late = "-" if stretch.late_rank is None else f"rank {stretch.late_rank}, {stretch.late_ms:.1f} ms"
+    return (
+        f"{stretch.first_step}-{stretch.last_step}",
+        f"{stretch.step_ms:.1f}",
+        f"{ratio:+.0%}",
+        f"{stretch.comm_ms:.1f}",
+        f"{stretch.transfer_ms:.1f}",
+        late,
+    )
+
+
+def change_text(change: ChangePoint) -> str:
+    """A change of step: 'the step went from 15.2 to 74.1 ms (+389%), the time with a collective in flight per step
+    from 0.6 to 30.4 ms: rank 0 came late ...'."""
     ratio = change.step_ms_after / change.step_ms_before - 1 if change.step_ms_before else 0.0
-    grew = {
-        "communication": "the time with a collective in flight moved with it (a link or a peer that slowed)",
-        "computation": "the time with a collective in flight did not (computation, input or Python moved)",
-        "both": "the time with a collective in flight moved with it in part",
-    }[change.grew]
-    return [
-        Text(
-            f"The run changed at step {change.step}: its step went from {change.step_ms_before:.1f} to "
-            f"{change.step_ms_after:.1f} ms ({ratio:+.0%}), the time with a collective in flight per step from "
-            f"{change.comm_ms_before:.1f} to {change.comm_ms_after:.1f} ms: {late_text(change) or grew}. Figures of "
-            "the profiled window describe one side of it.",
-            "alert",
-        )
-    ]
+    return (
+        f"the step went from {change.step_ms_before:.1f} to {change.step_ms_after:.1f} ms ({ratio:+.0%}), the time "
+        f"with a collective in flight per step from {change.comm_ms_before:.1f} to {change.comm_ms_after:.1f} ms: "
+        f"{late_text(change) or GREW[change.grew]}"
+    )
+
+
+def communication_text(change: ChangePoint) -> str:
+    """A change of the collectives' own time while the step held."""
+    ratio = change.transfer_ms_after / change.transfer_ms_before - 1 if change.transfer_ms_before else 0.0
+    return (
+        f"The communication alone changed at step {change.step}: the collectives' own time (the least time in flight "
+        f"on any rank) went from {change.transfer_ms_before:.1f} to {change.transfer_ms_after:.1f} ms per step "
+        f"({ratio:+.0%}), the time with a collective in flight from {change.comm_ms_before:.1f} to "
+        f"{change.comm_ms_after:.1f} ms, while the step held ({change.step_ms_before:.1f} ms before, "
+        f"{change.step_ms_after:.1f} after): hidden by the computation it overlaps or by its noise, a link or a peer's "
+        "network that slowed"
+    )
+
+
+GREW = {
+    "communication": "the time with a collective in flight moved with it (a link or a peer that slowed)",
+    "computation": "the time with a collective in flight did not (computation, input or Python moved)",
+    "both": "the time with a collective in flight moved with it in part",
+}
 
 
 def late_text(change: ChangePoint) -> str:
@@ -90,6 +157,11 @@ def late_text(change: ChangePoint) -> str:
     if change.late_rank is None:
         return ""
     where = f" on {change.late_host}" if change.late_host else ""
+    if change.late_ms < 0:
+        return (
+            f"rank {change.late_rank}{where} stopped coming late: the others waited {-change.late_ms:.1f} ms less "
+            "for it per step"
+        )
     return (
         f"rank {change.late_rank}{where} came late: the others waited {change.late_ms:.1f} ms longer for it per step "
         "(its own work grew, not a link)"
@@ -99,6 +171,11 @@ def late_text(change: ChangePoint) -> str:
 def change_line(change: ChangePoint) -> str:
     """The change in a few words, for a line of progress: 'the step changed at step 42, 267.0 to 818.0 ms (+206%):
     the time with a collective in flight moved with it'."""
+    if change.kind == "communication":
+        return (
+            f"the communication alone changed at step {change.step}, its own time {change.transfer_ms_before:.1f} to "
+            f"{change.transfer_ms_after:.1f} ms, the step held"
+        )
     ratio = change.step_ms_after / change.step_ms_before - 1 if change.step_ms_before else 0.0
     return (
         f"the step changed at step {change.step}, {change.step_ms_before:.1f} to {change.step_ms_after:.1f} ms "
@@ -146,15 +223,31 @@ def standout_row(s: StandOut) -> tuple[str, ...]:
 
 
 def window_text(window: WindowCheck) -> Text:
-    steps = (
-        f"step {window.first_step}"
-        if window.first_step == window.last_step
-        else f"steps {window.first_step}–{window.last_step}"
+    steps = _steps(window.first_step, window.last_step)
+    reasons = []
+    if window.missed_standouts:
+        reasons.append(
+            f"none of its {window.last_step - window.first_step + 1} steps stood out, while "
+            f"{window.run_standouts:,} of the run's {window.run_steps:,} did ({window.expected_standouts:.1f} expected "
+            "in a window this long): it shows the run without them"
+        )
+    elif window.more_standouts or window.typical:
+        reasons.append(
+            f"{window.standouts} of its {window.last_step - window.first_step + 1} steps stood out, against "
+            f"{window.run_standouts:,} of the run's {window.run_steps:,}"
+        )
+    if window.holds_change is not None:
+        reasons.append(f"the run's step changed inside it, at step {window.holds_change}")
+    whose = "its stretch's" if window.stretch is not None else "the run's"
+    profiler = ", slowed by the profiler (its own cost: above)" if window.slowed_by_profiler else ""
+    reasons.append(f"its median step {window.median_ms:.1f} ms against {whose} {window.against_ms:.1f} ms{profiler}")
+    of = "the run"
+    if window.stretch is not None:
+        of = f"the stretch it lies in ({_steps(*window.stretch)})"
+    verdict = "was typical of" if window.typical else "was not typical of"
+    return Text(
+        f"The profiled window ({steps}) {verdict} {of}: {'; '.join(reasons)}.", "plain" if window.typical else "alert"
     )
-    why = window.why.strip().rstrip(".")
-    if window.typical:
-        return Text(f"The profiled window ({steps}) was typical of the run: {why}.")
-    return Text(f"The profiled window ({steps}) was not typical of the run: {why}.", "alert")
 
 
 def figure_caption(whole: WholeRun) -> str:

@@ -137,13 +137,14 @@ class CrossRank:
     matched_collectives: int
     alignment: str  # how clocks were aligned, in words
     straggler: int | None  # the rank whose late arrivals cost the others the most waiting
-    straggler_late_ms: float  # mean, over the collectives where it was last, of its arrival after the others' median
+    straggler_late_ms: float  # mean, over the collectives where it arrived last, of the others' mean wait for it
     step_spread_ms: float  # slowest minus fastest median step time
     slowest_rank: int
     straggler_cost_ms: float = 0.0  # per step: the others' waiting it causes (its wait_caused_ms)
     straggler_ops: dict[str, float] = field(default_factory=dict)  # op -> that waiting per step, largest first
     unmatched_calls: int = 0  # collective calls no other rank's call matched (send/recv without a named peer too)
     straggler_steps: dict[str, float] = field(default_factory=dict)  # profiled step -> the others' wait for it, ms
+    costliest: list[int] = field(default_factory=list)  # the ranks that cost the others any wait, costliest first
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ class WholeRunPoint:
     step_ms: float  # mean step time over the block, of the slowest rank
     step_ms_max: float  # the block's slowest step on any rank
     comm_ms: float  # mean time per step with a collective in flight, the mean over ranks
+    transfer_ms: float = 0.0  # the least of the ranks' means of it: the collectives' own time, no one's lateness in it
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,7 @@ class StandOut:
 
 @dataclass(frozen=True)
 class WindowCheck:
-    """Whether the profiled steps looked like the run."""
+    """Whether the profiled steps looked like the run: its stretch where the run went through several."""
 
     first_step: int
     last_step: int
@@ -42,12 +43,43 @@ class WindowCheck:
     standouts: int  # stand-out steps inside the window
     expected_standouts: float  # the run's share of stand-out steps times the window's length
     typical: bool
-    why: str  # one sentence
+    against_ms: float = 0.0  # the median step it is set against: the run's, or its stretch's
+    run_standouts: int = 0  # stand-out steps in the whole run
+    run_steps: int = 0
+    missed_standouts: bool = False  # none of its steps stood out while enough of the run's did that some should have
+    more_standouts: bool = False  # more of its steps stood out than the run's share
+    # the stretch it lies in (first and last step) where the run went through several; None where it had one, or
+    # where the window holds a change (`holds_change`)
+    stretch: tuple[int, int] | None = None
+    holds_change: int | None = None  # the step of a change inside the window
+    slowed_by_profiler: bool = False  # its median this much above the run's is the profiler's own cost
+
+
+@dataclass(frozen=True)
+class Stretch:
+    """Consecutive steps of the run alike in their step time (analysis/stretches.py): the run cut at its changes."""
+
+    first_step: int
+    last_step: int
+    step_ms: float  # the median step (slowest rank)
+    comm_ms: float  # the median time per step with a collective in flight, the mean over ranks
+    transfer_ms: float  # the median, per step, of the least time in flight on any rank: the collectives' own time,
+    # which no rank's lateness is in (the last to arrive waited for no one)
+    run_step_ms: float = 0.0  # the run's median step over the same points (every stretch's): the usual step
+    # the rank the others waited for in it (analysis/lateness.py: the median of its cost per step, the one rule for
+    # who), where that is LATE_SHARE of the stretch's step above the run's usual or more; None where none was
+    late_rank: int | None = None
+    late_host: str = ""
+    late_ms: float = 0.0  # the others' median wait for it per step in this stretch
+
+    @property
+    def steps(self) -> int:
+        return self.last_step - self.first_step + 1
 
 
 @dataclass(frozen=True)
 class ChangePoint:
-    """Where the run's step changed for good (analysis/change_point.py)."""
+    """Where the run changed: its step (between two stretches), or its communication alone."""
 
     step: int  # the first step after the change (the first of its block)
     step_ms_before: float  # the median step (slowest rank) before it
@@ -59,7 +91,13 @@ class ChangePoint:
     # step's change: one rank or host slowed, not the link; None where every rank stayed as late as before
     late_rank: int | None = None
     late_host: str = ""
-    late_ms: float = 0.0  # how much longer the others waited for it per step, after against before (medians)
+    late_ms: float = 0.0  # how much longer the others waited for it per step, after against before (medians;
+    # negative where they stopped waiting for it and the step got shorter)
+    # "step": the step changed (a boundary between two stretches); "communication": the collectives' own time
+    # (Stretch.transfer_ms) changed while the step did not, hidden by overlap or by computation's noise
+    kind: str = "step"
+    transfer_ms_before: float = 0.0
+    transfer_ms_after: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -80,6 +118,17 @@ class WholeRun:
     slow_rank_every: int | None = None  # its largest stand-outs come every this many steps
     window: WindowCheck | None = None
     series: list[WholeRunPoint] = field(default_factory=list)
-    change: ChangePoint | None = None  # where the step changed for good, if it did
+    stretches: list[Stretch] = field(default_factory=list)  # the run cut at its step's changes; one where it held
+    changes: list[ChangePoint] = field(default_factory=list)  # in step order: the step's, and communication's alone
     compiled_steps: list[int] = field(default_factory=list)  # torch.compile compiled in them: left out of the above
     compiled_ms: float = 0.0  # their time (the slowest rank's), those kept in full
+
+    @property
+    def step_changes(self) -> list[ChangePoint]:
+        return [c for c in self.changes if c.kind == "step"]
+
+    def stretch_of(self, first: int, last: int) -> Stretch | None:
+        """The stretch steps first-last lie in; None where they span a change or the run held (one stretch)."""
+        if len(self.stretches) < 2:
+            return None
+        return next((s for s in self.stretches if s.first_step <= first and last <= s.last_step), None)
