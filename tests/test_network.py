@@ -106,7 +106,7 @@ def test_a_probe_from_after_the_runs_change_is_no_measure_of_the_window_before_i
     on_link = [b for b in section.blocks if hasattr(b, "rows")][2]
     assert on_link.rows == [("all_reduce", "28.00 MiB", "12", "0.107", "-", "between hosts", "probed after step 41")]
     notes = [b.text for b in section.blocks if getattr(b, "style", "") == "note"]
-    assert any("the probe ran at the run's end, after its step changed for good at step 41" in n for n in notes)
+    assert any("the probe ran at the run's end, after the run changed at step 41" in n for n in notes)
 
 
 def test_the_share_of_the_link_is_the_transfers_not_the_waits_for_a_late_rank():

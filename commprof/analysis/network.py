@@ -32,8 +32,8 @@ def network_of(
     probed_after_change: int | None = None,
     matching: Matching | None = None,
 ) -> Network | None:
-    """`probed_after_change`: the step where the run's step changed for good, when the profiled window lies before
-    it; the probe, taken at the run's end, then measured another link than the window's collectives crossed.
+    """`probed_after_change`: the first change of the run (its step's or its communication's) after the profiled
+    window; the probe, taken at the run's end, then measured another link than the window's collectives crossed.
     `matching`: the collectives matched across ranks, whose transfer (from the last rank's arrival to the end) is
     what the link carried; without it, the calls' whole durations, waits for late ranks included."""
     hosts = _hosts(report)

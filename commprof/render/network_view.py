@@ -54,8 +54,8 @@ def network_sections(report: Report) -> list[Section]:
 def apart_note(changed_at: int) -> str:
     return (
         "Collectives: median bus bandwidth in the profiled steps; no share of a link: the probe ran at the run's end, "
-        f"after its step changed for good at step {changed_at}, and the profiled steps are from before it (the whole "
-        "run, below)."
+        f"after the run changed at step {changed_at}, and the profiled steps are from before it (the whole run, "
+        "below)."
     )
 
 

@@ -100,7 +100,8 @@ def why_no_straggler(report: Report) -> str:
     if gain.low <= 0:
         return f"but not late consistently: {weighed_as}, an interval that includes 0{_late_in_stretches(report)}"
     share = f", {weighed.gain_pct:.1f}% of the step" if weighed.gain_pct is not None else ""
-    return f"late consistently ({weighed_as}{share}) but under {PRACTICAL_SHARE:.0%} of the step"
+    under = f"under {PRACTICAL_SHARE:.0%} of the step"
+    return f"late consistently ({weighed_as}{share}) but {under}{_late_in_stretches(report)}"
 
 
 def _late_in_stretches(report: Report) -> str:

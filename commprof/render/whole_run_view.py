@@ -138,9 +138,9 @@ def communication_text(change: ChangePoint) -> str:
         f"The communication alone changed at step {change.step}: the collectives' own time (the least time in flight "
         f"on any rank) went from {change.transfer_ms_before:.1f} to {change.transfer_ms_after:.1f} ms per step "
         f"({ratio:+.0%}), the time with a collective in flight from {change.comm_ms_before:.1f} to "
-        f"{change.comm_ms_after:.1f} ms, while the step held ({change.step_ms_before:.1f} ms before, "
-        f"{change.step_ms_after:.1f} after): hidden by the computation it overlaps or by its noise, a link or a peer's "
-        "network that slowed"
+        f"{change.comm_ms_after:.1f} ms, while the step showed no change of its own "
+        f"({change.step_ms_before:.1f} ms before, {change.step_ms_after:.1f} after): hidden by the computation it "
+        "overlaps or by its noise, a link or a peer's network that slowed"
     )
 
 
