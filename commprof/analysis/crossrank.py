@@ -122,7 +122,9 @@ class MatchedCollective:
 
     @property
     def last_start(self) -> float:
-        return max(start for start, _ in self.spans.values())
+        """When the last rank arrived (analysis/lateness.waits_for_last)."""
+        last, _ = waits_for_last({r: start for r, (start, _) in self.spans.items()})
+        return self.spans[last][0]
 
 
 @dataclass(frozen=True)
@@ -171,7 +173,7 @@ def cross_rank(
     when_last: dict[int, list[float]] = defaultdict(list)  # the others' wait for a rank, where it arrived last
     for collective in matching.collectives:
         last_rank, waits = waits_for_last({r: start for r, (start, _) in collective.spans.items()})
-        last_start = collective.spans[last_rank][0]
+        last_start = collective.last_start
         others = [w for r, w in waits.items() if r != last_rank]
         waited = statistics.fmean(others) if others else 0.0
         last_count[last_rank] += 1
