@@ -176,3 +176,24 @@ def test_a_change_names_the_rank_and_host_the_others_came_to_wait_for_or_none_fo
     (link,) = whole_run(two_hosts(slow_link_from=51), None).changes
     assert link.step == 51 and link.late_rank is None and link.grew == "communication"
     assert change_line(link).endswith("the time with a collective in flight moved with it")
+
+
+def test_the_split_read_from_running_sorted_sums_is_the_least_absolute_deviations_split():
+    """The fast split (each side's deviation from its median read from a list kept sorted as it grows) against the
+    plain definition, on random series and sub-ranges."""
+    import random
+    import statistics
+
+    from commprof.analysis.change_point import _best_split
+
+    def deviation(values):
+        middle = statistics.median(values)
+        return sum(abs(v - middle) for v in values)
+
+    rng = random.Random(7)
+    for _ in range(200):
+        values = [rng.lognormvariate(0, 0.5) for _ in range(rng.randint(22, 70))]
+        start, end = rng.randint(0, 3), len(values) - rng.randint(0, 3)  # two sides of 8 fit
+        k = _best_split(values, start, end, 8)
+        best = min(deviation(values[start:j]) + deviation(values[j:end]) for j in range(start + 8, end - 7))
+        assert deviation(values[start:k]) + deviation(values[k:end]) == pytest.approx(best)

@@ -13,6 +13,7 @@ or a few slow steps, is no change."""
 
 from __future__ import annotations
 
+import bisect
 import math
 import statistics
 from collections.abc import Sequence
@@ -53,9 +54,22 @@ def _refined(values: Sequence[float], cuts: list[int], side: int) -> list[int]:
 
 
 def _best_split(values: Sequence[float], start: int, end: int, side: int) -> int:
-    return min(
-        range(start + side, end - side + 1), key=lambda k: _deviation(values[start:k]) + _deviation(values[k:end])
-    )
+    """The k in start+side..end-side where values[start:k] and values[k:end] lie closest to their medians."""
+    left = _deviations(values[start:end])
+    right = _deviations(values[start:end][::-1])[::-1]
+    return start + min(range(side, end - start - side + 1), key=lambda k: left[k] + right[k])
+
+
+def _deviations(values: Sequence[float]) -> list[float]:
+    """[i] = how far values[:i] lie from their median, summed (the upper half's sum less the lower half's, which any
+    point between the two middle values gives): each kept sorted as it grows."""
+    ordered: list[float] = []
+    found = [0.0]
+    for value in values:
+        bisect.insort(ordered, value)
+        half = len(ordered) // 2
+        found.append(sum(ordered[len(ordered) - half :]) - sum(ordered[:half]))
+    return found
 
 
 def _split(values: list[float], start: int, end: int, side: int) -> list[int]:
@@ -77,13 +91,6 @@ def _margin(before: Sequence[float], after: Sequence[float], floor: float = 0.0)
     if needed <= 0:
         return math.inf if a != b else 0.0
     return abs(b - a) / needed
-
-
-def _deviation(values: Sequence[float]) -> float:
-    """How far the values lie from their median, summed: the split where both sides lie closest is where it changed
-    (robust to a few slow steps, as a sum of squares is not)."""
-    middle = statistics.median(values)
-    return sum(abs(v - middle) for v in values)
 
 
 def _jitter(values: Sequence[float]) -> float:
