@@ -11,16 +11,20 @@ true change (the analysis leaves the window's steps out, and the first 3).
     python benchmarks/check/changes_grid.py [--workdir DIR] [--repeats N] [--only SCENARIO] [--quiet-only]
 
 Prints Markdown tables, each cell and then precision and recall per claim (docs/semantics.md, "The changes' control
-grid"), and exits 1 when a run fails, any claim is made on the `none` rows, or any cell misses part of its truth."""
+grid"), and exits 1 when a run fails, any claim is made on the `none` rows, or any cell misses part of its truth.
+Run it on an otherwise idle machine: another job's load changes the run for real, where no truth planted a change
+(the column `beside` says how many cores other sessions' processes used during each run)."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -86,6 +90,7 @@ class Cell:
     claims: list[str] = field(default_factory=list)  # each repeat's claims, in short
     series: str = ""  # the first repeat's series over the true stretches
     seconds: list[float] = field(default_factory=list)
+    beside: list[float] = field(default_factory=list)  # each run's Beside.cores
     failed: list[str] = field(default_factory=list)
 
 
@@ -170,6 +175,46 @@ def machine(kind: str) -> Iterator[None]:
         hog.wait()
 
 
+class Beside:
+    """The CPU that other sessions' processes use while a run runs, in cores (another job's load is a change the run
+    really has, which no truth planted): /proc read every second on a thread, a process started meanwhile
+    counted whole. The hog is this session's: not counted."""
+
+    def __init__(self) -> None:
+        self.session, self.tick = os.getsid(0), os.sysconf("SC_CLK_TCK")
+        self.start = float(Path("/proc/uptime").read_text().split()[0]) * self.tick
+        self.seen: dict[str, int] = {}
+        self.ticks, self.began = 0, time.monotonic()
+        self.stopped = threading.Event()
+        self.sample()  # what ran before is not counted
+        self.ticks = 0
+        self.thread = threading.Thread(target=self.watch, daemon=True)
+        self.thread.start()
+
+    def sample(self) -> None:
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()  # after the name: state, ppid, pgrp, session...
+            except OSError:
+                continue
+            if int(fields[3]) == self.session:
+                continue
+            used = int(fields[11]) + int(fields[12])  # utime + stime
+            before = self.seen.get(stat.parent.name, 0 if int(fields[19]) > self.start else used)
+            self.ticks += used - before
+            self.seen[stat.parent.name] = used
+
+    def watch(self) -> None:
+        while not self.stopped.wait(1.0):
+            self.sample()
+
+    def cores(self) -> float:
+        self.stopped.set()
+        self.thread.join()
+        self.sample()
+        return self.ticks / self.tick / (time.monotonic() - self.began)
+
+
 def launch(scenario: str, run_id: str, work: Path) -> tuple[dict | None, float, str]:
     """One run of the scenario: its report's whole-run section (None where it failed), its wall time, and why."""
     schedule = ",".join(map(str, SCHEDULE))
@@ -189,7 +234,9 @@ def run_cell(scenario: str, kind: str, repeats: int, work: Path) -> Cell:
     cell = Cell()
     for repeat in range(1, repeats + 1):
         with machine(kind):
+            beside = Beside()
             whole, seconds, failed = launch(scenario, f"{scenario}-{kind}-{repeat}", work)
+            cell.beside.append(beside.cores())
         cell.seconds.append(seconds)
         if whole is None:
             cell.failed.append(failed)
@@ -224,9 +271,11 @@ def main() -> int:
     totals = {(name, kind): Count() for name in KINDS for kind in machines}
     bad = 0
     print(f"claims true / false / missed over {given.repeats} runs; series: median step ms / communication ms")
+    print("beside: the CPU other sessions' processes used during each run (a change the run really had)")
     print()
     table_header(
-        "scenario", "machine", "truth", "step changes", "comm changes", "late ranks", "claimed", "series", "wall s"
+        *("scenario", "machine", "truth", "step changes", "comm changes", "late ranks", "claimed", "series"),
+        *("wall s", "beside, cores"),
     )
     for scenario in given.only or TRUTHS:
         for kind in machines:
@@ -244,6 +293,7 @@ def main() -> int:
                 " ; ".join(cell.claims),
                 cell.series or "; ".join(cell.failed),
                 f"{statistics.fmean(cell.seconds):.1f}",
+                " ".join(f"{cores:.2f}" for cores in cell.beside),
             )
     print()
     table_header("claim", "machine", "true", "false", "missed", "precision", "recall")
