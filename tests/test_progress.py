@@ -477,3 +477,20 @@ def test_a_rank_that_has_done_no_step_gives_no_step_time():
         "commprof: rank 0 has finished no step for 0:00:30, since it started (training): it, or a rank it waits "
         "for, is stuck or slow",
     ]
+
+
+def test_commprofs_own_ticks_run_on_the_cores_the_job_leaves_idle():
+    """The live view and the progress line tick on a thread that Linux schedules only when no rank wants the core
+    (SCHED_IDLE): their reads took a core from two ranks for 0.1 s, a burst in the run's steps."""
+    import os
+
+    seen: list[int] = []
+    ticked = threading.Event()
+
+    def tick() -> None:
+        seen.append(os.sched_getscheduler(threading.get_native_id()))
+        ticked.set()
+
+    with ticking(tick, 0.01):
+        assert ticked.wait(10)
+    assert seen[0] == os.SCHED_IDLE and os.sched_getscheduler(0) != os.SCHED_IDLE  # the caller's own: untouched

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 MIN_SHIFT = 0.25  # of the smaller median of the two sides: a busy core drifts a step by a fifth
 SEPARATION = 5.0  # the medians' difference against its standard error
-MIN_SIDE, MIN_SIDE_SHARE = 8, 0.05  # a stretch of fewer points, or a few slow steps among them, is stand-outs
+MIN_SIDE, MIN_SIDE_SHARE = 16, 0.05  # fewer points are a burst (the host busy for a few steps: stand-outs)
 MAD_TO_SIGMA = 1.4826
 
 

@@ -6,13 +6,15 @@ where only that is measurable). The profiled steps read arrivals from the traces
 stand-out steps, the waits per step (the straggler's and the stalls' gains) and the slow rank share it.
 
 A rank that arrives L ms late at a collective finds it done in T; the others had it in flight for L + T: the
-difference of the times in flight is the difference of the arrivals, without a shared clock. Three readings of it
-in a step, the largest kept:
-- the step's span with a collective in flight, the others' against the rank's;
-- each collective of the step on its own (where a comm hook timed each bucket), the longest: a rank late between
-  two buckets keeps the step's span alike on every rank, but not its later bucket's;
-- where DDP's own timers give one span per step, the time from each rank's last gradient ready to the all-reduces'
-  end (`StepEntry.tail_ms`): the rank whose gradients were ready last has the shortest."""
+difference of the times in flight is the difference of the arrivals, without a shared clock. Read in a step:
+- each collective of the step on its own, where every rank's calls match (the k-th the same op and size on every
+  rank: a comm hook timed each bucket), the longest: a rank late between two buckets keeps the step's span alike on
+  every rank, but not its later bucket's;
+- otherwise the step's span with a collective in flight, the others' against the rank's. Where the calls match it is
+  not read: the late rank's own computation between two of its buckets, with nothing of its own in flight, lies in
+  the others' span (their first bucket waits through it), which would count it as lateness (a 60 ms delay read as 74);
+- and, the larger kept, where DDP's own timers give one span per step, the time from each rank's last gradient ready
+  to the all-reduces' end (`StepEntry.tail_ms`): the rank whose gradients were ready last has the shortest."""
 
 from __future__ import annotations
 
@@ -60,7 +62,9 @@ def lateness(ranks: dict[int, StepEntry]) -> dict[int, float]:
     had no collective; empty for a single rank."""
     if len(ranks) < 2:
         return {}
-    return {rank: max(_span(ranks, rank), _longest_wait(ranks, rank), _ready_last(ranks, rank)) for rank in ranks}
+    matched = _calls_match(ranks)
+    reading = _longest_wait if matched else _span
+    return {rank: max(reading(ranks, rank), _ready_last(ranks, rank)) for rank in ranks}
 
 
 def core_wait_excess(ranks: dict[int, StepEntry]) -> dict[int, float]:
@@ -122,17 +126,23 @@ def _span(ranks: dict[int, StepEntry], rank: int) -> float:
     return others_wait(-ranks[rank].comm_ms, (-e.comm_ms for r, e in ranks.items() if r != rank))
 
 
+def _calls_match(ranks: dict[int, StepEntry]) -> bool:
+    """Every rank recorded the step's calls whole, the k-th the same op and size on each."""
+    entries = list(ranks.values())
+    if not entries[0].calls or any(e.calls_dropped for e in entries):
+        return False
+    shapes = {tuple((c.op, c.bytes) for c in e.calls) for e in entries}
+    return len(shapes) == 1
+
+
 def _longest_wait(ranks: dict[int, StepEntry], rank: int) -> float:
-    """For each collective (the k-th of the step on every rank, the same op and size), how much longer the others had
-    it in flight than `rank`, their mean; the longest, not the sum: a rank late at its first bucket delays the
-    buckets in flight after it by the same time."""
-    longest = 0.0
-    for k, call in enumerate(ranks[rank].calls):
-        others = [e.calls[k] for r, e in ranks.items() if r != rank and k < len(e.calls)]
-        if len(others) != len(ranks) - 1 or any((c.op, c.bytes) != (call.op, call.bytes) for c in others):
-            continue
-        longest = max(longest, others_wait(-call.duration_ms, (-c.duration_ms for c in others)))
-    return longest
+    """For each collective (the k-th of the step on every rank), how much longer the others had it in flight than
+    `rank`, their mean; the longest, not the sum: a rank late at its first bucket delays the buckets in flight after
+    it by the same time."""
+    return max(
+        others_wait(-call.duration_ms, (-e.calls[k].duration_ms for r, e in ranks.items() if r != rank))
+        for k, call in enumerate(ranks[rank].calls)
+    )
 
 
 def _ready_last(ranks: dict[int, StepEntry], rank: int) -> float:

@@ -88,7 +88,7 @@ def _step_change(before: Stretch, after: Stretch, late: Ledger, hosts: dict[int,
         step_ms_after=after.step_ms,
         comm_ms_before=before.comm_ms,
         comm_ms_after=after.comm_ms,
-        grew=_what_grew(step_change, after.comm_ms - before.comm_ms),
+        grew=_what_grew(step_change, after.transfer_ms - before.transfer_ms),
         late_rank=rank if named else None,
         late_host=hosts.get(rank, "") if named and rank is not None else "",
         late_ms=grown[rank] if named and rank is not None else 0.0,
@@ -125,8 +125,9 @@ def _communication_change(kept: list[WholeRunPoint], cuts: list[int], cut: int) 
 
 
 def _what_grew(step_change: float, comm_change: float) -> str:
-    """ "communication" where the time with a collective in flight moved as much as the step (two thirds of it or
-    more, the same way), "computation" where it did not move with it, else "both"."""
+    """ "communication" where the collectives' own time (`transfer_ms`: no rank's lateness in it, so a rank that came
+    late is not read as a link) moved as much as the step (two thirds of it or more, the same way), "computation"
+    where it did not move with it, else "both"."""
     if step_change and comm_change / step_change >= 2 / 3:
         return "communication"
     if abs(comm_change) <= abs(step_change) / 3:
