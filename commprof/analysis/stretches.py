@@ -8,9 +8,8 @@ from __future__ import annotations
 import statistics
 from collections.abc import Collection
 
-from commprof.analysis.change_point import change_points
+from commprof.analysis.change_point import MIN_SHIFT, change_points
 from commprof.analysis.lateness import Ledger, who
-from commprof.analysis.stats import PRACTICAL_SHARE
 from commprof.results.whole_run import ChangePoint, Stretch, WholeRunPoint
 
 LATE_SHARE = 2 / 3  # of a step's change: the others' wait for one rank grew this much, the change is that rank's
@@ -28,7 +27,7 @@ def stretches_and_changes(
     if not kept:
         return [], []
     step_cuts = change_points([p.step_ms for p in kept])
-    floor = PRACTICAL_SHARE * statistics.median(p.step_ms for p in kept)
+    floor = MIN_SHIFT * statistics.median(p.step_ms for p in kept)  # what a change of the step itself needs
     transfer_cuts = change_points([p.transfer_ms for p in kept], floor) if any(p.transfer_ms for p in kept) else []
     parts = _parts(kept, step_cuts, last_step)
     stretches = [_stretch(part, first, last, late, hosts, kept) for part, first, last in parts]
