@@ -104,8 +104,8 @@ class Ledger:
         late = {step: lateness(entries) for step, entries in by_step.items()}
         core = {step: core_wait_excess(entries) for step, entries in by_step.items()}
         return cls(
-            {r: {s: max(0.0, late[s][r] - core[s][r]) for s in by_step} for r in ranks} if by_step else {},
-            {r: {s: core[s][r] for s in by_step} for r in ranks} if by_step else {},
+            {r: {s: max(0.0, late[s][r] - core[s][r]) for s in by_step} for r in ranks},
+            {r: {s: core[s][r] for s in by_step} for r in ranks},
         )
 
     def late_in(self, first: int, last: int, at_least: int = 3) -> tuple[int, float] | None:
