@@ -11,6 +11,7 @@ from commprof.analysis.findings import findings
 from commprof.analysis.predict import MB, ComputeModel, LinkModel, StepProfile, rebucket, simulate_step
 from commprof.render.findings_text import BALANCED
 from commprof.render.outputs import markdown as render_markdown
+from commprof.render.rank_findings_text import words
 from commprof.results.report import JobStep
 from commprof.results.run_record import BuiltDDP
 from commprof.trace.load import load_run
@@ -211,81 +212,50 @@ def test_a_rank_that_computes_slower_in_every_step_is_the_straggler_on_any_host(
 
     result, report = found(tmp_path, ddp_rank(0, steps=3, last_us=3_000), ddp_rank(1, steps=3, late_us=3_000))
     (straggler,) = [f for f in result if f.kind == "straggler"]
-    assert straggler.title == "rank 1 is the straggler: the others wait for it"
+    facts = straggler.straggler
+    assert (facts.rank, facts.late_steps, facts.profiled_steps, facts.unprofiled_steps) == (1, 3, 3, 0)
     assert straggler.gain_ms.value == pytest.approx(3.0, abs=0.01) and straggler.gain_ms.low > 0
-    assert "late in 3 of 3 profiled steps" in straggler.evidence
+    title, evidence, _ = words(straggler)  # the words, made in render/ from the facts
+    assert title == "rank 1 is the straggler: the others wait for it" and "late in 3 of 3 profiled steps" in evidence
     summary = skew_summary(dataclasses.replace(report, findings=result))
     assert "Straggler: rank 1" in summary and "No rank is a straggler" not in summary
 
 
 def test_where_the_straggler_advice_points():
     """The part really in excess, and only hardware the run used; nothing in excess: no part blamed."""
-    from commprof.analysis.rank_findings import _straggler_action
+    from commprof.render.rank_findings_text import straggler_action
+    from commprof.results.report import Straggler
 
-    compute = {"compute_ms": 3.0, "start_idle_ms": -0.1, "exposed_comm_ms": -3.0}
-    assert _straggler_action(1, compute, gpu=False) == (
+    def advice(look_at: str, ms: float, gpu: bool = False) -> str:
+        facts = Straggler(1, 3.0, {}, 3, 3, 0, None, {}, 0.0, look_at, ms, None, gpu)
+        return straggler_action(facts)
+
+    assert advice("compute_ms", 3.0) == (
         "look at rank 1's compute (+3.0 ms per step against the "
         "others): what else runs on its host's cores (its CPU "
         "threads), its data shard"
     )
-    assert "nvidia-smi" in _straggler_action(1, compute, gpu=True)
-    stalled = {"compute_ms": 0.0, "start_idle_ms": 40.0, "exposed_comm_ms": -40.0}
-    assert _straggler_action(1, stalled, gpu=False).startswith("look at rank 1's idle before its first operator")
-    nothing = {"compute_ms": 0.0, "start_idle_ms": -0.2, "exposed_comm_ms": -3.0}
-    action = _straggler_action(1, nothing, gpu=False)
+    assert "nvidia-smi" in advice("compute_ms", 3.0, gpu=True)
+    assert advice("start_idle_ms", 40.0).startswith("look at rank 1's idle before its first operator")
+    action = advice("", -0.2)
     assert action.startswith("none of rank 1's compute, input wait, communication or time between operators is larger")
     assert "DataLoader" not in action and "GPU" not in action
     # a hook on its optimizer's step that sleeps: time in its optimizer step outside any operator, not input
-    hooked = {"compute_ms": 0.2, "start_idle_ms": 0.1, "exposed_comm_ms": -25.0, "optimizer_idle_ms": 25.2}
-    assert _straggler_action(1, hooked, gpu=False) == (
+    assert advice("optimizer_idle_ms", 25.2) == (
         "look at rank 1's time in its optimizer step outside any operator (+25.2 ms per step against the others): the "
         "hooks on its optimizer's step (logging, an EMA of the weights, checkpoints)"
     )
 
 
-def test_a_rank_that_waits_a_little_is_named_no_straggler(tmp_path):
-    """Rank 1 is 0.5 ms late a step (1% of the 50 ms step): the others wait for it, but under the practical
-    threshold; the report says so instead of naming a straggler."""
-    from commprof.render.skew_text import skew_summary
+def test_the_straggler_looks_where_its_step_is_in_excess(tmp_path):
+    """The facts behind the advice: the part most in excess on the slowed rank, or none."""
+    from commprof.analysis.rank_findings import _excess
 
-    result, report = found(tmp_path, ddp_rank(0, steps=3, last_us=500), ddp_rank(1, steps=3, late_us=500))
-    assert not [f for f in result if f.kind == "straggler"] and report.cross_rank.straggler == 1
-    summary = skew_summary(dataclasses.replace(report, findings=result))
-    worth = "No rank is a straggler worth acting on: rank 1 made the others wait most in the profiled steps, 0.50 ms"
-    assert f"{worth} per step" in summary
-    assert "Straggler:" not in summary and "include waiting" not in summary
-
-
-def test_a_gain_is_a_share_of_the_jobs_step_without_the_profiler(tmp_path):
-    """The same NCCL job, whose unprofiled steps (run.json) take 40 ms on its slowest rank: the 8 ms the cap saves
-    is 20% of the job's step, whatever the profiled steps took."""
-    result, _ = found(tmp_path, nccl_rank(0), nccl_rank(1), run=DDP_RUN, job=JobStep(44.0, 40.0))
-    bucket = next(f for f in result if f.kind == "bucket_cap")
-    assert bucket.gain_ms.value == pytest.approx(8.0) and bucket.gain_pct == pytest.approx(20.0)
-
-
-def test_a_gain_smaller_than_the_jobs_own_drift_is_no_claim(tmp_path):
-    """The cap's 8 ms (interval 8 to 8) widened by a drift of 3 ms is 5 to 11: still a claim. Against a drift of
-    9 ms both intervals (the cap's 8 ms, the fp16 hook's 5 ms) reach below zero: no claim."""
-    (tmp_path / "a").mkdir()
-    result, _ = found(tmp_path / "a", nccl_rank(0), nccl_rank(1), run=DDP_RUN, drift_ms=3.0)
-    bucket = next(f for f in result if f.kind == "bucket_cap")
-    assert (bucket.gain_ms.low, bucket.gain_ms.high) == pytest.approx((5.0, 11.0))
-    (tmp_path / "b").mkdir()
-    assert found(tmp_path / "b", nccl_rank(0), nccl_rank(1), run=DDP_RUN, drift_ms=9.0)[0] == []
-
-
-def test_no_interval_reaches_past_what_the_step_holds(tmp_path):
-    """The cap's 8 ms widened by a drift of 30 ms reaches 38 ms: past the job's 10 ms step (its unprofiled steps), which
-    no change can save more than. The interval ends at the step (issue 52: "95% CI 2.9 to 49.6" on a 28.2 ms step)."""
-    paths = [r.write(tmp_path / f"rank{i}.json") for i, r in enumerate((nccl_rank(0), nccl_rank(1)))]
-    analysis = analyze_run(load_run(paths, workers=1), "t", "run", DDP_RUN)
-    claims, noise = findings(
-        Evidence(analysis.report, analysis.windows, analysis.matching, JobStep(11.0, 10.0), drift_ms=30.0)
-    )
-    bucket = next(f for f in claims + noise if f.kind == "bucket_cap")
-    assert bucket.gain_ms.high == pytest.approx(10.0) and bucket.gain_ms.value <= 10.0
-    assert all(f.gain_ms is None or f.gain_ms.high <= 10.0 for f in claims + noise)
+    result, report = found(tmp_path, ddp_rank(0, steps=3, last_us=3_000), ddp_rank(1, steps=3, late_us=3_000))
+    (straggler,) = [f for f in result if f.kind == "straggler"]
+    excess = _excess(report, 1)
+    assert straggler.straggler.look_at == max(excess, key=lambda p: excess[p])
+    assert straggler.straggler.look_at_ms == pytest.approx(max(excess.values()))
 
 
 def test_steps_that_start_idle_waiting_for_data(tmp_path):
@@ -298,8 +268,10 @@ def test_steps_that_start_idle_waiting_for_data(tmp_path):
     )
     stall = next(f for f in result if f.kind == "input_stall")
     assert [s.start_idle_ms for s in report.steps if s.rank == 1] == pytest.approx([6.0] * 3)
-    assert stall.title == "the steps start idle on 1 of 2 ranks"
-    assert stall.gain_ms.value == pytest.approx(6.0) and stall.action.startswith("DataLoader(")
+    facts = stall.input_stall
+    assert (facts.rank, facts.stalled, facts.ranks, facts.idle_ms) == (1, [1], 2, pytest.approx(6.0))
+    title, _, action = words(stall)
+    assert title == "the steps start idle on 1 of 2 ranks" and action.startswith("DataLoader(")
 
 
 def test_the_profilers_own_distortion_when_large(tmp_path):

@@ -11,15 +11,12 @@ from collections import defaultdict
 from commprof.analysis.evidence import Evidence
 from commprof.analysis.lateness import excess
 from commprof.analysis.stats import mean_ci, median_ci, stratified_mean_ci
-from commprof.results.common import signed
-from commprof.results.report import Finding, Report, StepBreakdown
+from commprof.results.report import Finding, InputStall, Report, Stalls, StepBreakdown, Straggler
 from commprof.results.whole_run import WholeRun
 from commprof.trace.rules import PHASES
-from commprof.values import human_bytes
 
 STALL_SHARE = 0.05  # a rank idle this share of the step before its first operator is stalled (below it: the
 # Python between two steps, on every rank)
-MAX_LISTED = 16  # ranks named in a finding's evidence
 
 
 def input_stalls(evidence: Evidence) -> list[Finding]:
@@ -38,27 +35,14 @@ def input_stalls(evidence: Evidence) -> list[Finding]:
         return []
     rank = max(stalled, key=lambda r: medians[r])
     gain = median_ci(by_rank[rank])
-    shown = ", ".join(map(str, stalled[:MAX_LISTED])) + (
-        f" and {len(stalled) - MAX_LISTED} more" if len(stalled) > MAX_LISTED else ""
-    )
-    return [
-        Finding(
-            kind="input_stall",
-            title=f"the steps start idle on {len(stalled)} of {len(by_rank)} ranks",
-            evidence=(
-                f"rank {rank} runs no operator for the first {gain.value:.1f} ms of each step: waiting for its "
-                f"next batch, or Python between the steps (ranks idle at the start: {shown})"
-            ),
-            action="DataLoader(..., num_workers=4, pin_memory=True, persistent_workers=True, prefetch_factor=2)",
-            gain_ms=gain,
-        )
-    ]
+    facts = InputStall(rank=rank, idle_ms=gain.value, stalled=stalled, ranks=len(by_rank))
+    return [Finding(kind="input_stall", gain_ms=gain, input_stall=facts)]
 
 
 def straggler(evidence: Evidence) -> list[Finding]:
     """The rank whose late arrivals make the others wait: the others' mean wait per step is what the job loses.
     The evidence's `waits`: per rank, what it made the others wait at each unprofiled step of the whole run
-    (analysis/whole_run.waits_caused); the interval is taken over those steps and the profiled ones together, so that
+    (analysis/lateness.Ledger); the interval is taken over those steps and the profiled ones together, so that
     a rank slowed during the profiled window only (another process on its cores for a second) is not named.
 
     The evidence is per-step consistency within the run, wherever the rank's time goes (forward, backward, input):
@@ -83,41 +67,30 @@ def straggler(evidence: Evidence) -> list[Finding]:
         max(0.0, min(cross.straggler_steps.get(name, 0.0), own.get(name, math.inf)) - core_ms) for name in names
     ]
     unprofiled = list(evidence.waits.get(straggler, {}).values())
-    over = f"{len(profiled)} profiled steps"
-    if unprofiled:
-        over = (
-            f"{len(profiled) + len(unprofiled)} steps weighed ({len(profiled)} profiled, {len(unprofiled)} unprofiled)"
-        )
     costs = profiled + unprofiled
     if len(costs) < 2:
         return []
     gain = median_ci(costs)
     excess = _excess(report, straggler)
-    late = f"{sum(cost > EXCESS_FLOOR_MS for cost in costs)} of {over}"
     bounded = statistics.median(profiled) if profiled else math.inf
-    if bounded < cross.straggler_cost_ms - EXCESS_FLOOR_MS:  # the profiled steps' costs are capped by its excess
-        late += f", bounded by its own extra time outside communication: {signed(bounded, '.1f')} ms a step"
-    shown = {part: ms for part, ms in excess.items() if part in CORE_PARTS or abs(ms) >= SHOWN_PART_MS}
-    cause = ", ".join(f"{PARTS[part]} {signed(ms, '.1f')} ms" for part, ms in shown.items())
-    if core_ms >= SHOWN_PART_MS:
-        cause += (
-            f"; it waited {core_ms:.1f} ms a step longer than the others for a core (something else ran on its core "
-            "in this launch), which is not counted: another launch places it elsewhere"
-        )
-    gpu = any(r.kind == "gpu" for r in report.ranks if r.rank == straggler)
-    return [
-        Finding(
-            kind="straggler",
-            title=f"rank {straggler} is the straggler: the others wait for it",
-            evidence=(
-                f"in the profiled steps it makes the others wait {cross.straggler_cost_ms:.1f} ms per step in all "
-                f"({', '.join(f'{op} {ms:.1f}' for op, ms in cross.straggler_ops.items())}), late in "
-                f"{late}; against the others' median, its {cause}"
-            ),
-            action=_straggler_action(straggler, excess, gpu, _phase_of_compute(report, straggler)),
-            gain_ms=gain,
-        )
-    ]
+    part = max(excess, key=lambda p: excess[p])
+    facts = Straggler(
+        rank=straggler,
+        cost_ms=cross.straggler_cost_ms,
+        cost_by_op=dict(cross.straggler_ops),
+        late_steps=sum(cost > EXCESS_FLOOR_MS for cost in costs),
+        profiled_steps=len(profiled),
+        unprofiled_steps=len(unprofiled),
+        # the profiled steps' costs are capped by its own extra time outside communication
+        bounded_ms=bounded if bounded < cross.straggler_cost_ms - EXCESS_FLOOR_MS else None,
+        excess={part: ms for part, ms in excess.items() if part in CORE_PARTS or abs(ms) >= SHOWN_PART_MS},
+        core_ms=core_ms,
+        look_at=part if excess[part] > EXCESS_FLOOR_MS else "",
+        look_at_ms=excess[part],
+        phase=_phase_of_compute(report, straggler),
+        gpu=any(r.kind == "gpu" for r in report.ranks if r.rank == straggler),
+    )
+    return [Finding(kind="straggler", gain_ms=gain, straggler=facts)]
 
 
 def _own_excess(report: Report, rank: int) -> dict[str, float]:
@@ -138,46 +111,19 @@ def _phase_of_compute(report: Report, rank: int) -> str | None:
     return part.removesuffix("_compute_ms") if grew[part] > EXCESS_FLOOR_MS else None
 
 
-def _straggler_action(rank: int, excess: dict[str, float], gpu: bool, compute_phase: str | None = None) -> str:
-    """Where to look: the part of the step that is really larger on the straggler, and only hardware it ran on."""
-    part = max(excess, key=lambda p: excess[p])
-    if excess[part] <= EXCESS_FLOOR_MS:
-        return (
-            f"none of rank {rank}'s compute, input wait, communication or time between operators is larger than the "
-            "others': it starts its collectives late from time the profiler does not place (the host's scheduler); "
-            "look at "
-            f"what else runs on its host{' and its GPU' if gpu else ''}"
-        )
-    where = {
-        "compute_ms": (
-            "its GPU's clocks and temperature (nvidia-smi -q -d CLOCK,PERFORMANCE), its data shard"
-            if gpu
-            else "what else runs on its host's cores (its CPU threads), its data shard"
-        ),
-        "start_idle_ms": "its DataLoader workers and storage",
-        "exposed_comm_ms": "its network link and NIC" if gpu else "its network link",
-        "forward_idle_ms": "the Python between its batch and its model's forward (logging, metrics, a sync)",
-        "backward_idle_ms": "the hooks on its gradients and its autograd graph's Python",
-        "optimizer_idle_ms": "the hooks on its optimizer's step (logging, an EMA of the weights, checkpoints)",
-    }[part]
-    more = signed(excess[part], ".1f")
-    phase = f" in its {'optimizer step' if compute_phase == 'optimizer' else compute_phase}" if compute_phase else ""
-    named = PARTS[part] + (phase if part == "compute_ms" else "")
-    return f"look at rank {rank}'s {named} ({more} ms per step against the others): {where}"
-
-
 EXCESS_FLOOR_MS = 0.05  # below this, a part is not in excess
 SHOWN_PART_MS = 0.5  # a phase's time outside operators is said in the evidence from this excess on
 CORE_PARTS = ("compute_ms", "start_idle_ms", "exposed_comm_ms")  # always said
-# the parts of a step, disjoint: its compute, its exposed communication, and the time outside both, by where it falls
-PARTS = {
-    "compute_ms": "compute",
-    "start_idle_ms": "idle before its first operator (input pipeline)",
-    "exposed_comm_ms": "exposed communication",
-    "forward_idle_ms": "time in its forward outside any operator",
-    "backward_idle_ms": "time in its backward outside any operator",
-    "optimizer_idle_ms": "time in its optimizer step outside any operator",
-}
+# the parts of a step, disjoint (render/rank_findings_text.PARTS names them): its compute, its exposed communication,
+# and the time outside both, by where it falls
+PARTS = (
+    "compute_ms",
+    "start_idle_ms",
+    "exposed_comm_ms",
+    "forward_idle_ms",
+    "backward_idle_ms",
+    "optimizer_idle_ms",
+)
 
 
 def part_ms(step: StepBreakdown, part: str) -> float:
@@ -232,29 +178,18 @@ def stalls_in(whole: WholeRun | None, waits: dict[int, dict[int, float]]) -> lis
         gain = stratified_mean_ci(groups)
     else:
         gain = mean_ci(costs)
-    every = f", every {whole.slow_rank_every} steps" if whole.slow_rank_every else ""
-    shown = ", ".join(str(s.step) for s in mine[:8]) + (", ..." if len(mine) > 8 else "")
-    waited_in = next((f"{s.collective} of {human_bytes(s.collective_bytes)}" for s in mine if s.collective), None)
+    waited = next((s for s in mine if s.collective), None)
     window = whole.window
-    unseen = (
-        f"; the profiled window, steps {window.first_step}-{window.last_step}, has none of them"
-        if window is not None and window.standouts == 0
-        else ""
+    unseen = window is not None and window.standouts == 0
+    facts = Stalls(
+        rank=rank,
+        steps=[s.step for s in mine],
+        run_steps=whole.steps,
+        lost_ms=statistics.fmean(s.lost_ms for s in mine),
+        every=whole.slow_rank_every,
+        waited_in=waited.collective if waited else None,
+        waited_bytes=waited.collective_bytes if waited else None,
+        window=(window.first_step, window.last_step) if window is not None and unseen else None,
+        cost_ms=statistics.fmean(costs),
     )
-    return [
-        Finding(
-            kind="stalls_now_and_then",
-            title=f"rank {rank} stalls now and then: the others wait for it",
-            evidence=(
-                f"{len(mine)} of the run's {whole.steps} steps took "
-                f"{statistics.fmean(s.lost_ms for s in mine):.0f} ms longer because of it (steps {shown}{every})"
-                + (f", the others waiting in {waited_in}" if waited_in else "")
-                + f"{unseen}; over the whole run it costs {statistics.fmean(costs):.1f} ms per step"
-            ),
-            action=(
-                f"look at what rank {rank} does at those steps: a checkpoint, logging or evaluation on that rank "
-                "alone, a slow shard of its data, garbage collection; move it off the step or onto every rank at once"
-            ),
-            gain_ms=gain,
-        )
-    ]
+    return [Finding(kind="stalls_now_and_then", gain_ms=gain, stalls=facts)]

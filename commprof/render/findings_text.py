@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import cast
 
+from commprof.render.rank_findings_text import words
 from commprof.results.common import PRACTICAL_SHARE, Estimate, interval_text, signed
 from commprof.results.report import FINDING_KINDS, NOTE_KINDS, Finding, Report
 
@@ -30,16 +31,23 @@ def has_findings(report: Report) -> bool:
 def finding_lines(report: Report) -> list[tuple[str, str, str]]:
     """Per finding, ranked: (title with its predicted gain, evidence, action); or the balanced line with how large
     the noise is: the largest gain weighed and not claimed, with its interval."""
+    said = [words(f) for f in report.findings]
     if any(f.gain_ms is not None for f in report.findings):
-        return [(f"{i}. {f.title}: {finding_gain(f)}", f.evidence, f.action) for i, f in enumerate(report.findings, 1)]
-    found = [(f"{f.title}: {finding_gain(f)}", f.evidence, f.action) for f in report.findings]  # notes, not gains
+        return [
+            (f"{i}. {title}: {finding_gain(f)}", evidence, action)
+            for i, (f, (title, evidence, action)) in enumerate(zip(report.findings, said, strict=True), 1)
+        ]
+    found = [
+        (f"{title}: {finding_gain(f)}", evidence, action)
+        for f, (title, evidence, action) in zip(report.findings, said, strict=True)
+    ]  # notes, not gains
     if not report.within_noise:
         return [(BALANCED, "", ""), *found]
     largest = report.within_noise[0]
     gain = cast(Estimate, largest.gain_ms)
     value, interval = interval_text(gain)
     balanced = (
-        f"{BALANCED}. The largest gain weighed: {largest.title}, saves {value} ms per step "
+        f"{BALANCED}. The largest gain weighed: {words(largest)[0]}, saves {value} ms per step "
         f"({largest.gain_pct:.0f}% of the step, {interval})"
     )
     return [(balanced, "", ""), *found]

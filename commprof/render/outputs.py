@@ -11,6 +11,7 @@ from rich.console import Console
 from commprof.render import html as html_page
 from commprof.render import markdown as markdown_page
 from commprof.render import terminal
+from commprof.render.rank_findings_text import with_words
 from commprof.render.tensorboard import write_events
 from commprof.render.views import view_of
 from commprof.results.bench import BenchResult
@@ -52,7 +53,7 @@ def write_result(
         texts["timeline.json"] = json.dumps(timeline)
     if isinstance(result, BenchResult):
         texts["bench.csv"] = view.csv(result)
-    save_result(result, folder)
+    save_result(with_words(result), folder)
     for name, text in texts.items():
         (folder / name).write_text(text)
     images, events = drawn(), events_written()

@@ -295,17 +295,65 @@ NOTE_KINDS = ("profiler_distortion",)
 
 
 @dataclass(frozen=True)
+class InputStall:
+    """The steps start idle on some ranks (analysis/rank_findings.input_stalls)."""
+
+    rank: int  # the rank idle the longest
+    idle_ms: float  # its median time before the step's first operator
+    stalled: list[int]  # the ranks idle STALL_SHARE of the step or more, in order
+    ranks: int  # the ranks weighed
+
+
+@dataclass(frozen=True)
+class Straggler:
+    """The rank whose lateness costs the others the most (analysis/rank_findings.straggler)."""
+
+    rank: int
+    cost_ms: float  # what it makes the others wait per step in all, in the profiled steps
+    cost_by_op: dict[str, float]  # of which, at each kind of collective (the costliest)
+    late_steps: int  # the steps weighed in which it cost the others anything worth counting
+    profiled_steps: int
+    unprofiled_steps: int
+    bounded_ms: float | None  # its own extra time outside communication, where that caps the profiled steps' cost
+    excess: dict[str, float]  # part of the step (rank_findings.PARTS) -> how much more it spends there than the others
+    core_ms: float  # how much longer than the others it waited for a core (the launch's, not counted)
+    look_at: str  # the part of the step most in excess ("" where none is)
+    look_at_ms: float  # how much more of it
+    phase: str | None  # where look_at is its compute: the phase whose compute grew the most
+    gpu: bool
+
+
+@dataclass(frozen=True)
+class Stalls:
+    """A rank that makes the others wait at a few steps only (analysis/rank_findings.stalls_in)."""
+
+    rank: int
+    steps: list[int]  # the stalls (its stand-out steps that lost at least half its largest's time), in order
+    run_steps: int
+    lost_ms: float  # their mean time beyond the usual step
+    every: int | None  # they come every this many steps
+    waited_in: str | None  # the collective the others waited in, e.g. "all_reduce"
+    waited_bytes: int | None
+    window: tuple[int, int] | None  # the profiled window, where none of the run's stand-outs fell in it
+    cost_ms: float  # its mean cost per step over the whole run
+
+
+@dataclass(frozen=True)
 class Finding:
     """One thing to change, ranked by its predicted gain: what the numbers show, the line to paste, and
-    the gain per step with its 95% interval (None for findings that predict no step time)."""
+    the gain per step with its 95% interval (None for findings that predict no step time). The kinds about ranks
+    hold their facts (`input_stall`, `straggler`, `stalls`) and no words: render/rank_findings_text.py makes them."""
 
     kind: str  # one of FINDING_KINDS
-    title: str
-    evidence: str
-    action: str
+    title: str = ""
+    evidence: str = ""
+    action: str = ""
     gain_ms: Estimate | None = None
     gain_pct: float | None = None  # of the job's step without the profiler (else the profiled median step)
     setting: dict[str, Any] = field(default_factory=dict)  # what `commprof advise` runs: {"bucket_cap_mb": 50}
+    input_stall: InputStall | None = None
+    straggler: Straggler | None = None
+    stalls: Stalls | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in FINDING_KINDS:
