@@ -197,3 +197,74 @@ def test_the_split_read_from_running_sorted_sums_is_the_least_absolute_deviation
         k = _best_split(values, start, end, 8)
         best = min(deviation(values[start:j]) + deviation(values[j:end]) for j in range(start + 8, end - 7))
         assert deviation(values[start:k]) + deviation(values[k:end]) == pytest.approx(best)
+
+
+def test_a_change_inside_the_profiled_window_is_said_to_lie_in_it():
+    """Window 51-60 (the profiler's reach, its warm-up 46-50 to the step after it, 61, left out); rank 0 40 ms late
+    from step 53 on: the cut can only land on step 62, the first step weighed after it, so the change is said to lie
+    in 46-62, the window may hold it, and the window is set against no stretch (the profiler's cost is then weighed
+    against the whole run)."""
+    schedule = ProfileSchedule(wait=45, warmup=5, active=10)
+    built = {r: LedgerBuilder(r, f"node{r}", HOST_CLOCK, window=(51, 60)) for r in (0, 1)}
+    for step in range(1, 121):
+        late = 40.0 if step >= 53 else 0.0
+        for rank, builder in built.items():
+            arrival = 15.0 + (late if rank == 0 else 0.0)
+            end = 15.0 + late + 1.0
+            builder.add(
+                StepEntry.of(step, end + (step % 3 - 1) * 0.2, (Call("all_reduce", 2**20, arrival, end - arrival),))
+            )
+    whole = whole_run({r: b.ledger() for r, b in built.items()}, schedule)
+    (change,) = whole.changes
+    assert (change.step, change.earliest_step) == (62, 46)
+    assert whole.window.holds_change == 62 and not whole.window.typical and whole.window.stretch is None
+    assert whole.stretch_of(51, 60) is None
+
+
+def test_ranks_that_recorded_different_numbers_of_steps_end_the_last_stretch_at_the_last_step_recorded():
+    """Rank 1 stopped at step 60, rank 0 ran to 120 and slowed at 90: no stretch ends before it starts."""
+    long, short = ledgers(late=[(0, 90, 120, 40.0)]), ledgers(steps=60)
+    whole = whole_run({0: long[0], 1: short[1]}, None)
+    assert all(s.first_step <= s.last_step for s in whole.stretches) and whole.stretches[-1].last_step == 120
+
+
+def test_the_straggler_line_names_only_the_stretches_its_rank_was_late_in(tmp_path):
+    """nccl-sampled-2-of-128: rank 1 made the others wait most in its profiled steps, kept within the noise. With
+    stretches where rank 0 was late in 25-44 and rank 1 in 75-94, the line says rank 1's stretch only; with rank 0's
+    alone, it names rank 0; with one stretch, nothing."""
+    import dataclasses
+    import json
+
+    from commprof.render.skew_text import skew_summary
+    from commprof.results.store import load_report
+    from commprof.results.whole_run import Stretch, WholeRun
+    from tests.golden_reports import GOLDEN
+
+    golden = json.loads((GOLDEN / "nccl-sampled-2-of-128.json").read_text())
+    (tmp_path / "report.json").write_text(json.dumps({**golden, "created": "", "sources": []}))
+    report = load_report(tmp_path / "report.json")
+    assert report.cross_rank.straggler == 1 and not any(f.kind == "straggler" for f in report.findings)
+
+    def said(*stretches: Stretch) -> str:
+        whole = WholeRun("", [0, 1], 120, 1, 20.0, 5.0, 30.0, 0, stretches=list(stretches))
+        return skew_summary(dataclasses.replace(report, whole_run=whole))
+
+    calm = [Stretch(1, 24, 20.0, 5.0, 1.0), Stretch(45, 74, 20.0, 5.0, 1.0)]
+    rank0 = Stretch(25, 44, 60.0, 30.0, 1.0, late_rank=0, late_ms=40.0)
+    rank1 = Stretch(75, 94, 60.0, 30.0, 1.0, late_rank=1, late_ms=41.0)
+    assert "it was late in steps 75-94 only: the others waited 41.0 ms a step for it there" in said(*calm, rank0, rank1)
+    assert "rank 0 was late in steps 25-44 only: the others waited 40.0 ms a step" in said(*calm, rank0)
+    assert "only:" not in said(Stretch(1, 120, 20.0, 5.0, 1.0, late_rank=1, late_ms=3.0))
+
+
+def test_a_change_of_a_run_whose_collectives_were_not_timed_says_what_grew_is_not_known():
+    """FSDP, DeepSpeed: only the steps were timed outside the profiler; the step went from 100 to 200 ms at step 61."""
+    from commprof.render.whole_run_view import change_text
+
+    built = {r: LedgerBuilder(r, "vm", "") for r in (0, 1)}
+    for step in range(1, 121):
+        for builder in built.values():
+            builder.add(StepEntry.of(step, (200.0 if step > 60 else 100.0) + (step % 3 - 1)))
+    (change,) = whole_run({r: b.ledger() for r, b in built.items()}, None).changes
+    assert (change.step, change.grew, change.late_rank) == (61, "", None)
+    assert change_text(change).endswith("no collective was timed outside the profiler, so what grew is not known")

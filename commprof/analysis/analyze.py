@@ -112,8 +112,9 @@ def finished_report(
     analysis.findings; `ledgers`: the ranks' whole-run records (results/step_ledger.py)."""
     schedule = record.config.schedule if record and record.config.profiled else None
     compiled = frozenset(record.compiled.steps) if record and record.compiled else frozenset()
-    late = lateness_ledger(ledgers or {}, schedule, compiled)
-    whole = whole_run(ledgers or {}, schedule, compiled, late)
+    ledgers = {rank: ledger for rank, ledger in (ledgers or {}).items() if ledger.steps}
+    late = lateness_ledger(ledgers, schedule, compiled)
+    whole = whole_run(ledgers, schedule, compiled, late)
     window = whole.window if whole is not None else None
     side = whole.stretch_of(window.first_step, window.last_step) if whole is not None and window is not None else None
     side_steps = (side.first_step, side.last_step) if side is not None else None

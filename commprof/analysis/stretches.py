@@ -28,11 +28,16 @@ def stretches_and_changes(
         return [], []
     step_cuts = change_points([p.step_ms for p in kept])
     floor = MIN_SHIFT * statistics.median(p.step_ms for p in kept)  # what a change of the step itself needs
-    transfer_cuts = change_points([p.transfer_ms for p in kept], floor) if any(p.transfer_ms for p in kept) else []
+    timed = any(p.transfer_ms for p in kept)  # else no collective was timed outside the profiler
+    transfer_cuts = change_points([p.transfer_ms for p in kept], floor) if timed else []
     parts = _parts(kept, step_cuts, last_step)
     stretches = [_stretch(part, first, last, late, hosts, kept) for part, first, last in parts]
     pairs = zip(stretches, stretches[1:], strict=False)
-    changes = [_step_change(before, after, late, hosts) for before, after in pairs]
+    covered = [_covered(part) for part, _, _ in parts]
+    changes = [
+        _step_change(before, after, late, hosts, (covered[i], covered[i + 1]), _earliest(kept, step_cuts[i]), timed)
+        for i, (before, after) in enumerate(pairs)
+    ]
     for cut in transfer_cuts:
         if all(abs(cut - k) > NEAR for k in step_cuts):
             changes.append(_communication_change(kept, transfer_cuts, cut))
@@ -49,11 +54,22 @@ def _parts(kept: list[WholeRunPoint], cuts: list[int], last_step: int) -> list[t
     return [(kept[a:b], first, last) for (a, b), first, last in zip(spans, firsts, lasts, strict=True)]
 
 
+def _covered(points: list[WholeRunPoint]) -> int:
+    """The steps a lateness reading needs in a stretch: half those of its kept points (a long run's record keeps
+    only its slowest steps in full before its last ones: a median over them is not the stretch's)."""
+    return max(3, sum(p.steps for p in points) // 2)
+
+
+def _earliest(kept: list[WholeRunPoint], cut: int) -> int:
+    """The first step a change at kept[cut] may lie at: the step after the kept point before it."""
+    return kept[cut - 1].first_step + kept[cut - 1].steps
+
+
 def _stretch(
     points: list[WholeRunPoint], first: int, last: int, late: Ledger, hosts: dict[int, str], kept: list[WholeRunPoint]
 ) -> Stretch:
     step_ms = statistics.median(p.step_ms for p in points)
-    found = late.late_in(first, last)
+    found = late.late_in(first, last, _covered(points))
     named = found if found is not None and found[1] >= LATE_IN_STRETCH * step_ms else None
     return Stretch(
         first_step=first,
@@ -68,14 +84,22 @@ def _stretch(
     )
 
 
-def _step_change(before: Stretch, after: Stretch, late: Ledger, hosts: dict[int, str]) -> ChangePoint:
+def _step_change(
+    before: Stretch,
+    after: Stretch,
+    late: Ledger,
+    hosts: dict[int, str],
+    need: tuple[int, int],
+    earliest: int,
+    timed: bool,
+) -> ChangePoint:
     """The change between two stretches, with the rank the others came to wait for, if one did: the median of its
     cost per step grew by LATE_SHARE of the step's change or more (one rank or host slowed, not the link); or, where
     the step got shorter, the one they stopped waiting for (its cost shrank as much)."""
     step_change = after.step_ms - before.step_ms
     grown = {}
     for each in late.waits:
-        was, became = _median_of(late, each, before), _median_of(late, each, after)
+        was, became = _median_of(late, each, before, need[0]), _median_of(late, each, after, need[1])
         if was is not None and became is not None:
             grown[each] = became - was
     sign = 1 if step_change > 0 else -1  # a speed-up is a rank that stopped coming late
@@ -87,18 +111,19 @@ def _step_change(before: Stretch, after: Stretch, late: Ledger, hosts: dict[int,
         step_ms_after=after.step_ms,
         comm_ms_before=before.comm_ms,
         comm_ms_after=after.comm_ms,
-        grew=_what_grew(step_change, after.transfer_ms - before.transfer_ms),
+        grew=_what_grew(step_change, after.transfer_ms - before.transfer_ms) if timed else "",
         late_rank=rank if named else None,
         late_host=hosts.get(rank, "") if named and rank is not None else "",
         late_ms=grown[rank] if named and rank is not None else 0.0,
         transfer_ms_before=before.transfer_ms,
         transfer_ms_after=after.transfer_ms,
+        earliest_step=earliest,
     )
 
 
-def _median_of(late: Ledger, rank: int, stretch: Stretch) -> float | None:
+def _median_of(late: Ledger, rank: int, stretch: Stretch, need: int) -> float | None:
     costs = [ms for step, ms in late.waits.get(rank, {}).items() if stretch.first_step <= step <= stretch.last_step]
-    return statistics.median(costs) if costs else None
+    return statistics.median(costs) if len(costs) >= need else None
 
 
 def _communication_change(kept: list[WholeRunPoint], cuts: list[int], cut: int) -> ChangePoint:
@@ -120,6 +145,7 @@ def _communication_change(kept: list[WholeRunPoint], cuts: list[int], cut: int) 
         kind="communication",
         transfer_ms_before=median(before, "transfer_ms"),
         transfer_ms_after=median(after, "transfer_ms"),
+        earliest_step=_earliest(kept, cut),
     )
 
 

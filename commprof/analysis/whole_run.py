@@ -13,7 +13,15 @@ from commprof.analysis.lateness import Ledger, late_rank, who
 from commprof.analysis.stretches import stretches_and_changes
 from commprof.config import ProfileSchedule
 from commprof.results.step_ledger import BIN_RATIO, RankLedger, StepEntry, bin_floor_ms, quantile_ms
-from commprof.results.whole_run import ChangePoint, StandOut, Stretch, WholeRun, WholeRunPoint, WindowCheck
+from commprof.results.whole_run import (
+    ChangePoint,
+    StandOut,
+    Stretch,
+    WholeRun,
+    WholeRunPoint,
+    WindowCheck,
+    change_within,
+)
 
 STANDOUT = 1.5  # a step slower than this many times the run's median stands out ...
 JITTER = 10  # ... and slower than the median by this many times the run's own spread (scaled MAD)
@@ -64,7 +72,8 @@ def whole_run(
     comm = [e.comm_ms for ranks in by_step.values() for e in ranks.values()]
     series = _series(ledgers)
     hosts = {rank: ledger.host for rank, ledger in ledgers.items()}
-    stretches, changes = stretches_and_changes(series, _reach(schedule) | compiled, late, hosts, steps)
+    last_step = max(p.first_step + p.steps - 1 for p in series)
+    stretches, changes = stretches_and_changes(series, _reach(schedule) | compiled, late, hosts, last_step)
     window = None
     if schedule is not None:
         window = _window_check(schedule.profiled_steps, by_step, median, count, steps, bar, stretches, changes)
@@ -198,8 +207,10 @@ def _window_check(
     window_median = statistics.median(times)
     inside = sum(t > bar(window_median) for t in times)
     expected = run_standouts * length / steps if steps else 0.0
-    held = next((c.step for c in changes if c.kind == "step" and first < c.step <= last), None)
-    stretch = next((s for s in stretches if s.first_step <= first and last <= s.last_step), None)
+    held = change_within(changes, first, last)
+    stretch = (
+        None if held is not None else next((s for s in stretches if s.first_step <= first <= last <= s.last_step), None)
+    )
     against = stretch.step_ms if stretch is not None and len(stretches) > 1 else median
     missed = run_standouts >= 2 and inside == 0 and expected >= 0.5
     more = inside >= 1 and inside > max(1.0, 2 * expected)
@@ -218,6 +229,7 @@ def _window_check(
         stretch=(stretch.first_step, stretch.last_step) if stretch is not None and len(stretches) > 1 else None,
         holds_change=held,
         slowed_by_profiler=against > 0 and window_median / against - 1 > PROFILER_NOTED,
+        length=length,
     )
 
 

@@ -59,23 +59,19 @@ def read_progress(path: Path) -> Progress | None:
 
 
 def yield_to_the_job() -> None:
-    """Run this thread only when no other wants its core (Linux's SCHED_IDLE, else the lowest priority): commprof's
-    own bookkeeping beside a job (reading its records, drawing them) took a core from its ranks for 0.1 s at a time,
-    a burst in the steps of a run on two cores."""
-    thread = threading.get_native_id()
+    """Run this thread at the lowest priority (Linux's nice 19, for this thread alone): commprof's own bookkeeping
+    beside a job (reading its records, drawing them) took a core from its ranks for 0.1 s at a time, a burst in the
+    steps of a run on two cores. Not SCHED_IDLE: a thread that holds the GIL when preempted would then keep the
+    launcher's other threads (its agent, its deadline) waiting for seconds on busy cores."""
     try:
-        os.sched_setscheduler(thread, os.SCHED_IDLE, os.sched_param(0))
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
     except (AttributeError, OSError):
-        try:
-            os.setpriority(os.PRIO_PROCESS, thread, 19)
-        except (AttributeError, OSError):
-            pass
+        pass
 
 
 @contextmanager
 def ticking(tick: Callable[[], None], interval_s: float) -> Iterator[None]:
-    """`tick()` every `interval_s` seconds on a thread of its own, while the block runs, on the cores the job's ranks
-    leave idle."""
+    """`tick()` every `interval_s` seconds on a thread of its own, while the block runs, at the lowest priority."""
     stop = threading.Event()
 
     def loop() -> None:

@@ -108,10 +108,12 @@ def _late_in_stretches(report: Report) -> str:
     """'; it was late in steps 40-79 only: the others waited 60.0 ms a step for it there (the whole run, below)':
     a rank late in one stretch of the run, whose cost the run's median does not show."""
     whole, skew = report.whole_run, report.cross_rank
-    late = [s for s in whole.stretches if s.late_rank is not None] if whole is not None else []
-    if not late or skew is None:
+    if whole is None or skew is None or len(whole.stretches) < 2:
         return ""
-    mine = [s for s in late if s.late_rank == skew.straggler] or late
+    late = [s for s in whole.stretches if s.late_rank is not None]
+    if not late:
+        return ""
+    mine = [s for s in late if s.late_rank == skew.straggler] or [s for s in late if s.late_rank == late[0].late_rank]
     where = " and ".join(f"steps {s.first_step}-{s.last_step}" for s in mine)
     who = "it" if mine[0].late_rank == skew.straggler else f"rank {mine[0].late_rank}"
     ms = "; ".join(f"{s.late_ms:.1f} ms" for s in mine)

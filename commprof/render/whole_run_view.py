@@ -127,7 +127,7 @@ def change_text(change: ChangePoint) -> str:
     return (
         f"the step went from {change.step_ms_before:.1f} to {change.step_ms_after:.1f} ms ({ratio:+.0%}), the time "
         f"with a collective in flight per step from {change.comm_ms_before:.1f} to {change.comm_ms_after:.1f} ms: "
-        f"{late_text(change) or GREW[change.grew]}"
+        f"{late_text(change) or GREW.get(change.grew, UNTIMED)}"
     )
 
 
@@ -144,6 +144,7 @@ def communication_text(change: ChangePoint) -> str:
     )
 
 
+UNTIMED = "no collective was timed outside the profiler, so what grew is not known"
 GREW = {
     "communication": "the time with a collective in flight moved with it (a link or a peer that slowed)",
     "computation": "the time with a collective in flight did not (computation, input or Python moved)",
@@ -179,7 +180,7 @@ def change_line(change: ChangePoint) -> str:
     ratio = change.step_ms_after / change.step_ms_before - 1 if change.step_ms_before else 0.0
     return (
         f"the step changed at step {change.step}, {change.step_ms_before:.1f} to {change.step_ms_after:.1f} ms "
-        f"({ratio:+.0%}): {late_text(change) or GREW_SHORT[change.grew]}"
+        f"({ratio:+.0%}): {late_text(change) or GREW_SHORT.get(change.grew, UNTIMED)}"
     )
 
 
@@ -224,16 +225,23 @@ def standout_row(s: StandOut) -> tuple[str, ...]:
 
 def window_text(window: WindowCheck) -> Text:
     steps = _steps(window.first_step, window.last_step)
+    if window.why and not window.run_steps:  # a report from before its reasons were kept as facts
+        said = "was typical of the run" if window.typical else "was not typical of the run"
+        return Text(
+            f"The profiled window ({steps}) {said}: {window.why.strip().rstrip('.')}.",
+            "plain" if window.typical else "alert",
+        )
+    length = window.length or window.last_step - window.first_step + 1
     reasons = []
     if window.missed_standouts:
         reasons.append(
-            f"none of its {window.last_step - window.first_step + 1} steps stood out, while "
+            f"none of its {length} steps stood out, while "
             f"{window.run_standouts:,} of the run's {window.run_steps:,} did ({window.expected_standouts:.1f} expected "
             "in a window this long): it shows the run without them"
         )
     elif window.more_standouts or window.typical:
         reasons.append(
-            f"{window.standouts} of its {window.last_step - window.first_step + 1} steps stood out, against "
+            f"{window.standouts} of its {length} steps stood out, against "
             f"{window.run_standouts:,} of the run's {window.run_steps:,}"
         )
     if window.holds_change is not None:

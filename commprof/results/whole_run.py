@@ -53,6 +53,8 @@ class WindowCheck:
     stretch: tuple[int, int] | None = None
     holds_change: int | None = None  # the step of a change inside the window
     slowed_by_profiler: bool = False  # its median this much above the run's is the profiler's own cost
+    length: int = 0  # its steps kept in full (the compile steps and those past the record's bound left out)
+    why: str = ""  # a report from before issue 62: the check said in words (its fields above then 0)
 
 
 @dataclass(frozen=True)
@@ -67,7 +69,8 @@ class Stretch:
     # which no rank's lateness is in (the last to arrive waited for no one)
     run_step_ms: float = 0.0  # the run's median step over the same points (every stretch's): the usual step
     # the rank the others waited for in it (analysis/lateness.py: the median of its cost per step, the one rule for
-    # who), where that is LATE_SHARE of the stretch's step above the run's usual or more; None where none was
+    # who), where that is a tenth of the stretch's step or more and its weighed steps cover half the stretch's; None
+    # where none was
     late_rank: int | None = None
     late_host: str = ""
     late_ms: float = 0.0  # the others' median wait for it per step in this stretch
@@ -98,6 +101,9 @@ class ChangePoint:
     kind: str = "step"
     transfer_ms_before: float = 0.0
     transfer_ms_after: float = 0.0
+    # the first step the change may lie at: the steps from it to `step` were left out (the profiler's reach, the
+    # first steps), so it lies somewhere in earliest_step..step
+    earliest_step: int = 0
 
 
 @dataclass(frozen=True)
@@ -128,7 +134,15 @@ class WholeRun:
         return [c for c in self.changes if c.kind == "step"]
 
     def stretch_of(self, first: int, last: int) -> Stretch | None:
-        """The stretch steps first-last lie in; None where they span a change or the run held (one stretch)."""
-        if len(self.stretches) < 2:
+        """The stretch steps first-last lie in; None where a change of step may lie in them, or the run held."""
+        if len(self.stretches) < 2 or change_within(self.changes, first, last) is not None:
             return None
         return next((s for s in self.stretches if s.first_step <= first and last <= s.last_step), None)
+
+
+def change_within(changes: list[ChangePoint], first: int, last: int) -> int | None:
+    """The step of a change of step that may lie inside steps first-last (its step, or the left-out steps before it
+    where it may be, among them), else None."""
+    return next(
+        (c.step for c in changes if c.kind == "step" and c.step > first and (c.earliest_step or c.step) <= last), None
+    )
