@@ -8,7 +8,8 @@ split again in turn, down to sides too short to split. Then each cut is moved to
 neighbours and weighed against the stretches either side of it, the weakest dropped until every one left passes: the
 two medians differ by MIN_SHIFT of the smaller or more, and by SEPARATION times the standard error of that difference
 (from the noisier side's scaled median absolute deviation and each side's count: a run noisy on both sides of a
-clear shift keeps it; of 200 series of 120 steps with 30% noise, 1 was cut where it held). A drift of a few percent,
+clear shift keeps it; of 200 series of 120 steps with 30% noise, 1 was cut where it held:
+benchmarks/measure/change_point_noise.py). A drift of a few percent,
 or a few slow steps, is no change."""
 
 from __future__ import annotations

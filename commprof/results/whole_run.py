@@ -75,10 +75,6 @@ class Stretch:
     late_host: str = ""
     late_ms: float = 0.0  # the others' median wait for it per step in this stretch
 
-    @property
-    def steps(self) -> int:
-        return self.last_step - self.first_step + 1
-
 
 @dataclass(frozen=True)
 class ChangePoint:
