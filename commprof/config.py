@@ -231,11 +231,6 @@ class RunConfig(_StrategyOptions):
             self.strategy in STRATEGIES, f"--strategy must be one of {', '.join(STRATEGIES)}, got {self.strategy!r}"
         )
         if self.strategy == "fsdp":
-            require(
-                not self.script,
-                "--strategy fsdp is for a built-in or --model model; a script that calls "
-                "fully_shard itself is profiled as it is, without --strategy",
-            )
             fsdp = ", ".join(b for b in BACKENDS if by_name(b).fsdp)
             require(by_name(self.backend).fsdp, f"--strategy fsdp runs over {fsdp}, not {self.backend}")
         require(
@@ -269,6 +264,10 @@ class RunConfig(_StrategyOptions):
         require(
             self.ddp.bucket_cap_mb is not None or bool(self.script),
             "a setting without bucket_cap_mb (a script's own) needs a script",
+        )
+        require(
+            self.ddp.ddp_model is None or bool(self.script),
+            "--ddp-model is for a script that builds several DDP models (commprof run -- train.py)",
         )
         require(
             self.script_output in SCRIPT_OUTPUTS,

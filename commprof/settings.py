@@ -41,6 +41,12 @@ class DDPOptions:
     static_graph: bool = option(False, "DDP static_graph=True.")
     gradient_as_bucket_view: bool = option(False, "DDP gradient_as_bucket_view=True.")
     find_unused_parameters: bool = option(False, "DDP find_unused_parameters=True.")
+    ddp_model: str | None = option(
+        None,
+        "A script with several DDP models: the one DDP's options are set on, by the name the report gives it (what "
+        "the script passes to DDP, e.g. discriminator).",
+        shown="every DDP the script builds",
+    )
 
     def label(self) -> str:
         parts = [OWN_LABEL if self.bucket_cap_mb is None else f"bucket-{self.bucket_cap_mb:g}mb"]
@@ -55,6 +61,8 @@ class DDPOptions:
         ):
             if flag:
                 parts.append(name)
+        if self.ddp_model is not None and parts != [OWN_LABEL]:  # the script's own is its own for every model
+            parts.append(f"for-{self.ddp_model.replace('#', '-')}")
         return "_".join(parts)
 
     def __post_init__(self) -> None:
@@ -75,8 +83,11 @@ class DDPOptions:
 class FSDPOptions:
     """Options given to FSDP2's fully_shard (with --strategy fsdp) on each block and the root."""
 
-    reshard_after_forward: bool = option(
-        True, "FSDP: free the gathered parameters after each block's forward (they are all-gathered again in backward)."
+    # None: a script's fully_shard as written (its own, else FSDP's default: True)
+    reshard_after_forward: bool | None = option(
+        True,
+        "FSDP: free the gathered parameters after each block's forward (they are all-gathered again in backward).",
+        shown="True; a script's fully_shard keeps its own unless given",
     )
     forward_prefetch: int = option(
         0, "FSDP: blocks whose all-gathers each block issues ahead in forward (0: FSDP2's implicit overlap)."
@@ -89,14 +100,15 @@ class FSDPOptions:
     )
 
     def label(self) -> str:
-        parts = ["reshard" if self.reshard_after_forward else "no-reshard"]
+        own = self.reshard_after_forward is None
+        parts = [] if own else ["reshard" if self.reshard_after_forward else "no-reshard"]
         if self.forward_prefetch:
             parts.append(f"fwd-prefetch-{self.forward_prefetch}")
         if self.backward_prefetch != 1:
             parts.append(f"bwd-prefetch-{self.backward_prefetch}")
         if self.reduce_dtype != "fp32":
             parts.append(f"reduce-{self.reduce_dtype}")
-        return "_".join(parts)
+        return "_".join(parts) or OWN_LABEL
 
     def __post_init__(self) -> None:
         require(self.forward_prefetch >= 0, f"--forward-prefetch must be >= 0, got {self.forward_prefetch}")
@@ -106,6 +118,12 @@ class FSDPOptions:
             f"block in backward), got {self.backward_prefetch}",
         )
         require(self.reduce_dtype in REDUCE_DTYPES, f"--reduce-dtype must be one of {', '.join(REDUCE_DTYPES)}")
+
+
+def fsdp_as_written(options: FSDPOptions) -> FSDPOptions:
+    """A script's own FSDP: its fully_shard calls as written, with only the options given that differ from FSDP2's
+    defaults applied on top."""
+    return dataclasses.replace(options, reshard_after_forward=None)
 
 
 # DistributedDataParallel's own keyword arguments that DDPOptions sets (comm_hook is registered after it is built)

@@ -52,6 +52,13 @@ def test_the_kinds_are_the_jobs_of_issue_53():
     }
 
 
+def test_the_kinds_have_one_or_two_models():
+    """Issue 63's axis: scripts with two models, two DDPs (a GAN) and two FSDP roots (a teacher and a student)."""
+    two = {k.script[0].rsplit("/", 1)[-1] for k in KINDS if k.models == 2}
+    assert two == {"train_gan.py", "train_fsdp_two.py"}
+    assert {k.models for k in KINDS} == {1, 2}
+
+
 @pytest.mark.parametrize("made", cells() + [run_to_advise(k) for k in KINDS], ids=lambda c: c.name)
 def test_every_cell_parses_as_its_command_line(made):
     """Each cell's options are its command's (a renamed option fails here, not an hour into the check)."""

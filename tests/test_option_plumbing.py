@@ -85,6 +85,7 @@ CASES = {
     "static_graph": (["--static-graph"], ddp("static_graph", True)),
     "gradient_as_bucket_view": (["--gradient-as-bucket-view"], ddp("gradient_as_bucket_view", True)),
     "find_unused_parameters": (["--find-unused-parameters"], ddp("find_unused_parameters", True)),
+    "ddp_model": (["--ddp-model", "critic", "--", "train.py"], ddp("ddp_model", "critic")),
     "reshard_after_forward": (
         ["--strategy", "fsdp", "--no-reshard-after-forward"],
         fsdp("reshard_after_forward", False),
@@ -180,7 +181,7 @@ def test_option_reaches_the_workers(launches, command, option):
 
 
 REFUSED = {
-    "tune": "tune, which tunes bucket sizes (FSDP's options: commprof sweep --strategy fsdp)",
+    "tune": "tune of a built-in model (FSDP's options: commprof sweep --strategy fsdp)",
     "compare": "compare, which runs DDP (to compare DDP with FSDP: --strategies ddp,fsdp)",
     "scale": "scale, which runs DDP on commprof's own model; a script that shards its model itself scales as it is: "
     "commprof scale -- SCRIPT",
@@ -223,11 +224,6 @@ def test_fsdp_sweep_grid(launches):
         (
             ["sweep", "--strategy", "fsdp", "--backward-prefetch", "0,1"],
             "--backward-prefetch must be >= 1 (FSDP2 always prefetches one block in backward), got 0",
-        ),
-        (
-            ["sweep", "--strategy", "fsdp", "--", "train.py"],
-            "--strategy fsdp is not for commprof sweep -- SCRIPT, which runs DDP settings on a script (one that calls "
-            "fully_shard itself keeps its own)",
         ),
         (
             ["run", "--no-reshard-after-forward", "--reduce-dtype", "bf16"],

@@ -268,6 +268,51 @@ def test_a_script_that_shards_its_model_with_fsdp(tmp_path):
     (blocks,) = [c for c in report.collectives if c.purpose == "gradient reduce-scatter" and c.calls_per_step == 4]
     assert blocks.op == "all_reduce"  # Gloo's reduce-scatter is an all-reduce; its purpose says what it is
     assert all(f.kind not in ("bucket_cap", "compression") for f in report.findings)  # no DDP here to tune
+    assert report.run is not None and [b.units for b in report.run.fsdp_built] == [["Sequential"] * 5]
+
+
+def test_a_script_with_two_ddp_models_has_each_in_its_report(tmp_path):
+    """Issue 63: a GAN's generator (cap 4) and discriminator (cap 1), each named, its own cap and all-reduces: the
+    discriminator's one bucket is all-reduced twice a step (its backward runs in both of the GAN's passes)."""
+    script = (str(SCRIPTS / "train_gan.py"), "--steps", "12")
+    result = commprof("run", "--run-id", "gan", "--quiet", "--schedule", "2,1,4", "--", *script, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    report = load_report(tmp_path / "reports" / "gan")
+    generator, discriminator = report.models
+    assert (generator.name, generator.parameters, generator.bucket_cap_mb) == ("generator", 427_264, 4.0)
+    assert (discriminator.name, discriminator.parameters, discriminator.bucket_cap_mb) == (
+        "discriminator",
+        132_097,
+        1.0,
+    )
+    assert (generator.calls_per_step, discriminator.calls_per_step) == (1.0, 2.0)
+    assert generator.buckets == [427_264 * 4] and discriminator.buckets == [132_097 * 4]
+    assert "steps counted are discriminator's Adam; the script also stepped generator's Adam" in report.warnings
+    text = (tmp_path / "reports" / "gan" / "report.md").read_text()
+    assert "2 DDP models, generator (Sequential, 427,264 parameters) and discriminator" in text
+    assert "discriminator.bucket_cap_mb=1" in text
+
+
+def test_fsdps_knobs_are_set_on_a_scripts_own_fully_shard(tmp_path):
+    """Issue 63: --strategy fsdp sets FSDP's options on the script's own fully_shard calls: without resharding after
+    forward, the backward gathers nothing again."""
+    args = ("--quiet", "--schedule", "1,1,3", "--", str(SCRIPTS / "train_fsdp.py"))
+    result = commprof(
+        "run", "--run-id", "kept", "--strategy", "fsdp", "--no-reshard-after-forward", *args, cwd=tmp_path
+    )
+    assert result.returncode == 0, result.stderr
+    report = load_report(tmp_path / "reports" / "kept")
+    assert report.run is not None
+    (built,) = report.run.fsdp_built
+    assert (built.module, built.name, built.parameters) == ("Sequential", "model", 265_738)
+    assert built.units == ["Sequential"] * 5 and built.unit_parameters == [65_792] * 4 + [2_570]
+    assert built.applied == {"reshard_after_forward": False}
+    assert built.asked == {"reshard_after_forward": None, "reduce_dtype": "fp32"}
+    assert {(c.phase, c.purpose) for c in report.collectives} == {
+        ("forward", "parameter all-gather"),
+        ("backward", "gradient reduce-scatter"),
+    }
+    assert report.run.settings(with_defaults=False)["reshard_after_forward"] == "False (commprof's)"
 
 
 def test_a_script_that_destroys_its_process_group_gets_the_same_measurements(tmp_path):

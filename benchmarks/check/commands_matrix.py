@@ -80,6 +80,7 @@ class Kind:
     # (--bucket-cap-mb 0.01), "compiled" (1: torch.compile's smallest), "zero" (the script's --reduce-bucket-size
     # 2000), "horovod" (--fusion-threshold-mb 0) or "" (FSDP: none to make smaller)
     buckets: str = "ddp"
+    models: int = 1  # the models the script builds (issue 63: one or two)
 
     @property
     def skipped(self) -> str | None:
@@ -113,7 +114,27 @@ KINDS = (
         "a plain DDP script (argparse, its own DDP)",
         (str(SCRIPTS / "train_default_ddp.py"), "--epochs", "1", "--steps-per-epoch", "100"),
     ),
-    Kind("script-fsdp", "a script that calls fully_shard itself", (str(SCRIPTS / "train_fsdp.py"),), buckets=""),
+    Kind(
+        "script-fsdp",
+        "a script that calls fully_shard itself",
+        (str(SCRIPTS / "train_fsdp.py"), "100"),
+        buckets="",
+        sweep=("--strategy", "fsdp", "--reshard-after-forward", "true,false"),
+    ),
+    Kind(
+        "gan-ddp",
+        "a GAN script: two DDP models, each with its own bucket_cap_mb (issue 63)",
+        (str(SCRIPTS / "train_gan.py"), "--steps", "100"),
+        models=2,
+    ),
+    Kind(
+        "two-fsdp",
+        "a script that shards two models with fully_shard, a teacher and a student (issue 63)",
+        (str(SCRIPTS / "train_fsdp_two.py"), "100"),
+        buckets="",
+        sweep=("--strategy", "fsdp", "--reshard-after-forward", "true,false"),
+        models=2,
+    ),
     _deepspeed(1),
     _deepspeed(2),
     _deepspeed(3),
@@ -488,10 +509,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     total = time.monotonic() - started
 
     shown_commands = [c for c in COMMANDS if c in commands]
-    table_header("kind", *shown_commands)
+    table_header("kind", "models", *shown_commands)
     for kind in (k for k in KINDS if k.name in kinds):
         table_row(
             kind.name,
+            str(kind.models),
             *(outcomes[(kind.name, c)].shown().replace("|", "\\|") for c in shown_commands),
         )
     failed = [

@@ -13,6 +13,7 @@ from commprof.analysis.distortion import job_drift_ms, job_step, profiler_distor
 from commprof.analysis.evidence import Evidence
 from commprof.analysis.findings import findings
 from commprof.analysis.incomplete import missing_note, missing_ranks
+from commprof.analysis.models import model_accounts
 from commprof.analysis.network import network_of
 from commprof.analysis.phases import gathers_by_module, micro_steps, phase_means
 from commprof.analysis.whole_run import lateness_ledger, whole_run
@@ -95,6 +96,7 @@ def analyze_run(
         phases=phase_means(steps),
         micro_steps=micro_steps(steps),
         gathers=gathers_by_module(per_rank),
+        models=model_accounts(run, per_rank),
     )
     return RunAnalysis(report, per_rank, matching)
 

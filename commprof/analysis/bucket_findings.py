@@ -13,7 +13,7 @@ import dataclasses
 import random
 import statistics
 
-from commprof.analysis.evidence import Evidence, current_cap
+from commprof.analysis.evidence import Evidence, current_cap, current_options
 from commprof.analysis.predict import (
     CANDIDATE_CAPS_MB,
     MB,
@@ -28,7 +28,7 @@ from commprof.analysis.sweep import paste_line
 from commprof.errors import UsageError
 from commprof.kinds.ddp_buckets import cap_label, describe, distinct_caps, layout
 from commprof.results.common import Estimate
-from commprof.results.report import Finding
+from commprof.results.report import Finding, ModelAccount
 from commprof.results.run_record import ProbedSize
 
 RESAMPLES = 400
@@ -43,17 +43,27 @@ SERIAL_NOTE = (
 
 
 def bucket_cap(evidence: Evidence) -> list[Finding]:
-    """The cap whose buckets the model predicts fastest, among one cap per bucket layout DDP would build."""
-    report, samples, link = evidence.report, evidence.samples, evidence.link
-    probe, serial = evidence.probe, evidence.serial
-    if link is None:
+    """The cap whose buckets the model predicts fastest, among one cap per bucket layout DDP would build; for a
+    script with several DDP models, each model's own cap, from its own all-reduces."""
+    report = evidence.report
+    if len(report.models) < 2:
+        return _bucket_cap(evidence, evidence.samples, None)
+    return [f for model in report.models for f in _bucket_cap(evidence, evidence.model_samples(model.name), model)]
+
+
+def _bucket_cap(evidence: Evidence, samples: list[StepProfile], model: ModelAccount | None) -> list[Finding]:
+    report, link, probe, serial = evidence.report, evidence.link, evidence.probe, evidence.serial
+    if link is None or not samples:
         return []
-    options, framework = evidence.options
-    parameters = report.run.parameter_sizes if report.run else None
+    name = model.name if model else None
+    options, framework = current_options(report, name)
+    built = next((b for b in report.run.ddp_built if b.label == name), None) if report.run and name else None
+    parameters = built.parameter_sizes if built else report.run.parameter_sizes if report.run else None
     exposed = statistics.median(s.exposed_ms for s in samples)
     # without the parameters' sizes (someone else's traces), the measured buckets are the units: merged, never split
     units = parameters or list(reversed(samples[0].bucket_bytes))
-    now = layout(parameters, current_cap(report)) if parameters else tuple(samples[0].bucket_bytes)
+    cap_now = current_cap(report, name)
+    now = layout(parameters, cap_now) if parameters else tuple(samples[0].bucket_bytes)
     candidates = distinct_caps(units, CANDIDATE_CAPS_MB, now)  # one cap per layout DDP would build; not today's
     # the parameters' buckets are float32; a compression hook all-reduces them in 16 bits, as the trace measured
     shrink = 2 if parameters and options.comm_hook != "none" else 1
@@ -72,24 +82,27 @@ def bucket_cap(evidence: Evidence) -> list[Finding]:
     gain = best_gain if cap == best else gain_ci(samples, lambda s: on_wire(s, cap), serial=serial, probe=probe)
     as_good = sorted(c for c, g in by_cap.items() if g >= best_gain.low and c != cap)
     then = candidates[cap]
+    whose = f"{name}'s " if name else ""
     return [
         Finding(
             kind="bucket_cap",
             title=(
-                f"bucket_cap_mb={cap:g} ({describe(then)}) "
+                f"{name}: " * bool(name)
+                + f"bucket_cap_mb={cap:g} ({describe(then)}) "
                 + ("saves all-reduce calls" if serial else "hides more of the gradient all-reduce")
             ),
             evidence=(
-                f"{exposed:.1f} ms of each step is exposed all-reduce after the backward pass; now "
-                f"{describe(now)} ({cap_label(current_cap(report))}); link {'measured' if probe else 'fitted'}: "
+                f"{exposed:.1f} ms of each step is exposed {whose}all-reduce after the backward pass; now "
+                f"{describe(now)} ({cap_label(cap_now)}); link {'measured' if probe else 'fitted'}: "
                 f"{link.bandwidth_gbps:.2f} GB/s, {link.alpha_us:.0f} us per ring step"
                 + (f" ({link.source})" if probe else "")
                 + (f"; as good within the interval: {', '.join(f'{c:g}' for c in as_good)}" if as_good else "")
                 + (SERIAL_NOTE if serial else "")
             ),
-            action=paste_line(dataclasses.replace(options, bucket_cap_mb=cap), framework),
+            action=paste_line(dataclasses.replace(options, bucket_cap_mb=cap, ddp_model=name), framework),
             gain_ms=gain,
-            setting={"bucket_cap_mb": cap},
+            setting={"bucket_cap_mb": cap, **({"ddp_model": name} if name else {})},
+            model=name,
         )
     ]
 

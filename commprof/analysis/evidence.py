@@ -11,11 +11,12 @@ from functools import cached_property
 
 from commprof.analysis.collectives import zero_purpose
 from commprof.analysis.crossrank import Matching
+from commprof.analysis.models import owners
 from commprof.analysis.predict import LinkModel, StepProfile, fit_link, probed_link, step_profile
 from commprof.errors import UsageError
 from commprof.kinds.ddp_buckets import DEFAULT_CAP_MB
 from commprof.results.report import JobStep, Report
-from commprof.results.run_record import ProbedSize
+from commprof.results.run_record import BuiltDDP, ProbedSize
 from commprof.settings import DDPOptions
 from commprof.trace.model import RankTrace, RunTrace, Step
 from commprof.trace.rules import ZERO_PURPOSE
@@ -54,6 +55,14 @@ class Evidence:
         """One step profile per profiled step of the first ranks, for the bucket model (steps without a DDP backward
         skipped); none where the run did not train with DDP, or on one rank."""
         return _profiles(self.windows) if _trained_with_ddp(self.report) else []
+
+    def model_samples(self, model: str) -> list[StepProfile]:
+        """The step profiles of one DDP model of a script with several: its own all-reduces alone (analysis/models)."""
+        run = self.report.run
+        if run is None or not self.samples:
+            return []
+        own = {size for size, names in owners(run.ddp_built).items() if names == [model]}
+        return _profiles(self.windows, lambda rank: _of_sizes(rank, own))
 
     @cached_property
     def zero_samples(self) -> list[StepProfile]:
@@ -149,6 +158,12 @@ def _gradient_reductions(rank: RankTrace) -> RankTrace:
     return dataclasses.replace(rank, collectives=reductions)
 
 
+def _of_sizes(rank: RankTrace, sizes: set[int]) -> RankTrace:
+    """A rank's all-reduces of these sizes alone (one model's buckets)."""
+    own = tuple(c for c in rank.collectives if c.op == "all_reduce" and c.nbytes in sizes)
+    return dataclasses.replace(rank, collectives=own)
+
+
 def _allreduces(rank: RankTrace) -> RankTrace:
     """A rank's all-reduces alone (Horovod's: its broadcasts are not buckets)."""
     return dataclasses.replace(rank, collectives=tuple(c for c in rank.collectives if c.op == "all_reduce"))
@@ -162,12 +177,13 @@ def _trained_with_ddp(report: Report) -> bool:
     return run.config.strategy == "ddp" and (not run.script or bool(run.ddp_built))
 
 
-def current_options(report: Report) -> tuple[DDPOptions, str]:
-    """The DDP options the run trained with, and who built its DDP. A script's own DDP arguments (what it asked
-    for, with what commprof applied on top) win over commprof's options, which it only applies when given."""
+def current_options(report: Report, model: str | None = None) -> tuple[DDPOptions, str]:
+    """The DDP options the run trained with (`model`: that DDP's, of a script with several), and who built its DDP.
+    A script's own DDP arguments (what it asked for, with what commprof applied on top) win over commprof's options,
+    which it only applies when given."""
     run = report.run
     options = run.config.ddp if run else DDPOptions()
-    built = run.ddp_built[0] if run and run.script and run.ddp_built else None
+    built = _built(report, model)
     if built is None:
         return options, "script"
     known = {f.name for f in dataclasses.fields(DDPOptions)}
@@ -175,7 +191,7 @@ def current_options(report: Report) -> tuple[DDPOptions, str]:
     return dataclasses.replace(options, **given), built.built_by
 
 
-def current_cap(report: Report) -> float | None:
+def current_cap(report: Report, model: str | None = None) -> float | None:
     """The bucket_cap_mb DDP was built with; None when nobody gave one (DDP's default, with its 1 MB first bucket).
     commprof's built-in runs always pass theirs; a script's is what it asked for, or what commprof applied."""
     run = report.run
@@ -183,6 +199,14 @@ def current_cap(report: Report) -> float | None:
         return DEFAULT_CAP_MB
     if not run.script:
         return run.config.ddp.bucket_cap_mb
-    built = run.ddp_built[0] if run.ddp_built else None
+    built = _built(report, model)
     given = (built.applied.get("bucket_cap_mb") or built.asked.get("bucket_cap_mb")) if built else None
     return float(given) if given is not None else None
+
+
+def _built(report: Report, model: str | None) -> BuiltDDP | None:
+    """A script's DDP: the one named `model`, else the first it built."""
+    run = report.run
+    if run is None or not run.script or not run.ddp_built:
+        return None
+    return next((b for b in run.ddp_built if b.label == model), run.ddp_built[0])

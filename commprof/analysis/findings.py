@@ -21,6 +21,7 @@ from typing import cast
 from commprof.analysis.bucket_findings import bucket_cap, slow_collectives
 from commprof.analysis.distortion import large_slowdown
 from commprof.analysis.evidence import Evidence
+from commprof.analysis.fsdp_findings import resharding
 from commprof.analysis.horovod_findings import horovod_fusion
 from commprof.analysis.rank_findings import input_stalls, stalls_now_and_then, straggler
 from commprof.analysis.setting_findings import accumulation, compression
@@ -51,6 +52,7 @@ Detector = Callable[[Evidence], list[Finding]]
 DETECTORS: list[Detector] = [
     bucket_cap,
     zero_bucket_size,
+    resharding,
     horovod_fusion,
     compression,
     accumulation,

@@ -11,7 +11,7 @@ from commprof.errors import UsageError
 from commprof.plans import ADVISE_TOP, MEASURED_AS_USUAL, SweepOptions
 from commprof.results.run_record import RunSummary
 from commprof.results.store import load_report
-from commprof.settings import DDPOptions, SettingOptions, own_setting, setting_label
+from commprof.settings import DDPOptions, SettingOptions, fsdp_as_written, own_setting, setting_label
 
 
 def advise(
@@ -26,6 +26,7 @@ def advise(
     """`run`: a run id under `reports_dir`, or a report.json (or its folder). `max_steps`: with a script, every
     launch's optimizer steps (as for sweep). `options`: how each setting is measured, as for sweep."""
     from commprof.analysis.evidence import current_options
+    from commprof.analysis.fsdp_findings import fsdp_options
     from commprof.commands.sweep import measure
 
     if top < 1:
@@ -50,6 +51,9 @@ def advise(
     elif config.script and report.run.horovod_built:  # Horovod's, set in its environment
         baseline = config.horovod
         rerun = dataclasses.replace(config, strategy="horovod")
+    elif fsdp_options(report.run) is not None:  # FSDP's, on its fully_shard calls
+        baseline = fsdp_as_written(config.fsdp) if config.script else config.fsdp
+        rerun = dataclasses.replace(config, strategy="fsdp")
     else:
         ddp = ran_with(report.run) if config.script else current_options(report)[0]
         baseline, rerun = ddp, dataclasses.replace(config, ddp=ddp)

@@ -24,13 +24,14 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from commprof.commands.common import ddp_only, prepare_figures, training
+from commprof.commands.common import prepare_figures, training
 from commprof.commands.outcome import Feedback, Outcome
 from commprof.commands.reporting import sweep_report, write_report
+from commprof.commands.script_kind import OtherKind, check_kind, several_models
 from commprof.commands.unfinished import failed_run
 from commprof.config import ProfileSchedule, RunConfig, RunRequest
 from commprof.errors import RunFailed, UsageError
-from commprof.kinds import DDP, JobKind, built_kind, kind_of
+from commprof.kinds import DDP, kind_of
 from commprof.launch.atomic import write_text_atomic
 from commprof.launch.job import TORCHRUN_OMP_WARNING, torchrun_environment
 from commprof.launch.runlog import read_run_json
@@ -79,8 +80,6 @@ def measure_script(
     from commprof.commands.run import check_script
     from commprof.launch.resolve import MachineProbe, resolve
 
-    if request.strategy == "fsdp":
-        ddp_only(request, "sweep -- SCRIPT", " settings on a script (one that calls fully_shard itself keeps its own)")
     options, max_steps = launch_lengths(request.max_steps, options)
     config = resolve(dataclasses.replace(request, max_steps=None), MachineProbe.detect())
     check_script(request)
@@ -223,6 +222,8 @@ class _Launches:
                 run = self.launch(setting, f"{label}-r{key}", self.timed_steps, None, subject)
                 if self.count == 1:
                     check_kind(run, plan.baseline)
+                    if len(run.ddp_built) > 1 and kind_of(plan.baseline) is DDP:
+                        self.feedback.info(f"{self.name}: {several_models(run, plan.baseline)}")
                     # Dynamo's DDPOptimizer splits the compiled graph at the buckets and asserts that none is
                     # smaller than DDP's 1 MiB first bucket (torch/_dynamo/backends/distributed.py)
                     self.smallest = 1.0 if run.compiled and run.compiled.graphs else 0.0
@@ -326,30 +327,6 @@ class _Launches:
         if pending:
             self.feedback.info(f"{self.name}: tuning round {done + 2}, {_counted(pending, 'more ')} around the best")
         return pending
-
-
-class OtherKind(UsageError):
-    """The script's first launch built another kind of job than the settings are for: they would do nothing to it.
-    `built`: the kind it built (tune then tunes that kind's buckets), None where it built none commprof tunes."""
-
-    def __init__(self, what: str, why: str, built: JobKind | None = None):
-        super().__init__(f"{what}: {why}")
-        self.what, self.built = what, built
-
-
-def check_kind(run: RunRecord, baseline: SettingOptions) -> None:
-    """After the script's first launch: the settings are for the kind of job it built, else OtherKind names the
-    knob that would act."""
-    kind = kind_of(baseline)
-    if kind.built(run) is not None:
-        return
-    built = built_kind(run)
-    if built is not None:
-        what = f"the script trains with {built.trains_with(run)}, not {kind.title}"
-        instead = built.instead.format(strategy=kind.strategy)
-        raise OtherKind(what, f"{kind.knobs} do nothing to it; {instead}", built)
-    what = f"the script built no {kind.engine}"
-    raise OtherKind(what, f"{kind.knobs} do nothing to it; commprof run -- SCRIPT profiles it as it is")
 
 
 def _counted(settings: Sequence[SettingOptions], more: str = "") -> str:

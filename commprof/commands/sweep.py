@@ -12,7 +12,7 @@ from commprof.commands.common import check_model, describe, prepare_figures
 from commprof.commands.launch_rounds import launch_budget, launched_again, least_launches
 from commprof.commands.outcome import SILENT, Feedback, Outcome
 from commprof.commands.reporting import sweep_report, write_report
-from commprof.commands.script_sweep import OtherKind
+from commprof.commands.script_kind import OtherKind
 from commprof.config import RunRequest
 from commprof.errors import UsageError
 from commprof.kinds import DDP, KINDS
@@ -52,22 +52,29 @@ def sweep(
 
 def tune(request: RunRequest, feedback: Feedback = SILENT, options: SweepOptions = MEASURED_AS_USUAL) -> Outcome:
     """A coarse log grid of the kind's bucket size first (DDP's bucket_cap_mb, ZeRO's reduce_bucket_size); rank 0
-    then refines around the best (analysis.tune). A script that builds another kind than the default DDP has its
-    own kind tuned."""
+    then refines around the best (analysis.tune). A kind without a bucket size (FSDP) has each of its knobs measured
+    changed alone, in one round. A script that builds another kind than the default DDP has its own kind tuned."""
     kind = KINDS[request.strategy]
-    if kind.size_knob is None:
+    if kind.size_knob is not None:
+        settings = grid_settings(request.options, {kind.size_knob: list(kind.grid)})
+    elif request.script and kind.knob_settings(request.options):
+        settings = kind.knob_settings(request.options)
+    else:
         raise UsageError(
-            f"--strategy {request.strategy} is not for commprof tune, which tunes bucket sizes ({kind.knobs}: "
+            f"--strategy {request.strategy} is not for commprof tune of a built-in model ({kind.knobs}: "
             f"commprof sweep --strategy {request.strategy})"
         )
-    settings = grid_settings(request.options, {kind.size_knob: list(kind.grid)})
     try:
-        return measure(request, settings, baseline_of(request), "tune", feedback, options, tune=True)
+        return measure(
+            request, settings, baseline_of(request), "tune", feedback, options, tune=kind.size_knob is not None
+        )
     except OtherKind as other:
         built, what = other.built, other.what
-        if built is None or built.size_knob is None or request.strategy != "ddp" or not request.script:
+        tunable = built is not None and (built.size_knob is not None or built.knob_settings(built.options()))
+        if not tunable or request.strategy != "ddp" or not request.script:
             raise
-    knob = f"{built.short}'s {built.size_knob}"
+    assert built is not None
+    knob = f"{built.short}'s {built.size_knob}" if built.size_knob else built.knobs
     feedback.info(f"tune: {what}: tuning {knob} instead (as --strategy {built.strategy})")
     return tune(dataclasses.replace(request, strategy=built.strategy), feedback, options)
 

@@ -10,6 +10,7 @@ from torch import nn
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 from torch.nn.parallel import DistributedDataParallel
 
+from commprof.instrument.call_site import call_site, unique
 from commprof.results.run_record import BuiltDDP
 from commprof.settings import DDP_ARGUMENTS, DDPOptions, applied_to_a_script
 
@@ -137,6 +138,8 @@ class DDPOverrides:
     def __init__(self, options: DDPOptions, forced: tuple[str, ...] = ()):
         self.options = applied_to_a_script(options, forced)
         self.comm_hook = self.options.pop("comm_hook", None)
+        self.target = options.ddp_model
+        self.owners: dict[int, str] = {}  # id of a parameter -> the name of the DDP model that holds it
         self.built: list[BuiltDDP] = []
         self._first: DistributedDataParallel | None = None  # kept alive for its logging data at the end
         self._original = DistributedDataParallel.__init__
@@ -150,19 +153,25 @@ class DDPOverrides:
         def __init__(ddp: DistributedDataParallel, *args: Any, **kwargs: Any) -> None:
             bound = signature.bind(ddp, *args, **kwargs)
             asked = {name: bound.arguments.get(name, signature.parameters[name].default) for name in DDP_KEYWORDS}
-            bound.arguments.update(overrides.options)
+            module = bound.arguments["module"]
+            module_class = type(getattr(module, "_orig_mod", module)).__name__  # torch.compile's, unwrapped
+            where, written = call_site(inspect.currentframe())
+            name = unique(written or module_class, [b.name for b in overrides.built])
+            chosen = overrides.target in (None, name)  # the DDP the options are for (--ddp-model), else every one
+            bound.arguments.update(overrides.options if chosen else {})
             original(*bound.args, **bound.kwargs)
-            if overrides.comm_hook:
+            if overrides.comm_hook and chosen:
                 ddp.register_comm_hook(None, COMM_HOOKS[overrides.comm_hook])
             elif overrides.timing is not None and keeps_its_own_all_reduce_on_cpu(ddp):
                 overrides.timing.watch(ddp)  # at once: a forward pre-hook, even one removed, cost a script 4%
             elif overrides.timing is not None:  # at its first forward: the script may register its own hook first
                 overrides._before_first_forward(ddp, lambda: overrides._time_default(ddp))
             ddp._set_ddp_runtime_logging_sample_rate(1)  # DDP's own averages cover every step
-            module = bound.arguments["module"]
             overrides.built.append(
                 BuiltDDP(
-                    module=type(getattr(module, "_orig_mod", module)).__name__,  # torch.compile's, unwrapped
+                    module=module_class,
+                    name=name,
+                    built_at=where,
                     built_by=framework_of(inspect.currentframe()),
                     parameters=sum(p.numel() for p in module.parameters() if p.requires_grad),
                     # per parameter, registration order: findings re-bucket them as DDP would for another cap
@@ -171,9 +180,12 @@ class DDPOverrides:
                     applied={
                         **overrides.options,
                         **({"comm_hook": overrides.comm_hook} if overrides.comm_hook else {}),
-                    },
+                    }
+                    if chosen
+                    else {},
                 )
             )
+            overrides.owners.update({id(p): name for p in module.parameters()})
             if overrides._first is None:
                 overrides._first = ddp
                 if overrides.on_first_forward is not None:
@@ -210,6 +222,13 @@ class DDPOverrides:
             call()
 
         handle = ddp.register_forward_pre_hook(once)
+
+    def optimizer_name(self, optimizer: Any) -> str:
+        """'discriminator's Adam' where the script built several DDP models; else the optimizer's class."""
+        kind = type(optimizer).__name__
+        first = next((p for group in optimizer.param_groups for p in group["params"]), None)
+        owner = self.owners.get(id(first)) if len(self.built) > 1 else None
+        return f"{owner}'s {kind}" if owner else kind
 
     def uninstall(self) -> None:
         DistributedDataParallel.__init__ = self._original  # type: ignore[method-assign]

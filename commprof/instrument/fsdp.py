@@ -11,7 +11,7 @@ from torch import nn
 
 from commprof.settings import FSDPOptions
 
-_REDUCE_DTYPES = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}  # None: the parameters' own
+REDUCE_DTYPES = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}  # None: the parameters' own
 
 
 def blocks(model: nn.Module) -> Iterator[nn.Module]:
@@ -25,22 +25,27 @@ def blocks(model: nn.Module) -> Iterator[nn.Module]:
 def shard(model: nn.Module, options: FSDPOptions | None = None) -> nn.Module:
     """fully_shard on each block and the root, with `options`; prefetch beyond FSDP2's own set block by block
     (forward: the next N blocks; backward: the N blocks before, which run next)."""
-    from torch.distributed.fsdp import FSDPModule, MixedPrecisionPolicy, fully_shard
+    from torch.distributed.fsdp import FSDPModule, MixedPrecisionPolicy, fully_shard  # noqa: F401 (FSDPModule: cast)
 
     options = options or FSDPOptions()
 
-    policy = MixedPrecisionPolicy(reduce_dtype=_REDUCE_DTYPES[options.reduce_dtype])
+    policy = MixedPrecisionPolicy(reduce_dtype=REDUCE_DTYPES[options.reduce_dtype])
     sharded = list(blocks(model))
     for block in sharded:
         fully_shard(block, reshard_after_forward=options.reshard_after_forward, mp_policy=policy)
     fully_shard(model, reshard_after_forward=options.reshard_after_forward, mp_policy=policy)
-    shards = cast(list[FSDPModule], sharded)  # fully_shard made each block an FSDPModule in place
+    set_prefetch(cast(list[FSDPModule], sharded), options)  # fully_shard made each block an FSDPModule in place
+    return model
+
+
+def set_prefetch(shards: list, options: FSDPOptions) -> None:
+    """Prefetch beyond FSDP2's own, block by block (`shards`: the blocks in forward order): in forward, the next
+    `forward_prefetch` blocks; in backward, the `backward_prefetch` blocks before, which run next."""
     for index, shard_ in enumerate(shards):
         if options.forward_prefetch and index + 1 < len(shards):
             shard_.set_modules_to_forward_prefetch(shards[index + 1 : index + 1 + options.forward_prefetch])
         if options.backward_prefetch > 1 and index > 0:
             shard_.set_modules_to_backward_prefetch(shards[max(0, index - options.backward_prefetch) : index][::-1])
-    return model
 
 
 def _has_parameters(module: nn.Module) -> bool:

@@ -23,9 +23,9 @@ def kind_of(options: SettingOptions) -> JobKind:
 
 def built_kind(run: RunRecord) -> JobKind | None:
     """The kind of job a script's launch built: DDP where it built a DistributedDataParallel, DeepSpeed where it
-    built an engine and no DDP, Horovod where a DistributedOptimizer; None where none (a script of its own
-    collectives, or FSDP)."""
-    return next((kind for kind in (DDP, DEEPSPEED, HOROVOD) if kind.built(run) is not None), None)
+    built an engine and no DDP, FSDP where it called fully_shard, Horovod where a DistributedOptimizer; None where
+    none (a script of its own collectives)."""
+    return next((kind for kind in (DDP, DEEPSPEED, FSDP, HOROVOD) if kind.built(run) is not None), None)
 
 
 __all__ = ["DDP", "DEEPSPEED", "FSDP", "HOROVOD", "KINDS", "JobKind", "built_kind", "kind_of"]

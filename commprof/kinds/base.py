@@ -9,10 +9,10 @@ from typing import Any, ClassVar
 
 from commprof.config import RunConfig
 from commprof.errors import UsageError
-from commprof.results.run_record import BuiltDDP, BuiltDeepSpeed, BuiltHorovod, RunRecord
+from commprof.results.run_record import BuiltDDP, BuiltDeepSpeed, BuiltFSDP, BuiltHorovod, RunRecord
 from commprof.settings import SettingOptions
 
-Layout = tuple[int, ...]
+Layout = tuple[Any, ...]  # bucket bytes; of a script with several DDP models, one such tuple per model
 # a setting's buckets, learnt from a script's launch, and how to say one layout
 Layouts = tuple[Callable[[Any], Layout], Callable[[Layout], str]]
 
@@ -68,7 +68,7 @@ class JobKind(ABC):
         """The bucket size a setting (as a sweep records it) sorts by; 0 where it has none."""
         return (options.get(self.size_knob) if self.size_knob else None) or 0
 
-    def built(self, run: RunRecord) -> BuiltDDP | BuiltDeepSpeed | BuiltHorovod | None:
+    def built(self, run: RunRecord) -> BuiltDDP | BuiltDeepSpeed | BuiltFSDP | BuiltHorovod | None:
         """What a script's launch built of this kind (the first: the one measured); None: not this kind."""
         return None
 
@@ -83,6 +83,10 @@ class JobKind(ABC):
     def forced(self, settings: Sequence[SettingOptions], baseline: SettingOptions) -> tuple[str, ...]:
         """The arguments every setting but the baseline sets even at their default (see kinds.ddp)."""
         return ()
+
+    def knob_settings(self, options: Any) -> list[SettingOptions]:
+        """What tune measures of a kind without a bucket size (FSDP's knobs, each changed alone); none: not tuned."""
+        return []
 
     def tried(self, settings: Sequence[SettingOptions]) -> str:
         """What tune's first round measures besides the script's own setting."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from commprof.kinds.base import JobKind, Layouts
+from commprof.kinds.base import JobKind, Layout, Layouts
 from commprof.kinds.ddp_buckets import describe, layout
 from commprof.results.run_record import BuiltDDP, RunRecord
 from commprof.settings import DDP_ARGUMENTS, DDP_BUCKET_GRID_MB, DDPOptions, SettingOptions, own_setting
@@ -48,18 +48,28 @@ class DDPKind(JobKind):
 
     def layouts(self, run: RunRecord) -> Layouts:
         """As DDP builds them for the module the script wrapped (a setting that applies no cap: what the script
-        passes, or DDP's default)."""
-        built = run.ddp_built[0]
-        asked = built.asked.get("bucket_cap_mb")
-        own = float(asked) if asked is not None else None
+        passes, or DDP's default); of a script with several DDPs, each model's buckets, those of the models a setting
+        leaves alone (--ddp-model) as the script wrote them."""
+        every = run.ddp_built
+        names = [b.label for b in every]
+
+        def one(built: BuiltDDP, setting: Any) -> Layout:
+            asked = built.asked.get("bucket_cap_mb")
+            own = float(asked) if asked is not None else None
+            chosen = setting.ddp_model in (None, built.label) and setting.bucket_cap_mb is not None
+            return layout(built.parameter_sizes, setting.bucket_cap_mb if chosen else own)
+
+        if len(every) == 1:
+            return (lambda s: one(every[0], s), describe)
         return (
-            lambda s: layout(built.parameter_sizes, s.bucket_cap_mb if s.bucket_cap_mb is not None else own),
-            describe,
+            lambda s: tuple(one(b, s) for b in every),
+            lambda each: "; ".join(f"{n}'s {describe(sizes)}" for n, sizes in zip(names, each, strict=True)),
         )
 
     def ran_with(self, setting: SettingOptions, run: RunRecord) -> dict[str, Any]:
         options = super().ran_with(setting, run)
-        built = self.built(run)
+        target = getattr(setting, "ddp_model", None)
+        built = next((b for b in run.ddp_built if b.label == target), self.built(run))
         for name in DDP_ARGUMENTS if built else ():
             assert built is not None
             if name in built.applied:
@@ -96,7 +106,7 @@ class DDPKind(JobKind):
             return line + (f"  # and {', '.join(extra)}: not settable through TrainingArguments" if extra else "")
         if framework == "lightning":
             return f"DDPStrategy({', '.join(args + ([f'ddp_comm_hook={hook}'] if hook else []))})"
-        line = f"DDP({', '.join(['model', *args])})"
+        line = f"DDP({', '.join([options.ddp_model or 'model', *args])})"
         if hook:
             line += f"; ddp.register_comm_hook(None, {hook})"
         if options.grad_accum > 1:

@@ -1,11 +1,17 @@
-"""FSDP2 (`fully_shard`) on a built-in model: its options in settings.FSDPOptions."""
+"""FSDP2 (`fully_shard`): commprof's model sharded with --strategy fsdp, or a script's own fully_shard calls
+(instrument/fsdp_script.py); its options in settings.FSDPOptions. A script's baseline is its fully_shard as written;
+a setting sets the options that differ from FSDP2's defaults on top. FSDP has no bucket size: tune measures each knob
+changed alone (`knob_settings`)."""
 
 from __future__ import annotations
 
-from typing import ClassVar
+import dataclasses
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 from commprof.kinds.base import JobKind
-from commprof.settings import FSDPOptions, SettingOptions
+from commprof.results.run_record import BuiltFSDP, RunRecord
+from commprof.settings import FSDPOptions, SettingOptions, fsdp_as_written
 
 
 class FSDPKind(JobKind):
@@ -16,11 +22,57 @@ class FSDPKind(JobKind):
     short: ClassVar[str] = "FSDP"
     knobs: ClassVar[str] = "FSDP's options"
 
+    instead: ClassVar[str] = "give --strategy fsdp, whose knobs are FSDP's own"
+
+    def trains_with(self, run: RunRecord) -> str:
+        built = run.fsdp_built
+        units = sum(len(b.units) for b in built)
+        return f"FSDP2 (fully_shard, {units} units in {len(built)} model{'s' * (len(built) > 1)})"
+
+    def built(self, run: RunRecord) -> BuiltFSDP | None:
+        return run.fsdp_built[0] if run.fsdp_built else None
+
+    def as_written(self, options: SettingOptions) -> SettingOptions:
+        assert isinstance(options, FSDPOptions)  # this kind's own
+        return fsdp_as_written(options)
+
+    def is_as_written(self, options: SettingOptions) -> bool:
+        return options == fsdp_as_written(FSDPOptions())
+
+    def written(self, ran: Mapping[str, Any]) -> str:
+        reshard = ran.get("reshard_after_forward")
+        return (
+            f"reshard_after_forward={'FSDP default (True)' if reshard is None else reshard}, "
+            f"reduce dtype {ran.get('reduce_dtype', 'fp32')}, as the script passes them"
+        )
+
+    def ran_with(self, setting: SettingOptions, run: RunRecord) -> dict[str, Any]:
+        options = super().ran_with(setting, run)
+        built = self.built(run)
+        if built is not None:
+            options |= {k: v for k, v in built.asked.items() if k not in built.applied} | built.applied
+        return options
+
+    def knob_settings(self, options: FSDPOptions) -> list[SettingOptions]:
+        """What tune measures of FSDP, which has no bucket size: the script's own and each knob changed alone (no
+        resharding after forward, one block of forward prefetch, two of backward prefetch, bf16 gradients)."""
+        own = fsdp_as_written(options)
+        changes: list[dict[str, Any]] = [
+            {"reshard_after_forward": False},
+            {"forward_prefetch": 1},
+            {"backward_prefetch": 2},
+            {"reduce_dtype": "bf16"},
+        ]
+        return [own, *(dataclasses.replace(own, **change) for change in changes)]
+
+    def tried(self, settings) -> str:
+        return "the script's own fully_shard and each of FSDP's knobs changed alone,"
+
     def paste(self, options: SettingOptions, framework: str = "script", baseline: SettingOptions | None = None) -> str:
         """fully_shard's arguments (each block, then the model) and each block's prefetch set."""
         assert isinstance(options, FSDPOptions)  # this kind's own
         args = ["each block, then the model"] + (
-            [] if options.reshard_after_forward else ["reshard_after_forward=False"]
+            ["reshard_after_forward=False"] if options.reshard_after_forward is False else []
         )
         if options.reduce_dtype != "fp32":
             dtype = {"bf16": "bfloat16", "fp16": "float16"}[options.reduce_dtype]

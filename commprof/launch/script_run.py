@@ -23,7 +23,7 @@ def finish_script_run(run_dir: Path, launch_id: str) -> None:
     infos = {rank: ScriptRankInfo.from_dict(log.get("info") or {}) for rank, log in logs.items()}
     first = infos.get(0, ScriptRankInfo())
     built, engines = first.ddp_built, first.deepspeed_built
-    trained = built or engines or first.horovod_built
+    trained = built or engines or first.fsdp_built or first.horovod_built
     record = replace(
         record,
         status="complete",
@@ -34,6 +34,7 @@ def finish_script_run(run_dir: Path, launch_id: str) -> None:
         parameters=trained[0].parameters if trained else None,
         tf32=first.tf32,
         ddp_built=built,
+        fsdp_built=first.fsdp_built,
         deepspeed_built=engines,
         horovod_built=first.horovod_built,
         compiled=compiled_by_every_rank(infos),
@@ -60,8 +61,8 @@ def finish_script_run(run_dir: Path, launch_id: str) -> None:
 def _model_of(info: ScriptRankInfo) -> str | None:
     """What the script trained, as the report names it: the module its DDP or DeepSpeed engine wraps; Horovod's
     optimizer, which knows no module."""
-    if info.ddp_built or info.deepspeed_built:
-        return (info.ddp_built or info.deepspeed_built)[0].module
+    if info.ddp_built or info.deepspeed_built or info.fsdp_built:
+        return (info.ddp_built or info.deepspeed_built or info.fsdp_built)[0].module
     return f"Horovod DistributedOptimizer({info.horovod_built[0].optimizer})" if info.horovod_built else None
 
 

@@ -9,10 +9,47 @@ from commprof.results.common import PRACTICAL_SHARE, Estimate, interval_text, si
 from commprof.results.report import FINDING_KINDS, NOTE_KINDS, Finding, Report
 
 CHECKED = [what for kind, what in FINDING_KINDS.items() if kind not in NOTE_KINDS]
-BALANCED = (
-    f"Nothing to gain beyond the noise: none of what was checked ({', '.join(CHECKED)}) predicts a gain whose "
-    f"95% interval excludes zero and that is {PRACTICAL_SHARE:.0%} of the step or more"
-)
+# the findings that are settings of one kind of job: weighed only for a run of that kind
+OWN_KIND = {
+    "bucket_cap": "ddp",
+    "compression": "ddp",
+    "accumulation": "ddp",
+    "batch": "ddp",
+    "slow_collectives": "ddp",
+    "zero_buckets": "deepspeed",
+    "fsdp_reshard": "fsdp",
+    "horovod_fusion": "horovod",
+}
+
+
+def _balanced(checked: list[str]) -> str:
+    return (
+        f"Nothing to gain beyond the noise: none of what was checked ({', '.join(checked)}) predicts a gain whose "
+        f"95% interval excludes zero and that is {PRACTICAL_SHARE:.0%} of the step or more"
+    )
+
+
+BALANCED = _balanced(CHECKED)
+
+
+def balanced(report: Report) -> str:
+    """The balanced line, naming what was checked for this kind of job (all for traces from elsewhere)."""
+    run = report.run
+    if run is None:
+        return BALANCED
+    job = (
+        "fsdp"
+        if run.fsdp_built or (not run.script and run.config.strategy == "fsdp")
+        else "deepspeed"
+        if run.deepspeed_built
+        else "horovod"
+        if run.horovod_built
+        else "ddp"
+    )
+    checked = [
+        what for kind, what in FINDING_KINDS.items() if kind not in NOTE_KINDS and OWN_KIND.get(kind, job) == job
+    ]
+    return _balanced(checked)
 
 
 def finding_gain(finding: Finding) -> str:
@@ -42,15 +79,15 @@ def finding_lines(report: Report) -> list[tuple[str, str, str]]:
         for f, (title, evidence, action) in zip(report.findings, said, strict=True)
     ]  # notes, not gains
     if not report.within_noise:
-        return [(BALANCED, "", ""), *found]
+        return [(balanced(report), "", ""), *found]
     largest = report.within_noise[0]
     gain = cast(Estimate, largest.gain_ms)
     value, interval = interval_text(gain)
-    balanced = (
-        f"{BALANCED}. The largest gain weighed: {words(largest)[0]}, saves {value} ms per step "
+    line = (
+        f"{balanced(report)}. The largest gain weighed: {words(largest)[0]}, saves {value} ms per step "
         f"({largest.gain_pct:.0f}% of the step, {interval})"
     )
-    return [(balanced, "", ""), *found]
+    return [(line, "", ""), *found]
 
 
 ADVICE_HEADERS = ("setting", "predicted gain ms (95% CI)", "measured gain ms (95% CI)", "error ms", "verdict")

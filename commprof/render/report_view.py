@@ -5,6 +5,7 @@ from __future__ import annotations
 from commprof.render.compiled_text import compiled_line, model_name
 from commprof.render.document import Block, Document, Figure, Section, Table, Text, notes_section
 from commprof.render.findings_text import ADVICE_HEADERS, advice_rows, finding_lines, has_findings
+from commprof.render.models_view import models_named, models_section
 from commprof.render.network_view import link_bound_headline, network_sections
 from commprof.render.skew_text import SKEW_HEADERS, skew_rows, skew_summary
 from commprof.render.tables import (
@@ -41,6 +42,7 @@ def document(report: Report) -> Document:
         *_findings(report),
         *_sweep(report),
         _breakdown(report),
+        *models_section(report),
         *_phases(report),
         *whole_run_sections(report),  # after the profiled window's breakdown: was it typical of the run?
         _collectives(report),
@@ -62,7 +64,14 @@ def _about(report: Report) -> Section:
     run = report.run
     if run:
         hosts = f"; hosts: {', '.join(run.hosts)}" if run.hosts else ""
-        model = f"{model_name(run.model, run.parameters, run.compiled)}, " if run.model else ""
+        several = models_named(report)
+        model = (
+            f"{several}; "
+            if several
+            else f"{model_name(run.model, run.parameters, run.compiled)}, "
+            if run.model
+            else ""
+        )
         about = (
             f"{model}{run.world_size} ranks, {run.backend} on "
             f"{run.device}{hosts}; torch {run.versions.get('torch')}; created {report.created}"

@@ -281,6 +281,7 @@ class JobStep:
 FINDING_KINDS = {
     "bucket_cap": "DDP's bucket size",
     "zero_buckets": "DeepSpeed's reduce_bucket_size",
+    "fsdp_reshard": "FSDP's resharding after forward",
     "horovod_fusion": "Horovod's fusion buffer",
     "compression": "gradient compression",
     "accumulation": "gradient accumulation",
@@ -339,6 +340,25 @@ class Stalls:
 
 
 @dataclass(frozen=True)
+class ModelAccount:
+    """One DistributedDataParallel a script built (analysis/models.py), with its own all-reduces per profiled step:
+    those whose size only its buckets have."""
+
+    name: str  # what the script passes to DDP ("discriminator"), else its module's class
+    module: str
+    parameters: int
+    built_at: str = ""  # "train_gan.py:23"
+    built_by: str = "script"
+    bucket_cap_mb: float | None = None  # as it ran; None: DDP's default
+    commprofs: list[str] = field(default_factory=list)  # the DDP arguments commprof set on it
+    buckets: list[int] = field(default_factory=list)  # bytes, as DDP builds them for its cap
+    calls_per_step: float = 0.0
+    ms_per_step: float = 0.0  # its all-reduces' time per step, each call's whole duration
+    bytes_per_step: float = 0.0
+    shared_calls_per_step: float = 0.0  # all-reduces of a size several models' buckets have: told apart by none
+
+
+@dataclass(frozen=True)
 class Finding:
     """One thing to change, ranked by its predicted gain: what the numbers show, the line to paste, and
     the gain per step with its 95% interval (None for findings that predict no step time). The kinds about ranks
@@ -354,6 +374,7 @@ class Finding:
     input_stall: InputStall | None = None
     straggler: Straggler | None = None
     stalls: Stalls | None = None
+    model: str | None = None  # the DDP model of a script with several that the finding is for (ModelAccount.name)
 
     def __post_init__(self) -> None:
         if self.kind not in FINDING_KINDS:
@@ -393,6 +414,7 @@ class Report(Result):
     # micro-steps (backward passes) per step, the median over every rank's steps with phases; None: none has
     micro_steps: int | None = None
     gathers: list[ModuleGathers] = field(default_factory=list)  # FSDP runs: all-gathers by module, most exposed first
+    models: list[ModelAccount] = field(default_factory=list)  # a script's DDP models, each with its own all-reduces
     whole_run: WholeRun | None = None  # every step of the run, from the ranks' whole-run records (commprof's runs)
     network: Network | None = None  # hosts, links per tier and the collectives on them (commprof's runs)
     schema_version: int = SCHEMA_VERSION

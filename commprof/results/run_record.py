@@ -75,6 +75,35 @@ class BuiltDDP:
     parameter_sizes: list[int] = field(default_factory=list)  # bytes per parameter, in registration order
     asked: dict[str, Any] = field(default_factory=dict)  # the script's own DDP arguments
     applied: dict[str, Any] = field(default_factory=dict)  # what commprof set on top of them
+    # how the script names it: the module it passed to DDP, as written ("discriminator"), else its class; unique
+    # among the script's DDPs (a second of the same name gets "#2")
+    name: str = ""
+    built_at: str = ""  # where the script built it: "train_gan.py:23"
+
+    @property
+    def label(self) -> str:
+        """Its name, else (an older record) its module's class."""
+        return self.name or self.module
+
+
+@dataclass(frozen=True)
+class BuiltFSDP:
+    """A model a user's script sharded with FSDP2's fully_shard (instrument/fsdp_script.py): its root, each unit
+    (each fully_shard call, the root last), what the script asked for and what commprof set on top."""
+
+    module: str  # the root's class
+    name: str = ""  # what the script passes to fully_shard for the root ("model"), else its class
+    built_at: str = ""  # where the script sharded the root: "train_fsdp.py:13"
+    parameters: int = 0
+    units: list[str] = field(default_factory=list)  # each unit's module class, in the order it was sharded
+    unit_parameters: list[int] = field(default_factory=list)  # the parameters each unit holds (not its units')
+    # by FSDPOptions' names: reshard_after_forward (None: FSDP's default), reduce_dtype ("fp32": the parameters' own)
+    asked: dict[str, Any] = field(default_factory=dict)
+    applied: dict[str, Any] = field(default_factory=dict)  # what commprof set: reshard, prefetch depths, reduce dtype
+
+    @property
+    def label(self) -> str:
+        return self.name or self.module
 
 
 @dataclass(frozen=True)
@@ -145,6 +174,7 @@ class ScriptRankInfo:
     cast_costs: list[CastCost] = field(default_factory=list)
     ddp: dict[str, Any] = field(default_factory=dict)
     ddp_built: list[BuiltDDP] = field(default_factory=list)
+    fsdp_built: list[BuiltFSDP] = field(default_factory=list)
     deepspeed_built: list[BuiltDeepSpeed] = field(default_factory=list)
     horovod_built: list[BuiltHorovod] = field(default_factory=list)
     optimizer: str | None = None  # whose steps are the steps
@@ -187,6 +217,7 @@ class RunRecord:
     link_tiers: list[ProbedTier] = field(default_factory=list)  # per tier, where the job has more than one
     cast_costs: list[CastCost] = field(default_factory=list)  # rank 0's
     ddp_built: list[BuiltDDP] = field(default_factory=list)
+    fsdp_built: list[BuiltFSDP] = field(default_factory=list)
     deepspeed_built: list[BuiltDeepSpeed] = field(default_factory=list)
     horovod_built: list[BuiltHorovod] = field(default_factory=list)
     compiled: Compiled | None = None  # a script's torch.compile: rank 0's, its compile steps those of every rank
@@ -228,6 +259,7 @@ class RunRecord:
             tf32=self.tf32,
             script=self.script,
             ddp_built=self.ddp_built,
+            fsdp_built=self.fsdp_built,
             deepspeed_built=self.deepspeed_built,
             horovod_built=self.horovod_built,
             compiled=self.compiled,
@@ -266,6 +298,7 @@ class RunSummary:
     tf32: dict[str, bool] | None = None
     script: list[str] | None = None
     ddp_built: list[BuiltDDP] = field(default_factory=list)
+    fsdp_built: list[BuiltFSDP] = field(default_factory=list)
     deepspeed_built: list[BuiltDeepSpeed] = field(default_factory=list)
     horovod_built: list[BuiltHorovod] = field(default_factory=list)
     compiled: Compiled | None = None
@@ -282,7 +315,16 @@ class RunSummary:
         precision of a built-in model; a script's arguments. `with_defaults` False: DDP's options at DDP's
         defaults left out, but for the bucket cap and the hook (a header's short list)."""
         config = self.config
-        always = ("script", "bucket_cap_mb", "comm_hook", "reshard_after_forward", "precision", "deepspeed", "horovod")
+        always = (
+            "script",
+            "bucket_cap_mb",
+            "comm_hook",
+            "fsdp",
+            "reshard_after_forward",
+            "precision",
+            "deepspeed",
+            "horovod",
+        )
         if config.strategy == "fsdp":
             shown = {f.name: str(getattr(config.fsdp, f.name)) for f in dataclasses.fields(config.fsdp)}
             defaults = {f.name: str(f.default) for f in dataclasses.fields(config.fsdp)}
@@ -306,17 +348,26 @@ class RunSummary:
                     + f", cycle {hvd.cycle_time_ms:g} ms"
                     + (" (commprof's)" if cycle in hvd.applied else "")
                 )
-            for built in self.ddp_built[:1]:  # the first DDP the script built: the one measured
+            for sharded in self.fsdp_built[:1]:  # the script's fully_shard, as written and with commprof's on top
+                shown["fsdp"] = f"{len(sharded.units)} fully_shard units"
+                for name in ("reshard_after_forward", "forward_prefetch", "backward_prefetch", "reduce_dtype"):
+                    if name in sharded.applied:
+                        shown[name] = f"{sharded.applied[name]} (commprof's)"
+                    elif sharded.asked.get(name) is not None:
+                        shown[name] = str(sharded.asked[name])
+                shown.setdefault("reshard_after_forward", "FSDP's default")
+            for built in self.ddp_built:  # each DDP the script built, by its name where it built several
+                whose = f"{built.label}." if len(self.ddp_built) > 1 else ""
                 for name, asked in built.asked.items():
                     applied = built.applied.get(name, asked)
                     own = "DDP's default" if asked is None else str(asked)
-                    shown[name] = f"{applied} (commprof's; the script's {own})" if applied != asked else own
-                    defaults[name] = "False"
+                    shown[whose + name] = f"{applied} (commprof's; the script's {own})" if applied != asked else own
+                    defaults[whose + name] = "False"
             if config.ddp.comm_hook != "none":
                 shown["comm_hook"] = f"{config.ddp.comm_hook} (commprof's)"
         if not self.script:
             shown["precision"] = config.precision
-        return {k: v for k, v in shown.items() if with_defaults or k in always or v != defaults.get(k)}
+        return {k: v for k, v in shown.items() if with_defaults or k.split(".")[-1] in always or v != defaults.get(k)}
 
 
 _APPLIED_AS = {"deepspeed": ZERO_CONFIG_NAMES["zero_stage"]}  # the settings line's name -> DeepSpeed's config's

@@ -23,6 +23,7 @@ from commprof.instrument.compiled import CompileWatch
 from commprof.instrument.ddp import DDPOverrides
 from commprof.instrument.deepspeed import DeepSpeedWatch
 from commprof.instrument.forced_backend import ForcedBackend
+from commprof.instrument.fsdp_script import FSDPOverrides
 from commprof.instrument.hang_watch import HangWatch, flight_recorder_collectives, run_sequences
 from commprof.instrument.horovod import TIMELINE_FILE, HorovodWatch, rank_environment
 from commprof.instrument.link_probe import probe_link, probe_tiers
@@ -80,6 +81,7 @@ class ScriptSession:
         self.saw_distributed = False  # torch.distributed initialized at some step
         self.script_backend: str | None = None  # its default group's backend, as a step saw it
         self.ddp = DDPOverrides(config.ddp, config.ddp_forced)
+        self.fsdp = FSDPOverrides(config.fsdp if config.strategy == "fsdp" else None)
         # its engine's steps are the steps, where there is one; ZeRO's options set in its config (--strategy deepspeed)
         self.deepspeed = DeepSpeedWatch(self._engine_stepped, config.deepspeed.zero_config())
         self.compile = CompileWatch()
@@ -127,6 +129,7 @@ class ScriptSession:
         if self.hang_watch is not None:
             self.hang_watch.start()
         self.ddp.install()
+        self.fsdp.install()
         self.deepspeed.install()
         if self.config.horovod_rendezvous:  # what horovodrun would have set, before the script's hvd.init()
             timeline = str(self.config.run_dir / TIMELINE_FILE)
@@ -151,9 +154,9 @@ class ScriptSession:
         if self.deepspeed.engine is not None:  # inside its engine's step, which goes on after it: the engine counts
             return
         if self.counted_id is None:
-            self.counted_id, self.counted = id(optimizer), type(optimizer).__name__
+            self.counted_id, self.counted = id(optimizer), self.ddp.optimizer_name(optimizer)
         elif id(optimizer) != self.counted_id:
-            self.others.add(type(optimizer).__name__)
+            self.others.add(self.ddp.optimizer_name(optimizer))
             return
         self._step_ended()
 
@@ -285,6 +288,7 @@ class ScriptSession:
         if self._unhook is not None:
             self._unhook()
         self.ddp.uninstall()
+        self.fsdp.uninstall()
         self.compile.uninstall()
         if self.backend is not None:
             self.backend.uninstall()
@@ -329,6 +333,8 @@ class ScriptSession:
                 "the script trains with Horovod: its allreduces run in Horovod's background thread, out of the "
                 "profiler's sight; they are read from Horovod's timeline, which its coordinator (rank 0) writes"
             )
+        elif self.config.strategy == "fsdp" and not self.fsdp.units:
+            notes.append("the script called no fully_shard: FSDP's options had no effect")
         elif self.config.strategy == "deepspeed":
             if not self.deepspeed.built:
                 notes.append("the script built no DeepSpeed engine: the ZeRO options had no effect")
@@ -338,6 +344,11 @@ class ScriptSession:
             notes.append(f"the script trains with DeepSpeed (ZeRO stage {stage}), not DistributedDataParallel{given}")
         elif not self.ddp.built and (self.ddp.options or self.ddp.comm_hook):
             notes.append("the script built no DistributedDataParallel: the DDP options given had no effect")
+        elif self.ddp.target is not None and self.ddp.target not in [b.name for b in self.ddp.built]:
+            names = ", ".join(b.name for b in self.ddp.built)
+            notes.append(
+                f"the script built no DDP named {self.ddp.target} (it built {names}): the DDP options had no effect"
+            )
         forced = self.backend.note() if self.backend is not None else None
         if forced:
             notes.append(forced)
@@ -362,6 +373,7 @@ class ScriptSession:
             collectives=self.collectives,
             ddp=self.ddp.logging_data(),
             ddp_built=self.ddp.built,
+            fsdp_built=self.fsdp.built(),
             deepspeed_built=self.deepspeed.built,
             horovod_built=self.horovod.built,
             compiled=self.compile.record(),

@@ -1,4 +1,8 @@
-"""A training script that shards its own model with FSDP2: four blocks and a head, over Gloo on CPU."""
+"""A training script that shards its own model with FSDP2: four blocks and a head, over Gloo on CPU.
+
+python train_fsdp.py [STEPS]"""
+
+import sys
 
 import torch
 import torch.distributed as dist
@@ -12,7 +16,7 @@ for block in model[:4]:
     fully_shard(block)
 fully_shard(model)
 optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-for _step in range(12):
+for _step in range(int(sys.argv[1]) if len(sys.argv) > 1 else 12):
     model(torch.randn(32, 256)).sum().backward()
     optimizer.step()
     optimizer.zero_grad()

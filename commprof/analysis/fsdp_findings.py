@@ -1,0 +1,83 @@
+"""FSDP's resharding (`reshard_after_forward`), predicted from the run's own all-gathers: FSDP2 frees each block's
+gathered parameters after its forward and gathers them again in the backward; kept (False), the backward's
+all-gathers go, and each rank holds the block's whole parameters from its forward to its backward instead.
+
+The gain per profiled step is the time of the backward's parameter all-gathers: on CPU ranks each whole (they take
+the cores the backward runs on, docs/semantics.md "Claims"), on GPUs the part no computation hid. The prefetch depths
+and the reduce dtype have no model of their cost here: `commprof tune` measures them."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from commprof.analysis.collectives import in_windows
+from commprof.analysis.evidence import Evidence
+from commprof.analysis.stats import median_ci
+from commprof.analysis.sweep import paste_line
+from commprof.results.report import Finding
+from commprof.results.run_record import RunSummary
+from commprof.settings import FSDPOptions, fsdp_as_written
+from commprof.trace.intervals import clip, total
+from commprof.trace.rules import FSDP_PURPOSE
+
+GATHER = FSDP_PURPOSE["all_gather"]
+FLOAT_BYTES = 4  # the parameters' dtype as FSDP gathers them without a param_dtype
+
+
+def fsdp_options(run: RunSummary | None) -> FSDPOptions | None:
+    """The FSDP options the run trained with: commprof's model's (--strategy fsdp), a script's fully_shard as
+    written with what commprof set on top; None: not an FSDP run."""
+    if run is None:
+        return None
+    if not run.script:
+        return run.config.fsdp if run.config.strategy == "fsdp" else None
+    if not run.fsdp_built:
+        return None
+    built = run.fsdp_built[0]
+    ran = {**{k: v for k, v in built.asked.items() if v is not None}, **built.applied}
+    return dataclasses.replace(fsdp_as_written(run.config.fsdp), **ran)
+
+
+def resharding(evidence: Evidence) -> list[Finding]:
+    report = evidence.report
+    options = fsdp_options(report.run)
+    if options is None or options.reshard_after_forward is False:
+        return []
+    per_step = []
+    for rank, steps in evidence.windows:
+        for step in steps:
+            gathers = [
+                c
+                for c in in_windows(rank.collectives, [step])
+                if c.purpose == GATHER and c.phase == "backward" and c.op == "all_gather"
+            ]
+            whole = sum(c.end - c.start for c in gathers)
+            hidden = 0.0 if evidence.serial else sum(total(clip(rank.compute, c.start, c.end)) for c in gathers)
+            per_step.append((whole - hidden) / 1e3)
+    if not per_step or max(per_step) <= 0:
+        return []
+    calls = sum(
+        1
+        for c in in_windows(evidence.windows[0][0].collectives, evidence.windows[0][1])
+        if c.purpose == GATHER and c.phase == "backward"
+    )
+    run = report.run
+    parameters = (run.fsdp_built[0].parameters if run and run.fsdp_built else run.parameters if run else None) or 0
+    ranks = max(2, run.world_size if run else 2)
+    kept = parameters * FLOAT_BYTES * (ranks - 1) / ranks
+    held = f"; each rank then holds up to {kept / 2**20:.1f} MiB more between forward and backward" if kept else ""
+    return [
+        Finding(
+            kind="fsdp_reshard",
+            title="reshard_after_forward=False skips the backward's parameter all-gathers",
+            evidence=(
+                f"{calls / max(1, len(evidence.windows[0][1])):.1f} parameter all-gathers per step run again in the "
+                "backward, "
+                + ("each in full on CPU ranks" if evidence.serial else "the part no computation hid")
+                + held
+            ),
+            action=paste_line(dataclasses.replace(options, reshard_after_forward=False)),
+            gain_ms=median_ci(per_step),
+            setting={"reshard_after_forward": False},
+        )
+    ]

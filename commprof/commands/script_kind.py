@@ -1,0 +1,49 @@
+"""Which kind of job a script's first launch built, against the settings a sweep, tune or advise is given:
+`check_kind` refuses settings for another kind (`OtherKind`), and `several_models` says what a DDP setting is set on
+where the script builds several DDP models."""
+
+from __future__ import annotations
+
+from commprof.errors import UsageError
+from commprof.kinds import JobKind, built_kind, kind_of
+from commprof.results.run_record import RunRecord
+from commprof.settings import SettingOptions
+
+
+def several_models(run: RunRecord, baseline: SettingOptions) -> str:
+    """What a setting is set on, in a script with several DDP models: every one at once, or one (--ddp-model)."""
+    names = [b.label for b in run.ddp_built]
+    target = getattr(baseline, "ddp_model", None)
+    if target is None:
+        return (
+            f"the script builds {len(names)} DDP models ({', '.join(names)}): each setting is set on every one at "
+            "once (--ddp-model NAME sets one alone)"
+        )
+    if target not in names:
+        raise UsageError(f"--ddp-model {target}: the script builds no DDP of that name; it builds {', '.join(names)}")
+    others = ", ".join(n for n in names if n != target)
+    return f"the script builds {len(names)} DDP models: each setting is set on {target} alone ({others} as written)"
+
+
+class OtherKind(UsageError):
+    """The script's first launch built another kind of job than the settings are for: they would do nothing to it.
+    `built`: the kind it built (tune then tunes that kind's buckets), None where it built none commprof tunes."""
+
+    def __init__(self, what: str, why: str, built: JobKind | None = None):
+        super().__init__(f"{what}: {why}")
+        self.what, self.built = what, built
+
+
+def check_kind(run: RunRecord, baseline: SettingOptions) -> None:
+    """After the script's first launch: the settings are for the kind of job it built, else OtherKind names the
+    knob that would act."""
+    kind = kind_of(baseline)
+    if kind.built(run) is not None:
+        return
+    built = built_kind(run)
+    if built is not None:
+        what = f"the script trains with {built.trains_with(run)}, not {kind.title}"
+        instead = built.instead.format(strategy=kind.strategy)
+        raise OtherKind(what, f"{kind.knobs} do nothing to it; {instead}", built)
+    what = f"the script built no {kind.engine}"
+    raise OtherKind(what, f"{kind.knobs} do nothing to it; commprof run -- SCRIPT profiles it as it is")

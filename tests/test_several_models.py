@@ -1,0 +1,215 @@
+"""Every model in a script (issue 63): each DDP a script builds named by what it passes to DDP, its all-reduces
+told from the others' by their size (hand-built traces, every number checked by eye), its settings and findings its
+own; FSDP's resharding predicted from the backward's all-gathers; the words of each kind."""
+
+import dataclasses
+import textwrap
+
+from commprof.analysis.evidence import Evidence
+from commprof.analysis.fsdp_findings import fsdp_options, resharding
+from commprof.analysis.models import model_accounts
+from commprof.instrument.call_site import _first_argument, unique
+from commprof.kinds import DDP, FSDP
+from commprof.render.findings_text import balanced
+from commprof.render.models_view import models_named, models_section
+from commprof.render.outputs import markdown
+from commprof.results.report import Report
+from commprof.results.run_record import BuiltDDP, BuiltFSDP
+from commprof.settings import DDPOptions, FSDPOptions, applied_to_a_script, fsdp_as_written
+from commprof.trace.model import Collective, RankTrace, Step
+from tests.conftest import run_summary
+
+MIB = 2**20
+# the generator: two parameters of 1 MiB (one bucket of 2 MiB at cap 4); the discriminator: two of 0.25 MiB at cap
+# 0.1 (each its own bucket: a parameter larger than the cap is a bucket of its own)
+GENERATOR = BuiltDDP(
+    "Sequential",
+    name="generator",
+    built_at="gan.py:20",
+    parameters=2 * MIB // 4,
+    parameter_sizes=[MIB, MIB],
+    asked={"bucket_cap_mb": 4},
+)
+DISCRIMINATOR = BuiltDDP(
+    "Sequential",
+    name="discriminator",
+    built_at="gan.py:21",
+    parameters=MIB // 8,
+    parameter_sizes=[MIB // 4, MIB // 4],
+    asked={"bucket_cap_mb": 0.1},
+)
+GAN = run_summary(script=["gan.py"], ddp_built=[GENERATOR, DISCRIMINATOR])
+
+
+def _rank(collectives, steps=2, kind="cpu"):
+    """Steps of 100 ms (times in us); `collectives`: (op, bytes, start, duration, phase, purpose) in each step."""
+    calls = tuple(
+        Collective(
+            op,
+            "gloo",
+            k * 100_000 + start,
+            k * 100_000 + start + took,
+            nbytes,
+            "float",
+            2,
+            phase=phase,
+            purpose=purpose,
+        )
+        for k in range(steps)
+        for op, nbytes, start, took, phase, purpose in collectives
+    )
+    windows = [Step(f"ProfilerStep#{k}", k * 100_000, (k + 1) * 100_000) for k in range(steps)]
+    rank = RankTrace("r0", 0, 2, "gloo", kind, 0.0, tuple(windows), (), (), (), calls)
+    return rank, windows
+
+
+def test_each_ddp_gets_the_all_reduces_of_its_own_bucket_sizes():
+    # per step: the generator's 2 MiB bucket once (8 ms), the discriminator's two 0.25 MiB buckets twice (its
+    # backward runs in both of the GAN's passes: 4 calls of 3 ms), and a 1-element all-reduce of the script's own
+    rank = _rank(
+        [("all_reduce", 2 * MIB, 10_000, 8_000, "backward", None)]
+        + [("all_reduce", MIB // 4, 30_000 + 5_000 * i, 3_000, "backward", None) for i in range(4)]
+        + [("all_reduce", 4, 90_000, 1_000, "optimizer", None)]
+    )
+    generator, discriminator = model_accounts(GAN, [rank])
+    assert (generator.name, generator.bucket_cap_mb, generator.buckets) == ("generator", 4.0, [2 * MIB])
+    assert (generator.calls_per_step, generator.ms_per_step, generator.bytes_per_step) == (1.0, 8.0, 2 * MIB)
+    assert (discriminator.name, discriminator.bucket_cap_mb, discriminator.buckets) == (
+        "discriminator",
+        0.1,
+        [MIB // 4, MIB // 4],
+    )
+    assert (discriminator.calls_per_step, discriminator.ms_per_step) == (4.0, 12.0)
+    assert discriminator.shared_calls_per_step == 0.0
+
+
+def test_a_size_two_models_share_is_counted_to_neither():
+    twin = dataclasses.replace(DISCRIMINATOR, name="critic", parameter_sizes=[2 * MIB], asked={"bucket_cap_mb": 4})
+    run = run_summary(script=["gan.py"], ddp_built=[GENERATOR, twin])
+    accounts = model_accounts(run, [_rank([("all_reduce", 2 * MIB, 10_000, 8_000, "backward", None)])])
+    assert [(a.calls_per_step, a.shared_calls_per_step) for a in accounts] == [(0.0, 1.0), (0.0, 1.0)]
+
+
+def test_a_built_in_run_or_one_without_ddp_has_no_accounts():
+    rank = _rank([("all_reduce", 2 * MIB, 10_000, 8_000, "backward", None)])
+    assert model_accounts(run_summary(), [rank]) == []
+    assert model_accounts(None, [rank]) == []
+
+
+def test_the_report_names_each_model_with_its_own_cap():
+    rank = _rank([("all_reduce", 2 * MIB, 10_000, 8_000, "backward", None)])
+    report = Report("g", "run", "now", [], [], [], run=GAN, models=model_accounts(GAN, [rank]))
+    assert models_named(report) == (
+        "2 DDP models, generator (Sequential, 524,288 parameters) and discriminator (Sequential, 131,072 parameters)"
+    )
+    table = models_section(report)[0].blocks[1]
+    assert [row[:5] for row in table.rows] == [
+        ("generator", "Sequential", "524,288", "gan.py:20", "bucket_cap_mb=4"),
+        ("discriminator", "Sequential", "131,072", "gan.py:21", "bucket_cap_mb=0.1"),
+    ]
+    assert GAN.settings(with_defaults=False) == {
+        "script": "gan.py",
+        "generator.bucket_cap_mb": "4",
+        "discriminator.bucket_cap_mb": "0.1",
+    }
+    assert "discriminator.bucket_cap_mb=0.1" in markdown(report)
+    single = dataclasses.replace(report, models=report.models[:1])
+    assert models_named(single) == "" and models_section(single) == []
+
+
+def test_a_setting_for_one_model_is_labelled_pasted_and_applied_as_such():
+    setting = DDPOptions(bucket_cap_mb=1, ddp_model="discriminator")
+    assert setting.label() == "bucket-1mb_for-discriminator"
+    assert DDPOptions(bucket_cap_mb=None, ddp_model="discriminator").label() == "script-own"
+    assert DDP.paste(setting) == "DDP(discriminator, bucket_cap_mb=1)"
+    assert DDP.paste(DDPOptions(bucket_cap_mb=1)) == "DDP(model, bucket_cap_mb=1)"
+    assert "ddp_model" not in applied_to_a_script(setting)
+
+
+def test_tune_layouts_of_a_script_with_two_models_name_each():
+    from commprof.config import RunConfig
+    from commprof.results.run_record import RunRecord
+
+    run = RunRecord("t", RunConfig(run_id="t"), ddp_built=[GENERATOR, DISCRIMINATOR])
+    layout_of, described = DDP.layouts(run)
+    every = layout_of(DDPOptions(bucket_cap_mb=1))
+    # at a cap of 1 MB: the generator's two 1 MiB parameters a bucket each, the discriminator's two of 0.25 MiB one
+    assert every == ((MIB, MIB), (MIB // 2,))
+    assert described(every) == "generator's 2 buckets: 1.0, 1.0 MiB; discriminator's one bucket of 0.5 MiB"
+    # set on the discriminator alone: the generator keeps its own cap of 4, one bucket of both
+    assert layout_of(DDPOptions(bucket_cap_mb=1, ddp_model="discriminator")) == ((2 * MIB,), (MIB // 2,))
+
+
+def test_the_module_passed_is_read_from_the_script_line(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(
+        textwrap.dedent(
+            """\
+            gen = DDP(generator, bucket_cap_mb=4)
+            self.ddp = DistributedDataParallel(module=self.model,
+                                               device_ids=[0])
+            DDP(nn.Sequential(nn.Linear(2, 2)))
+            """
+        )
+    )
+    assert _first_argument(str(script), 1) == "generator"
+    assert _first_argument(str(script), 2) == "self.model"
+    assert _first_argument(str(script), 4) == ""  # not a name: the module's class names it
+    assert unique("model", ["model"]) == "model#2" and unique("model", ["a"]) == "model"
+
+
+def _fsdp_run(asked=None, applied=None):
+    built = BuiltFSDP(
+        "Sequential",
+        name="model",
+        parameters=MIB // 4,
+        units=["Sequential"] * 3,
+        unit_parameters=[MIB // 16] * 3,
+        asked=asked or {"reshard_after_forward": None},
+        applied=applied or {},
+    )
+    return dataclasses.replace(run_summary(script=["fsdp.py"]), fsdp_built=[built], world_size=2)
+
+
+def test_resharding_saves_the_backward_all_gathers():
+    # per step: three forward all-gathers (kept either way) and three backward ones of 2, 3 and 4 ms: 9 ms a step
+    gathers = [("all_gather", MIB, 5_000 * i, 1_000, "forward", "parameter all-gather") for i in range(3)] + [
+        ("all_gather", MIB, 50_000 + 10_000 * i, 2_000 + 1_000 * i, "backward", "parameter all-gather")
+        for i in range(3)
+    ]
+    run = _fsdp_run()
+    report = Report("f", "run", "now", [], [], [], run=run)
+    (finding,) = resharding(Evidence(report, [_rank(gathers)]))
+    assert finding.gain_ms is not None and finding.gain_ms.value == 9.0
+    assert finding.setting == {"reshard_after_forward": False}
+    assert finding.action == "fully_shard(each block, then the model, reshard_after_forward=False)"
+    assert "3.0 parameter all-gathers per step" in finding.evidence
+    # 262,144 parameters of 4 bytes, the half each rank does not hold: 0.5 MiB kept from forward to backward
+    assert "holds up to 0.5 MiB more" in finding.evidence
+    # the script already keeps them: nothing to advise
+    kept = _fsdp_run(asked={"reshard_after_forward": False})
+    assert resharding(Evidence(dataclasses.replace(report, run=kept), [_rank(gathers)])) == []
+
+
+def test_fsdp_options_as_ran_and_the_balanced_line_in_fsdps_words():
+    assert fsdp_options(_fsdp_run()) == FSDPOptions(reshard_after_forward=None)
+    assert fsdp_options(_fsdp_run(applied={"forward_prefetch": 1})).forward_prefetch == 1
+    assert fsdp_options(run_summary()) is None  # a built-in DDP run
+    line = balanced(Report("f", "run", "now", [], [], [], run=_fsdp_run()))
+    assert "FSDP's resharding after forward" in line and "bucket size" not in line and "Horovod" not in line
+    assert "DDP's bucket size" in balanced(Report("d", "run", "now", [], [], [], run=run_summary()))
+
+
+def test_fsdps_tune_measures_each_knob_against_the_script_as_written():
+    settings = FSDP.knob_settings(FSDPOptions())
+    assert [s.label() for s in settings] == [
+        "script-own",
+        "no-reshard",
+        "fwd-prefetch-1",
+        "bwd-prefetch-2",
+        "reduce-bf16",
+    ]
+    assert FSDP.is_as_written(fsdp_as_written(FSDPOptions()))
+    assert FSDP.paste(FSDPOptions(reshard_after_forward=None, reduce_dtype="bf16")) == (
+        "fully_shard(each block, then the model, mp_policy=MixedPrecisionPolicy(reduce_dtype=torch.bfloat16))"
+    )
