@@ -9,7 +9,7 @@ from commprof.analysis.analyze import analyze_run
 from commprof.analysis.evidence import Evidence
 from commprof.analysis.findings import findings
 from commprof.analysis.predict import MB, ComputeModel, LinkModel, StepProfile, rebucket, simulate_step
-from commprof.render.findings_text import BALANCED
+from commprof.render.findings_text import balanced
 from commprof.render.outputs import markdown as render_markdown
 from commprof.render.rank_findings_text import words
 from commprof.results.report import JobStep
@@ -201,7 +201,9 @@ def test_a_hidden_allreduce_gets_nothing(tmp_path):
     """The same ranks with a 0.1 ms all-reduce: nothing exposed to gain (the gains are below 3% of the step)."""
     result, report = found(tmp_path, ddp_rank(0, allreduce_us=100), ddp_rank(1, allreduce_us=100), run=DDP_RUN)
     assert result == []
-    assert f"{BALANCED}." in render_markdown(dataclasses.replace(report, findings=result))
+    line = balanced(report)  # what was checked for a DDP run: DDP's settings and the ranks, not another kind's
+    assert f"{line}." in render_markdown(dataclasses.replace(report, findings=result))
+    assert "DDP's bucket size" in line and "Horovod" not in line and "DeepSpeed" not in line and "FSDP" not in line
 
 
 def test_a_rank_that_computes_slower_in_every_step_is_the_straggler_on_any_host(tmp_path):
