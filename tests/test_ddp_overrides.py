@@ -2,6 +2,7 @@
 imported the class and however it passed its own arguments (one in-process rank, an in-memory store)."""
 
 import dataclasses
+import inspect
 
 import pytest
 import torch
@@ -29,6 +30,7 @@ def test_options_that_differ_from_ddp_defaults_are_applied_and_recorded(one_rank
     try:
         # bucket_cap_mb passed positionally, as the eighth argument of DDP's signature
         ddp = ImportedEarly(nn.Linear(8, 4), None, None, 0, True, True, None, 10.0, find_unused_parameters=True)
+        BUILT_AT = inspect.currentframe().f_lineno - 1  # the line above  # noqa: N806
     finally:
         overrides.uninstall()
     assert ddp.bucket_bytes_cap == int(0.5 * 2**20) and ddp.gradient_as_bucket_view and ddp.find_unused_parameters
@@ -45,10 +47,62 @@ def test_options_that_differ_from_ddp_defaults_are_applied_and_recorded(one_rank
             "static_graph": False,
         },
         "applied": {"bucket_cap_mb": 0.5, "gradient_as_bucket_view": True, "comm_hook": "fp16"},
+        "name": "Linear",  # what it passes is not a name: its module's class names it
+        "built_at": f"test_ddp_overrides.py:{BUILT_AT}",
     }
     assert overrides.logging_data()["bucket_sizes"]  # DDP's own logging data, from the instance it built
     untouched = ImportedEarly(nn.Linear(8, 4), bucket_cap_mb=10.0)
     assert untouched.bucket_bytes_cap == int(10 * 2**20)  # uninstalled: DDP as it was
+
+
+def test_a_setting_for_one_of_two_models_is_set_on_that_one_alone(one_rank):
+    """Issue 63: --ddp-model discriminator sets the cap on the DDP built around `discriminator`; the generator's stays
+    as the script wrote it. Each is named by what the script passes, and an optimizer by whose parameters it holds."""
+    generator, discriminator = nn.Linear(8, 4), nn.Linear(4, 1)
+    overrides = DDPOverrides(DDPOptions(bucket_cap_mb=0.5, ddp_model="discriminator"))
+    overrides.install()
+    try:
+        gen = ImportedEarly(generator, bucket_cap_mb=4.0)
+        disc = ImportedEarly(discriminator, bucket_cap_mb=1.0)
+    finally:
+        overrides.uninstall()
+    assert gen.bucket_bytes_cap == 4 * 2**20 and disc.bucket_bytes_cap == int(0.5 * 2**20)
+    assert [(b.name, b.applied) for b in overrides.built] == [
+        ("generator", {}),
+        ("discriminator", {"bucket_cap_mb": 0.5}),
+    ]
+    assert overrides.optimizer_name(torch.optim.Adam(disc.parameters())) == "discriminator's Adam"
+    assert overrides.optimizer_name(torch.optim.SGD(generator.parameters())) == "generator's SGD"
+
+
+def test_a_scripts_fully_shard_is_recorded_and_given_fsdps_options(one_rank):
+    """Issue 63: a script's own fully_shard calls (each block, then the model) recorded as one model by its root, its
+    units in order with the parameters each holds, and --no-reshard-after-forward set on each call."""
+    from torch.distributed.fsdp import fully_shard
+
+    from commprof.instrument.fsdp_script import FSDPOverrides
+    from commprof.settings import FSDPOptions
+
+    overrides = FSDPOverrides(FSDPOptions(reshard_after_forward=False, backward_prefetch=2))
+    overrides.install()
+    try:
+        import torch.distributed.fsdp as fsdp
+
+        model = nn.Sequential(nn.Linear(8, 8), nn.Linear(8, 8), nn.Linear(8, 2))
+        for block in model[:2]:
+            fsdp.fully_shard(block)
+        fsdp.fully_shard(model)
+        model(torch.randn(2, 8)).sum().backward()  # its first forward sets the prefetch on the blocks
+    finally:
+        overrides.uninstall()
+    assert fsdp.fully_shard is fully_shard  # uninstalled: FSDP as it was
+    (built,) = overrides.built()
+    assert (built.module, built.name, built.parameters) == ("Sequential", "model", 72 + 72 + 18)
+    assert built.units == ["Linear", "Linear", "Sequential"] and built.unit_parameters == [72, 72, 18]
+    assert built.applied == {"reshard_after_forward": False, "backward_prefetch": 2}
+    assert built.asked == {"reshard_after_forward": None, "reduce_dtype": "fp32"}
+    assert model[0]._get_fsdp_state()._fsdp_param_group.post_forward_mesh_info is None  # not resharded after forward
+    assert model[1]._get_fsdp_state()._states_to_backward_prefetch == [model[0]._get_fsdp_state()]
 
 
 def test_nothing_given_changes_nothing(one_rank):

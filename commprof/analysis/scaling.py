@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from commprof.analysis.distortion import unprofiled_job_steps
 from commprof.analysis.launch_stats import setting_step
 from commprof.analysis.predict import CANDIDATE_CAPS_MB, ComputeModel, LinkModel, StepProfile, rebucket, simulate_step
+from commprof.analysis.ran_as import mean_by_collective
 from commprof.analysis.stats import median_ci
 from commprof.results.common import job_steps
+from commprof.results.job import CollectiveBusbw
 from commprof.results.run_record import RunRecord
 from commprof.results.scale import Prediction, ScalePoint
 
@@ -25,7 +27,8 @@ class SizeMeasurement:
     compute_ms: float
     exposed_comm_ms: float
     idle_ms: float
-    allreduce_busbw_gbps: float | None  # of the largest all-reduce
+    allreduce_busbw_gbps: float | None  # of the job's largest all-reduce (FSDP's reduce-scatter is none, on any op)
+    busbw: list[CollectiveBusbw] = field(default_factory=list)  # each collective the job ran: its largest call's
 
 
 def job_step_times(run: RunRecord) -> list[float]:
@@ -65,6 +68,7 @@ def scale_points(
                 exposed_comm_ms=statistics.fmean(m.exposed_comm_ms for m in runs),
                 idle_ms=statistics.fmean(m.idle_ms for m in runs),
                 allreduce_busbw_gbps=_mean_or_none([m.allreduce_busbw_gbps for m in runs]),
+                busbw=mean_by_collective([m.busbw for m in runs]),
             )
         )
     base_rate = points[0].samples_per_s

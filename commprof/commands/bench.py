@@ -15,7 +15,7 @@ from commprof.commands.reporting import prepare_report_dir
 from commprof.config import RunRequest
 from commprof.errors import CommprofError, RunFailed, UsageError
 from commprof.plans import BENCH_HERE, BenchPlan, BenchRanks
-from commprof.results.bench import BenchResult
+from commprof.results.bench import BenchResult, BenchRow
 
 GPU_MAX_BYTES, CPU_MAX_BYTES = 1 << 30, 16 << 20  # 1 GiB reaches NVLink's bandwidth; CPUs saturate far earlier
 
@@ -73,7 +73,7 @@ def bench(
             written_elsewhere = True
             continue
         hosts = raw.get("hosts", hosts)
-        rows += summarize(backend, raw["world_size"], raw["rows"], buckets)
+        rows += ddp_buckets_marked(summarize(backend, raw["world_size"], raw["rows"], buckets))
         unavailable.update({f"{backend} {op}": f"refused on {device}: {why}" for op, why in raw["refused"].items()})
     if written_elsewhere:
         return Outcome(None, note="this node ran ranks of the benchmark; the node of rank 0 writes it")
@@ -90,6 +90,11 @@ def bench(
         hosts=hosts,
     )
     return Outcome(result, write_result(result, folder))
+
+
+def ddp_buckets_marked(rows: list[BenchRow]) -> list[BenchRow]:
+    """DDP all-reduces its buckets: a row of another op at a bucket's size is no collective DDP runs for --model."""
+    return [dataclasses.replace(row, ddp_bucket=row.ddp_bucket and row.op == "all_reduce") for row in rows]
 
 
 @dataclasses.dataclass(frozen=True)

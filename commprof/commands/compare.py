@@ -8,6 +8,7 @@ from typing import cast
 
 from commprof.analysis.distortion import unprofiled_job_steps
 from commprof.analysis.launch_stats import decided, paired_speedup
+from commprof.analysis.ran_as import busbw_by_size, job_as_run, kind_ran
 from commprof.analysis.stats import PRACTICAL_SHARE, real_speedup, rerun_interval, speedup_ci
 from commprof.backends import BACKENDS, by_name
 from commprof.commands.common import check_model, ddp_only, prepare_figures, training
@@ -105,8 +106,16 @@ def compare(
                 report, timeline = report_from_traces([launched.run_dir], name=name, kind="run")
                 (folder / name).mkdir()
                 write_result(report, folder / name, timeline, launched.run_dir / "tensorboard")
-                row = backend_run(config.backend, report, config.strategy, name)
-                rows[name] = dataclasses.replace(row, job_steps_ms=job_steps, launch_ms=launch)
+                job = job_as_run(config, record, kind_ran(config, record, report.collectives))
+                row = backend_run(config.backend, report, job.strategy, name)
+                rows[name] = dataclasses.replace(
+                    row,
+                    job_steps_ms=job_steps,
+                    launch_ms=launch,
+                    model=job.model,
+                    parameters=job.parameters,
+                    settings=job.settings,
+                )
             except CommprofError as exc:
                 rows[name] = BackendRun(
                     backend=request.backend if compared == "strategy" else name,
@@ -119,11 +128,12 @@ def compare(
     return Outcome(result, write_result(result, folder))
 
 
-def backend_run(backend: str, report: Report, strategy: str = "ddp", label: str = "") -> BackendRun:
+def backend_run(backend: str, report: Report, strategy: str | None = "ddp", label: str = "") -> BackendRun:
     def mean(attr: str) -> float:
         return statistics.fmean(getattr(r, attr) for r in report.ranks)
 
     run = report.run
+    busbw = busbw_by_size(report.collectives)
     # peak_gpu_memory_mb lists only the ranks that measured "allocated"
     gpu = [p["allocated"] for p in run.peak_gpu_memory_mb.values()] if run else []
     peaks = gpu or (list(run.peak_rss_mb.values()) if run else [])
@@ -135,7 +145,8 @@ def backend_run(backend: str, report: Report, strategy: str = "ddp", label: str 
         comm_ms=mean("comm_ms"),
         exposed_comm_ms=mean("exposed_comm_ms"),
         overlap_ms=mean("overlap_ms"),
-        busbw_by_size={str(c.bytes): c.busbw_gbps for c in report.collectives if c.op == "all_reduce" and c.bytes},
+        busbw_by_size={str(b.bytes): b.busbw_gbps for b in busbw if b.collective == "all_reduce"},
+        busbw=busbw,
         strategy=strategy,
         peak_memory_mb=max(peaks) if peaks else None,
         label=label or backend,

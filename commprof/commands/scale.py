@@ -20,6 +20,7 @@ from commprof.analysis.predict import (
     simulate_step,
     step_profile,
 )
+from commprof.analysis.ran_as import job_as_run, kind_ran, largest_by_collective
 from commprof.analysis.scaling import SizeMeasurement, job_step_times, predict, scale_points
 from commprof.commands.common import check_model, ddp_only, prepare_figures, training
 from commprof.commands.outcome import SILENT, Feedback, Outcome
@@ -35,6 +36,9 @@ from commprof.results.run_record import BuiltDDP, RunRecord
 from commprof.results.scale import ScaleReport
 
 SCALE_RUNS = " on commprof's own model; a script that shards its model itself scales as it is: commprof scale -- SCRIPT"
+# the kinds of job commprof's step model (predict.py: gradient buckets all-reduced on a ring) describes; None: a
+# script of its own collectives, modelled by the all-reduces it ran
+MODELLED = ("ddp", None)
 
 
 def scale(
@@ -244,6 +248,7 @@ def run_scale(plan: ScalePlan, launch: Callable[[RunConfig], Path | None], repor
     profiles: dict[int, list[StepProfile]] = {}
     runs, done = [], {n: 0 for n in plan.configs}
     first_run: RunRecord | None = None
+    kinds: list[str] = []  # the kind each launch ran, where it showed one (FSDP's ranges need two ranks or more)
     probed: list[tuple[int, int, float]] = []  # every run's link probe: all-reduces timed alone
     for n in plan.order():
         done[n] += 1
@@ -256,6 +261,7 @@ def run_scale(plan: ScalePlan, launch: Callable[[RunConfig], Path | None], repor
         run = read_run_json(run_dir)
         measured.setdefault(n, []).append(_measurement(n, report, run, config))
         first_run = first_run or run
+        kinds += [kind] if (kind := kind_ran(config, run, report.collectives)) else []
         if n >= 2:
             probed += probed_transfers(run.link_probe if run else [], n)
         profiles.setdefault(n, []).append(step_profile(trace))
@@ -264,6 +270,7 @@ def run_scale(plan: ScalePlan, launch: Callable[[RunConfig], Path | None], repor
         return None
     first = plan.configs[min(plan.configs)]
     assert first_run is not None  # a run was measured
+    job = job_as_run(first, first_run, kinds[0] if kinds else None)
     built = first_run.ddp_built[0] if first_run.ddp_built else None
     parameter_bytes = plan.parameter_bytes or (built.parameter_sizes if built else [])
     points = [
@@ -273,11 +280,13 @@ def run_scale(plan: ScalePlan, launch: Callable[[RunConfig], Path | None], repor
     scale = ScaleReport(
         name=plan.name,
         mode="strong" if plan.strong else "weak",
-        model=first_run.model or first.model if first.script else first.model,
-        parameters=plan.parameters or first_run.parameters or 0,
+        model=job.model,
+        parameters=plan.parameters or job.parameters,
         device=first.device,
         backend=first.backend,
-        bucket_cap_mb=_bucket_cap(first, built),
+        bucket_cap_mb=_bucket_cap(first, built) if job.strategy == "ddp" else None,
+        strategy=job.strategy,
+        settings=job.settings,
         script=list(first.script) or None,
         batch_argument=plan.batch_argument,
         base_learning_rate=plan.base_lr,
@@ -286,8 +295,8 @@ def run_scale(plan: ScalePlan, launch: Callable[[RunConfig], Path | None], repor
         order=plan.order(),
     )
     every = [p for ps in profiles.values() for p in ps]
-    if not any(n >= 2 for n in profiles) and plan.link is None:
-        return scale
+    if job.strategy not in MODELLED or (not any(n >= 2 for n in profiles) and plan.link is None):
+        return scale  # the step model is DDP's buckets: FSDP's, ZeRO's and Horovod's steps are not modelled
     link = plan.link or (
         fit_transfers(probed, f"fitted to {len(probed)} all-reduce sizes timed alone after the runs")
         if len(probed) >= 2
@@ -343,8 +352,8 @@ def _measurement(n: int, report: Report, run: RunRecord | None, config: RunConfi
     if run is None:
         raise UsageError(f"{config.run_dir}: no run.json; cannot measure world size {n}")
     mean = lambda attr: statistics.fmean(getattr(r, attr) for r in report.ranks)  # noqa: E731
-    reduces = [c for c in report.collectives if c.op == "all_reduce" and c.bytes and c.busbw_gbps is not None]
-    largest = max(reduces, key=lambda c: c.bytes or 0) if reduces else None  # each has its bytes
+    largest = largest_by_collective(report.collectives) if n > 1 else []  # a single rank's moves no bytes
+    reduce = next((b.busbw_gbps for b in largest if b.collective == "all_reduce"), None)
     return SizeMeasurement(
         world_size=n,
         job_step_ms=job_step_times(run),
@@ -352,7 +361,8 @@ def _measurement(n: int, report: Report, run: RunRecord | None, config: RunConfi
         compute_ms=mean("compute_ms"),
         exposed_comm_ms=mean("exposed_comm_ms"),
         idle_ms=mean("idle_ms"),
-        allreduce_busbw_gbps=largest.busbw_gbps if largest and n > 1 else None,
+        allreduce_busbw_gbps=reduce,
+        busbw=largest,
     )
 
 

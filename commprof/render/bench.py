@@ -10,7 +10,7 @@ from commprof.values import human_bytes
 
 ROW_HEADERS = ("backend", "op", "size", "median us", "p10-p90 us", "algbw GB/s", "busbw GB/s", "ok")
 FIT_HEADERS = ("backend", "op", "alpha us", "bandwidth GB/s", "busbw GB/s")
-ROWS_TITLE = "Collectives (us; algbw/busbw GB/s; * = a size DDP uses for --model)"
+ROWS_TITLE = "Collectives (us; algbw/busbw GB/s; * = an all-reduce of a bucket's size, as DDP runs for --model)"
 FITS_TITLE = "Latency-bandwidth model t = alpha + size / bandwidth"
 
 

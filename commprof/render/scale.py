@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from commprof.kinds import KINDS
 from commprof.render.document import Document, Figure, Section, Table, Text, notes_section
-from commprof.results.scale import ScaleReport
+from commprof.render.job_text import backend_runs_as, busbw_header, kind_words, model_words
+from commprof.results.job import CollectiveBusbw
+from commprof.results.scale import ScalePoint, ScaleReport
 
 MEASURED_HEADERS = (
     "ranks",
@@ -16,9 +19,9 @@ MEASURED_HEADERS = (
     "compute ms",
     "exposed comm ms",
     "idle ms",
-    "all-reduce busbw GB/s",
-    "model ms",
+    # then a busbw column per collective the job ran (collectives), and "model ms" where the step was modelled
 )
+MODEL_HEADER = "model ms"
 PREDICTED_HEADERS = (
     "ranks",
     "global batch",
@@ -41,6 +44,25 @@ def headers(report: ScaleReport, names: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(UNKNOWN_BATCH_RATE if n == "samples/s" and not report.batch_known else n for n in names)
 
 
+def measured_headers(report: ScaleReport) -> tuple[str, ...]:
+    """The measured table's columns: a busbw column for each collective the job ran, by what it ran it as (a DDP
+    job's all-reduce, FSDP's all-gather and reduce-scatter), and the model's step where the step was modelled."""
+    modelled = (MODEL_HEADER,) if any(p.predicted_step_ms is not None for p in report.points) else ()
+    return headers(report, (*MEASURED_HEADERS, *(busbw_header(c) for c in collectives(report)), *modelled))
+
+
+def point_busbw(point: ScalePoint) -> list[CollectiveBusbw]:
+    """Each collective's busbw at a size; a report from before they were kept by collective: its all-reduce's."""
+    if point.busbw or point.allreduce_busbw_gbps is None:
+        return point.busbw
+    return [CollectiveBusbw("all_reduce", "all_reduce", 0, point.allreduce_busbw_gbps)]
+
+
+def collectives(report: ScaleReport) -> list[str]:
+    """The collectives the job ran at any size, in order of first appearance."""
+    return list(dict.fromkeys(b.collective for p in report.points for b in point_busbw(p)))
+
+
 def _batch_and_lr(report: ScaleReport, global_batch: int, learning_rate: float) -> tuple[str, str]:
     """The global batch ('-' where a script's is not known) and the linear rule's LR ('-' for a script, which sets
     its own)."""
@@ -49,6 +71,7 @@ def _batch_and_lr(report: ScaleReport, global_batch: int, learning_rate: float) 
 
 
 def measured_rows(report: ScaleReport) -> list[tuple[str, ...]]:
+    ran, modelled = collectives(report), any(p.predicted_step_ms is not None for p in report.points)
     return [
         (
             p.ranks,
@@ -60,11 +83,16 @@ def measured_rows(report: ScaleReport) -> list[tuple[str, ...]]:
             f"{p.compute_ms:.1f}",
             f"{p.exposed_comm_ms:.1f}",
             f"{p.idle_ms:.1f}",
-            f"{p.allreduce_busbw_gbps:.2f}" if p.allreduce_busbw_gbps is not None else "-",
-            f"{p.predicted_step_ms:.1f}" if p.predicted_step_ms is not None else "-",
+            *_busbw_cells(p, ran),
+            *((f"{p.predicted_step_ms:.1f}" if p.predicted_step_ms is not None else "-",) if modelled else ()),
         )
         for p in report.points
     ]
+
+
+def _busbw_cells(point: ScalePoint, ran: list[str]) -> list[str]:
+    at = {b.collective: b.busbw_gbps for b in point_busbw(point)}
+    return [f"{at[c]:.2f}" if c in at else "-" for c in ran]
 
 
 def predicted_rows(report: ScaleReport) -> list[tuple[str, ...]]:
@@ -84,12 +112,19 @@ def predicted_rows(report: ScaleReport) -> list[tuple[str, ...]]:
     ]
 
 
+def trained(report: ScaleReport) -> str:
+    """What scaled, in its kind's words: 'train.py, its model Net (265,738 parameters) under FSDP (fully_shard):
+    reshard_after_forward=...', or 'mlp (12,345 parameters) under DistributedDataParallel, bucket_cap_mb=25'."""
+    model = model_words(report.model, report.parameters)
+    kind = kind_words(report.strategy, report.settings, report.bucket_cap_mb)
+    if report.script:
+        return f"{' '.join(report.script)}, {model if report.model is None else f'its model {model}'}, under {kind}"
+    return f"{model} under {kind}"
+
+
 def model_notes(report: ScaleReport) -> list[str]:
-    cap = "DDP's default" if report.bucket_cap_mb is None else f"{report.bucket_cap_mb:g}"
-    what = f"{' '.join(report.script)}, its model {report.model}" if report.script else report.model
     notes = [
-        f"{report.mode} scaling of {what} ({report.parameters:,} parameters), {report.backend} on "
-        f"{report.device}, bucket_cap_mb={cap}; "
+        f"{report.mode} scaling of {trained(report)}; {report.backend} on {report.device}; "
         + (
             "the script sets its own learning rate (scale it with the global batch, e.g. the linear rule of Goyal "
             "et al., with gradual warm-up)."
@@ -123,13 +158,19 @@ def model_notes(report: ScaleReport) -> list[str]:
             f"factor {report.profiling_overhead:.3f} (unprofiled wall-clock step / traced step: the "
             "profiler's cost, and on GPUs the CPU time outside the device's busy span)."
         )
+    elif report.strategy not in (None, "ddp"):
+        notes.append(
+            "No model of the step (docs/prediction.md): commprof's is DDP's, gradient buckets all-reduced on a ring; "
+            f"{KINDS[report.strategy].title}'s collectives are not modelled, so its step is not predicted."
+        )
+    notes += backend_runs_as([b for p in report.points for b in point_busbw(p)], report.backend)
     return notes
 
 
 def document(report: ScaleReport) -> Document:
     sections = [
         Section("", [Text(f"{report.summary}.", "headline"), Figure("scale.png", "speedup against world size")]),
-        Section("Measured", [Table(headers(report, MEASURED_HEADERS), measured_rows(report))]),
+        Section("Measured", [Table(measured_headers(report), measured_rows(report))]),
         *(
             [Section("Predicted", [Table(headers(report, PREDICTED_HEADERS), predicted_rows(report))])]
             if report.predictions
@@ -168,7 +209,8 @@ def scale_plot(report: ScaleReport) -> bytes:
     ax.set_xlabel("world size (ranks)")
     rate = "samples/s" if report.batch_known else UNKNOWN_BATCH_RATE
     ax.set_ylabel(f"speedup ({rate} against {base} rank{'s' if base > 1 else ''})")
-    ax.set_title(f"{report.mode} scaling: {report.model}, {report.backend} on {report.device}")
+    what = report.model or (report.script[0] if report.script else "its model")
+    ax.set_title(f"{report.mode} scaling: {what}, {report.backend} on {report.device}")
     if every[-1] / every[0] >= 8:
         ax.set_xscale("log", base=2)
         ax.set_yscale("log", base=2)

@@ -19,7 +19,7 @@ class BenchRow:
     algbw_gbps: float
     busbw_gbps: float
     correct: bool
-    ddp_bucket: bool = False  # a size DDP uses for --model
+    ddp_bucket: bool = False  # an all-reduce of a size DDP all-reduces its buckets at for --model
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from commprof.results.common import SCHEMA_VERSION, Result
+from commprof.results.job import CollectiveBusbw
 
 
 @dataclass(frozen=True)
@@ -18,13 +20,21 @@ class BackendRun:
     comm_ms: float | None = None
     exposed_comm_ms: float | None = None
     overlap_ms: float | None = None
-    busbw_by_size: dict[str, float | None] = field(default_factory=dict)  # all-reduce bytes -> busbw GB/s
-    strategy: str = "ddp"
+    busbw_by_size: dict[str, float | None] = field(default_factory=dict)  # the job's all-reduce bytes -> busbw GB/s
+    # the kind of job it ran (kinds.KINDS): ddp, fsdp, deepspeed, horovod; None: a script that built none commprof saw
+    strategy: str | None = "ddp"
     peak_memory_mb: float | None = None  # the largest over ranks: GPU memory allocated, or on CPU process RSS
     label: str = ""  # what tells this run from the others: its backend, or its strategy (compare --strategies)
     job_steps_ms: list[float] = field(default_factory=list)  # the job's unprofiled steps (slowest rank), in order
     # each interleaved launch's median unprofiled job step, by round (the first launch's report is the row's)
     launch_ms: list[float] = field(default_factory=list)
+    # every collective the job ran, by what it ran it as (DDP's all-reduces, FSDP's all-gathers and reduce-scatters),
+    # at each size: its busbw
+    busbw: list[CollectiveBusbw] = field(default_factory=list)
+    model: str | None = None  # the module as the run built it (a built-in model's name); None: not recorded
+    parameters: int | None = None  # None: not known
+    # the kind's own options as the job ran with them, by their own names; None: not recorded (a script's own)
+    settings: dict[str, Any] | None = None
 
     @property
     def name(self) -> str:

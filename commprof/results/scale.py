@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from commprof.results.common import SCHEMA_VERSION, Estimate, Result
+from commprof.results.job import CollectiveBusbw
 
 
 @dataclass(frozen=True)
@@ -21,9 +22,12 @@ class ScalePoint:
     compute_ms: float
     exposed_comm_ms: float
     idle_ms: float
-    allreduce_busbw_gbps: float | None
+    allreduce_busbw_gbps: float | None  # the job's own all-reduces' (the largest's); None: it ran none
     predicted_step_ms: float | None = None  # the model's value at a measured size (for checking it)
     nodes: int = 1  # the hosts its ranks ran on (`scale --nodes`)
+    # each collective the job ran, by what it ran it as (FSDP's all-gathers and reduce-scatters, DDP's all-reduces):
+    # its largest call's bus bandwidth, the mean over the size's launches
+    busbw: list[CollectiveBusbw] = field(default_factory=list)
 
     @property
     def ranks(self) -> str:
@@ -48,11 +52,11 @@ class Prediction:
 class ScaleReport(Result):
     name: str
     mode: str  # "weak" (same batch per rank) or "strong" (same global batch)
-    model: str
-    parameters: int
+    model: str | None  # the module as the run built it (a built-in model's name); None: not recorded
+    parameters: int | None  # None: not known
     device: str
     backend: str
-    bucket_cap_mb: float | None  # None: DDP's default (a script that passes none)
+    bucket_cap_mb: float | None  # DDP's; None: DDP's default (a script that passes none), or a job that is not DDP
     base_learning_rate: float
     points: list[ScalePoint]
     predictions: list[Prediction] = field(default_factory=list)
@@ -64,6 +68,10 @@ class ScaleReport(Result):
     order: list[int] = field(default_factory=list)  # world sizes in the order they ran (interleaved)
     script: list[str] | None = None  # a user's script and its arguments (the smallest size's)
     batch_argument: str | None = None  # the script's argument that holds its per-rank batch; None: not known
+    # the kind of job (kinds.KINDS: ddp, fsdp, deepspeed, horovod); None: a script that built none commprof saw
+    strategy: str | None = "ddp"
+    # the kind's own options as the job ran with them, by their own names; None: not recorded (a script's own)
+    settings: dict[str, Any] | None = None
     kind: str = "scale"
     schema_version: int = SCHEMA_VERSION
 
