@@ -103,9 +103,9 @@ def test_the_report_names_each_model_with_its_own_cap():
         "2 DDP models, generator (Sequential, 524,288 parameters) and discriminator (Sequential, 131,072 parameters)"
     )
     table = models_section(report)[0].blocks[1]
-    assert [row[:5] for row in table.rows] == [
-        ("generator", "Sequential", "524,288", "gan.py:20", "bucket_cap_mb=4"),
-        ("discriminator", "Sequential", "131,072", "gan.py:21", "bucket_cap_mb=0.1"),
+    assert [row[:7] for row in table.rows] == [
+        ("generator", "DDP", "Sequential", "524,288", "gan.py:20", "bucket_cap_mb=4", "one bucket of 2.0 MiB"),
+        ("discriminator", "DDP", "Sequential", "131,072", "gan.py:21", "bucket_cap_mb=0.1", "2 buckets: 0.2, 0.2 MiB"),
     ]
     assert GAN.settings(with_defaults=False) == {
         "script": "gan.py",
@@ -115,6 +115,53 @@ def test_the_report_names_each_model_with_its_own_cap():
     assert "discriminator.bucket_cap_mb=0.1" in markdown(report)
     single = dataclasses.replace(report, models=report.models[:1])
     assert models_named(single) == "" and models_section(single) == []
+
+
+def test_each_fsdp_root_gets_the_gathers_and_reduce_scatters_of_its_units():
+    """A teacher (units of 65,792 and 2,570 parameters) and a student (16,448 and 650) on 2 ranks: an all-gather moves
+    a unit's shard (half its parameters' bytes), a reduce-scatter its whole gradient (Gloo: an all-reduce of it). The
+    sizes are those of tests/data/scripts/train_fsdp_two.py's trace, the shards padded as FSDP pads them."""
+    teacher = BuiltFSDP(
+        "Sequential",
+        name="teacher",
+        parameters=68_362,
+        units=["Sequential", "Sequential"],
+        unit_parameters=[65_792, 2_570],
+        asked={"reshard_after_forward": None, "reduce_dtype": "fp32"},
+    )
+    student = BuiltFSDP(
+        "Sequential",
+        name="student",
+        parameters=17_098,
+        units=["Sequential", "Sequential"],
+        unit_parameters=[16_448, 650],
+        asked={"reshard_after_forward": None, "reduce_dtype": "fp32"},
+        applied={"reshard_after_forward": False},
+    )
+    run = dataclasses.replace(run_summary(script=["two.py"]), fsdp_built=[teacher, student], world_size=2)
+    gather, scatter = "parameter all-gather", "gradient reduce-scatter"
+    rank = _rank(
+        [
+            ("all_gather", 131_584, 1_000, 2_000, "forward", gather),  # the teacher's block: 2 ms
+            ("all_gather", 5_140, 4_000, 1_000, "forward", gather),  # its root: 1 ms
+            ("all_gather", 32_896, 6_000, 1_500, "forward", gather),  # the student's block
+            ("all_gather", 1_300, 8_000, 500, "forward", gather),  # its root
+            ("all_reduce", 263_168, 50_000, 4_000, "backward", scatter),  # the teacher's block's gradients
+            ("all_reduce", 65_792, 60_000, 3_000, "backward", scatter),  # the student's block's
+            ("all_reduce", 4, 90_000, 1_000, "optimizer", None),  # the script's own: neither's
+        ]
+    )
+    teacher_account, student_account = model_accounts(run, [rank])
+    assert (teacher_account.kind, teacher_account.calls_per_step, teacher_account.ms_per_step) == ("FSDP", 3.0, 7.0)
+    assert teacher_account.bytes_per_step == 131_584 + 5_140 + 263_168
+    assert (student_account.calls_per_step, student_account.ms_per_step) == (3.0, 5.0)
+    report = Report("t", "run", "now", [], [], [], run=run, models=[teacher_account, student_account])
+    assert models_named(report).startswith("2 FSDP models, teacher (Sequential, 68,362 parameters) and student")
+    rows = models_section(report)[0].blocks[1].rows
+    assert [row[5:7] for row in rows] == [
+        ("reshard_after_forward=FSDP's default, reduce_dtype=fp32", "2 units"),
+        ("reshard_after_forward=False (commprof's), reduce_dtype=fp32", "2 units"),
+    ]
 
 
 def test_a_setting_for_one_model_is_labelled_pasted_and_applied_as_such():

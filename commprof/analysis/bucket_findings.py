@@ -45,10 +45,10 @@ SERIAL_NOTE = (
 def bucket_cap(evidence: Evidence) -> list[Finding]:
     """The cap whose buckets the model predicts fastest, among one cap per bucket layout DDP would build; for a
     script with several DDP models, each model's own cap, from its own all-reduces."""
-    report = evidence.report
-    if len(report.models) < 2:
+    ddps = [model for model in evidence.report.models if model.kind == "DDP"]
+    if len(ddps) < 2:
         return _bucket_cap(evidence, evidence.samples, None)
-    return [f for model in report.models for f in _bucket_cap(evidence, evidence.model_samples(model.name), model)]
+    return [f for model in ddps for f in _bucket_cap(evidence, evidence.model_samples(model.name), model)]
 
 
 def _bucket_cap(evidence: Evidence, samples: list[StepProfile], model: ModelAccount | None) -> list[Finding]:

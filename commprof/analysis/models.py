@@ -1,18 +1,27 @@
-"""Each DistributedDataParallel a script built, with the all-reduces that are its own: a GAN's generator and
-discriminator, a teacher and a student. A DDP all-reduces its gradients bucket by bucket, and its buckets' sizes
-follow from its parameters and its cap (kinds/ddp_buckets.py), so each all-reduce of the profiled steps is the
-model's whose buckets have its size; a size that several models' buckets have is told apart by none."""
+"""Each model a script built, with the collectives that are its own: a GAN's generator and discriminator (two
+DistributedDataParallel), a teacher and a student (two FSDP2 roots).
+
+A DDP all-reduces its gradients bucket by bucket, and its buckets' sizes follow from its parameters and its cap
+(kinds/ddp_buckets.py); an FSDP unit all-gathers its parameters' shards and reduce-scatters its gradients, whose
+sizes follow from the parameters it holds. So each collective of the profiled steps is the model's whose buckets or
+units have its size; a size that several models' have is told apart by none."""
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 from collections import defaultdict
+from collections.abc import Callable
 
 from commprof.analysis.collectives import in_windows
 from commprof.kinds.ddp_buckets import layout
 from commprof.results.report import ModelAccount
-from commprof.results.run_record import BuiltDDP, RunSummary
-from commprof.trace.model import RankTrace, Step
+from commprof.results.run_record import BuiltDDP, BuiltFSDP, RunSummary
+from commprof.trace.model import Collective, RankTrace, Step
+from commprof.trace.rules import FSDP_PURPOSE
+
+FLOAT_BYTES = 4
+PADDING = 0.05  # an FSDP shard's size: its parameters' over the ranks, each padded to a multiple of the ranks
 
 
 def ran_cap(built: BuiltDDP) -> float | None:
@@ -28,7 +37,7 @@ def bucket_bytes(built: BuiltDDP) -> tuple[int, ...]:
 
 
 def owners(built: list[BuiltDDP]) -> dict[int, list[str]]:
-    """Per all-reduce size, the models whose buckets have it."""
+    """Per all-reduce size, the DDP models whose buckets have it."""
     by_size: dict[int, list[str]] = defaultdict(list)
     for model in built:
         for size in set(bucket_bytes(model)):
@@ -36,40 +45,87 @@ def owners(built: list[BuiltDDP]) -> dict[int, list[str]]:
     return by_size
 
 
+def _unit_owner(sharded: list[BuiltFSDP], ranks: int) -> Callable[[Collective], list[str]]:
+    """The FSDP models one of whose units a collective's size fits: all-gathers move a shard (the unit's parameters
+    over the ranks), reduce-scatters the whole gradient (Gloo runs them as all-reduces of it)."""
+    units = [(model.label, count * FLOAT_BYTES) for model in sharded for count in model.unit_parameters]
+
+    def fits(nbytes: int, whole: float) -> bool:
+        return abs(nbytes - whole) <= PADDING * whole
+
+    def owner(call: Collective) -> list[str]:
+        if call.purpose not in FSDP_PURPOSE.values() or not call.nbytes:
+            return []
+        shard = call.purpose == FSDP_PURPOSE["all_gather"]
+        return sorted({name for name, whole in units if fits(call.nbytes, whole / ranks if shard else whole)})
+
+    return owner
+
+
 def model_accounts(run: RunSummary | None, windows: list[tuple[RankTrace, list[Step]]]) -> list[ModelAccount]:
-    """One account per DDP the script built, with its all-reduces per profiled step (the mean over ranks and
-    steps); none where the run built no DDP of its own (commprof's model, others' traces)."""
-    if run is None or not run.script or not run.ddp_built:
+    """One account per model the script built (each DDP, each FSDP root), with its collectives per profiled step
+    (the mean over ranks and steps); none where the run built none of its own (commprof's model, others' traces)."""
+    if run is None or not run.script or not (run.ddp_built or run.fsdp_built):
         return []
     by_size = owners(run.ddp_built)
-    calls: dict[str, list[float]] = defaultdict(list)
-    ms: dict[str, list[float]] = defaultdict(list)
-    sent: dict[str, list[float]] = defaultdict(list)
+    fsdp_owner = _unit_owner(run.fsdp_built, max(1, run.world_size))
+
+    def owner(call: Collective) -> list[str]:
+        if call.op == "all_reduce" and call.purpose is None:
+            return by_size.get(call.nbytes or 0, [])
+        return fsdp_owner(call)
+
+    names = [m.label for m in run.ddp_built] + [m.label for m in run.fsdp_built]
+    counted: dict[str, dict[str, list[float]]] = {name: defaultdict(list) for name in names}
     shared: list[float] = []
     for rank, steps in windows:
         for step in steps:
-            mine = [c for c in in_windows(rank.collectives, [step]) if c.op == "all_reduce" and c.nbytes]
-            shared.append(sum(1 for c in mine if len(by_size.get(c.nbytes or 0, [])) > 1))
-            for model in run.ddp_built:
-                own = [c for c in mine if by_size.get(c.nbytes or 0) == [model.label]]
-                calls[model.label].append(len(own))
-                ms[model.label].append(sum(c.end - c.start for c in own) / 1e3)
-                sent[model.label].append(sum(c.nbytes or 0 for c in own))
-    mean = statistics.fmean
-    return [
-        ModelAccount(
-            name=model.label,
-            module=model.module,
-            parameters=model.parameters,
-            built_at=model.built_at,
-            built_by=model.built_by,
-            bucket_cap_mb=ran_cap(model),
-            commprofs=sorted(model.applied),
-            buckets=list(bucket_bytes(model)),
-            calls_per_step=mean(calls[model.label]) if calls[model.label] else 0.0,
-            ms_per_step=mean(ms[model.label]) if ms[model.label] else 0.0,
-            bytes_per_step=mean(sent[model.label]) if sent[model.label] else 0.0,
-            shared_calls_per_step=mean(shared) if shared else 0.0,
+            calls = [(c, owner(c)) for c in in_windows(rank.collectives, [step])]
+            shared.append(sum(1 for _, who in calls if len(who) > 1))
+            for name in names:
+                own = [c for c, who in calls if who == [name]]
+                counted[name]["calls"].append(len(own))
+                counted[name]["ms"].append(sum(c.end - c.start for c in own) / 1e3)
+                counted[name]["bytes"].append(sum(c.nbytes or 0 for c in own))
+
+    def mean(name: str, what: str) -> float:
+        values = counted[name][what]
+        return statistics.fmean(values) if values else 0.0
+
+    def measured(account: ModelAccount) -> ModelAccount:
+        name = account.name
+        return dataclasses.replace(
+            account,
+            calls_per_step=mean(name, "calls"),
+            ms_per_step=mean(name, "ms"),
+            bytes_per_step=mean(name, "bytes"),
+            shared_calls_per_step=statistics.fmean(shared) if shared else 0.0,
         )
-        for model in run.ddp_built
+
+    ddp = [
+        ModelAccount(
+            name=m.label,
+            module=m.module,
+            parameters=m.parameters,
+            built_at=m.built_at,
+            built_by=m.built_by,
+            bucket_cap_mb=ran_cap(m),
+            commprofs=sorted(m.applied),
+            buckets=list(bucket_bytes(m)),
+        )
+        for m in run.ddp_built
     ]
+    fsdp = [
+        ModelAccount(
+            name=m.label,
+            module=m.module,
+            parameters=m.parameters,
+            built_at=m.built_at,
+            kind="FSDP",
+            commprofs=sorted(m.applied),
+            units=list(m.unit_parameters),
+            fsdp={**{k: v for k, v in m.asked.items() if k not in m.applied}, **m.applied},
+        )
+        for m in run.fsdp_built
+    ]
+    return [measured(account) for account in ddp + fsdp]

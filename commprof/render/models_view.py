@@ -1,5 +1,5 @@
-"""A script's DDP models in words: the header's list of them and the section of each one's own all-reduces
-(analysis/models.py)."""
+"""A script's models in words (each DDP, each FSDP root): the header's list of them and the section of each one's own
+collectives (analysis/models.py)."""
 
 from __future__ import annotations
 
@@ -10,18 +10,20 @@ from commprof.values import human_bytes
 
 MODEL_HEADERS = (
     "model",
+    "kind",
     "module",
     "parameters",
     "built at",
-    "bucket cap",
-    "buckets",
+    "settings",
+    "buckets or units",
     "calls/step",
     "ms/step",
     "bytes/step",
 )
 MODELS_NOTE = (
-    "Each DistributedDataParallel the script built, by the module it passes to DDP; its all-reduces per profiled step "
-    "are those whose size only its buckets have (DDP's buckets for its cap; ms: each call's whole duration)"
+    "Each model the script built, by the module it passes to DDP or to fully_shard (an FSDP model by its root); its "
+    "collectives per profiled step are those whose size only its buckets or units have (DDP: its buckets' all-reduces; "
+    "FSDP: its units' parameter all-gathers and gradient reduce-scatters; ms: each call's whole duration)"
 )
 
 
@@ -30,7 +32,8 @@ def models_named(report: Report) -> str:
     if len(report.models) < 2:
         return ""
     each = [f"{m.name} ({m.module}, {m.parameters:,} parameters)" for m in report.models]
-    return f"{len(each)} DDP models, {', '.join(each[:-1])} and {each[-1]}"
+    kinds = " and ".join(sorted({m.kind for m in report.models}))
+    return f"{len(each)} {kinds} models, {', '.join(each[:-1])} and {each[-1]}"
 
 
 def models_section(report: Report) -> list[Section]:
@@ -49,19 +52,31 @@ def models_section(report: Report) -> list[Section]:
                 "counted to none of them."
             )
         )
-    return [Section("DDP models", blocks)]
+    return [Section("Models", blocks)]
 
 
 def _row(model: ModelAccount) -> tuple[str, ...]:
-    cap = cap_label(model.bucket_cap_mb) + (" (commprof's)" if "bucket_cap_mb" in model.commprofs else "")
     return (
         model.name,
+        model.kind,
         model.module,
         f"{model.parameters:,}",
         model.built_at or "-",
-        cap,
-        describe(model.buckets),
+        _settings(model),
+        describe(model.buckets) if model.kind == "DDP" else f"{len(model.units)} units",
         f"{model.calls_per_step:.2f}",
         f"{model.ms_per_step:.2f}",
         human_bytes(int(model.bytes_per_step)),
     )
+
+
+def _settings(model: ModelAccount) -> str:
+    if model.kind == "DDP":
+        return cap_label(model.bucket_cap_mb) + (" (commprof's)" if "bucket_cap_mb" in model.commprofs else "")
+    shown = []
+    order = ("reshard_after_forward", "forward_prefetch", "backward_prefetch", "reduce_dtype")
+    for name, value in sorted(model.fsdp.items(), key=lambda item: order.index(item[0]) if item[0] in order else 9):
+        if name == "reshard_after_forward" and value is None:
+            value = "FSDP's default"
+        shown.append(f"{name}={value}" + (" (commprof's)" if name in model.commprofs else ""))
+    return ", ".join(shown)

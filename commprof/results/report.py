@@ -341,8 +341,8 @@ class Stalls:
 
 @dataclass(frozen=True)
 class ModelAccount:
-    """One DistributedDataParallel a script built (analysis/models.py), with its own all-reduces per profiled step:
-    those whose size only its buckets have."""
+    """One model a script built (analysis/models.py): a DistributedDataParallel, or an FSDP root with its units; with
+    its own collectives per profiled step: those whose size only its buckets or units have."""
 
     name: str  # what the script passes to DDP ("discriminator"), else its module's class
     module: str
@@ -355,7 +355,10 @@ class ModelAccount:
     calls_per_step: float = 0.0
     ms_per_step: float = 0.0  # its all-reduces' time per step, each call's whole duration
     bytes_per_step: float = 0.0
-    shared_calls_per_step: float = 0.0  # all-reduces of a size several models' buckets have: told apart by none
+    shared_calls_per_step: float = 0.0  # collectives of a size several models' buckets have: told apart by none
+    kind: str = "DDP"  # or "FSDP"
+    units: list[int] = field(default_factory=list)  # FSDP: the parameters each unit holds, the root last
+    fsdp: dict[str, Any] = field(default_factory=dict)  # FSDP: its options as it ran, by FSDPOptions' names
 
 
 @dataclass(frozen=True)

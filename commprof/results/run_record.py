@@ -349,7 +349,8 @@ class RunSummary:
                     + (" (commprof's)" if cycle in hvd.applied else "")
                 )
             for sharded in self.fsdp_built[:1]:  # the script's fully_shard, as written and with commprof's on top
-                shown["fsdp"] = f"{len(sharded.units)} fully_shard units"
+                units, models = sum(len(b.units) for b in self.fsdp_built), len(self.fsdp_built)
+                shown["fsdp"] = f"{units} fully_shard units" + (f" in {models} models" if models > 1 else "")
                 for name in ("reshard_after_forward", "forward_prefetch", "backward_prefetch", "reduce_dtype"):
                     if name in sharded.applied:
                         shown[name] = f"{sharded.applied[name]} (commprof's)"
