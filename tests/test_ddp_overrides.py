@@ -71,6 +71,7 @@ def test_a_setting_for_one_of_two_models_is_set_on_that_one_alone(one_rank):
         ("generator", {}),
         ("discriminator", {"bucket_cap_mb": 0.5}),
     ]
+    assert overrides.logging_data()["bucket_sizes"] == "20"  # the discriminator's own (5 floats), not the generator's
     assert overrides.optimizer_name(torch.optim.Adam(disc.parameters())) == "discriminator's Adam"
     assert overrides.optimizer_name(torch.optim.SGD(generator.parameters())) == "generator's SGD"
 

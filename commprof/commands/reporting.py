@@ -9,11 +9,12 @@ from concurrent.futures import Executor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from commprof.analysis.analyze import analyze, analyze_run, finished_report
+from commprof.analysis.analyze import analyze_run, finished_report
 from commprof.analysis.collectives import with_zero_purposes
 from commprof.analysis.crossrank import measured_offsets
 from commprof.analysis.digest import MAX_DETAILED_RANKS, digest, digest_hta, with_digests_from_other_nodes
 from commprof.analysis.incomplete import completed_steps_only
+from commprof.analysis.models import model_accounts
 from commprof.analysis.network import network_of
 from commprof.analysis.sweep import sweep_result
 from commprof.analysis.timeline import job_timeline
@@ -122,10 +123,13 @@ def sweep_report(run_dir: Path, name: str, kind: str, predicted: dict[str, Estim
     analysed = {}
     for label in record.settings:
         trace = load_run([run_dir / label])
-        report = analyze(trace, name=label, kind="run")
+        analysis = analyze_run(trace, name=label, kind="run")
+        report = analysis.report
         launch = read_run_json(run_dir / label)  # a script's profiled launch: ZeRO's collectives named as in a run's
         if launch is not None and launch.deepspeed_built:
             report = dataclasses.replace(report, collectives=with_zero_purposes(report.collectives))
+        if launch is not None:  # a script's models, each with its own collectives in this setting's launch
+            report = dataclasses.replace(report, models=model_accounts(launch.summary(), analysis.windows))
         analysed[label] = (report, trace.ranks[0] if trace.ranks[0].rank == 0 else None)
     result = sweep_result(record, analysed, kind)
     if predicted:

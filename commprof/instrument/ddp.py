@@ -141,7 +141,8 @@ class DDPOverrides:
         self.target = options.ddp_model
         self.owners: dict[int, str] = {}  # id of a parameter -> the name of the DDP model that holds it
         self.built: list[BuiltDDP] = []
-        self._first: DistributedDataParallel | None = None  # kept alive for its logging data at the end
+        self._first: DistributedDataParallel | None = None  # the first built: the profiler starts at its forward
+        self._measured: DistributedDataParallel | None = None  # kept alive for its logging data at the end
         self._original = DistributedDataParallel.__init__
         self._original_register = DistributedDataParallel.register_comm_hook
         self.on_first_forward: Callable[[], None] | None = None  # called once, as the first DDP's forward begins
@@ -186,6 +187,8 @@ class DDPOverrides:
                 )
             )
             overrides.owners.update({id(p): name for p in module.parameters()})
+            if overrides._measured is None and chosen:  # the first DDP the options are for: its own figures
+                overrides._measured = ddp
             if overrides._first is None:
                 overrides._first = ddp
                 if overrides.on_first_forward is not None:
@@ -235,6 +238,7 @@ class DDPOverrides:
         DistributedDataParallel.register_comm_hook = self._original_register  # type: ignore[method-assign]
 
     def logging_data(self) -> dict[str, object]:
-        """DDP's own measurements of the first DDP the program built; then lets it go."""
-        first, self._first = self._first, None
-        return ddp_logging_data(first) if first is not None else {}
+        """DDP's own measurements of the first DDP the program built that the options are for (--ddp-model's, else
+        the first); then lets it go."""
+        measured, self._measured, self._first = self._measured, None, None
+        return ddp_logging_data(measured) if measured is not None else {}

@@ -35,10 +35,11 @@ class DDPKind(JobKind):
         return own_setting(options)
 
     def written(self, ran: Mapping[str, Any]) -> str:
-        cap = ran.get("bucket_cap_mb")
+        cap, model = ran.get("bucket_cap_mb"), ran.get("ddp_model")
+        whose = f"{model}'s DDP: " if model else ""
         if cap is None:
-            return "no bucket_cap_mb, so DDP's default: a 1 MiB first bucket, then 25 MiB"
-        return f"bucket_cap_mb={cap:g} as the script passes it"
+            return f"{whose}no bucket_cap_mb, so DDP's default: a 1 MiB first bucket, then 25 MiB"
+        return f"{whose}bucket_cap_mb={cap:g} as the script passes it"
 
     def is_as_written(self, options: SettingOptions) -> bool:
         return getattr(options, "bucket_cap_mb", 0) is None
