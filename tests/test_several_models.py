@@ -164,6 +164,24 @@ def test_each_fsdp_root_gets_the_gathers_and_reduce_scatters_of_its_units():
     ]
 
 
+def test_several_deepspeed_engines_are_named_with_their_settings_not_their_collectives():
+    """An actor and a critic, each a DeepSpeed engine: ZeRO's buckets hold no model's own sizes, so their collectives
+    are said not told apart rather than counted to either; one engine alone is the run's model (no section)."""
+    from commprof.results.run_record import BuiltDeepSpeed
+
+    actor = BuiltDeepSpeed(
+        "GPT", 2, {"reduce_bucket_size": 500_000}, parameters=1_000, name="actor", built_at="rl.py:9"
+    )
+    critic = BuiltDeepSpeed("GPT", 2, {"reduce_bucket_size": 500_000}, parameters=900, name="critic")
+    run = run_summary(script=["rl.py"], deepspeed_built=[actor, critic])
+    rank = _rank([("all_reduce", 2_000_000, 10_000, 8_000, "backward", None)])
+    accounts = model_accounts(run, [rank])
+    assert [(a.name, a.kind, a.told_apart) for a in accounts] == [("actor", "ZeRO", False), ("critic", "ZeRO", False)]
+    rows = models_section(Report("r", "run", "now", [], [], [], run=run, models=accounts))[0].blocks[1].rows
+    assert rows[0][5:] == ("stage=2, reduce_bucket_size=500000", "-", *["not told apart"] * 3)
+    assert model_accounts(run_summary(script=["one.py"], deepspeed_built=[actor]), [rank]) == []
+
+
 def test_a_setting_for_one_model_is_labelled_pasted_and_applied_as_such():
     setting = DDPOptions(bucket_cap_mb=1, ddp_model="discriminator")
     assert setting.label() == "bucket-1mb_for-discriminator"
@@ -196,12 +214,14 @@ def test_the_module_passed_is_read_from_the_script_line(tmp_path):
             self.ddp = DistributedDataParallel(module=self.model,
                                                device_ids=[0])
             DDP(nn.Sequential(nn.Linear(2, 2)))
+            actor, *_ = deepspeed.initialize(args=args, model=self.actor, config=config)
             """
         )
     )
     assert _first_argument(str(script), 1) == "generator"
     assert _first_argument(str(script), 2) == "self.model"
     assert _first_argument(str(script), 4) == ""  # not a name: the module's class names it
+    assert _first_argument(str(script), 5, keyword="model") == "self.actor"  # DeepSpeed's engine
     assert unique("model", ["model"]) == "model#2" and unique("model", ["a"]) == "model"
 
 

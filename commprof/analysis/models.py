@@ -1,5 +1,6 @@
 """Each model a script built, with the collectives that are its own: a GAN's generator and discriminator (two
-DistributedDataParallel), a teacher and a student (two FSDP2 roots).
+DistributedDataParallel), a teacher and a student (two FSDP2 roots); several DeepSpeed engines (an actor and a
+critic) are named with their settings, their collectives not told apart (ZeRO's buckets have no model's own sizes).
 
 A DDP all-reduces its gradients bucket by bucket, and its buckets' sizes follow from its parameters and its cap
 (kinds/ddp_buckets.py); an FSDP unit all-gathers its parameters' shards and reduce-scatters its gradients, whose
@@ -65,7 +66,7 @@ def _unit_owner(sharded: list[BuiltFSDP], ranks: int) -> Callable[[Collective], 
 def model_accounts(run: RunSummary | None, windows: list[tuple[RankTrace, list[Step]]]) -> list[ModelAccount]:
     """One account per model the script built (each DDP, each FSDP root), with its collectives per profiled step
     (the mean over ranks and steps); none where the run built none of its own (commprof's model, others' traces)."""
-    if run is None or not run.script or not (run.ddp_built or run.fsdp_built):
+    if run is None or not run.script or not (run.ddp_built or run.fsdp_built or len(run.deepspeed_built) > 1):
         return []
     by_size = owners(run.ddp_built)
     fsdp_owner = _unit_owner(run.fsdp_built, max(1, run.world_size))
@@ -128,4 +129,19 @@ def model_accounts(run: RunSummary | None, windows: list[tuple[RankTrace, list[S
         )
         for m in run.fsdp_built
     ]
-    return [measured(account) for account in ddp + fsdp]
+    zero = [  # several engines (an actor and a critic): named, their collectives not told apart
+        ModelAccount(
+            name=m.label,
+            module=m.module,
+            parameters=m.parameters,
+            built_at=m.built_at,
+            built_by=m.built_by,
+            kind="ZeRO",
+            commprofs=sorted(m.applied),
+            told_apart=False,
+            zero={"stage": m.zero_stage, **m.settings},
+        )
+        for m in run.deepspeed_built
+        if len(run.deepspeed_built) > 1
+    ]
+    return [measured(account) for account in ddp + fsdp] + zero

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from commprof.instrument.after_import import when_imported
+from commprof.instrument.call_site import call_site, unique
 from commprof.instrument.ddp import framework_of
 from commprof.results.run_record import BuiltDeepSpeed
 
@@ -77,7 +78,10 @@ class DeepSpeedWatch:
             module = type(engine.module).__name__
         except Exception:  # noqa: BLE001 - another DeepSpeed's engine: the script's run matters more than its record
             return
-        self.built.append(BuiltDeepSpeed(module, stage, settings, built_by, parameters, dict(self.zero_config)))
+        where, written = call_site(inspect.currentframe(), "deepspeed", "model")
+        name = unique(written or module, [b.name for b in self.built])
+        applied = dict(self.zero_config)
+        self.built.append(BuiltDeepSpeed(module, stage, settings, built_by, parameters, applied, name, where))
         if self.engine is None:
             self.engine = engine
 

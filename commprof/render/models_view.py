@@ -63,14 +63,18 @@ def _row(model: ModelAccount) -> tuple[str, ...]:
         f"{model.parameters:,}",
         model.built_at or "-",
         _settings(model),
-        describe(model.buckets) if model.kind == "DDP" else f"{len(model.units)} units",
-        f"{model.calls_per_step:.2f}",
-        f"{model.ms_per_step:.2f}",
-        human_bytes(int(model.bytes_per_step)),
+        describe(model.buckets) if model.kind == "DDP" else f"{len(model.units)} units" if model.units else "-",
+        *(
+            (f"{model.calls_per_step:.2f}", f"{model.ms_per_step:.2f}", human_bytes(int(model.bytes_per_step)))
+            if model.told_apart
+            else ("not told apart",) * 3
+        ),
     )
 
 
 def _settings(model: ModelAccount) -> str:
+    if model.kind == "ZeRO":
+        return ", ".join(f"{name}={value}" for name, value in model.zero.items())
     if model.kind == "DDP":
         return cap_label(model.bucket_cap_mb) + (" (commprof's)" if "bucket_cap_mb" in model.commprofs else "")
     shown = []

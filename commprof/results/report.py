@@ -356,7 +356,10 @@ class ModelAccount:
     ms_per_step: float = 0.0  # its all-reduces' time per step, each call's whole duration
     bytes_per_step: float = 0.0
     shared_calls_per_step: float = 0.0  # collectives of a size several models' buckets have: told apart by none
-    kind: str = "DDP"  # or "FSDP"
+    kind: str = "DDP"  # or "FSDP", "ZeRO"
+    # False: its collectives are not told from the other models' (ZeRO's buckets hold no model's own sizes)
+    told_apart: bool = True
+    zero: dict[str, Any] = field(default_factory=dict)  # ZeRO: its stage and zero_optimization settings as it ran
     units: list[int] = field(default_factory=list)  # FSDP: the parameters each unit holds, the root last
     fsdp: dict[str, Any] = field(default_factory=dict)  # FSDP: its options as it ran, by FSDPOptions' names
 

@@ -148,6 +148,12 @@ class BuiltDeepSpeed:
     parameters: int = 0
     # the zero_optimization entries commprof set on the script's config (--strategy deepspeed)
     applied: dict[str, Any] = field(default_factory=dict)
+    name: str = ""  # what the script passes as deepspeed.initialize's model ("actor"), else its class
+    built_at: str = ""  # where the script built it: "train.py:40"
+
+    @property
+    def label(self) -> str:
+        return self.name or self.module
 
 
 @dataclass(frozen=True)
