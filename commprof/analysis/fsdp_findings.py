@@ -9,6 +9,7 @@ and the reduce dtype have no model of their cost here: `commprof tune` measures 
 from __future__ import annotations
 
 import dataclasses
+import statistics
 
 from commprof.analysis.collectives import in_windows
 from commprof.analysis.evidence import Evidence
@@ -43,7 +44,8 @@ def resharding(evidence: Evidence) -> list[Finding]:
     options = fsdp_options(report.run)
     if options is None or options.reshard_after_forward is False:
         return []
-    per_step = []
+    per_step: list[float] = []  # each rank's each step: what the backward's all-gathers cost it
+    calls: list[int] = []
     for rank, steps in evidence.windows:
         for step in steps:
             gathers = [
@@ -54,15 +56,11 @@ def resharding(evidence: Evidence) -> list[Finding]:
             whole = sum(c.end - c.start for c in gathers)
             hidden = 0.0 if evidence.serial else sum(total(clip(rank.compute, c.start, c.end)) for c in gathers)
             per_step.append((whole - hidden) / 1e3)
+            calls.append(len(gathers))
     if not per_step or max(per_step) <= 0:
         return []
-    calls = sum(
-        1
-        for c in in_windows(evidence.windows[0][0].collectives, evidence.windows[0][1])
-        if c.purpose == GATHER and c.phase == "backward"
-    )
     run = report.run
-    parameters = (run.fsdp_built[0].parameters if run and run.fsdp_built else run.parameters if run else None) or 0
+    parameters = (sum(b.parameters for b in run.fsdp_built) or run.parameters or 0) if run else 0
     ranks = max(2, run.world_size if run else 2)
     kept = parameters * FLOAT_BYTES * (ranks - 1) / ranks
     held = f"; each rank then holds up to {kept / 2**20:.1f} MiB more between forward and backward" if kept else ""
@@ -71,8 +69,7 @@ def resharding(evidence: Evidence) -> list[Finding]:
             kind="fsdp_reshard",
             title="reshard_after_forward=False skips the backward's parameter all-gathers",
             evidence=(
-                f"{calls / max(1, len(evidence.windows[0][1])):.1f} parameter all-gathers per step run again in the "
-                "backward, "
+                f"{statistics.fmean(calls):.1f} parameter all-gathers per step run again in the backward, "
                 + ("each in full on CPU ranks" if evidence.serial else "the part no computation hid")
                 + held
             ),
