@@ -65,9 +65,6 @@ class FSDPKind(JobKind):
         ]
         return [own, *(dataclasses.replace(own, **change) for change in changes)]
 
-    def tried(self, settings) -> str:
-        return "the script's own fully_shard and each of FSDP's knobs changed alone,"
-
     def paste(self, options: SettingOptions, framework: str = "script", baseline: SettingOptions | None = None) -> str:
         """fully_shard's arguments (each block, then the model) and each block's prefetch set."""
         assert isinstance(options, FSDPOptions)  # this kind's own
