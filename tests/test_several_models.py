@@ -280,3 +280,24 @@ def test_fsdps_tune_measures_each_knob_against_the_script_as_written():
     assert FSDP.paste(FSDPOptions(reshard_after_forward=None, reduce_dtype="bf16")) == (
         "fully_shard(each block, then the model, mp_policy=MixedPrecisionPolicy(reduce_dtype=torch.bfloat16))"
     )
+
+
+def test_what_a_ddp_setting_is_set_on_is_said_and_a_name_no_ddp_has_refused():
+    import pytest
+
+    from commprof.commands.script_kind import OtherKind, several_models
+    from commprof.config import RunConfig
+    from commprof.results.run_record import RunRecord
+
+    run = RunRecord("t", RunConfig(run_id="t"), ddp_built=[GENERATOR, DISCRIMINATOR])
+    assert several_models(run, DDPOptions(bucket_cap_mb=None)) == (
+        "the script builds 2 DDP models (generator, discriminator): each setting is set on every one at once "
+        "(--ddp-model NAME sets one alone)"
+    )
+    assert several_models(run, DDPOptions(bucket_cap_mb=None, ddp_model="discriminator")) == (
+        "the script builds 2 DDP models: each setting is set on discriminator alone (generator as written)"
+    )
+    with pytest.raises(
+        OtherKind, match="--ddp-model critic: the script builds no DDP of that name; it builds generator"
+    ):
+        several_models(run, DDPOptions(bucket_cap_mb=None, ddp_model="critic"))

@@ -19,10 +19,14 @@ def several_models(run: RunRecord, baseline: SettingOptions) -> str:
             f"the script builds {len(names)} DDP models ({', '.join(names)}): each setting is set on every one at "
             "once (--ddp-model NAME sets one alone)"
         )
-    if target not in names:
-        raise UsageError(f"--ddp-model {target}: the script builds no DDP of that name; it builds {', '.join(names)}")
+    if target not in names:  # refused as a setting of another kind is: the launch that told it is removed
+        built = f"it builds {', '.join(names)}" if names else "it builds no DDP"
+        raise OtherKind(f"--ddp-model {target}", f"the script builds no DDP of that name; {built}")
     others = ", ".join(n for n in names if n != target)
-    return f"the script builds {len(names)} DDP models: each setting is set on {target} alone ({others} as written)"
+    return (
+        f"the script builds {len(names)} DDP model{'s' * (len(names) > 1)}: each setting is set on {target} alone"
+        + (f" ({others} as written)" if others else "")
+    )
 
 
 class OtherKind(UsageError):

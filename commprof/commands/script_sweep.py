@@ -222,7 +222,8 @@ class _Launches:
                 run = self.launch(setting, f"{label}-r{key}", self.timed_steps, None, subject)
                 if self.count == 1:
                     check_kind(run, plan.baseline)
-                    if len(run.ddp_built) > 1 and kind_of(plan.baseline) is DDP:
+                    several = len(run.ddp_built) > 1 or getattr(plan.baseline, "ddp_model", None) is not None
+                    if several and kind_of(plan.baseline) is DDP:
                         self.feedback.info(f"{self.name}: {several_models(run, plan.baseline)}")
                     # Dynamo's DDPOptimizer splits the compiled graph at the buckets and asserts that none is
                     # smaller than DDP's 1 MiB first bucket (torch/_dynamo/backends/distributed.py)
