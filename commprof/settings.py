@@ -47,6 +47,9 @@ class DDPOptions:
         "the script passes to DDP, e.g. discriminator).",
         shown="every DDP the script builds",
     )
+    # with ddp_model: the cap the script's other DDP models get (None: their own as written); a setting `commprof
+    # advise` makes for one model of a run that capped every model (not an option of its own)
+    others_bucket_cap_mb: float | None = None
 
     def label(self) -> str:
         parts = [OWN_LABEL if self.bucket_cap_mb is None else f"bucket-{self.bucket_cap_mb:g}mb"]
@@ -63,6 +66,8 @@ class DDPOptions:
                 parts.append(name)
         if self.ddp_model is not None and parts != [OWN_LABEL]:  # the script's own is its own for every model
             parts.append(f"for-{self.ddp_model.replace('#', '-')}")
+            if self.others_bucket_cap_mb is not None:
+                parts.append(f"others-{self.others_bucket_cap_mb:g}mb")
         return "_".join(parts)
 
     def __post_init__(self) -> None:

@@ -74,6 +74,16 @@ def test_a_setting_for_one_of_two_models_is_set_on_that_one_alone(one_rank):
     assert overrides.logging_data()["bucket_sizes"] == "20"  # the discriminator's own (5 floats), not the generator's
     assert overrides.optimizer_name(torch.optim.Adam(disc.parameters())) == "discriminator's Adam"
     assert overrides.optimizer_name(torch.optim.SGD(generator.parameters())) == "generator's SGD"
+    # advise's setting for the discriminator of a run that capped both: the generator keeps the run's cap
+    overrides = DDPOverrides(DDPOptions(bucket_cap_mb=0.5, ddp_model="discriminator", others_bucket_cap_mb=2.0))
+    overrides.install()
+    try:
+        gen = ImportedEarly(generator, bucket_cap_mb=4.0)
+        disc = ImportedEarly(discriminator, bucket_cap_mb=1.0)
+    finally:
+        overrides.uninstall()
+    assert gen.bucket_bytes_cap == 2 * 2**20 and disc.bucket_bytes_cap == int(0.5 * 2**20)
+    assert [b.applied for b in overrides.built] == [{"bucket_cap_mb": 2.0}, {"bucket_cap_mb": 0.5}]
 
 
 def test_a_scripts_fully_shard_is_recorded_and_given_fsdps_options(one_rank):

@@ -203,6 +203,9 @@ def test_tune_layouts_of_a_script_with_two_models_name_each():
     assert described(every) == "generator's 2 buckets: 1.0, 1.0 MiB; discriminator's one bucket of 0.5 MiB"
     # set on the discriminator alone: the generator keeps its own cap of 4, one bucket of both
     assert layout_of(DDPOptions(bucket_cap_mb=1, ddp_model="discriminator")) == ((2 * MIB,), (MIB // 2,))
+    # advise's setting for the discriminator of a run that capped both at 1: the generator keeps the run's 1
+    kept = DDPOptions(bucket_cap_mb=4, ddp_model="discriminator", others_bucket_cap_mb=1)
+    assert layout_of(kept) == ((MIB, MIB), (MIB // 2,))
 
 
 def test_the_module_passed_is_read_from_the_script_line(tmp_path):
@@ -301,3 +304,14 @@ def test_what_a_ddp_setting_is_set_on_is_said_and_a_name_no_ddp_has_refused():
         OtherKind, match="--ddp-model critic: the script builds no DDP of that name; it builds generator"
     ):
         several_models(run, DDPOptions(bucket_cap_mb=None, ddp_model="critic"))
+
+
+def test_advise_changes_one_models_cap_alone_where_the_run_capped_every_model():
+    from commprof.commands.advise import _for
+
+    capped = DDPOptions(bucket_cap_mb=0.01)  # the run's --bucket-cap-mb 0.01, given every DDP
+    setting = _for(capped, {"bucket_cap_mb": 2, "ddp_model": "generator"})
+    assert (setting.bucket_cap_mb, setting.ddp_model, setting.others_bucket_cap_mb) == (2, "generator", 0.01)
+    assert setting.label() == "bucket-2mb_for-generator_others-0.01mb"
+    own = _for(DDPOptions(bucket_cap_mb=None), {"bucket_cap_mb": 2, "ddp_model": "generator"})
+    assert own.others_bucket_cap_mb is None and own.label() == "bucket-2mb_for-generator"  # the others as written

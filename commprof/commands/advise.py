@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import Any
 
 from commprof.commands.outcome import SILENT, Feedback, Outcome
 from commprof.errors import UsageError
@@ -57,7 +58,7 @@ def advise(
     else:
         ddp = ran_with(report.run) if config.script else current_options(report)[0]
         baseline, rerun = ddp, dataclasses.replace(config, ddp=ddp)
-    settings = [dataclasses.replace(baseline, **f.setting) for f in advised]
+    settings = [_for(baseline, f.setting) for f in advised]
     predicted = {setting_label(s): f.gain_ms for s, f in zip(settings, advised, strict=False) if f.gain_ms is not None}
     request = rerun.request(
         run_id=run_id or f"{config.run_id}-advise", reports_dir=reports_dir, max_steps=max_steps, script_output=None
@@ -77,3 +78,11 @@ def ran_with(run: RunSummary) -> DDPOptions:
     return dataclasses.replace(
         own_setting(run.config.ddp), bucket_cap_mb=float(applied) if applied is not None else None
     )
+
+
+def _for(baseline: SettingOptions, setting: dict[str, Any]) -> SettingOptions:
+    """A finding's setting on top of the run's own; one for one DDP model of several keeps the cap the run gave the
+    others (the run's --bucket-cap-mb capped every model), so that it changes that model's alone."""
+    if "ddp_model" in setting and isinstance(baseline, DDPOptions) and baseline.bucket_cap_mb is not None:
+        return dataclasses.replace(baseline, others_bucket_cap_mb=baseline.bucket_cap_mb, **setting)
+    return dataclasses.replace(baseline, **setting)

@@ -139,6 +139,8 @@ class DDPOverrides:
         self.options = applied_to_a_script(options, forced)
         self.comm_hook = self.options.pop("comm_hook", None)
         self.target = options.ddp_model
+        cap = options.others_bucket_cap_mb  # what the models but the target get (advise's setting for one model)
+        self.others: dict[str, Any] = {"bucket_cap_mb": cap} if cap is not None and self.target else {}
         self.owners: dict[int, str] = {}  # id of a parameter -> the name of the DDP model that holds it
         self.built: list[BuiltDDP] = []
         self._first: DistributedDataParallel | None = None  # the first built: the profiler starts at its forward
@@ -159,7 +161,7 @@ class DDPOverrides:
             where, written = call_site(inspect.currentframe())
             name = unique(written or module_class, [b.name for b in overrides.built])
             chosen = overrides.target in (None, name)  # the DDP the options are for (--ddp-model), else every one
-            bound.arguments.update(overrides.options if chosen else {})
+            bound.arguments.update(overrides.options if chosen else overrides.others)
             original(*bound.args, **bound.kwargs)
             if overrides.comm_hook and chosen:
                 ddp.register_comm_hook(None, COMM_HOOKS[overrides.comm_hook])
@@ -183,7 +185,7 @@ class DDPOverrides:
                         **({"comm_hook": overrides.comm_hook} if overrides.comm_hook else {}),
                     }
                     if chosen
-                    else {},
+                    else dict(overrides.others),
                 )
             )
             overrides.owners.update({id(p): name for p in module.parameters()})

@@ -57,8 +57,10 @@ class DDPKind(JobKind):
         def one(built: BuiltDDP, setting: Any) -> Layout:
             asked = built.asked.get("bucket_cap_mb")
             own = float(asked) if asked is not None else None
-            chosen = setting.ddp_model in (None, built.label) and setting.bucket_cap_mb is not None
-            return layout(built.parameter_sizes, setting.bucket_cap_mb if chosen else own)
+            if setting.ddp_model not in (None, built.label):  # another model's setting: this one keeps its own
+                own = setting.others_bucket_cap_mb if setting.others_bucket_cap_mb is not None else own
+                return layout(built.parameter_sizes, own)
+            return layout(built.parameter_sizes, setting.bucket_cap_mb if setting.bucket_cap_mb is not None else own)
 
         if len(every) == 1:
             return (lambda s: one(every[0], s), describe)
