@@ -169,6 +169,15 @@ def test_the_kind_is_what_the_run_built_else_fsdps_ranges():
     assert kind_ran(script, ddp, FSDP_ON_GLOO) == "ddp"
     job = job_as_run(script, ddp, "ddp")
     assert (job.strategy, job.model, job.parameters) == ("ddp", "Net", 12) and job.settings["bucket_cap_mb"] == 5
+    gan = dataclasses.replace(
+        ddp,
+        ddp_built=[
+            BuiltDDP("Sequential", name="generator", parameters=10),
+            BuiltDDP("Sequential", name="critic", parameters=2),
+        ],
+    )
+    two = job_as_run(script, gan, "ddp")  # a script's two models: each named, all counted
+    assert (two.model, two.parameters) == ("generator (Sequential) and critic (Sequential)", 12)
     unknown = job_as_run(script, bare, "fsdp")
     assert (unknown.model, unknown.parameters, unknown.settings) == (None, None, None)  # never "0 parameters"
     built_in = RunConfig(run_id="t", strategy="fsdp")
