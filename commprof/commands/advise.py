@@ -83,6 +83,7 @@ def ran_with(run: RunSummary) -> DDPOptions:
 def _for(baseline: SettingOptions, setting: dict[str, Any]) -> SettingOptions:
     """A finding's setting on top of the run's own; one for one DDP model of several keeps the cap the run gave the
     others (the run's --bucket-cap-mb capped every model), so that it changes that model's alone."""
-    if "ddp_model" in setting and isinstance(baseline, DDPOptions) and baseline.bucket_cap_mb is not None:
-        return dataclasses.replace(baseline, others_bucket_cap_mb=baseline.bucket_cap_mb, **setting)
+    cap = getattr(baseline, "bucket_cap_mb", None)  # DDP's (a ddp_model is one DDP's)
+    if "ddp_model" in setting and cap is not None:
+        return dataclasses.replace(baseline, others_bucket_cap_mb=cap, **setting)
     return dataclasses.replace(baseline, **setting)
