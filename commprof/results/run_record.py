@@ -331,7 +331,7 @@ class RunSummary:
             "deepspeed",
             "horovod",
         )
-        if config.strategy == "fsdp":
+        if config.strategy == "fsdp" and not self.script:
             shown = {f.name: str(getattr(config.fsdp, f.name)) for f in dataclasses.fields(config.fsdp)}
             defaults = {f.name: str(f.default) for f in dataclasses.fields(config.fsdp)}
         elif self.script is None:

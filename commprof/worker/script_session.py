@@ -323,7 +323,7 @@ class ScriptSession:
             notes.append("the script made no optimizer step: its whole run is one window")
         if self.others:
             notes.append(
-                f"steps counted are {self.counted}'s; the script also stepped {', '.join(sorted(self.others))}"
+                f"steps counted are those of {self.counted}; the script also stepped {', '.join(sorted(self.others))}"
             )
         if self.config.strategy == "horovod":
             if not self.horovod.built:
