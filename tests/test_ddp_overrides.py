@@ -99,6 +99,7 @@ def test_a_scripts_fully_shard_is_recorded_and_given_fsdps_options(one_rank):
     try:
         import torch.distributed.fsdp as fsdp
 
+        assert fsdp.fully_shard.state is fully_shard.state  # contract's, which pipelining calls, kept
         model = nn.Sequential(nn.Linear(8, 8), nn.Linear(8, 8), nn.Linear(8, 2))
         for block in model[:2]:
             fsdp.fully_shard(block)
@@ -110,6 +111,7 @@ def test_a_scripts_fully_shard_is_recorded_and_given_fsdps_options(one_rank):
     (built,) = overrides.built()
     assert (built.module, built.name, built.parameters) == ("Sequential", "model", 72 + 72 + 18)
     assert built.units == ["Linear", "Linear", "Sequential"] and built.unit_parameters == [72, 72, 18]
+    assert built.unit_shard_elements == [72, 72, 18]  # one rank: each shard whole, no padding
     assert built.applied == {"reshard_after_forward": False, "backward_prefetch": 2}
     assert built.asked == {"reshard_after_forward": None, "reduce_dtype": "fp32"}
     assert model[0]._get_fsdp_state()._fsdp_param_group.post_forward_mesh_info is None  # not resharded after forward

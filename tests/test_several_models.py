@@ -182,12 +182,37 @@ def test_several_deepspeed_engines_are_named_with_their_settings_not_their_colle
     assert model_accounts(run_summary(script=["one.py"], deepspeed_built=[actor]), [rank]) == []
 
 
+def test_fsdp_units_are_matched_by_their_recorded_shard_in_the_collectives_own_dtype():
+    """On NCCL an all-gather's size is its output (every rank's shard); under bf16 mixed precision each element is 2
+    bytes. A unit of 10 x 10 + 10 parameters on 8 ranks pads each parameter to 16 rows: 16 x 10 / 8 + 16 / 8 = 22
+    elements a rank, 176 in all, 1.6 times its 110 parameters, beyond any rule from the parameters alone."""
+    small = BuiltFSDP(
+        "Linear", name="head", parameters=110, units=["Linear"], unit_parameters=[110], unit_shard_elements=[22]
+    )
+    run = dataclasses.replace(run_summary(script=["big.py"]), fsdp_built=[small], world_size=8)
+    gather, scatter = "parameter all-gather", "gradient reduce-scatter"
+    calls = [
+        ("all_gather", 176 * 2, 1_000, 1_000, "forward", gather),  # NCCL: its bf16 output, 176 elements
+        ("all_gather", 22 * 2, 3_000, 1_000, "backward", gather),  # Gloo's count: the shard
+        ("reduce_scatter", 176 * 4, 5_000, 2_000, "backward", scatter),  # fp32 gradients, the whole padded buffer
+        ("all_gather", 110 * 2, 9_000, 1_000, "forward", gather),  # unpadded: not this unit's
+    ]
+    trace, steps = _rank(calls)
+    in_bf16 = tuple(
+        dataclasses.replace(c, dtype="c10::BFloat16" if c.op == "all_gather" else "float") for c in trace.collectives
+    )
+    (head,) = model_accounts(run, [(dataclasses.replace(trace, collectives=in_bf16), steps)])
+    assert (head.calls_per_step, head.ms_per_step) == (3.0, 4.0)
+
+
 def test_a_setting_for_one_model_is_labelled_pasted_and_applied_as_such():
     setting = DDPOptions(bucket_cap_mb=1, ddp_model="discriminator")
     assert setting.label() == "bucket-1mb_for-discriminator"
     assert DDPOptions(bucket_cap_mb=None, ddp_model="discriminator").label() == "script-own"
     assert DDP.paste(setting) == "DDP(discriminator, bucket_cap_mb=1)"
     assert DDP.paste(DDPOptions(bucket_cap_mb=1)) == "DDP(model, bucket_cap_mb=1)"
+    second = DDP.paste(DDPOptions(bucket_cap_mb=1, ddp_model="tower#2"))  # "#" would start a comment in the call
+    assert second == "DDP(tower, bucket_cap_mb=1)  # the DDP the report names tower#2"
     assert "ddp_model" not in applied_to_a_script(setting)
 
 
@@ -226,6 +251,28 @@ def test_the_module_passed_is_read_from_the_script_line(tmp_path):
     assert _first_argument(str(script), 4) == ""  # not a name: the module's class names it
     assert _first_argument(str(script), 5, keyword="model") == "self.actor"  # DeepSpeed's engine
     assert unique("model", ["model"]) == "model#2" and unique("model", ["a"]) == "model"
+
+
+class _Built:
+    """Records its call site as DDP's overrides do."""
+
+    def __init__(self, module, device=None):
+        import inspect
+
+        from commprof.instrument.call_site import call_site
+
+        self.where, self.name = call_site(inspect.currentframe().f_back)
+
+    def to(self, device):
+        return self
+
+
+def test_each_call_on_a_line_is_named_by_its_own_argument():
+    generator, critic, device = object(), object(), "cpu"
+    gen, disc = _Built(generator), _Built(critic)  # two on one line: each its own (Python 3.11's columns)
+    chained = _Built(generator).to(device)  # the call that built it, not the one after it
+    assert (gen.name, disc.name, chained.name) == ("generator", "critic", "generator")
+    assert gen.where.startswith("test_several_models.py:") and gen.where == disc.where != chained.where
 
 
 def _fsdp_run(asked=None, applied=None):

@@ -46,9 +46,10 @@ def bucket_cap(evidence: Evidence) -> list[Finding]:
     """The cap whose buckets the model predicts fastest, among one cap per bucket layout DDP would build; for a
     script with several DDP models, each model's own cap, from its own all-reduces."""
     ddps = [model for model in evidence.report.models if model.kind == "DDP"]
-    if len(ddps) < 2:
-        return _bucket_cap(evidence, evidence.samples, None)
-    return [f for model in ddps for f in _bucket_cap(evidence, evidence.model_samples(model.name), model)]
+    own = {model.name: evidence.model_samples(model.name) for model in ddps} if len(ddps) > 1 else {}
+    if not own or not all(own.values()) or any(m.shared_calls_per_step for m in ddps):
+        return _bucket_cap(evidence, evidence.samples, None)  # one model, or models whose sizes are not told apart
+    return [f for model in ddps for f in _bucket_cap(evidence, own[model.name], model)]
 
 
 def _bucket_cap(evidence: Evidence, samples: list[StepProfile], model: ModelAccount | None) -> list[Finding]:

@@ -11,7 +11,7 @@ from functools import cached_property
 
 from commprof.analysis.collectives import zero_purpose
 from commprof.analysis.crossrank import Matching
-from commprof.analysis.models import owners
+from commprof.analysis.models import owners, ran_cap
 from commprof.analysis.predict import LinkModel, StepProfile, fit_link, probed_link, step_profile
 from commprof.errors import UsageError
 from commprof.kinds.ddp_buckets import DEFAULT_CAP_MB
@@ -200,8 +200,7 @@ def current_cap(report: Report, model: str | None = None) -> float | None:
     if not run.script:
         return run.config.ddp.bucket_cap_mb
     built = _built(report, model)
-    given = (built.applied.get("bucket_cap_mb") or built.asked.get("bucket_cap_mb")) if built else None
-    return float(given) if given is not None else None
+    return ran_cap(built) if built else None
 
 
 def _built(report: Report, model: str | None) -> BuiltDDP | None:

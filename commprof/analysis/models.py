@@ -21,8 +21,7 @@ from commprof.results.run_record import BuiltDDP, BuiltFSDP, RunSummary
 from commprof.trace.model import Collective, RankTrace, Step
 from commprof.trace.rules import FSDP_PURPOSE
 
-FLOAT_BYTES = 4
-PADDING = 0.05  # an FSDP shard's size: its parameters' over the ranks, each padded to a multiple of the ranks
+PADDING = 0.05  # an FSDP shard's size where not recorded: its parameters' over the ranks, each padded
 
 
 def ran_cap(built: BuiltDDP) -> float | None:
@@ -46,19 +45,36 @@ def owners(built: list[BuiltDDP]) -> dict[int, list[str]]:
     return by_size
 
 
-def _unit_owner(sharded: list[BuiltFSDP], ranks: int) -> Callable[[Collective], list[str]]:
-    """The FSDP models one of whose units a collective's size fits: all-gathers move a shard (the unit's parameters
-    over the ranks), reduce-scatters the whole gradient (Gloo runs them as all-reduces of it)."""
-    units = [(model.label, count * FLOAT_BYTES) for model in sharded for count in model.unit_parameters]
+def element_bytes(dtype: str | None) -> int:
+    """The bytes of one element of a collective's dtype as traces name it (float, c10::BFloat16, Half, double)."""
+    name = (dtype or "float").lower()
+    return 2 if "16" in name or "half" in name else 8 if "64" in name or "double" in name else 4
 
-    def fits(nbytes: int, whole: float) -> bool:
-        return abs(nbytes - whole) <= PADDING * whole
+
+def _unit_owner(sharded: list[BuiltFSDP], ranks: int) -> Callable[[Collective], list[str]]:
+    """The FSDP models one of whose units a collective's size fits. A unit's padded shard (elements per rank, as
+    FSDP2 laid it out): an all-gather moves it (Gloo's ranges count its input) or ranks times it (NCCL's count its
+    output), a reduce-scatter ranks times it; in the collective's own dtype (param_dtype, reduce_dtype). Without the
+    shard recorded, the unit's parameters over the ranks, within PADDING."""
+    units: list[tuple[str, float, bool]] = []  # (model, the unit's padded elements over all ranks, recorded)
+    for model in sharded:
+        shards = model.unit_shard_elements or [0] * len(model.unit_parameters)
+        for shard, count in zip(shards, model.unit_parameters, strict=True):
+            units.append((model.label, shard * ranks if shard else float(count), shard > 0))
 
     def owner(call: Collective) -> list[str]:
         if call.purpose not in FSDP_PURPOSE.values() or not call.nbytes:
             return []
-        shard = call.purpose == FSDP_PURPOSE["all_gather"]
-        return sorted({name for name, whole in units if fits(call.nbytes, whole / ranks if shard else whole)})
+        elements = call.nbytes / element_bytes(call.dtype)
+        gather = call.purpose == FSDP_PURPOSE["all_gather"]
+        sizes = (lambda whole: (whole / ranks, whole)) if gather else (lambda whole: (whole,))
+        return sorted(
+            {
+                name
+                for name, whole, exact in units
+                if any(abs(elements - size) <= (0.001 if exact else PADDING) * size for size in sizes(whole))
+            }
+        )
 
     return owner
 

@@ -72,18 +72,26 @@ def advise(
 
 def ran_with(run: RunSummary) -> DDPOptions:
     """What a script's run applied to its DDP, as a setting: the script as written (config.own_setting) with the
-    options the run set on top, its bucket_cap_mb only if it set one. Launched like the run, it builds the same."""
-    built = run.ddp_built[0] if run.ddp_built else None
-    applied = built.applied.get("bucket_cap_mb") if built else None
+    options the run set on top, its bucket_cap_mb only if it set one. Launched like the run, it builds the same: with
+    --ddp-model, the cap it set on that model, and the others' as the run gave them."""
+    target = run.config.ddp.ddp_model
+    built = next((b for b in run.ddp_built if b.label == target), run.ddp_built[0] if run.ddp_built else None)
+    others = [b for b in run.ddp_built if b is not built and "bucket_cap_mb" in b.applied]
     return dataclasses.replace(
-        own_setting(run.config.ddp), bucket_cap_mb=float(applied) if applied is not None else None
+        own_setting(run.config.ddp),
+        bucket_cap_mb=_cap(built.applied) if built else None,
+        others_bucket_cap_mb=_cap(others[0].applied) if target and others else None,
     )
+
+
+def _cap(applied: dict[str, Any]) -> float | None:
+    return float(applied["bucket_cap_mb"]) if applied.get("bucket_cap_mb") is not None else None
 
 
 def _for(baseline: SettingOptions, setting: dict[str, Any]) -> SettingOptions:
     """A finding's setting on top of the run's own; one for one DDP model of several keeps the cap the run gave the
     others (the run's --bucket-cap-mb capped every model), so that it changes that model's alone."""
     cap = getattr(baseline, "bucket_cap_mb", None)  # DDP's (a ddp_model is one DDP's)
-    if "ddp_model" in setting and cap is not None:
+    if "ddp_model" in setting and cap is not None and getattr(baseline, "ddp_model", None) is None:
         return dataclasses.replace(baseline, others_bucket_cap_mb=cap, **setting)
     return dataclasses.replace(baseline, **setting)

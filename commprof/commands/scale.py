@@ -295,8 +295,9 @@ def run_scale(plan: ScalePlan, launch: Callable[[RunConfig], Path | None], repor
         order=plan.order(),
     )
     every = [p for ps in profiles.values() for p in ps]
-    if job.strategy not in MODELLED or (not any(n >= 2 for n in profiles) and plan.link is None):
-        return scale  # the step model is DDP's buckets: FSDP's, ZeRO's and Horovod's steps are not modelled
+    several = len(first_run.ddp_built) > 1  # the model re-buckets one DDP's parameters: not a GAN's two
+    if job.strategy not in MODELLED or several or (not any(n >= 2 for n in profiles) and plan.link is None):
+        return scale  # the step model is one DDP's buckets: FSDP's, ZeRO's, Horovod's steps are not modelled
     link = plan.link or (
         fit_transfers(probed, f"fitted to {len(probed)} all-reduce sizes timed alone after the runs")
         if len(probed) >= 2

@@ -78,7 +78,7 @@ class DeepSpeedWatch:
             module = type(engine.module).__name__
         except Exception:  # noqa: BLE001 - another DeepSpeed's engine: the script's run matters more than its record
             return
-        where, written = call_site(inspect.currentframe(), "deepspeed", "model")
+        where, written = call_site(inspect.currentframe(), "deepspeed", "model", position=1)  # initialize(args, model)
         name = unique(written or module, [b.name for b in self.built])
         applied = dict(self.zero_config)
         self.built.append(BuiltDeepSpeed(module, stage, settings, built_by, parameters, applied, name, where))

@@ -6,7 +6,9 @@ the model's first forward). The models it sharded are told apart by their roots:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
+import sys
 from typing import Any, Callable
 
 from torch import nn
@@ -21,21 +23,22 @@ _DTYPES = {dtype: name for name, dtype in REDUCE_DTYPES.items() if dtype is not 
 
 @dataclasses.dataclass
 class _Unit:
-    module: nn.Module
+    modules: list[nn.Module]  # one call's: fully_shard([a, b]) makes one unit of both (one parameter group)
     module_class: str  # as the script built it (fully_shard makes it FSDP<class>)
-    parameters: int
+    parameters: int  # those it holds, not its inner units'
+    shard_elements: int  # its padded shard per rank: an all-gather moves this, or ranks times this; 0: not known
     name: str
     where: str
+    asked: dict[str, Any]
 
 
 class FSDPOverrides:
     """While installed, `torch.distributed.fsdp.fully_shard` (however the script imports it) records each call and
-    applies `options` where they differ from a script's own (settings.fsdp_as_written: none)."""
+    applies `options` where they differ from FSDP2's defaults (settings.fsdp_as_written: none)."""
 
     def __init__(self, options: FSDPOptions | None = None):
         self.options = options or FSDPOptions()
         self.units: list[_Unit] = []
-        self.asked: dict[str, Any] = {}
         self._hooks: list[Any] = []
         self._originals: list[tuple[Any, Callable[..., Any]]] = []
 
@@ -51,23 +54,28 @@ class FSDPOverrides:
         }
 
     def install(self) -> None:
-        import torch.distributed._composable.fsdp as composable
+        """Where this torch has FSDP2's fully_shard (2.6 and later): wrapped in each module that exports it."""
         import torch.distributed.fsdp as fsdp
 
-        original = fsdp.fully_shard
-        for home in (fsdp, composable):
+        found: Callable[..., Any] | None = getattr(fsdp, "fully_shard", None)
+        if found is None:
+            return
+        original: Callable[..., Any] = found
+        composable = sys.modules.get("torch.distributed._composable.fsdp")
+        for home in (fsdp, *([composable] if composable is not None else [])):
             if getattr(home, "fully_shard", None) is original:
                 self._originals.append((home, original))
-                home.fully_shard = self._wrapped(original)  # type: ignore[attr-defined]
+                setattr(home, "fully_shard", self._wrapped(original))  # noqa: B010 (not every torch declares it)
 
     def uninstall(self) -> None:
         for home, original in self._originals:
-            home.fully_shard = original
+            setattr(home, "fully_shard", original)  # noqa: B010
         self._originals.clear()
 
     def _wrapped(self, original: Callable[..., Any]) -> Callable[..., Any]:
         overrides = self
 
+        @functools.wraps(original)  # its __dict__ too: contract's fully_shard.state, which pipelining calls
         def fully_shard(module: Any, **kwargs: Any) -> Any:
             from torch.distributed.fsdp import MixedPrecisionPolicy
 
@@ -82,42 +90,39 @@ class FSDPOverrides:
             if "reduce_dtype" in applied:
                 reduce_dtype = REDUCE_DTYPES[applied["reduce_dtype"]]
                 kwargs["mp_policy"] = dataclasses.replace(policy, reduce_dtype=reduce_dtype)
-            classes = [type(m).__name__ for m in (module if isinstance(module, (list, tuple)) else [module])]
+            modules = list(module) if isinstance(module, (list, tuple)) else [module]
+            classes = "+".join(type(m).__name__ for m in modules)
             sharded = original(module, **kwargs)  # each module's class becomes FSDP<its class>
-            overrides._record(module, classes, asked, inspect.currentframe())
+            overrides._record(modules, classes, asked, inspect.currentframe())
             return sharded
 
-        fully_shard.__wrapped__ = original  # type: ignore[attr-defined]
         return fully_shard
 
-    def _record(self, module: Any, classes: list[str], asked: dict[str, Any], frame: Any) -> None:
-        modules = list(module) if isinstance(module, (list, tuple)) else [module]
-        for one, module_class in zip(modules, classes, strict=True):
-            inside = {id(p) for u in self.units if _contains(one, u.module) for p in u.module.parameters()}
-            where, written = call_site(frame)
-            name = unique(written or module_class, [u.name for u in self.units])
-            own = sum(p.numel() for p in one.parameters() if id(p) not in inside)
-            self.units.append(_Unit(one, module_class, own, name, where))
-            self._hooks.append(one.register_forward_pre_hook(self._first_forward))
-        self.asked = self.asked or asked  # the first call's: a script passes the same to each
+    def _record(self, modules: list[nn.Module], module_class: str, asked: dict[str, Any], frame: Any) -> None:
+        inside = {id(p) for u in self.units if _contains(modules, u.modules) for m in u.modules for p in m.parameters()}
+        where, written = call_site(frame)
+        name = unique(written or module_class, [u.name for u in self.units])
+        own = sum(p.numel() for m in modules for p in m.parameters() if id(p) not in inside)
+        self.units.append(_Unit(modules, module_class, own, _shard_elements(modules[0]), name, where, asked))
+        if "forward_prefetch" in self.applied or "backward_prefetch" in self.applied:  # else no hook: they cost
+            self._hooks.append(modules[0].register_forward_pre_hook(self._first_forward))
 
     def _first_forward(self, *_: Any) -> None:
         """The script has sharded its model: the prefetch depths on its blocks (each model's units but its root)."""
         for hook in self._hooks:
             hook.remove()
         self._hooks.clear()
-        if "forward_prefetch" in self.applied or "backward_prefetch" in self.applied:
-            for root in self._roots():
-                set_prefetch([u.module for u in self._units_of(root) if u is not root], self.options)
+        for root in self._roots():
+            set_prefetch([u.modules[0] for u in self._units_of(root) if u is not root], self.options)
 
     def _roots(self) -> list[_Unit]:
-        return [u for u in self.units if not any(o is not u and _contains(o.module, u.module) for o in self.units)]
+        return [u for u in self.units if not any(o is not u and _contains(o.modules, u.modules) for o in self.units)]
 
     def _units_of(self, root: _Unit) -> list[_Unit]:
-        return [u for u in self.units if _contains(root.module, u.module)]
+        return [u for u in self.units if _contains(root.modules, u.modules)]
 
     def built(self) -> list[BuiltFSDP]:
-        """Each model the script sharded, by its root."""
+        """Each model the script sharded, by its root; what it asked for, its first unit's (its blocks')."""
         return [
             BuiltFSDP(
                 module=root.module_class,
@@ -126,7 +131,8 @@ class FSDPOverrides:
                 parameters=sum(u.parameters for u in units),
                 units=[u.module_class for u in units],
                 unit_parameters=[u.parameters for u in units],
-                asked=self.asked,
+                unit_shard_elements=[u.shard_elements for u in units],
+                asked=units[0].asked,
                 applied=self.applied,
             )
             for root in self._roots()
@@ -134,5 +140,14 @@ class FSDPOverrides:
         ]
 
 
-def _contains(outer: nn.Module, inner: nn.Module) -> bool:
-    return outer is inner or any(m is inner for m in outer.modules())
+def _contains(outer: list[nn.Module], inner: list[nn.Module]) -> bool:
+    return any(o is i or any(m is i for m in o.modules()) for o in outer for i in inner)
+
+
+def _shard_elements(module: Any) -> int:
+    """The unit's padded shard per rank, as FSDP2 laid it out (0 where this torch keeps it elsewhere)."""
+    try:
+        group = module._get_fsdp_state()._fsdp_param_group
+        return sum(p.padded_sharded_param_size.numel() for p in group.fsdp_params) if group is not None else 0
+    except AttributeError:
+        return 0

@@ -109,12 +109,14 @@ class DDPKind(JobKind):
             return line + (f"  # and {', '.join(extra)}: not settable through TrainingArguments" if extra else "")
         if framework == "lightning":
             return f"DDPStrategy({', '.join(args + ([f'ddp_comm_hook={hook}'] if hook else []))})"
-        line = f"DDP({', '.join([options.ddp_model or 'model', *args])})"
+        written, _, count = (options.ddp_model or "model").partition("#")  # m#2: the script's second DDP of m
+        line = f"DDP({', '.join([written, *args])})"
         if hook:
             line += f"; ddp.register_comm_hook(None, {hook})"
+        notes = [f"the DDP the report names {options.ddp_model}"] if count else []
         if options.grad_accum > 1:
-            line += f"  # and all-reduce every {options.grad_accum} micro-batches (no_sync for the others)"
-        return line
+            notes.append(f"and all-reduce every {options.grad_accum} micro-batches (no_sync for the others)")
+        return line + (f"  # {'; '.join(notes)}" if notes else "")
 
 
 DDP = DDPKind()

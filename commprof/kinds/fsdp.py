@@ -42,7 +42,7 @@ class FSDPKind(JobKind):
     def written(self, ran: Mapping[str, Any]) -> str:
         reshard = ran.get("reshard_after_forward")
         return (
-            f"reshard_after_forward={'FSDP default (True)' if reshard is None else reshard}, "
+            f"reshard_after_forward={'FSDP default' if reshard is None else reshard}, "
             f"reduce dtype {ran.get('reduce_dtype', 'fp32')}, as the script passes them"
         )
 

@@ -48,7 +48,7 @@ def models_section(report: Report) -> list[Section]:
     if shared:
         blocks.append(
             Text(
-                f"{shared:.2f} all-reduces per step have a size that the buckets of more than one model have: "
+                f"{shared:.2f} collectives per step have a size that the buckets or units of more than one model have: "
                 "counted to none of them."
             )
         )

@@ -97,6 +97,9 @@ class BuiltFSDP:
     parameters: int = 0
     units: list[str] = field(default_factory=list)  # each unit's module class, in the order it was sharded
     unit_parameters: list[int] = field(default_factory=list)  # the parameters each unit holds (not its units')
+    # each unit's padded shard per rank, in elements (0: not known): an all-gather moves it (Gloo's count) or ranks
+    # times it (NCCL's, its output); a reduce-scatter ranks times it
+    unit_shard_elements: list[int] = field(default_factory=list)
     # by FSDPOptions' names: reshard_after_forward (None: FSDP's default), reduce_dtype ("fp32": the parameters' own)
     asked: dict[str, Any] = field(default_factory=dict)
     applied: dict[str, Any] = field(default_factory=dict)  # what commprof set: reshard, prefetch depths, reduce dtype
