@@ -88,6 +88,13 @@ def corpus() -> list[Case]:
         Case("not distributed", (str(SCRIPTS / "not_distributed.py"),), "tests/data: trains alone, no process group"),
         Case("tutorial-style", (str(SCRIPTS / "train_epochs.py"),), "tests/data: DataLoader, epochs, a checkpoint"),
         Case("lightning", (str(SCRIPTS / "train_lightning.py"),), "tests/data: Lightning builds the DDP"),
+        Case(
+            "gan",
+            (str(SCRIPTS / "train_gan.py"),),
+            "tests/data: two DDP models, each with its own optimizer (issue 63)",
+        ),
+        Case("fsdp2", (str(SCRIPTS / "train_fsdp.py"),), "tests/data: the script's own fully_shard (issue 63)"),
+        Case("two fsdp", (str(SCRIPTS / "train_fsdp_two.py"),), "tests/data: two models sharded (issue 63)"),
     ]
 
 
