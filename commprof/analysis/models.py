@@ -13,11 +13,12 @@ import dataclasses
 import statistics
 from collections import defaultdict
 from collections.abc import Callable
+from typing import Any
 
 from commprof.analysis.collectives import in_windows
 from commprof.kinds.ddp_buckets import layout
 from commprof.results.report import ModelAccount
-from commprof.results.run_record import BuiltDDP, BuiltFSDP, RunSummary
+from commprof.results.run_record import BuiltDDP, BuiltDeepSpeed, BuiltFSDP, RunSummary
 from commprof.trace.model import Collective, RankTrace, Step
 from commprof.trace.rules import FSDP_PURPOSE
 
@@ -120,44 +121,33 @@ def model_accounts(run: RunSummary | None, windows: list[tuple[RankTrace, list[S
         )
 
     ddp = [
-        ModelAccount(
-            name=m.label,
-            module=m.module,
-            parameters=m.parameters,
-            built_at=m.built_at,
-            built_by=m.built_by,
-            bucket_cap_mb=ran_cap(m),
-            commprofs=sorted(m.applied),
-            buckets=list(bucket_bytes(m)),
-        )
-        for m in run.ddp_built
+        _named(m, bucket_cap_mb=ran_cap(m), buckets=list(bucket_bytes(m)), built_by=m.built_by) for m in run.ddp_built
     ]
     fsdp = [
-        ModelAccount(
-            name=m.label,
-            module=m.module,
-            parameters=m.parameters,
-            built_at=m.built_at,
+        _named(
+            m,
             kind="FSDP",
-            commprofs=sorted(m.applied),
             units=list(m.unit_parameters),
             fsdp={**{k: v for k, v in m.asked.items() if k not in m.applied}, **m.applied},
         )
         for m in run.fsdp_built
     ]
-    zero = [  # several engines (an actor and a critic): named, their collectives not told apart
-        ModelAccount(
-            name=m.label,
-            module=m.module,
-            parameters=m.parameters,
-            built_at=m.built_at,
-            built_by=m.built_by,
-            kind="ZeRO",
-            commprofs=sorted(m.applied),
-            told_apart=False,
-            zero={"stage": m.zero_stage, **m.settings},
-        )
+    several_engines = len(run.deepspeed_built) > 1  # an actor and a critic: named, their collectives not told apart
+    zero = [
+        _named(m, kind="ZeRO", built_by=m.built_by, told_apart=False, zero={"stage": m.zero_stage, **m.settings})
         for m in run.deepspeed_built
-        if len(run.deepspeed_built) > 1
+        if several_engines
     ]
     return [measured(account) for account in ddp + fsdp] + zero
+
+
+def _named(built: BuiltDDP | BuiltFSDP | BuiltDeepSpeed, **kind_own: Any) -> ModelAccount:
+    """A model's account before its collectives are counted: what every kind records of it, and its kind's own."""
+    return ModelAccount(
+        name=built.label,
+        module=built.module,
+        parameters=built.parameters,
+        built_at=built.built_at,
+        commprofs=sorted(built.applied),
+        **kind_own,
+    )

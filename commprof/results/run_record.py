@@ -65,8 +65,19 @@ class CastCost:
     allreduce_us: list[float] = field(default_factory=list)
 
 
+class _Named:
+    """What a script built, by the name the script gives it (its `name`), else (an older record) its module's class."""
+
+    name: str
+    module: str
+
+    @property
+    def label(self) -> str:
+        return self.name or self.module
+
+
 @dataclass(frozen=True)
-class BuiltDDP:
+class BuiltDDP(_Named):
     """A DistributedDataParallel a user's script built (instrument/ddp.py), and what it asked for and got."""
 
     module: str
@@ -80,14 +91,9 @@ class BuiltDDP:
     name: str = ""
     built_at: str = ""  # where the script built it: "train_gan.py:23"
 
-    @property
-    def label(self) -> str:
-        """Its name, else (an older record) its module's class."""
-        return self.name or self.module
-
 
 @dataclass(frozen=True)
-class BuiltFSDP:
+class BuiltFSDP(_Named):
     """A model a user's script sharded with FSDP2's fully_shard (instrument/fsdp_script.py): its root, each unit
     (each fully_shard call, the root last), what the script asked for and what commprof set on top."""
 
@@ -103,10 +109,6 @@ class BuiltFSDP:
     # by FSDPOptions' names: reshard_after_forward (None: FSDP's default), reduce_dtype ("fp32": the parameters' own)
     asked: dict[str, Any] = field(default_factory=dict)
     applied: dict[str, Any] = field(default_factory=dict)  # what commprof set: reshard, prefetch depths, reduce dtype
-
-    @property
-    def label(self) -> str:
-        return self.name or self.module
 
 
 @dataclass(frozen=True)
@@ -140,7 +142,7 @@ class BuiltHorovod:
 
 
 @dataclass(frozen=True)
-class BuiltDeepSpeed:
+class BuiltDeepSpeed(_Named):
     """A DeepSpeed engine a user's script built (instrument/deepspeed.py): its ZeRO stage and the settings that shape
     its communication, by the names of DeepSpeed's config (`zero_optimization`), as the engine got them."""
 
@@ -153,10 +155,6 @@ class BuiltDeepSpeed:
     applied: dict[str, Any] = field(default_factory=dict)
     name: str = ""  # what the script passes as deepspeed.initialize's model ("actor"), else its class
     built_at: str = ""  # where the script built it: "train.py:40"
-
-    @property
-    def label(self) -> str:
-        return self.name or self.module
 
 
 @dataclass(frozen=True)
