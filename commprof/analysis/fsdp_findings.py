@@ -54,6 +54,8 @@ def resharding(evidence: Evidence) -> list[Finding]:
                 if c.purpose == GATHER and c.phase == "backward" and c.op == "all_gather"
             ]
             whole = sum(c.end - c.start for c in gathers)
+            # CPU ranks: in full, as the bucket model counts all-reduces there (measured: bucket_findings.SERIAL_NOTE);
+            # advise measured more than this predicted on CPU in 3 runs of 3 (docs/benchmarks.md)
             hidden = 0.0 if evidence.serial else sum(total(clip(rank.compute, c.start, c.end)) for c in gathers)
             per_step.append((whole - hidden) / 1e3)
             calls.append(len(gathers))
