@@ -273,3 +273,8 @@ def run_summary(bucket_cap_mb: float = 25.0, **fields):
     from commprof.settings import DDPOptions
 
     return RunSummary(run_id="t", config=RunConfig(run_id="t", ddp=DDPOptions(bucket_cap_mb=bucket_cap_mb)), **fields)
+
+
+def built_of(run: dict, kind: str) -> list[dict]:
+    """What a run.json (or a report's "run") records its job built of one kind: ddp, fsdp, deepspeed, horovod."""
+    return [b for b in run["job"]["built"] if b["kind"] == kind]

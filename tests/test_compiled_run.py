@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from tests.conftest import REPO, commprof
+from tests.conftest import REPO, built_of, commprof
 
 pytestmark = pytest.mark.slow
 SCRIPT = REPO / "tests" / "data" / "scripts" / "train_compiled.py"
@@ -29,7 +29,7 @@ def test_a_compiled_model_as_nanogpt_trains_it(tmp_path):
     (graph,) = compiled["graphs"]  # one graph, split in two: DDP's 1 MiB first bucket, then the rest under 25 MiB
     assert len(graph) == 2 and sum(graph) == PARAMETER_BYTES
     assert compiled["bucket_cap_bytes"] == 25 * 2**20
-    assert run["ddp_built"][0]["module"] == "Sequential"  # not OptimizedModule
+    assert built_of(run, "ddp")[0]["module"] == "Sequential"  # not OptimizedModule
     whole = report(tmp_path, "compiled")["whole_run"]
     assert whole["compiled_steps"] == compiled["steps"] and whole["compiled_ms"] > 0
     assert not set(compiled["steps"]) & {s["step"] for s in whole["standouts"]}

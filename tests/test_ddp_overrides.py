@@ -1,9 +1,9 @@
 """The DDP options given on the command line reach every DistributedDataParallel a script builds, however it
 imported the class and however it passed its own arguments (one in-process rank, an in-memory store)."""
 
-import dataclasses
 import inspect
 
+import msgspec
 import pytest
 import torch
 import torch.distributed as dist
@@ -35,7 +35,7 @@ def test_options_that_differ_from_ddp_defaults_are_applied_and_recorded(one_rank
         overrides.uninstall()
     assert ddp.bucket_bytes_cap == int(0.5 * 2**20) and ddp.gradient_as_bucket_view and ddp.find_unused_parameters
     (built,) = overrides.built
-    assert dataclasses.asdict(built) == {
+    assert msgspec.structs.asdict(built) == {
         "module": "Linear",
         "built_by": "script",
         "parameters": 36,
@@ -47,8 +47,9 @@ def test_options_that_differ_from_ddp_defaults_are_applied_and_recorded(one_rank
             "static_graph": False,
         },
         "applied": {"bucket_cap_mb": 0.5, "gradient_as_bucket_view": True, "comm_hook": "fp16"},
-        "name": "Linear",  # what it passes is not a name: its module's class names it
+        "name": "ddp",  # what it passes is not a name: what the call is assigned to names it
         "built_at": f"test_ddp_overrides.py:{BUILT_AT}",
+        "groups": [],
     }
     assert overrides.logging_data()["bucket_sizes"]  # DDP's own logging data, from the instance it built
     untouched = ImportedEarly(nn.Linear(8, 4), bucket_cap_mb=10.0)

@@ -12,7 +12,7 @@ from commprof.analysis.collectives import with_zero_purposes
 from commprof.instrument.deepspeed import DeepSpeedWatch
 from commprof.results.report import CollectiveStats
 from commprof.results.store import load_report
-from tests.conftest import REPO, commprof, load_json
+from tests.conftest import REPO, built_of, commprof, load_json
 
 SCRIPT = REPO / "tests" / "data" / "scripts" / "train_deepspeed.py"
 NO_DEEPSPEED = importlib.util.find_spec("deepspeed") is None
@@ -233,9 +233,9 @@ def test_a_zero3_script_profiled_unmodified(tmp_path):
     result = commprof("run", "--run-id", "zero", *args, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     run = load_json(tmp_path / "traces" / "zero" / "run.json")
-    (built,) = run["deepspeed_built"]
+    (built,) = built_of(run, "deepspeed")
     assert built["zero_stage"] == stage and built["settings"]["reduce_bucket_size"] == 500000
-    assert run["ddp_built"] == [] and run["model"] == "Sequential" and run["parameters"] == 265_738
+    assert built_of(run, "ddp") == [] and run["model"] == "Sequential" and run["parameters"] == 265_738
     report = load_report(tmp_path / "reports" / "zero" / "report.json")
     assert all(c.bytes and c.dtype for c in report.collectives), report.collectives
     by_purpose = {(c.phase, c.op, c.purpose) for c in report.collectives}

@@ -12,8 +12,8 @@ from commprof.analysis.predict import MB, ComputeModel, LinkModel, StepProfile, 
 from commprof.render.findings_text import balanced
 from commprof.render.outputs import markdown as render_markdown
 from commprof.render.rank_findings_text import words
+from commprof.results.job import BuiltDDP, Job
 from commprof.results.report import JobStep
-from commprof.results.run_record import BuiltDDP
 from commprof.trace.load import load_run
 from tests.conftest import REPO, run_summary
 from tests.tracebuilder import GLOO, TraceBuilder
@@ -336,7 +336,7 @@ def test_a_scripts_own_ddp_arguments_are_its_current_setting():
 
     def run(asked, applied, built_by="script"):
         built = [BuiltDDP("Net", built_by, asked=asked, applied=applied)]
-        return Report("r", "run", "", [], [], [], run=run_summary(script=["train.py"], ddp_built=built))
+        return Report("r", "run", "", [], [], [], run=run_summary(script=["train.py"], job=Job(built)))
 
     options, framework = current_options(run({"bucket_cap_mb": 1, "static_graph": False}, {}))
     assert (options.bucket_cap_mb, framework) == (1, "script")
@@ -355,7 +355,7 @@ def test_the_current_cap_is_none_when_nobody_gave_one():
 
     def script(asked, applied):
         built = [BuiltDDP("Net", asked=asked, applied=applied)]
-        return Report("r", "run", "", [], [], [], run=run_summary(script=["train.py"], ddp_built=built))
+        return Report("r", "run", "", [], [], [], run=run_summary(script=["train.py"], job=Job(built)))
 
     assert current_cap(script({"bucket_cap_mb": None}, {})) is None
     assert layout([5 * MB] * 5, None) == (5 * MB, 20 * MB)

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from tests.conftest import REPO, commprof
+from tests.conftest import REPO, built_of, commprof
 
 pytestmark = [
     pytest.mark.slow,
@@ -35,7 +35,7 @@ def test_a_horovod_script_is_profiled_its_allreduces_read_from_its_timeline(tmp_
     report = _run(tmp_path, "h")
     run = report["run"]
     assert run["model"] == "Horovod DistributedOptimizer(SGD)" and run["parameters"] == 792_074
-    (built,) = run["horovod_built"]
+    (built,) = built_of(run, "horovod")
     assert built["fusion_threshold_bytes"] == 128 * 2**20 and built["applied"] == {}
     assert (tmp_path / "traces" / "h" / "horovod_timeline.json").exists()
     zero, one = report["ranks"]
@@ -51,7 +51,7 @@ def test_a_horovod_script_is_profiled_its_allreduces_read_from_its_timeline(tmp_
 
 def test_a_fusion_threshold_of_zero_allreduces_every_tensor_alone(tmp_path):
     report = _run(tmp_path, "h0", "--strategy", "horovod", "--fusion-threshold-mb", "0")
-    assert report["run"]["horovod_built"][0]["applied"] == {"HOROVOD_FUSION_THRESHOLD": "0"}
+    assert built_of(report["run"], "horovod")[0]["applied"] == {"HOROVOD_FUSION_THRESHOLD": "0"}
     assert _allreduces_per_step(report) == pytest.approx(TENSORS)
     markdown = (tmp_path / "reports" / "h0" / "report.md").read_text()
     assert "horovod=fusion buffer 0 MiB (commprof's), cycle 1 ms" in markdown

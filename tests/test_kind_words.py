@@ -18,9 +18,9 @@ from commprof.render.outputs import markdown
 from commprof.results.bench import BenchRow
 from commprof.results.common import Estimate
 from commprof.results.compare import BackendRun, CompareResult
-from commprof.results.job import CollectiveBusbw
+from commprof.results.job import BuiltDDP, CollectiveBusbw, Job
 from commprof.results.report import CollectiveStats
-from commprof.results.run_record import BuiltDDP, RunRecord
+from commprof.results.run_record import RunRecord
 from commprof.results.scale import ScalePoint, ScaleReport
 
 FSDP_SETTINGS = {"reshard_after_forward": None, "forward_prefetch": 0, "backward_prefetch": 1, "reduce_dtype": "fp32"}
@@ -164,17 +164,19 @@ def test_the_kind_is_what_the_run_built_else_fsdps_ranges():
         config=script,
         model="Net",
         parameters=12,
-        ddp_built=[BuiltDDP("Net", parameters=12, asked={"bucket_cap_mb": 5})],
+        job=Job([BuiltDDP("Net", parameters=12, asked={"bucket_cap_mb": 5})]),
     )
     assert kind_ran(script, ddp, FSDP_ON_GLOO) == "ddp"
     job = job_as_run(script, ddp, "ddp")
     assert (job.strategy, job.model, job.parameters) == ("ddp", "Net", 12) and job.settings["bucket_cap_mb"] == 5
     gan = dataclasses.replace(
         ddp,
-        ddp_built=[
-            BuiltDDP("Sequential", name="generator", parameters=10),
-            BuiltDDP("Sequential", name="critic", parameters=2),
-        ],
+        job=Job(
+            [
+                BuiltDDP("Sequential", name="generator", parameters=10),
+                BuiltDDP("Sequential", name="critic", parameters=2),
+            ]
+        ),
     )
     two = job_as_run(script, gan, "ddp")  # a script's two models: each named, all counted
     assert (two.model, two.parameters) == ("generator (Sequential) and critic (Sequential)", 12)

@@ -2,11 +2,12 @@
 commands and the analysis ask the kind instead of testing a setting's type."""
 
 import ast
+import dataclasses
 
 import pytest
 
 from commprof.kinds import DDP, DEEPSPEED, FSDP, HOROVOD, KINDS, built_kind, kind_of
-from commprof.results.run_record import BuiltDDP, BuiltDeepSpeed, BuiltHorovod
+from commprof.results.job import BuiltDDP, BuiltDeepSpeed, BuiltHorovod, Job
 from commprof.settings import OPTIONS_OF_STRATEGY, STRATEGIES, DDPOptions, DeepSpeedOptions, HorovodOptions
 from tests.conftest import REPO, run_record
 
@@ -34,13 +35,15 @@ def test_tunes_size_is_each_kinds_bucket():
 
 def test_the_kind_a_scripts_launch_built():
     record = run_record((1, 1, 2), [[10.0] * 4])
+    assert built_kind(record) is DDP  # commprof's own model, described as a script's DDP is
+    record = dataclasses.replace(record, script=["train.py"], job=Job())
     assert built_kind(record) is None
     ddp = BuiltDDP("Sequential")
-    assert built_kind(record.__class__(**{**vars(record), "ddp_built": [ddp]})) is DDP
+    assert built_kind(record.__class__(**{**vars(record), "job": Job([ddp])})) is DDP
     engine = BuiltDeepSpeed("Sequential", 2)
-    assert built_kind(record.__class__(**{**vars(record), "deepspeed_built": [engine]})) is DEEPSPEED
+    assert built_kind(record.__class__(**{**vars(record), "job": Job([engine])})) is DEEPSPEED
     horovod = BuiltHorovod("SGD")
-    assert built_kind(record.__class__(**{**vars(record), "horovod_built": [horovod]})) is HOROVOD
+    assert built_kind(record.__class__(**{**vars(record), "job": Job([horovod])})) is HOROVOD
 
 
 @pytest.mark.parametrize(

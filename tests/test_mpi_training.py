@@ -13,7 +13,7 @@ from commprof.launch.mpi import mpi_unavailable
 from commprof.results.store import load_report
 from commprof.trace.load import load_run
 from commprof.worker.mpi_identity import identity_from_env
-from tests.conftest import FAST_RUN, REPO, commprof, load_json
+from tests.conftest import FAST_RUN, REPO, built_of, commprof, load_json
 
 
 def test_identity_from_open_mpi_and_pmi_environments():
@@ -87,7 +87,7 @@ def test_a_script_started_by_mpirun(tmp_path):
     assert done.returncode == 0, done.stderr + done.stdout
     run = load_json(tmp_path / "traces" / "mpiscript" / "run.json")
     assert run["status"] == "complete" and [len(r["step_ms"]) for r in run["ranks"]] == [20, 20]
-    assert run["ddp_built"][0]["module"] == "Sequential"
+    assert built_of(run, "ddp")[0]["module"] == "Sequential"
     assert len(run["link_probe"]) == 3, run["notes"]  # measured in commprof's own group, over its own store
     assert (tmp_path / "reports" / "mpiscript" / "report.json").is_file()
 

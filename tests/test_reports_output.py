@@ -16,6 +16,7 @@ import pytest
 
 from commprof.analysis.analyze import analyze
 from commprof.analysis.diff import diff_reports
+from commprof.results.job import Job
 from commprof.trace.load import load_run
 from tests.conftest import commprof, run_record, run_summary
 from tests.tracebuilder import GLOO, TraceBuilder
@@ -128,7 +129,7 @@ def test_diff_names_the_settings_that_differ(tmp_path):
     script as written: the settings table holds exactly what differs, in the words the report's header uses."""
     from commprof.render.diff import document
     from commprof.render.markdown import render
-    from commprof.results.run_record import BuiltDDP
+    from commprof.results.job import BuiltDDP
 
     base = _run(tmp_path, "a", 400.0)
     built_in = [dataclasses.replace(base, run=run_summary(cap)) for cap in (25.0, 0.05)]
@@ -145,7 +146,7 @@ def test_diff_names_the_settings_that_differ(tmp_path):
 
     def script_run(applied):
         built = BuiltDDP("Sequential", asked=asked, applied=applied)
-        return dataclasses.replace(base, run=run_summary(script=script, ddp_built=[built]))
+        return dataclasses.replace(base, run=run_summary(script=script, job=Job([built])))
 
     own, capped = script_run({}), script_run({"bucket_cap_mb": 0.05})
     assert capped.run.settings() == {

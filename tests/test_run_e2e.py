@@ -42,7 +42,7 @@ def test_report_numbers_are_consistent(cpu_run):
         (r["rank"], r["step_ms"][8]) for r in meta["ranks"]
     ]
     assert "Profiler's own cost" in (cwd / "reports" / "e2e" / "report.md").read_text()
-    assert report.schema_version == 1 and [r.rank for r in report.ranks] == [0, 1]
+    assert report.schema_version == 2 and [r.rank for r in report.ranks] == [0, 1]
     for rank in report.ranks:
         assert rank.steps == 4  # the active window
         window = rank.step_time_ms.mean

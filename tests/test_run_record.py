@@ -12,7 +12,10 @@ import torch
 from commprof.config import ProfileSchedule, RunConfig
 from commprof.launch.runlog import mark_failed, read_run_json, write_run_json
 from commprof.launch.step_log import StepLog, read_step_logs
+from commprof.results.job import BuiltDDP, BuiltFSDP
+from commprof.results.report import Report
 from commprof.results.run_record import RUN_RECORD_VERSION, ClockOffset, ProbedSize, RankRecord, RunRecord
+from commprof.results.store import load_report, save_result
 from commprof.settings import DDPOptions
 
 # what commprof wrote before the record had a version, a link probe or per-parameter sizes, with a config key that
@@ -66,8 +69,36 @@ def test_an_older_run_json_loads_with_the_fields_it_lacks_at_their_defaults(tmp_
     assert record.config.schedule == ProfileSchedule(5, 2, 10) and record.config.ddp.bucket_cap_mb == 10.0
     assert record.config.strategy == "ddp" and record.config.launch_id == ""  # fields it never had
     assert [r.step_ms for r in record.ranks] == [[10.0, 11.0], [9.0]]
-    assert record.link_probe == [] and record.parameter_sizes is None and record.ddp_built == []
+    assert record.link_probe == [] and record.parameter_sizes is None
     assert record.clock_offsets == [ClockOffset("node1", 0.0, 0.0)]
+    # commprof's own model: its job described from its config, as a script's DDP is described from what it built
+    (built,) = record.job.built
+    assert (built.kind, built.built_by, built.applied["bucket_cap_mb"]) == ("ddp", "commprof", 10.0)
+
+
+def test_a_scripts_older_run_json_gets_its_job_from_its_lists_of_what_it_built(tmp_path):
+    """Before the job was one value, a run.json held a list per kind (ddp_built, fsdp_built, ...): each becomes an
+    instance of the job, with its kind; the kinds in their one order, whatever order the lists came in."""
+    old = {
+        **OLD_RUN_JSON,
+        "script": ["enc.py"],
+        "config": {**OLD_RUN_JSON["config"], "script": ["enc.py"]},
+        "fsdp_built": [{"module": "Sequential", "name": "encoder", "units": ["Linear", "Sequential"]}],
+        "ddp_built": [{"module": "Sequential", "name": "head", "asked": {"bucket_cap_mb": 1}}],
+    }
+    (tmp_path / "run.json").write_text(json.dumps(old))
+    job = read_run_json(tmp_path).job
+    assert [(b.kind, b.label) for b in job.built] == [("ddp", "head"), ("fsdp", "encoder")]
+    assert job.kinds == ("ddp", "fsdp") and job.kind == "ddp" and job.first(BuiltFSDP).units == ["Linear", "Sequential"]
+    assert job.named(BuiltDDP, "head").asked == {"bucket_cap_mb": 1} and job.named(BuiltDDP, "nobody").label == "head"
+    summary = read_run_json(tmp_path).summary()
+    report = Report("r", "run", "", [], [], [], run=summary)
+    save_result(report, tmp_path)
+    assert load_report(tmp_path).run == summary  # the job, each instance with its kind, survives report.json
+    older = json.loads((tmp_path / "report.json").read_text())
+    older["run"] = {k: v for k, v in older["run"].items() if k != "job"} | {"ddp_built": old["ddp_built"]}
+    (tmp_path / "report.json").write_text(json.dumps(older))
+    assert [b.label for b in load_report(tmp_path).run.job.built] == ["head"]  # an older report's run, upgraded
 
 
 def test_a_failed_run_keeps_its_record_and_says_how_far_each_rank_got(tmp_path):

@@ -11,7 +11,7 @@ import pytest
 from commprof.results.store import load_report
 from commprof.results.sweep_record import SweepRecord
 from commprof.settings import setting_label
-from tests.conftest import REPO, commprof, plant_findings, planted_finding
+from tests.conftest import REPO, built_of, commprof, plant_findings, planted_finding
 
 pytestmark = pytest.mark.slow
 SCRIPT = str(REPO / "tests" / "data" / "scripts" / "train_default_ddp.py")
@@ -58,7 +58,7 @@ def test_tune_of_a_script_counts_what_it_measures(tmp_path):
     assert len(launched) == record.timings["launches"]
     for name, run in launched.items():  # the script as written, then each cap applied on top of it
         assert run["steps_completed"] == STEPS and [len(r["step_ms"]) for r in run["ranks"]] == [STEPS] * 2, name
-        (built,) = run["ddp_built"]
+        (built,) = built_of(run, "ddp")
         assert built["asked"]["bucket_cap_mb"] is None, name  # the script passes no cap
         expected = {} if name.startswith("script-own") else {"bucket_cap_mb": float(name.split("-")[1][:-2])}
         assert built["applied"] == expected, name
@@ -92,4 +92,4 @@ def test_advise_of_a_script_run_reruns_it_as_written(tmp_path):
     # 2 to 4 interleaved pairs, a profiled launch each, and any fresh pairs that confirm a claim
     assert len(launched) == record.timings["launches"] >= 6
     assert all(run["steps_completed"] == STEPS for run in launched.values())
-    assert {run["ddp_built"][0]["applied"].get("bucket_cap_mb") for name, run in launched.items()} == {None, 25.0}
+    assert {built_of(run, "ddp")[0]["applied"].get("bucket_cap_mb") for name, run in launched.items()} == {None, 25.0}

@@ -7,8 +7,9 @@ import re
 
 import pytest
 
+from commprof.results.job import BuiltFSDP
 from commprof.results.store import load_report
-from tests.conftest import REPO, commprof, load_json
+from tests.conftest import REPO, built_of, commprof, load_json
 
 SCRIPTS = REPO / "tests" / "data" / "scripts"
 pytestmark = pytest.mark.slow
@@ -27,7 +28,7 @@ def test_a_script_unmodified_with_max_steps_and_a_bucket_override(capped_script_
     run = run_json(cwd, "s")
     assert run["status"] == "complete" and [len(r["step_ms"]) for r in run["ranks"]] == [8, 8]
     assert run["model"] == "Sequential" and run["parameters"] == 301_066
-    (built,) = run["ddp_built"]
+    (built,) = built_of(run, "ddp")
     assert built["asked"]["bucket_cap_mb"] == 1 and built["applied"] == {"bucket_cap_mb": 0.01}
     report = load_report(cwd / "reports" / "s")
     # the script asked for 1 MB buckets (two all-reduces); 0.01 MB splits them into three
@@ -145,7 +146,7 @@ def test_a_lightning_script(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     run = run_json(tmp_path, "l")
-    (built,) = run["ddp_built"]
+    (built,) = built_of(run, "ddp")
     assert (built["built_by"], built["module"], built["parameters"]) == ("lightning", "Classifier", 38_410)
     assert [len(r["step_ms"]) for r in run["ranks"]] == [8, 8]
     gradients = sorted(c.bytes for c in load_report(tmp_path / "reports" / "l").collectives if c.bytes > 1024)
@@ -161,10 +162,10 @@ def test_a_hugging_face_trainer_script_with_its_own_cap_and_with_ours(tmp_path):
         args = ["--max-steps", "8", *SHORT_SCHEDULE, *cap, "--quiet", "--", script]
         result = commprof("run", "--run-id", run_id, *args, cwd=tmp_path)
         assert result.returncode == 0, result.stderr
-    (built,) = run_json(tmp_path, "h")["ddp_built"]
+    (built,) = built_of(run_json(tmp_path, "h"), "ddp")
     assert built["built_by"] == "transformers" and built["asked"]["bucket_cap_mb"] == 1 and built["applied"] == {}
     assert [c.bytes for c in load_report(tmp_path / "reports" / "h").collectives if c.bytes > 1024] == [153640]
-    (built,) = run_json(tmp_path, "hc")["ddp_built"]
+    (built,) = built_of(run_json(tmp_path, "hc"), "ddp")
     assert built["asked"]["bucket_cap_mb"] == 1 and built["applied"] == {"bucket_cap_mb": 0.01}
     gradients = sorted(c.bytes for c in load_report(tmp_path / "reports" / "hc").collectives if c.bytes > 1024)
     assert gradients == [22528, 131072]  # 0.01 MB buckets: the first layer's weight alone, the other three together
@@ -268,7 +269,7 @@ def test_a_script_that_shards_its_model_with_fsdp(tmp_path):
     (blocks,) = [c for c in report.collectives if c.purpose == "gradient reduce-scatter" and c.calls_per_step == 4]
     assert blocks.op == "all_reduce"  # Gloo's reduce-scatter is an all-reduce; its purpose says what it is
     assert all(f.kind not in ("bucket_cap", "compression") for f in report.findings)  # no DDP here to tune
-    assert report.run is not None and [b.units for b in report.run.fsdp_built] == [["Sequential"] * 5]
+    assert report.run is not None and [b.units for b in report.run.job.of(BuiltFSDP)] == [["Sequential"] * 5]
 
 
 def test_a_script_with_two_ddp_models_has_each_in_its_report(tmp_path):
@@ -304,7 +305,7 @@ def test_fsdps_knobs_are_set_on_a_scripts_own_fully_shard(tmp_path):
     assert result.returncode == 0, result.stderr
     report = load_report(tmp_path / "reports" / "kept")
     assert report.run is not None
-    (built,) = report.run.fsdp_built
+    (built,) = report.run.job.of(BuiltFSDP)
     assert (built.module, built.name, built.parameters) == ("Sequential", "model", 265_738)
     assert built.units == ["Sequential"] * 5 and built.unit_parameters == [65_792] * 4 + [2_570]
     assert built.applied == {"reshard_after_forward": False}

@@ -5,6 +5,8 @@ own; FSDP's resharding predicted from the backward's all-gathers; the words of e
 import dataclasses
 import textwrap
 
+import msgspec
+
 from commprof.analysis.evidence import Evidence
 from commprof.analysis.fsdp_findings import fsdp_options, resharding
 from commprof.analysis.models import model_accounts
@@ -13,8 +15,8 @@ from commprof.kinds import DDP, FSDP
 from commprof.render.findings_text import balanced
 from commprof.render.models_view import models_named, models_section
 from commprof.render.outputs import markdown
+from commprof.results.job import BuiltDDP, BuiltFSDP, Job
 from commprof.results.report import Report
-from commprof.results.run_record import BuiltDDP, BuiltFSDP
 from commprof.settings import DDPOptions, FSDPOptions, applied_to_a_script, fsdp_as_written
 from commprof.trace.model import Collective, RankTrace, Step
 from tests.conftest import run_summary
@@ -38,7 +40,7 @@ DISCRIMINATOR = BuiltDDP(
     parameter_sizes=[MIB // 4, MIB // 4],
     asked={"bucket_cap_mb": 0.1},
 )
-GAN = run_summary(script=["gan.py"], ddp_built=[GENERATOR, DISCRIMINATOR])
+GAN = run_summary(script=["gan.py"], job=Job([GENERATOR, DISCRIMINATOR]))
 
 
 def _rank(collectives, steps=2, kind="cpu"):
@@ -84,8 +86,8 @@ def test_each_ddp_gets_the_all_reduces_of_its_own_bucket_sizes():
 
 
 def test_a_size_two_models_share_is_counted_to_neither():
-    twin = dataclasses.replace(DISCRIMINATOR, name="critic", parameter_sizes=[2 * MIB], asked={"bucket_cap_mb": 4})
-    run = run_summary(script=["gan.py"], ddp_built=[GENERATOR, twin])
+    twin = msgspec.structs.replace(DISCRIMINATOR, name="critic", parameter_sizes=[2 * MIB], asked={"bucket_cap_mb": 4})
+    run = run_summary(script=["gan.py"], job=Job([GENERATOR, twin]))
     accounts = model_accounts(run, [_rank([("all_reduce", 2 * MIB, 10_000, 8_000, "backward", None)])])
     assert [(a.calls_per_step, a.shared_calls_per_step) for a in accounts] == [(0.0, 1.0), (0.0, 1.0)]
 
@@ -138,7 +140,7 @@ def test_each_fsdp_root_gets_the_gathers_and_reduce_scatters_of_its_units():
         asked={"reshard_after_forward": None, "reduce_dtype": "fp32"},
         applied={"reshard_after_forward": False},
     )
-    run = dataclasses.replace(run_summary(script=["two.py"]), fsdp_built=[teacher, student], world_size=2)
+    run = dataclasses.replace(run_summary(script=["two.py"]), job=Job([teacher, student]), world_size=2)
     gather, scatter = "parameter all-gather", "gradient reduce-scatter"
     rank = _rank(
         [
@@ -173,13 +175,13 @@ def test_several_deepspeed_engines_are_named_with_their_settings_not_their_colle
         "GPT", 2, {"reduce_bucket_size": 500_000}, parameters=1_000, name="actor", built_at="rl.py:9"
     )
     critic = BuiltDeepSpeed("GPT", 2, {"reduce_bucket_size": 500_000}, parameters=900, name="critic")
-    run = run_summary(script=["rl.py"], deepspeed_built=[actor, critic])
+    run = run_summary(script=["rl.py"], job=Job([actor, critic]))
     rank = _rank([("all_reduce", 2_000_000, 10_000, 8_000, "backward", None)])
     accounts = model_accounts(run, [rank])
     assert [(a.name, a.kind, a.told_apart) for a in accounts] == [("actor", "ZeRO", False), ("critic", "ZeRO", False)]
     rows = models_section(Report("r", "run", "now", [], [], [], run=run, models=accounts))[0].blocks[1].rows
     assert rows[0][5:] == ("stage=2, reduce_bucket_size=500000", "-", *["not told apart"] * 3)
-    assert model_accounts(run_summary(script=["one.py"], deepspeed_built=[actor]), [rank]) == []
+    assert model_accounts(run_summary(script=["one.py"], job=Job([actor])), [rank]) == []
 
 
 def test_fsdp_units_are_matched_by_their_recorded_shard_in_the_collectives_own_dtype():
@@ -189,7 +191,7 @@ def test_fsdp_units_are_matched_by_their_recorded_shard_in_the_collectives_own_d
     small = BuiltFSDP(
         "Linear", name="head", parameters=110, units=["Linear"], unit_parameters=[110], unit_shard_elements=[22]
     )
-    run = dataclasses.replace(run_summary(script=["big.py"]), fsdp_built=[small], world_size=8)
+    run = dataclasses.replace(run_summary(script=["big.py"]), job=Job([small]), world_size=8)
     gather, scatter = "parameter all-gather", "gradient reduce-scatter"
     calls = [
         ("all_gather", 176 * 2, 1_000, 1_000, "forward", gather),  # NCCL: its bf16 output, 176 elements
@@ -220,7 +222,7 @@ def test_tune_layouts_of_a_script_with_two_models_name_each():
     from commprof.config import RunConfig
     from commprof.results.run_record import RunRecord
 
-    run = RunRecord("t", RunConfig(run_id="t"), ddp_built=[GENERATOR, DISCRIMINATOR])
+    run = RunRecord("t", RunConfig(run_id="t"), job=Job([GENERATOR, DISCRIMINATOR]))
     layout_of, described = DDP.layouts(run)
     every = layout_of(DDPOptions(bucket_cap_mb=1))
     # at a cap of 1 MB: the generator's two 1 MiB parameters a bucket each, the discriminator's two of 0.25 MiB one
@@ -243,13 +245,30 @@ def test_the_module_passed_is_read_from_the_script_line(tmp_path):
                                                device_ids=[0])
             DDP(nn.Sequential(nn.Linear(2, 2)))
             actor, *_ = deepspeed.initialize(args=args, model=self.actor, config=config)
+            head = DDP(nn.Sequential(nn.Linear(2, 2)), bucket_cap_mb=1)
+            self.head = DistributedDataParallel(
+                nn.Sequential(nn.Linear(2, 2)), device_ids=[0]
+            )
+            model = DDP(net)
+            gen, disc = DDP(Generator()), DDP(Critic())
+            heads[0] = DDP(nn.Linear(2, 2))
+            a = b = DDP(nn.Linear(2, 2))
+            pair = (DDP(nn.Linear(2, 2)), 1)
+            encoder = fully_shard(nn.Sequential(nn.Linear(2, 2)))
             """
         )
     )
     assert _first_argument(str(script), 1) == "generator"
     assert _first_argument(str(script), 2) == "self.model"
-    assert _first_argument(str(script), 4) == ""  # not a name: the module's class names it
+    assert _first_argument(str(script), 4) == ""  # not a name, nor assigned: the module's class names it
     assert _first_argument(str(script), 5, keyword="model") == "self.actor"  # DeepSpeed's engine
+    # not a name: the target the call's result is assigned to names it, a plain name or an attribute
+    assert _first_argument(str(script), 6) == "head"
+    assert _first_argument(str(script), 7) == "self.head"
+    assert _first_argument(str(script), 15) == "encoder"  # fully_shard's, as DDP's
+    assert _first_argument(str(script), 10) == "net"  # the argument's own name wins
+    # no single plain target, or the call not the whole right-hand side: the class names it
+    assert [_first_argument(str(script), n) for n in (11, 12, 13, 14)] == ["", "", "", ""]
     assert unique("model", ["model"]) == "model#2" and unique("model", ["a"]) == "model"
 
 
@@ -275,6 +294,19 @@ def test_each_call_on_a_line_is_named_by_its_own_argument():
     assert gen.where.startswith("test_several_models.py:") and gen.where == disc.where != chained.where
 
 
+def test_a_call_not_given_a_name_is_named_by_its_assignment_target():
+    generator, device = object(), "cpu"
+    head = _Built(dict(layers=2))  # not a name: the target the result is assigned to
+    head.inner = _Built(
+        [generator],
+    )  # an attribute, and a call written over several lines
+    model = _Built(generator)  # the argument's own name wins
+    first, second = _Built([1]), _Built([2])  # a tuple target: neither is named by it
+    moved = _Built([generator]).to(device)  # the call is not the whole right-hand side
+    names = [head.name, head.inner.name, model.name, first.name, second.name, moved.name]
+    assert names == ["head", "head.inner", "generator", "", "", ""]
+
+
 def _fsdp_run(asked=None, applied=None):
     built = BuiltFSDP(
         "Sequential",
@@ -285,7 +317,7 @@ def _fsdp_run(asked=None, applied=None):
         asked=asked or {"reshard_after_forward": None},
         applied=applied or {},
     )
-    return dataclasses.replace(run_summary(script=["fsdp.py"]), fsdp_built=[built], world_size=2)
+    return dataclasses.replace(run_summary(script=["fsdp.py"]), job=Job([built]), world_size=2)
 
 
 def test_resharding_saves_the_backward_all_gathers():
@@ -339,7 +371,7 @@ def test_what_a_ddp_setting_is_set_on_is_said_and_a_name_no_ddp_has_refused():
     from commprof.config import RunConfig
     from commprof.results.run_record import RunRecord
 
-    run = RunRecord("t", RunConfig(run_id="t"), ddp_built=[GENERATOR, DISCRIMINATOR])
+    run = RunRecord("t", RunConfig(run_id="t"), job=Job([GENERATOR, DISCRIMINATOR]))
     assert several_models(run, DDPOptions(bucket_cap_mb=None)) == (
         "the script builds 2 DDP models (generator, discriminator): each setting is set on every one at once "
         "(--ddp-model NAME sets one alone)"

@@ -19,6 +19,7 @@ from commprof.analysis.phases import gathers_by_module, micro_steps, phase_means
 from commprof.analysis.whole_run import lateness_ledger, whole_run
 from commprof.config import ProfileSchedule
 from commprof.errors import UsageError
+from commprof.results.job import BuiltDeepSpeed
 from commprof.results.report import Report, SkippedFileInfo, StepBreakdown, StepTimeline
 from commprof.results.run_record import RunRecord, RunSummary
 from commprof.results.step_ledger import RankLedger
@@ -84,7 +85,9 @@ def analyze_run(
         created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         sources=[r.path for r in trace.ranks],
         ranks=summaries,
-        collectives=with_zero_purposes(collectives) if run is not None and run.deepspeed_built else collectives,
+        collectives=with_zero_purposes(collectives)
+        if run is not None and run.job.first(BuiltDeepSpeed)
+        else collectives,
         steps=steps,
         run=run,
         skipped=[SkippedFileInfo(s.path, s.reason) for s in trace.skipped],

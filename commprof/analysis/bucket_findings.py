@@ -26,8 +26,10 @@ from commprof.analysis.predict import (
 )
 from commprof.analysis.sweep import paste_line
 from commprof.errors import UsageError
+from commprof.kinds import DDP
 from commprof.kinds.ddp_buckets import cap_label, describe, distinct_caps, layout
 from commprof.results.common import Estimate
+from commprof.results.job import BuiltDDP
 from commprof.results.report import Finding, ModelAccount
 from commprof.results.run_record import ProbedSize
 
@@ -48,17 +50,19 @@ def bucket_cap(evidence: Evidence) -> list[Finding]:
     ddps = [model for model in evidence.report.models if model.kind == "DDP"]
     own = {model.name: evidence.model_samples(model.name) for model in ddps} if len(ddps) > 1 else {}
     if not own or not all(own.values()) or any(m.shared_calls_per_step for m in ddps):
-        return _bucket_cap(evidence, evidence.samples, None)  # one model, or models whose sizes are not told apart
+        return _bucket_cap(
+            evidence, evidence.samples_of(DDP), None
+        )  # one model, or models whose sizes are not told apart
     return [f for model in ddps for f in _bucket_cap(evidence, own[model.name], model)]
 
 
 def _bucket_cap(evidence: Evidence, samples: list[StepProfile], model: ModelAccount | None) -> list[Finding]:
-    report, link, probe, serial = evidence.report, evidence.link, evidence.probe, evidence.serial
+    report, link, probe, serial = evidence.report, evidence.link_of(DDP), evidence.probe, evidence.serial
     if link is None or not samples:
         return []
     name = model.name if model else None
     options, framework = current_options(report, name)
-    built = next((b for b in report.run.ddp_built if b.label == name), None) if report.run and name else None
+    built = next((b for b in report.run.job.of(BuiltDDP) if b.label == name), None) if report.run and name else None
     parameters = built.parameter_sizes if built else report.run.parameter_sizes if report.run else None
     exposed = statistics.median(s.exposed_ms for s in samples)
     # without the parameters' sizes (someone else's traces), the measured buckets are the units: merged, never split
@@ -112,7 +116,7 @@ def slow_collectives(evidence: Evidence) -> list[Finding]:
     """All-reduces far below the bandwidth the link reaches with large messages (`commprof bench` on this host, or
     the fitted B). The gain: the model's step now against the same buckets at that bandwidth, so a slow
     all-reduce hidden under the backward gains nothing. Small buckets are the usual cause: latency dominates."""
-    report, samples, link, serial = evidence.report, evidence.samples, evidence.link, evidence.serial
+    report, samples, link, serial = evidence.report, evidence.samples_of(DDP), evidence.link_of(DDP), evidence.serial
     if link is None:
         return []
     gradient_bytes = sum(samples[0].bucket_bytes)

@@ -7,10 +7,9 @@ import statistics
 from collections import defaultdict
 
 from commprof.results.report import CollectiveStats, CollectiveStep
-from commprof.trace import rules
 from commprof.trace.intervals import clip, total
 from commprof.trace.model import Collective, RankTrace, Step
-from commprof.trace.rules import PHASES, busbw_factor
+from commprof.trace.rules import PHASES, busbw_factor, zero_purpose
 
 
 def in_windows(collectives: tuple[Collective, ...], windows: list[Step]) -> list[Collective]:
@@ -90,10 +89,3 @@ def with_zero_purposes(stats: list[CollectiveStats]) -> list[CollectiveStats]:
     trace named it already."""
 
     return [dataclasses.replace(s, purpose=s.purpose or zero_purpose(s.op, s.phase, s.bytes, s.dtype)) for s in stats]
-
-
-def zero_purpose(op: str, phase: str | None, nbytes: int | None, dtype: str | None) -> str | None:
-    """What a collective of a DeepSpeed run is for (rules.ZERO_PURPOSE): one element all-reduced is a flag."""
-    if op == "all_reduce" and nbytes is not None and nbytes == rules.dtype_size(dtype):
-        return rules.ZERO_SCALAR
-    return rules.ZERO_PURPOSE.get((phase or "", op))

@@ -9,17 +9,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from commprof.analysis.collectives import zero_purpose
 from commprof.analysis.crossrank import Matching
-from commprof.analysis.models import owners, ran_cap
 from commprof.analysis.predict import LinkModel, StepProfile, fit_link, probed_link, step_profile
 from commprof.errors import UsageError
-from commprof.kinds.ddp_buckets import DEFAULT_CAP_MB
+from commprof.kinds import DDP, JobKind
+from commprof.kinds.ddp_buckets import DEFAULT_CAP_MB, owners, ran_cap
+from commprof.results.job import BuiltDDP
 from commprof.results.report import JobStep, Report
-from commprof.results.run_record import BuiltDDP, ProbedSize
+from commprof.results.run_record import ProbedSize
 from commprof.settings import DDPOptions
 from commprof.trace.model import RankTrace, RunTrace, Step
-from commprof.trace.rules import ZERO_PURPOSE
 
 MAX_MODELLED_RANKS = 8  # the bucket model reads the buckets of this many ranks (they all run the same ones)
 
@@ -39,6 +38,9 @@ class Evidence:
     drift_ms: float = 0.0
     waits: dict[int, dict[int, float]] = field(default_factory=dict)
     core_waits: dict[int, dict[int, float]] = field(default_factory=dict)
+    # samples_of's and link_of's, per kind, computed once
+    _profiles_by_kind: dict[str, list[StepProfile]] = field(default_factory=dict, repr=False, compare=False)
+    _links_by_kind: dict[str, LinkModel | None] = field(default_factory=dict, repr=False, compare=False)
 
     @cached_property
     def step_ms(self) -> float:
@@ -50,58 +52,36 @@ class Evidence:
         """What a gain is a share of: the job's step without the profiler, else the profiled step."""
         return self.job.unprofiled_ms if self.job else self.step_ms
 
-    @cached_property
-    def samples(self) -> list[StepProfile]:
-        """One step profile per profiled step of the first ranks, for the bucket model (steps without a DDP backward
-        skipped); none where the run did not train with DDP, or on one rank."""
-        return _profiles(self.windows) if _trained_with_ddp(self.report) else []
+    def samples_of(self, kind: JobKind) -> list[StepProfile]:
+        """One step profile per profiled step of the first ranks, for the bucket model, of what the kind's instances
+        all-reduced (kinds.base.JobKind.own_collectives; steps without a backward skipped); none where the job holds
+        no instance of the kind (traces from elsewhere: read as DDP's), or on one rank."""
+        if kind.strategy not in self._profiles_by_kind:
+            job = self.report.run.job if self.report.run else None
+            held = kind.unrecorded if job is None else kind.strategy in job.kinds
+            own = (lambda rank: kind.own_collectives(rank, job)) if job is not None else (lambda rank: rank)
+            self._profiles_by_kind[kind.strategy] = _profiles(self.windows, own) if held else []
+        return self._profiles_by_kind[kind.strategy]
+
+    def link_of(self, kind: JobKind) -> LinkModel | None:
+        """The link the bucket model runs on for the kind's collectives: probed, else fitted to its samples; None
+        without samples or a link that fits."""
+        if kind.strategy not in self._links_by_kind:
+            self._links_by_kind[kind.strategy] = self._link(self.samples_of(kind))
+        return self._links_by_kind[kind.strategy]
 
     def model_samples(self, model: str) -> list[StepProfile]:
         """The step profiles of one DDP model of a script with several: its own all-reduces alone (analysis/models)."""
         run = self.report.run
-        if run is None or not self.samples:
+        if run is None or not self.samples_of(DDP):
             return []
-        own = {size for size, names in owners(run.ddp_built).items() if names == [model]}
+        own = {size for size, names in owners(run.job.of(BuiltDDP)).items() if names == [model]}
         return _profiles(self.windows, lambda rank: _of_sizes(rank, own))
-
-    @cached_property
-    def zero_samples(self) -> list[StepProfile]:
-        """A DeepSpeed run's step profiles for the same model, its gradient reductions (all-reduces: the model's) as
-        the buckets, each ready when it was launched (ZeRO reduces a bucket as soon as it fills)."""
-        run = self.report.run
-        if run is None or not run.deepspeed_built:
-            return []
-        return _profiles(self.windows, _gradient_reductions)
-
-    @cached_property
-    def horovod_samples(self) -> list[StepProfile]:
-        """A Horovod run's step profiles, its allreduces (read from its timeline, rank 0's) as the buckets, each ready
-        when Horovod had negotiated its tensors."""
-        run = self.report.run
-        if run is None or not run.horovod_built:
-            return []
-        return _profiles(self.windows, _allreduces)
-
-    @cached_property
-    def horovod_link(self) -> LinkModel | None:
-        """The same for a Horovod run's allreduces."""
-        return self._link(self.horovod_samples)
 
     @property
     def probe(self) -> list[ProbedSize]:
         """The link commprof's own runs time alone after training (empty for others' traces)."""
         return self.report.run.link_probe if self.report.run else []
-
-    @cached_property
-    def link(self) -> LinkModel | None:
-        """The link the bucket model runs on: probed, else fitted to the run's own all-reduces; None without
-        samples or a link that fits."""
-        return self._link(self.samples)
-
-    @cached_property
-    def zero_link(self) -> LinkModel | None:
-        """The same for a DeepSpeed run's gradient reductions."""
-        return self._link(self.zero_samples)
 
     def _link(self, samples: list[StepProfile]) -> LinkModel | None:
         if not samples:
@@ -148,33 +128,10 @@ def _profiles(
     return samples if len(samples) >= 2 and samples[0].world_size >= 2 else []
 
 
-def _gradient_reductions(rank: RankTrace) -> RankTrace:
-    """A DeepSpeed rank's gradient reductions alone, each ready when launched."""
-    reductions = tuple(
-        dataclasses.replace(c, ready=c.start)
-        for c in rank.collectives
-        if zero_purpose(c.op, c.phase, c.nbytes, c.dtype) == ZERO_PURPOSE[("backward", "all_reduce")]
-    )
-    return dataclasses.replace(rank, collectives=reductions)
-
-
 def _of_sizes(rank: RankTrace, sizes: set[int]) -> RankTrace:
     """A rank's all-reduces of these sizes alone (one model's buckets)."""
     own = tuple(c for c in rank.collectives if c.op == "all_reduce" and c.nbytes in sizes)
     return dataclasses.replace(rank, collectives=own)
-
-
-def _allreduces(rank: RankTrace) -> RankTrace:
-    """A rank's all-reduces alone (Horovod's: its broadcasts are not buckets)."""
-    return dataclasses.replace(rank, collectives=tuple(c for c in rank.collectives if c.op == "all_reduce"))
-
-
-def _trained_with_ddp(report: Report) -> bool:
-    """DDP's settings are advice only for a run that trained with DDP (unknown for someone else's traces: yes)."""
-    run = report.run
-    if run is None:
-        return True
-    return run.config.strategy == "ddp" and (not run.script or bool(run.ddp_built))
 
 
 def current_options(report: Report, model: str | None = None) -> tuple[DDPOptions, str]:
@@ -206,6 +163,4 @@ def current_cap(report: Report, model: str | None = None) -> float | None:
 def _built(report: Report, model: str | None) -> BuiltDDP | None:
     """A script's DDP: the one named `model`, else the first it built."""
     run = report.run
-    if run is None or not run.script or not run.ddp_built:
-        return None
-    return next((b for b in run.ddp_built if b.label == model), run.ddp_built[0])
+    return run.job.named(BuiltDDP, model) if run is not None and run.script else None

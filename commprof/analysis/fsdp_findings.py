@@ -15,6 +15,7 @@ from commprof.analysis.collectives import in_windows
 from commprof.analysis.evidence import Evidence
 from commprof.analysis.stats import median_ci
 from commprof.analysis.sweep import paste_line
+from commprof.results.job import BuiltFSDP
 from commprof.results.report import Finding
 from commprof.results.run_record import RunSummary
 from commprof.settings import FSDPOptions, fsdp_as_written
@@ -27,14 +28,10 @@ FLOAT_BYTES = 4  # the parameters' dtype as FSDP gathers them without a param_dt
 
 def fsdp_options(run: RunSummary | None) -> FSDPOptions | None:
     """The FSDP options the run trained with: commprof's model's (--strategy fsdp), a script's fully_shard as
-    written with what commprof set on top; None: not an FSDP run."""
-    if run is None:
+    written with what commprof set on top; None: the job holds no FSDP."""
+    built = run.job.first(BuiltFSDP) if run is not None else None
+    if run is None or built is None:
         return None
-    if not run.script:
-        return run.config.fsdp if run.config.strategy == "fsdp" else None
-    if not run.fsdp_built:
-        return None
-    built = run.fsdp_built[0]
     ran = {**{k: v for k, v in built.asked.items() if v is not None}, **built.applied}
     return dataclasses.replace(fsdp_as_written(run.config.fsdp), **ran)
 
@@ -62,7 +59,7 @@ def resharding(evidence: Evidence) -> list[Finding]:
     if not per_step or max(per_step) <= 0:
         return []
     run = report.run
-    parameters = (sum(b.parameters for b in run.fsdp_built) or run.parameters or 0) if run else 0
+    parameters = (sum(b.parameters for b in run.job.of(BuiltFSDP)) or run.parameters or 0) if run else 0
     ranks = max(2, run.world_size if run else 2)
     kept = parameters * FLOAT_BYTES * (ranks - 1) / ranks
     held = f"; each rank then holds up to {kept / 2**20:.1f} MiB more between forward and backward" if kept else ""

@@ -27,6 +27,7 @@ from commprof.analysis.predict import LinkModel, run_link
 from commprof.config import ProfileSchedule
 from commprof.kinds import HOROVOD
 from commprof.results.common import Estimate
+from commprof.results.job import BuiltHorovod
 from commprof.results.report import Finding
 from commprof.settings import HOROVOD_FUSION_GRID_MB, MIB, HorovodOptions
 from commprof.trace.horovod_timeline import PROCESS_GROUP
@@ -47,23 +48,23 @@ class TrainingStep:
 
 def horovod_fusion(evidence: Evidence) -> list[Finding]:
     """The fusion threshold above the run's own that saves the most, among those that fold any call."""
-    run, link = evidence.report.run, evidence.horovod_link
+    run, link = evidence.report.run, evidence.link_of(HOROVOD)
     if run is None or link is None:
         return []
     steps, outside = training_steps(evidence.windows[0][0], run.config.schedule if run.config.profiled else None)
-    own = run.horovod_built[0].fusion_threshold_bytes
+    own = run.job.of(BuiltHorovod)[0].fusion_threshold_bytes
     larger = [
         mb * MIB for mb in HOROVOD_FUSION_GRID_MB if mb * MIB > own and any(folded(s.calls, mb * MIB) for s in steps)
     ]
     if not larger:
         return []
-    ranks = steps[0].calls[0].group_size or evidence.horovod_samples[0].world_size
+    ranks = steps[0].calls[0].group_size or evidence.samples_of(HOROVOD)[0].world_size
     by_size = {limit: gain_ms(steps, limit, link, ranks) for limit in larger}
     best = max(larger, key=lambda limit: (round(by_size[limit], 3), -limit))  # the smaller buffer when equal
     gain = _interval(steps, best, link, evidence, ranks)
     now = statistics.median(len(s.calls) for s in steps)
     then = statistics.median(len(s.calls) - len(folded(s.calls, best)) for s in steps)
-    exposed = statistics.median(s.exposed_ms for s in evidence.horovod_samples)
+    exposed = statistics.median(s.exposed_ms for s in evidence.samples_of(HOROVOD))
     where = "the profiler did not touch" if outside else "of the run, the profiler's too"
     return [
         Finding(
@@ -159,7 +160,7 @@ def _interval(steps: list[TrainingStep], limit: float, link: LinkModel, evidence
     block = min(BLOCK_STEPS, len(steps))
     boots = []
     for _ in range(RESAMPLES):
-        drawn_link = run_link(evidence.horovod_samples, evidence.probe, rng) if evidence.probe else link
+        drawn_link = run_link(evidence.samples_of(HOROVOD), evidence.probe, rng) if evidence.probe else link
         starts = [rng.randrange(len(steps) - block + 1) for _ in range(-(-len(steps) // block))]
         drawn = [steps[i] for start in starts for i in range(start, start + block)][: len(steps)]
         boots.append(gain_ms(drawn, limit, drawn_link, ranks))

@@ -16,34 +16,14 @@ from collections.abc import Callable
 from typing import Any
 
 from commprof.analysis.collectives import in_windows
-from commprof.kinds.ddp_buckets import layout
+from commprof.kinds.ddp_buckets import bucket_bytes, owners, ran_cap
+from commprof.results.job import BuiltDDP, BuiltDeepSpeed, BuiltFSDP
 from commprof.results.report import ModelAccount
-from commprof.results.run_record import BuiltDDP, BuiltDeepSpeed, BuiltFSDP, RunSummary
+from commprof.results.run_record import RunSummary
 from commprof.trace.model import Collective, RankTrace, Step
 from commprof.trace.rules import FSDP_PURPOSE
 
 PADDING = 0.05  # an FSDP shard's size where not recorded: its parameters' over the ranks, each padded
-
-
-def ran_cap(built: BuiltDDP) -> float | None:
-    """The bucket_cap_mb a DDP ran with: what commprof applied, else what the script asked; None: DDP's default."""
-    given = built.applied.get("bucket_cap_mb", built.asked.get("bucket_cap_mb"))
-    return float(given) if given is not None else None
-
-
-def bucket_bytes(built: BuiltDDP) -> tuple[int, ...]:
-    """Its buckets as they go on the wire: DDP's layout for its cap, in 16 bits under a compression hook."""
-    sizes = layout(built.parameter_sizes, ran_cap(built))
-    return tuple(size // 2 for size in sizes) if built.applied.get("comm_hook") else sizes
-
-
-def owners(built: list[BuiltDDP]) -> dict[int, list[str]]:
-    """Per all-reduce size, the DDP models whose buckets have it."""
-    by_size: dict[int, list[str]] = defaultdict(list)
-    for model in built:
-        for size in set(bucket_bytes(model)):
-            by_size[size].append(model.label)
-    return by_size
 
 
 def element_bytes(dtype: str | None) -> int:
@@ -83,17 +63,20 @@ def _unit_owner(sharded: list[BuiltFSDP], ranks: int) -> Callable[[Collective], 
 def model_accounts(run: RunSummary | None, windows: list[tuple[RankTrace, list[Step]]]) -> list[ModelAccount]:
     """One account per model the script built (each DDP, each FSDP root), with its collectives per profiled step
     (the mean over ranks and steps); none where the run built none of its own (commprof's model, others' traces)."""
-    if run is None or not run.script or not (run.ddp_built or run.fsdp_built or len(run.deepspeed_built) > 1):
+    if run is None or not run.script:
         return []
-    by_size = owners(run.ddp_built)
-    fsdp_owner = _unit_owner(run.fsdp_built, max(1, run.world_size))
+    ddps, roots, engines = run.job.of(BuiltDDP), run.job.of(BuiltFSDP), run.job.of(BuiltDeepSpeed)
+    if not (ddps or roots or len(engines) > 1):
+        return []
+    by_size = owners(ddps)
+    fsdp_owner = _unit_owner(roots, max(1, run.world_size))
 
     def owner(call: Collective) -> list[str]:
         if call.op == "all_reduce" and call.purpose is None:
             return by_size.get(call.nbytes or 0, [])
         return fsdp_owner(call)
 
-    names = [m.label for m in run.ddp_built] + [m.label for m in run.fsdp_built]
+    names = [m.label for m in ddps] + [m.label for m in roots]
     counted: dict[str, dict[str, list[float]]] = {name: defaultdict(list) for name in names}
     shared: list[float] = []
     for rank, steps in windows:
@@ -120,9 +103,7 @@ def model_accounts(run: RunSummary | None, windows: list[tuple[RankTrace, list[S
             shared_calls_per_step=statistics.fmean(shared) if shared else 0.0,
         )
 
-    ddp = [
-        _named(m, bucket_cap_mb=ran_cap(m), buckets=list(bucket_bytes(m)), built_by=m.built_by) for m in run.ddp_built
-    ]
+    ddp = [_named(m, bucket_cap_mb=ran_cap(m), buckets=list(bucket_bytes(m)), built_by=m.built_by) for m in ddps]
     fsdp = [
         _named(
             m,
@@ -130,12 +111,12 @@ def model_accounts(run: RunSummary | None, windows: list[tuple[RankTrace, list[S
             units=list(m.unit_parameters),
             fsdp={**{k: v for k, v in m.asked.items() if k not in m.applied}, **m.applied},
         )
-        for m in run.fsdp_built
+        for m in roots
     ]
-    several_engines = len(run.deepspeed_built) > 1  # an actor and a critic: named, their collectives not told apart
+    several_engines = len(engines) > 1  # an actor and a critic: named, their collectives not told apart
     zero = [
         _named(m, kind="ZeRO", built_by=m.built_by, told_apart=False, zero={"stage": m.zero_stage, **m.settings})
-        for m in run.deepspeed_built
+        for m in engines
         if several_engines
     ]
     return [measured(account) for account in ddp + fsdp] + zero

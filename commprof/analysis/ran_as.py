@@ -83,8 +83,8 @@ def job_as_run(config: RunConfig, run: RunRecord | None, strategy: str | None) -
     options as the job ran with them where its launch recorded what it built (else not known)."""
     model = run.model if run is not None else None
     parameters = run.parameters if run is not None else None
-    several = next((built for built in (run.ddp_built, run.fsdp_built) if len(built) > 1), None) if run else None
-    if several:  # a script's several models (a GAN's two DDPs, a teacher and a student): each by its name, all counted
+    several = run.job.built if run else []
+    if len(several) > 1:  # several models (a GAN's two DDPs, an FSDP encoder and a DDP head): each named, all counted
         names = [f"{b.label} ({b.module})" for b in several]
         model, parameters = f"{', '.join(names[:-1])} and {names[-1]}", sum(b.parameters for b in several)
     if not config.script:

@@ -39,6 +39,7 @@ from commprof.analysis.predict import (
 )
 from commprof.analysis.sweep import paste_line
 from commprof.errors import UsageError
+from commprof.kinds import DDP
 from commprof.results.common import Estimate
 from commprof.results.report import Finding, Report
 from commprof.results.run_record import CastCost, ProbedSize
@@ -142,7 +143,7 @@ def _compression_gain(costs: list[CastCost], serial: bool) -> Value:
 def compression(evidence: Evidence) -> list[Finding]:
     """fp16 or bf16 compression where the halved bytes save more on this link than the casts cost on this device
     (a net loss is no finding at all; a net gain within the noise is one, unclaimed)."""
-    report, samples, link = evidence.report, evidence.samples, evidence.link
+    report, samples, link = evidence.report, evidence.samples_of(DDP), evidence.link_of(DDP)
     probe, serial = evidence.probe, evidence.serial
     options, framework = evidence.options
     if link is None or options.comm_hook != "none":
@@ -253,7 +254,7 @@ def _paid(sample: StepProfile, link: LinkModel, serial: bool) -> float:
 
 def accumulation(evidence: Evidence) -> list[Finding]:
     """Accumulation under no_sync and a larger per-rank batch, each where it saves communication per sample."""
-    report, samples, link = evidence.report, evidence.samples, evidence.link
+    report, samples, link = evidence.report, evidence.samples_of(DDP), evidence.link_of(DDP)
     probe, serial = evidence.probe, evidence.serial
     if link is None:
         return []

@@ -1,7 +1,7 @@
 """The finding the bucket model predicts for a DeepSpeed run: the ZeRO reduce_bucket_size whose gradient reductions
 the measured steps would run fastest with (DDP's, analysis/bucket_findings.py).
 
-The buckets are the run's own gradient reductions (evidence.zero_samples), merged as ZeRO fills a bucket: whole
+The buckets are the run's own gradient reductions (evidence.samples_of(DEEPSPEED)), merged as ZeRO fills a bucket: whole
 gradients until the next would exceed the size, so a larger size merges the measured buckets and never splits one
 (the parameters' sizes are not recorded for ZeRO). Sizes below the run's own are not predicted. The link, the model,
 its interval and the rule that a gain is claimed only beyond the noise are DDP's."""
@@ -13,6 +13,7 @@ import statistics
 from commprof.analysis.bucket_findings import SERIAL_NOTE, gain_ci, model_gain
 from commprof.analysis.evidence import Evidence
 from commprof.kinds import DEEPSPEED
+from commprof.results.job import BuiltDeepSpeed
 from commprof.results.report import Finding
 from commprof.settings import ZERO_BUCKET_GRID, DeepSpeedOptions, elements
 from commprof.trace.rules import ZERO_PURPOSE, dtype_size
@@ -34,10 +35,10 @@ def merged(buckets: list[tuple[int, float]], limit_bytes: float) -> list[tuple[i
 def zero_bucket_size(evidence: Evidence) -> list[Finding]:
     """The reduce_bucket_size the model predicts fastest, among the sizes above the run's own that merge its
     gradient reductions into fewer buckets."""
-    samples, link, run = evidence.zero_samples, evidence.zero_link, evidence.report.run
+    samples, link, run = evidence.samples_of(DEEPSPEED), evidence.link_of(DEEPSPEED), evidence.report.run
     if link is None or run is None:
         return []
-    engine = run.deepspeed_built[0]
+    engine = run.job.of(BuiltDeepSpeed)[0]
     own = engine.settings.get("reduce_bucket_size")
     element = _gradient_element_bytes(evidence)
     if own is None or element is None:

@@ -21,6 +21,7 @@ from commprof.analysis.timeline import job_timeline
 from commprof.errors import NothingToReport, UsageError
 from commprof.launch.runlog import read_run_json
 from commprof.results.common import Estimate, Result
+from commprof.results.job import BuiltDeepSpeed
 from commprof.results.report import Report
 from commprof.results.run_record import RunSummary
 from commprof.results.step_ledger import read_ledgers
@@ -126,7 +127,7 @@ def sweep_report(run_dir: Path, name: str, kind: str, predicted: dict[str, Estim
         analysis = analyze_run(trace, name=label, kind="run")
         report = analysis.report
         launch = read_run_json(run_dir / label)  # a script's profiled launch: ZeRO's collectives named as in a run's
-        if launch is not None and launch.deepspeed_built:
+        if launch is not None and launch.job.first(BuiltDeepSpeed):
             report = dataclasses.replace(report, collectives=with_zero_purposes(report.collectives))
         if launch is not None:  # a script's models, each with its own collectives in this setting's launch
             report = dataclasses.replace(report, models=model_accounts(launch.summary(), analysis.windows))

@@ -31,8 +31,9 @@ from commprof.errors import RunFailed, UsageError
 from commprof.launch.runlog import read_run_json
 from commprof.launch.script_run import finish_script_run
 from commprof.plans import DEFAULT_WORLD_SIZES, MEASURED_AS_SCALE_DOES, ScaleOptions
+from commprof.results.job import BuiltDDP
 from commprof.results.report import Report
-from commprof.results.run_record import BuiltDDP, RunRecord
+from commprof.results.run_record import RunRecord
 from commprof.results.scale import ScaleReport
 
 SCALE_RUNS = " on commprof's own model; a script that shards its model itself scales as it is: commprof scale -- SCRIPT"
@@ -271,7 +272,7 @@ def run_scale(plan: ScalePlan, launch: Callable[[RunConfig], Path | None], repor
     first = plan.configs[min(plan.configs)]
     assert first_run is not None  # a run was measured
     job = job_as_run(first, first_run, kinds[0] if kinds else None)
-    built = first_run.ddp_built[0] if first_run.ddp_built else None
+    built = first_run.job.first(BuiltDDP) if first_run.script else None
     parameter_bytes = plan.parameter_bytes or (built.parameter_sizes if built else [])
     points = [
         dataclasses.replace(p, nodes=plan.configs[p.world_size].nodes)
@@ -295,7 +296,7 @@ def run_scale(plan: ScalePlan, launch: Callable[[RunConfig], Path | None], repor
         order=plan.order(),
     )
     every = [p for ps in profiles.values() for p in ps]
-    several = len(first_run.ddp_built) > 1  # the model re-buckets one DDP's parameters: not a GAN's two
+    several = len(first_run.job.built) > 1  # the model re-buckets one DDP's parameters: not a GAN's two
     if job.strategy not in MODELLED or several or (not any(n >= 2 for n in profiles) and plan.link is None):
         return scale  # the step model is one DDP's buckets: FSDP's, ZeRO's, Horovod's steps are not modelled
     link = plan.link or (

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from commprof.errors import UsageError
 from commprof.kinds import JobKind, built_kind, kind_of
+from commprof.results.job import BuiltDDP
 from commprof.results.run_record import RunRecord
 from commprof.settings import SettingOptions
 
 
 def several_models(run: RunRecord, baseline: SettingOptions) -> str:
     """What a setting is set on, in a script with several DDP models: every one at once, or one (--ddp-model)."""
-    names = [b.label for b in run.ddp_built]
+    names = [b.label for b in run.job.of(BuiltDDP)]
     target = getattr(baseline, "ddp_model", None)
     if target is None:
         return (

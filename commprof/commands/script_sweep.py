@@ -38,6 +38,7 @@ from commprof.launch.runlog import read_run_json
 from commprof.launch.script_run import finish_script_run
 from commprof.plans import SweepOptions, SweepPlan
 from commprof.results.common import Estimate, job_steps
+from commprof.results.job import BuiltDDP
 from commprof.results.run_record import RunRecord
 from commprof.results.sweep_record import FILE_NAME, Confirmation, MeasuredSetting, SweepRecord
 from commprof.settings import SettingOptions, setting_label
@@ -222,7 +223,7 @@ class _Launches:
                 run = self.launch(setting, f"{label}-r{key}", self.timed_steps, None, subject)
                 if self.count == 1:
                     check_kind(run, plan.baseline)
-                    several = len(run.ddp_built) > 1 or getattr(plan.baseline, "ddp_model", None) is not None
+                    several = len(run.job.of(BuiltDDP)) > 1 or getattr(plan.baseline, "ddp_model", None) is not None
                     if several and kind_of(plan.baseline) is DDP:
                         self.feedback.info(f"{self.name}: {several_models(run, plan.baseline)}")
                     # Dynamo's DDPOptimizer splits the compiled graph at the buckets and asserts that none is

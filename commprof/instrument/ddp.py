@@ -11,7 +11,7 @@ from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 from torch.nn.parallel import DistributedDataParallel
 
 from commprof.instrument.call_site import call_site, unique
-from commprof.results.run_record import BuiltDDP
+from commprof.results.job import BuiltDDP
 from commprof.settings import DDP_ARGUMENTS, DDPOptions, applied_to_a_script
 
 TIMED = "_commprof_timed_hook"  # the attribute of a DDP whose comm hook commprof times

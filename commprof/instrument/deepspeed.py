@@ -19,7 +19,7 @@ from typing import Any
 from commprof.instrument.after_import import when_imported
 from commprof.instrument.call_site import call_site, unique
 from commprof.instrument.ddp import framework_of
-from commprof.results.run_record import BuiltDeepSpeed
+from commprof.results.job import BuiltDeepSpeed
 
 ENGINE_MODULE = "deepspeed.runtime.engine"
 CONFIG_MODULE = "deepspeed.runtime.config"  # imported by the engine's module

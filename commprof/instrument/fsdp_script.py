@@ -15,7 +15,7 @@ from torch import nn
 
 from commprof.instrument.call_site import call_site, unique
 from commprof.instrument.fsdp import REDUCE_DTYPES, set_prefetch
-from commprof.results.run_record import BuiltFSDP
+from commprof.results.job import BuiltFSDP
 from commprof.settings import FSDPOptions
 
 _DTYPES = {dtype: name for name, dtype in REDUCE_DTYPES.items() if dtype is not None}

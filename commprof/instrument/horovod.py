@@ -14,7 +14,7 @@ import sys
 from typing import Any
 
 from commprof.instrument.after_import import when_imported
-from commprof.results.run_record import BuiltHorovod
+from commprof.results.job import BuiltHorovod
 from commprof.settings import MIB, HorovodOptions
 
 MODULE = "horovod.torch"

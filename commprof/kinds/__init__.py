@@ -1,6 +1,6 @@
 """The kinds of job commprof profiles and tunes, one object each (kinds.base.JobKind): DistributedDataParallel
 (commprof's model, a script's, torch.compile over it), FSDP2, DeepSpeed ZeRO and Horovod. A command asks
-`KINDS[strategy]` (what the user said), `kind_of(setting)` or `built_kind(run)` (what a script's launch built), never
+`KINDS[strategy]` (what the user said), `kind_of(setting)`, or the run's job (results/job.Job: what it built), never
 a type."""
 
 from __future__ import annotations
@@ -10,7 +10,9 @@ from commprof.kinds.ddp import DDP
 from commprof.kinds.deepspeed import DEEPSPEED
 from commprof.kinds.fsdp import FSDP
 from commprof.kinds.horovod import HOROVOD
-from commprof.results.run_record import RunRecord
+from commprof.results.job import Job
+from commprof.results.report import FINDING_KINDS
+from commprof.results.run_record import RunRecord, RunSummary
 from commprof.settings import SettingOptions
 
 KINDS: dict[str, JobKind] = {kind.strategy: kind for kind in (DDP, FSDP, DEEPSPEED, HOROVOD)}
@@ -21,11 +23,24 @@ def kind_of(options: SettingOptions) -> JobKind:
     return next(kind for kind in KINDS.values() if type(options) is kind.options)
 
 
-def built_kind(run: RunRecord) -> JobKind | None:
-    """The kind of job a script's launch built: DDP where it built a DistributedDataParallel, DeepSpeed where it
-    built an engine and no DDP, FSDP where it called fully_shard, Horovod where a DistributedOptimizer; None where
-    none (a script of its own collectives)."""
-    return next((kind for kind in (DDP, DEEPSPEED, FSDP, HOROVOD) if kind.built(run) is not None), None)
+def built_kind(run: RunRecord | RunSummary) -> JobKind | None:
+    """The kind a run's job measures (results/job.Job.kind: the first of its kinds); None where it built none (a
+    script of its own collectives)."""
+    return KINDS[run.job.kind] if run.job.kind else None
 
 
-__all__ = ["DDP", "DEEPSPEED", "FSDP", "HOROVOD", "KINDS", "JobKind", "built_kind", "kind_of"]
+def job_kinds(job: Job) -> list[JobKind]:
+    """Every kind the job holds, in its order."""
+    return [KINDS[kind] for kind in job.kinds]
+
+
+def checked(job: Job | None) -> list[str]:
+    """The finding kinds weighed for a job: those of no kind of job (the ranks', the profiler's) and those of each
+    kind it holds; every one where the job is not known (traces from elsewhere)."""
+    kinds = job_kinds(job) if job is not None else list(KINDS.values())
+    own = {finding for kind in kinds for finding in kind.findings}
+    anyone = {finding for kind in KINDS.values() for finding in kind.findings}
+    return [finding for finding in FINDING_KINDS if finding in own or finding not in anyone]
+
+
+__all__ = ["DDP", "DEEPSPEED", "FSDP", "HOROVOD", "KINDS", "JobKind", "built_kind", "checked", "job_kinds", "kind_of"]

@@ -9,8 +9,10 @@ from typing import Any, ClassVar
 
 from commprof.config import RunConfig
 from commprof.errors import UsageError
-from commprof.results.run_record import BuiltDDP, BuiltDeepSpeed, BuiltFSDP, BuiltHorovod, RunRecord
+from commprof.results.job import Built, Job
+from commprof.results.run_record import RunRecord, RunSummary
 from commprof.settings import SettingOptions
+from commprof.trace.model import RankTrace
 
 Layout = tuple[Any, ...]  # bucket bytes; of a script with several DDP models, one such tuple per model
 # a setting's buckets, learnt from a script's launch, and how to say one layout
@@ -22,7 +24,10 @@ class JobKind(ABC):
     validation), how a setting is applied to a run and written in the user's code, whether a script's launch built
     it, its bucket layout, and the bucket size a tune varies."""
 
-    strategy: ClassVar[str]  # --strategy's value, and RunConfig's field that holds its options
+    strategy: ClassVar[str]  # --strategy's value, RunConfig's field that holds its options, its record's tag
+    record: ClassVar[type[Built]]  # what a run records of each instance of it (results/job.py)
+    # the finding kinds (results/report.FINDING_KINDS) that are this kind's settings: weighed for its instances only
+    findings: ClassVar[tuple[str, ...]] = ()
     options: ClassVar[type]
     engine: ClassVar[str]  # what a script builds of it, as its user knows it
     title: ClassVar[str]  # the kind, by name: DistributedDataParallel, DeepSpeed, Horovod
@@ -35,6 +40,8 @@ class JobKind(ABC):
     size_unit: ClassVar[str] = ""
     grid: ClassVar[tuple[float, ...]] = ()  # tune's first sizes
     reads_ddp: ClassVar[bool] = False  # DDP's buckets and own timers are read from its runs
+    # traces from elsewhere (no run record: no job known) are read as this kind's
+    unrecorded: ClassVar[bool] = False
 
     def trains_with(self, run: RunRecord) -> str:
         """The job as a script's launch built it, in a sentence: 'DeepSpeed (ZeRO stage 2)'."""
@@ -47,6 +54,12 @@ class JobKind(ABC):
     def as_written(self, options: SettingOptions) -> SettingOptions:
         """A script's baseline: its job as it wrote it, with the options given on top."""
         return options
+
+    def baseline(self, run: RunSummary) -> SettingOptions:
+        """The setting a run trained with, as a sweep's baseline (advise's): a script's job as written with what the
+        run set on top; commprof's model's options as given."""
+        options = getattr(run.config, self.strategy)
+        return self.as_written(options) if run.script else options
 
     def is_as_written(self, options: SettingOptions) -> bool:
         """The setting changes nothing the script wrote (it is the script's own)."""
@@ -68,9 +81,14 @@ class JobKind(ABC):
         """The bucket size a setting (as a sweep records it) sorts by; 0 where it has none."""
         return (options.get(self.size_knob) if self.size_knob else None) or 0
 
-    def built(self, run: RunRecord) -> BuiltDDP | BuiltDeepSpeed | BuiltFSDP | BuiltHorovod | None:
-        """What a script's launch built of this kind (the first: the one measured); None: not this kind."""
-        return None
+    def own_collectives(self, rank: RankTrace, job: Job) -> RankTrace:
+        """What of a rank's collectives this kind's detectors read as its instances' (its evidence): all of them,
+        unless the kind says otherwise."""
+        return rank
+
+    def built(self, run: RunRecord | RunSummary) -> Built | None:
+        """What a run built of this kind (the first: the one measured); None: not this kind."""
+        return next((b for b in run.job.built if isinstance(b, self.record)), None)
 
     def layouts(self, run: RunRecord) -> Layouts:
         """A setting's buckets and how to say them, from the baseline's launch of a script."""

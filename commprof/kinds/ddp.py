@@ -8,17 +8,22 @@ wrote them."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from commprof.kinds.base import JobKind, Layout, Layouts
-from commprof.kinds.ddp_buckets import describe, layout
-from commprof.results.run_record import BuiltDDP, RunRecord
+from commprof.kinds.ddp_buckets import describe, layout, owners
+from commprof.results.job import Built, BuiltDDP, Job
+from commprof.results.run_record import RunRecord, RunSummary
 from commprof.settings import DDP_ARGUMENTS, DDP_BUCKET_GRID_MB, DDPOptions, SettingOptions, own_setting
+from commprof.trace.model import RankTrace
 
 
 class DDPKind(JobKind):
     strategy: ClassVar[str] = "ddp"
+    record: ClassVar[type[Built]] = BuiltDDP
+    findings: ClassVar[tuple[str, ...]] = ("bucket_cap", "compression", "accumulation", "batch", "slow_collectives")
     options: ClassVar[type] = DDPOptions
     title: ClassVar[str] = "DistributedDataParallel"
     engine: ClassVar[str] = "DistributedDataParallel"
@@ -29,6 +34,16 @@ class DDPKind(JobKind):
     grid: ClassVar[tuple[float, ...]] = DDP_BUCKET_GRID_MB
     reads_ddp: ClassVar[bool] = True
     instead: ClassVar[str] = "leave out --strategy {strategy}"
+    unrecorded: ClassVar[bool] = True
+
+    def own_collectives(self, rank: RankTrace, job: Job) -> RankTrace:
+        """Every collective of a job of DDP alone; in a job of several kinds (an FSDP encoder and a DDP head), the
+        all-reduces of its DDPs' bucket sizes."""
+        if job.kinds == (self.strategy,):
+            return rank
+        sizes = set(owners(job.of(BuiltDDP)))
+        own = tuple(c for c in rank.collectives if c.op == "all_reduce" and c.nbytes in sizes)
+        return dataclasses.replace(rank, collectives=own)
 
     def as_written(self, options: SettingOptions) -> SettingOptions:
         assert isinstance(options, DDPOptions)  # this kind's own
@@ -41,17 +56,29 @@ class DDPKind(JobKind):
             return f"{whose}no bucket_cap_mb, so DDP's default: a 1 MiB first bucket, then 25 MiB"
         return f"{whose}bucket_cap_mb={cap:g} as the script passes it"
 
+    def baseline(self, run: RunSummary) -> SettingOptions:
+        """A script's: its DDPs as written (settings.own_setting) with the options the run set on top, its
+        bucket_cap_mb only if it set one. Launched like the run, it builds the same: with --ddp-model, the cap it set
+        on that model, and the others' as the run gave them."""
+        if not run.script:
+            return run.config.ddp
+        target = run.config.ddp.ddp_model
+        built = run.job.named(BuiltDDP, target)
+        others = [b for b in run.job.of(BuiltDDP) if b is not built and "bucket_cap_mb" in b.applied]
+        return dataclasses.replace(
+            own_setting(run.config.ddp),
+            bucket_cap_mb=_cap(built.applied) if built else None,
+            others_bucket_cap_mb=_cap(others[0].applied) if target and others else None,
+        )
+
     def is_as_written(self, options: SettingOptions) -> bool:
         return getattr(options, "bucket_cap_mb", 0) is None
-
-    def built(self, run: RunRecord) -> BuiltDDP | None:
-        return run.ddp_built[0] if run.ddp_built else None
 
     def layouts(self, run: RunRecord) -> Layouts:
         """As DDP builds them for the module the script wrapped (a setting that applies no cap: what the script
         passes, or DDP's default); of a script with several DDPs, each model's buckets, those of the models a setting
         leaves alone (--ddp-model) as the script wrote them."""
-        every = run.ddp_built
+        every = run.job.of(BuiltDDP)
         names = [b.label for b in every]
 
         def one(built: BuiltDDP, setting: Any) -> Layout:
@@ -72,7 +99,7 @@ class DDPKind(JobKind):
     def ran_with(self, setting: SettingOptions, run: RunRecord) -> dict[str, Any]:
         options = super().ran_with(setting, run)
         target = getattr(setting, "ddp_model", None)
-        built = next((b for b in run.ddp_built if b.label == target), self.built(run))
+        built = run.job.named(BuiltDDP, target)
         for name in DDP_ARGUMENTS if built else ():
             assert built is not None
             if name in built.applied:
@@ -117,6 +144,10 @@ class DDPKind(JobKind):
         if options.grad_accum > 1:
             notes.append(f"and all-reduce every {options.grad_accum} micro-batches (no_sync for the others)")
         return line + (f"  # {'; '.join(notes)}" if notes else "")
+
+
+def _cap(applied: Mapping[str, Any]) -> float | None:
+    return float(applied["bucket_cap_mb"]) if applied.get("bucket_cap_mb") is not None else None
 
 
 DDP = DDPKind()

@@ -10,8 +10,11 @@ A parameter larger than the cap is a bucket of its own. `gradient_as_bucket_view
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
+
+from commprof.results.job import BuiltDDP
 
 T = TypeVar("T")
 Layout = tuple[int, ...]
@@ -89,3 +92,24 @@ def distinct_caps(parameter_bytes: Sequence[int], candidates: Sequence[float], n
     """Of the candidate caps, one per layout (the smallest cap that builds it), leaving out the layout `now`."""
     chosen = one_per_layout(sorted(candidates), lambda cap: layout(parameter_bytes, cap), (now,))
     return {cap: built for built, cap in chosen.items()}
+
+
+def ran_cap(built: BuiltDDP) -> float | None:
+    """The bucket_cap_mb a DDP ran with: what commprof applied, else what the script asked; None: DDP's default."""
+    given = built.applied.get("bucket_cap_mb", built.asked.get("bucket_cap_mb"))
+    return float(given) if given is not None else None
+
+
+def bucket_bytes(built: BuiltDDP) -> tuple[int, ...]:
+    """Its buckets as they go on the wire: DDP's layout for its cap, in 16 bits under a compression hook."""
+    sizes = layout(built.parameter_sizes, ran_cap(built))
+    return tuple(size // 2 for size in sizes) if built.applied.get("comm_hook") else sizes
+
+
+def owners(built: list[BuiltDDP]) -> dict[int, list[str]]:
+    """Per all-reduce size, the DDP models whose buckets have it."""
+    by_size: dict[int, list[str]] = defaultdict(list)
+    for model in built:
+        for size in set(bucket_bytes(model)):
+            by_size[size].append(model.label)
+    return by_size

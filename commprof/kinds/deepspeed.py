@@ -4,16 +4,22 @@ script's baseline sets none."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from commprof.kinds.base import JobKind, Layout, Layouts
-from commprof.results.run_record import BuiltDeepSpeed, RunRecord
+from commprof.results.job import Built, BuiltDeepSpeed, Job
+from commprof.results.run_record import RunRecord
 from commprof.settings import ZERO_BUCKET_GRID, DeepSpeedOptions, SettingOptions, elements
+from commprof.trace.model import RankTrace
+from commprof.trace.rules import ZERO_PURPOSE, zero_purpose
 
 
 class DeepSpeedKind(JobKind):
     strategy: ClassVar[str] = "deepspeed"
+    record: ClassVar[type[Built]] = BuiltDeepSpeed
+    findings: ClassVar[tuple[str, ...]] = ("zero_buckets",)
     options: ClassVar[type] = DeepSpeedOptions
     title: ClassVar[str] = "DeepSpeed"
     engine: ClassVar[str] = "DeepSpeed engine"
@@ -30,7 +36,7 @@ class DeepSpeedKind(JobKind):
     )
 
     def trains_with(self, run: RunRecord) -> str:
-        engine = self.built(run)
+        engine = run.job.first(BuiltDeepSpeed)
         return f"DeepSpeed (ZeRO stage {engine.zero_stage})" if engine else "DeepSpeed"
 
     def written(self, ran: Mapping[str, Any]) -> str:
@@ -41,13 +47,21 @@ class DeepSpeedKind(JobKind):
     def is_as_written(self, options: SettingOptions) -> bool:
         return options == DeepSpeedOptions()
 
-    def built(self, run: RunRecord) -> BuiltDeepSpeed | None:
-        return run.deepspeed_built[0] if run.deepspeed_built else None
+    def own_collectives(self, rank: RankTrace, job: Job) -> RankTrace:
+        """Its gradient reductions alone (all-reduces: the model's), each ready when it was launched (ZeRO reduces a
+        bucket as soon as it fills)."""
+        reduction = ZERO_PURPOSE[("backward", "all_reduce")]
+        reductions = tuple(
+            dataclasses.replace(c, ready=c.start)
+            for c in rank.collectives
+            if zero_purpose(c.op, c.phase, c.nbytes, c.dtype) == reduction
+        )
+        return dataclasses.replace(rank, collectives=reductions)
 
     def layouts(self, run: RunRecord) -> Layouts:
         """Only whether its gradients fill one reduce bucket (a size at or above them all), what every such size
         builds."""
-        engine = run.deepspeed_built[0]
+        engine = run.job.of(BuiltDeepSpeed)[0]
         mine, gradients = engine.settings.get("reduce_bucket_size"), engine.parameters
 
         def zero_layout(s: DeepSpeedOptions) -> Layout:
@@ -65,7 +79,7 @@ class DeepSpeedKind(JobKind):
 
     def ran_with(self, setting: SettingOptions, run: RunRecord) -> dict[str, Any]:
         options = super().ran_with(setting, run)
-        engine = self.built(run)
+        engine = run.job.first(BuiltDeepSpeed)
         if engine is not None:
             options["zero_stage"] = engine.zero_stage
             options |= {name: engine.settings[name] for name in options if name in engine.settings}

@@ -10,12 +10,15 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from commprof.kinds.base import JobKind
-from commprof.results.run_record import BuiltFSDP, RunRecord
+from commprof.results.job import Built, BuiltFSDP
+from commprof.results.run_record import RunRecord
 from commprof.settings import FSDPOptions, SettingOptions, fsdp_as_written
 
 
 class FSDPKind(JobKind):
     strategy: ClassVar[str] = "fsdp"
+    record: ClassVar[type[Built]] = BuiltFSDP
+    findings: ClassVar[tuple[str, ...]] = ("fsdp_reshard",)
     options: ClassVar[type] = FSDPOptions
     title: ClassVar[str] = "FSDP"
     engine: ClassVar[str] = "FSDP (fully_shard)"
@@ -25,12 +28,9 @@ class FSDPKind(JobKind):
     instead: ClassVar[str] = "give --strategy fsdp, whose knobs are FSDP's own"
 
     def trains_with(self, run: RunRecord) -> str:
-        built = run.fsdp_built
+        built = run.job.of(BuiltFSDP)
         units = sum(len(b.units) for b in built)
         return f"FSDP2 (fully_shard, {units} units in {len(built)} model{'s' * (len(built) > 1)})"
-
-    def built(self, run: RunRecord) -> BuiltFSDP | None:
-        return run.fsdp_built[0] if run.fsdp_built else None
 
     def as_written(self, options: SettingOptions) -> SettingOptions:
         assert isinstance(options, FSDPOptions)  # this kind's own
@@ -48,7 +48,7 @@ class FSDPKind(JobKind):
 
     def ran_with(self, setting: SettingOptions, run: RunRecord) -> dict[str, Any]:
         options = super().ran_with(setting, run)
-        built = self.built(run)
+        built = run.job.first(BuiltFSDP)
         if built is not None:
             options |= {k: v for k, v in built.asked.items() if k not in built.applied} | built.applied
         return options

@@ -4,16 +4,21 @@ Its fusion buffer is its bucket: gradients ready in the same cycle are fused up 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from commprof.kinds.base import JobKind, Layout, Layouts
-from commprof.results.run_record import BuiltHorovod, RunRecord
+from commprof.results.job import Built, BuiltHorovod, Job
+from commprof.results.run_record import RunRecord
 from commprof.settings import HOROVOD_FUSION_GRID_MB, MIB, HorovodOptions, SettingOptions
+from commprof.trace.model import RankTrace
 
 
 class HorovodKind(JobKind):
     strategy: ClassVar[str] = "horovod"
+    record: ClassVar[type[Built]] = BuiltHorovod
+    findings: ClassVar[tuple[str, ...]] = ("horovod_fusion",)
     options: ClassVar[type] = HorovodOptions
     title: ClassVar[str] = "Horovod"
     engine: ClassVar[str] = "Horovod DistributedOptimizer"
@@ -36,13 +41,14 @@ class HorovodKind(JobKind):
     def is_as_written(self, options: SettingOptions) -> bool:
         return options == HorovodOptions()
 
-    def built(self, run: RunRecord) -> BuiltHorovod | None:
-        return run.horovod_built[0] if run.horovod_built else None
+    def own_collectives(self, rank: RankTrace, job: Job) -> RankTrace:
+        """Its allreduces alone (read from its timeline): its broadcasts are not buckets."""
+        return dataclasses.replace(rank, collectives=tuple(c for c in rank.collectives if c.op == "all_reduce"))
 
     def layouts(self, run: RunRecord) -> Layouts:
         """Whether the gradients fill one fusion buffer (a threshold at or above them all), what every such
         threshold fuses alike; below it, each threshold its own."""
-        built = run.horovod_built[0]
+        built = run.job.of(BuiltHorovod)[0]
         gradients = sum(built.parameter_sizes)
 
         def fused(s: HorovodOptions) -> Layout:
@@ -58,7 +64,7 @@ class HorovodKind(JobKind):
         return fused, described
 
     def ran_with(self, setting: SettingOptions, run: RunRecord) -> dict[str, Any]:
-        built = self.built(run)
+        built = run.job.first(BuiltHorovod)
         if built is None:
             return super().ran_with(setting, run)
         return {"fusion_threshold_mb": built.fusion_threshold_bytes / MIB, "cycle_time_ms": built.cycle_time_ms}

@@ -10,6 +10,7 @@ from pathlib import Path
 from commprof.launch.atomic import now
 from commprof.launch.runlog import read_run_json, started_by, write_run_json
 from commprof.launch.step_log import read_step_logs
+from commprof.results.job import Built, BuiltHorovod
 from commprof.results.run_record import Compiled, RankRecord, ScriptRankInfo
 
 
@@ -22,21 +23,17 @@ def finish_script_run(run_dir: Path, launch_id: str) -> None:
     logs = read_step_logs(run_dir)
     infos = {rank: ScriptRankInfo.from_dict(log.get("info") or {}) for rank, log in logs.items()}
     first = infos.get(0, ScriptRankInfo())
-    built, engines = first.ddp_built, first.deepspeed_built
-    trained = built or engines or first.fsdp_built or first.horovod_built
+    measured = first.job.measured
     record = replace(
         record,
         status="complete",
         end_time=now(),
         hosts=sorted({log["host"] for log in logs.values()}),
         steps_completed=min((log["steps_done"] for log in logs.values()), default=0),
-        model=_model_of(first),
-        parameters=trained[0].parameters if trained else None,
+        model=_model_of(measured),
+        parameters=measured.parameters if measured else None,
         tf32=first.tf32,
-        ddp_built=built,
-        fsdp_built=first.fsdp_built,
-        deepspeed_built=engines,
-        horovod_built=first.horovod_built,
+        job=first.job,
         compiled=compiled_by_every_rank(infos),
         notes=first.notes + desync_notes(infos),
         link_probe=first.link_probe,
@@ -58,12 +55,12 @@ def finish_script_run(run_dir: Path, launch_id: str) -> None:
     write_run_json(run_dir, record)
 
 
-def _model_of(info: ScriptRankInfo) -> str | None:
-    """What the script trained, as the report names it: the module its DDP or DeepSpeed engine wraps; Horovod's
-    optimizer, which knows no module."""
-    if info.ddp_built or info.deepspeed_built or info.fsdp_built:
-        return (info.ddp_built or info.deepspeed_built or info.fsdp_built)[0].module
-    return f"Horovod DistributedOptimizer({info.horovod_built[0].optimizer})" if info.horovod_built else None
+def _model_of(measured: Built | None) -> str | None:
+    """What the script trained, as the report names it: the module its DDP, DeepSpeed engine or FSDP root wraps;
+    Horovod's optimizer, which knows no module."""
+    if isinstance(measured, BuiltHorovod):
+        return f"Horovod {measured.module}"
+    return measured.module if measured else None
 
 
 def compiled_by_every_rank(infos: dict[int, ScriptRankInfo]) -> Compiled | None:

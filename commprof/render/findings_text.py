@@ -4,22 +4,12 @@ from __future__ import annotations
 
 from typing import cast
 
+from commprof.kinds import checked
 from commprof.render.rank_findings_text import words
 from commprof.results.common import PRACTICAL_SHARE, Estimate, interval_text, signed
 from commprof.results.report import FINDING_KINDS, NOTE_KINDS, Finding, Report
 
 CHECKED = [what for kind, what in FINDING_KINDS.items() if kind not in NOTE_KINDS]
-# the findings that are settings of one kind of job: weighed only for a run of that kind
-OWN_KIND = {
-    "bucket_cap": "ddp",
-    "compression": "ddp",
-    "accumulation": "ddp",
-    "batch": "ddp",
-    "slow_collectives": "ddp",
-    "zero_buckets": "deepspeed",
-    "fsdp_reshard": "fsdp",
-    "horovod_fusion": "horovod",
-}
 
 
 def _balanced(checked: list[str]) -> str:
@@ -33,23 +23,11 @@ BALANCED = _balanced(CHECKED)
 
 
 def balanced(report: Report) -> str:
-    """The balanced line, naming what was checked for this kind of job (all for traces from elsewhere)."""
-    run = report.run
-    if run is None:
+    """The balanced line, naming what was checked for each kind of job the run holds (all for traces from
+    elsewhere)."""
+    if report.run is None:
         return BALANCED
-    job = (
-        "fsdp"
-        if run.fsdp_built or (not run.script and run.config.strategy == "fsdp")
-        else "deepspeed"
-        if run.deepspeed_built
-        else "horovod"
-        if run.horovod_built
-        else "ddp"
-    )
-    checked = [
-        what for kind, what in FINDING_KINDS.items() if kind not in NOTE_KINDS and OWN_KIND.get(kind, job) == job
-    ]
-    return _balanced(checked)
+    return _balanced([FINDING_KINDS[kind] for kind in checked(report.run.job) if kind not in NOTE_KINDS])
 
 
 def finding_gain(finding: Finding) -> str:

@@ -33,6 +33,7 @@ from commprof.render.tables import (
     without_empty_columns,
 )
 from commprof.render.whole_run_view import whole_run_sections
+from commprof.results.job import BuiltDDP
 from commprof.results.report import Report, step_named
 
 
@@ -83,7 +84,7 @@ def _about(report: Report) -> Section:
     if shown:
         blocks.append(Text("settings: " + ", ".join(f"{k}={v}" for k, v in shown.items()), "meta"))
     if run and run.compiled:
-        blocks.append(Text(compiled_line(run.compiled, report.whole_run, bool(run.ddp_built)), "meta"))
+        blocks.append(Text(compiled_line(run.compiled, report.whole_run, run.job.first(BuiltDDP) is not None), "meta"))
     if report.incomplete:
         blocks.append(Text(f"INCOMPLETE: {report.incomplete}", "alert"))
     communicates = any(r.comm_ms for r in report.ranks)

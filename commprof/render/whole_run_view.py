@@ -5,6 +5,7 @@ plots.whole_run_plot, its TensorBoard scalars tensorboard.py's `whole_run/` run.
 from __future__ import annotations
 
 from commprof.render.document import Block, Figure, Section, Table, Text
+from commprof.results.job import BuiltDDP, BuiltDeepSpeed, BuiltFSDP, BuiltHorovod, Job
 from commprof.results.report import Report
 from commprof.results.whole_run import ChangePoint, StandOut, Stretch, WholeRun, WindowCheck
 from commprof.values import human_bytes
@@ -33,12 +34,13 @@ def whole_run_sections(report: Report) -> list[Section]:
 
 def _untimed_why(report: Report) -> str:
     """Why a run's collectives were not timed outside the profiler: the kind of job it was."""
-    run = report.run
-    if run is not None and run.deepspeed_built and not run.ddp_built:
-        return f"the run trains with DeepSpeed (ZeRO stage {run.deepspeed_built[0].zero_stage})"
-    if run is not None and run.horovod_built:
+    job = report.run.job if report.run is not None else Job()
+    engine, horovod = job.first(BuiltDeepSpeed), job.first(BuiltHorovod)
+    if engine is not None and job.first(BuiltDDP) is None:
+        return f"the run trains with DeepSpeed (ZeRO stage {engine.zero_stage})"
+    if horovod is not None:
         return "the run trains with Horovod (its collectives read from its timeline)"
-    if run is not None and run.config.strategy == "fsdp":
+    if job.first(BuiltFSDP) is not None:
         return "the run shards its model with FSDP"
     return "no DistributedDataParallel in the run (or FSDP)"
 

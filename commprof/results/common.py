@@ -9,7 +9,9 @@ from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any
 
-SCHEMA_VERSION = 1
+import msgspec
+
+SCHEMA_VERSION = 2  # 2: a run's job is one value ("job"), not a list per kind (results/job.py)
 
 
 class Result:
@@ -22,10 +24,13 @@ class Result:
         return json.dumps(self.to_dict(), indent=2, default=as_text)
 
 
-def as_text(obj: object) -> str:
-    """What JSON holds as text: a run's folders (paths) and str subclasses such as torch.__version__."""
+def as_text(obj: object) -> Any:
+    """What JSON holds as text: a run's folders (paths) and str subclasses such as torch.__version__; and what a job
+    built (results/job.py's records), as the objects msgspec makes of them, their kind included."""
     if isinstance(obj, (PurePath, str)):
         return str(obj)
+    if isinstance(obj, msgspec.Struct):
+        return msgspec.to_builtins(obj)
     raise TypeError(f"{type(obj).__name__} is not JSON serializable")
 
 

@@ -17,6 +17,7 @@ import msgspec
 
 from commprof.config import RunConfig
 from commprof.results.common import as_text
+from commprof.results.job import BuiltDDP, BuiltDeepSpeed, BuiltFSDP, BuiltHorovod, Job, built_in, upgraded
 from commprof.results.sequences import GroupSequence
 from commprof.settings import ZERO_CONFIG_NAMES
 
@@ -65,52 +66,6 @@ class CastCost:
     allreduce_us: list[float] = field(default_factory=list)
 
 
-class _Named:
-    """What a script built, by the name the script gives it (its `name`), else (an older record) its module's class."""
-
-    name: str
-    module: str
-
-    @property
-    def label(self) -> str:
-        return self.name or self.module
-
-
-@dataclass(frozen=True)
-class BuiltDDP(_Named):
-    """A DistributedDataParallel a user's script built (instrument/ddp.py), and what it asked for and got."""
-
-    module: str
-    built_by: str = "script"  # "script", "transformers" (Trainer) or "lightning"
-    parameters: int = 0
-    parameter_sizes: list[int] = field(default_factory=list)  # bytes per parameter, in registration order
-    asked: dict[str, Any] = field(default_factory=dict)  # the script's own DDP arguments
-    applied: dict[str, Any] = field(default_factory=dict)  # what commprof set on top of them
-    # how the script names it: the module it passed to DDP, as written ("discriminator"), else its class; unique
-    # among the script's DDPs (a second of the same name gets "#2")
-    name: str = ""
-    built_at: str = ""  # where the script built it: "train_gan.py:23"
-
-
-@dataclass(frozen=True)
-class BuiltFSDP(_Named):
-    """A model a user's script sharded with FSDP2's fully_shard (instrument/fsdp_script.py): its root, each unit
-    (each fully_shard call, the root last), what the script asked for and what commprof set on top."""
-
-    module: str  # the root's class
-    name: str = ""  # what the script passes to fully_shard for the root ("model"), else its class
-    built_at: str = ""  # where the script sharded the root: "train_fsdp.py:13"
-    parameters: int = 0
-    units: list[str] = field(default_factory=list)  # each unit's module class, in the order it was sharded
-    unit_parameters: list[int] = field(default_factory=list)  # the parameters each unit holds (not its units')
-    # each unit's padded shard per rank, in elements (0: not known): an all-gather moves it (Gloo's count) or ranks
-    # times it (NCCL's, its output); a reduce-scatter ranks times it
-    unit_shard_elements: list[int] = field(default_factory=list)
-    # by FSDPOptions' names: reshard_after_forward (None: FSDP's default), reduce_dtype ("fp32": the parameters' own)
-    asked: dict[str, Any] = field(default_factory=dict)
-    applied: dict[str, Any] = field(default_factory=dict)  # what commprof set: reshard, prefetch depths, reduce dtype
-
-
 @dataclass(frozen=True)
 class Compiled:
     """torch.compile in a script's run (instrument/compiled.py)."""
@@ -123,38 +78,6 @@ class Compiled:
     # each graph DDPOptimizer split at DDP's buckets: its parts' parameter bytes, in DDP's order (the last layers first)
     graphs: list[list[int]] = field(default_factory=list)
     bucket_cap_bytes: int | None = None  # the cap it split them at (DDP's bucket_cap_mb)
-
-
-@dataclass(frozen=True)
-class BuiltHorovod:
-    """Horovod's DistributedOptimizer a user's script built (instrument/horovod.py), and the settings that shaped its
-    communication as the ranks had them: the fusion buffer and the cycle (Horovod's defaults where not set)."""
-
-    optimizer: str  # the optimizer it wraps: SGD, AdamW, ...
-    parameters: int = 0
-    parameter_sizes: list[int] = field(default_factory=list)  # bytes per parameter, in the optimizer's order
-    fusion_threshold_bytes: int = 128 * 1024 * 1024  # HOROVOD_FUSION_THRESHOLD
-    cycle_time_ms: float = 1.0  # HOROVOD_CYCLE_TIME
-    backward_passes_per_step: int = 1
-    compression: str = "none"
-    applied: dict[str, str] = field(default_factory=dict)  # the variables commprof set (--strategy horovod)
-    timeline: str | None = None  # rank 0's HOROVOD_TIMELINE, in the run folder
-
-
-@dataclass(frozen=True)
-class BuiltDeepSpeed(_Named):
-    """A DeepSpeed engine a user's script built (instrument/deepspeed.py): its ZeRO stage and the settings that shape
-    its communication, by the names of DeepSpeed's config (`zero_optimization`), as the engine got them."""
-
-    module: str
-    zero_stage: int
-    settings: dict[str, Any] = field(default_factory=dict)  # reduce_bucket_size, allgather_bucket_size, overlap_comm..
-    built_by: str = "script"  # "script", "transformers" (Trainer) or "lightning"
-    parameters: int = 0
-    # the zero_optimization entries commprof set on the script's config (--strategy deepspeed)
-    applied: dict[str, Any] = field(default_factory=dict)
-    name: str = ""  # what the script passes as deepspeed.initialize's model ("actor"), else its class
-    built_at: str = ""  # where the script built it: "train.py:40"
 
 
 @dataclass(frozen=True)
@@ -180,10 +103,7 @@ class ScriptRankInfo:
     link_tiers: list[ProbedTier] = field(default_factory=list)
     cast_costs: list[CastCost] = field(default_factory=list)
     ddp: dict[str, Any] = field(default_factory=dict)
-    ddp_built: list[BuiltDDP] = field(default_factory=list)
-    fsdp_built: list[BuiltFSDP] = field(default_factory=list)
-    deepspeed_built: list[BuiltDeepSpeed] = field(default_factory=list)
-    horovod_built: list[BuiltHorovod] = field(default_factory=list)
+    job: Job = field(default_factory=Job)  # what the rank's script built
     optimizer: str | None = None  # whose steps are the steps
     peak_memory_mb: dict[str, float] = field(default_factory=dict)
     tf32: dict[str, bool] | None = None
@@ -196,7 +116,7 @@ class ScriptRankInfo:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ScriptRankInfo:
-        return msgspec.convert(data, cls)
+        return msgspec.convert(upgraded(data), cls)
 
 
 @dataclass(frozen=True)
@@ -223,22 +143,25 @@ class RunRecord:
     link_probe: list[ProbedSize] = field(default_factory=list)
     link_tiers: list[ProbedTier] = field(default_factory=list)  # per tier, where the job has more than one
     cast_costs: list[CastCost] = field(default_factory=list)  # rank 0's
-    ddp_built: list[BuiltDDP] = field(default_factory=list)
-    fsdp_built: list[BuiltFSDP] = field(default_factory=list)
-    deepspeed_built: list[BuiltDeepSpeed] = field(default_factory=list)
-    horovod_built: list[BuiltHorovod] = field(default_factory=list)
+    job: Job = field(default_factory=Job)  # what the run built (a built-in model's: resolved from its config)
     compiled: Compiled | None = None  # a script's torch.compile: rank 0's, its compile steps those of every rank
     notes: list[str] = field(default_factory=list)
     ranks: list[RankRecord] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        _describe_built_in(self)
 
     def to_json(self) -> str:
         return json.dumps(msgspec.to_builtins(self, enc_hook=as_text), indent=2)
 
     @classmethod
     def from_json(cls, text: str | bytes) -> RunRecord:
-        """Raises ValueError for text that is not a run record."""
+        """Raises ValueError for text that is not a run record (one written before the job was one value upgraded)."""
         try:
-            return msgspec.json.decode(text, type=cls, dec_hook=_decode)
+            data = msgspec.json.decode(text)
+            if not isinstance(data, dict):
+                raise ValueError("not a run record")
+            return msgspec.convert(upgraded(data), cls, dec_hook=_decode)
         except msgspec.MsgspecError as exc:
             raise ValueError(str(exc)) from None
 
@@ -265,17 +188,14 @@ class RunRecord:
             peak_rss_mb={str(r.rank): r.peak_memory_mb["rss"] for r in self.ranks if "rss" in r.peak_memory_mb},
             tf32=self.tf32,
             script=self.script,
-            ddp_built=self.ddp_built,
-            fsdp_built=self.fsdp_built,
-            deepspeed_built=self.deepspeed_built,
-            horovod_built=self.horovod_built,
+            job=self.job,
             compiled=self.compiled,
             notes=self.notes,
             link_probe=self.link_probe,
             link_tiers=self.link_tiers,
             cast_costs=self.cast_costs,
             rank_hosts={str(r.rank): r.host for r in self.ranks if r.host},
-            parameter_sizes=self.parameter_sizes or (self.ddp_built[0].parameter_sizes if self.ddp_built else None),
+            parameter_sizes=self.parameter_sizes or _ddp_sizes(self.job),
         )
 
 
@@ -304,10 +224,7 @@ class RunSummary:
     peak_rss_mb: dict[str, float] = field(default_factory=dict)  # per CPU rank
     tf32: dict[str, bool] | None = None
     script: list[str] | None = None
-    ddp_built: list[BuiltDDP] = field(default_factory=list)
-    fsdp_built: list[BuiltFSDP] = field(default_factory=list)
-    deepspeed_built: list[BuiltDeepSpeed] = field(default_factory=list)
-    horovod_built: list[BuiltHorovod] = field(default_factory=list)
+    job: Job = field(default_factory=Job)  # what the run built
     compiled: Compiled | None = None
     notes: list[str] = field(default_factory=list)
     link_probe: list[ProbedSize] = field(default_factory=list)
@@ -315,6 +232,9 @@ class RunSummary:
     cast_costs: list[CastCost] = field(default_factory=list)
     rank_hosts: dict[str, str] = field(default_factory=dict)  # rank -> the host it ran on
     parameter_sizes: list[int] | None = None  # bytes per parameter, registration order
+
+    def __post_init__(self) -> None:
+        _describe_built_in(self)
 
     def settings(self, with_defaults: bool = True) -> dict[str, str]:
         """What shaped the run's communication, by name: DDP's arguments as its DDP got them (a script's own, with
@@ -340,14 +260,14 @@ class RunSummary:
             defaults = {f.name: str(f.default) for f in dataclasses.fields(config.ddp)}
         else:
             shown, defaults = {"script": " ".join(self.script)}, {}
-            for engine in self.deepspeed_built[:1]:  # the first DeepSpeed engine: the one measured
+            for engine in self.job.of(BuiltDeepSpeed)[:1]:  # the first DeepSpeed engine: the one measured
                 ran = {"deepspeed": engine.zero_stage, **engine.settings}
                 shown |= {
                     name: f"{value} (commprof's)" if _APPLIED_AS.get(name, name) in engine.applied else str(value)
                     for name, value in ran.items()
                 }
                 shown["deepspeed"] = f"ZeRO stage {shown['deepspeed']}"
-            for hvd in self.horovod_built[:1]:  # Horovod's, as its ranks had it
+            for hvd in self.job.of(BuiltHorovod)[:1]:  # Horovod's, as its ranks had it
                 fusion, cycle = "HOROVOD_FUSION_THRESHOLD", "HOROVOD_CYCLE_TIME"
                 shown["horovod"] = (
                     f"fusion buffer {hvd.fusion_threshold_bytes / 2**20:g} MiB"
@@ -355,8 +275,9 @@ class RunSummary:
                     + f", cycle {hvd.cycle_time_ms:g} ms"
                     + (" (commprof's)" if cycle in hvd.applied else "")
                 )
-            for sharded in self.fsdp_built[:1]:  # the script's fully_shard, as written and with commprof's on top
-                units, models = sum(len(b.units) for b in self.fsdp_built), len(self.fsdp_built)
+            sharded_models = self.job.of(BuiltFSDP)
+            for sharded in sharded_models[:1]:  # the script's fully_shard, as written and with commprof's on top
+                units, models = sum(len(b.units) for b in sharded_models), len(sharded_models)
                 shown["fsdp"] = f"{units} fully_shard units" + (f" in {models} models" if models > 1 else "")
                 for name in ("reshard_after_forward", "forward_prefetch", "backward_prefetch", "reduce_dtype"):
                     if name in sharded.applied:
@@ -364,8 +285,9 @@ class RunSummary:
                     elif sharded.asked.get(name) is not None:
                         shown[name] = str(sharded.asked[name])
                 shown.setdefault("reshard_after_forward", "FSDP's default")
-            for built in self.ddp_built:  # each DDP the script built, by its name where it built several
-                whose = f"{built.label}." if len(self.ddp_built) > 1 else ""
+            ddps = self.job.of(BuiltDDP)
+            for built in ddps:  # each DDP the script built, by its name where it built several
+                whose = f"{built.label}." if len(ddps) > 1 else ""
                 for name, asked in built.asked.items():
                     applied = built.applied.get(name, asked)
                     own = "DDP's default" if asked is None else str(asked)
@@ -376,6 +298,19 @@ class RunSummary:
         if not self.script:
             shown["precision"] = config.precision
         return {k: v for k, v in shown.items() if with_defaults or k.split(".")[-1] in always or v != defaults.get(k)}
+
+
+def _describe_built_in(run: RunRecord | RunSummary) -> None:
+    """A built-in model's run (no script) described as a script's is, from its config: one instance built by
+    commprof (older records and reports have none)."""
+    if not (run.script or run.config.script) and all(b.built_by == "commprof" for b in run.job.built):
+        job = built_in(run.config, run.model, run.parameters, run.parameter_sizes)
+        object.__setattr__(run, "job", job)
+
+
+def _ddp_sizes(job: Job) -> list[int] | None:
+    first = job.first(BuiltDDP)
+    return first.parameter_sizes if first else None
 
 
 _APPLIED_AS = {"deepspeed": ZERO_CONFIG_NAMES["zero_stage"]}  # the settings line's name -> DeepSpeed's config's

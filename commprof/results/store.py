@@ -8,7 +8,9 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, get_type_hints
+from typing import Any, get_args, get_type_hints
+
+import msgspec
 
 from commprof.errors import UsageError
 from commprof.results.backends import BackendsResult
@@ -16,7 +18,9 @@ from commprof.results.bench import BenchResult
 from commprof.results.common import SCHEMA_VERSION, Result
 from commprof.results.compare import CompareResult
 from commprof.results.diff import DiffResult
+from commprof.results.job import upgraded
 from commprof.results.report import Report
+from commprof.results.run_record import RunSummary
 from commprof.results.scale import ScaleReport
 
 KINDS: dict[str, type] = {
@@ -116,14 +120,19 @@ def load_report(path: Path, reports_dir: Path = Path("reports")) -> Report:
 
 
 def _build(cls: Any, data: Any) -> Any:
-    """Rebuild nested dataclasses from plain JSON data, ignoring unknown keys."""
+    """Rebuild nested dataclasses from plain JSON data, ignoring unknown keys (a run's record of an older commprof
+    upgraded: results/job.upgraded)."""
     hints = get_type_hints(cls)
+    if cls is RunSummary:
+        data = upgraded(data)
     return cls(**{f.name: _convert(hints[f.name], data[f.name]) for f in dataclasses.fields(cls) if f.name in data})
 
 
 def _convert(hint: Any, value: Any) -> Any:
     origin = getattr(hint, "__origin__", None)
     args = getattr(hint, "__args__", ())
+    if origin is list and args and _is_struct(args[0]):  # the job's instances, each tagged with its kind
+        return msgspec.convert(value, hint)
     if origin is not list and args and type(None) in args:  # Optional[X]
         inner = next(a for a in args if a is not type(None))
         empty = value is None or (value == {} and dataclasses.is_dataclass(inner))  # older reports: "run": {}
@@ -137,3 +146,8 @@ def _convert(hint: Any, value: Any) -> Any:
     if hint is Path:
         return Path(value)
     return value
+
+
+def _is_struct(hint: Any) -> bool:
+    """A msgspec Struct, or a union of them."""
+    return any(isinstance(h, type) and issubclass(h, msgspec.Struct) for h in (hint, *get_args(hint)))

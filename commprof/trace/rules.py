@@ -80,6 +80,14 @@ ZERO_SCALAR = "norm or overflow flag"
 OPTIMIZER_STEP = re.compile(r"^Optimizer\.step#")
 PHASES = ("forward", "backward", "optimizer")
 
+
+def zero_purpose(op: str, phase: str | None, nbytes: int | None, dtype: str | None) -> str | None:
+    """What a collective of a DeepSpeed run is for (ZERO_PURPOSE): one element all-reduced is a flag."""
+    if op == "all_reduce" and nbytes is not None and nbytes == dtype_size(dtype):
+        return ZERO_SCALAR
+    return ZERO_PURPOSE.get((phase or "", op))
+
+
 # Names seen for each collective -> nccl-tests op name.
 _OP_ALIASES = {
     "allreduce": "all_reduce",

@@ -34,6 +34,7 @@ from commprof.launch.progress import Every, Progress, write_progress
 from commprof.launch.runlog import write_run_json
 from commprof.launch.step_log import StepLog, steps_kept
 from commprof.results.hang import EnteredCollective
+from commprof.results.job import Job
 from commprof.results.run_record import CastCost, ProbedSize, ProbedTier, RunRecord, ScriptRankInfo
 from commprof.results.sequences import GroupSequence
 from commprof.worker.rank import (
@@ -372,10 +373,7 @@ class ScriptSession:
             cast_costs=self.cast_costs,
             collectives=self.collectives,
             ddp=self.ddp.logging_data(),
-            ddp_built=self.ddp.built,
-            fsdp_built=self.fsdp.built(),
-            deepspeed_built=self.deepspeed.built,
-            horovod_built=self.horovod.built,
+            job=Job([*self.ddp.built, *self.fsdp.built(), *self.deepspeed.built, *self.horovod.built]),
             compiled=self.compile.record(),
             optimizer=self.counted,
             peak_memory_mb=peak_memory_mb(self.device),
