@@ -48,11 +48,13 @@ def bucket_cap(evidence: Evidence) -> list[Finding]:
     """The cap whose buckets the model predicts fastest, among one cap per bucket layout DDP would build; for a
     script with several DDP models, each model's own cap, from its own all-reduces."""
     ddps = [model for model in evidence.report.models if model.kind == "DDP"]
+    run = evidence.report.run
+    if len(ddps) == 1 and run is not None and len(run.job.built) > 1:  # a DDP beside another kind's models: named
+        return _bucket_cap(evidence, evidence.samples_of(DDP), ddps[0])
     own = {model.name: evidence.model_samples(model.name) for model in ddps} if len(ddps) > 1 else {}
     if not own or not all(own.values()) or any(m.shared_calls_per_step for m in ddps):
-        return _bucket_cap(
-            evidence, evidence.samples_of(DDP), None
-        )  # one model, or models whose sizes are not told apart
+        # one model, or models whose sizes are not told apart
+        return _bucket_cap(evidence, evidence.samples_of(DDP), None)
     return [f for model in ddps for f in _bucket_cap(evidence, own[model.name], model)]
 
 

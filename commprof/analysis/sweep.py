@@ -74,7 +74,12 @@ def setting_result(
     comm = statistics.fmean(r.comm_ms for r in report.ranks)
     overlap = statistics.fmean(r.overlap_ms for r in report.ranks)
     ddp0 = measured.ddp.get("0", {})
-    ddp = KINDS[strategy].reads_ddp  # buckets and DDP's own figures: DDP's settings only
+    kind = KINDS[strategy]
+    ddp = kind.reads_ddp  # buckets and DDP's own figures: DDP's settings only
+    own: set[int | None] | None = None  # in a job of several kinds, the sizes of this kind's collectives alone
+    if rank0 is not None and report.run is not None and report.run.job.kinds not in ((), (strategy,)):
+        rank0 = kind.own_collectives(rank0, report.run.job)
+        own = {c.nbytes for c in rank0.collectives}
     timelines = bucket_timelines(rank0) if ddp and rank0 is not None else []
     from_trace = backward_times(rank0) if ddp and rank0 is not None else None
     sizes = _bucket_sizes(ddp0)
@@ -90,7 +95,9 @@ def setting_result(
         significant=real_speedup(gain),
         exposed_comm_ms=statistics.fmean(r.exposed_comm_ms for r in report.ranks),
         overlap_pct=100 * overlap / comm if comm > 0 else 0.0,
-        allreduce_calls_per_step=sum(c.calls_per_step for c in report.collectives if c.op == "all_reduce"),
+        allreduce_calls_per_step=sum(
+            c.calls_per_step for c in report.collectives if c.op == "all_reduce" and (own is None or c.bytes in own)
+        ),
         gathers_per_step=sum(c.calls_per_step for c in report.collectives if c.purpose == FSDP_PURPOSE["all_gather"]),
         traces=label,
         timeline=median_timeline(timelines),

@@ -21,7 +21,7 @@ from commprof.analysis.timeline import job_timeline
 from commprof.errors import NothingToReport, UsageError
 from commprof.launch.runlog import read_run_json
 from commprof.results.common import Estimate, Result
-from commprof.results.job import BuiltDeepSpeed
+from commprof.results.job import BuiltDeepSpeed, Job
 from commprof.results.report import Report
 from commprof.results.run_record import RunSummary
 from commprof.results.step_ledger import read_ledgers
@@ -129,8 +129,9 @@ def sweep_report(run_dir: Path, name: str, kind: str, predicted: dict[str, Estim
         launch = read_run_json(run_dir / label)  # a script's profiled launch: ZeRO's collectives named as in a run's
         if launch is not None and launch.job.first(BuiltDeepSpeed):
             report = dataclasses.replace(report, collectives=with_zero_purposes(report.collectives))
-        if launch is not None:  # a script's models, each with its own collectives in this setting's launch
-            report = dataclasses.replace(report, models=model_accounts(launch.summary(), analysis.windows))
+        if launch is not None:  # a script's job and models, each with its own collectives in this setting's launch
+            summary = launch.summary()
+            report = dataclasses.replace(report, run=summary, models=model_accounts(summary, analysis.windows))
         analysed[label] = (report, trace.ranks[0] if trace.ranks[0].rank == 0 else None)
     result = sweep_result(record, analysed, kind)
     if predicted:
@@ -154,6 +155,7 @@ def sweep_report(run_dir: Path, name: str, kind: str, predicted: dict[str, Estim
         hosts=sorted(set(rank_hosts.values())),
         rank_hosts=rank_hosts,
         compiled=best_launch.compiled if best_launch else None,
+        job=best_launch.job if best_launch else Job(),
     )
     best = dataclasses.replace(analysed[result.best][0], name=name, kind=kind, run=run, sweep=result)
     return dataclasses.replace(best, network=network_of(best))  # the hosts and links of the best setting's launch
