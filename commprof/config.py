@@ -31,12 +31,6 @@ PRECISIONS = ("fp32", "bf16", "fp16")
 BUILTIN_MODELS = ("mlp", "transformer", "convnet", "mlstm")
 MODEL_SIZES = ("small", "medium", "large")
 SCRIPT_OUTPUTS = ("all", "rank0", "none")
-_OWNER = {
-    "ddp": "DDP options",
-    "fsdp": "FSDP options",
-    "deepspeed": "DeepSpeed's ZeRO options",
-    "horovod": "Horovod's options",
-}
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
@@ -230,23 +224,18 @@ class RunConfig(_StrategyOptions):
         require(
             self.strategy in STRATEGIES, f"--strategy must be one of {', '.join(STRATEGIES)}, got {self.strategy!r}"
         )
-        if self.strategy == "fsdp":
-            fsdp = ", ".join(b for b in BACKENDS if by_name(b).fsdp)
-            require(by_name(self.backend).fsdp, f"--strategy fsdp runs over {fsdp}, not {self.backend}")
-        require(
-            self.strategy != "deepspeed" or bool(self.script),
-            "--strategy deepspeed is for a DeepSpeed script, given after -- (... --strategy deepspeed -- train.py): "
-            "its ZeRO options are set in the config the script gives deepspeed.initialize",
-        )
-        require(
-            self.strategy != "horovod" or bool(self.script),
-            "--strategy horovod is for a Horovod script, given after -- (... --strategy horovod -- train.py): its "
-            "fusion buffer and cycle are set in its environment",
-        )
+        chosen: Any = self.options  # the knobs of the kind --strategy names (settings.py)
+        if chosen.backend_feature:
+            able = ", ".join(b for b in BACKENDS if getattr(by_name(b), chosen.backend_feature))
+            require(
+                getattr(by_name(self.backend), chosen.backend_feature),
+                f"--strategy {self.strategy} runs over {able}, not {self.backend}",
+            )
+        require(not chosen.script_only or bool(self.script), chosen.script_only)
         for strategy in STRATEGIES:
             options = getattr(self, strategy)
-            changed = changed_options(options) if strategy != self.strategy else []
-            require(not changed, f"--{', --'.join(changed)}: {_OWNER[strategy]}; they need --strategy {strategy}")
+            changed = changed_options(options) if options is not chosen else []
+            require(not changed, f"--{', --'.join(changed)}: {options.owner}; they need --strategy {strategy}")
         require(self.batch_size >= 1, f"--batch-size must be >= 1, got {self.batch_size}")
         require(self.precision in PRECISIONS, f"--precision must be one of {', '.join(PRECISIONS)}")
         require(self.timeout_s > 0, "--timeout must be > 0")

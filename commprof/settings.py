@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from commprof.fields import option, require
 
@@ -29,6 +29,10 @@ BUILT_IN_STRATEGIES = ("ddp", "fsdp")  # a built-in model's; deepspeed: a DeepSp
 @dataclass(frozen=True)
 class DDPOptions:
     """Options forwarded to DistributedDataParallel and the training loop."""
+
+    owner: ClassVar[str] = "DDP options"  # what a refusal calls them
+    script_only: ClassVar[str] = ""  # why they need a script, where they do
+    backend_feature: ClassVar[str | None] = None  # the backends.Backend flag a backend needs to run them
 
     # None: commprof passes no bucket_cap_mb, so a script keeps its own (its sweep's baseline: OWN_LABEL)
     bucket_cap_mb: float | None = option(
@@ -87,6 +91,10 @@ class DDPOptions:
 @dataclass(frozen=True)
 class FSDPOptions:
     """Options given to FSDP2's fully_shard (with --strategy fsdp) on each block and the root."""
+
+    owner: ClassVar[str] = "FSDP options"
+    script_only: ClassVar[str] = ""
+    backend_feature: ClassVar[str | None] = "fsdp"
 
     # None: a script's fully_shard as written (its own, else FSDP's default: True)
     reshard_after_forward: bool | None = option(
@@ -150,6 +158,13 @@ class DeepSpeedOptions:
     section of the config a DeepSpeed script gives deepspeed.initialize, by DeepSpeed's own names; each left at None
     stays as the script's config has it (a sweep's baseline: all None, the script as written)."""
 
+    owner: ClassVar[str] = "DeepSpeed's ZeRO options"
+    script_only: ClassVar[str] = (
+        "--strategy deepspeed is for a DeepSpeed script, given after -- (... --strategy deepspeed -- train.py): its "
+        "ZeRO options are set in the config the script gives deepspeed.initialize"
+    )
+    backend_feature: ClassVar[str | None] = None
+
     zero_stage: int | None = option(
         None, "DeepSpeed: ZeRO stage, zero_optimization.stage (0-3) [default: the script's config]."
     )
@@ -199,6 +214,13 @@ class HorovodOptions:
     """Horovod's settings that shape its communication (with --strategy horovod), set as the environment variables
     its users set before horovodrun; each left at None stays as the job's environment has it (Horovod's defaults:
     a 128 MiB fusion buffer, a 1 ms cycle)."""
+
+    owner: ClassVar[str] = "Horovod's options"
+    script_only: ClassVar[str] = (
+        "--strategy horovod is for a Horovod script, given after -- (... --strategy horovod -- train.py): its "
+        "fusion buffer and cycle are set in its environment"
+    )
+    backend_feature: ClassVar[str | None] = None
 
     fusion_threshold_mb: float | None = option(
         None,

@@ -8,10 +8,13 @@ from commprof.analysis.analyze import analyze_run
 from commprof.analysis.evidence import Evidence
 from commprof.analysis.fsdp_findings import fsdp_options
 from commprof.commands.reporting import report_from_traces
+from commprof.commands.script_kind import check_kind, several_kinds
 from commprof.kinds import DDP, DEEPSPEED, FSDP, HOROVOD, checked
 from commprof.kinds.ddp_buckets import bucket_bytes
+from commprof.launch.runlog import read_run_json
 from commprof.render.findings_text import balanced
 from commprof.results.job import BuiltDDP, BuiltFSDP
+from commprof.settings import DDPOptions, FSDPOptions
 from commprof.trace.load import load_run
 from tests.conftest import REPO
 
@@ -64,3 +67,14 @@ def test_each_kinds_findings_are_on_its_own_model_and_every_kinds_checks_are_nam
     assert "zero_buckets" not in kinds and "horovod_fusion" not in kinds and "straggler" in kinds
     assert "DDP's bucket size" in balanced(report) and "FSDP's resharding after forward" in balanced(report)
     assert [FSDP.built(report.run), DDP.built(report.run)] == [report.run.job.built[1], report.run.job.built[0]]
+
+
+def test_a_sweep_of_one_kind_says_what_it_varies_on_which_model_and_keeps_the_others():
+    run = read_run_json(RUN)
+    assert several_kinds(run, DDPOptions()) == (
+        "the script builds models of 2 kinds, head (DDP), encoder (FSDP): these settings vary DDP's options "
+        "(bucket_cap_mb and the others) on head; FSDP's options as written (--strategy fsdp varies them)"
+    )
+    assert "vary FSDP's options on encoder; DDP's options" in several_kinds(run, FSDPOptions())
+    check_kind(run, FSDPOptions())  # either kind's settings act on this job: neither is refused
+    check_kind(run, DDPOptions())

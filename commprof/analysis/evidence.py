@@ -39,8 +39,8 @@ class Evidence:
     waits: dict[int, dict[int, float]] = field(default_factory=dict)
     core_waits: dict[int, dict[int, float]] = field(default_factory=dict)
     # samples_of's and link_of's, per kind, computed once
-    _profiles_by_kind: dict[str, list[StepProfile]] = field(default_factory=dict, repr=False, compare=False)
-    _links_by_kind: dict[str, LinkModel | None] = field(default_factory=dict, repr=False, compare=False)
+    _profiles_by_kind: dict[JobKind, list[StepProfile]] = field(default_factory=dict, repr=False, compare=False)
+    _links_by_kind: dict[JobKind, LinkModel | None] = field(default_factory=dict, repr=False, compare=False)
 
     @cached_property
     def step_ms(self) -> float:
@@ -56,19 +56,19 @@ class Evidence:
         """One step profile per profiled step of the first ranks, for the bucket model, of what the kind's instances
         all-reduced (kinds.base.JobKind.own_collectives; steps without a backward skipped); none where the job holds
         no instance of the kind (traces from elsewhere: read as DDP's), or on one rank."""
-        if kind.strategy not in self._profiles_by_kind:
+        if kind not in self._profiles_by_kind:
             job = self.report.run.job if self.report.run else None
-            held = kind.unrecorded if job is None else kind.strategy in job.kinds
+            held = kind.unrecorded if job is None else kind.built_of(job) is not None
             own = (lambda rank: kind.own_collectives(rank, job)) if job is not None else (lambda rank: rank)
-            self._profiles_by_kind[kind.strategy] = _profiles(self.windows, own) if held else []
-        return self._profiles_by_kind[kind.strategy]
+            self._profiles_by_kind[kind] = _profiles(self.windows, own) if held else []
+        return self._profiles_by_kind[kind]
 
     def link_of(self, kind: JobKind) -> LinkModel | None:
         """The link the bucket model runs on for the kind's collectives: probed, else fitted to its samples; None
         without samples or a link that fits."""
-        if kind.strategy not in self._links_by_kind:
-            self._links_by_kind[kind.strategy] = self._link(self.samples_of(kind))
-        return self._links_by_kind[kind.strategy]
+        if kind not in self._links_by_kind:
+            self._links_by_kind[kind] = self._link(self.samples_of(kind))
+        return self._links_by_kind[kind]
 
     def model_samples(self, model: str) -> list[StepProfile]:
         """The step profiles of one DDP model of a script with several: its own all-reduces alone (analysis/models)."""

@@ -9,6 +9,7 @@ import threading
 from commprof.commands.outcome import SILENT, Feedback
 from commprof.config import RunConfig, RunRequest
 from commprof.errors import ModelRunError, UsageError
+from commprof.kinds import KINDS
 from commprof.launch.job import Task
 
 
@@ -36,7 +37,7 @@ def describe(config: RunConfig, workload) -> str:
 
 def ddp_only(request: RunRequest, command: str, instead: str = "") -> None:
     """The commands that are DDP's alone in this version refuse --strategy fsdp rather than ignore it."""
-    if request.strategy != "ddp":
+    if not KINDS[request.strategy].default:
         raise UsageError(f"--strategy {request.strategy} is not for commprof {command}, which runs DDP{instead}")
 
 

@@ -17,9 +17,10 @@ from commprof.commands.reporting import report_from_traces, write_report
 from commprof.commands.unfinished import failed_run, interrupted_run
 from commprof.config import RunConfig, RunRequest
 from commprof.errors import Interrupted, RunFailed, UsageError
+from commprof.kinds import KINDS
 from commprof.launch.runlog import read_run_json
 from commprof.launch.script_run import finish_script_run
-from commprof.settings import applied_to_a_script, setting_label
+from commprof.settings import applied_to_a_script
 
 DERIVED_IN_SLURM = ("--nodes", "--rdzv-endpoint", "--run-id")
 
@@ -49,11 +50,7 @@ def run(request: RunRequest, feedback: Feedback = SILENT, env: Mapping[str, str]
             feedback.info(TORCHRUN_OMP_WARNING)
     else:
         workload = check_model(config, feedback)
-        settings = (
-            f"FSDP {setting_label(config.fsdp)}"
-            if config.strategy == "fsdp"
-            else f"bucket_cap_mb={config.ddp.bucket_cap_mb:g}"
-        )
+        settings = KINDS[config.strategy].said(config.options)
         feedback.info(f"run {config.run_id}: {describe(config, workload)}, {settings}")
     steps = config.max_steps if config.script else config.steps  # a script without --max-steps: its loop decides
     try:

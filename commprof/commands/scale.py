@@ -28,6 +28,7 @@ from commprof.commands.reporting import prepare_report_dir, report_and_trace, wr
 from commprof.commands.unfinished import failed_run
 from commprof.config import RunConfig, RunRequest
 from commprof.errors import RunFailed, UsageError
+from commprof.kinds import KINDS
 from commprof.launch.runlog import read_run_json
 from commprof.launch.script_run import finish_script_run
 from commprof.plans import DEFAULT_WORLD_SIZES, MEASURED_AS_SCALE_DOES, ScaleOptions
@@ -37,9 +38,6 @@ from commprof.results.run_record import RunRecord
 from commprof.results.scale import ScaleReport
 
 SCALE_RUNS = " on commprof's own model; a script that shards its model itself scales as it is: commprof scale -- SCRIPT"
-# the kinds of job commprof's step model (predict.py: gradient buckets all-reduced on a ring) describes; None: a
-# script of its own collectives, modelled by the all-reduces it ran
-MODELLED = ("ddp", None)
 
 
 def scale(
@@ -272,6 +270,7 @@ def run_scale(plan: ScalePlan, launch: Callable[[RunConfig], Path | None], repor
     first = plan.configs[min(plan.configs)]
     assert first_run is not None  # a run was measured
     job = job_as_run(first, first_run, kinds[0] if kinds else None)
+    ran = KINDS[job.strategy] if job.strategy else None
     built = first_run.job.first(BuiltDDP) if first_run.script else None
     parameter_bytes = plan.parameter_bytes or (built.parameter_sizes if built else [])
     points = [
@@ -285,7 +284,7 @@ def run_scale(plan: ScalePlan, launch: Callable[[RunConfig], Path | None], repor
         parameters=plan.parameters or job.parameters,
         device=first.device,
         backend=first.backend,
-        bucket_cap_mb=_bucket_cap(first, built) if job.strategy == "ddp" else None,
+        bucket_cap_mb=_bucket_cap(first, built) if ran is not None and ran.reads_ddp else None,
         strategy=job.strategy,
         settings=job.settings,
         script=list(first.script) or None,
@@ -297,7 +296,7 @@ def run_scale(plan: ScalePlan, launch: Callable[[RunConfig], Path | None], repor
     )
     every = [p for ps in profiles.values() for p in ps]
     several = len(first_run.job.built) > 1  # the model re-buckets one DDP's parameters: not a GAN's two
-    if job.strategy not in MODELLED or several or (not any(n >= 2 for n in profiles) and plan.link is None):
+    if (ran is not None and not ran.modelled) or several or (not any(n >= 2 for n in profiles) and plan.link is None):
         return scale  # the step model is one DDP's buckets: FSDP's, ZeRO's, Horovod's steps are not modelled
     link = plan.link or (
         fit_transfers(probed, f"fitted to {len(probed)} all-reduce sizes timed alone after the runs")

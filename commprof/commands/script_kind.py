@@ -5,7 +5,7 @@ where the script builds several DDP models."""
 from __future__ import annotations
 
 from commprof.errors import UsageError
-from commprof.kinds import JobKind, built_kind, kind_of
+from commprof.kinds import KINDS, JobKind, built_kind, kind_of
 from commprof.results.job import BuiltDDP
 from commprof.results.run_record import RunRecord
 from commprof.settings import SettingOptions
@@ -27,6 +27,19 @@ def several_models(run: RunRecord, baseline: SettingOptions) -> str:
     return (
         f"the script builds {len(names)} DDP model{'s' * (len(names) > 1)}: each setting is set on {target} alone"
         + (f" ({others} as written)" if others else "")
+    )
+
+
+def several_kinds(run: RunRecord, baseline: SettingOptions) -> str:
+    """What the settings vary, in a script that builds models of several kinds (an FSDP encoder and a DDP head):
+    their kind's knobs on its models; the others' models as written."""
+    kind = kind_of(baseline)
+    built = ", ".join(f"{b.label} ({KINDS[b.kind].short})" for b in run.job.built)
+    own = [b.label for b in run.job.built if b.kind == kind.strategy]
+    others = [k for k in run.job.kinds if k != kind.strategy]
+    kept = "; ".join(f"{KINDS[k].knobs} as written (--strategy {k} varies them)" for k in others)
+    return f"the script builds models of {len(run.job.kinds)} kinds, {built}: these settings vary {kind.knobs} on " + (
+        f"{', '.join(own)}; {kept}"
     )
 
 

@@ -27,7 +27,7 @@ from typing import Any
 from commprof.commands.common import prepare_figures, training
 from commprof.commands.outcome import Feedback, Outcome
 from commprof.commands.reporting import sweep_report, write_report
-from commprof.commands.script_kind import OtherKind, check_kind, several_models
+from commprof.commands.script_kind import OtherKind, check_kind, several_kinds, several_models
 from commprof.commands.unfinished import failed_run
 from commprof.config import ProfileSchedule, RunConfig, RunRequest
 from commprof.errors import RunFailed, UsageError
@@ -226,6 +226,8 @@ class _Launches:
                     several = len(run.job.of(BuiltDDP)) > 1 or getattr(plan.baseline, "ddp_model", None) is not None
                     if several and kind_of(plan.baseline) is DDP:
                         self.feedback.info(f"{self.name}: {several_models(run, plan.baseline)}")
+                    if len(run.job.kinds) > 1:
+                        self.feedback.info(f"{self.name}: {several_kinds(run, plan.baseline)}")
                     # Dynamo's DDPOptimizer splits the compiled graph at the buckets and asserts that none is
                     # smaller than DDP's 1 MiB first bucket (torch/_dynamo/backends/distributed.py)
                     self.smallest = 1.0 if run.compiled and run.compiled.graphs else 0.0

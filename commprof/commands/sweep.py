@@ -71,7 +71,7 @@ def tune(request: RunRequest, feedback: Feedback = SILENT, options: SweepOptions
     except OtherKind as other:
         built, what = other.built, other.what
         tunable = built is not None and (built.size_knob is not None or built.knob_settings(built.options()))
-        if not tunable or request.strategy != "ddp" or not request.script:
+        if not tunable or not KINDS[request.strategy].default or not request.script:
             raise
     assert built is not None
     knob = f"{built.short}'s {built.size_knob}" if built.size_knob else built.knobs

@@ -11,7 +11,7 @@ from commprof.config import RunConfig
 from commprof.errors import UsageError
 from commprof.results.job import Built, Job
 from commprof.results.run_record import RunRecord, RunSummary
-from commprof.settings import SettingOptions
+from commprof.settings import SettingOptions, setting_label
 from commprof.trace.model import RankTrace
 
 Layout = tuple[Any, ...]  # bucket bytes; of a script with several DDP models, one such tuple per model
@@ -42,6 +42,11 @@ class JobKind(ABC):
     reads_ddp: ClassVar[bool] = False  # DDP's buckets and own timers are read from its runs
     # traces from elsewhere (no run record: no job known) are read as this kind's
     unrecorded: ClassVar[bool] = False
+    default: ClassVar[bool] = False  # the kind a command trains when --strategy names none
+    modelled: ClassVar[bool] = False  # scale's step model (gradient buckets on a ring) is this kind's
+    gathers: ClassVar[bool] = False  # its step's communication is counted by its parameter all-gathers (a sweep's)
+    # what a script's rank notes where --strategy named this kind and the script built none of it
+    unused: ClassVar[str] = ""
 
     def trains_with(self, run: RunRecord) -> str:
         """The job as a script's launch built it, in a sentence: 'DeepSpeed (ZeRO stage 2)'."""
@@ -54,6 +59,10 @@ class JobKind(ABC):
     def as_written(self, options: SettingOptions) -> SettingOptions:
         """A script's baseline: its job as it wrote it, with the options given on top."""
         return options
+
+    def said(self, options: SettingOptions) -> str:
+        """A built-in model's setting as its run's first line names it: 'FSDP reshard-after-forward-false'."""
+        return f"{self.short} {setting_label(options)}"
 
     def baseline(self, run: RunSummary) -> SettingOptions:
         """The setting a run trained with, as a sweep's baseline (advise's): a script's job as written with what the
@@ -88,7 +97,11 @@ class JobKind(ABC):
 
     def built(self, run: RunRecord | RunSummary) -> Built | None:
         """What a run built of this kind (the first: the one measured); None: not this kind."""
-        return next((b for b in run.job.built if isinstance(b, self.record)), None)
+        return self.built_of(run.job)
+
+    def built_of(self, job: Job) -> Built | None:
+        """The job's first instance of this kind; None: it holds none."""
+        return next((b for b in job.built if isinstance(b, self.record)), None)
 
     def layouts(self, run: RunRecord) -> Layouts:
         """A setting's buckets and how to say them, from the baseline's launch of a script."""

@@ -35,6 +35,8 @@ class DDPKind(JobKind):
     reads_ddp: ClassVar[bool] = True
     instead: ClassVar[str] = "leave out --strategy {strategy}"
     unrecorded: ClassVar[bool] = True
+    default: ClassVar[bool] = True
+    modelled: ClassVar[bool] = True
 
     def own_collectives(self, rank: RankTrace, job: Job) -> RankTrace:
         """Every collective of a job of DDP alone; in a job of several kinds (an FSDP encoder and a DDP head), the
@@ -55,6 +57,10 @@ class DDPKind(JobKind):
         if cap is None:
             return f"{whose}no bucket_cap_mb, so DDP's default: a 1 MiB first bucket, then 25 MiB"
         return f"{whose}bucket_cap_mb={cap:g} as the script passes it"
+
+    def said(self, options: SettingOptions) -> str:
+        assert isinstance(options, DDPOptions)  # this kind's own
+        return f"bucket_cap_mb={options.bucket_cap_mb:g}"
 
     def baseline(self, run: RunSummary) -> SettingOptions:
         """A script's: its DDPs as written (settings.own_setting) with the options the run set on top, its

@@ -20,6 +20,7 @@ class DeepSpeedKind(JobKind):
     strategy: ClassVar[str] = "deepspeed"
     record: ClassVar[type[Built]] = BuiltDeepSpeed
     findings: ClassVar[tuple[str, ...]] = ("zero_buckets",)
+    unused: ClassVar[str] = "the script built no DeepSpeed engine: the ZeRO options had no effect"
     options: ClassVar[type] = DeepSpeedOptions
     title: ClassVar[str] = "DeepSpeed"
     engine: ClassVar[str] = "DeepSpeed engine"

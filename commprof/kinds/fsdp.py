@@ -19,6 +19,8 @@ class FSDPKind(JobKind):
     strategy: ClassVar[str] = "fsdp"
     record: ClassVar[type[Built]] = BuiltFSDP
     findings: ClassVar[tuple[str, ...]] = ("fsdp_reshard",)
+    gathers: ClassVar[bool] = True
+    unused: ClassVar[str] = "the script called no fully_shard: FSDP's options had no effect"
     options: ClassVar[type] = FSDPOptions
     title: ClassVar[str] = "FSDP"
     engine: ClassVar[str] = "FSDP (fully_shard)"

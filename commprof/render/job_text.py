@@ -5,10 +5,10 @@ fusion buffer; none borrows another's."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from commprof.kinds import DEEPSPEED, HOROVOD, KINDS
+from commprof.kinds import DDP, DEEPSPEED, FSDP, HOROVOD, KINDS
 from commprof.results.job import CollectiveBusbw
 from commprof.settings import DDPOptions, DeepSpeedOptions
 
@@ -41,34 +41,54 @@ def kind_words(strategy: str | None, settings: Mapping[str, Any] | None, bucket_
     if strategy is None:
         return NONE_SEEN
     kind = KINDS[strategy]
-    if strategy == "ddp":
-        cap = "DDP's default" if bucket_cap_mb is None else f"{bucket_cap_mb:g}"
-        defaults = DDPOptions()
-        extra = [
-            f"{name}={settings[name]}"
-            for name in DDP_SHOWN
-            if settings and name in settings and settings[name] != getattr(defaults, name)
-        ]
-        return ", ".join([f"{kind.title}, bucket_cap_mb={cap}", *extra])
+    if kind.reads_ddp:  # DDP's cap is known even where its other options were not recorded
+        return _ddp_words(settings, bucket_cap_mb)
     if settings is None:
-        own = {
-            "fsdp": "its reshard_after_forward, prefetch and reduce dtype as the script passes them (not recorded)",
-            "deepspeed": "its zero_optimization config as the script gives it (not recorded)",
-            "horovod": "its fusion buffer and cycle as the job's environment sets them (not recorded)",
-        }[strategy]
-        return f"{kind.engine}, {own}"
-    if strategy == "fsdp":
-        shown = {name: settings[name] for name in FSDP_OPTIONS if name in settings}
-        if shown.get("reshard_after_forward", True) is None:
-            shown["reshard_after_forward"] = "FSDP's default (True)"
-        return f"{kind.engine}: " + ", ".join(f"{name}={value}" for name, value in shown.items())
-    if strategy == "deepspeed":
-        given = {name: settings.get(name) for name in DEEPSPEED_FIELDS}
-        return f"{kind.title} ZeRO, {DEEPSPEED.written(given)}"
+        return f"{kind.engine}, {_NOT_RECORDED[strategy]}"
+    return _WORDS[strategy](settings)
+
+
+def _ddp_words(settings: Mapping[str, Any] | None, bucket_cap_mb: float | None) -> str:
+    cap = "DDP's default" if bucket_cap_mb is None else f"{bucket_cap_mb:g}"
+    defaults = DDPOptions()
+    extra = [
+        f"{name}={settings[name]}"
+        for name in DDP_SHOWN
+        if settings and name in settings and settings[name] != getattr(defaults, name)
+    ]
+    return ", ".join([f"{DDP.title}, bucket_cap_mb={cap}", *extra])
+
+
+def _fsdp_words(settings: Mapping[str, Any]) -> str:
+    shown = {name: settings[name] for name in FSDP_OPTIONS if name in settings}
+    if shown.get("reshard_after_forward", True) is None:
+        shown["reshard_after_forward"] = "FSDP's default (True)"
+    return f"{FSDP.engine}: " + ", ".join(f"{name}={value}" for name, value in shown.items())
+
+
+def _zero_words(settings: Mapping[str, Any]) -> str:
+    given = {name: settings.get(name) for name in DEEPSPEED_FIELDS}
+    return f"{DEEPSPEED.title} ZeRO, {DEEPSPEED.written(given)}"
+
+
+def _horovod_words(settings: Mapping[str, Any]) -> str:
     return (
         f"{HOROVOD.engine}, fusion buffer {settings['fusion_threshold_mb']:g} MiB (HOROVOD_FUSION_THRESHOLD), "
         f"cycle {settings['cycle_time_ms']:g} ms (HOROVOD_CYCLE_TIME)"
     )
+
+
+# each kind's settings in words, by its strategy; and what is said where a script's own were not recorded
+_WORDS: dict[str, Callable[[Mapping[str, Any]], str]] = {
+    FSDP.strategy: _fsdp_words,
+    DEEPSPEED.strategy: _zero_words,
+    HOROVOD.strategy: _horovod_words,
+}
+_NOT_RECORDED = {
+    FSDP.strategy: "its reshard_after_forward, prefetch and reduce dtype as the script passes them (not recorded)",
+    DEEPSPEED.strategy: "its zero_optimization config as the script gives it (not recorded)",
+    HOROVOD.strategy: "its fusion buffer and cycle as the job's environment sets them (not recorded)",
+}
 
 
 DEEPSPEED_FIELDS = tuple(DeepSpeedOptions.__dataclass_fields__)

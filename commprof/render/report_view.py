@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from commprof.kinds import KINDS
 from commprof.render.compiled_text import compiled_line, model_name
 from commprof.render.document import Block, Document, Figure, Section, Table, Text, notes_section
 from commprof.render.findings_text import ADVICE_HEADERS, advice_rows, finding_lines, has_findings
@@ -113,7 +114,7 @@ def _sweep(report: Report) -> list[Section]:
     sweep = report.sweep
     if sweep is None:
         return []
-    counted = "gathers = FSDP parameter all-gathers" if sweep.strategy == "fsdp" else "AR = all-reduces per step"
+    counted = "gathers = FSDP parameter all-gathers" if KINDS[sweep.strategy].gathers else "AR = all-reduces per step"
     blocks: list[Block] = [Text(sweep.recommendation, "headline")]
     if sweep.paste:
         blocks.append(Text(sweep.paste, "code"))
@@ -145,7 +146,7 @@ def _sweep(report: Report) -> list[Section]:
             "with its 95% interval; the prediction's interval is the one a rerun falls in)."
         )
         sections.append(Section("The findings, checked", [Text(about), checked], level=3))
-    if sweep.strategy != "ddp":
+    if not KINDS[sweep.strategy].reads_ddp:
         return sections
     built = Table(
         ("setting", "bucket sizes (bytes)"),

@@ -158,7 +158,7 @@ def model_notes(report: ScaleReport) -> list[str]:
             f"factor {report.profiling_overhead:.3f} (unprofiled wall-clock step / traced step: the "
             "profiler's cost, and on GPUs the CPU time outside the device's busy span)."
         )
-    elif report.strategy not in (None, "ddp"):
+    elif report.strategy is not None and not KINDS[report.strategy].modelled:
         notes.append(
             "No model of the step (docs/prediction.md): commprof's is DDP's, gradient buckets all-reduced on a ring; "
             f"{KINDS[report.strategy].title}'s collectives are not modelled, so its step is not predicted."

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from commprof.kinds import KINDS
 from commprof.results.common import PRACTICAL_SHARE, WARN_SLOWDOWN, signed
 from commprof.results.report import (
     BucketEvent,
@@ -304,7 +305,8 @@ NOT_SIGNIFICANT = f"~: its CI contains 1, or it changes the step by under {PRACT
 def sweep_table(sweep: SweepResult) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
     """Headers and a row per setting: DDP's with its buckets and all-reduces per step, FSDP's with its parameter
     all-gathers per step, DeepSpeed's with its all-reduces (ZeRO's buckets are not recorded)."""
-    fsdp, ddp = sweep.strategy == "fsdp", sweep.strategy == "ddp"
+    kind = KINDS[sweep.strategy]
+    fsdp, ddp = kind.gathers, kind.reads_ddp
     by_launch = any(s.launches for s in sweep.settings)  # a script's: its timed launches
     headers = (
         "setting",

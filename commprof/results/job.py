@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 import msgspec
 
 from commprof.config import RunConfig
+from commprof.settings import FSDPOptions
 
 # the kinds in the order a job of several is told and measured (the first of them is the one a sweep sets, unless
 # the command line names another); each is a kinds.KINDS key and the tag of its record below
@@ -161,23 +162,11 @@ class Job:
 def built_in(config: RunConfig, model: str | None, parameters: int | None, sizes: Iterable[int] | None) -> Job:
     """The job commprof's own model trains (`commprof run` without a script): one instance of the strategy's kind,
     built by commprof with the options it was given, described as a script's would be."""
-    name = model or "model"
-    if config.strategy == "fsdp":
-        options = dataclasses.asdict(config.fsdp)
-        return Job([BuiltFSDP(name, name=name, parameters=parameters or 0, applied=options, built_by="commprof")])
-    options = dataclasses.asdict(config.ddp)
-    return Job(
-        [
-            BuiltDDP(
-                name,
-                built_by="commprof",
-                parameters=parameters or 0,
-                parameter_sizes=list(sizes or []),
-                applied=options,
-                name=name,
-            )
-        ]
-    )
+    name, applied = model or "model", dataclasses.asdict(config.options)
+    if isinstance(config.options, FSDPOptions):
+        return Job([BuiltFSDP(name, name=name, parameters=parameters or 0, applied=applied, built_by="commprof")])
+    ddp = BuiltDDP(name, "commprof", parameters or 0, list(sizes or []), applied=applied, name=name)
+    return Job([ddp])
 
 
 _OLD_FIELDS = {"ddp_built": "ddp", "fsdp_built": "fsdp", "deepspeed_built": "deepspeed", "horovod_built": "horovod"}

@@ -252,12 +252,10 @@ class RunSummary:
             "deepspeed",
             "horovod",
         )
-        if config.strategy == "fsdp" and not self.script:
-            shown = {f.name: str(getattr(config.fsdp, f.name)) for f in dataclasses.fields(config.fsdp)}
-            defaults = {f.name: str(f.default) for f in dataclasses.fields(config.fsdp)}
-        elif self.script is None:
-            shown = {f.name: str(getattr(config.ddp, f.name)) for f in dataclasses.fields(config.ddp)}
-            defaults = {f.name: str(f.default) for f in dataclasses.fields(config.ddp)}
+        if not self.script:  # commprof's own model: the options of its strategy as given
+            options = config.options
+            shown = {f.name: str(getattr(options, f.name)) for f in dataclasses.fields(options)}
+            defaults = {f.name: str(f.default) for f in dataclasses.fields(options)}
         else:
             shown, defaults = {"script": " ".join(self.script)}, {}
             for engine in self.job.of(BuiltDeepSpeed)[:1]:  # the first DeepSpeed engine: the one measured

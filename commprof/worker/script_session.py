@@ -29,6 +29,7 @@ from commprof.instrument.horovod import TIMELINE_FILE, HorovodWatch, rank_enviro
 from commprof.instrument.link_probe import probe_link, probe_tiers
 from commprof.instrument.optimizer_steps import on_step_return
 from commprof.instrument.profiler import make_profiler, trace_path, write_trace
+from commprof.kinds import KINDS
 from commprof.launch.atomic import now
 from commprof.launch.progress import Every, Progress, write_progress
 from commprof.launch.runlog import write_run_json
@@ -82,7 +83,7 @@ class ScriptSession:
         self.saw_distributed = False  # torch.distributed initialized at some step
         self.script_backend: str | None = None  # its default group's backend, as a step saw it
         self.ddp = DDPOverrides(config.ddp, config.ddp_forced)
-        self.fsdp = FSDPOverrides(config.fsdp if config.strategy == "fsdp" else None)
+        self.fsdp = FSDPOverrides(config.fsdp if config.fsdp is config.options else None)
         # its engine's steps are the steps, where there is one; ZeRO's options set in its config (--strategy deepspeed)
         self.deepspeed = DeepSpeedWatch(self._engine_stepped, config.deepspeed.zero_config())
         self.compile = CompileWatch()
@@ -318,6 +319,10 @@ class ScriptSession:
         gradients = sum(built.parameter_sizes) if built and built.parameter_sizes else None
         return typical_bucket_bytes(float(cap) if cap is not None else None, gradients)
 
+    def job(self) -> Job:
+        """What the script built so far, of every kind."""
+        return Job([*self.ddp.built, *self.fsdp.built(), *self.deepspeed.built, *self.horovod.built])
+
     def info_notes(self) -> list[str]:
         notes = []
         if self.counted is None:
@@ -326,19 +331,15 @@ class ScriptSession:
             notes.append(
                 f"steps counted are those of {self.counted}; the script also stepped {', '.join(sorted(self.others))}"
             )
-        if self.config.strategy == "horovod":
-            if not self.horovod.built:
-                notes.append("the script built no Horovod DistributedOptimizer: Horovod's options had no effect")
+        job, chosen = self.job(), KINDS[self.config.strategy]
+        if chosen.unused:  # --strategy named a kind: its options act only on what the script built of it
+            if chosen.built_of(job) is None:
+                notes.append(chosen.unused)
         elif self.horovod.built:
             notes.append(
                 "the script trains with Horovod: its allreduces run in Horovod's background thread, out of the "
                 "profiler's sight; they are read from Horovod's timeline, which its coordinator (rank 0) writes"
             )
-        elif self.config.strategy == "fsdp" and not self.fsdp.units:
-            notes.append("the script called no fully_shard: FSDP's options had no effect")
-        elif self.config.strategy == "deepspeed":
-            if not self.deepspeed.built:
-                notes.append("the script built no DeepSpeed engine: the ZeRO options had no effect")
         elif self.deepspeed.built and not self.ddp.built:
             stage = self.deepspeed.built[0].zero_stage
             given = ": the DDP options given had no effect" if self.ddp.options or self.ddp.comm_hook else ""
@@ -373,7 +374,7 @@ class ScriptSession:
             cast_costs=self.cast_costs,
             collectives=self.collectives,
             ddp=self.ddp.logging_data(),
-            job=Job([*self.ddp.built, *self.fsdp.built(), *self.deepspeed.built, *self.horovod.built]),
+            job=self.job(),
             compiled=self.compile.record(),
             optimizer=self.counted,
             peak_memory_mb=peak_memory_mb(self.device),
