@@ -10,7 +10,7 @@ import dataclasses
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from commprof.backends import BACKENDS, by_name
 from commprof.errors import UsageError
@@ -77,12 +77,21 @@ class ProfileSchedule:
         return cls(wait=wait, warmup=warmup, active=active)
 
 
+@dataclass(frozen=True, kw_only=True)
 class _StrategyOptions:
-    strategy: str
-    ddp: DDPOptions
-    fsdp: FSDPOptions
-    deepspeed: DeepSpeedOptions
-    horovod: HorovodOptions
+    """Each kind's knobs, declared once for the request and the config: a job of several kinds (an FSDP encoder and
+    a DDP head) takes each kind's at once; validation refuses those of a kind --strategy does not name."""
+
+    if TYPE_CHECKING:  # each subclass declares it as a field, with its own default and help
+
+        @property
+        def strategy(self) -> str:  # kinds.KINDS: the kind a command sets and measures
+            ...
+
+    ddp: DDPOptions = field(default_factory=DDPOptions)
+    fsdp: FSDPOptions = field(default_factory=FSDPOptions)
+    deepspeed: DeepSpeedOptions = field(default_factory=DeepSpeedOptions)
+    horovod: HorovodOptions = field(default_factory=HorovodOptions)
 
     @property
     def options(self) -> SettingOptions:
@@ -150,10 +159,6 @@ class RunRequest(_StrategyOptions):
     )
     script: tuple[str, ...] = ()  # the user's training script and its arguments (or -m module and arguments)
     schedule: ProfileSchedule = field(default_factory=ProfileSchedule)
-    ddp: DDPOptions = field(default_factory=DDPOptions)
-    fsdp: FSDPOptions = field(default_factory=FSDPOptions)
-    deepspeed: DeepSpeedOptions = field(default_factory=DeepSpeedOptions)
-    horovod: HorovodOptions = field(default_factory=HorovodOptions)
     cli_args: tuple[str, ...] = ()  # the options as given on the command line (non-defaults), to repeat them
     named: tuple[str, ...] = ()  # the fields the command line named, even at their default values
 
@@ -190,10 +195,6 @@ class RunConfig(_StrategyOptions):
     seed: int = 0
     precision: str = "fp32"
     schedule: ProfileSchedule = field(default_factory=ProfileSchedule)
-    ddp: DDPOptions = field(default_factory=DDPOptions)
-    fsdp: FSDPOptions = field(default_factory=FSDPOptions)
-    deepspeed: DeepSpeedOptions = field(default_factory=DeepSpeedOptions)
-    horovod: HorovodOptions = field(default_factory=HorovodOptions)
     traces_dir: Path = Path("traces")
     reports_dir: Path = Path("reports")
     rdzv_endpoint: str | None = None
