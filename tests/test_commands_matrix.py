@@ -53,9 +53,10 @@ def test_the_kinds_are_the_jobs_of_issue_53():
 
 
 def test_the_kinds_have_one_or_two_models():
-    """Issue 63's axis: scripts with two models, two DDPs (a GAN) and two FSDP roots (a teacher and a student)."""
+    """Issue 63's axis: scripts with two models, two DDPs (a GAN) and two FSDP roots (a teacher and a student); issue
+    69's: two models of two kinds (an FSDP encoder and a DDP head)."""
     two = {k.script[0].rsplit("/", 1)[-1] for k in KINDS if k.models == 2}
-    assert two == {"train_gan.py", "train_fsdp_two.py"}
+    assert two == {"train_gan.py", "train_fsdp_two.py", "train_fsdp_ddp.py"}
     assert {k.models for k in KINDS} == {1, 2}
 
 

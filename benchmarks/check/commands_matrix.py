@@ -135,6 +135,12 @@ KINDS = (
         sweep=("--strategy", "fsdp", "--reshard-after-forward", "true,false"),
         models=2,
     ),
+    Kind(
+        "fsdp-ddp",
+        "a job of two kinds: an FSDP2 encoder and an inline DDP head, `head = DDP(nn.Sequential(...))` (issue 69)",
+        (str(SCRIPTS / "train_fsdp_ddp.py"), "100"),
+        models=2,
+    ),
     _deepspeed(1),
     _deepspeed(2),
     _deepspeed(3),
