@@ -95,6 +95,16 @@ def corpus() -> list[Case]:
         ),
         Case("fsdp2", (str(SCRIPTS / "train_fsdp.py"),), "tests/data: the script's own fully_shard (issue 63)"),
         Case("two fsdp", (str(SCRIPTS / "train_fsdp_two.py"),), "tests/data: two models sharded (issue 63)"),
+        Case(
+            "meta to_empty",
+            (str(SCRIPTS / "meta_to_empty.py"),),
+            "tests/data: built on meta, to_empty under the swap flag, then DDP (issue 70)",
+        ),
+        Case(
+            "meta fsdp2",
+            (str(SCRIPTS / "meta_fsdp.py"),),
+            "tests/data: fully_shard on meta, then to_empty under the swap flag (issue 70)",
+        ),
     ]
 
 

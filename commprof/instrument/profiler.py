@@ -1,12 +1,14 @@
-"""torch.profiler set-up: the wait/warmup/active schedule and an atomic trace writer."""
+"""torch.profiler set-up: the wait/warmup/active schedule, a script's start-up recording, and an atomic trace
+writer."""
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -76,6 +78,67 @@ def make_profiler(
         on_trace_ready=lambda prof: write_trace(prof, trace_path(run_dir, rank)),
         record_shapes=record_shapes,
     )
+
+
+def release(prof: profile) -> None:
+    """A stopped profiler's records let go of now, not at the next garbage collection (a profile is a reference
+    cycle): with record_shapes they hold a weak reference to every tensor an op took, and torch.utils.swap_tensors
+    refuses a tensor that has any. Call it once the trace it was to write is written."""
+    prof.profiler = None
+
+
+class StartupProfile:
+    """The profiler of a script's start, from before its first line to its first optimizer step (or to its end: the
+    trace of a script that never steps is the run's one window).
+
+    With record_shapes, torch's profiler keeps a weak reference to each tensor an op takes until its records are let
+    go, and `torch.utils.swap_tensors` refuses a tensor that has any ("Expected no weakrefs to t1's Tensor object").
+    A script that builds its model on the meta device and materializes it with `to_empty` swaps every parameter
+    (under `torch.__future__.set_swap_module_params_on_conversion(True)`, and always for FSDP2's DTensor parameters),
+    as `load_state_dict` and `.to()` do under that flag: each parameter was an op's input just before (its init,
+    `empty_like`). So at the script's first swap the record so far is let go and the start is recorded on without
+    shapes, and its swaps succeed as under torchrun; a script that never swaps keeps its start recorded with shapes
+    (Gloo's collectives give their sizes there alone, docs/semantics.md)."""
+
+    def __init__(self, use_cuda: bool, run_dir: Path, rank: int):
+        self.use_cuda, self.run_dir, self.rank = use_cuda, run_dir, rank
+        self.profile = make_profiler(None, use_cuda, run_dir, rank)
+        self.shapes = True  # False once a swap made it record on without them
+        self._swap: tuple[Callable[..., None], Callable[..., None]] | None = None  # torch's, and commprof's around it
+
+    def start(self) -> None:
+        original = torch.utils.swap_tensors
+
+        @functools.wraps(original)
+        def swap_tensors(t1: torch.Tensor, t2: torch.Tensor) -> None:
+            self.without_shapes()
+            original(t1, t2)
+
+        # torch's callers look it up as torch.utils.swap_tensors at each call (nn.Module._apply, load_state_dict,
+        # fully_shard's move to its device, parametrize)
+        torch.utils.swap_tensors = swap_tensors
+        self._swap = original, swap_tensors
+        self.profile.start()
+
+    def without_shapes(self) -> None:
+        """The record so far let go (its weak references with it), the start recorded on without shapes; once."""
+        if not self.shapes:
+            return
+        self.shapes = False
+        self.profile.stop()
+        release(self.profile)
+        self.profile = make_profiler(None, self.use_cuda, self.run_dir, self.rank, record_shapes=False)
+        self.profile.start()
+
+    def stop(self) -> profile:
+        """Stopped, torch's swap_tensors back: the profile, for `write_trace`, then `release`."""
+        if self._swap is not None:
+            original, ours = self._swap
+            if torch.utils.swap_tensors is ours:  # unless someone replaced it since
+                torch.utils.swap_tensors = original
+            self._swap = None
+        self.profile.stop()
+        return self.profile
 
 
 def write_trace(prof: profile, target: Path) -> None:

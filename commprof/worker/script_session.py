@@ -28,7 +28,7 @@ from commprof.instrument.hang_watch import HangWatch, flight_recorder_collective
 from commprof.instrument.horovod import TIMELINE_FILE, HorovodWatch, rank_environment
 from commprof.instrument.link_probe import probe_link, probe_tiers
 from commprof.instrument.optimizer_steps import on_step_return
-from commprof.instrument.profiler import make_profiler, trace_path, write_trace
+from commprof.instrument.profiler import StartupProfile, make_profiler, release, trace_path, write_trace
 from commprof.kinds import KINDS
 from commprof.launch.atomic import now
 from commprof.launch.progress import Every, Progress, write_progress
@@ -108,7 +108,7 @@ class ScriptSession:
         if self.hang_watch is not None:
             self.hang_watch.tick = self.end.while_stalled
         self.profiler: torch.profiler.profile | None = None  # the scheduled one, from the first optimizer step on
-        self.startup: torch.profiler.profile | None = None
+        self.startup: StartupProfile | None = None  # the script's start, until its first optimizer step
         self._unhook: Callable[[], None] | None = None
 
     def start(self) -> None:
@@ -143,7 +143,8 @@ class ScriptSession:
         self._unhook = on_step_return(self._after_step)  # the step ends where the optimizer's step() returns
         if self.config.profiled:
             # until the first optimizer step, the whole start: the trace of a script that never steps
-            self.startup = make_profiler(None, self.use_cuda, self.config.run_dir, self.rank)
+            # (with shapes until the script first swaps a tensor: to_empty of a model built on meta, FSDP2's)
+            self.startup = StartupProfile(self.use_cuda, self.config.run_dir, self.rank)
             self.startup.start()
             if self.config.schedule.wait == 0:  # the first step profiled: it begins with the model's first forward
                 self.ddp.on_first_forward = self._start_at_first_forward
@@ -253,7 +254,7 @@ class ScriptSession:
         counts from the second step on, so one step less of waiting keeps the window where the schedule says."""
         startup, self.startup = self.startup, None
         assert startup is not None  # called only while it records
-        startup.stop()
+        release(startup.stop())
         schedule = self.config.schedule
         self.profiler = make_profiler(
             dataclasses.replace(schedule, wait=max(0, schedule.wait - 1)), self.use_cuda, self.config.run_dir, self.rank
@@ -266,7 +267,7 @@ class ScriptSession:
         if self.startup is None or self.log.steps_done:  # the counted optimizer stepped before any DDP forward
             return
         startup, self.startup = self.startup, None
-        startup.stop()
+        release(startup.stop())
         self.profiler = make_profiler(self.config.schedule, self.use_cuda, self.config.run_dir, self.rank)
         self.profiler.start()
 
@@ -274,6 +275,7 @@ class ScriptSession:
         if self.profiler is not None:
             profiler, self.profiler = self.profiler, None
             profiler.stop()  # writes the window it was recording, if any
+            release(profiler)  # a swap after the window finds no weak reference of its records
 
     def finish(self, ended: bool = True) -> None:
         """Trace, step log with what this rank learned, hooks removed; the progress's last state: the steps run,
@@ -282,8 +284,9 @@ class ScriptSession:
         self._write_progress(self.log.steps_done if ended else self.config.max_steps)
         if self.startup is not None:  # no optimizer step at all: the whole run is the one window
             startup, self.startup = self.startup, None
-            startup.stop()
-            write_trace(startup, trace_path(self.config.run_dir, self.rank))
+            profile = startup.stop()
+            write_trace(profile, trace_path(self.config.run_dir, self.rank))
+            release(profile)
         self._stop_profiler()
         if self.ledger is not None:
             self.ledger.finish()
