@@ -235,7 +235,8 @@ class RunConfig(_StrategyOptions):
         require(not chosen.script_only or bool(self.script), chosen.script_only)
         for strategy in STRATEGIES:
             options = getattr(self, strategy)
-            changed = changed_options(options) if options is not chosen else []
+            kept = options is chosen or (options.beside_others and bool(self.script))
+            changed = changed_options(options) if not kept else []
             require(not changed, f"--{', --'.join(changed)}: {options.owner}; they need --strategy {strategy}")
         require(self.batch_size >= 1, f"--batch-size must be >= 1, got {self.batch_size}")
         require(self.precision in PRECISIONS, f"--precision must be one of {', '.join(PRECISIONS)}")

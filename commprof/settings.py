@@ -33,6 +33,9 @@ class DDPOptions:
     owner: ClassVar[str] = "DDP options"  # what a refusal calls them
     script_only: ClassVar[str] = ""  # why they need a script, where they do
     backend_feature: ClassVar[str | None] = None  # the backends.Backend flag a backend needs to run them
+    # given to every DistributedDataParallel a script builds, whatever --strategy names: a job of several kinds (an
+    # FSDP encoder and a DDP head) keeps its DDP's while another kind's knobs are measured
+    beside_others: ClassVar[bool] = True
 
     # None: commprof passes no bucket_cap_mb, so a script keeps its own (its sweep's baseline: OWN_LABEL)
     bucket_cap_mb: float | None = option(
@@ -93,6 +96,7 @@ class FSDPOptions:
     """Options given to FSDP2's fully_shard (with --strategy fsdp) on each block and the root."""
 
     owner: ClassVar[str] = "FSDP options"
+    beside_others: ClassVar[bool] = False
     script_only: ClassVar[str] = ""
     backend_feature: ClassVar[str | None] = "fsdp"
 
@@ -159,6 +163,7 @@ class DeepSpeedOptions:
     stays as the script's config has it (a sweep's baseline: all None, the script as written)."""
 
     owner: ClassVar[str] = "DeepSpeed's ZeRO options"
+    beside_others: ClassVar[bool] = False
     script_only: ClassVar[str] = (
         "--strategy deepspeed is for a DeepSpeed script, given after -- (... --strategy deepspeed -- train.py): its "
         "ZeRO options are set in the config the script gives deepspeed.initialize"
@@ -216,6 +221,7 @@ class HorovodOptions:
     a 128 MiB fusion buffer, a 1 ms cycle)."""
 
     owner: ClassVar[str] = "Horovod's options"
+    beside_others: ClassVar[bool] = False
     script_only: ClassVar[str] = (
         "--strategy horovod is for a Horovod script, given after -- (... --strategy horovod -- train.py): its "
         "fusion buffer and cycle are set in its environment"
