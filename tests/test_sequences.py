@@ -60,3 +60,18 @@ def test_the_run_record_notes_a_silent_desync():
     assert note.endswith("; the backend raised no error: what that collective returned is not what the script meant")
     roundtrip = ScriptRankInfo.from_dict(infos[1].to_dict())
     assert roundtrip == infos[1]
+
+
+def test_a_rooted_collective_whose_root_alone_holds_the_list_parts_nowhere():
+    """distribute_tensor's scatter (issue 70): the source rank passes the list, the others none; a gather's root
+    likewise. Two ranks that both hold tensors of different shapes still part there."""
+    scatter = {3: ("scatter", 65536, "Float")}
+    root, other = dump(1, 6, scatter), dump(1, 6, scatter)
+    other["entries"][2]["input_sizes"] = []  # the non-root rank's side of the scatter: no list
+    assert first_parting({0: sequences_of(root), 1: sequences_of(other)}) == {}
+    both = dump(1, 6, {3: ("scatter", 512, "Float")})
+    parted = first_parting({0: sequences_of(root), 1: sequences_of(both)})
+    assert sorted(parted) == [0, 1] and parted[1].collectives[0].sizes == [[512]]
+    differs = dump(1, 6, {3: ("gather", 65536, "Float")})
+    differs["entries"][2]["input_sizes"] = []
+    assert sorted(first_parting({0: sequences_of(root), 1: sequences_of(differs)})) == [0, 1]  # another op

@@ -12,6 +12,7 @@ from commprof.analysis.crossrank import Matching, MeasuredClocks, cross_rank, ma
 from commprof.analysis.distortion import job_drift_ms, job_step, profiler_distortion
 from commprof.analysis.evidence import Evidence
 from commprof.analysis.findings import findings
+from commprof.analysis.groups import dimension_times
 from commprof.analysis.incomplete import missing_note, missing_ranks
 from commprof.analysis.models import model_accounts
 from commprof.analysis.network import network_of
@@ -76,6 +77,7 @@ def analyze_run(
         raise UsageError(f"nothing to analyse: {reasons}")
     matching = match_collectives(per_rank, clocks) if len(per_rank) > 1 else None
     collectives = collective_stats(per_rank)
+    dimensions = dimension_times(per_rank)
     missing = missing_ranks(trace, run)
     if missing:
         warnings.append(missing_note(missing, len(missing) + len(trace.ranks)))
@@ -93,6 +95,7 @@ def analyze_run(
         skipped=[SkippedFileInfo(s.path, s.reason) for s in trace.skipped],
         warnings=warnings,
         timeline=_typical_step(per_rank, steps),
+        dimensions=dimensions,
         cross_rank=cross_rank(matching, per_rank, {s.rank: s.step_time_ms.median for s in summaries}),
         missing_ranks=missing,
         empty_steps={str(r.rank): list(r.empty_steps) for r, _ in per_rank if r.empty_steps},

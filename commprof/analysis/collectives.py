@@ -6,6 +6,7 @@ import dataclasses
 import statistics
 from collections import defaultdict
 
+from commprof.analysis.groups import label_of
 from commprof.results.report import CollectiveStats, CollectiveStep
 from commprof.trace.intervals import clip, total
 from commprof.trace.model import Collective, RankTrace, Step
@@ -26,6 +27,7 @@ def collective_stats(per_rank: list[tuple[RankTrace, list[Step]]]) -> list[Colle
     by_step: dict[tuple, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     steps_seen: dict[tuple, int] = defaultdict(int)
     step_order: dict[str, int] = {}
+    members: dict[tuple, set[tuple[int, ...]]] = defaultdict(set)  # per row, its groups' members
     for rank, windows in per_rank:
         for window in windows:
             step_order.setdefault(window.name, len(step_order))
@@ -34,7 +36,10 @@ def collective_stats(per_rank: list[tuple[RankTrace, list[Step]]]) -> list[Colle
             step = _step_of(call, windows)
             if step is None:
                 continue
-            key = (call.op, call.backend, call.dtype, call.nbytes, call.group_size, call.phase, call.purpose)
+            label, ranks = label_of(rank, call)
+            key = (call.op, call.backend, call.dtype, call.nbytes, call.group_size, call.phase, call.purpose, label)
+            if ranks:
+                members[key].add(ranks)
             groups[key].append(call.end - call.start)
             hidden_us[key] += total(clip(rank.compute, call.start, call.end))
             by_step[key][step].append(call.end - call.start)
@@ -43,7 +48,7 @@ def collective_stats(per_rank: list[tuple[RankTrace, list[Step]]]) -> list[Colle
             steps_seen[key] += len(windows)
     stats = []
     for key, durations_us in groups.items():
-        op, backend, dtype, nbytes, group_size, phase, purpose = key
+        op, backend, dtype, nbytes, group_size, phase, purpose, label = key
         mean_ms, algbw, busbw = _speeds(statistics.fmean(durations_us), op, nbytes, group_size)
         steps = []
         for step, durations in sorted(by_step[key].items(), key=lambda item: step_order[item[0]]):
@@ -65,10 +70,19 @@ def collective_stats(per_rank: list[tuple[RankTrace, list[Step]]]) -> list[Colle
                 phase=phase,
                 purpose=purpose,
                 hidden_pct=100 * hidden_us[key] / sum(durations_us) if sum(durations_us) > 0 else None,
+                group=label,
+                group_ranks=sorted(list(ranks) for ranks in members[key]),
             )
         )
     return sorted(
-        stats, key=lambda s: (s.op, s.bytes or 0, _PHASE_ORDER.get(s.phase or "", len(_PHASE_ORDER)), s.purpose or "")
+        stats,
+        key=lambda s: (
+            s.op,
+            s.bytes or 0,
+            _PHASE_ORDER.get(s.phase or "", len(_PHASE_ORDER)),
+            s.purpose or "",
+            s.group or "",
+        ),
     )
 
 

@@ -16,6 +16,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile, schedule
 
 from commprof.config import ProfileSchedule
+from commprof.instrument.group_record import write_groups
 from commprof.instrument.host_heap import HeapDuringWindow
 
 # Both torch-tb-profiler (worker name before '.pt.trace.json') and HTA (rank from
@@ -75,7 +76,7 @@ def make_profiler(
         schedule=HeapDuringWindow(
             schedule(wait=sched.wait, warmup=sched.warmup, active=sched.active, repeat=1), enabled=not use_cuda
         ),
-        on_trace_ready=lambda prof: write_trace(prof, trace_path(run_dir, rank)),
+        on_trace_ready=lambda prof: written(prof, run_dir, rank),
         record_shapes=record_shapes,
     )
 
@@ -139,6 +140,13 @@ class StartupProfile:
             self._swap = None
         self.profile.stop()
         return self.profile
+
+
+def written(prof: profile, run_dir: Path, rank: int) -> None:
+    """The window's trace, and beside it the rank's record of which process group ran each collective (Gloo's
+    ranges name none: instrument/group_record.py)."""
+    write_trace(prof, trace_path(run_dir, rank))
+    write_groups(run_dir, rank)
 
 
 def write_trace(prof: profile, target: Path) -> None:

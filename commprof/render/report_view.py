@@ -14,6 +14,7 @@ from commprof.render.tables import (
     BREAKDOWN_SUM,
     COLLECTIVE_HEADERS,
     DDP_CHECK_HEADERS,
+    DIMENSION_HEADERS,
     GATHER_HEADERS,
     GATHER_NOTE,
     NOT_SIGNIFICANT,
@@ -24,6 +25,7 @@ from commprof.render.tables import (
     breakdown_rows,
     collective_row,
     ddp_check_row,
+    dimension_rows,
     gather_rows,
     headline,
     many_ranks,
@@ -47,6 +49,7 @@ def document(report: Report) -> Document:
         *models_section(report),
         *_phases(report),
         *whole_run_sections(report),  # after the profiled window's breakdown: was it typical of the run?
+        *_dimensions(report),
         _collectives(report),
         *network_sections(report),
         *_across_ranks(report),
@@ -205,6 +208,18 @@ def _phases(report: Report) -> list[Section]:
         table = Table(GATHER_HEADERS, gather_rows(report), left=("module", "phase"))
         sections.append(Section("FSDP all-gathers by module", [Text(f"{GATHER_NOTE}."), table]))
     return sections
+
+
+def _dimensions(report: Report) -> list[Section]:
+    if not report.dimensions:
+        return []
+    about = Text(
+        "Per profiled step, the mean over ranks: each dimension of the device mesh (or process group) with the time "
+        "one of its collectives was in flight (comm) and, of that, the time no computation ran beside it (exposed); "
+        "groups: each of its process groups' ranks. Most exposed first."
+    )
+    table = Table(DIMENSION_HEADERS, dimension_rows(report), left=("dimension", "groups"))
+    return [Section("By dimension", [about, table])]
 
 
 def _collectives(report: Report) -> Section:

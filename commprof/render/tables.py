@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import statistics
+
 from commprof.kinds import KINDS
 from commprof.results.common import PRACTICAL_SHARE, WARN_SLOWDOWN, signed
 from commprof.results.report import (
@@ -34,6 +36,7 @@ COLLECTIVE_HEADERS = (
     "phase",
     "op",
     "for",
+    "over",
     "backend",
     "dtype",
     "ranks",
@@ -229,6 +232,7 @@ def collective_row(c: CollectiveStats) -> tuple[str, ...]:
         c.phase or "-",
         c.op,
         c.purpose or "-",
+        over(c.group, c.group_ranks),
         c.backend,
         c.dtype or "unknown",
         str(c.group_size or "unknown"),
@@ -239,6 +243,48 @@ def collective_row(c: CollectiveStats) -> tuple[str, ...]:
         _num(c.algbw_gbps),
         _num(c.busbw_gbps),
     )
+
+
+MOST_GROUPS_LISTED = 4
+
+
+def over(group: str | None, members: list[list[int]]) -> str:
+    """A collective's process group in a table: its dimension with each group's ranks ("tp 0,1 2,3"), or how many
+    groups of how many ranks where they are many; "-" where not known."""
+    if group is None:
+        return "-"
+    if len(members) > MOST_GROUPS_LISTED:
+        sizes = sorted({len(m) for m in members})
+        return f"{group} ({len(members)} groups of {'/'.join(map(str, sizes))})"
+    return " ".join([group, *(",".join(map(str, m)) for m in members)])
+
+
+DIMENSION_HEADERS = ("dimension", "groups", "calls/step", "comm ms", "exposed ms", "exposed of step")
+
+
+def dimension_rows(report: Report) -> list[tuple[str, ...]]:
+    step = statistics.fmean(r.step_time_ms.mean for r in report.ranks) if report.ranks else 0.0
+    return [
+        (
+            d.dimension,
+            over("", d.groups).strip() or "-",
+            f"{d.calls_per_step:.1f}",
+            f"{d.comm_ms:.1f}",
+            f"{d.exposed_ms:.1f}",
+            f"{100 * d.exposed_ms / step:.0f}%" if step > 0 else "-",
+        )
+        for d in report.dimensions
+    ]
+
+
+def costliest_dimension(report: Report) -> str:
+    """The dimension whose exposed communication costs the step most, in a clause; "" where the report has none."""
+    if not report.dimensions:
+        return ""
+    top = report.dimensions[0]  # analysis/groups.py ranks them by exposed time
+    step = statistics.fmean(r.step_time_ms.mean for r in report.ranks) if report.ranks else 0.0
+    share = f" ({100 * top.exposed_ms / step:.0f}% of the step)" if step > 0 else ""
+    return f"; of the dimensions, {top.dimension}'s collectives leave the most exposed, {top.exposed_ms:.1f} ms{share}"
 
 
 def headline(report: Report) -> str:
@@ -252,7 +298,7 @@ def headline(report: Report) -> str:
         f"{subject}{100 * worst.exposed_fraction:.0f}% of the step is exposed communication on rank {worst.rank}; "
         f"communication takes {100 * worst.comm_ms / step:.0f}% of the step, {hidden:.0f}% of it hidden "
         "behind computation"
-    )
+    ) + costliest_dimension(report)
     changed = _changed(report)
     if changed:
         return changed + text

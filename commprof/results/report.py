@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from commprof.results.common import SCHEMA_VERSION, Estimate, Result
+from commprof.results.groups import DimensionTime
 from commprof.results.network import Network
 from commprof.results.run_record import RunSummary
 from commprof.results.whole_run import WholeRun
@@ -116,6 +117,9 @@ class CollectiveStats:
     phase: str | None = None  # "forward", "backward", "optimizer": when in the step it was launched
     purpose: str | None = None  # what it is for, when the trace says ("parameter all-gather", ...)
     hidden_pct: float | None = None  # of its calls' time, the share with computation running on the same rank
+    # the process group that ran it: its mesh dimension ("tp"), else its description ("world"); None: not known
+    group: str | None = None
+    group_ranks: list[list[int]] = field(default_factory=list)  # that dimension's groups' members, global ranks
 
 
 @dataclass(frozen=True)
@@ -423,4 +427,6 @@ class Report(Result):
     models: list[ModelAccount] = field(default_factory=list)  # a script's DDP models, each with its own all-reduces
     whole_run: WholeRun | None = None  # every step of the run, from the ranks' whole-run records (commprof's runs)
     network: Network | None = None  # hosts, links per tier and the collectives on them (commprof's runs)
+    # per dimension of the job's device mesh (or process group), where its collectives ran over more than one
+    dimensions: list[DimensionTime] = field(default_factory=list)
     schema_version: int = SCHEMA_VERSION

@@ -10,6 +10,7 @@ takes ~0.1 s for its 2000 entries; with them, seconds: the calling lines are not
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,13 +72,29 @@ def first_parting(ranks: dict[int, list[GroupSequence]]) -> dict[int, HangEviden
         end = min(s.first_seq + len(s.calls) for s in held.values())
         for seq in range(start, end):
             calls = {rank: s.call(seq) for rank, s in held.items()}
-            if len({repr(c) for c in calls.values()}) > 1:
+            if not _agree(list(calls.values())):
                 return {
                     rank: HangEvidence(rank, "", None, 0.0, 0.0, collectives=[_entered(held[rank], seq, call)])
                     for rank, call in calls.items()
                     if call is not None
                 }
     return {}
+
+
+# collectives in which only the root holds the list (scatter's inputs, gather's outputs): the others' side is empty
+ROOTED = frozenset({"scatter", "gather"})
+
+
+def _agree(calls: list[Call | None]) -> bool:
+    """The ranks ran the same collective: the same op, shapes and dtypes; of a rooted one, the same op, the ranks that
+    hold tensors on its side the same (the root's list against the others' none is no parting)."""
+    if len({repr(c) for c in calls}) == 1:
+        return True
+    known = [c for c in calls if c is not None]
+    if len(known) < len(calls) or len({c.op for c in known}) > 1 or known[0].op not in ROOTED:
+        return False
+    holding = [c for c in known if any(math.prod(size) for size in c.sizes)]
+    return len({repr(c) for c in holding}) <= 1
 
 
 def _entered(sequence: GroupSequence, seq: int, call: Call) -> EnteredCollective:

@@ -12,6 +12,7 @@ from typing import Any
 from commprof.trace import rules
 from commprof.trace.events import CompleteEvent, Event, Links, Thread, TraceFile, decode_args, decode_links
 from commprof.trace.gpu_steps import DeviceOp, device_steps, hta_view
+from commprof.trace.groups import groups_of
 from commprof.trace.horovod_timeline import READY_ARG, STEP_ARG
 from commprof.trace.intervals import merge, subtract
 from commprof.trace.launches import enclosing_ranges, launching_backend, meta_from_ranges
@@ -87,6 +88,7 @@ def classify(path: Path, trace: TraceFile) -> RankTrace:
         warnings=tuple(warnings),
         hta=hta,
         empty_steps=empty_steps,
+        groups=groups_of(info),
     )
 
 

@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterator, TypeVar
 from commprof.errors import TraceError, UsageError
 from commprof.trace.classify import UNKNOWN_RANK, _rank, classify
 from commprof.trace.files import find_trace_files
+from commprof.trace.groups import read_rows, with_groups
 from commprof.trace.horovod_timeline import merged, read_timeline, timeline_beside
 from commprof.trace.model import RankTrace, RunTrace, SkippedFile
 from commprof.trace.parse import parse_trace
@@ -27,7 +28,9 @@ def load_rank(path: Path) -> RankTrace | SkippedFile:
         timeline = timeline_beside(path)
         if timeline is not None and _rank(path, trace.distributedInfo or {})[0] == 0:  # Horovod's coordinator's
             trace = merged(trace, read_timeline(timeline))
-        return classify(path, trace)
+        rank = classify(path, trace)
+        rows = read_rows(path, rank.rank)  # commprof's record of each collective's group, where the trace has none
+        return with_groups(rank, rows) if rows else rank
     except TraceError as exc:
         return SkippedFile(str(path), exc.problem)
 

@@ -62,6 +62,16 @@ class Collective:
 
 
 @dataclass(frozen=True)
+class ProcessGroup:
+    """A process group as a trace names it (distributedInfo.pg_config): its name (the same on every rank), its
+    description (a DeviceMesh dimension's group: "mesh_dp"; "default_pg") and its members, as global ranks."""
+
+    name: str
+    desc: str
+    ranks: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class RankTrace:
     path: str
     rank: int
@@ -91,6 +101,7 @@ class RankTrace:
     # began the first work launched from then on)
     phase_marks: tuple[PhaseMarks, ...] = ()
     intervals_dropped: bool = False  # compute/communication/memory emptied to save memory (analysis.digest)
+    groups: tuple[ProcessGroup, ...] = ()  # the process groups the rank belongs to, as its trace names them
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,114 @@
+"""Every process group and every mesh dimension (issue 70), on a real 2-D run recorded by commprof
+(tests/data/fsdp-tp/: FSDP2 over "dp" and tensor parallelism over "tp", dp=2 x tp=2 on 4 CPU ranks over Gloo, whose
+traces name no group) and on hand-built records whose answer is known."""
+
+import pytest
+
+from commprof.analysis.analyze import analyze_run
+from commprof.commands.reporting import report_from_traces
+from commprof.trace.groups import TOLERANCE_US, dimension, entry_row, groups_of, with_groups
+from commprof.trace.load import load_run
+from commprof.trace.model import Collective, ProcessGroup, RankTrace, Step
+from tests.conftest import REPO
+
+RUN = REPO / "tests" / "data" / "fsdp-tp"
+DP = [[0, 2], [1, 3]]  # dp=2 x tp=2: init_device_mesh's ("dp", "tp") over ranks 0-3
+TP = [[0, 1], [2, 3]]
+
+
+@pytest.fixture(scope="module")
+def analysed():
+    report, _ = report_from_traces([RUN], "tp", "analysis", workers=1)
+    trace = load_run(sorted(RUN.glob("rank*.pt.trace.json.gz")), workers=1)
+    return report, trace, analyze_run(trace, "tp", "analysis", run=report.run)
+
+
+def test_every_collective_of_a_gloo_run_is_given_its_group_and_the_groups_their_members(analysed):
+    _, trace, _ = analysed
+    for rank in trace.ranks:
+        members = {g.name: sorted(g.ranks) for g in rank.groups}
+        assert all(c.process_group is not None and c.group_size == 2 for c in rank.collectives)
+        assert all(rank.rank in members[c.process_group] for c in rank.collectives)  # a group of its own
+        dims = {dimension(g.desc) for g in rank.groups if g.name in {c.process_group for c in rank.collectives}}
+        assert dims == {"dp", "tp"}
+
+
+def test_collectives_are_matched_among_their_groups_members_alone(analysed):
+    report, _, analysis = analysed
+    spans = [sorted(m.spans) for m in analysis.matching.collectives]
+    assert spans and all(s in DP + TP for s in spans)  # never across all 4 ranks
+    comm = {r.rank: r.comm_ms for r in report.ranks}
+    assert all(s.wait_ms < comm[s.rank] for s in report.cross_rank.ranks)  # a wait is a part of communication
+
+
+def test_each_row_names_its_dimension_and_groups_with_the_groups_busbw(analysed):
+    report, _, _ = analysed
+    rows = {(c.op, c.phase, c.group): c for c in report.collectives}
+    assert set(rows) == {
+        ("all_gather", "forward", "dp"),
+        ("all_gather", "backward", "dp"),
+        ("all_reduce", "backward", "dp"),  # FSDP's reduce-scatter, which Gloo runs as an all-reduce
+        ("all_reduce", "forward", "tp"),  # RowwiseParallel's output
+        ("all_reduce", "backward", "tp"),  # ColwiseParallel's input gradient
+    }
+    for (_, _, dim), row in rows.items():
+        assert row.group_ranks == (DP if dim == "dp" else TP) and row.group_size == 2 and row.busbw_gbps is not None
+
+
+def test_each_dimension_has_its_communication_and_exposed_time_most_exposed_first(analysed):
+    report, _, _ = analysed
+    dims = {d.dimension: d for d in report.dimensions}
+    assert set(dims) == {"dp", "tp"} and dims["dp"].groups == DP and dims["tp"].groups == TP
+    assert [d.exposed_ms for d in report.dimensions] == sorted((d.exposed_ms for d in report.dimensions), reverse=True)
+    for d in report.dimensions:
+        assert 0 < d.exposed_ms <= d.comm_ms and set(d.rank_comm_ms) == {"0", "1", "2", "3"}
+        assert d.calls_per_step == {"dp": 9.0, "tp": 5.0}[d.dimension]  # 3 gathers twice, 3 reductions; 3 + 2
+    for rank in report.ranks:  # each dimension's time is part of the rank's communication (they overlap little)
+        assert max(d.rank_comm_ms[str(rank.rank)] for d in report.dimensions) <= rank.comm_ms + 1e-6
+
+
+DP_GROUP = ProcessGroup("1", "mesh_dp", (0, 2))
+
+
+def _rank(starts: list[float], groups=(DP_GROUP,)) -> RankTrace:
+    calls = tuple(Collective("all_gather", "gloo", s, s + 100.0, 4096, "float") for s in starts)
+    return RankTrace(
+        "r0", 0, 4, "gloo", "cpu", 1e9, (Step("ProfilerStep#1", 0, 1e6),), (), (), (), calls, groups=groups
+    )
+
+
+def test_the_record_is_aligned_with_the_traced_calls_at_the_window_not_the_steps_before():
+    rank = _rank([1000.0, 5000.0])
+    base = rank.base_us
+    rows = [
+        [base - 90_000, "9", "all_gather", 1024],  # a step before the window: another group's, earlier
+        [base - 50_000, "9", "all_gather", 1024],
+        [base + 900.0, "1", "all_gather", 1024],  # created before each traced call started
+        [base + 4900.0, "1", "all_gather", 1024],
+        [base + 4950.0, "3", "all_reduce", 1024],  # another op: another stream
+    ]
+    named = with_groups(rank, rows)
+    assert [(c.process_group, c.group_size) for c in named.collectives] == [("1", 2), ("1", 2)]
+
+
+def test_a_record_created_after_the_calls_started_names_nothing():
+    rank = _rank([1000.0])
+    late = [[rank.base_us + 1000.0 + 2 * TOLERANCE_US, "1", "all_gather", 1024]]
+    assert with_groups(rank, late).collectives[0].process_group is None
+    other_size = [[rank.base_us + 900.0, "1", "all_gather", 2048]]
+    assert with_groups(rank, other_size).collectives[0].process_group is None
+
+
+def test_groups_and_dimensions_as_traces_and_the_flight_recorder_name_them():
+    info = {
+        "pg_config": [
+            {"pg_name": "0", "pg_desc": "default_pg", "ranks": [0, 1, 2, 3]},
+            {"pg_name": "3", "pg_desc": "mesh_tp", "ranks": "[0, 1]"},  # older torch: a string
+            {"pg_name": "5", "pg_desc": "undefined"},  # no ranks: left out
+        ]
+    }
+    assert groups_of(info) == (ProcessGroup("0", "default_pg", (0, 1, 2, 3)), ProcessGroup("3", "mesh_tp", (0, 1)))
+    assert [dimension(d) for d in ("mesh_dp", "mesh_dp_shard", "default_pg", "mesh_")] == ["dp", "dp_shard", None, None]
+    entry = {"process_group": ("3", "mesh_tp"), "profiling_name": "gloo:all_gather", "time_created_ns": 2_000_000}
+    assert entry_row({**entry, "input_sizes": [[4, 8]]}) == [2000.0, "3", "all_gather", 32]
+    assert entry_row({**entry, "is_p2p": True}) is None  # matched by its peer
