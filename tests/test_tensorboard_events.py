@@ -151,3 +151,21 @@ def test_the_trace_viewer_is_served_with_the_polyfill_commprof_ships():
     assert "@version 0.7.24" in (STATIC / POLYFILL).read_text()[:600]
     assert "BSD" in (STATIC / "LICENSE-webcomponents.txt").read_text()
     assert "trace_embedding.html" in (STATIC / "trace.html").read_text()
+
+
+def test_each_dimension_of_a_mesh_has_its_scalars_per_rank(tmp_path):
+    """Issue 70: a dp x tp run's TensorBoard has each dimension's communication and exposed time per rank, and the
+    same op and size over two dimensions as two tags."""
+    analyze([TRACES.parent / "fsdp-tp"], name="tp", reports_dir=tmp_path, workers=1)
+    report = load_report(tmp_path / "tp" / "report.json")
+    job = loaded(tmp_path / "tp" / "tensorboard" / "job")
+    assert {d.dimension for d in report.dimensions} == {"dp", "tp"}
+    for d in report.dimensions:
+        assert scalars(job, f"dimension/{d.dimension}/comm_ms") == pytest.approx(
+            {int(r): ms for r, ms in d.rank_comm_ms.items()}
+        )
+        assert scalars(job, f"dimension/{d.dimension}/exposed_ms") == pytest.approx(
+            {int(r): ms for r, ms in d.rank_exposed_ms.items()}
+        )
+    tags = {t for t in job.Tags()["scalars"] if t.startswith("collectives/") and t.endswith("/calls_per_step")}
+    assert len(tags) == len({(c.op, c.bytes, c.group) for c in report.collectives})  # none written over another

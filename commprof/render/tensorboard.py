@@ -64,8 +64,10 @@ def _report(report: Report, logdir: Path) -> None:
                 if step.compute_ms > 0:
                     writer.add_scalar("step/comm_compute_ratio", step.comm_ms / step.compute_ms, number)
     with _writer(logdir / "job") as writer:
+        several = bool(report.dimensions)  # rows of the same op and size over several dimensions: each its own tag
         for c in report.collectives:
-            tag = f"collectives/{c.op} {human_bytes(c.bytes)} ({c.backend})"
+            over = f", {c.group}" if several and c.group else ""
+            tag = f"collectives/{c.op} {human_bytes(c.bytes)} ({c.backend}{over})"
             writer.add_scalar(f"{tag}/calls_per_step", c.calls_per_step, 0)
             for index, c_step in enumerate(c.steps):  # x axis: the step, as in rank<r>/
                 number = step_number(c_step.step, index)
@@ -78,6 +80,11 @@ def _report(report: Report, logdir: Path) -> None:
                 writer.add_scalar("cross_rank/transfer_ms", skew.transfer_ms, skew.rank)
                 writer.add_scalar("cross_rank/makes_others_wait_ms", skew.wait_caused_ms, skew.rank)
             writer.add_scalar("cross_rank/straggler_cost_ms", report.cross_rank.straggler_cost_ms, 0)
+        for d in report.dimensions:  # x axis: the rank
+            for rank, ms in d.rank_comm_ms.items():
+                writer.add_scalar(f"dimension/{d.dimension}/comm_ms", ms, int(rank))
+            for rank, ms in d.rank_exposed_ms.items():
+                writer.add_scalar(f"dimension/{d.dimension}/exposed_ms", ms, int(rank))
         writer.add_text("report/headline", headline(report), 0)
         writer.add_text("report/report.md", markdown.render(document(report)), 0)
     if report.whole_run is not None:
