@@ -101,6 +101,11 @@ def corpus() -> list[Case]:
             "tests/data: built on meta, to_empty under the swap flag, then DDP (issue 70)",
         ),
         Case(
+            "fsdp x tp",
+            (str(SCRIPTS / "train_fsdp_tp.py"),),
+            "tests/data: a 2-D mesh, fully_shard over dp and parallelize_module over tp (dp=1 x tp=2; issue 70)",
+        ),
+        Case(
             "meta fsdp2",
             (str(SCRIPTS / "meta_fsdp.py"),),
             "tests/data: fully_shard on meta, then to_empty under the swap flag (issue 70)",
