@@ -173,7 +173,7 @@ class ScriptSession:
         self.communicated = self.world < 2 or self.saw_distributed or bool(self.ddp.built) or dist.is_initialized()
         self.communicated = self.communicated or horovod  # Horovod's own collectives, over no torch.distributed group
         if dist.is_initialized():
-            self.script_backend = str(dist.get_backend())
+            self.script_backend = default_backend(self.use_cuda)
         elif self.script_backend is None and (horovod or self.ddp.built):  # it never stepped, or destroyed its group
             self.script_backend = "horovod" if horovod else self.config.backend
 
@@ -221,7 +221,7 @@ class ScriptSession:
 
     def _count_step(self, step_ms: float) -> None:
         if not self.saw_distributed and dist.is_initialized():
-            self.saw_distributed, self.script_backend = True, str(dist.get_backend())
+            self.saw_distributed, self.script_backend = True, default_backend(self.use_cuda)
         if self.hang_watch is not None:
             self.hang_watch.stepped()
         self.log.add(step_ms)
@@ -388,3 +388,14 @@ class ScriptSession:
 
 def _latest_collectives() -> list[EnteredCollective]:
     return flight_recorder_collectives(stacks=False)
+
+
+def default_backend(use_cuda: bool) -> str:
+    """The backend of the script's default group on this rank's device: torch names a group made for several devices
+    (init_device_mesh's, `cpu:gloo,cuda:nccl`) 'undefined', so its config's entry for the device is read instead."""
+    backend = str(dist.get_backend())
+    if backend != "undefined":
+        return backend
+    config = str(dist.get_backend_config())
+    by_device = dict(part.split(":", 1) for part in config.split(",") if ":" in part)
+    return by_device.get("cuda" if use_cuda else "cpu", backend)
