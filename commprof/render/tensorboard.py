@@ -81,10 +81,10 @@ def _report(report: Report, logdir: Path) -> None:
                 writer.add_scalar("cross_rank/makes_others_wait_ms", skew.wait_caused_ms, skew.rank)
             writer.add_scalar("cross_rank/straggler_cost_ms", report.cross_rank.straggler_cost_ms, 0)
         for d in report.dimensions:  # x axis: the rank
-            for number, ms in d.rank_comm_ms.items():
-                writer.add_scalar(f"dimension/{d.dimension}/comm_ms", ms, int(number))
-            for number, ms in d.rank_exposed_ms.items():
-                writer.add_scalar(f"dimension/{d.dimension}/exposed_ms", ms, int(number))
+            for who, ms in d.rank_comm_ms.items():
+                writer.add_scalar(f"dimension/{d.dimension}/comm_ms", ms, int(who))
+            for who, ms in d.rank_exposed_ms.items():
+                writer.add_scalar(f"dimension/{d.dimension}/exposed_ms", ms, int(who))
         writer.add_text("report/headline", headline(report), 0)
         writer.add_text("report/report.md", markdown.render(document(report)), 0)
     if report.whole_run is not None:
