@@ -112,3 +112,22 @@ def test_groups_and_dimensions_as_traces_and_the_flight_recorder_name_them():
     entry = {"process_group": ("3", "mesh_tp"), "profiling_name": "gloo:all_gather", "time_created_ns": 2_000_000}
     assert entry_row({**entry, "input_sizes": [[4, 8]]}) == [2000.0, "3", "all_gather", 32]
     assert entry_row({**entry, "is_p2p": True}) is None  # matched by its peer
+
+
+def test_a_default_group_for_several_devices_is_known_by_its_backend_on_the_ranks_device():
+    """A default group given by its config ('cpu:gloo'), or init_device_mesh's, which dist.get_backend() calls
+    'undefined': the link probe, which runs where the script's backend is Gloo or NCCL, was skipped on a 2-D run."""
+    import torch.distributed as dist
+
+    from commprof.worker.script_session import default_backend
+
+    dist.init_process_group("cpu:gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        assert str(dist.get_backend()) == "cpu:gloo" and default_backend(use_cuda=False) == "gloo"
+    finally:
+        dist.destroy_process_group()
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        assert default_backend(use_cuda=False) == "gloo"
+    finally:
+        dist.destroy_process_group()

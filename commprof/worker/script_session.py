@@ -392,9 +392,9 @@ def _latest_collectives() -> list[EnteredCollective]:
 
 def default_backend(use_cuda: bool) -> str:
     """The backend of the script's default group on this rank's device: torch names a group made for several devices
-    (init_device_mesh's, `cpu:gloo,cuda:nccl`) 'undefined', so its config's entry for the device is read instead."""
+    (init_device_mesh's) 'undefined', or by its config ('cpu:gloo'), so the config's entry for the device is read."""
     backend = str(dist.get_backend())
-    if backend != "undefined":
+    if backend != "undefined" and ":" not in backend:
         return backend
     config = str(dist.get_backend_config())
     by_device = dict(part.split(":", 1) for part in config.split(",") if ":" in part)
