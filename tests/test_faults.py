@@ -216,10 +216,12 @@ def test_same_run_id_at_the_same_time_never_mixes(tmp_path):
     assert record["status"] == "complete"
     assert sorted(p.name for p in run_dir.iterdir()) == [
         "logs",
+        "rank0.groups.json",
         "rank0.ledger.json",
         "rank0.pt.trace.json",
         "rank0.steps.json",
         "rank0.steps.txt",
+        "rank1.groups.json",
         "rank1.ledger.json",
         "rank1.pt.trace.json",
         "rank1.steps.json",

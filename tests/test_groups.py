@@ -71,7 +71,7 @@ DP_GROUP = ProcessGroup("1", "mesh_dp", (0, 2))
 
 
 def _rank(starts: list[float], groups=(DP_GROUP,)) -> RankTrace:
-    calls = tuple(Collective("all_gather", "gloo", s, s + 100.0, 4096, "float") for s in starts)
+    calls = tuple(Collective("all_gather", "gloo", s, s + 100.0, 4096, "float", group_size=2) for s in starts)
     return RankTrace(
         "r0", 0, 4, "gloo", "cpu", 1e9, (Step("ProfilerStep#1", 0, 1e6),), (), (), (), calls, groups=groups
     )
@@ -92,7 +92,7 @@ def test_the_record_is_aligned_with_the_traced_calls_at_the_window_not_the_steps
 
 
 def test_a_record_created_after_the_calls_started_names_nothing():
-    rank = _rank([1000.0])
+    rank = _rank([1000.0], groups=(DP_GROUP, ProcessGroup("3", "mesh_tp", (0, 1))))  # two groups of its size
     late = [[rank.base_us + 1000.0 + 2 * TOLERANCE_US, "1", "all_gather", 1024]]
     assert with_groups(rank, late).collectives[0].process_group is None
     other_size = [[rank.base_us + 900.0, "1", "all_gather", 2048]]
@@ -131,3 +131,12 @@ def test_a_default_group_for_several_devices_is_known_by_its_backend_on_the_rank
         assert default_backend(use_cuda=False) == "gloo"
     finally:
         dist.destroy_process_group()
+
+
+def test_without_a_record_a_collective_is_its_ranks_only_group_of_its_size():
+    """Traces copied without their records (or from elsewhere): a rank of one group of a collective's size."""
+    world = ProcessGroup("0", "default_pg", (0, 1, 2, 3))
+    alone = _rank([1000.0], groups=(world, DP_GROUP))
+    assert with_groups(alone, []).collectives[0].process_group == "1"  # the traced call ran over 2 ranks: dp
+    two = _rank([1000.0], groups=(DP_GROUP, ProcessGroup("3", "mesh_tp", (0, 1))))
+    assert with_groups(two, []).collectives[0].process_group is None  # dp or tp: not known

@@ -77,7 +77,9 @@ def read_rows(trace: Path, rank: int) -> list[Row]:
 
 
 def with_groups(rank: RankTrace, rows: list[Row]) -> RankTrace:
-    """The rank with each collective that names no group given the one its record says, and its size the group's."""
+    """The rank with each collective that names no group given the one its record says, and its size the group's;
+    where the record says nothing of one (none was kept, or it was not copied with the trace), the rank's only group
+    of its size, if it has one."""
     sizes = {g.name: len(g.ranks) for g in rank.groups}
     streams: dict[tuple[str, int | None], list[Row]] = defaultdict(list)
     for row in sorted(rows, key=lambda r: r[0]):
@@ -95,6 +97,11 @@ def with_groups(rank: RankTrace, rows: list[Row]) -> RankTrace:
         for i, entry in zip(indices, entries[offset:], strict=False):
             group = entry[1]
             named[i] = dataclasses.replace(named[i], process_group=group, group_size=sizes.get(group))
+    for i, call in enumerate(named):
+        if call.process_group is None and call.op != "send_recv":
+            of_size = [g for g in rank.groups if call.group_size in (None, len(g.ranks))]
+            if len(of_size) == 1:
+                named[i] = dataclasses.replace(call, process_group=of_size[0].name, group_size=len(of_size[0].ranks))
     return dataclasses.replace(rank, collectives=tuple(named))
 
 

@@ -29,8 +29,8 @@ def load_rank(path: Path) -> RankTrace | SkippedFile:
         if timeline is not None and _rank(path, trace.distributedInfo or {})[0] == 0:  # Horovod's coordinator's
             trace = merged(trace, read_timeline(timeline))
         rank = classify(path, trace)
-        rows = read_rows(path, rank.rank)  # commprof's record of each collective's group, where the trace has none
-        return with_groups(rank, rows) if rows else rank
+        # commprof's record of each collective's group, where the trace has none
+        return with_groups(rank, read_rows(path, rank.rank)) if rank.groups else rank
     except TraceError as exc:
         return SkippedFile(str(path), exc.problem)
 
