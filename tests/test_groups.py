@@ -44,6 +44,10 @@ def test_collectives_are_matched_among_their_groups_members_alone(analysed):
 def test_each_row_names_its_dimension_and_groups_with_the_groups_busbw(analysed):
     report, _, _ = analysed
     rows = {(c.op, c.phase, c.group): c for c in report.collectives}
+    purposes = {key: c.purpose for key, c in rows.items()}
+    assert purposes[("all_reduce", "forward", "tp")] == "TP activation all-reduce"
+    assert purposes[("all_reduce", "backward", "tp")] == "TP input-gradient all-reduce"
+    assert purposes[("all_reduce", "backward", "dp")] == "gradient reduce-scatter"  # FSDP's own range says
     assert set(rows) == {
         ("all_gather", "forward", "dp"),
         ("all_gather", "backward", "dp"),

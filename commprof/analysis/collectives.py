@@ -10,7 +10,7 @@ from commprof.analysis.groups import label_of
 from commprof.results.report import CollectiveStats, CollectiveStep
 from commprof.trace.intervals import clip, total
 from commprof.trace.model import Collective, RankTrace, Step
-from commprof.trace.rules import PHASES, busbw_factor, zero_purpose
+from commprof.trace.rules import PHASES, TP_DIMENSIONS, TP_PURPOSE, busbw_factor, zero_purpose
 
 
 def in_windows(collectives: tuple[Collective, ...], windows: list[Step]) -> list[Collective]:
@@ -37,7 +37,8 @@ def collective_stats(per_rank: list[tuple[RankTrace, list[Step]]]) -> list[Colle
             if step is None:
                 continue
             label, ranks = label_of(rank, call)
-            key = (call.op, call.backend, call.dtype, call.nbytes, call.group_size, call.phase, call.purpose, label)
+            purpose = call.purpose or (TP_PURPOSE.get((call.phase or "", call.op)) if label in TP_DIMENSIONS else None)
+            key = (call.op, call.backend, call.dtype, call.nbytes, call.group_size, call.phase, purpose, label)
             if ranks:
                 members[key].add(ranks)
             groups[key].append(call.end - call.start)

@@ -77,6 +77,19 @@ ZERO_PURPOSE = {
     ("optimizer", "all_gather"): "parameter all-gather",
 }
 ZERO_SCALAR = "norm or overflow flag"
+# Tensor (and sequence) parallelism's collectives over a mesh dimension named as torchtitan and PyTorch's examples
+# name it, by phase and op, where nothing else said what they are for: RowwiseParallel all-reduces its output in the
+# forward, ColwiseParallel its input's gradient in the backward; sequence parallelism all-gathers its activations
+# and reduce-scatters them (and the reverse in the backward).
+TP_DIMENSIONS = frozenset({"tp"})
+TP_PURPOSE = {
+    ("forward", "all_reduce"): "TP activation all-reduce",
+    ("backward", "all_reduce"): "TP input-gradient all-reduce",
+    ("forward", "all_gather"): "SP activation all-gather",
+    ("forward", "reduce_scatter"): "SP activation reduce-scatter",
+    ("backward", "all_gather"): "SP gradient all-gather",
+    ("backward", "reduce_scatter"): "SP gradient reduce-scatter",
+}
 OPTIMIZER_STEP = re.compile(r"^Optimizer\.step#")
 PHASES = ("forward", "backward", "optimizer")
 
