@@ -144,3 +144,18 @@ def test_without_a_record_a_collective_is_its_ranks_only_group_of_its_size():
     assert with_groups(alone, []).collectives[0].process_group == "1"  # the traced call ran over 2 ranks: dp
     two = _rank([1000.0], groups=(DP_GROUP, ProcessGroup("3", "mesh_tp", (0, 1))))
     assert with_groups(two, []).collectives[0].process_group is None  # dp or tp: not known
+
+
+def test_hybrid_sharding_shards_within_one_dimension_and_all_reduces_across_the_other():
+    """HSDP (tests/data/hsdp/: a 2 x 2 mesh, ("dp_replicate", "dp_shard")): the parameter all-gathers and gradient
+    reduce-scatters within each shard group, the replicate all-reduce across replicas, each matched among its own."""
+    hsdp = REPO / "tests" / "data" / "hsdp"
+    report, _ = report_from_traces([hsdp], "hsdp", "analysis", workers=1)
+    over = {(c.op, c.purpose): (c.group, c.group_ranks) for c in report.collectives}
+    shard, replicate = ("dp_shard", [[0, 1], [2, 3]]), ("dp_replicate", [[0, 2], [1, 3]])
+    assert over == {
+        ("all_gather", "parameter all-gather"): shard,
+        ("all_reduce", "gradient reduce-scatter"): shard,  # Gloo runs FSDP's reduce-scatter as an all-reduce
+        ("all_reduce", "replicate all-reduce"): replicate,
+    }
+    assert {d.dimension for d in report.dimensions} == {"dp_shard", "dp_replicate"}
