@@ -225,7 +225,9 @@ def _dimensions(report: Report) -> list[Section]:
 def _collectives(report: Report) -> Section:
     if not report.collectives:
         return Section("Collectives", [Text("No collective ran in the profiled steps.")])
-    headers, rows = without_empty_columns(COLLECTIVE_HEADERS, [collective_row(c) for c in report.collectives])
+    headers, rows = without_empty_columns(
+        COLLECTIVE_HEADERS, [collective_row(c, bool(report.dimensions)) for c in report.collectives]
+    )
     table = Table(headers, rows, left=("phase", "op", "for", "backend", "dtype"), key=2)
     caption = (
         "In the profiled steps; ms: one call's mean time; hidden: the share of its time with computation running "

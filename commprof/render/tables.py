@@ -227,12 +227,13 @@ def without_empty_columns(headers: tuple[str, ...], rows: list[tuple[str, ...]])
     return tuple(headers[i] for i in keep), [tuple(row[i] for i in keep) for row in rows]
 
 
-def collective_row(c: CollectiveStats) -> tuple[str, ...]:
+def collective_row(c: CollectiveStats, several: bool = False) -> tuple[str, ...]:
+    """`several`: the job's collectives ran over several dimensions (or groups), each row names its own."""
     return (
         c.phase or "-",
         c.op,
         c.purpose or "-",
-        over(c.group, c.group_ranks),
+        over(c.group, c.group_ranks) if several else "-",
         c.backend,
         c.dtype or "unknown",
         str(c.group_size or "unknown"),
