@@ -6,6 +6,7 @@ from commprof.kinds import KINDS
 from commprof.render.compiled_text import compiled_line, model_name
 from commprof.render.document import Block, Document, Figure, Section, Table, Text, notes_section
 from commprof.render.findings_text import ADVICE_HEADERS, advice_rows, finding_lines, has_findings
+from commprof.render.groups_view import DIMENSION_HEADERS, dimension_rows
 from commprof.render.models_view import models_named, models_section
 from commprof.render.network_view import link_bound_headline, network_sections
 from commprof.render.skew_text import SKEW_HEADERS, skew_rows, skew_summary
@@ -14,7 +15,6 @@ from commprof.render.tables import (
     BREAKDOWN_SUM,
     COLLECTIVE_HEADERS,
     DDP_CHECK_HEADERS,
-    DIMENSION_HEADERS,
     GATHER_HEADERS,
     GATHER_NOTE,
     NOT_SIGNIFICANT,
@@ -25,7 +25,6 @@ from commprof.render.tables import (
     breakdown_rows,
     collective_row,
     ddp_check_row,
-    dimension_rows,
     gather_rows,
     headline,
     many_ranks,
