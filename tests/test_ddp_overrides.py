@@ -49,7 +49,7 @@ def test_options_that_differ_from_ddp_defaults_are_applied_and_recorded(one_rank
         "applied": {"bucket_cap_mb": 0.5, "gradient_as_bucket_view": True, "comm_hook": "fp16"},
         "name": "ddp",  # what it passes is not a name: what the call is assigned to names it
         "built_at": f"test_ddp_overrides.py:{BUILT_AT}",
-        "groups": [],
+        "groups": ["0"],  # the default group, by its name
     }
     assert overrides.logging_data()["bucket_sizes"]  # DDP's own logging data, from the instance it built
     untouched = ImportedEarly(nn.Linear(8, 4), bucket_cap_mb=10.0)
@@ -113,6 +113,7 @@ def test_a_scripts_fully_shard_is_recorded_and_given_fsdps_options(one_rank):
     assert (built.module, built.name, built.parameters) == ("Sequential", "model", 72 + 72 + 18)
     assert built.units == ["Linear", "Linear", "Sequential"] and built.unit_parameters == [72, 72, 18]
     assert built.unit_shard_elements == [72, 72, 18]  # one rank: each shard whole, no padding
+    assert built.groups == ["0"]  # the process group its mesh talks over: the default group, by its name
     assert built.applied == {"reshard_after_forward": False, "backward_prefetch": 2}
     assert built.asked == {"reshard_after_forward": None, "reduce_dtype": "fp32"}
     assert model[0]._get_fsdp_state()._fsdp_param_group.post_forward_mesh_info is None  # not resharded after forward

@@ -2,6 +2,8 @@
 (tests/data/fsdp-tp/: FSDP2 over "dp" and tensor parallelism over "tp", dp=2 x tp=2 on 4 CPU ranks over Gloo, whose
 traces name no group) and on hand-built records whose answer is known."""
 
+import dataclasses
+
 import pytest
 
 from commprof.analysis.analyze import analyze_run
@@ -159,3 +161,26 @@ def test_hybrid_sharding_shards_within_one_dimension_and_all_reduces_across_the_
         ("all_reduce", "replicate all-reduce"): replicate,
     }
     assert {d.dimension for d in report.dimensions} == {"dp_shard", "dp_replicate"}
+
+
+def test_a_groups_ranks_are_said_as_ranges():
+    from commprof.render.groups_view import over, ranks_text
+
+    assert [ranks_text(r) for r in (list(range(512)), [0, 2], [0, 1], [0, 1, 2, 3, 8, 9, 10, 11])] == [
+        "0-511",
+        "0,2",
+        "0,1",
+        "0-3,8-11",
+    ]
+    assert over("tp", [[0, 1], [2, 3]]) == "tp 0,1 2,3" and over(None, []) == "-"
+    assert over("dp", [[r, r + 8] for r in range(8)]) == "dp (8 groups of 2)"
+
+
+def test_a_group_the_script_made_without_a_description_is_its_own():
+    """new_group() describes its groups 'undefined': two of them (a DDP over each half) are two, not one."""
+    from commprof.analysis.groups import label_of
+
+    halves = (ProcessGroup("1", "undefined", (0, 1)), ProcessGroup("2", "undefined", (2, 3)))
+    rank = _rank([1000.0], groups=halves)
+    calls = [dataclasses.replace(rank.collectives[0], process_group=name) for name in ("1", "2")]
+    assert [label_of(rank, c) for c in calls] == [("group 1", (0, 1)), ("group 2", (2, 3))]

@@ -19,6 +19,7 @@ from commprof.trace.model import Collective, RankTrace, Step
 
 WORLD = "world"  # the default group's label
 _DEFAULT_DESC = "default_pg"
+_UNDESCRIBED = ("", "undefined")
 
 
 def label_of(rank: RankTrace, call: Collective) -> tuple[str | None, tuple[int, ...]]:
@@ -26,7 +27,12 @@ def label_of(rank: RankTrace, call: Collective) -> tuple[str | None, tuple[int, 
     group = next((g for g in rank.groups if g.name == call.process_group), None)
     if group is None:
         return None, ()
-    return dimension(group.desc) or (WORLD if group.desc == _DEFAULT_DESC else group.desc or group.name), group.ranks
+    if dimension(group.desc):
+        return dimension(group.desc), group.ranks
+    if group.desc == _DEFAULT_DESC:
+        return WORLD, group.ranks
+    # a group of the script's own: its description where it gave one, else its name (new_group's is "undefined")
+    return (group.desc if group.desc not in _UNDESCRIBED else f"group {group.name}"), group.ranks
 
 
 def dimension_times(per_rank: list[tuple[RankTrace, list[Step]]]) -> list[DimensionTime]:
@@ -36,6 +42,8 @@ def dimension_times(per_rank: list[tuple[RankTrace, list[Step]]]) -> list[Dimens
     calls: dict[str, dict[int, int]] = defaultdict(lambda: defaultdict(int))
     members: dict[str, set[tuple[int, ...]]] = defaultdict(set)
     for rank, windows in per_rank:
+        if rank.intervals_dropped:  # a rank beyond the first ones, kept without its computation (analysis/digest)
+            continue
         by_label: dict[str, list[Collective]] = defaultdict(list)
         for call in rank.collectives:
             label, ranks = label_of(rank, call)
@@ -52,7 +60,7 @@ def dimension_times(per_rank: list[tuple[RankTrace, list[Step]]]) -> list[Dimens
                 calls[label][rank.rank] += sum(1 for c in own if window.start <= c.start < window.end)
     if len(comm) < 2:
         return []
-    steps = {rank.rank: len(windows) for rank, windows in per_rank}
+    steps = {rank.rank: len(windows) for rank, windows in per_rank}  # of the ranks counted above
     return [
         DimensionTime(
             dimension=label,

@@ -77,7 +77,7 @@ def setting_result(
     kind = KINDS[strategy]
     ddp = kind.reads_ddp  # buckets and DDP's own figures: DDP's settings only
     own: set[int | None] | None = None  # in a job of several kinds, the sizes of this kind's collectives alone
-    if rank0 is not None and report.run is not None and report.run.job.kinds not in ((), (strategy,)):
+    if rank0 is not None and report.run is not None and report.run.job.kinds and not report.run.job.alone(strategy):
         rank0 = kind.own_collectives(rank0, report.run.job)
         own = {c.nbytes for c in rank0.collectives}
     timelines = bucket_timelines(rank0) if ddp and rank0 is not None else []

@@ -44,7 +44,9 @@ def advise(
             f"({len(report.findings)} finding(s); see its report)"
         )
     # one sweep measures one kind's settings: the top finding's kind (of a job of several kinds, its others wait)
-    kind = next(k for k in job_kinds(report.run.job) if settable[0].kind in k.findings)
+    kind = next((k for k in job_kinds(report.run.job) if settable[0].kind in k.findings), None)
+    if kind is None:
+        raise UsageError(f"{run}: its finding {settable[0].kind} is no setting of the kind of job it ran")
     advised = [f for f in settable if f.kind in kind.findings][:top]
     baseline = kind.baseline(report.run)
     rerun = kind.configured(dataclasses.replace(config, strategy=kind.strategy), baseline)

@@ -37,7 +37,8 @@ def describe(config: RunConfig, workload) -> str:
 
 def ddp_only(request: RunRequest, command: str, instead: str = "") -> None:
     """The commands that are DDP's alone in this version refuse --strategy fsdp rather than ignore it."""
-    if not KINDS[request.strategy].default:
+    kind = KINDS.get(request.strategy)
+    if kind is None or not kind.default:
         raise UsageError(f"--strategy {request.strategy} is not for commprof {command}, which runs DDP{instead}")
 
 

@@ -180,6 +180,7 @@ class DDPOverrides:
                     # per parameter, registration order: findings re-bucket them as DDP would for another cap
                     parameter_sizes=[p.numel() * p.element_size() for p in module.parameters() if p.requires_grad],
                     asked=asked,
+                    groups=[str(getattr(ddp.process_group, "group_name", ""))],
                     applied={
                         **overrides.options,
                         **({"comm_hook": overrides.comm_hook} if overrides.comm_hook else {}),

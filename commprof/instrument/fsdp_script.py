@@ -30,6 +30,7 @@ class _Unit:
     name: str
     where: str
     asked: dict[str, Any]
+    groups: list[str]  # the process groups its mesh's dimensions talk over, by name
 
 
 class FSDPOverrides:
@@ -103,7 +104,8 @@ class FSDPOverrides:
         where, written = call_site(frame)
         name = unique(written or module_class, [u.name for u in self.units])
         own = sum(p.numel() for m in modules for p in m.parameters() if id(p) not in inside)
-        self.units.append(_Unit(modules, module_class, own, _shard_elements(modules[0]), name, where, asked))
+        unit = _Unit(modules, module_class, own, _shard_elements(modules[0]), name, where, asked, _groups(modules[0]))
+        self.units.append(unit)
         if "forward_prefetch" in self.applied or "backward_prefetch" in self.applied:  # else no hook: they cost
             self._hooks.append(modules[0].register_forward_pre_hook(self._first_forward))
 
@@ -134,6 +136,7 @@ class FSDPOverrides:
                 unit_shard_elements=[u.shard_elements for u in units],
                 asked=units[0].asked,
                 applied=self.applied,
+                groups=next((u.groups for u in units if u.groups), []),
             )
             for root in self._roots()
             for units in [self._units_of(root)]
@@ -142,6 +145,16 @@ class FSDPOverrides:
 
 def _contains(outer: list[nn.Module], inner: list[nn.Module]) -> bool:
     return any(o is i or any(m is i for m in o.modules()) for o in outer for i in inner)
+
+
+def _groups(module: Any) -> list[str]:
+    """The names of the process groups a unit's mesh talks over, one per dimension (HSDP's two); [] where this torch
+    keeps them elsewhere."""
+    try:
+        mesh = module._get_fsdp_state()._fsdp_param_group.mesh_info.mesh
+        return [str(mesh.get_group(dim).group_name) for dim in range(mesh.ndim)]
+    except (AttributeError, RuntimeError):
+        return []
 
 
 def _shard_elements(module: Any) -> int:

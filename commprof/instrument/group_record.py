@@ -23,25 +23,26 @@ def groups_path(run_dir: Path, rank: int) -> Path:
     return run_dir / GROUPS_FILE.format(rank=rank)
 
 
-def flight_recorder_dump() -> dict[str, Any] | None:
-    """This process's Flight Recorder, without stack traces (a tenth of a second); None where it is off or absent."""
+def flight_recorder_dump(stacks: bool = False) -> dict[str, Any] | None:
+    """This process's Flight Recorder, read as data (`stacks`: with each entry's frames, seconds against a tenth of a
+    second without); None where it is off or absent."""
     try:
         from torch._C._distributed_c10d import _dump_fr_trace  # type: ignore[attr-defined]
 
-        dump = plain_loads(_dump_fr_trace(True, False, False))
+        dump = plain_loads(_dump_fr_trace(True, stacks, False))
     except (ImportError, RuntimeError, ValueError, KeyError, TypeError, pickle.UnpicklingError):
         return None
     return dump if isinstance(dump, dict) else None
 
 
 def write_groups(run_dir: Path, rank: int) -> None:
-    """The rank's Flight Recorder entries (each: created, group, op, elements in and out) written beside its trace,
-    whole or not at all; nothing where the Flight Recorder holds none."""
+    """The rank's Flight Recorder entries (each: created, group, op, input elements) written beside its trace, whole
+    or not at all; nothing where the Flight Recorder holds none."""
     dump = flight_recorder_dump()
     entries = [row for e in (dump or {}).get("entries", []) if (row := entry_row(e)) is not None]
     if not entries:
         return
-    target = groups_path(run_dir, rank)
+    target = groups_path(run_dir, rank)  # written whole or not at all, as the trace is
     tmp = target.with_name(f".{target.name}.tmp")
     tmp.write_text(json.dumps({"entries": entries}))
     os.replace(tmp, target)

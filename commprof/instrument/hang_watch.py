@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import pickle
 import re
 import select
 import signal
@@ -36,6 +35,7 @@ import traceback
 from pathlib import Path
 from typing import Callable
 
+from commprof.instrument.group_record import flight_recorder_dump
 from commprof.results.hang import (
     FOLDER_VARIABLE,
     EnteredCollective,
@@ -47,7 +47,6 @@ from commprof.results.hang import (
     recent_collectives,
 )
 from commprof.results.sequences import GroupSequence, sequences_of
-from commprof.trace.plain_pickle import plain_loads
 
 MIN_STALL_S, MAX_STALL_S = 5.0, 30.0
 REFRESH_S = 2.0
@@ -74,11 +73,10 @@ def stack_of(thread_id: int) -> list[StackFrame]:
 def flight_recorder_collectives(stacks: bool = True) -> list[EnteredCollective]:
     """This process's collectives, from torch's Flight Recorder (empty where it is off or absent); without `stacks`
     (a tenth of a second, against seconds) no call's line is known."""
+    dump = flight_recorder_dump(stacks)
     try:
-        from torch._C._distributed_c10d import _dump_fr_trace  # type: ignore[attr-defined]
-
-        return recent_collectives(plain_loads(_dump_fr_trace(True, stacks, False)))
-    except (ImportError, RuntimeError, ValueError, KeyError, TypeError, pickle.UnpicklingError):
+        return recent_collectives(dump) if dump is not None else []
+    except (ValueError, KeyError, TypeError):
         return []
 
 
@@ -93,11 +91,10 @@ def entered_collectives() -> list[EnteredCollective]:
 def run_sequences() -> list[GroupSequence]:
     """This process's collectives over the run, per process group, from torch's Flight Recorder dumped without
     stack traces (a tenth of a second; with them, seconds); empty where it is off or absent."""
+    dump = flight_recorder_dump()
     try:
-        from torch._C._distributed_c10d import _dump_fr_trace  # type: ignore[attr-defined]
-
-        return sequences_of(plain_loads(_dump_fr_trace(True, False, False)))
-    except (ImportError, RuntimeError, ValueError, KeyError, TypeError, pickle.UnpicklingError):
+        return sequences_of(dump) if dump is not None else []
+    except (ValueError, KeyError, TypeError):
         return []
 
 

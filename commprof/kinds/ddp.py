@@ -41,7 +41,7 @@ class DDPKind(JobKind):
     def own_collectives(self, rank: RankTrace, job: Job) -> RankTrace:
         """Every collective of a job of DDP alone; in a job of several kinds (an FSDP encoder and a DDP head), the
         all-reduces of its DDPs' bucket sizes."""
-        if job.kinds == (self.strategy,):
+        if job.alone(self.strategy):
             return rank
         sizes = set(owners(job.of(BuiltDDP)))
         own = tuple(c for c in rank.collectives if c.op == "all_reduce" and c.nbytes in sizes)

@@ -103,7 +103,7 @@ def ran_cap(built: BuiltDDP) -> float | None:
 def bucket_bytes(built: BuiltDDP) -> tuple[int, ...]:
     """Its buckets as they go on the wire: DDP's layout for its cap, in 16 bits under a compression hook."""
     sizes = layout(built.parameter_sizes, ran_cap(built))
-    return tuple(size // 2 for size in sizes) if built.applied.get("comm_hook") else sizes
+    return tuple(size // 2 for size in sizes) if built.applied.get("comm_hook") not in (None, "none") else sizes
 
 
 def owners(built: list[BuiltDDP]) -> dict[int, list[str]]:

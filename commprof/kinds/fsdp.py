@@ -10,9 +10,13 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from commprof.kinds.base import JobKind
-from commprof.results.job import Built, BuiltFSDP
+from commprof.results.job import Built, BuiltFSDP, Job
 from commprof.results.run_record import RunRecord
 from commprof.settings import FSDPOptions, SettingOptions, fsdp_as_written
+from commprof.trace.model import RankTrace
+from commprof.trace.rules import FSDP_PURPOSE, REPLICATE_ALL_REDUCE
+
+_OWN_PURPOSES = frozenset({*FSDP_PURPOSE.values(), REPLICATE_ALL_REDUCE})
 
 
 class FSDPKind(JobKind):
@@ -33,6 +37,14 @@ class FSDPKind(JobKind):
         built = run.job.of(BuiltFSDP)
         units = sum(len(b.units) for b in built)
         return f"FSDP2 (fully_shard, {units} units in {len(built)} model{'s' * (len(built) > 1)})"
+
+    def own_collectives(self, rank: RankTrace, job: Job) -> RankTrace:
+        """Every collective of a job of FSDP alone; in a job of several kinds, those FSDP's ranges name as its own
+        (parameter all-gathers, gradient reduce-scatters, HSDP's replicate all-reduces)."""
+        if job.alone(self.strategy):
+            return rank
+        own = tuple(c for c in rank.collectives if c.purpose in _OWN_PURPOSES)
+        return dataclasses.replace(rank, collectives=own)
 
     def as_written(self, options: SettingOptions) -> SettingOptions:
         assert isinstance(options, FSDPOptions)  # this kind's own

@@ -18,7 +18,18 @@ def over(group: str | None, members: list[list[int]]) -> str:
     if len(members) > MOST_GROUPS_LISTED:
         sizes = sorted({len(m) for m in members})
         return f"{group} ({len(members)} groups of {'/'.join(map(str, sizes))})"
-    return " ".join([group, *(",".join(map(str, m)) for m in members)])
+    return " ".join([group, *(ranks_text(m) for m in members)])
+
+
+def ranks_text(ranks: list[int]) -> str:
+    """Ranks as a reader takes them in: runs of consecutive ranks as ranges ("0-511", "0,2", "0-3,8-11")."""
+    runs: list[list[int]] = []
+    for rank in sorted(ranks):
+        if runs and rank == runs[-1][1] + 1:
+            runs[-1][1] = rank
+        else:
+            runs.append([rank, rank])
+    return ",".join(f"{lo}-{hi}" if hi > lo + 1 else ",".join(map(str, range(lo, hi + 1))) for lo, hi in runs)
 
 
 DIMENSION_HEADERS = ("dimension", "groups", "calls/step", "comm ms", "exposed ms", "exposed of step")
@@ -29,7 +40,7 @@ def dimension_rows(report: Report) -> list[tuple[str, ...]]:
     return [
         (
             d.dimension,
-            over("", d.groups).strip() or "-",
+            " ".join(ranks_text(m) for m in d.groups) or "-",
             f"{d.calls_per_step:.1f}",
             f"{d.comm_ms:.1f}",
             f"{d.exposed_ms:.1f}",

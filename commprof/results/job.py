@@ -1,7 +1,8 @@
-"""The job as a run really built it, one value (`Job`), resolved once per run from what its ranks recorded and read by
-every stage that needs to know what kind of job it is: each instance of each kind (a DistributedDataParallel, an
-FSDP2 root, a DeepSpeed engine, Horovod's DistributedOptimizer), its model, what the script asked for and what
-commprof set. Also the facts that scale and compare share (`JobAsRun`: render/job_text.py makes their words)."""
+"""The job as a run really built it, one value (`Job`), recorded by a script's ranks as they build each instance
+(commprof's own model's: described from its config) and read by every stage that needs to know what kind of job it
+is: each instance of each kind (a DistributedDataParallel, an FSDP2 root, a DeepSpeed engine, Horovod's
+DistributedOptimizer), its model, what the script asked for, what commprof set and the process groups it talks over.
+Also the facts that scale and compare share (`JobAsRun`: render/job_text.py makes their words)."""
 
 from __future__ import annotations
 
@@ -141,6 +142,10 @@ class Job:
         """The first instance of the kind measured: the model a report names first."""
         return next((b for b in self.built if b.kind == self.kind), None)
 
+    def alone(self, kind: str) -> bool:
+        """The job holds instances of this kind and of no other."""
+        return self.kinds == (kind,)
+
     def of(self, record: type[B]) -> list[B]:
         """The instances of one kind, by its record's type, in the order they were built."""
         return [b for b in self.built if isinstance(b, record)]
@@ -153,17 +158,15 @@ class Job:
         """The instance of a kind named `label`, else its first."""
         return next((b for b in self.of(record) if b.label == label), self.first(record))
 
-    @property
-    def by_script(self) -> bool:
-        """A user's script built it (commprof's own model's run: False)."""
-        return any(b.built_by != "commprof" for b in self.built)
-
 
 def built_in(config: RunConfig, model: str | None, parameters: int | None, sizes: Iterable[int] | None) -> Job:
     """The job commprof's own model trains (`commprof run` without a script): one instance of the strategy's kind,
     built by commprof with the options it was given, described as a script's would be."""
-    name, applied = model or "model", dataclasses.asdict(config.options)
-    if isinstance(config.options, FSDPOptions):
+    options = config.options
+    # what commprof passed its own model: every option it was given (none left to the defaults of DDP or FSDP)
+    applied = {name: value for name, value in dataclasses.asdict(options).items() if value is not None}
+    name = model or "model"
+    if isinstance(options, FSDPOptions):
         return Job([BuiltFSDP(name, name=name, parameters=parameters or 0, applied=applied, built_by="commprof")])
     ddp = BuiltDDP(name, "commprof", parameters or 0, list(sizes or []), applied=applied, name=name)
     return Job([ddp])

@@ -21,7 +21,7 @@ from commprof.results.job import BuiltDDP, BuiltDeepSpeed, BuiltFSDP, BuiltHorov
 from commprof.results.sequences import GroupSequence
 from commprof.settings import ZERO_CONFIG_NAMES
 
-RUN_RECORD_VERSION = 1
+RUN_RECORD_VERSION = 2  # 2: what the run built is its job (results/job.py), not a list per kind
 # "running" also stays in the run.json of a launcher that was killed (SIGKILL) before it could mark its run
 RUN_STATUSES = ("running", "complete", "failed", "interrupted")
 

@@ -95,8 +95,8 @@ def with_groups(rank: RankTrace, rows: list[Row]) -> RankTrace:
         if offset is None:
             continue
         for i, entry in zip(indices, entries[offset:], strict=False):
-            group = entry[1]
-            named[i] = dataclasses.replace(named[i], process_group=group, group_size=sizes.get(group))
+            group, known = entry[1], named[i].group_size
+            named[i] = dataclasses.replace(named[i], process_group=group, group_size=sizes.get(group, known))
     for i, call in enumerate(named):
         if call.process_group is None and call.op != "send_recv":
             of_size = [g for g in rank.groups if call.group_size in (None, len(g.ranks))]

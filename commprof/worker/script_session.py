@@ -28,8 +28,8 @@ from commprof.instrument.hang_watch import HangWatch, flight_recorder_collective
 from commprof.instrument.horovod import TIMELINE_FILE, HorovodWatch, rank_environment
 from commprof.instrument.link_probe import probe_link, probe_tiers
 from commprof.instrument.optimizer_steps import on_step_return
-from commprof.instrument.profiler import StartupProfile, make_profiler, release, trace_path, write_trace
-from commprof.kinds import KINDS
+from commprof.instrument.profiler import StartupProfile, make_profiler, release, trace_path, written
+from commprof.kinds import DEEPSPEED, HOROVOD, KINDS
 from commprof.launch.atomic import now
 from commprof.launch.progress import Every, Progress, write_progress
 from commprof.launch.runlog import write_run_json
@@ -285,7 +285,7 @@ class ScriptSession:
         if self.startup is not None:  # no optimizer step at all: the whole run is the one window
             startup, self.startup = self.startup, None
             profile = startup.stop()
-            write_trace(profile, trace_path(self.config.run_dir, self.rank))
+            written(profile, self.config.run_dir, self.rank)  # with its record of each collective's group
             release(profile)
         self._stop_profiler()
         if self.ledger is not None:
@@ -335,15 +335,14 @@ class ScriptSession:
                 f"steps counted are those of {self.counted}; the script also stepped {', '.join(sorted(self.others))}"
             )
         job, chosen = self.job(), KINDS[self.config.strategy]
-        if chosen.unused:  # --strategy named a kind: its options act only on what the script built of it
-            if chosen.built_of(job) is None:
-                notes.append(chosen.unused)
-        elif self.horovod.built:
+        if chosen.unused and chosen.built_of(job) is None:  # --strategy's options act on what the script built of it
+            notes.append(chosen.unused)
+        if self.horovod.built and chosen is not HOROVOD:
             notes.append(
                 "the script trains with Horovod: its allreduces run in Horovod's background thread, out of the "
                 "profiler's sight; they are read from Horovod's timeline, which its coordinator (rank 0) writes"
             )
-        elif self.deepspeed.built and not self.ddp.built:
+        elif self.deepspeed.built and not self.ddp.built and chosen is not DEEPSPEED:
             stage = self.deepspeed.built[0].zero_stage
             given = ": the DDP options given had no effect" if self.ddp.options or self.ddp.comm_hook else ""
             notes.append(f"the script trains with DeepSpeed (ZeRO stage {stage}), not DistributedDataParallel{given}")
