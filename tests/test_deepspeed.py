@@ -93,6 +93,10 @@ class DeepSpeedConfig:
 '''
 
 
+@pytest.mark.skipif(
+    importlib.util.find_spec("hjson") is None,
+    reason="hjson, DeepSpeed's config reader, is not installed (optional: pip install 'commprof[deepspeed]')",
+)
 def test_zero_options_are_set_in_every_config_the_script_gives_deepspeed(tmp_path, monkeypatch):
     """With ZeRO's options given (a sweep's setting), the config class gets them in its zero_optimization section,
     whether the script gives a dict (left unchanged) or its JSON file (read as DeepSpeed reads it, with comments);
