@@ -10,7 +10,6 @@ from pathlib import Path
 from commprof.launch.atomic import now
 from commprof.launch.runlog import read_run_json, started_by, write_run_json
 from commprof.launch.step_log import read_step_logs
-from commprof.results.job import Built, BuiltHorovod
 from commprof.results.run_record import Compiled, RankRecord, ScriptRankInfo
 
 
@@ -30,7 +29,7 @@ def finish_script_run(run_dir: Path, launch_id: str) -> None:
         end_time=now(),
         hosts=sorted({log["host"] for log in logs.values()}),
         steps_completed=min((log["steps_done"] for log in logs.values()), default=0),
-        model=_model_of(measured),
+        model=measured.module if measured else None,  # Horovod's: its optimizer, which knows no module
         parameters=measured.parameters if measured else None,
         tf32=first.tf32,
         job=first.job,
@@ -53,14 +52,6 @@ def finish_script_run(run_dir: Path, launch_id: str) -> None:
         ],
     )
     write_run_json(run_dir, record)
-
-
-def _model_of(measured: Built | None) -> str | None:
-    """What the script trained, as the report names it: the module its DDP, DeepSpeed engine or FSDP root wraps;
-    Horovod's optimizer, which knows no module."""
-    if isinstance(measured, BuiltHorovod):
-        return f"Horovod {measured.module}"
-    return measured.module if measured else None
 
 
 def compiled_by_every_rank(infos: dict[int, ScriptRankInfo]) -> Compiled | None:

@@ -7,14 +7,13 @@ Also the facts that scale and compare share (`JobAsRun`: render/job_text.py make
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import msgspec
 
 from commprof.config import RunConfig
-from commprof.settings import FSDPOptions
 
 # the kinds in the order a job of several is told and measured (the first of them is the one a sweep sets, unless
 # the command line names another); each is a kinds.KINDS key and the tag of its record below
@@ -109,7 +108,8 @@ class BuiltHorovod(_Instance, frozen=True, tag="horovod"):
 
     @property
     def module(self) -> str:
-        return f"DistributedOptimizer({self.optimizer})"
+        """What the report names it by: it wraps an optimizer, and knows no module."""
+        return f"Horovod DistributedOptimizer({self.optimizer})"
 
     @property
     def asked(self) -> dict[str, Any]:
@@ -166,10 +166,11 @@ def built_in(config: RunConfig, model: str | None, parameters: int | None, sizes
     # what commprof passed its own model: every option it was given (none left to the defaults of DDP or FSDP)
     applied = {name: value for name, value in dataclasses.asdict(options).items() if value is not None}
     name = model or "model"
-    if isinstance(options, FSDPOptions):
-        return Job([BuiltFSDP(name, name=name, parameters=parameters or 0, applied=applied, built_by="commprof")])
-    ddp = BuiltDDP(name, "commprof", parameters or 0, list(sizes or []), applied=applied, name=name)
-    return Job([ddp])
+    built: dict[str, Callable[[], Built]] = {
+        "ddp": lambda: BuiltDDP(name, "commprof", parameters or 0, list(sizes or []), applied=applied, name=name),
+        "fsdp": lambda: BuiltFSDP(name, name=name, parameters=parameters or 0, applied=applied, built_by="commprof"),
+    }  # the kinds of job commprof's own model trains (settings.BUILT_IN_STRATEGIES)
+    return Job([built[config.strategy]()])
 
 
 _OLD_FIELDS = {"ddp_built": "ddp", "fsdp_built": "fsdp", "deepspeed_built": "deepspeed", "horovod_built": "horovod"}
