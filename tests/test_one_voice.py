@@ -53,7 +53,7 @@ def test_a_quantity_quoted_twice_with_two_values_is_found():
         "Profiler's own cost: the profiled steps took 146.6 ms against 131.6 ms outside its window (+11%; ...).\n"
         "The profiled window (steps 8-17) was typical of the run: its median step 147.6 ms against the run's 142.0 "
         "ms.\n1. the steps start idle on 2 of 2 ranks: -3.1 ms per step (20%, 95% CI 1.3 to 6.8)\n"
-        "20 steps on 2 ranks; median step 142.0 ms, 51.13 ms of it with an all-reduce in flight."
+        "20 steps on 2 ranks; median step 142.0 ms, 51.13 ms of it with a collective in flight."
     )
     assert contradictions(text) == [
         "job step under the profiler: [146.6, 147.6]",

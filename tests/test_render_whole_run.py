@@ -131,7 +131,7 @@ def test_every_renderer_shows_the_section(renderer):
     shown = rendered(EXAMPLE)[renderer]
     part = words(section(shown))
     assert (
-        "48 steps on 2 ranks; median step 100.0 ms, 21.37 ms of it with an all-reduce in flight; all-reduces timed by "
+        "48 steps on 2 ranks; median step 100.0 ms, 21.37 ms of it with a collective in flight; collectives timed by "
         "DDP comm hook, CUDA events." in part
     )
     assert (
@@ -217,9 +217,9 @@ def test_steps_timed_but_no_collective():
             "DistributedDataParallel in the run (or FSDP), whose collectives are measured in the profiled window only."
             in part
         )
-        assert "all-reduce in flight" not in part and "timed by" not in part
+        assert "collective in flight" not in part and "timed by" not in part
     labels = [line.get_label() for line in whole_run_figure(whole).axes[0].get_lines()]
-    assert "all-reduce in flight" not in labels
+    assert "collective in flight" not in labels
 
 
 def test_a_report_without_a_whole_run_record_has_no_section():
@@ -239,7 +239,7 @@ def test_the_plot_draws_every_series():
 
     assert data("step time (slowest rank)") == (steps, [p.step_ms for p in SERIES])
     assert data("slowest step of the block") == (steps, [p.step_ms_max for p in SERIES])
-    assert data("all-reduce in flight") == (steps, [p.comm_ms for p in SERIES])
+    assert data("collective in flight") == (steps, [p.comm_ms for p in SERIES])
     assert data("stood out (listed)") == ([17, 30, 41], [260.4, 170.0, 158.2])
     assert lines["stood out (listed)"].get_marker() == "x" and lines["stood out (listed)"].get_color() == "red"
     threshold = lines["stands out: > 150.0 ms"]
@@ -317,3 +317,15 @@ def test_a_start_up_step_off_the_scale_does_not_flatten_the_plot():
     later = max(p.step_ms_max for p in SERIES[1:] if p.first_step > 3)
     assert ax.get_ylim()[1] == pytest.approx(1.15 * max(later, WHOLE.threshold_ms))
     assert any("step 1: 5,000 ms (start-up, off the scale)" == t.get_text() for t in ax.texts)
+
+
+def test_a_run_over_several_dimensions_says_each_ones_time_in_flight():
+    from commprof.render.whole_run_view import summary
+    from commprof.results.whole_run import DimensionRun
+
+    dims = [DimensionRun("dp", [[0, 2], [1, 3]], 22.14, 9.0), DimensionRun("tp", [[0, 1], [2, 3]], 16.0, 5.0)]
+    said = summary(dataclasses.replace(WHOLE, dimensions=dims))
+    assert (
+        "21.37 ms of it with a collective in flight (dp 22.1 ms in 9 collectives a step, tp 16.0 ms in 5); "
+        "collectives timed by" in said
+    )

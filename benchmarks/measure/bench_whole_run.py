@@ -1,12 +1,14 @@
 """The whole-run record's cost (issue 31): `commprof run` with it (the default) against `--no-whole-run`.
 
     python benchmarks/measure/bench_whole_run.py --workdir /tmp/bench-whole-run [--rounds 8] [--steps 60]
-        [--workloads mlp,transformer,script] [--device cpu|cuda]
+        [--workloads mlp,transformer,script,mesh] [--device cpu|cuda]
 
 Each round launches every workload twice, once with the record and once without, in alternating order (A B, B A,
 ...). Workloads: the built-in mlp and transformer (`--model`, small), timed by commprof itself (run.json's per-rank
 step_ms: per step the slowest rank's time), and benchmarks/workloads/timed_script.py under `commprof run --`, which
-times its own optimizer steps (wall clock between them, rank 0: commprof's work between steps included). The default
+times its own optimizer steps (wall clock between them, rank 0: commprof's work between steps included), and
+benchmarks/workloads/timed_mesh.py (FSDP2 x TP on a 2 x 2 mesh, 4 ranks: every collective timed at its call) the
+same way. The default
 schedule profiles steps 8-17; the steps compared are those from SKIP on, after the window and its trace export.
 Per launch: the median of those steps; per round: with / without. Cost: the median of the round ratios - 1, with
 its distribution-free 95% interval (`median_ci`); also over the rounds during whose two launches other processes
@@ -33,6 +35,7 @@ from commprof.launch.runlog import read_run_json  # noqa: E402
 from commprof.results.step_ledger import ledger_path  # noqa: E402
 
 SCRIPT = WORKLOADS / "timed_script.py"
+MESH = WORKLOADS / "timed_mesh.py"  # FSDP2 x TP on 4 ranks: every collective timed at its call (issue 70)
 SKIP = 26  # past the profiler's window (wait 5 + warmup 2 + active 10), its trace export and the step after it
 GOAL = 0.01
 WORKLOADS = "mlp,transformer,script"
@@ -63,6 +66,9 @@ def command(workload: str, mode: str, name: str, steps: int, device: str, out: P
         run.append("--no-whole-run")
     if workload == "script":
         return [*run, "--", str(SCRIPT), "--steps", str(steps), "--out", str(out), "--device", device]
+    if workload == "mesh":
+        run[run.index("--procs") + 1] = "4"
+        return [*run, "--", str(MESH), "--steps", str(steps), "--out", str(out)]
     return [*run, "--model", workload, "--steps", str(steps)]
 
 
@@ -82,7 +88,7 @@ def launch(workload: str, mode: str, workdir: Path, name: str, steps: int, devic
     run_dir = workdir / "traces" / name
     if ledger_path(run_dir, 0).exists() != (mode == "on"):
         sys.exit(f"{name}: the whole-run record is {'missing' if mode == 'on' else 'there'} ({run_dir})")
-    if workload == "script":
+    if workload in ("script", "mesh"):
         return json.loads(out.read_text()), others
     record = read_run_json(run_dir)
     assert record is not None and record.ranks, f"{name}: no run.json in {run_dir}"

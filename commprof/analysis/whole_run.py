@@ -9,8 +9,9 @@ import statistics
 from typing import Callable
 
 from commprof.analysis.distortion import SKIP_FIRST_STEPS
-from commprof.analysis.lateness import Ledger, late_rank, who
+from commprof.analysis.lateness import Ledger, Members, late_rank, who
 from commprof.analysis.stretches import stretches_and_changes
+from commprof.analysis.whole_run_groups import dimension_runs
 from commprof.config import ProfileSchedule
 from commprof.results.step_ledger import BIN_RATIO, RankLedger, StepEntry, bin_floor_ms, quantile_ms
 from commprof.results.whole_run import (
@@ -61,7 +62,7 @@ def whole_run(
 
     threshold = bar(median)
     steps = min(ledger.steps for ledger in ledgers.values())
-    standouts = _standouts(by_step, median, schedule, bar)
+    standouts = _standouts(by_step, median, schedule, bar, members_of(ledgers))
     count = len(standouts) if every_step_kept else max(ledger.steps_over(threshold) for ledger in ledgers.values())
     listed = sorted(sorted(standouts, key=lambda s: -s.step_ms)[:MAX_LISTED], key=lambda s: s.step)
     lost: dict[int, float] = {}
@@ -98,6 +99,7 @@ def whole_run(
         changes=changes,
         compiled_steps=sorted(compiled),
         compiled_ms=sum(_slowest(ranks) for ranks in compiling.values()),
+        dimensions=dimension_runs(ledgers, frozenset(compiled)),
     )
 
 
@@ -126,6 +128,7 @@ def _standouts(
     median: float,
     schedule: ProfileSchedule | None,
     bar: Callable[[float], float],
+    members: Members | None = None,
 ) -> list[StandOut]:
     """The steps kept in full that are slower than `bar` of the usual step: the run's median, or for the steps the
     profiler recorded (its warm-up and window, which it slows alike) theirs. The first SKIP_FIRST_STEPS
@@ -142,7 +145,7 @@ def _standouts(
     for step, ranks in sorted(by_step.items()):
         usual = profiled_median if step in profiled else median
         if step not in skipped and _slowest(ranks) > bar(usual):
-            found.append(_stand_out(step, ranks, usual))
+            found.append(_stand_out(step, ranks, usual, members))
     return found
 
 
@@ -164,13 +167,13 @@ def _slowest(ranks: dict[int, StepEntry]) -> float:
     return max(e.step_ms for e in ranks.values())
 
 
-def _stand_out(step: int, ranks: dict[int, StepEntry], median: float) -> StandOut:
+def _stand_out(step: int, ranks: dict[int, StepEntry], median: float, members: Members | None = None) -> StandOut:
     """The step as the slowest rank saw it, against `median`, the usual step. The rank that made it slow is the
     one the others waited for the longest (analysis/lateness.py); they waited for it inside one collective (the
     longest they had)."""
     step_ms = max(e.step_ms for e in ranks.values())
     busy = {rank: e.step_ms - e.comm_ms for rank, e in ranks.items()}
-    slow = late_rank(ranks)
+    slow = late_rank(ranks, members)
     waits = [max(e.calls, key=lambda c: c.duration_ms) for r, e in ranks.items() if r != slow and e.calls]
     longest = max(waits, key=lambda c: c.duration_ms) if waits else None
     return StandOut(
@@ -277,5 +280,11 @@ def lateness_ledger(
             step: ranks
             for step, ranks in sorted(_kept_steps(ledgers).items())
             if step not in reach and len(ranks) == len(ledgers)
-        }
+        },
+        members_of(ledgers),
     )
+
+
+def members_of(ledgers: dict[int, RankLedger]) -> Members:
+    """Each rank's process groups, by name, with their members (its record's)."""
+    return {rank: {name: tuple(g.ranks) for name, g in ledger.groups.items()} for rank, ledger in ledgers.items()}

@@ -41,8 +41,8 @@ def mpi_allreduce_hook(state, bucket):  # no annotations: DDP checks them and re
 class CommTiming(Protocol):
     """The whole-run record's recorder (worker/step_ledger.py)."""
 
-    def timed(self, hook: Any, state: Any) -> Any:
-        """A comm hook timing `hook` (None: DDP's own all-reduce), called with `state`."""
+    def timed(self, hook: Any, state: Any, group: Any = None) -> Any:
+        """A comm hook timing `hook` (None: DDP's own all-reduce), called with `state`, over `group` (the DDP's)."""
 
     def watch(self, ddp: DistributedDataParallel) -> None:
         """Read each step's span from this DDP's own timers (a DDP on CPU that keeps its own all-reduce)."""
@@ -202,7 +202,7 @@ class DDPOverrides:
             if timed is not None:  # commprof's timed all-reduce is registered: the script's hook goes inside it
                 timed.inner, timed.state = hook, state
             elif overrides.timing is not None:
-                timed = overrides.timing.timed(hook, state)
+                timed = overrides.timing.timed(hook, state, ddp.process_group)
                 overrides._original_register(ddp, None, timed)
                 setattr(ddp, TIMED, timed)
             else:
@@ -214,7 +214,7 @@ class DDPOverrides:
     def _time_default(self, ddp: DistributedDataParallel) -> None:
         """DDP's own all-reduce (on CUDA), timed, unless the script registered a hook (its own is then timed)."""
         if getattr(ddp, TIMED, None) is None and self.timing is not None:
-            timed = self.timing.timed(None, None)
+            timed = self.timing.timed(None, ddp.process_group, ddp.process_group)  # its group, not the world's
             try:
                 self._original_register(ddp, None, timed)
             except RuntimeError:  # the script registered a built-in hook (C++): its steps are timed, not its calls

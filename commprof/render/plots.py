@@ -182,7 +182,7 @@ def whole_run_figure(whole: WholeRun) -> Figure:
             label="slowest step of the block",
         )
     if whole.timed_by:
-        ax.plot(x, [p.comm_ms for p in points], color=COLORS["comm"], linewidth=1.2, label="all-reduce in flight")
+        ax.plot(x, [p.comm_ms for p in points], color=COLORS["comm"], linewidth=1.2, label="collective in flight")
     stands_out = f"stands out: > {whole.threshold_ms:.1f} ms"
     ax.axhline(whole.threshold_ms, color="gray", linestyle="--", linewidth=1, label=stands_out)
     if len(whole.stretches) > 1:

@@ -29,6 +29,7 @@ RECENT = 1024
 SLOWEST = 128
 MAX_WINDOW = 256
 MAX_CALLS = 64
+MAX_GROUPS = 16  # per step, and in a rank's record
 UPPER_BYTES = 16 * 2**20  # RECENT + SLOWEST + MAX_WINDOW steps of MAX_CALLS calls each, every number at full length
 BIN_RATIO = 1.05
 BIN_FLOOR_MS = 1e-3
@@ -47,6 +48,24 @@ class Call:
     bytes: int
     start_ms: float  # from the start of the step (the previous optimizer step's end)
     duration_ms: float
+    group: str = ""  # the name of its process group ("" in records from before issue 70)
+
+
+@dataclass(frozen=True)
+class GroupTime:
+    """One process group's collectives in a step: the time one of them was in flight (their union), and how many."""
+
+    group: str
+    comm_ms: float
+    calls: int
+
+
+@dataclass(frozen=True)
+class LedgerGroup:
+    """A process group the rank communicated over: its description (a mesh dimension's "mesh_tp") and members."""
+
+    desc: str
+    ranks: list[int]
 
 
 @dataclass(frozen=True)
@@ -63,6 +82,7 @@ class StepEntry:
     # the time the rank's training thread was ready to run but waited for a core (the kernel's schedstat run delay):
     # something else ran on its core then; 0 where not measured
     core_wait_ms: float = 0.0
+    groups: tuple[GroupTime, ...] = ()  # each group's time in flight, all calls counted
 
     @classmethod
     def of(
@@ -77,7 +97,18 @@ class StepEntry:
             len(calls[MAX_CALLS:]),
             tail_ms,
             core_wait_ms,
+            by_group(calls),
         )
+
+
+def by_group(calls: tuple[Call, ...]) -> tuple[GroupTime, ...]:
+    """Each group's calls' time in flight, where the calls name their groups."""
+    groups: dict[str, list[Call]] = {}
+    for call in calls:
+        if call.group:
+            groups.setdefault(call.group, []).append(call)
+    kept = sorted(groups.items())[:MAX_GROUPS]
+    return tuple(GroupTime(g, in_flight_ms(tuple(own)), len(own)) for g, own in kept)
 
 
 def in_flight_ms(calls: tuple[Call, ...]) -> float:
@@ -130,6 +161,7 @@ class RankLedger:
     slowest: tuple[StepEntry, ...] = ()
     window: tuple[StepEntry, ...] = ()  # the profiled steps, in full wherever they fall
     histogram: dict[int, int] = field(default_factory=dict)  # bin -> steps; bin b holds BIN_FLOOR_MS * BIN_RATIO**b
+    groups: dict[str, LedgerGroup] = field(default_factory=dict)  # by name: the groups its collectives ran over
 
     def entries(self) -> dict[int, StepEntry]:
         """The steps kept in full, by step."""
@@ -175,6 +207,7 @@ class LedgerBuilder:
         self.recent: list[StepEntry] = []
         self.slowest: list[tuple[float, int, StepEntry]] = []  # a heap: the fastest of the slowest first
         self.histogram: dict[int, int] = {}
+        self.groups: dict[str, LedgerGroup] = {}
 
     def add(self, entry: StepEntry) -> None:
         self.steps += 1
@@ -225,6 +258,7 @@ class LedgerBuilder:
             slowest=tuple(sorted((e for _, _, e in self.slowest), key=lambda e: e.step)),
             histogram=dict(self.histogram),
             window=tuple(self.window),
+            groups=dict(self.groups),
         )
 
 

@@ -103,6 +103,18 @@ class ChangePoint:
 
 
 @dataclass(frozen=True)
+class DimensionRun:
+    """One dimension (a mesh dimension's name, else its groups' role) over the whole run: its collectives' time in
+    flight per step (each rank's median over the steps kept in full, the mean over ranks) and calls per step."""
+
+    dimension: str
+    groups: list[list[int]]  # its process groups' members, global ranks
+    comm_ms: float
+    calls_per_step: float
+    rank_comm_ms: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class WholeRun:
     timed_by: str  # what timed the collectives; "" when only the steps were timed (no DDP, FSDP)
     ranks: list[int]
@@ -124,6 +136,7 @@ class WholeRun:
     changes: list[ChangePoint] = field(default_factory=list)  # in step order: the step's, and communication's alone
     compiled_steps: list[int] = field(default_factory=list)  # torch.compile compiled in them: left out of the above
     compiled_ms: float = 0.0  # their time (the slowest rank's), those kept in full
+    dimensions: list[DimensionRun] = field(default_factory=list)  # where the collectives ran over two or more
 
     @property
     def step_changes(self) -> list[ChangePoint]:

@@ -82,6 +82,8 @@ def _train(config: RunConfig, ctx: RankContext, workload: Workload, run_dir: Pat
         timing=ledger,
     )
     recorder = StepRecorder(run_dir, ctx, progress_path, config)
+    if ledger:
+        ledger.clock.install()
     with make_profiler(config.schedule, ctx.device.type == "cuda", run_dir, ctx.rank) as prof:
         for _ in range(config.steps):
             if ledger:
@@ -92,6 +94,7 @@ def _train(config: RunConfig, ctx: RankContext, workload: Workload, run_dir: Pat
             recorder.record(step_ms)
             prof.step()
     if ledger:
+        ledger.clock.uninstall()
         ledger.finish()
     recorder.writing_traces()
     probed = not mpi_through_mpi4py(config)

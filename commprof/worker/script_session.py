@@ -131,6 +131,8 @@ class ScriptSession:
         if self.hang_watch is not None:
             self.hang_watch.start()
         self.ddp.install()
+        if self.ledger is not None:
+            self.ledger.clock.install()
         self.fsdp.install()
         self.deepspeed.install()
         if self.config.horovod_rendezvous:  # what horovodrun would have set, before the script's hvd.init()
@@ -289,6 +291,7 @@ class ScriptSession:
             release(profile)
         self._stop_profiler()
         if self.ledger is not None:
+            self.ledger.clock.uninstall()
             self.ledger.finish()
         if self._unhook is not None:
             self._unhook()

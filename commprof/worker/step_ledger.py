@@ -20,15 +20,27 @@ from pathlib import Path
 from typing import Any, Callable
 
 import torch
+import torch.distributed as dist
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 
+from commprof.instrument.collective_clock import CollectiveClock, Launch, describe, group_name, standing_aside
 from commprof.launch.atomic import write_bytes_atomic
 from commprof.launch.progress import Every
-from commprof.results.step_ledger import Call, LedgerBuilder, StepEntry, encode, ledger_path
+from commprof.results.step_ledger import (
+    MAX_GROUPS,
+    Call,
+    LedgerBuilder,
+    LedgerGroup,
+    StepEntry,
+    encode,
+    ledger_path,
+)
 
 HOST_CLOCK = "DDP comm hook futures, host clock"
 CUDA_EVENTS = "DDP comm hook, CUDA events"
 DDP_TIMERS = "DDP's own timers, one span per step"
+CALLS_HOST = "each call, host clock"
+CALLS_CUDA = "each call, CUDA events"
 CommHook = Callable[[Any, Any], torch.futures.Future]
 
 
@@ -51,36 +63,27 @@ def bucket_bytes(sizes: str | list[int]) -> int:
     return sum(sizes)
 
 
-class _Launch:
-    """One bucket's all-reduce: launched at `start`, done at `end` (perf_counter ns, or CUDA events)."""
-
-    __slots__ = ("op", "bytes", "start", "end")
-
-    def __init__(self, op: str, nbytes: int, start: Any):
-        self.op, self.bytes, self.start = op, nbytes, start
-        self.end: Any = None
-
-
 class TimedHook:
     """A DDP comm hook that times `inner` (called with `state`); both can be replaced after it is registered: a
     script that registers its own hook after commprof registered this one gets its hook timed."""
 
-    def __init__(self, ledger: StepLedger, inner: CommHook | None, state: Any):
+    def __init__(self, ledger: StepLedger, inner: CommHook | None, state: Any, group: Any = None):
         self.ledger, self.inner, self.state = ledger, inner or default_hooks.allreduce_hook, state
+        self.group = ledger.described(group if group is not None else state)
         self.__name__ = self.__qualname__ = f"timed_{getattr(self.inner, '__name__', 'hook')}"  # DDP logs it
 
     def __call__(self, state, bucket):  # no annotations: DDP checks them and rejects strings
         ledger = self.ledger
         tensor = bucket.buffer()
-        start = ledger._event() if ledger.use_cuda else time.perf_counter_ns()
-        launch = _Launch("all_reduce", tensor.numel() * tensor.element_size(), start)
+        launch = Launch("all_reduce", tensor.numel() * tensor.element_size(), ledger.stamp(), self.group)
         ledger.launches.append(launch)
 
         def done(future):
-            launch.end = ledger._event() if ledger.use_cuda else time.perf_counter_ns()
+            launch.end = ledger.stamp()
             return future.value()
 
-        return self.inner(self.state, bucket).then(done)
+        with standing_aside():  # the hook's own all-reduce is this launch
+            return self.inner(self.state, bucket).then(done)
 
 
 class StepLedger:
@@ -92,40 +95,68 @@ class StepLedger:
         self.path = ledger_path(run_dir, rank)
         self.use_cuda = use_cuda
         self.builder = LedgerBuilder(rank, host, "", window)
-        self.launches: list[_Launch] = []
-        self.waiting: list[tuple[int, float, Any, list[_Launch]]] = []  # CUDA steps whose events are pending
+        self.launches: list[Launch] = []
+        self.waiting: list[tuple[int, float, Any, list[Launch]]] = []  # CUDA steps whose events are pending
         self.last = time.perf_counter_ns()
         self.last_wall = time.time_ns()  # DDP's own timers are wall-clock stamps
         self.last_core_wait = core_wait_ns()
         self.step_start_event: Any = self._event() if use_cuda else None
         self.watched: Any = None  # a DDP on CPU without a comm hook: its own timers give each step's span
+        self.watched_group = ""
         self.seen_comm_start = 0
         # (step, ms, wall start, wall end, core wait ms) awaiting a span
         self.unspanned: list[tuple[int, float, int, int, float]] = []
         self.due = Every(5.0)
+        self.clock = CollectiveClock(self)  # installed by the session: every other collective, timed
+        self.sources: set[str] = set()  # what timed the collectives
 
     def _event(self) -> Any:
         event = torch.cuda.Event(enable_timing=True)
         event.record()
         return event
 
-    def timed(self, hook: CommHook | None = None, state: Any = None) -> TimedHook:
-        """`hook` (DDP's own all-reduce when None), timed: register the result as DDP's comm hook."""
+    def stamp(self) -> Any:
+        """Now: a CUDA event on the current stream, or the host clock (ns)."""
+        return self._event() if self.use_cuda else time.perf_counter_ns()
+
+    def group_seen(self, name: str, desc: str, ranks: list[int], by_call: bool = True) -> None:
+        """A process group the rank communicated over; `by_call`: seen by the clock, which times each call."""
+        if len(self.builder.groups) < MAX_GROUPS:
+            self.builder.groups[name] = LedgerGroup(desc, ranks)
+        if by_call:
+            self._timed_by(CALLS_CUDA if self.use_cuda else CALLS_HOST)
+
+    def described(self, group: Any) -> str:
+        """The name of a DDP's process group (the default group for anything else), recorded with its members."""
+        name = group_name(group if isinstance(group, dist.ProcessGroup) else None)
+        if name and name not in self.builder.groups:
+            describe(lambda n, desc, ranks: self.group_seen(n, desc, ranks, by_call=False), name)
+        return name
+
+    def _timed_by(self, source: str) -> None:
+        self.sources.add(source)
+        self.builder.timed_by = "; ".join(sorted(self.sources))
+
+    def timed(self, hook: CommHook | None = None, state: Any = None, group: Any = None) -> TimedHook:
+        """`hook` (DDP's own all-reduce when None), timed, over `group` (the DDP's; else the state's where it is a
+        process group, else the default group): register the result as DDP's comm hook."""
         if self.watched is not None:  # a script that registers its own hook: its calls are timed from now
             if self.unspanned:
                 self._span_from_ddp(final=True)
             self.watched = None
-        self.builder.timed_by = CUDA_EVENTS if self.use_cuda else HOST_CLOCK
-        return TimedHook(self, hook, state)
+            self.sources.discard(DDP_TIMERS)
+        self._timed_by(CUDA_EVENTS if self.use_cuda else HOST_CLOCK)
+        return TimedHook(self, hook, state, group)
 
     def watch(self, ddp: Any) -> None:
         """A DDP on CPU tensors that keeps its own all-reduce: a Python hook in its place would cost one more pass
         over the gradients (DDP divides them while copying them into its buckets only without a hook), so each
         step's span, from the first bucket's launch to the last one's completion, is read from DDP's own timers
         (its runtime logging, every step)."""
-        if self.watched is None and self.builder.timed_by != HOST_CLOCK:
+        if self.watched is None and HOST_CLOCK not in self.sources:
             self.watched = ddp
-            self.builder.timed_by = DDP_TIMERS
+            self.watched_group = self.described(ddp.process_group)
+            self._timed_by(DDP_TIMERS)
 
     def step_started(self) -> None:
         """A step begins now: what ran since the last one ended (commprof's own bookkeeping) is in neither."""
@@ -141,6 +172,7 @@ class StepLedger:
         step_ms = (time.perf_counter_ns() - self.last) / 1e6 if step_ms is None else step_ms
         core_wait_ms = (core_wait_ns() - self.last_core_wait) / 1e6
         launches, self.launches = self.launches, []
+        self.clock.step_ended()
         if self.watched is not None:
             self.unspanned.append((step, step_ms, self.last_wall, time.time_ns(), core_wait_ms))
             self._span_from_ddp(final=False)
@@ -149,7 +181,7 @@ class StepLedger:
             self._resolve_cuda(block=False)
         else:
             calls = tuple(
-                Call(x.op, x.bytes, (x.start - self.last) / 1e6, (x.end - x.start) / 1e6)
+                Call(x.op, x.bytes, (x.start - self.last) / 1e6, (x.end - x.start) / 1e6, x.group)
                 for x in launches
                 if x.end is not None
             )
@@ -173,7 +205,8 @@ class StepLedger:
             for i, (step, step_ms, wall_start, wall_end, core_wait_ms) in enumerate(self.unspanned):
                 if wall_start <= start <= wall_end:
                     sizes = data.get("rebuilt_bucket_sizes") or data.get("bucket_sizes") or ""
-                    call = Call("all_reduce", bucket_bytes(sizes), (start - wall_start) / 1e6, (end - start) / 1e6)
+                    ms = (start - wall_start) / 1e6, (end - start) / 1e6
+                    call = Call("all_reduce", bucket_bytes(sizes), *ms, self.watched_group)
                     ready = data.get("backward_compute_time_end", 0)  # its last gradient, ready
                     tail_ms = (end - ready) / 1e6 if start <= ready <= end else 0.0
                     for earlier in self.unspanned[:i]:
@@ -196,7 +229,7 @@ class StepLedger:
             for event in events:
                 event.synchronize()
             calls = tuple(
-                Call(x.op, x.bytes, start.elapsed_time(x.start), x.start.elapsed_time(x.end))
+                Call(x.op, x.bytes, start.elapsed_time(x.start), x.start.elapsed_time(x.end), x.group)
                 for x in launches
                 if x.end is not None
             )
