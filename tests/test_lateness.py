@@ -106,3 +106,27 @@ def test_lateness_spent_waiting_for_a_core_is_the_launchs_not_the_jobs():
     waits, cores = waits_of(ledgers, None), cores_of(ledgers, None)
     assert waits[2][10] == pytest.approx(1.5) and cores[2][10] == pytest.approx(18.5)
     assert waits[2][30] == 20.0 and cores[2][30] == 0.0
+
+
+def _pairs_step(durations: dict[int, float]) -> dict[int, StepEntry]:
+    """One step of two DDP replicas over {0, 1} and {2, 3} (both groups named "1" on their ranks, as torch names
+    the k-th group each rank joins): each rank's one all-reduce of its pair, lasting `durations[rank]` ms."""
+    return {r: StepEntry.of(1, 50.0, (Call("all_reduce", 4096, 10.0, ms, "1"),)) for r, ms in durations.items()}
+
+
+PAIRS = {r: {"1": (0, 1) if r < 2 else (2, 3)} for r in range(4)}
+
+
+def test_a_rank_late_in_its_own_group_is_late_there_and_the_other_group_is_not_blamed():
+    """Rank 3 arrives 30 ms late at its pair's all-reduce: rank 2 waits 30 ms in it; ranks 0 and 1 never wait."""
+    step = _pairs_step({0: 5.0, 1: 5.0, 2: 35.0, 3: 5.0})
+    assert lateness(step, PAIRS) == {0: 0.0, 1: 0.0, 2: 0.0, 3: 30.0}
+    assert late_rank(step, PAIRS) == 3
+    blind = lateness(step)  # read across all 4 ranks as one group, rank 0 costs as much as rank 3
+    assert blind[0] == blind[3] == 10.0 and late_rank(step) == 0
+
+
+def test_a_step_over_the_whole_job_is_read_as_before():
+    world = {r: {"0": (0, 1, 2, 3)} for r in range(4)}
+    step = {r: StepEntry.of(1, 50.0, (Call("all_reduce", 4096, 10.0, 35.0 if r else 5.0, "0"),)) for r in range(4)}
+    assert lateness(step, world) == lateness(step) and late_rank(step, world) == 0

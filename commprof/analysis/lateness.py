@@ -57,14 +57,52 @@ def excess(values: Mapping[int, float], rank: int) -> float:
     return values[rank] - statistics.median(others) if others else 0.0
 
 
-def lateness(ranks: dict[int, StepEntry]) -> dict[int, float]:
+Members = Mapping[int, Mapping[str, tuple[int, ...]]]  # rank -> its process groups' names -> their members
+
+
+def lateness(ranks: dict[int, StepEntry], members: Members | None = None) -> dict[int, float]:
     """rank -> how long the others waited for it in this step (ms, the mean over them): 0 for each where the step
-    had no collective; empty for a single rank."""
+    had no collective; empty for a single rank. `members`: each rank's process groups (its record's), where its
+    calls name them: a step whose collectives ran over groups smaller than the job is read group by group."""
     if len(ranks) < 2:
         return {}
+    within = _within_groups(ranks, members) if members else None
+    if within is not None:
+        return within
     matched = _calls_match(ranks)
     reading = _longest_wait if matched else _span
     return {rank: max(reading(ranks, rank), _ready_last(ranks, rank)) for rank in ranks}
+
+
+def _within_groups(ranks: dict[int, StepEntry], members: Members) -> dict[int, float] | None:
+    """Each group's members against each other alone, over that group's collectives; a rank's lateness the largest
+    in any of its groups: a rank late in its own group is late there, and the ranks of other groups, which never
+    waited for it, are not. None where every collective of the step ran over all the ranks."""
+    instances = {
+        (timed.group, members[rank].get(timed.group, ()))
+        for rank, entry in ranks.items()
+        if rank in members
+        for timed in entry.groups
+    }
+    everyone = tuple(sorted(ranks))
+    if not instances or all(tuple(sorted(group)) == everyone for _, group in instances):
+        return None
+    found = dict.fromkeys(ranks, 0.0)
+    for name, group in instances:
+        if len(group) < 2 or not all(r in ranks for r in group):
+            continue
+        own = lateness({r: _of_group(ranks[r], name) for r in group})
+        for rank, ms in own.items():
+            found[rank] = max(found[rank], ms)
+    return found
+
+
+def _of_group(entry: StepEntry, name: str) -> StepEntry:
+    """The step as one of its groups saw it: that group's calls and time in flight (its calls unread where the
+    step kept only some of them)."""
+    timed = next((g for g in entry.groups if g.group == name), None)
+    calls = () if entry.calls_dropped else tuple(c for c in entry.calls if c.group == name)
+    return StepEntry(entry.step, entry.step_ms, timed.comm_ms if timed else 0.0, 0, calls)
 
 
 def core_wait_excess(ranks: dict[int, StepEntry]) -> dict[int, float]:
@@ -75,12 +113,12 @@ def core_wait_excess(ranks: dict[int, StepEntry]) -> dict[int, float]:
     return {rank: max(0.0, excess(waited, rank)) for rank in ranks} if len(ranks) > 1 else {}
 
 
-def late_rank(ranks: dict[int, StepEntry]) -> int | None:
+def late_rank(ranks: dict[int, StepEntry], members: Members | None = None) -> int | None:
     """The rank the others waited for the longest in this step; where no collective was timed, the one that spent
     the most of the step outside collectives. None for a single rank."""
     if len(ranks) < 2:
         return None
-    found = who(lateness(ranks))
+    found = who(lateness(ranks, members))
     if found is not None:
         return found
     busy = {rank: e.step_ms - e.comm_ms for rank, e in ranks.items()}
@@ -98,10 +136,10 @@ class Ledger:
     core: dict[int, dict[int, float]]
 
     @classmethod
-    def of(cls, by_step: Mapping[int, dict[int, StepEntry]]) -> Ledger:
-        """From step -> rank -> entry (the steps to weigh)."""
+    def of(cls, by_step: Mapping[int, dict[int, StepEntry]], members: Members | None = None) -> Ledger:
+        """From step -> rank -> entry (the steps to weigh), and each rank's process groups."""
         ranks = sorted({rank for entries in by_step.values() for rank in entries})
-        late = {step: lateness(entries) for step, entries in by_step.items()}
+        late = {step: lateness(entries, members) for step, entries in by_step.items()}
         core = {step: core_wait_excess(entries) for step, entries in by_step.items()}
         return cls(
             {r: {s: max(0.0, late[s][r] - core[s][r]) for s in by_step} for r in ranks},

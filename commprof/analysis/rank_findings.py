@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections import defaultdict
+from typing import Any
 
 from commprof.analysis.evidence import Evidence
 from commprof.analysis.lateness import excess
@@ -89,8 +90,22 @@ def straggler(evidence: Evidence) -> list[Finding]:
         look_at_ms=excess[part],
         phase=_phase_of_compute(report, straggler),
         gpu=any(r.kind == "gpu" for r in report.ranks if r.rank == straggler),
+        **_waited_within(report, straggler),
     )
     return [Finding(kind="straggler", gain_ms=gain, straggler=facts)]
+
+
+def _waited_within(report: Report, rank: int) -> dict[str, Any]:
+    """On a job over several process groups, the rank's group whose other members waited the longest per step (the
+    mean of their waits): where it is late, and who waits for it. Nothing where the job ran over one group."""
+    waits = {r.rank: r.wait_ms for r in report.cross_rank.ranks} if report.cross_rank else {}
+    best: tuple[float, str, list[int]] | None = None
+    for dim in report.dimensions:
+        for members in dim.groups:
+            others = [waits[r] for r in members if r != rank and r in waits]
+            if rank in members and others and (best is None or statistics.fmean(others) > best[0]):
+                best = (statistics.fmean(others), dim.dimension, members)
+    return {"group": best[1], "group_ranks": best[2]} if best is not None else {}
 
 
 def _own_excess(report: Report, rank: int) -> dict[str, float]:

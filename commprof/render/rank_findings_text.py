@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from commprof.render.groups_view import ranks_text
 from commprof.results.common import Result, signed
 from commprof.results.report import Finding, InputStall, Report, Stalls, Straggler
 from commprof.values import human_bytes
@@ -79,11 +80,22 @@ def straggler_words(facts: Straggler) -> tuple[str, str, str]:
         )
     ops = ", ".join(f"{op} {ms:.1f}" for op, ms in facts.cost_by_op.items())
     return (
-        f"rank {facts.rank} is the straggler: the others wait for it",
+        _straggler_who(facts),
         f"in the profiled steps it makes the others wait {facts.cost_ms:.1f} ms per step in all ({ops}), late in "
         f"{late}; against the others' median, its {cause}",
         straggler_action(facts),
     )
+
+
+def _straggler_who(facts: Straggler) -> str:
+    """'rank 3 is the straggler: the others wait for it', or on a job of several groups, where it is late and who
+    waits: 'rank 3 is the straggler of its tp group (ranks 2-3): rank 2 waits for it'."""
+    if not facts.group:
+        return f"rank {facts.rank} is the straggler: the others wait for it"
+    others = [r for r in facts.group_ranks if r != facts.rank]
+    who = f"rank {others[0]} waits" if len(others) == 1 else f"ranks {ranks_text(others)} wait"
+    members = ranks_text(facts.group_ranks)
+    return f"rank {facts.rank} is the straggler of its {facts.group} group (ranks {members}): {who} for it"
 
 
 def straggler_action(facts: Straggler) -> str:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from commprof.results.common import SCHEMA_VERSION, Estimate, Result
-from commprof.results.groups import DimensionTime
+from commprof.results.groups import DimensionTime, StageWait
 from commprof.results.network import Network
 from commprof.results.run_record import RunSummary
 from commprof.results.whole_run import WholeRun
@@ -326,6 +326,10 @@ class Straggler:
     look_at_ms: float  # how much more of it
     phase: str | None  # where look_at is its compute: the phase whose compute grew the most
     gpu: bool
+    # on a job over several process groups: the dimension (or group) whose other members waited for it the most,
+    # and that group's members; "" and [] where the job's collectives ran over one group
+    group: str = ""
+    group_ranks: list[int] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -429,4 +433,5 @@ class Report(Result):
     network: Network | None = None  # hosts, links per tier and the collectives on them (commprof's runs)
     # per dimension of the job's device mesh (or process group), where its collectives ran over more than one
     dimensions: list[DimensionTime] = field(default_factory=list)
+    pipeline: list[StageWait] = field(default_factory=list)  # a pipeline's stages, where the job has a "pp" dimension
     schema_version: int = SCHEMA_VERSION
