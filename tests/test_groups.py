@@ -35,6 +35,18 @@ def test_every_collective_of_a_gloo_run_is_given_its_group_and_the_groups_their_
         assert dims == {"dp", "tp"}
 
 
+def test_the_whole_run_times_every_collective_of_every_dimension_as_the_window_counts_them(analysed):
+    """The whole run's clock (instrument/collective_clock.py) saw FSDP's and DTensor's collectives at each call: per
+    dimension, as many a step as the profiled window's trace holds, over the same groups; and the run folder's
+    records of groups are not taken for traces."""
+    report, _, _ = analysed
+    assert report.whole_run is not None and not report.warnings
+    whole = {d.dimension: (d.groups, d.calls_per_step) for d in report.whole_run.dimensions}
+    window = {d.dimension: (d.groups, d.calls_per_step) for d in report.dimensions}
+    assert whole == window == {"dp": (DP, 9.0), "tp": (TP, 5.0)}
+    assert all(d.comm_ms > 0 for d in report.whole_run.dimensions)
+
+
 def test_collectives_are_matched_among_their_groups_members_alone(analysed):
     report, _, analysis = analysed
     spans = [sorted(m.spans) for m in analysis.matching.collectives]
@@ -117,7 +129,9 @@ def test_groups_and_dimensions_as_traces_and_the_flight_recorder_name_them():
     assert [dimension(d) for d in ("mesh_dp", "mesh_dp_shard", "default_pg", "mesh_")] == ["dp", "dp_shard", None, None]
     entry = {"process_group": ("3", "mesh_tp"), "profiling_name": "gloo:all_gather", "time_created_ns": 2_000_000}
     assert entry_row({**entry, "input_sizes": [[4, 8]]}) == [2000.0, "3", "all_gather", 32]
-    assert entry_row({**entry, "is_p2p": True}) is None  # matched by its peer
+    send = {**entry, "profiling_name": "nccl:send", "is_p2p": True, "input_sizes": [[16]]}
+    assert entry_row(send) == [2000.0, "3", "send_recv", 16]  # a pipeline's, over its stage group
+    assert entry_row({**entry, "profiling_name": "gloo:unknown_op"}) is None
 
 
 def test_a_default_group_for_several_devices_is_known_by_its_backend_on_the_ranks_device():

@@ -12,7 +12,7 @@ from commprof.analysis.crossrank import Matching, MeasuredClocks, cross_rank, ma
 from commprof.analysis.distortion import job_drift_ms, job_step, profiler_distortion
 from commprof.analysis.evidence import Evidence
 from commprof.analysis.findings import findings
-from commprof.analysis.groups import dimension_times
+from commprof.analysis.groups import dimension_times, stage_waits
 from commprof.analysis.incomplete import missing_note, missing_ranks
 from commprof.analysis.models import model_accounts
 from commprof.analysis.network import network_of
@@ -96,6 +96,7 @@ def analyze_run(
         warnings=warnings,
         timeline=_typical_step(per_rank, steps),
         dimensions=dimensions,
+        pipeline=stage_waits(dimensions, {s.rank: s.step_time_ms.mean for s in summaries}),
         cross_rank=cross_rank(matching, per_rank, {s.rank: s.step_time_ms.median for s in summaries}),
         missing_ranks=missing,
         empty_steps={str(r.rank): list(r.empty_steps) for r, _ in per_rank if r.empty_steps},

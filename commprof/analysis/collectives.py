@@ -10,7 +10,15 @@ from commprof.analysis.groups import label_of
 from commprof.results.report import CollectiveStats, CollectiveStep
 from commprof.trace.intervals import clip, total
 from commprof.trace.model import Collective, RankTrace, Step
-from commprof.trace.rules import PHASES, TP_DIMENSIONS, TP_PURPOSE, busbw_factor, zero_purpose
+from commprof.trace.rules import (
+    PHASES,
+    PP_DIMENSIONS,
+    TP_DIMENSIONS,
+    TP_PURPOSE,
+    busbw_factor,
+    pp_purpose,
+    zero_purpose,
+)
 
 
 def in_windows(collectives: tuple[Collective, ...], windows: list[Step]) -> list[Collective]:
@@ -37,7 +45,7 @@ def collective_stats(per_rank: list[tuple[RankTrace, list[Step]]]) -> list[Colle
             if step is None:
                 continue
             label, ranks = label_of(rank, call)
-            purpose = call.purpose or (TP_PURPOSE.get((call.phase or "", call.op)) if label in TP_DIMENSIONS else None)
+            purpose = call.purpose or _dimension_purpose(call, label, ranks, rank.rank)
             key = (call.op, call.backend, call.dtype, call.nbytes, call.group_size, call.phase, purpose, label)
             if ranks:
                 members[key].add(ranks)
@@ -104,3 +112,13 @@ def with_zero_purposes(stats: list[CollectiveStats]) -> list[CollectiveStats]:
     trace named it already."""
 
     return [dataclasses.replace(s, purpose=s.purpose or zero_purpose(s.op, s.phase, s.bytes, s.dtype)) for s in stats]
+
+
+def _dimension_purpose(call: Collective, label: str | None, members: tuple[int, ...], rank: int) -> str | None:
+    """What a collective is for by the dimension it ran over: tensor parallelism's activations and their gradients;
+    a pipeline's activations and gradients between stages (its stage: the rank's place in its stage group)."""
+    if label in TP_DIMENSIONS:
+        return TP_PURPOSE.get((call.phase or "", call.op))
+    if label in PP_DIMENSIONS and call.op == "send_recv" and rank in members:
+        return pp_purpose(call.sends, sorted(members).index(rank), len(members), call.phase)
+    return None

@@ -12,10 +12,11 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 
-from commprof.results.groups import DimensionTime
+from commprof.results.groups import DimensionTime, StageWait
 from commprof.trace.groups import dimension
 from commprof.trace.intervals import clip, merge, subtract, total
 from commprof.trace.model import Collective, RankTrace, Step
+from commprof.trace.rules import PP_DIMENSIONS
 
 WORLD = "world"  # the default group's label
 _DEFAULT_DESC = "default_pg"
@@ -27,12 +28,17 @@ def label_of(rank: RankTrace, call: Collective) -> tuple[str | None, tuple[int, 
     group = next((g for g in rank.groups if g.name == call.process_group), None)
     if group is None:
         return None, ()
-    if dimension(group.desc):
-        return dimension(group.desc), group.ranks
-    if group.desc == _DEFAULT_DESC:
-        return WORLD, group.ranks
-    # a group of the script's own: its description where it gave one, else its name (new_group's is "undefined")
-    return (group.desc if group.desc not in _UNDESCRIBED else f"group {group.name}"), group.ranks
+    return group_label(group.name, group.desc), group.ranks
+
+
+def group_label(name: str, desc: str) -> str:
+    """A group's dimension: its DeviceMesh dimension, "world" for the default group, else the description the
+    script gave it, else its name (new_group's description is "undefined")."""
+    if dimension(desc):
+        return str(dimension(desc))
+    if desc == _DEFAULT_DESC:
+        return WORLD
+    return desc if desc not in _UNDESCRIBED else f"group {name}"
 
 
 def dimension_times(per_rank: list[tuple[RankTrace, list[Step]]]) -> list[DimensionTime]:
@@ -72,4 +78,25 @@ def dimension_times(per_rank: list[tuple[RankTrace, list[Step]]]) -> list[Dimens
             rank_exposed_ms={str(r): statistics.fmean(v) for r, v in sorted(exposed[label].items())},
         )
         for label in sorted(comm, key=lambda d: -statistics.fmean(statistics.fmean(v) for v in exposed[d].values()))
+    ]
+
+
+def stage_waits(dimensions: list[DimensionTime], step_ms: dict[int, float]) -> list[StageWait]:
+    """A pipeline's stages (its dimension named as PP_DIMENSIONS), each with its ranks' exposed time in its stage
+    group's sends and receives per step, and their step (`step_ms`: each rank's mean step); none without one."""
+    pipe = next((d for d in dimensions if d.dimension in PP_DIMENSIONS), None)
+    if pipe is None:
+        return []
+    stages: dict[int, list[int]] = defaultdict(list)
+    for members in pipe.groups:
+        for stage, rank in enumerate(sorted(members)):
+            stages[stage].append(rank)
+    return [
+        StageWait(
+            stage=stage,
+            ranks=sorted(ranks),
+            wait_ms=statistics.fmean(pipe.rank_exposed_ms.get(str(r), 0.0) for r in ranks),
+            step_ms=statistics.fmean(step_ms.get(r, 0.0) for r in ranks),
+        )
+        for stage, ranks in sorted(stages.items())
     ]

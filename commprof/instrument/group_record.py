@@ -15,6 +15,7 @@ import pickle
 from pathlib import Path
 from typing import Any
 
+from commprof.instrument.collective_clock import P2P_ROWS
 from commprof.trace.groups import GROUPS_FILE, entry_row
 from commprof.trace.plain_pickle import plain_loads
 
@@ -37,9 +38,11 @@ def flight_recorder_dump(stacks: bool = False) -> dict[str, Any] | None:
 
 def write_groups(run_dir: Path, rank: int) -> None:
     """The rank's Flight Recorder entries (each: created, group, op, input elements) written beside its trace, whole
-    or not at all; nothing where the Flight Recorder holds none."""
+    or not at all, with the sends and receives the whole run's clock saw (Gloo's never reach the Flight Recorder);
+    nothing where neither holds any."""
     dump = flight_recorder_dump()
     entries = [row for e in (dump or {}).get("entries", []) if (row := entry_row(e)) is not None]
+    entries += list(P2P_ROWS)
     if not entries:
         return
     target = groups_path(run_dir, rank)  # written whole or not at all, as the trace is

@@ -58,3 +58,17 @@ def costliest_dimension(report: Report) -> str:
     step = statistics.fmean(r.step_time_ms.mean for r in report.ranks) if report.ranks else 0.0
     share = f" ({100 * top.exposed_ms / step:.0f}% of the step)" if step > 0 else ""
     return f"; of the dimensions, {top.dimension}'s collectives leave the most exposed, {top.exposed_ms:.1f} ms{share}"
+
+
+def pipeline_text(report: Report) -> str:
+    """'Pipeline stages, per profiled step: stage 0 (ranks 0,1) waits 13.3 ms for its neighbours (33% of its step);
+    stage 1 (ranks 2,3) 15.1 ms (37%).': each stage's exposed sends and receives, its bubble with the transfers."""
+    said = []
+    for i, stage in enumerate(report.pipeline):
+        share = f" ({stage.wait_ms / stage.step_ms:.0%}{' of its step' if i == 0 else ''})" if stage.step_ms else ""
+        waits = " waits" if i == 0 else ""
+        neighbours = " for its neighbours" if i == 0 else ""
+        said.append(
+            f"stage {stage.stage} (ranks {ranks_text(stage.ranks)}){waits} {stage.wait_ms:.1f} ms{neighbours}{share}"
+        )
+    return f"Pipeline stages, per profiled step: {'; '.join(said)}."

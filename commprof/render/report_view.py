@@ -6,7 +6,7 @@ from commprof.kinds import KINDS
 from commprof.render.compiled_text import compiled_line, model_name
 from commprof.render.document import Block, Document, Figure, Section, Table, Text, notes_section
 from commprof.render.findings_text import ADVICE_HEADERS, advice_rows, finding_lines, has_findings
-from commprof.render.groups_view import DIMENSION_HEADERS, dimension_rows
+from commprof.render.groups_view import DIMENSION_HEADERS, dimension_rows, pipeline_text
 from commprof.render.models_view import models_named, models_section
 from commprof.render.network_view import link_bound_headline, network_sections
 from commprof.render.skew_text import SKEW_HEADERS, skew_rows, skew_summary
@@ -218,7 +218,8 @@ def _dimensions(report: Report) -> list[Section]:
         "groups: each of its process groups' ranks. Most exposed first."
     )
     table = Table(DIMENSION_HEADERS, dimension_rows(report), left=("dimension", "groups"))
-    return [Section("By dimension", [about, table])]
+    stages = [Text(pipeline_text(report))] if report.pipeline else []
+    return [Section("By dimension", [about, table, *stages])]
 
 
 def _collectives(report: Report) -> Section:

@@ -18,3 +18,15 @@ class DimensionTime:
     calls_per_step: float  # each rank's collectives in it per step, the mean over ranks
     rank_comm_ms: dict[str, float] = field(default_factory=dict)
     rank_exposed_ms: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class StageWait:
+    """One stage of a pipeline (its ranks: the same place in each stage group), per profiled step: the time its
+    sends and receives to its neighbours left exposed, waiting for them (its bubble with the transfers), and its
+    step, the means over its ranks."""
+
+    stage: int
+    ranks: list[int]
+    wait_ms: float
+    step_ms: float

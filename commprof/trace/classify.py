@@ -370,7 +370,7 @@ def _collective(
         lane=lane,
         ready=ready,
         peer=meta.peer,
-        sends=meta.sends,
+        sends=meta.sends if meta.sends is not None else rules.sends_in(event.name),
         step=step,
         **(roles or {}),
     )

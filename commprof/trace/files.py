@@ -11,7 +11,7 @@ from commprof.errors import TraceError, UsageError
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 NOT_TRACES = {"run.json", "report.json", "timeline.json", "sweep.json", "error.json"}
-NOT_TRACE_SUFFIXES = (".steps.json", ".ledger.json")  # a rank's step log and whole-run record in a run folder
+NOT_TRACE_SUFFIXES = (".steps.json", ".ledger.json", ".groups.json")  # a rank's step log, whole-run record and groups
 NOT_TRACE_FOLDERS = {"logs"}  # worker logs beside the traces
 # Horovod's timeline beside the traces: merged into rank 0's (trace/horovod_timeline.py)
 HOROVOD_TIMELINE = re.compile(r"(horovod.*timeline|timeline.*horovod).*\.json(\.gz)?$", re.IGNORECASE)

@@ -54,12 +54,12 @@ def dimension(desc: str) -> str | None:
 
 
 def entry_row(entry: dict[str, Any]) -> Row | None:
-    """One Flight Recorder entry as the record keeps it; None for a point-to-point one (matched by its peer) or one
-    it cannot read."""
+    """One Flight Recorder entry as the record keeps it (a send or receive as a send_recv: a pipeline's, over its
+    stage group); None for one it cannot read."""
     described = entry.get("process_group") or ()
     op = rules.normalize_op(str(entry.get("profiling_name", "")))
     created = entry.get("time_created_ns")
-    if entry.get("is_p2p") or not described or op is None or not isinstance(created, int):
+    if not described or op is None or not isinstance(created, int):
         return None
     sizes = entry.get("input_sizes") or []
     elements = sum(math.prod(s) for s in sizes if isinstance(s, list | tuple)) if sizes else None
@@ -86,7 +86,7 @@ def with_groups(rank: RankTrace, rows: list[Row]) -> RankTrace:
         streams[(row[2], row[3])].append(row)
     traced: dict[tuple[str, int | None], list[int]] = defaultdict(list)
     for index, call in enumerate(rank.collectives):
-        if call.process_group is None and call.op != "send_recv":
+        if call.process_group is None:
             traced[(call.op, _elements(call))].append(index)
     named = list(rank.collectives)
     for key, indices in traced.items():

@@ -90,6 +90,28 @@ TP_PURPOSE = {
     ("backward", "all_gather"): "SP gradient all-gather",
     ("backward", "reduce_scatter"): "SP gradient reduce-scatter",
 }
+# a pipeline's stage group ("pp", torchtitan's and PyTorch's examples' name): the first stage sends activations and
+# receives their gradients, the last receives activations and sends gradients; a middle stage does both each way,
+# told apart by the phase it ran in
+PP_DIMENSIONS = frozenset({"pp", "pipe", "pipeline"})
+PP_ACTIVATIONS, PP_GRADIENTS = "pipeline activation send/recv", "pipeline gradient send/recv"
+
+
+def sends_in(name: str) -> bool | None:
+    """A backend's range that says its direction ("gloo:send": True, "gloo:recv": False); None for any other."""
+    kind = name.rsplit(":", 1)[-1].lower()
+    return True if kind == "send" else False if kind == "recv" else None
+
+
+def pp_purpose(sends: bool | None, stage: int, stages: int, phase: str | None) -> str:
+    """What a pipeline stage's send or receive carries: a send of the first stage or a receive of the last is an
+    activation, and the reverse a gradient; elsewhere, what its phase says."""
+    first, last = stage == 0, stage == stages - 1
+    if sends is not None and (first or last) and not (first and last):
+        return PP_ACTIVATIONS if sends == first else PP_GRADIENTS
+    return PP_GRADIENTS if phase == "backward" else PP_ACTIVATIONS
+
+
 OPTIMIZER_STEP = re.compile(r"^Optimizer\.step#")
 PHASES = ("forward", "backward", "optimizer")
 
