@@ -51,11 +51,20 @@ def _keyed_calls(rank: RankTrace, windows: list[Step], reference_base: float) ->
                 sender, receiver = (rank.rank, c.peer) if c.sends else (c.peer, rank.rank)
                 slot = (window.name, f"p2p {sender}->{receiver}")
             else:
-                slot = (window.name, c.process_group or "default")
+                slot = (window.name, _group_key(rank, c.process_group))
             key = (*slot, counters[slot])
             calls[key] = _Call(c.op, c.start + base, c.end + base, c)
             counters[slot] += 1
     return calls, no_peer
+
+
+def _group_key(rank: RankTrace, name: str | None) -> str:
+    """A collective's group as matching keys it: its name with its members where the trace gives them (two groups of
+    one name on different ranks, as some torch versions name their split groups, are not one group)."""
+    if name is None:
+        return "default"
+    members = next((g.ranks for g in rank.groups if g.name == name), None)
+    return f"{name} {sorted(members)}" if members else name
 
 
 @dataclass(frozen=True)
@@ -92,14 +101,7 @@ def _clock_offsets(
             f"offsets of {len(set(hosts.values()))} hosts measured at start by round trips to rank 0 "
             f"(run.json; error at most {measured.worst_round_trip_us / 2:.0f} us)",
         )
-    per_rank = {}
-    for rank in ranks:
-        deltas = [
-            calls[reference.rank][k].end - call.end
-            for k, call in calls[rank.rank].items()
-            if call.op in ALIGN_OPS and k in calls[reference.rank] and calls[reference.rank][k].op == call.op
-        ]
-        per_rank[rank.rank] = statistics.median(deltas) if deltas else 0.0
+    per_rank = _chained_offsets(ranks, calls)
     by_host: dict[str, list[float]] = defaultdict(list)
     for rank in ranks:
         by_host[hosts[rank.rank]].append(per_rank[rank.rank])
@@ -110,6 +112,36 @@ def _clock_offsets(
         f"(reference: rank {reference.rank})"
     )
     return {r.rank: host_offset[hosts[r.rank]] for r in ranks}, method
+
+
+def _chained_offsets(ranks: list[RankTrace], calls: dict[int, dict[Key, _Call]]) -> dict[int, float]:
+    """Each rank's offset to the reference (the first rank): between two ranks that share synchronising
+    collectives, the median of the differences of their ends; a rank that shares none with the reference (its other
+    groups' members) through a chain of ranks that do, the shortest; 0 where no chain reaches it."""
+
+    def delta(a: int, b: int) -> float | None:
+        ends = [
+            calls[a][k].end - call.end
+            for k, call in calls[b].items()
+            if call.op in ALIGN_OPS and k in calls[a] and calls[a][k].op == call.op
+        ]
+        return statistics.median(ends) if ends else None
+
+    reference = ranks[0].rank
+    offsets = {reference: 0.0}
+    for rank in ranks[1:]:  # most ranks share a collective with the reference
+        if (d := delta(reference, rank.rank)) is not None:
+            offsets[rank.rank] = d
+    frontier = list(offsets) if len(offsets) < len(ranks) else []
+    while frontier:
+        reached = []
+        for known in frontier:
+            for rank in ranks:
+                if rank.rank not in offsets and (d := delta(known, rank.rank)) is not None:
+                    offsets[rank.rank] = offsets[known] + d
+                    reached.append(rank.rank)
+        frontier = reached
+    return {r.rank: offsets.get(r.rank, 0.0) for r in ranks}
 
 
 @dataclass(frozen=True)
