@@ -46,6 +46,7 @@ class Case:
     commprof_options: tuple[str, ...] = ()  # given to `commprof run` before `--`
     bound: str = ""  # the documented bound within which the two may differ; "": none
     env: dict[str, str] = field(default_factory=dict)
+    ranks: int = RANKS
 
 
 def corpus() -> list[Case]:
@@ -110,6 +111,31 @@ def corpus() -> list[Case]:
             (str(SCRIPTS / "meta_fsdp.py"),),
             "tests/data: fully_shard on meta, then to_empty under the swap flag (issue 70)",
         ),
+        Case(
+            "fsdp x tp 2x2",
+            (str(SCRIPTS / "train_fsdp_tp.py"),),
+            "tests/data: dp=2 x tp=2 on 4 ranks (issue 70's grid)",
+            ranks=4,
+        ),
+        Case("hsdp", (str(SCRIPTS / "train_hsdp.py"),), "tests/data: HSDP on a 2 x 2 mesh (issue 70's grid)", ranks=4),
+        Case(
+            "ddp subgroups",
+            (str(SCRIPTS / "train_ddp_subgroups.py"),),
+            "tests/data: two DDP replicas over {0, 1} and {2, 3} (issue 70's grid)",
+            ranks=4,
+        ),
+        Case(
+            "late in one group",
+            (str(SCRIPTS / "train_ddp_subgroups.py"), "30", "3"),
+            "tests/data: the replicas, rank 3 30 ms late each step (issue 70's grid)",
+            ranks=4,
+        ),
+        Case(
+            "pipeline x dp",
+            (str(SCRIPTS / "train_pipeline_dp.py"),),
+            "tests/data: 2-stage GPipe over pp x 2-way dp (issue 70's grid)",
+            ranks=4,
+        ),
     ]
 
 
@@ -155,10 +181,10 @@ def launch(case: Case, launcher: str, workdir: Path) -> Ending:
     folder = Path(tempfile.mkdtemp(prefix=f"{launcher}-", dir=workdir))
     out = folder / "observed.json"
     if launcher == "torchrun":
-        args = ["--standalone", f"--nproc-per-node={RANKS}", "--log-dir", str(folder / "logs"), "--redirects", "3"]
+        args = ["--standalone", f"--nproc-per-node={case.ranks}", "--log-dir", str(folder / "logs"), "--redirects", "3"]
         args += [*case.script]
     else:
-        run = ["run", "--quiet", "--procs", str(RANKS), "--traces-dir", str(folder / "traces")]
+        run = ["run", "--quiet", "--procs", str(case.ranks), "--traces-dir", str(folder / "traces")]
         args = [
             *run,
             "--reports-dir",
@@ -179,7 +205,7 @@ def launch(case: Case, launcher: str, workdir: Path) -> Ending:
     codes = {int(rank): code for rank, code in observed["ranks"].items()}
     ranks = {
         rank: rank_end(codes.get(rank), _log(folder, rank, "stdout.log"), _errors(folder, rank))
-        for rank in range(RANKS)
+        for rank in range(case.ranks)
     }
     return Ending(observed["exit"], seconds, ranks)
 

@@ -28,5 +28,5 @@ for step in range(STEPS):
     nn.functional.cross_entropy(model(inputs), target).backward()
     optimizer.step()
     optimizer.zero_grad()
-print(f"rank {rank}: {STEPS} steps", flush=True)
+    print(f"rank {rank} step {step + 1}", flush=True)
 dist.destroy_process_group()

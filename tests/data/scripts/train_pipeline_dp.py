@@ -45,5 +45,5 @@ for step in range(STEPS):
         p.grad /= dp.size()
     optimizer.step()
     optimizer.zero_grad()
-print(f"rank {dist.get_rank()} stage {stage_index}: {STEPS} steps", flush=True)
+    print(f"rank {dist.get_rank()} step {step + 1}", flush=True)
 dist.destroy_process_group()
