@@ -198,3 +198,13 @@ def test_a_group_the_script_made_without_a_description_is_its_own():
     rank = _rank([1000.0], groups=halves)
     calls = [dataclasses.replace(rank.collectives[0], process_group=name) for name in ("1", "2")]
     assert [label_of(rank, c) for c in calls] == [("group 1", (0, 1)), ("group 2", (2, 3))]
+
+
+def test_fsdps_resharding_is_said_of_the_dimension_it_shards_over(analysed):
+    """On dp=2 x tp=2, FSDP shards over dp's 2 ranks: kept whole, a block's parameters cost each rank half of them
+    more (not three quarters, as sharding over all 4 would)."""
+    report, _, _ = analysed
+    (reshard,) = [f for f in report.findings + report.within_noise if f.kind == "fsdp_reshard"]
+    assert reshard.title.endswith(" over dp")
+    parameters = sum(b.parameters for b in report.run.job.built if b.kind == "fsdp")
+    assert f"{parameters * 4 / 2 / 2**20:.1f} MiB more" in reshard.evidence

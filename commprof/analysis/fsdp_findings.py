@@ -13,6 +13,7 @@ import statistics
 
 from commprof.analysis.collectives import in_windows
 from commprof.analysis.evidence import Evidence
+from commprof.analysis.groups import label_of
 from commprof.analysis.stats import median_ci
 from commprof.analysis.sweep import paste_line
 from commprof.results.job import BuiltFSDP
@@ -43,6 +44,7 @@ def resharding(evidence: Evidence) -> list[Finding]:
         return []
     per_step: list[float] = []  # each rank's each step: what the backward's all-gathers cost it
     calls: list[int] = []
+    over: list[tuple[str | None, int | None]] = []  # each gather's dimension and group size
     for rank, steps in evidence.windows:
         for step in steps:
             gathers = [
@@ -51,6 +53,7 @@ def resharding(evidence: Evidence) -> list[Finding]:
                 if c.purpose == GATHER and c.phase == "backward" and c.op == "all_gather"
             ]
             whole = sum(c.end - c.start for c in gathers)
+            over += [(label_of(rank, c)[0], c.group_size) for c in gathers]
             # CPU ranks: in full, as the bucket model counts all-reduces there (measured: bucket_findings.SERIAL_NOTE);
             # advise measured more than this predicted on CPU in 3 runs of 3 (docs/benchmarks.md)
             hidden = 0.0 if evidence.serial else sum(total(clip(rank.compute, c.start, c.end)) for c in gathers)
@@ -60,13 +63,15 @@ def resharding(evidence: Evidence) -> list[Finding]:
         return []
     run = report.run
     parameters = (sum(b.parameters for b in run.job.of(BuiltFSDP)) or run.parameters or 0) if run else 0
-    ranks = max(2, run.world_size if run else 2)
+    dimension, shards = statistics.mode(over)  # the dimension FSDP shards over, and its groups' size
+    ranks = max(2, shards or (run.world_size if run else 2))
     kept = parameters * FLOAT_BYTES * (ranks - 1) / ranks
     held = f"; each rank then holds up to {kept / 2**20:.1f} MiB more between forward and backward" if kept else ""
+    where = f" over {dimension}" if dimension and len(report.dimensions) > 1 else ""
     return [
         Finding(
             kind="fsdp_reshard",
-            title="reshard_after_forward=False skips the backward's parameter all-gathers",
+            title=f"reshard_after_forward=False skips the backward's parameter all-gathers{where}",
             evidence=(
                 f"{statistics.fmean(calls):.1f} parameter all-gathers per step run again in the backward, "
                 + ("each in full on CPU ranks" if evidence.serial else "the part no computation hid")

@@ -109,14 +109,6 @@ def _nbytes(value: Any) -> int:
     return 0
 
 
-def _on_cuda(args: tuple[Any, ...]) -> bool:
-    for value in args:
-        first = value[0] if isinstance(value, list | tuple) and value else value
-        if isinstance(first, torch.Tensor):
-            return first.is_cuda
-    return False
-
-
 class CollectiveClock:
     """Installs timed wrappers over torch.distributed's collectives and DTensor's; `uninstall` restores them."""
 
@@ -178,7 +170,12 @@ class CollectiveClock:
                 launch = None
             with standing_aside():
                 result = original(*args, **kwargs)
-            return clock._completing(launch, result) if launch is not None else result
+            if launch is None:
+                return result
+            try:
+                return clock._completing(launch, result)
+            except Exception:  # noqa: BLE001 - the call's own result, untimed
+                return result
 
         timed.__wrapped__ = original  # type: ignore[attr-defined]
         timed.__name__ = getattr(original, "__name__", op)
