@@ -51,6 +51,7 @@ def test_blocking_and_asynchronous_calls_are_timed_with_their_group(ledger):
         ("broadcast", "replicas", 1024, True),
     ]
     assert ledger.builder.groups[sub.group_name] == LedgerGroup("replicas", [0])
+    assert ledger.clock.own_ns > 0  # its own work, counted: the run says what the clock cost it
     assert ledger.builder.timed_by == CALLS_HOST
     first, second = ledger.launches[:2]
     assert first.end <= second.start  # the group's second collective starts when its first one ended
@@ -107,6 +108,17 @@ def _builder(rank: int, dp_ms: list[float], tp_ms: float) -> LedgerBuilder:
         calls = (Call("all_gather", 8, 0.0, dp, "1"), Call("all_reduce", 8, 50.0, tp_ms, "3"))
         builder.add(StepEntry.of(step, 100.0, calls))
     return builder
+
+
+def test_the_clocks_own_work_is_said_per_step_of_the_run():
+    from commprof.analysis.whole_run import whole_run
+
+    ledgers = {}
+    for rank, clock_ms in ((0, 3.0), (1, 6.0)):
+        builder = _builder(rank, [10.0] * 30, 2.0)
+        builder.clock_ms = clock_ms  # over its 30 steps
+        ledgers[rank] = builder.ledger()
+    assert whole_run(ledgers, None).clock_ms == pytest.approx((0.1 + 0.2) / 2)
 
 
 def test_the_whole_run_gives_each_dimension_its_median_step_over_the_ranks():

@@ -324,8 +324,9 @@ def test_a_run_over_several_dimensions_says_each_ones_time_in_flight():
     from commprof.results.whole_run import DimensionRun
 
     dims = [DimensionRun("dp", [[0, 2], [1, 3]], 22.14, 9.0), DimensionRun("tp", [[0, 1], [2, 3]], 16.0, 5.0)]
-    said = summary(dataclasses.replace(WHOLE, dimensions=dims))
+    said = summary(dataclasses.replace(WHOLE, dimensions=dims, clock_ms=0.25))
     assert (
         "21.37 ms of it with a collective in flight (dp 22.1 ms in 9 collectives a step, tp 16.0 ms in 5); "
         "collectives timed by" in said
     )
+    assert said.endswith(" The clock's own work took 0.25 ms a step (0.2% of the step).")

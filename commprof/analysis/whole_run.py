@@ -100,6 +100,7 @@ def whole_run(
         compiled_steps=sorted(compiled),
         compiled_ms=sum(_slowest(ranks) for ranks in compiling.values()),
         dimensions=dimension_runs(ledgers, frozenset(compiled)),
+        clock_ms=statistics.fmean(ledger.clock_ms / ledger.steps for ledger in ledgers.values()),
     )
 
 

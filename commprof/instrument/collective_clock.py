@@ -120,6 +120,10 @@ class CollectiveClock:
         self.groups: set[str] = set()
         self.last_end: dict[str, Any] = {}  # group -> the end of its latest timed collective (host clock)
         self.installed = False
+        self.futureless: set[tuple[str, str]] = set()  # (group, op) whose works have no future
+        # the clock's own work, CPU time on every thread it ran on (a thread's time, so that a rank descheduled while
+        # in it is not counted): what it costs the job
+        self.own_ns = 0
 
     def install(self) -> None:
         self.installed = True
@@ -164,18 +168,23 @@ class CollectiveClock:
         def timed(*args: Any, **kwargs: Any) -> Any:
             if getattr(_inside, "depth", 0):
                 return original(*args, **kwargs)
+            began = time.thread_time_ns()
             try:
                 launch = clock._issued(op, args, kwargs, group_of)
             except Exception:  # noqa: BLE001 - the script's call matters more than its record
                 launch = None
+            clock.own_ns += time.thread_time_ns() - began
             with standing_aside():
                 result = original(*args, **kwargs)
             if launch is None:
                 return result
+            began = time.thread_time_ns()
             try:
                 return clock._completing(launch, result)
             except Exception:  # noqa: BLE001 - the call's own result, untimed
                 return result
+            finally:
+                clock.own_ns += time.thread_time_ns() - began
 
         timed.__wrapped__ = original  # type: ignore[attr-defined]
         timed.__name__ = getattr(original, "__name__", op)
@@ -193,7 +202,8 @@ class CollectiveClock:
         if op == "send_recv":
             issued = time.time_ns() / 1000.0
             P2P_ROWS.extend([issued, group, op, t.numel()] for t in tensors if isinstance(t, torch.Tensor))
-        launch = Launch(op, max((_nbytes(t) for t in tensors), default=0), self.sink.stamp(), group)
+        sizes = [_nbytes(t) for t in tensors if isinstance(t, torch.Tensor | list | tuple)]
+        launch = Launch(op, max(sizes, default=0), self.sink.stamp(), group)
         if not self.sink.use_cuda:  # a group runs its collectives in order: this one starts when the last ends
             before = self.last_end.get(group)
             launch.start = max(launch.start, before) if before is not None else launch.start
@@ -217,13 +227,28 @@ class CollectiveClock:
             if left[0] == 0:
                 self._end(launch)
 
-        timed = [_on_completion(w, one_done) if isinstance(w, dist.Work) else w for w in works]
+        timed = [self._on_completion(launch, w, one_done) if isinstance(w, dist.Work) else w for w in works]
         return timed if isinstance(result, list) else timed[0]
 
+    def _on_completion(self, launch: Launch, work: dist.Work, done: Callable[[], None]) -> dist.Work:
+        """`work`, with `done` called when it completes: by its future, or where it has none, once the script has
+        waited for it (the work returned in a wrapper that does). Whether a group's calls of an op have futures is
+        learnt once: asking costs an exception where they have none."""
+        key = (launch.group, launch.op)
+        if key not in self.futureless:
+            try:
+                work.get_future().add_done_callback(lambda _: done())
+                return work
+            except RuntimeError:
+                self.futureless.add(key)
+        return _WaitedWork(work, done)
+
     def _end(self, launch: Launch) -> None:
+        began = time.thread_time_ns()
         launch.end = self.sink.stamp()
         if not self.sink.use_cuda:
             self.last_end[launch.group] = launch.end
+        self.own_ns += time.thread_time_ns() - began
 
     def _waited(self, original: Callable[..., Any]) -> Callable[..., Any]:
         clock = self
@@ -247,16 +272,6 @@ def _storage(tensor: torch.Tensor) -> int:
         return tensor.untyped_storage().data_ptr()
     except (RuntimeError, NotImplementedError):  # a tensor without storage (a fake one, when traced)
         return id(tensor)
-
-
-def _on_completion(work: dist.Work, done: Callable[[], None]) -> dist.Work:
-    """`work`, with `done` called when it completes: by its future, or where it has none, once the script has
-    waited for it (the work returned in a wrapper that does)."""
-    try:
-        work.get_future().add_done_callback(lambda _: done())
-        return work
-    except RuntimeError:
-        return _WaitedWork(work, done)
 
 
 class _WaitedWork(dist.Work):

@@ -52,9 +52,13 @@ def summary(whole: WholeRun, untimed_why: str = "no DistributedDataParallel in t
             f"{steps}; median step {whole.median_step_ms:.1f} ms. The steps were timed but no collective was: "
             f"{untimed_why}, whose collectives are measured in the profiled window only."
         )
+    cost = ""
+    if whole.clock_ms and whole.median_step_ms:
+        share = whole.clock_ms / whole.median_step_ms
+        cost = f" The clock's own work took {whole.clock_ms:.2f} ms a step ({share:.1%} of the step)."
     return (
         f"{steps}; median step {whole.median_step_ms:.1f} ms, {whole.median_comm_ms:.2f} ms of it with a collective "
-        f"in flight{_per_dimension(whole)}; collectives timed by {whole.timed_by}."
+        f"in flight{_per_dimension(whole)}; collectives timed by {whole.timed_by}.{cost}"
     )
 
 

@@ -162,6 +162,7 @@ class RankLedger:
     window: tuple[StepEntry, ...] = ()  # the profiled steps, in full wherever they fall
     histogram: dict[int, int] = field(default_factory=dict)  # bin -> steps; bin b holds BIN_FLOOR_MS * BIN_RATIO**b
     groups: dict[str, LedgerGroup] = field(default_factory=dict)  # by name: the groups its collectives ran over
+    clock_ms: float = 0.0  # the whole run's clock's own work over the run (instrument/collective_clock.py)
 
     def entries(self) -> dict[int, StepEntry]:
         """The steps kept in full, by step."""
@@ -208,6 +209,7 @@ class LedgerBuilder:
         self.slowest: list[tuple[float, int, StepEntry]] = []  # a heap: the fastest of the slowest first
         self.histogram: dict[int, int] = {}
         self.groups: dict[str, LedgerGroup] = {}
+        self.clock_ms = 0.0
 
     def add(self, entry: StepEntry) -> None:
         self.steps += 1
@@ -259,6 +261,7 @@ class LedgerBuilder:
             histogram=dict(self.histogram),
             window=tuple(self.window),
             groups=dict(self.groups),
+            clock_ms=self.clock_ms,
         )
 
 

@@ -137,6 +137,7 @@ class WholeRun:
     compiled_steps: list[int] = field(default_factory=list)  # torch.compile compiled in them: left out of the above
     compiled_ms: float = 0.0  # their time (the slowest rank's), those kept in full
     dimensions: list[DimensionRun] = field(default_factory=list)  # where the collectives ran over two or more
+    clock_ms: float = 0.0  # the whole run's clock's own work per step, the mean over ranks: its cost to the job
 
     @property
     def step_changes(self) -> list[ChangePoint]:

@@ -238,12 +238,14 @@ class StepLedger:
 
     def write(self) -> None:
         started = time.perf_counter()
+        self.builder.clock_ms = self.clock.own_ns / 1e6
         if self.use_cuda:
             self._resolve_cuda(block=False)
         write_bytes_atomic(self.path, encode(self.builder.ledger()))
         self.due.took(time.perf_counter() - started)
 
     def finish(self) -> None:
+        self.builder.clock_ms = self.clock.own_ns / 1e6
         if self.watched is not None:
             self._span_from_ddp(final=True)
         if self.use_cuda:
