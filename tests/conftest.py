@@ -81,32 +81,6 @@ def strategies_compared(tmp_path_factory):
     return cwd, result
 
 
-class SharedRuns:
-    """Real `commprof run`s that tests of several files read, each made once a session, by the first test that asks
-    for it; every test that asks for a run id asks with the same arguments."""
-
-    def __init__(self, cwd: Path):
-        self.cwd = cwd
-        self.made: dict[str, tuple[str, ...]] = {}
-
-    def __call__(self, run_id: str, *args: str) -> Path:
-        """reports/<run_id>/ of `commprof run --run-id <run_id> --quiet *args`, run in self.cwd."""
-        if run_id not in self.made:
-            result = commprof("run", "--run-id", run_id, "--quiet", *args, cwd=self.cwd)
-            assert result.returncode == 0, result.stderr
-            self.made[run_id] = args
-        assert self.made[run_id] == args, f"run {run_id} was made with {self.made[run_id]}, not {args}"
-        return self.cwd / "reports" / run_id
-
-
-@pytest.fixture(scope="session")
-def shared_runs(tmp_path_factory):
-    """tests/test_reproducible.py's runs (a run and its rerun of each), made once: the tests of what a run finds read
-    the first of its positive controls (the sleeping rank, the rank that stalls every 10th step) rather than launch
-    them again."""
-    return SharedRuns(tmp_path_factory.mktemp("shared-runs"))
-
-
 def load_json(path: Path):
     return json.loads(path.read_text())
 
@@ -143,7 +117,7 @@ def pytest_collection_modifyitems(items):
     no_gpu = pytest.mark.skip(reason="needs a CUDA GPU: torch.cuda.is_available() is False here")
     cuda = torch.cuda.is_available()
     for item in items:
-        if {"cpu_run", "capped_script_run", "shared_runs", "strategies_compared"} & set(item.fixturenames):
+        if {"cpu_run", "capped_script_run", "strategies_compared"} & set(item.fixturenames):
             item.add_marker(pytest.mark.slow)
         if "cuda" in item.keywords and not cuda:
             item.add_marker(no_gpu)

@@ -13,7 +13,6 @@ from commprof.analysis.findings import findings
 from commprof.render.rank_findings_text import words
 from commprof.render.skew_text import skew_summary
 from commprof.trace.load import load_run
-from tests.conftest import REPO, commprof, load_json
 from tests.tracebuilder import GLOO, TraceBuilder
 
 STEP_US = 50_000
@@ -159,72 +158,3 @@ def test_waits_at_buckets_in_flight_at_once_count_once(tmp_path):
     assert straggler is not None and straggler.gain_ms.value == pytest.approx(3.0, abs=0.01)
     assert straggler.straggler.bounded_ms == pytest.approx(3.0, abs=0.01)
     assert "bounded by its own extra time outside communication: +3.0 ms a step" in words(straggler)[1]
-
-
-SLOW_BACKWARD = REPO / "tests" / "data" / "scripts" / "slow_backward_on_rank0.py"  # rank 0's grad hook sleeps 30 ms
-
-
-@pytest.mark.slow
-@pytest.mark.solo
-@pytest.mark.parametrize("width", [None, "1100"], ids=["one-bucket", "between-two-buckets"])
-def test_a_rank_slowed_inside_its_backward_is_the_straggler(tmp_path, width):
-    """Rank 0 of a plain Gloo script sleeps 30 ms in a gradient hook every step, two CPU ranks sharing this host's
-    cores: named the straggler, costing the other rank about the 30 ms, with an interval above 0, its compute the
-    part that grew. With 1.3M parameters (two DDP buckets) the sleep falls between the buckets: every rank's span of
-    all-reduces is alike, and the unprofiled steps' waits come from when each rank's last gradient was ready (issue
-    52: before, "not late consistently ... 2.5 ms per step (95% CI -1.0 to 39.2)")."""
-    args = ("--procs", "2", "--quiet", "--max-steps", "24", "--schedule", "3,1,6", "--run-id", "hook")
-    result = commprof("run", *args, "--", str(SLOW_BACKWARD), *([width] if width else []), cwd=tmp_path)
-    assert result.returncode == 0, result.stderr
-    report = load_json(tmp_path / "reports" / "hook" / "report.json")
-    straggler = next(f for f in report["findings"] if f["kind"] == "straggler")
-    assert straggler["title"] == "rank 0 is the straggler: the others wait for it"
-    assert 20 <= straggler["gain_ms"]["value"] <= 45 and straggler["gain_ms"]["low"] > 0
-    assert straggler["action"].startswith("look at rank 0's compute")
-
-
-SLOWED_PHASE = REPO / "tests" / "data" / "scripts" / "slowed_phase.py"
-
-
-@pytest.mark.slow
-@pytest.mark.solo
-def test_identical_ranks_claim_no_rank_against_the_others_over_two_launches(tmp_path):
-    """The negative control of the straggler grid (benchmarks/check/straggler_grid.py): the same script, no rank
-    slowed, two DDP buckets, launched twice: neither launch names a straggler, a rank that stalls or an input stall
-    (the issue's quick start had named "rank 1 is the straggler ... 11.2 ms per step" in one launch of three)."""
-    for launch in ("same-1", "same-2"):
-        args = ("--quiet", "--max-steps", "24", "--schedule", "3,1,6", "--run-id", launch, "--")
-        result = commprof("run", *args, str(SLOWED_PHASE), "none", "0", "1100", cwd=tmp_path)
-        assert result.returncode == 0, result.stderr
-        findings = load_json(tmp_path / "reports" / launch / "report.json")["findings"]
-        claimed = [f["title"] for f in findings if f["kind"] in ("straggler", "stalls_now_and_then", "input_stall")]
-        assert claimed == [], launch
-
-
-SHARES_A_CORE = REPO / "tests" / "data" / "scripts" / "shares_a_core.py"
-
-
-@pytest.mark.slow
-@pytest.mark.solo
-@pytest.mark.skipif(len(__import__("os").sched_getaffinity(0)) < 2, reason="needs two cores to hold each rank to one")
-def test_a_rank_slower_only_for_what_shares_its_core_is_not_the_jobs_straggler(tmp_path):
-    """Issue 60, item 4. Each rank held to a core of its own, a busy loop on rank 1's: rank 1 gets half a core, and
-    rank 0 waits for it every step. Its training thread's wait for a core (the kernel's run delay) is that lateness,
-    which another launch places elsewhere: no straggler is claimed, and the one weighed says how long it waited. The
-    same script with rank 1 sleeping 30 ms before each batch instead (nothing on its core): named, about 30 ms."""
-    args = ("--procs", "2", "--quiet", "--max-steps", "40", "--schedule", "3,1,6")
-    result = commprof("run", *args, "--run-id", "shared", "--", str(SHARES_A_CORE), cwd=tmp_path)
-    assert result.returncode == 0, result.stderr
-    report = load_json(tmp_path / "reports" / "shared" / "report.json")
-    assert not [f for f in report["findings"] if f["kind"] == "straggler"]
-    weighed = next(f for f in report["within_noise"] if f["kind"] == "straggler")
-    assert (
-        weighed["title"].startswith("rank 1 is the straggler")
-        and "longer than the others for a core" in (weighed["evidence"])
-    )
-    result = commprof("run", *args, "--run-id", "sleeps", "--", str(SHARES_A_CORE), "sleep", cwd=tmp_path)
-    assert result.returncode == 0, result.stderr
-    report = load_json(tmp_path / "reports" / "sleeps" / "report.json")
-    straggler = next(f for f in report["findings"] if f["kind"] == "straggler")
-    assert straggler["title"] == "rank 1 is the straggler: the others wait for it"
-    assert 20 <= straggler["gain_ms"]["value"] <= 45 and straggler["gain_ms"]["low"] > 0

@@ -42,6 +42,42 @@ SCENARIOS = (
         "subgroups-late",
         ("--procs", "4", "--schedule", "3,1,3", "--", str(SCRIPTS / "train_ddp_subgroups.py"), "24", "3"),
     ),
+    # the straggler grid's cases (benchmarks/check/straggler_grid.py runs them as a grid, launch after launch)
+    Scenario(
+        "slow-backward", ("--max-steps", "24", "--schedule", "3,1,6", "--", str(SCRIPTS / "slow_backward_on_rank0.py"))
+    ),
+    Scenario(
+        "slow-backward-two-buckets",
+        ("--max-steps", "24", "--schedule", "3,1,6", "--", str(SCRIPTS / "slow_backward_on_rank0.py"), "1100"),
+    ),
+    Scenario(
+        "identical-ranks",
+        ("--max-steps", "24", "--schedule", "3,1,6", "--", str(SCRIPTS / "slowed_phase.py"), "none", "0", "1100"),
+    ),
+    Scenario("shares-a-core", ("--max-steps", "40", "--schedule", "3,1,6", "--", str(SCRIPTS / "shares_a_core.py"))),
+    Scenario(
+        "shares-a-core-sleeps",
+        ("--max-steps", "40", "--schedule", "3,1,6", "--", str(SCRIPTS / "shares_a_core.py"), "sleep"),
+    ),
+    Scenario("slow-input", ("--max-steps", "12", "--schedule", "3,1,6", "--", str(SCRIPTS / "slow_input_on_rank1.py"))),
+    Scenario(
+        "slow-optimizer-step",
+        ("--max-steps", "12", "--schedule", "3,1,6", "--", str(SCRIPTS / "slow_optimizer_step_on_rank1.py")),
+    ),
+    Scenario("now-and-then", ("--schedule", "10,1,7", "--", str(SCRIPTS / "slow_every_10th_step_on_rank1.py"))),
+    Scenario(
+        "tiny-cap",
+        (
+            "--model",
+            f"{TESTS_DATA / 'deep_mlp.py'}:build",
+            "--bucket-cap-mb",
+            "0.001",
+            "--steps",
+            "16",
+            "--schedule",
+            "3,1,3",
+        ),
+    ),
 )
 KEPT = ("run.json", "rank*.ledger.json", "rank*.groups.json")
 
