@@ -1,13 +1,15 @@
-"""README.md's example outputs, regenerated from real runs so that the README and the tool cannot drift apart.
+"""The example outputs of README.md and of the docs pages (docs/commands/, docs/frameworks/), regenerated from real
+runs so that the documentation and the tool cannot drift apart.
 
-    python docs/readme_examples.py            # rerun every example, rewrite its block in README.md (minutes)
-    python docs/readme_examples.py --check    # exit 1 when README's examples are not the ones listed here
+    python docs/readme_examples.py            # rerun every example, rewrite its block in its page (minutes)
+    python docs/readme_examples.py --check    # exit 1 when the pages' examples are not the ones listed here
     python docs/readme_examples.py --only "run-id hvd"   # rerun the examples whose first command contains this
 
-An example is a fenced block of README.md whose first line is `$ COMMAND`; further `$` lines in the block are
-more commands, run after it in the same folder. Each block runs in a fresh folder that holds the files its
-example names, at 120 columns, its output piped as a log sees it (stderr with stdout). Where README shows part of
-a report, `sections` names the report's sections kept; each part left out is one "(...)" line."""
+An example is a fenced block of a page whose first line is `$ COMMAND`; further `$` lines in the block are more
+commands, run after it in the same folder. Each block runs in a fresh folder that holds the files (or folders) its
+example names, at 120 columns, its output piped as a log sees it (stderr with stdout). Where a page shows part of
+a report, `sections` names the report's sections kept; each part left out is one "(...)" line. `PAGES` lists every
+page's examples in the page's order; a page with an example block that `PAGES` does not list fails the check."""
 
 from __future__ import annotations
 
@@ -23,12 +25,15 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 README = REPO / "README.md"
+DOCS = REPO / "docs"
 LEFT_OUT = "(...)"
 # the section titles a report's terminal output prints (render/); a title line begins a section
 TITLES = (
     "Findings",
     "Where the step goes",
     "By phase",
+    "By dimension",
+    "Models",
     "Whole run (every step, every rank)",
     "Collectives",
     "Network",
@@ -48,104 +53,145 @@ PROGRESS_KEPT = 3  # of a long run of progress lines (a tune's launches), the fi
 
 @dataclass(frozen=True)
 class Command:
-    line: str  # as README shows it after "$ "
+    line: str  # as the page shows it after "$ "
     sections: tuple[str, ...] | None = None  # the report's sections kept; None: all of its output
+    from_report: bool = False  # with sections: what comes before the report's first line left out too
+    most: int | None = None  # with sections: of each section kept, at most this many lines after its title
 
 
 @dataclass(frozen=True)
 class Example:
     commands: tuple[Command, ...]
-    files: dict[str, str] = field(default_factory=dict)  # name in the example's folder -> file of this repository
+    files: dict[str, str] = field(default_factory=dict)  # name in the example's folder -> file (or folder) here
     before: tuple[str, ...] = ()  # commands run first, their output not shown
 
 
 SCRIPT = "tests/data/scripts/"
 DEEP_MLP = {"tests/data/deep_mlp.py": "tests/data/deep_mlp.py"}
-TINY_CAP = "commprof run --model tests/data/deep_mlp.py:build --bucket-cap-mb 0.001 --run-id tiny"
-EXAMPLES = (  # in README's order
-    Example(
-        (Command("commprof run --run-id mine --max-steps 30 -- train.py --lr 0.05 --epochs 5 2>&1 | cat"),),
-        {"train.py": SCRIPT + "train_epochs.py"},
-    ),
-    Example(
-        (Command("commprof tune --run-id own --max-steps 8 -- train.py --epochs 1", ("Tune", "Buckets DDP built")),),
-        {"train.py": SCRIPT + "train_default_ddp.py"},
-    ),
-    Example(
-        (
-            Command(
-                "commprof run --run-id zero --max-steps 20 --script-output none -- train.py --stage 2",
-                ("By phase", "Collectives", "Notes"),
+EPOCHS = {"train.py": SCRIPT + "train_epochs.py"}
+DEEPSPEED = {"train.py": SCRIPT + "train_deepspeed.py"}
+HOROVOD = {"train.py": SCRIPT + "train_horovod.py"}
+RECORDED = "tests/data/"  # runs recorded once (benchmarks/generate/record_runs.py): analysed again, nothing launched
+PAGES: dict[str, tuple[Example, ...]] = {  # each page's examples, in the page's order
+    "README.md": (
+        Example(
+            (
+                Command(
+                    "commprof run --run-id mine --max-steps 30 -- train.py --lr 0.05 --epochs 5 2>&1 | cat",
+                    ("Findings",),
+                    from_report=True,
+                    most=6,
+                ),
             ),
+            EPOCHS,
         ),
-        {"train.py": SCRIPT + "train_deepspeed.py"},
     ),
-    Example(
-        (
-            Command(
-                "commprof tune --strategy deepspeed --run-id zt --max-steps 8 --repeats 3 -- train.py --stage 2 "
-                "--reduce-bucket-size 5e3",
-                ("Tune",),
+    "docs/commands/run.md": (Example((Command("commprof run --run-id example 2>&1 | cat"),)),),
+    "docs/commands/tune.md": (
+        Example((Command("commprof tune --model tests/data/deep_mlp.py:build --run-id dm", ("Tune",)),), DEEP_MLP),
+        Example(
+            (
+                Command(
+                    "commprof tune --run-id own --max-steps 8 -- train.py --epochs 1", ("Tune", "Buckets DDP built")
+                ),
             ),
+            {"train.py": SCRIPT + "train_default_ddp.py"},
         ),
-        {"train.py": SCRIPT + "train_deepspeed.py"},
     ),
-    Example(
-        (
-            Command(
-                "commprof run --run-id hvd --max-steps 30 --script-output none -- train.py",
-                ("Collectives", "Notes"),
+    "docs/commands/advise.md": (
+        Example(
+            (
+                Command(
+                    "commprof run --model tests/data/deep_mlp.py:build --bucket-cap-mb 0.001 --run-id tiny",
+                    ("Findings",),
+                ),
+                Command("commprof advise tiny", ("Advise", "The findings, checked")),
             ),
+            DEEP_MLP,
         ),
-        {"train.py": SCRIPT + "train_horovod.py"},
     ),
-    Example(
-        (Command("commprof tune --run-id ht --max-steps 12 --repeats 3 -- train.py", ("Tune",)),),
-        {"train.py": SCRIPT + "train_horovod.py"},
+    "docs/commands/analyze.md": (
+        Example((Command("commprof analyze traces/exp1", ()),), before=("commprof run --run-id exp1 --quiet",)),
     ),
-    Example(
-        (
-            Command(
-                "commprof run --run-id hf0 --strategy horovod --fusion-threshold-mb 0 --max-steps 40 "
-                "--script-output none -- train.py",
-                ("Findings",),
+    "docs/frameworks/deepspeed.md": (
+        Example(
+            (
+                Command(
+                    "commprof run --run-id zero --max-steps 20 --script-output none -- train.py --stage 2",
+                    ("By phase", "Collectives", "Notes"),
+                ),
             ),
-            Command("commprof advise hf0 --repeats 8 --max-steps 20", ("The findings, checked",)),
+            DEEPSPEED,
         ),
-        {"train.py": SCRIPT + "train_horovod.py"},
-    ),
-    Example((Command("commprof run --run-id example 2>&1 | cat"),)),
-    Example((Command("commprof tune --model tests/data/deep_mlp.py:build --run-id dm", ("Tune",)),), DEEP_MLP),
-    Example(
-        (
-            Command(
-                "commprof run --model tests/data/deep_mlp.py:build --bucket-cap-mb 0.001 --run-id tiny", ("Findings",)
+        Example(
+            (
+                Command(
+                    "commprof tune --strategy deepspeed --run-id zt --max-steps 8 --repeats 3 -- train.py --stage 2 "
+                    "--reduce-bucket-size 5e3",
+                    ("Tune",),
+                ),
             ),
-            Command("commprof advise tiny", ("Advise", "The findings, checked")),
+            DEEPSPEED,
         ),
-        DEEP_MLP,
     ),
-    Example((Command("commprof analyze traces/exp1", ()),), before=("commprof run --run-id exp1 --quiet",)),
-)
+    "docs/frameworks/horovod.md": (
+        Example(
+            (
+                Command(
+                    "commprof run --run-id hvd --max-steps 30 --script-output none -- train.py",
+                    ("Collectives", "Notes"),
+                ),
+            ),
+            HOROVOD,
+        ),
+        Example((Command("commprof tune --run-id ht --max-steps 12 --repeats 3 -- train.py", ("Tune",)),), HOROVOD),
+        Example(
+            (
+                Command(
+                    "commprof run --run-id hf0 --strategy horovod --fusion-threshold-mb 0 --max-steps 40 "
+                    "--script-output none -- train.py",
+                    ("Findings",),
+                ),
+                Command("commprof advise hf0 --repeats 8 --max-steps 20", ("The findings, checked",)),
+            ),
+            HOROVOD,
+        ),
+    ),
+    "docs/frameworks/device-meshes.md": tuple(
+        Example((Command(f"commprof analyze {RECORDED}{name}", sections),), {RECORDED + name: RECORDED + name})
+        for name, sections in (
+            ("fsdp-tp", ("Whole run (every step, every rank)", "By dimension", "Collectives")),
+            ("pipeline-dp", ("By dimension",)),
+            ("subgroups-late", ("Findings", "By dimension", "Across ranks")),
+        )
+    ),
+}
+EXAMPLES = tuple(example for examples in PAGES.values() for example in examples)
 
 
-def shown(output: str, sections: tuple[str, ...] | None) -> list[str]:
-    """The lines README shows of a command's output: all, or what comes before its report's first section, the
-    sections named, and the closing lines, with one "(...)" for each run of lines left out."""
+def shown(
+    output: str, sections: tuple[str, ...] | None, from_report: bool = False, most: int | None = None
+) -> list[str]:
+    """The lines a page shows of a command's output: all, or what comes before its report's first section (unless
+    `from_report`), the sections named (at most `most` lines of each after its title) and the closing lines, with
+    one "(...)" for each run of lines left out."""
     lines = output.rstrip("\n").split("\n")
     if sections is None:
         return lines
     lines = _progress_shortened(lines)
     kept: list[str] = []
-    keeping, in_report = True, False
+    keeping, in_report = not from_report, False
+    section_lines: int | None = None  # lines so far of the section being read, after its title
     for line in lines:
         if line.startswith("commprof report: "):
-            in_report = True
+            in_report, keeping = True, True
         if in_report and (line in TITLES or line.startswith("One backward pass of ")):
-            keeping = line in sections
+            keeping, section_lines = line in sections, 0
         elif line.startswith(CLOSING):
-            keeping = True
-        if keeping:
+            keeping, section_lines = True, None
+        elif section_lines is not None:
+            section_lines += 1
+        if keeping and (most is None or section_lines is None or section_lines <= most):
             kept.append(line)
         elif not kept or kept[-1] != LEFT_OUT:
             kept.append(LEFT_OUT)
@@ -179,13 +225,16 @@ def run_example(example: Example) -> list[str]:
     try:
         for name, source in example.files.items():
             (folder / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy(REPO / source, folder / name)
+            if (REPO / source).is_dir():
+                shutil.copytree(REPO / source, folder / name)
+            else:
+                shutil.copy(REPO / source, folder / name)
         for line in example.before:
             _run(line, folder, environment)
         block = []
         for command in example.commands:
             output = _run(command.line if "2>&1" in command.line else f"{command.line} 2>&1", folder, environment)
-            block += [f"$ {command.line}", *shown(output, command.sections)]
+            block += [f"$ {command.line}", *shown(output, command.sections, command.from_report, command.most)]
         return block
     finally:
         shutil.rmtree(folder, ignore_errors=True)
@@ -210,25 +259,44 @@ def first_command(text: str, span: tuple[int, int]) -> str:
     return text[span[0] : span[1]].split("\n", 1)[0].removeprefix("$ ")
 
 
+def pages_with_examples() -> list[str]:
+    """Every page of README.md and docs/ that holds an example block, as PAGES names it."""
+    pages = [README, *sorted(DOCS.rglob("*.md"))]
+    return [page.relative_to(REPO).as_posix() for page in pages if blocks(page.read_text())]
+
+
+def unlisted() -> list[str]:
+    """What differs between the pages' example blocks and PAGES: one line each, none when they agree."""
+    problems = [f"{page}: example blocks, but not in PAGES" for page in pages_with_examples() if page not in PAGES]
+    for page, examples in PAGES.items():
+        text = (REPO / page).read_text() if (REPO / page).exists() else ""
+        found = [first_command(text, span) for span in blocks(text)]
+        listed = [example.commands[0].line for example in examples]
+        if found != listed:
+            problems.append(f"{page}: its examples {found} are not this script's {listed}")
+    return problems
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--check", action="store_true", help="only check README's examples against this list")
+    parser.add_argument("--check", action="store_true", help="only check the pages' examples against this list")
     parser.add_argument("--only", metavar="TEXT", help="rerun only the examples whose first command contains TEXT")
     args = parser.parse_args()
-    text = README.read_text()
-    spans = blocks(text)
-    found = [first_command(text, span) for span in spans]
-    listed = [example.commands[0].line for example in EXAMPLES]
-    if found != listed:
-        raise SystemExit(f"README's examples {found} are not this script's {listed}")
+    problems = unlisted()
+    if problems:
+        raise SystemExit("\n".join(problems))
     if args.check:
         return
-    for example, span in reversed(list(zip(EXAMPLES, spans, strict=True))):
-        if args.only and args.only not in example.commands[0].line:
-            continue
-        print(f"running: {example.commands[0].line}", file=sys.stderr, flush=True)
-        text = text[: span[0]] + "\n".join(run_example(example)) + "\n" + text[span[1] :]
-    README.write_text(text)
+    for page, examples in PAGES.items():
+        path = REPO / page
+        text = path.read_text()
+        spans = blocks(text)
+        for example, span in reversed(list(zip(examples, spans, strict=True))):
+            if args.only and args.only not in example.commands[0].line:
+                continue
+            print(f"running ({page}): {example.commands[0].line}", file=sys.stderr, flush=True)
+            text = text[: span[0]] + "\n".join(run_example(example)) + "\n" + text[span[1] :]
+        path.write_text(text)
 
 
 if __name__ == "__main__":
