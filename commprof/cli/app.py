@@ -30,7 +30,10 @@ from commprof.cli import (
 
 app = typer.Typer(
     name="commprof",
-    help="Communication profiler for PyTorch DistributedDataParallel: where does the step time go?",
+    help=(
+        "Communication profiler for PyTorch distributed training (DDP, FSDP2, ZeRO, Horovod, device meshes): where "
+        "does the step time go?"
+    ),
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,

@@ -17,7 +17,8 @@ from commprof.launch.module_argv import module_argv
 _URL = re.compile(r"(http://[^\s/]+:\d+)/")
 
 
-# What each TensorBoard tab shows of commprof's runs (printed by `commprof view`, README); the last is a page.
+# What each TensorBoard tab shows of commprof's runs (printed by `commprof view`, docs/commands/view.md); the last
+# is a page.
 TABS = (
     (
         "Scalars",

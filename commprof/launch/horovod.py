@@ -14,7 +14,7 @@ from pathlib import Path
 from commprof.config import RunConfig
 from commprof.errors import UsageError
 
-INSTALL = "bash benchmarks/install_horovod.sh"  # README, "Horovod"
+INSTALL = "bash benchmarks/install_horovod.sh"  # docs/frameworks/horovod.md
 _IMPORTS_HOROVOD = re.compile(r"^\s*(?:import|from)\s+horovod\b", re.MULTILINE)
 
 
