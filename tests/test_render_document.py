@@ -155,3 +155,22 @@ def test_no_legend_covers_data(monkeypatch, name, document):
                 legends += 1
                 assert not legend.get_window_extent(renderer).overlaps(axes.get_window_extent(renderer)), name
     assert legends or name in ("backends", "diff")
+
+
+def test_a_script_that_built_nothing_data_parallel_is_said_to_have_trained_alone():
+    """Issue 72: imagenet's main.py wraps no model on CPU; its report said only 'No communication in the profiled
+    steps'. A script run whose job built nothing and whose ranks never communicated is told so plainly."""
+    import dataclasses
+
+    from commprof.commands.reporting import report_from_traces
+    from commprof.render.report_view import silent_headline
+    from commprof.results.job import Job
+    from tests.conftest import REPO
+
+    report = report_from_traces([REPO / "tests" / "data" / "slow-input"], "x", "analysis", workers=1)[0]
+    alone = dataclasses.replace(report, run=dataclasses.replace(report.run, job=Job([])))
+    assert silent_headline(alone) == (
+        "No communication in the profiled steps: the script built no DistributedDataParallel, FSDP, ZeRO engine or "
+        "Horovod optimizer, so each of its 2 ranks trained alone"
+    )
+    assert silent_headline(report) == "No communication in the profiled steps"  # it built a DDP: not said

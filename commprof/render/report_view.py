@@ -91,7 +91,7 @@ def _about(report: Report) -> Section:
     if report.incomplete:
         blocks.append(Text(f"INCOMPLETE: {report.incomplete}", "alert"))
     communicates = any(r.comm_ms for r in report.ranks)
-    blocks.append(Text(f"{headline(report)}." if communicates else "No communication in the profiled steps."))
+    blocks.append(Text(f"{headline(report)}." if communicates else f"{silent_headline(report)}."))
     if communicates:
         blocks[-1] = Text(blocks[-1].text, "headline")
     bound = link_bound_headline(report)
@@ -207,6 +207,17 @@ def _phases(report: Report) -> list[Section]:
         table = Table(GATHER_HEADERS, gather_rows(report), left=("module", "phase"))
         sections.append(Section("FSDP all-gathers by module", [Text(f"{GATHER_NOTE}."), table]))
     return sections
+
+
+def silent_headline(report: Report) -> str:
+    """A report whose profiled steps held no collective; where the script built nothing data-parallel, why."""
+    run = report.run
+    if run is None or run.job.kinds or run.world_size < 2 or not run.config.script:
+        return "No communication in the profiled steps"
+    return (
+        "No communication in the profiled steps: the script built no DistributedDataParallel, FSDP, ZeRO engine or "
+        f"Horovod optimizer, so each of its {run.world_size} ranks trained alone"
+    )
 
 
 def _dimensions(report: Report) -> list[Section]:
