@@ -174,3 +174,14 @@ def test_a_script_that_built_nothing_data_parallel_is_said_to_have_trained_alone
         "Horovod optimizer, so each of its 2 ranks trained alone"
     )
     assert silent_headline(report) == "No communication in the profiled steps"  # it built a DDP: not said
+
+
+def test_a_script_that_ended_inside_the_window_is_given_a_schedule_that_fits():
+    from commprof.render.report_view import short_window_text
+    from commprof.results.report import ShortWindow
+
+    said = short_window_text(ShortWindow(first_step=8, last_step=10, asked=10, fits=(3, 1, 5)))
+    assert said == (
+        "the script ended at step 10: the report covers 3 of the 10 profiled steps asked for (steps 8-10); "
+        "--schedule 3,1,5 profiles steps 5-9 inside it"
+    )

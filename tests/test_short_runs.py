@@ -47,14 +47,17 @@ SCRIPT = REPO / "tests" / "data" / "scripts" / "train_iters.py"
 
 @pytest.mark.slow
 def test_a_script_that_ends_inside_the_window_is_reported_on_what_it_recorded(tmp_path):
-    """The default window records steps 8-17; the script stops after 12: a report of steps 8-12, said in one line,
-    one all-reduce a step (the range left open at its end is not a step)."""
+    """The default window records steps 8-17; the script stops after 12: a report of steps 8-12, which says so with
+    a --schedule that fits (in the report, not on the terminal alone), one all-reduce a step (the range left open at
+    its end is not a step); the whole run's window check is of steps 8-12, not 8-17."""
+    from commprof.results.report import ShortWindow
+
     result = commprof("run", "--run-id", "short", "--", str(SCRIPT), "--iters", "12", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    assert "the script ended at step 12: the report covers 5 of the 10 profiled steps asked for (steps 8-12)" in (
-        result.stderr
-    )
     report = load_report(tmp_path / "reports" / "short")
+    assert report.short_window == ShortWindow(first_step=8, last_step=12, asked=10, fits=(3, 2, 6))
+    assert report.whole_run is not None and report.whole_run.window is not None
+    assert (report.whole_run.window.first_step, report.whole_run.window.last_step) == (8, 12)
     assert [r.steps for r in report.ranks] == [5, 5]
     assert [c.calls_per_step for c in report.collectives if c.op == "all_reduce"] == [1.0]
 

@@ -17,6 +17,7 @@ from commprof.analysis.incomplete import missing_note, missing_ranks
 from commprof.analysis.models import model_accounts
 from commprof.analysis.network import network_of
 from commprof.analysis.phases import gathers_by_module, micro_steps, phase_means
+from commprof.analysis.short_window import short_window
 from commprof.analysis.whole_run import lateness_ledger, whole_run
 from commprof.config import ProfileSchedule
 from commprof.errors import UsageError
@@ -97,6 +98,7 @@ def analyze_run(
         timeline=_typical_step(per_rank, steps),
         dimensions=dimensions,
         pipeline=stage_waits(dimensions, {s.rank: s.step_time_ms.mean for s in summaries}),
+        short_window=short_window(run),
         cross_rank=cross_rank(matching, per_rank, {s.rank: s.step_time_ms.median for s in summaries}),
         missing_ranks=missing,
         empty_steps={str(r.rank): list(r.empty_steps) for r, _ in per_rank if r.empty_steps},

@@ -203,7 +203,7 @@ def _window_check(
     """The profiler slows every step it records alike, so a step stands out in the window against the window's own
     median. A run that went through several stretches has no window typical of all of it: the window is set against
     the stretch it lies in, and one that holds a change of step is typical of none."""
-    first, last = window
+    first, last = window[0], min(window[1], max(by_step, default=window[1]))  # a script may end inside it
     times = [max(e.step_ms for e in by_step[s].values()) for s in range(first, last + 1) if s in by_step]
     if not times:
         return None

@@ -70,7 +70,7 @@ def run(request: RunRequest, feedback: Feedback = SILENT, env: Mapping[str, str]
         )
     if config.script:
         record = read_run_json(launched.run_dir)
-        _covered_by_the_window(config, (record.steps_completed if record else None) or 0, feedback)
+        _covered_by_the_window(config, (record.steps_completed if record else None) or 0)
     try:
         outcome = report_run(launched.run_dir, config.reports_dir)
     except KeyboardInterrupt as stop:  # Interrupted too
@@ -83,12 +83,12 @@ def run(request: RunRequest, feedback: Feedback = SILENT, env: Mapping[str, str]
     return dataclasses.replace(outcome, logs=launched.run_dir / "logs") if config.script else outcome
 
 
-def _covered_by_the_window(config: RunConfig, ran: int, feedback: Feedback) -> None:
+def _covered_by_the_window(config: RunConfig, ran: int) -> None:
     """A script decides how many steps it runs: one that ended before the profiler's first recorded step is told so
-    in one line, with the option to change; one that ended inside the window is reported on what it recorded; one
-    that never stepped an optimizer is one window."""
+    in one line, with the option to change; one that ended inside the window is reported on what it recorded (its
+    report says which, analysis/short_window.py); one that never stepped an optimizer is one window."""
     schedule = config.schedule
-    first, last = schedule.wait + schedule.warmup + 1, schedule.total
+    first = schedule.wait + schedule.warmup + 1
     if ran == 0:  # it never stepped an optimizer: its whole run is the one window (worker/script.py)
         return
     if ran < first:
@@ -96,11 +96,6 @@ def _covered_by_the_window(config: RunConfig, ran: int, feedback: Feedback) -> N
             f"the script ran {ran} optimizer step(s) and ended before the profiler's first recorded step, step "
             f"{first} (--wait {schedule.wait} --warmup {schedule.warmup}): profile earlier, e.g. --schedule "
             f"0,0,{ran}, or let the script run longer; its traces and run.json are in {config.run_dir}/"
-        )
-    if ran < last:
-        feedback.info(
-            f"the script ended at step {ran}: the report covers {ran - first + 1} of the {schedule.active} profiled "
-            f"steps asked for (steps {first}-{ran})"
         )
 
 

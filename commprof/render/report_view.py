@@ -36,7 +36,7 @@ from commprof.render.tables import (
 )
 from commprof.render.whole_run_view import whole_run_sections
 from commprof.results.job import BuiltDDP
-from commprof.results.report import Report, step_named
+from commprof.results.report import Report, ShortWindow, step_named
 
 
 def document(report: Report) -> Document:
@@ -90,6 +90,8 @@ def _about(report: Report) -> Section:
         blocks.append(Text(compiled_line(run.compiled, report.whole_run, run.job.first(BuiltDDP) is not None), "meta"))
     if report.incomplete:
         blocks.append(Text(f"INCOMPLETE: {report.incomplete}", "alert"))
+    if report.short_window is not None:
+        blocks.append(Text(short_window_text(report.short_window), "meta"))
     communicates = any(r.comm_ms for r in report.ranks)
     blocks.append(Text(f"{headline(report)}." if communicates else f"{silent_headline(report)}."))
     if communicates:
@@ -207,6 +209,18 @@ def _phases(report: Report) -> list[Section]:
         table = Table(GATHER_HEADERS, gather_rows(report), left=("module", "phase"))
         sections.append(Section("FSDP all-gathers by module", [Text(f"{GATHER_NOTE}."), table]))
     return sections
+
+
+def short_window_text(short: ShortWindow) -> str:
+    """'the script ended at step 10: the report covers 3 of the 10 profiled steps asked for (steps 8-10); --schedule
+    3,1,5 profiles steps 5-9 inside it'."""
+    wait, warmup, active = short.fits
+    covered = short.last_step - short.first_step + 1
+    return (
+        f"the script ended at step {short.last_step}: the report covers {covered} of the {short.asked} profiled "
+        f"steps asked for (steps {short.first_step}-{short.last_step}); --schedule {wait},{warmup},{active} profiles "
+        f"steps {wait + warmup + 1}-{wait + warmup + active} inside it"
+    )
 
 
 def silent_headline(report: Report) -> str:

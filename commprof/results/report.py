@@ -310,6 +310,17 @@ class InputStall:
 
 
 @dataclass(frozen=True)
+class ShortWindow:
+    """A script that ended inside the profiled window: the report covers steps first_step-last_step of the `asked`
+    profiled steps; `fits`: a --schedule (wait,warmup,active) whose window lies inside the steps it ran."""
+
+    first_step: int
+    last_step: int
+    asked: int
+    fits: tuple[int, int, int]
+
+
+@dataclass(frozen=True)
 class Straggler:
     """The rank whose lateness costs the others the most (analysis/rank_findings.straggler)."""
 
@@ -434,4 +445,5 @@ class Report(Result):
     # per dimension of the job's device mesh (or process group), where its collectives ran over more than one
     dimensions: list[DimensionTime] = field(default_factory=list)
     pipeline: list[StageWait] = field(default_factory=list)  # a pipeline's stages, where the job has a "pp" dimension
+    short_window: ShortWindow | None = None  # a script that ended inside the profiled window
     schema_version: int = SCHEMA_VERSION
