@@ -7,6 +7,7 @@ results in docs/benchmarks.md)."""
 import pytest
 
 from commprof.commands.reporting import report_from_traces
+from commprof.launch.runlog import read_run_json as load_run_json
 from commprof.results.report import Report
 from tests.conftest import REPO
 
@@ -95,3 +96,11 @@ def test_a_tiny_bucket_cap_is_advised_ddps_default():
     bucket = found(replayed("tiny-cap"), "bucket_cap")
     assert bucket.setting == {"bucket_cap_mb": 25} and bucket.gain_ms.low > 0
     assert "64 buckets" in bucket.evidence
+
+
+def test_joins_shadow_steps_are_told_apart_from_a_ranks_own():
+    """Rank 0 has 30 batches, rank 1 40, under Join with ZeroRedundancyOptimizer: rank 0's optimizer steps with the
+    others 10 more times in Join's shadow. Its own steps are 30, the job's 40 (before: 40 of rank 0's own)."""
+    report = replayed("join-uneven")
+    assert report.run.joined_steps == {"0": 10} and report.run.steps_completed == 40
+    assert [len(r.step_ms) for r in load_run_json(DATA / "join-uneven").ranks] == [30, 40]

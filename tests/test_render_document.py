@@ -185,3 +185,11 @@ def test_a_script_that_ended_inside_the_window_is_given_a_schedule_that_fits():
         "the script ended at step 10: the report covers 3 of the 10 profiled steps asked for (steps 8-10); "
         "--schedule 3,1,5 profiles steps 5-9 inside it"
     )
+
+
+def test_uneven_inputs_under_join_are_named_with_each_ranks_own_steps():
+    from commprof.render.report_view import joined_text
+
+    assert joined_text({"0": 10}, 40) == (
+        "uneven inputs under Join: rank 0 ran 30 of the 40 steps on its own inputs, then shadowed the others' last 10"
+    )

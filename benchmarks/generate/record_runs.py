@@ -65,6 +65,7 @@ SCENARIOS = (
         ("--max-steps", "12", "--schedule", "3,1,6", "--", str(SCRIPTS / "slow_optimizer_step_on_rank1.py")),
     ),
     Scenario("now-and-then", ("--schedule", "10,1,7", "--", str(SCRIPTS / "slow_every_10th_step_on_rank1.py"))),
+    Scenario("join-uneven", ("--schedule", "3,1,6", "--", str(SCRIPTS / "join_uneven.py"))),
     Scenario(
         "tiny-cap",
         (

@@ -28,7 +28,8 @@ def finish_script_run(run_dir: Path, launch_id: str) -> None:
         status="complete",
         end_time=now(),
         hosts=sorted({log["host"] for log in logs.values()}),
-        steps_completed=min((log["steps_done"] for log in logs.values()), default=0),
+        # the job's steps every rank took part in: a rank's steps shadowed under Join (its inputs ran out) count
+        steps_completed=min((log["steps_done"] + infos[r].joined_steps for r, log in logs.items()), default=0),
         model=measured.module if measured else None,  # Horovod's: its optimizer, which knows no module
         parameters=measured.parameters if measured else None,
         tf32=first.tf32,
@@ -47,6 +48,7 @@ def finish_script_run(run_dir: Path, launch_id: str) -> None:
                 step_ms=log["step_ms"],
                 ddp=infos[rank].ddp,
                 peak_memory_mb=infos[rank].peak_memory_mb,
+                joined_steps=infos[rank].joined_steps,
             )
             for rank, log in sorted(logs.items())
         ],

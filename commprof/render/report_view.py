@@ -90,6 +90,8 @@ def _about(report: Report) -> Section:
         blocks.append(Text(compiled_line(run.compiled, report.whole_run, run.job.first(BuiltDDP) is not None), "meta"))
     if report.incomplete:
         blocks.append(Text(f"INCOMPLETE: {report.incomplete}", "alert"))
+    if run and run.joined_steps:
+        blocks.append(Text(joined_text(run.joined_steps, run.steps_completed), "meta"))
     if report.short_window is not None:
         blocks.append(Text(short_window_text(report.short_window), "meta"))
     communicates = any(r.comm_ms for r in report.ranks)
@@ -209,6 +211,18 @@ def _phases(report: Report) -> list[Section]:
         table = Table(GATHER_HEADERS, gather_rows(report), left=("module", "phase"))
         sections.append(Section("FSDP all-gathers by module", [Text(f"{GATHER_NOTE}."), table]))
     return sections
+
+
+def joined_text(joined: dict[str, int], steps: int | None) -> str:
+    """'uneven inputs under Join: rank 0 ran 30 of the 40 steps on its own inputs, then shadowed the others' last
+    10'."""
+    said = [
+        f"rank {rank} ran {(steps or 0) - n} of the {steps} steps on its own inputs, then shadowed the others' last {n}"
+        if steps
+        else f"rank {rank} shadowed the others' last {n} steps"
+        for rank, n in sorted(joined.items(), key=lambda item: int(item[0]))
+    ]
+    return f"uneven inputs under Join: {'; '.join(said)}"
 
 
 def short_window_text(short: ShortWindow) -> str:

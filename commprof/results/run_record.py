@@ -90,6 +90,7 @@ class RankRecord:
     step_ms: list[float] = field(default_factory=list)  # every step, profiled or not, to step_log.steps_kept
     ddp: dict[str, Any] = field(default_factory=dict)  # DDP's own logging data, under torch's names
     peak_memory_mb: dict[str, float] = field(default_factory=dict)  # "allocated"/"reserved" on GPU, "rss" on CPU
+    joined_steps: int = 0  # steps it shadowed under Join after its own inputs ran out (ScriptRankInfo.joined_steps)
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,7 @@ class ScriptRankInfo:
     ddp: dict[str, Any] = field(default_factory=dict)
     job: Job = field(default_factory=Job)  # what the rank's script built
     optimizer: str | None = None  # whose steps are the steps
+    joined_steps: int = 0  # optimizer steps taken inside Join's shadow of the others' (its inputs ran out): not its own
     peak_memory_mb: dict[str, float] = field(default_factory=dict)
     tf32: dict[str, bool] | None = None
     notes: list[str] = field(default_factory=list)
@@ -195,6 +197,7 @@ class RunRecord:
             link_tiers=self.link_tiers,
             cast_costs=self.cast_costs,
             rank_hosts={str(r.rank): r.host for r in self.ranks if r.host},
+            joined_steps={str(r.rank): r.joined_steps for r in self.ranks if r.joined_steps},
             parameter_sizes=self.parameter_sizes or _ddp_sizes(self.job),
         )
 
@@ -231,6 +234,8 @@ class RunSummary:
     link_tiers: list[ProbedTier] = field(default_factory=list)
     cast_costs: list[CastCost] = field(default_factory=list)
     rank_hosts: dict[str, str] = field(default_factory=dict)  # rank -> the host it ran on
+    # rank -> the steps it shadowed under Join, its inputs run out (uneven inputs); only ranks that did
+    joined_steps: dict[str, int] = field(default_factory=dict)
     parameter_sizes: list[int] | None = None  # bytes per parameter, registration order
 
     def __post_init__(self) -> None:

@@ -26,6 +26,7 @@ from commprof.instrument.forced_backend import ForcedBackend
 from commprof.instrument.fsdp_script import FSDPOverrides
 from commprof.instrument.hang_watch import HangWatch, flight_recorder_collectives, run_sequences
 from commprof.instrument.horovod import TIMELINE_FILE, HorovodWatch, rank_environment
+from commprof.instrument.join import JoinWatch
 from commprof.instrument.link_probe import probe_link, probe_tiers
 from commprof.instrument.optimizer_steps import on_step_return
 from commprof.instrument.profiler import StartupProfile, make_profiler, release, trace_path, written
@@ -87,6 +88,7 @@ class ScriptSession:
         # its engine's steps are the steps, where there is one; ZeRO's options set in its config (--strategy deepspeed)
         self.deepspeed = DeepSpeedWatch(self._engine_stepped, config.deepspeed.zero_config())
         self.compile = CompileWatch()
+        self.join = JoinWatch()
         self.horovod = HorovodWatch(config.horovod.environment())
         # keys shared by every node's ranks (launch_id is each node's own): the run's id, the same on every node, in
         # the store of this launch alone
@@ -131,6 +133,7 @@ class ScriptSession:
         if self.hang_watch is not None:
             self.hang_watch.start()
         self.ddp.install()
+        self.join.install()
         if self.ledger is not None:
             self.ledger.clock.install()
         self.fsdp.install()
@@ -157,6 +160,9 @@ class ScriptSession:
 
     def _after_step(self, optimizer: torch.optim.Optimizer) -> None:
         if self.deepspeed.engine is not None:  # inside its engine's step, which goes on after it: the engine counts
+            return
+        if self.join.joining:  # Join's shadow of the others' steps, its inputs run out: not a step of its own
+            self.join.joined_steps += 1
             return
         if self.counted_id is None:
             self.counted_id, self.counted = id(optimizer), self.ddp.optimizer_name(optimizer)
@@ -296,6 +302,7 @@ class ScriptSession:
         if self._unhook is not None:
             self._unhook()
         self.ddp.uninstall()
+        self.join.uninstall()
         self.fsdp.uninstall()
         self.compile.uninstall()
         if self.backend is not None:
@@ -382,6 +389,7 @@ class ScriptSession:
             job=self.job(),
             compiled=self.compile.record(),
             optimizer=self.counted,
+            joined_steps=self.join.joined_steps,
             peak_memory_mb=peak_memory_mb(self.device),
             tf32=tf32_settings(),
             notes=notes,
