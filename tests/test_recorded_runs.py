@@ -104,3 +104,15 @@ def test_joins_shadow_steps_are_told_apart_from_a_ranks_own():
     report = replayed("join-uneven")
     assert report.run.joined_steps == {"0": 10} and report.run.steps_completed == 40
     assert [len(r.step_ms) for r in load_run_json(DATA / "join-uneven").ranks] == [30, 40]
+
+
+def test_torchs_zero_redundancy_optimizer_is_recognised_and_its_broadcasts_named_as_its_own():
+    """The broadcasts in ZeroRedundancyOptimizer's step are each rank's updated shard (issue 72: before, 'ZeRO'
+    meant DeepSpeed alone, and its broadcasts had no purpose)."""
+    from commprof.trace.rules import ZERO_REDUNDANCY_PURPOSE
+
+    report = replayed("join-uneven")
+    assert report.run.optimizer == "ZeroRedundancyOptimizer"
+    broadcasts = [c for c in report.collectives if c.op == "broadcast"]
+    assert broadcasts and all(c.purpose == ZERO_REDUNDANCY_PURPOSE and c.phase == "optimizer" for c in broadcasts)
+    assert all(c.purpose is None for c in report.collectives if c.op == "all_reduce")  # DDP's, not ZeRO's

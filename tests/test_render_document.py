@@ -193,3 +193,9 @@ def test_uneven_inputs_under_join_are_named_with_each_ranks_own_steps():
     assert joined_text({"0": 10}, 40) == (
         "uneven inputs under Join: rank 0 ran 30 of the 40 steps on its own inputs, then shadowed the others' last 10"
     )
+
+
+def test_zero_redundancy_optimizer_says_what_it_shards():
+    from commprof.render.report_view import zero_redundancy_text
+
+    assert zero_redundancy_text(2).startswith("torch's ZeroRedundancyOptimizer shards the optimizer's state over the 2")

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from commprof.analysis.breakdown import breakdown_step, step_windows, summarize_rank
-from commprof.analysis.collectives import collective_stats, with_zero_purposes
+from commprof.analysis.collectives import collective_stats, with_zero_purposes, with_zero_redundancy_purposes
 from commprof.analysis.crossrank import Matching, MeasuredClocks, cross_rank, match_collectives
 from commprof.analysis.distortion import job_drift_ms, job_step, profiler_distortion
 from commprof.analysis.evidence import Evidence
@@ -22,12 +22,13 @@ from commprof.analysis.whole_run import lateness_ledger, whole_run
 from commprof.config import ProfileSchedule
 from commprof.errors import UsageError
 from commprof.results.job import BuiltDeepSpeed
-from commprof.results.report import Report, SkippedFileInfo, StepBreakdown, StepTimeline
+from commprof.results.report import CollectiveStats, Report, SkippedFileInfo, StepBreakdown, StepTimeline
 from commprof.results.run_record import RunRecord, RunSummary
 from commprof.results.step_ledger import RankLedger
 from commprof.results.whole_run import WholeRun
 from commprof.trace.intervals import clip
 from commprof.trace.model import RankTrace, RunTrace, Step
+from commprof.trace.rules import ZERO_REDUNDANCY
 
 
 @dataclass(frozen=True)
@@ -88,9 +89,7 @@ def analyze_run(
         created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         sources=[r.path for r in trace.ranks],
         ranks=summaries,
-        collectives=with_zero_purposes(collectives)
-        if run is not None and run.job.first(BuiltDeepSpeed)
-        else collectives,
+        collectives=purposed(collectives, run),
         steps=steps,
         run=run,
         skipped=[SkippedFileInfo(s.path, s.reason) for s in trace.skipped],
@@ -108,6 +107,16 @@ def analyze_run(
         models=model_accounts(run, per_rank),
     )
     return RunAnalysis(report, per_rank, matching)
+
+
+def purposed(collectives: list[CollectiveStats], run: RunSummary | None) -> list[CollectiveStats]:
+    """The collectives named by what the run's framework uses them for: DeepSpeed's ZeRO, torch's
+    ZeroRedundancyOptimizer."""
+    if run is not None and run.job.first(BuiltDeepSpeed):
+        return with_zero_purposes(collectives)
+    if run is not None and (run.optimizer or "").endswith(ZERO_REDUNDANCY):
+        return with_zero_redundancy_purposes(collectives)
+    return collectives
 
 
 def finished_report(

@@ -15,6 +15,7 @@ from commprof.trace.rules import (
     PP_DIMENSIONS,
     TP_DIMENSIONS,
     TP_PURPOSE,
+    ZERO_REDUNDANCY_PURPOSE,
     busbw_factor,
     pp_purpose,
     zero_purpose,
@@ -112,6 +113,17 @@ def with_zero_purposes(stats: list[CollectiveStats]) -> list[CollectiveStats]:
     trace named it already."""
 
     return [dataclasses.replace(s, purpose=s.purpose or zero_purpose(s.op, s.phase, s.bytes, s.dtype)) for s in stats]
+
+
+def with_zero_redundancy_purposes(stats: list[CollectiveStats]) -> list[CollectiveStats]:
+    """A run whose optimizer is torch's ZeroRedundancyOptimizer: the broadcasts in its step are its own (each rank
+    steps its shard of the parameters and broadcasts it to the others)."""
+    return [
+        dataclasses.replace(s, purpose=ZERO_REDUNDANCY_PURPOSE)
+        if s.purpose is None and s.op == "broadcast" and s.phase == "optimizer"
+        else s
+        for s in stats
+    ]
 
 
 def _dimension_purpose(call: Collective, label: str | None, members: tuple[int, ...], rank: int) -> str | None:

@@ -35,6 +35,7 @@ def finish_script_run(run_dir: Path, launch_id: str) -> None:
         tf32=first.tf32,
         job=first.job,
         compiled=compiled_by_every_rank(infos),
+        optimizer=first.optimizer,
         notes=first.notes + desync_notes(infos),
         link_probe=first.link_probe,
         link_tiers=first.link_tiers,

@@ -37,6 +37,7 @@ from commprof.render.tables import (
 from commprof.render.whole_run_view import whole_run_sections
 from commprof.results.job import BuiltDDP
 from commprof.results.report import Report, ShortWindow, step_named
+from commprof.trace.rules import ZERO_REDUNDANCY
 
 
 def document(report: Report) -> Document:
@@ -90,6 +91,8 @@ def _about(report: Report) -> Section:
         blocks.append(Text(compiled_line(run.compiled, report.whole_run, run.job.first(BuiltDDP) is not None), "meta"))
     if report.incomplete:
         blocks.append(Text(f"INCOMPLETE: {report.incomplete}", "alert"))
+    if run and (run.optimizer or "").endswith(ZERO_REDUNDANCY):
+        blocks.append(Text(zero_redundancy_text(run.world_size), "meta"))
     if run and run.joined_steps:
         blocks.append(Text(joined_text(run.joined_steps, run.steps_completed), "meta"))
     if report.short_window is not None:
@@ -211,6 +214,13 @@ def _phases(report: Report) -> list[Section]:
         table = Table(GATHER_HEADERS, gather_rows(report), left=("module", "phase"))
         sections.append(Section("FSDP all-gathers by module", [Text(f"{GATHER_NOTE}."), table]))
     return sections
+
+
+def zero_redundancy_text(world_size: int) -> str:
+    return (
+        f"torch's ZeroRedundancyOptimizer shards the optimizer's state over the {world_size} ranks: each rank steps "
+        "its own part of the parameters and broadcasts it to the others (the broadcasts in its step)"
+    )
 
 
 def joined_text(joined: dict[str, int], steps: int | None) -> str:

@@ -147,6 +147,7 @@ class RunRecord:
     cast_costs: list[CastCost] = field(default_factory=list)  # rank 0's
     job: Job = field(default_factory=Job)  # what the run built (a built-in model's: resolved from its config)
     compiled: Compiled | None = None  # a script's torch.compile: rank 0's, its compile steps those of every rank
+    optimizer: str | None = None  # rank 0's optimizer whose steps are the steps (its class, named by its model)
     notes: list[str] = field(default_factory=list)
     ranks: list[RankRecord] = field(default_factory=list)
 
@@ -198,6 +199,7 @@ class RunRecord:
             cast_costs=self.cast_costs,
             rank_hosts={str(r.rank): r.host for r in self.ranks if r.host},
             joined_steps={str(r.rank): r.joined_steps for r in self.ranks if r.joined_steps},
+            optimizer=self.optimizer,
             parameter_sizes=self.parameter_sizes or _ddp_sizes(self.job),
         )
 
@@ -236,6 +238,7 @@ class RunSummary:
     rank_hosts: dict[str, str] = field(default_factory=dict)  # rank -> the host it ran on
     # rank -> the steps it shadowed under Join, its inputs run out (uneven inputs); only ranks that did
     joined_steps: dict[str, int] = field(default_factory=dict)
+    optimizer: str | None = None  # the optimizer whose steps are the steps (a script's)
     parameter_sizes: list[int] | None = None  # bytes per parameter, registration order
 
     def __post_init__(self) -> None:

@@ -116,6 +116,10 @@ OPTIMIZER_STEP = re.compile(r"^Optimizer\.step#")
 PHASES = ("forward", "backward", "optimizer")
 
 
+ZERO_REDUNDANCY = "ZeroRedundancyOptimizer"
+ZERO_REDUNDANCY_PURPOSE = "ZeroRedundancyOptimizer parameter broadcast"  # each rank's updated shard, to the others
+
+
 def zero_purpose(op: str, phase: str | None, nbytes: int | None, dtype: str | None) -> str | None:
     """What a collective of a DeepSpeed run is for (ZERO_PURPOSE): one element all-reduced is a flag."""
     if op == "all_reduce" and nbytes is not None and nbytes == dtype_size(dtype):
