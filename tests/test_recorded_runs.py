@@ -116,3 +116,25 @@ def test_torchs_zero_redundancy_optimizer_is_recognised_and_its_broadcasts_named
     broadcasts = [c for c in report.collectives if c.op == "broadcast"]
     assert broadcasts and all(c.purpose == ZERO_REDUNDANCY_PURPOSE and c.phase == "optimizer" for c in broadcasts)
     assert all(c.purpose is None for c in report.collectives if c.op == "all_reduce")  # DDP's, not ZeRO's
+
+
+def test_ddps_own_measurements_match_the_trace():
+    """commprof's own model, every step profiled (tests/data/ddp-every-step), DDP logging every step: its three
+    backward figures (run.json) and the trace's agree within 15% or 2 ms. No warm-up step: DDP's averages include
+    the first step (slower, its buckets not yet rebuilt), and so must the trace's."""
+    import json
+
+    from commprof.analysis.buckets import backward_times
+    from commprof.trace.load import load_run
+
+    folder = DATA / "ddp-every-step"
+    meta = json.loads((folder / "run.json").read_text())
+    for rank in load_run(sorted(folder.glob("rank*.pt.trace.json.gz")), workers=1).ranks:
+        ours, ddp = backward_times(rank), meta["ranks"][rank.rank]["ddp"]
+        pairs = [
+            (ddp["avg_backward_compute_time"], ours.compute_ms),
+            (ddp["avg_backward_comm_time"], ours.comm_ms),
+            (ddp["avg_backward_compute_comm_overlap_time"], ours.overlap_ms),
+        ]
+        for ddp_ns, trace_ms in pairs:
+            assert abs(ddp_ns / 1e6 - trace_ms) <= max(0.15 * trace_ms, 2.0), pairs

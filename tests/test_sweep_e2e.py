@@ -1,11 +1,8 @@
 """commprof sweep / tune for real: 2 Gloo ranks, several DDP settings in one launch."""
 
-import json
-
 import pytest
 
 from commprof.analysis.analyze import analyze
-from commprof.analysis.buckets import backward_times
 from commprof.results.store import load_report
 from commprof.results.sweep_record import SweepRecord
 from commprof.settings import setting_label
@@ -77,27 +74,6 @@ def test_report_shows_the_buckets_ddp_really_built(swept):
     assert sum(s.best for s in report.sweep.settings) == 1
     for name in ("sweep.png", "buckets.png", "report.md"):
         assert (swept / "reports" / "sw" / name).stat().st_size > 1000
-
-
-@pytest.mark.solo  # two clocks of the same steps: another test's ranks on the cores come between them (17% apart)
-def test_ddp_own_measurements_match_the_trace(tmp_path):
-    """Every step profiled, DDP logging every step: its three backward figures and the trace's agree."""
-    # no warm-up step: DDP's averages include the first step (slower, its buckets not yet rebuilt), so the trace must
-    result = commprof(
-        "run", "--steps", "24", "--schedule", "0,0,24", "--batch-size", "8", "--run-id", "ddp", "--quiet", cwd=tmp_path
-    )
-    assert result.returncode == 0, result.stderr
-    run = load_run([tmp_path / "traces" / "ddp"], workers=1)
-    meta = json.loads((tmp_path / "traces" / "ddp" / "run.json").read_text())
-    for rank in run.ranks:
-        ours, ddp = backward_times(rank), meta["ranks"][rank.rank]["ddp"]
-        pairs = [
-            (ddp["avg_backward_compute_time"], ours.compute_ms),
-            (ddp["avg_backward_comm_time"], ours.comm_ms),
-            (ddp["avg_backward_compute_comm_overlap_time"], ours.overlap_ms),
-        ]
-        for ddp_ns, trace_ms in pairs:
-            assert abs(ddp_ns / 1e6 - trace_ms) <= max(0.15 * trace_ms, 2.0), pairs
 
 
 def test_bad_sweep_lists(tmp_path):

@@ -65,6 +65,8 @@ SCENARIOS = (
         ("--max-steps", "12", "--schedule", "3,1,6", "--", str(SCRIPTS / "slow_optimizer_step_on_rank1.py")),
     ),
     Scenario("now-and-then", ("--schedule", "10,1,7", "--", str(SCRIPTS / "slow_every_10th_step_on_rank1.py"))),
+    # commprof's own model, every step profiled: DDP's own timers against the trace (tests/test_sweep_e2e.py)
+    Scenario("ddp-every-step", ("--steps", "24", "--schedule", "0,0,24", "--batch-size", "8")),
     Scenario("join-uneven", ("--schedule", "3,1,6", "--", str(SCRIPTS / "join_uneven.py"))),
     Scenario(
         "tiny-cap",
