@@ -1,27 +1,23 @@
-"""The changes' control grid's sample (benchmarks/check/changes_grid.py, whose whole table is in docs/semantics.md):
-real 2-rank Gloo runs of tests/data/scripts/stretches.py, whose truth is known, against the stretches and changes of
-their report's whole run; and the grid's scoring, on hand-made sections."""
+"""The changes' control grid's sample (benchmarks/check/changes_grid.py runs the whole grid launch after launch;
+its table is in docs/semantics.md): 2-rank Gloo runs of tests/data/scripts/stretches.py, whose truth is known,
+recorded once (benchmarks/generate/record_runs.py) and replayed, against the stretches and changes of their report's
+whole run; and the grid's scoring, on hand-made sections."""
 
-import pytest
+import dataclasses
 
-from benchmarks.check.changes_grid import SCHEDULE, SCRIPT, TRUTHS, Count, score
-from tests.conftest import commprof, load_json
-
-
-def whole_run(scenario: str, folder) -> dict:
-    schedule = ",".join(map(str, SCHEDULE))  # the profiler's window past every true change
-    result = commprof(
-        "run", "--run-id", scenario, "--quiet", "--schedule", schedule, "--", str(SCRIPT), scenario, cwd=folder
-    )
-    assert result.returncode == 0, result.stderr
-    return load_json(folder / "reports" / scenario / "report.json")["whole_run"]
+from benchmarks.check.changes_grid import TRUTHS, Count, score
+from commprof.commands.reporting import report_from_traces
+from tests.conftest import REPO
 
 
-@pytest.mark.slow
-@pytest.mark.solo  # a late rank's stretch: another test's ranks on the cores make steps late of their own
-def test_a_stretch_where_rank_0_is_late_is_named_with_its_rank(tmp_path):
+def whole_run(name: str) -> dict:
+    report = report_from_traces([REPO / "tests" / "data" / name], name, "analysis", workers=1)[0]
+    return dataclasses.asdict(report.whole_run)
+
+
+def test_a_stretch_where_rank_0_is_late_is_named_with_its_rank():
     """Rank 0 is 60 ms late before its forward in steps 40-79 of 120."""
-    whole = whole_run("stretch", tmp_path)
+    whole = whole_run("stretch-late-rank")
     late = [s for s in whole["stretches"] if s["late_rank"] is not None]
     assert len(late) == 1, whole["stretches"]
     assert abs(late[0]["first_step"] - 40) <= 3 and abs(late[0]["last_step"] - 79) <= 3, late
@@ -30,12 +26,10 @@ def test_a_stretch_where_rank_0_is_late_is_named_with_its_rank(tmp_path):
     assert len(steps) == 2 and abs(steps[0] - 40) <= 3 and abs(steps[1] - 80) <= 3, whole["changes"]
 
 
-@pytest.mark.slow
-@pytest.mark.solo  # the step must stay put: another test's ranks on the cores move it
-def test_a_link_that_slows_behind_the_computation_is_a_change_of_communication_alone(tmp_path):
+def test_a_link_that_slows_behind_the_computation_is_a_change_of_communication_alone():
     """From step 60 the first bucket's all-reduce takes 12 ms, inside the backward's 15 ms: the time with a collective
     in flight grows, the step does not."""
-    whole = whole_run("comm", tmp_path)
+    whole = whole_run("comm-change")
     assert not [c for c in whole["changes"] if c["kind"] == "step"], whole["changes"]
     assert len(whole["stretches"]) == 1, whole["stretches"]
     change = [c for c in whole["changes"] if abs(c["step"] - 60) <= 3]

@@ -65,6 +65,9 @@ SCENARIOS = (
         ("--max-steps", "12", "--schedule", "3,1,6", "--", str(SCRIPTS / "slow_optimizer_step_on_rank1.py")),
     ),
     Scenario("now-and-then", ("--schedule", "10,1,7", "--", str(SCRIPTS / "slow_every_10th_step_on_rank1.py"))),
+    # the changes grid's sample (benchmarks/check/changes_grid.py runs the whole grid, launch after launch)
+    Scenario("stretch-late-rank", ("--schedule", "100,2,5", "--", str(SCRIPTS / "stretches.py"), "stretch")),
+    Scenario("comm-change", ("--schedule", "100,2,5", "--", str(SCRIPTS / "stretches.py"), "comm")),
     # commprof's own model, every step profiled: DDP's own timers against the trace (tests/test_sweep_e2e.py)
     Scenario("ddp-every-step", ("--steps", "24", "--schedule", "0,0,24", "--batch-size", "8")),
     Scenario("join-uneven", ("--schedule", "3,1,6", "--", str(SCRIPTS / "join_uneven.py"))),
