@@ -98,7 +98,7 @@ def test_a_probe_from_after_the_runs_change_is_no_measure_of_the_window_before_i
     measured the slower link, and the window's largest all-reduce read as 215% of it. Set apart: the probe's own
     figures stay, but no share, no link bound and no what-if are taken from it, and the section says why."""
     two = report({"0": "node0", "1": "node1"}, [all_reduce(28 * MIB, 0.1075)])
-    assert network_of(two).collectives[0].share == pytest.approx(2.15)  # what the report said
+    assert network_of(two).collectives[0].share == 1.0  # 215% of the probed link, said as the whole link at most
     network = network_of(two, probed_after_change=41)
     assert [t.busbw_gbps for t in network.tiers] == [0.05]
     assert network.collectives[0].share is None and network.link_bound_share is None and network.what_if == []
@@ -156,3 +156,12 @@ def test_what_if_keeps_the_link_within_a_host_as_a_limit():
     assert capped[4.0].step_ms == pytest.approx(capped[2.0].step_ms)
     assert link_what_if(profile(150.0), [within]) == []  # one host: no link between hosts to change
     assert link_what_if(None, [between]) == []  # no DDP all-reduce measured
+
+
+def test_a_share_of_the_link_is_never_above_the_whole_link():
+    """Issue 72: a broadcast whose transfer was timed faster than the probe's largest all-reduce read 148% of the
+    link; a transfer too short to time apart from the last rank's arrival is at most the link's speed."""
+    two = report({"0": "node0", "1": "node1"}, [all_reduce(28 * MIB, 0.074)])
+    assert network_of(two).collectives[0].share == 1.0
+    slower = report({"0": "node0", "1": "node1"}, [all_reduce(28 * MIB, 0.04)])
+    assert network_of(slower).collectives[0].share == pytest.approx(0.8)

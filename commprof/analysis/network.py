@@ -51,7 +51,9 @@ def network_of(
         tier = "network" if len(hosts) > 1 and (c.group_size or world) > widest_host else "host"
         link = by_tier.get(tier)
         carried = transfers.get((c.op, c.bytes))
-        share = (carried or c.busbw_gbps) / link.busbw_gbps if link and link.busbw_gbps > 0 else None
+        # at most the whole link: a transfer timed faster than the probe's largest all-reduce is one too short to time
+        # apart from the last rank's arrival (a 2-rank broadcast read 148%), not a faster link
+        share = min(1.0, (carried or c.busbw_gbps) / link.busbw_gbps) if link and link.busbw_gbps > 0 else None
         collectives.append(CollectiveOnLink(c.op, c.bytes, c.count, c.busbw_gbps, tier, share, carried))
     what_if = link_what_if(measured_profile(windows), tiers) if len(hosts) > 1 and windows and by_tier else []
     bound = _link_bound_share(report, collectives, len(hosts))
