@@ -54,7 +54,7 @@ def test_blocking_and_asynchronous_calls_are_timed_with_their_group(ledger):
     assert ledger.clock.own_ns > 0  # its own work, counted: the run says what the clock cost it
     assert ledger.builder.timed_by == CALLS_HOST
     first, second = ledger.launches[:2]
-    assert first.end <= second.start  # the group's second collective starts when its first one ended
+    assert first.end <= second.start  # blocking: the second is issued once the first ended
 
 
 def test_a_functional_collective_is_timed_until_its_result_is_waited_for(ledger):

@@ -11,8 +11,8 @@ A call is timed from its issue to its completion:
 - a functional collective (DTensor), until its result is waited for, which DTensor does at its first use;
 - on CUDA tensors, by CUDA events: one on the current stream at the issue, one where it completes (a future's
   callback, on a stream that waits for the collective; or after the call or the wait, on the current stream).
-A collective issued while the group's previous one still runs starts when that one ends (a group runs its
-collectives in order): the time counted is the time it executes, as the breakdown's is."""
+A collective issued while the group's previous one still runs counts its wait behind it (the breakdown's range starts
+when the backend starts it); each step keeps each group's union of calls, so calls in flight at once count once."""
 
 from __future__ import annotations
 
@@ -118,7 +118,6 @@ class CollectiveClock:
         # a functional collective's output (its storage: DTensor waits on views of it) -> its launch, until waited
         self.pending: dict[int, Launch] = {}
         self.groups: set[str] = set()
-        self.last_end: dict[str, Any] = {}  # group -> the end of its latest timed collective (host clock)
         self.installed = False
         self.futureless: set[tuple[str, str]] = set()  # (group, op) whose works have no future
         # the clock's own work, CPU time on every thread it ran on (a thread's time, so that a rank descheduled while
@@ -204,9 +203,6 @@ class CollectiveClock:
             P2P_ROWS.extend([issued, group, op, t.numel()] for t in tensors if isinstance(t, torch.Tensor))
         sizes = [_nbytes(t) for t in tensors if isinstance(t, torch.Tensor | list | tuple)]
         launch = Launch(op, max(sizes, default=0), self.sink.stamp(), group)
-        if not self.sink.use_cuda:  # a group runs its collectives in order: this one starts when the last ends
-            before = self.last_end.get(group)
-            launch.start = max(launch.start, before) if before is not None else launch.start
         self.sink.launches.append(launch)
         return launch
 
@@ -246,8 +242,6 @@ class CollectiveClock:
     def _end(self, launch: Launch) -> None:
         began = time.thread_time_ns()
         launch.end = self.sink.stamp()
-        if not self.sink.use_cuda:
-            self.last_end[launch.group] = launch.end
         self.own_ns += time.thread_time_ns() - began
 
     def _waited(self, original: Callable[..., Any]) -> Callable[..., Any]:
