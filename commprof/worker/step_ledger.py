@@ -1,7 +1,7 @@
 """The whole-run record's recorder, in each rank (results/step_ledger.py): every optimizer step's time and its
-DDP gradient all-reduces' bytes, start and duration, without the profiler (docs/semantics.md, Whole run).
-
-Two sources, whichever costs the run nothing:
+collectives' bytes, start, duration and process group, without the profiler (docs/semantics.md, Whole run). Every
+collective but DDP's buckets is timed at its call by instrument/collective_clock.py; DDP's buckets by one of
+two sources, whichever costs the run nothing:
 - a DDP on CPU tensors that keeps DDP's own C++ all-reduce is only watched: each step's span, from the first
   bucket's launch to the last one's completion, is read from DDP's own timers (its runtime logging, on for every
   step). A comm hook in its place would cost a pass over the gradients (DDP divides them while copying them into
