@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root, when run as a file
-from benchmarks.common import TESTS_DATA, commprof  # noqa: E402
+from benchmarks.common import TESTS_DATA, commprof, table_header, table_row  # noqa: E402
 from commprof.results.store import load_report  # noqa: E402
 
 SCRIPT = TESTS_DATA / "scripts" / "train_deepspeed.py"
@@ -56,13 +56,12 @@ def main() -> None:
     args = parser.parse_args()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="commprof-deepspeed-advise-"))
     workdir.mkdir(parents=True, exist_ok=True)
-    print("| launch | found, measured | misses |")
-    print("|---|---|---|")
+    table_header("launch", "found, measured", "misses")
     failed = False
     for i in range(args.repeats):
         said, misses = one_launch(workdir, f"small{i}")
         failed = failed or bool(misses)
-        print(f"| {i} | {said} | {'; '.join(misses) or '-'} |")
+        table_row(i, said, "; ".join(misses) or "-")
     sys.exit(1 if failed else 0)
 
 

@@ -20,6 +20,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root, when run as a file
+from benchmarks.common import table_header, table_row  # noqa: E402
 from commprof.commands.reporting import report_from_traces  # noqa: E402
 from tests.test_groups_nccl import _rank_trace  # noqa: E402
 
@@ -53,8 +54,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hta-python", required=True, help="the interpreter of an environment with traceinsight")
     args = parser.parse_args()
-    print("| kernel names | commprof's straggler (its group; the others' waits, ms) | HTA's potential straggler |")
-    print("|---|---|---|")
+    table_header("kernel names", "commprof's straggler (its group; the others' waits, ms)", "HTA's potential straggler")
     right = True
     for old_names in (False, True):
         with tempfile.TemporaryDirectory() as tmp:
@@ -72,7 +72,7 @@ def main() -> None:
         group = f" ({found.group} {found.group_ranks})" if found is not None and found.group else ""
         theirs = hta.get("stragglers", hta.get("error"))
         names = "`ncclKernel_*` (NCCL < 2.19)" if old_names else "`ncclDevKernel_*`"
-        print(f"| {names} | rank {cross.straggler if cross else '-'}{group}; waits {waits} | {theirs} |")
+        table_row(names, f"rank {cross.straggler if cross else '-'}{group}; waits {waits}", theirs)
         right = right and cross is not None and cross.straggler == 3
     sys.exit(0 if right else 1)
 

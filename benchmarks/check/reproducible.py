@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root, when run as a file
-from benchmarks.common import TESTS_DATA, commprof  # noqa: E402
+from benchmarks.common import TESTS_DATA, commprof, table_header, table_row  # noqa: E402
 from commprof.instrument.link_probe import REPEATS as PROBE_REPEATS  # noqa: E402
 
 SCRIPTS = TESTS_DATA / "scripts"
@@ -88,8 +88,7 @@ def main() -> None:
     args = parser.parse_args()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="commprof-reproducible-"))
     workdir.mkdir(parents=True, exist_ok=True)
-    print("| control | launches | claims (each launch) | misses | contradictions |")
-    print("|---|---|---|---|---|")
+    table_header("control", "launches", "claims (each launch)", "misses", "contradictions")
     failed = False
     for name, extra in CONTROLS.items():
         reports = []
@@ -106,7 +105,7 @@ def main() -> None:
         said = "; ".join(json.dumps(claims(r), sort_keys=True) for r in reports)
         contradicted = contradictions(reports)
         failed = failed or bool(missed or contradicted)
-        print(f"| {name} | {args.repeats} | {said} | {'; '.join(missed) or '-'} | {'; '.join(contradicted) or '-'} |")
+        table_row(name, args.repeats, said, "; ".join(missed) or "-", "; ".join(contradicted) or "-")
     sys.exit(1 if failed else 0)
 
 
