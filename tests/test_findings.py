@@ -7,11 +7,11 @@ import pytest
 
 from commprof.analysis.analyze import analyze_run
 from commprof.analysis.evidence import Evidence
+from commprof.analysis.finding_kinds import checked
 from commprof.analysis.findings import findings
 from commprof.analysis.predict import MB, ComputeModel, LinkModel, StepProfile, rebucket, simulate_step
-from commprof.render.findings_text import balanced
-from commprof.render.outputs import markdown as render_markdown
-from commprof.render.rank_findings_text import words
+from commprof.render.finding_words import words
+from commprof.results.finding_facts import LinkSource
 from commprof.results.job import BuiltDDP, Job
 from commprof.results.report import JobStep
 from commprof.trace.load import load_run
@@ -98,7 +98,7 @@ def test_rebucketing_by_hand():
     10 ms exposed. With bucket_cap_mb=10 DDP makes buckets of 10, 10 and 5 MiB (five 5 MiB parameters, the
     last registered first), ready at 8, 16 and 20 ms; they all-reduce in 4, 4 and 2 ms: done at 12, 20, 22:
     2 ms exposed, 8 ms gained. A parameter larger than the cap shares the bucket it closes (pytorch#48880)."""
-    link = LinkModel(0.0, 25 * MB / 10_000 / 1e3, "by hand")
+    link = LinkModel(0.0, 25 * MB / 10_000 / 1e3, LinkSource("given", given="by hand"))
     measured = StepProfile(2, 10.0, 20.0, 10.0, 10.0, [25 * MB], [1.0])
     flat = ComputeModel(measured.compute_ms, 0.0)
     assert rebucket(measured, [5 * MB] * 5, 10) == [(10 * MB, 0.4), (10 * MB, 0.8), (5 * MB, 1.0)]
@@ -130,18 +130,12 @@ def test_an_exposed_nccl_allreduce_gets_a_bucket_cap_and_compression(tmp_path):
     assert (bucket.gain_ms.value, bucket.gain_ms.low, bucket.gain_ms.high) == pytest.approx((8.0, 8.0, 8.0))
     step = sorted(r.step_time_ms.median for r in report.ranks)[0]  # the GPU step: its device work, first to last
     assert bucket.gain_pct == pytest.approx(100 * 8.0 / step) and bucket.setting == {"bucket_cap_mb": 10}
-    assert bucket.action == "DDP(model, bucket_cap_mb=10)"
-    assert "10.0 ms of each step is exposed" in bucket.evidence and "2.62 GB/s" in bucket.evidence
-    assert "now one bucket of 25.0 MiB (bucket_cap_mb=25)" in bucket.evidence and "as good within" in bucket.evidence
-    markdown = render_markdown(dataclasses.replace(report, findings=result))
-    assert (
-        "**1. bucket_cap_mb=10 (3 buckets: 10.0, 10.0, 5.0 MiB) hides more of the gradient all-reduce: saves 8.0 ms "
-        "per step (17% of the step"
-    ) in markdown
+    facts = bucket.facts
+    assert (facts.cap_mb, facts.buckets_then, facts.buckets_now) == (10, [10 * MB, 10 * MB, 5 * MB], [25 * MB])
+    assert (facts.cap_now, facts.exposed_ms, facts.serial, facts.as_good) == (25, pytest.approx(10.0), False, [1])
+    assert facts.link.bandwidth_gbps == pytest.approx(2.62, abs=0.005) and facts.options.bucket_cap_mb == 10
     assert compression.gain_ms.value == pytest.approx(5.0) and compression.setting == {"comm_hook": "fp16"}
-    assert compression.action == (
-        "DDP(model, bucket_cap_mb=25); ddp.register_comm_hook(None, default_hooks.fp16_compress_hook)"
-    )
+    assert compression.facts.options.comm_hook == "fp16" and compression.facts.casts_measured
 
 
 def two_bucket_rank(rank, steps=2, big_at=20_000):
@@ -182,9 +176,11 @@ def test_a_small_exposed_bucket_far_below_the_links_bandwidth(tmp_path):
     assert [f.kind for f in result] == ["bucket_cap"]
     (bucket,) = result
     assert bucket.gain_ms.value == pytest.approx(5 / 3) and bucket.gain_ms.low == pytest.approx(5 / 3)
-    assert bucket.title == "bucket_cap_mb=50 (one bucket of 26.0 MiB) saves all-reduce calls"
-    assert "slow all-reduces: 1.00 MiB at 0.52 GB/s, against 3.15 GB/s for large messages" in bucket.evidence
-    assert "counts every all-reduce in full" in bucket.evidence
+    assert (bucket.facts.cap_mb, bucket.facts.buckets_then, bucket.facts.serial) == (50, [26 * MB], True)
+    slow = bucket.facts.slow
+    assert [(b, round(gbps, 2)) for b, gbps in slow.sizes] == [(MB, 0.52)] and slow.top_gbps == pytest.approx(
+        3.15, abs=0.005
+    )
 
 
 def test_slow_small_buckets_fold_into_the_bucket_advice(tmp_path):
@@ -194,16 +190,22 @@ def test_slow_small_buckets_fold_into_the_bucket_advice(tmp_path):
     result, _ = found(tmp_path, two_bucket_rank(0, big_at=30_000), two_bucket_rank(1, big_at=30_000))
     assert [f.kind for f in result] == ["bucket_cap"]
     assert result[0].setting == {"bucket_cap_mb": 50} and result[0].gain_ms.value == pytest.approx(5 / 3)
-    assert "; slow all-reduces: 1.00 MiB at 0.52 GB/s" in result[0].evidence
+    assert [b for b, _ in result[0].facts.slow.sizes] == [MB]
 
 
 def test_a_hidden_allreduce_gets_nothing(tmp_path):
     """The same ranks with a 0.1 ms all-reduce: nothing exposed to gain (the gains are below 3% of the step)."""
     result, report = found(tmp_path, ddp_rank(0, allreduce_us=100), ddp_rank(1, allreduce_us=100), run=DDP_RUN)
     assert result == []
-    line = balanced(report)  # what was checked for a DDP run: DDP's settings and the ranks, not another kind's
-    assert f"{line}." in render_markdown(dataclasses.replace(report, findings=result))
-    assert "DDP's bucket size" in line and "Horovod" not in line and "DeepSpeed" not in line and "FSDP" not in line
+    # what was checked for a DDP run: DDP's settings and the ranks, not another kind's
+    ranks = ["input_stall", "straggler", "stalls_now_and_then"]
+    ddp = ["bucket_cap", "compression", "accumulation", "batch", "slow_collectives"]
+    assert checked(report.run.job) == ddp + ranks and checked(None)[:4] == [
+        "bucket_cap",
+        "zero_buckets",
+        "fsdp_reshard",
+        "horovod_fusion",
+    ]
 
 
 def test_a_rank_that_computes_slower_in_every_step_is_the_straggler_on_any_host(tmp_path):
@@ -214,11 +216,9 @@ def test_a_rank_that_computes_slower_in_every_step_is_the_straggler_on_any_host(
 
     result, report = found(tmp_path, ddp_rank(0, steps=3, last_us=3_000), ddp_rank(1, steps=3, late_us=3_000))
     (straggler,) = [f for f in result if f.kind == "straggler"]
-    facts = straggler.straggler
+    facts = straggler.facts
     assert (facts.rank, facts.late_steps, facts.profiled_steps, facts.unprofiled_steps) == (1, 3, 3, 0)
     assert straggler.gain_ms.value == pytest.approx(3.0, abs=0.01) and straggler.gain_ms.low > 0
-    title, evidence, _ = words(straggler)  # the words, made in render/ from the facts
-    assert title == "rank 1 is the straggler: the others wait for it" and "late in 3 of 3 profiled steps" in evidence
     summary = skew_summary(dataclasses.replace(report, findings=result))
     assert "Straggler: rank 1" in summary and "No rank is a straggler" not in summary
 
@@ -226,7 +226,7 @@ def test_a_rank_that_computes_slower_in_every_step_is_the_straggler_on_any_host(
 def test_where_the_straggler_advice_points():
     """The part really in excess, and only hardware the run used; nothing in excess: no part blamed."""
     from commprof.render.rank_findings_text import straggler_action
-    from commprof.results.report import Straggler
+    from commprof.results.rank_facts import Straggler
 
     def advice(look_at: str, ms: float, gpu: bool = False) -> str:
         facts = Straggler(1, 3.0, {}, 3, 3, 0, None, {}, 0.0, look_at, ms, None, gpu)
@@ -256,8 +256,8 @@ def test_the_straggler_looks_where_its_step_is_in_excess(tmp_path):
     result, report = found(tmp_path, ddp_rank(0, steps=3, last_us=3_000), ddp_rank(1, steps=3, late_us=3_000))
     (straggler,) = [f for f in result if f.kind == "straggler"]
     excess = _excess(report, 1)
-    assert straggler.straggler.look_at == max(excess, key=lambda p: excess[p])
-    assert straggler.straggler.look_at_ms == pytest.approx(max(excess.values()))
+    assert straggler.facts.look_at == max(excess, key=lambda p: excess[p])
+    assert straggler.facts.look_at_ms == pytest.approx(max(excess.values()))
 
 
 def test_steps_that_start_idle_waiting_for_data(tmp_path):
@@ -270,7 +270,7 @@ def test_steps_that_start_idle_waiting_for_data(tmp_path):
     )
     stall = next(f for f in result if f.kind == "input_stall")
     assert [s.start_idle_ms for s in report.steps if s.rank == 1] == pytest.approx([6.0] * 3)
-    facts = stall.input_stall
+    facts = stall.facts
     assert (facts.rank, facts.stalled, facts.ranks, facts.idle_ms) == (1, [1], 2, pytest.approx(6.0))
     title, _, action = words(stall)
     assert title == "the steps start idle on 1 of 2 ranks" and action.startswith("DataLoader(")
@@ -280,7 +280,7 @@ def test_the_profilers_own_distortion_when_large(tmp_path):
     slowed = JobStep(61.0, 50.0)  # the job's profiled step against its step without the profiler
     result, _ = found(tmp_path, ddp_rank(0, allreduce_us=100), ddp_rank(1, allreduce_us=100), job=slowed)
     assert [(f.kind, f.gain_ms) for f in result] == [("profiler_distortion", None)]
-    assert result[0].title == "the profiler slowed the steps it recorded by 22%"
+    assert result[0].facts.slowdown == pytest.approx(0.22)
     (tmp_path / "mild").mkdir()
     assert found(tmp_path / "mild", ddp_rank(0, allreduce_us=100), job=JobStep(52.0, 50.0))[0] == []
 
@@ -290,11 +290,9 @@ def test_the_ceiling_from_commprof_bench_on_this_host(tmp_path):
     backward, the 1 MiB one 0.21 ms from 20: 0.21 ms exposed instead of 2, 1.79 ms gained."""
     paths = [two_bucket_rank(r).write(tmp_path / f"rank{r}.json") for r in (0, 1)]
     analysis = analyze_run(load_run(paths, workers=1), "t", "run")
-    bench = (5.0, "commprof bench b1")
+    bench = (5.0, LinkSource("bench", given="b1"))
     (bucket,), _ = findings(Evidence(analysis.report, analysis.windows, analysis.matching, ceiling=bench))
-    assert bucket.evidence.endswith(
-        "slow all-reduces: 1.00 MiB at 0.52 GB/s, against 5.00 GB/s for large messages on this link (commprof bench b1)"
-    )
+    assert bucket.facts.slow.top_gbps == 5.0 and bucket.facts.slow.top == LinkSource("bench", given="b1")
 
 
 def test_the_newest_bench_of_the_same_hosts_and_backend_is_the_ceiling(tmp_path):
@@ -323,8 +321,8 @@ def test_the_newest_bench_of_the_same_hosts_and_backend_is_the_ceiling(tmp_path)
     bench("across", ["node0", "node1"], 0.05, 4_000)
     (tmp_path / "a-run").mkdir()
     (tmp_path / "a-run" / "report.json").write_text("{}")
-    assert bench_ceiling(tmp_path, {"node0"}, "gloo") == (4.0, "commprof bench new")
-    assert bench_ceiling(tmp_path, {"node0", "node1"}, "gloo") == (0.05, "commprof bench across")
+    assert bench_ceiling(tmp_path, {"node0"}, "gloo") == (4.0, LinkSource("bench", given="new"))
+    assert bench_ceiling(tmp_path, {"node0", "node1"}, "gloo") == (0.05, LinkSource("bench", given="across"))
     assert bench_ceiling(tmp_path, {"node2"}, "gloo") is None and bench_ceiling(tmp_path, {"node0"}, "mpi") is None
 
 
@@ -365,19 +363,27 @@ def test_the_current_cap_is_none_when_nobody_gave_one():
 
 
 def test_every_kind_of_finding_is_declared_once_and_documented():
-    """FINDING_KINDS is the one list: a finding of another kind cannot be made, the report schema lists exactly these,
-    and the sentence of a run with nothing to gain names what each weighs."""
+    """analysis/finding_kinds.FINDING_KINDS is the one table: a finding of another kind, or with another kind's facts,
+    cannot be made; the report schema lists exactly these; the facts' union holds each kind's; render/ says what each
+    weighs and has words for each one's facts."""
     import re
 
-    from commprof.render.findings_text import BALANCED
-    from commprof.results.report import FINDING_KINDS, NOTE_KINDS, Finding
+    from commprof.analysis.finding_kinds import FINDING_KINDS
+    from commprof.render.finding_words import SAID, WEIGHS
+    from commprof.results.finding_facts import FACTS_OF, ProfilerDistortion
+    from commprof.results.report import Finding
 
-    with pytest.raises(ValueError, match="declare it in FINDING_KINDS"):
-        Finding("bucket_size", "t", "e", "a")
+    with pytest.raises(ValueError, match="unknown kind of finding"):
+        Finding("bucket_size")
+    with pytest.raises(ValueError, match="unknown kind of finding"):
+        Finding("bucket_cap", facts=ProfilerDistortion(0.2))
+    names = {kind.name for kind in FINDING_KINDS}
+    assert len(names) == len(FINDING_KINDS) and names == set(FACTS_OF)
     schema = (REPO / "docs" / "report-schema.md").read_text()
     row = next(line for line in schema.splitlines() if line.startswith("| `kind` | one of"))
-    assert set(re.findall(r"`([a-z_]+)`", row)) - {"kind"} == set(FINDING_KINDS)
-    assert all(FINDING_KINDS[kind] in BALANCED for kind in FINDING_KINDS if kind not in NOTE_KINDS)
+    assert set(re.findall(r"`([a-z_]+)`", row)) - {"kind"} == names
+    assert {kind.name for kind in FINDING_KINDS if kind.weighed != "note"} == set(WEIGHS)
+    assert {kind.facts for kind in FINDING_KINDS} == set(SAID)
 
 
 def test_a_claim_that_one_rank_differs_needs_its_whole_interval_at_the_practical_share():
@@ -389,7 +395,7 @@ def test_a_claim_that_one_rank_differs_needs_its_whole_interval_at_the_practical
     from commprof.results.report import Finding
 
     def finding(kind: str, low: float, value: float, high: float) -> Finding:
-        return Finding(kind=kind, title="", evidence="", action="", gain_ms=Estimate(value, low, high))
+        return Finding(kind=kind, gain_ms=Estimate(value, low, high))
 
     for kind in ("straggler", "stalls_now_and_then", "input_stall"):
         assert not claimed(finding(kind, 0.04, 2.1, 5.65), 67.0), kind

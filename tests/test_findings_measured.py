@@ -76,10 +76,9 @@ def test_a_slow_link_with_cheap_casts_gets_compression_with_its_net_gain(tmp_pat
         (4.5, 4.5, 4.5)
     )
     assert compression.setting == {"comm_hook": "fp16"} and compression.gain_pct == pytest.approx(9.0)
-    assert "costs 500 us on this device, 0.5 ms per step for 1 bucket(s)" in compression.evidence
-    assert "the halved bytes save 5.0 ms per step on this link" in compression.evidence
-    assert "bf16 not weighed: torch's DDP registers bf16_compress_hook only over NCCL" in compression.evidence
-    assert compression.action.endswith("ddp.register_comm_hook(None, default_hooks.fp16_compress_hook)")
+    facts = compression.facts
+    assert (facts.largest_cast_us, facts.casts_ms, facts.buckets) == pytest.approx((500.0, 0.5, 1))
+    assert facts.saved_ms == pytest.approx(5.0) and not facts.bf16_weighed and facts.options.comm_hook == "fp16"
 
 
 def test_costly_casts_or_a_fast_link_get_no_compression(tmp_path):
@@ -114,7 +113,7 @@ def test_the_hook_is_chosen_by_what_its_bytes_take_on_the_link(tmp_path):
     result, _ = found(tmp_path, nccl_rank(0), nccl_rank(1), run=summary)
     compression = next(f for f in result if f.kind == "compression")
     assert compression.setting == {"comm_hook": "bf16"} and compression.gain_ms.value == pytest.approx(4.0)
-    assert "for bfloat16 as measured" in compression.evidence and "fp16: -0.5 ms" in compression.evidence
+    assert compression.facts.halved_gbps is not None and compression.facts.others == {"fp16": pytest.approx(-0.5)}
 
 
 def test_without_measured_casts_compression_is_an_upper_bound_never_claimed(tmp_path):
@@ -126,7 +125,7 @@ def test_without_measured_casts_compression_is_an_upper_bound_never_claimed(tmp_
     assert all(f.kind != "compression" for f in claimed)
     compression = next(f for f in within if f.kind == "compression")
     assert compression.gain_ms.value == pytest.approx(5.0) and compression.gain_ms.low <= 0
-    assert "casts cost was not measured here" in compression.evidence
+    assert not compression.facts.casts_measured
 
 
 def test_accumulation_and_a_larger_batch_with_their_gain_per_sample(tmp_path):
@@ -138,12 +137,9 @@ def test_accumulation_and_a_larger_batch_with_their_gain_per_sample(tmp_path):
     found_ = claims(tmp_path, run(40.0, casts("float16", 6000.0)))
     accumulation, batch = found_["accumulation"], found_["batch"]
     assert accumulation.gain_ms.value == pytest.approx(30.0) and batch.gain_ms.value == pytest.approx(20.0)
-    assert "0.938 ms per sample [0.938, 0.938] of today's 32 per rank" in accumulation.evidence
-    assert "0.625 ms per sample" in batch.evidence
-    assert accumulation.action == (
-        "DDP(model, bucket_cap_mb=25)  # and all-reduce every 4 micro-batches (no_sync for the others)"
-    )
-    assert batch.action == "commprof run ... --batch-size 64"
+    assert accumulation.facts.samples_per_step == batch.facts.samples_per_step == 32  # the gain per sample: / 32
+    assert (accumulation.facts.micro_batches, accumulation.facts.options.grad_accum) == (4, 4)
+    assert (batch.facts.factor, batch.facts.batch_size) == (2, 32)  # commprof run ... --batch-size 64
     assert accumulation.setting == {} and batch.setting == {}  # advise's sweep compares steps, not samples
     assert not {"accumulation", "batch"} & set(
         claims(make_dir(tmp_path / "light"), run(10.0, casts("float16", 6000.0)))

@@ -59,7 +59,7 @@ def test_each_stage_is_told_with_its_wait_for_its_neighbours(pipeline):
 
 
 def test_a_rank_late_in_its_own_group_is_named_there_and_the_other_group_is_not_blamed(late):
-    (straggler,) = [f.straggler for f in late.findings if f.kind == "straggler"]
+    (straggler,) = [f.facts for f in late.findings if f.kind == "straggler"]
     assert (straggler.rank, straggler.group, straggler.group_ranks) == (3, "replica_b", [2, 3])
     waits = {r.rank: r.wait_ms for r in late.cross_rank.ranks}
     assert SLEEP_MS * 0.8 < waits[2] < SLEEP_MS * 1.3  # rank 2 waits for rank 3's delay

@@ -205,6 +205,6 @@ def test_fsdps_resharding_is_said_of_the_dimension_it_shards_over(analysed):
     more (not three quarters, as sharding over all 4 would)."""
     report, _, _ = analysed
     (reshard,) = [f for f in report.findings + report.within_noise if f.kind == "fsdp_reshard"]
-    assert reshard.title.endswith(" over dp")
+    assert reshard.facts.dimension == "dp"
     parameters = sum(b.parameters for b in report.run.job.built if b.kind == "fsdp")
-    assert f"{parameters * 4 / 2 / 2**20:.1f} MiB more" in reshard.evidence
+    assert reshard.facts.kept_bytes == parameters * 4 / 2

@@ -43,7 +43,6 @@ def test_each_training_step_holds_every_tensor_once_and_lasts_what_rank_0_timed(
 def test_the_finding_folds_the_26_calls_into_2_and_claims_the_replayed_gain(analysed):
     (fusion,) = [f for f in analysed[0].findings if f.kind == "horovod_fusion"]
     assert fusion.setting == {"fusion_threshold_mb": 8.0}
-    assert fusion.title.endswith("(26 a step, then 2)")
-    assert "HOROVOD_FUSION_THRESHOLD=8388608" in fusion.action
+    assert (fusion.facts.calls_now, fusion.facts.calls_then, fusion.facts.threshold_bytes) == (26, 2, 8 * 2**20)
     assert fusion.gain_ms is not None
     assert (fusion.gain_ms.value, fusion.gain_ms.low) == pytest.approx((7.07, 5.58), abs=0.01)

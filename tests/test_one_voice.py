@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 from rich.console import Console
 
-from commprof.analysis.findings import profiler_distortion
+from commprof.analysis.finding_kinds import profiler_distortion
 from commprof.render import terminal
 from commprof.render.views import view_of
 from commprof.results.report import JobStep, Report

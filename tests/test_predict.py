@@ -6,6 +6,7 @@ from commprof.analysis.predict import LinkModel, StepProfile, fit_compute, fit_l
 from commprof.analysis.scaling import Prediction, ScalePoint, job_step_times, predict
 from commprof.analysis.stats import Estimate
 from commprof.errors import UsageError
+from commprof.results.finding_facts import LinkSource
 from tests.conftest import run_record
 
 MB = 1024 * 1024
@@ -51,7 +52,7 @@ def test_link_fit_recovers_alpha_and_bandwidth():
 
 
 def test_parse_link():
-    assert parse_link("25GB/s,5us") == LinkModel(5.0, 25.0, "given: --link 25GB/s,5us")
+    assert parse_link("25GB/s,5us") == LinkModel(5.0, 25.0, LinkSource("given", given="25GB/s,5us"))
     assert parse_link("100Gb/s,2ms").bandwidth_gbps == 12.5 and parse_link("100Gb/s,2ms").alpha_us == 2000
     for bad in ("fast", "25GB/s", "0GB/s,5us"):
         with pytest.raises(UsageError, match="--link must look like"):

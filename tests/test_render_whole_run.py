@@ -16,9 +16,9 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 from commprof.render import html as html_page
 from commprof.render import markdown as markdown_page
 from commprof.render import terminal
+from commprof.render.finding_words import with_words
 from commprof.render.outputs import write_result
 from commprof.render.plots import whole_run_figure
-from commprof.render.rank_findings_text import with_words
 from commprof.render.tensorboard import write_events
 from commprof.render.views import view_of
 from commprof.render.whole_run_view import STANDOUT_HEADERS, TITLE, standout_row

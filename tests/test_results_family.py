@@ -9,8 +9,8 @@ import pytest
 from rich.console import Console
 
 from commprof.errors import UsageError
+from commprof.render.finding_words import with_words
 from commprof.render.outputs import markdown, show, write_result
-from commprof.render.rank_findings_text import with_words
 from commprof.results.backends import BackendsResult
 from commprof.results.bench import AlphaBeta, BenchResult, BenchRow
 from commprof.results.common import Estimate

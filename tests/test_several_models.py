@@ -8,11 +8,11 @@ import textwrap
 import msgspec
 
 from commprof.analysis.evidence import Evidence
+from commprof.analysis.finding_kinds import checked
 from commprof.analysis.fsdp_findings import fsdp_options, resharding
 from commprof.analysis.models import model_accounts
 from commprof.instrument.call_site import _first_argument, unique
 from commprof.kinds import DDP, FSDP
-from commprof.render.findings_text import balanced
 from commprof.render.models_view import models_named, models_section
 from commprof.render.outputs import markdown
 from commprof.results.job import BuiltDDP, BuiltFSDP, Job
@@ -331,22 +331,20 @@ def test_resharding_saves_the_backward_all_gathers():
     (finding,) = resharding(Evidence(report, [_rank(gathers)]))
     assert finding.gain_ms is not None and finding.gain_ms.value == 9.0
     assert finding.setting == {"reshard_after_forward": False}
-    assert finding.action == "fully_shard(each block, then the model, reshard_after_forward=False)"
-    assert "3.0 parameter all-gathers per step" in finding.evidence
+    assert finding.facts.options.reshard_after_forward is False and finding.facts.gathers_per_step == 3.0
     # 262,144 parameters of 4 bytes, the half each rank does not hold: 0.5 MiB kept from forward to backward
-    assert "holds up to 0.5 MiB more" in finding.evidence
+    assert finding.facts.kept_bytes == 0.5 * 2**20
     # the script already keeps them: nothing to advise
     kept = _fsdp_run(asked={"reshard_after_forward": False})
     assert resharding(Evidence(dataclasses.replace(report, run=kept), [_rank(gathers)])) == []
 
 
-def test_fsdp_options_as_ran_and_the_balanced_line_in_fsdps_words():
+def test_fsdp_options_as_ran_and_what_is_checked_on_fsdp():
     assert fsdp_options(_fsdp_run()) == FSDPOptions(reshard_after_forward=None)
     assert fsdp_options(_fsdp_run(applied={"forward_prefetch": 1})).forward_prefetch == 1
     assert fsdp_options(run_summary()) is None  # a built-in DDP run
-    line = balanced(Report("f", "run", "now", [], [], [], run=_fsdp_run()))
-    assert "FSDP's resharding after forward" in line and "bucket size" not in line and "Horovod" not in line
-    assert "DDP's bucket size" in balanced(Report("d", "run", "now", [], [], [], run=run_summary()))
+    assert checked(_fsdp_run().job) == ["fsdp_reshard", "input_stall", "straggler", "stalls_now_and_then"]
+    assert "bucket_cap" in checked(run_summary().job)
 
 
 def test_fsdps_tune_measures_each_knob_against_the_script_as_written():

@@ -11,6 +11,7 @@ from commprof.analysis.collectives import collective_stats, with_zero_purposes, 
 from commprof.analysis.crossrank import Matching, MeasuredClocks, cross_rank, match_collectives
 from commprof.analysis.distortion import job_drift_ms, job_step, profiler_distortion
 from commprof.analysis.evidence import Evidence
+from commprof.analysis.finding_kinds import checked
 from commprof.analysis.findings import findings
 from commprof.analysis.groups import dimension_times, stage_waits
 from commprof.analysis.incomplete import missing_note, missing_ranks
@@ -21,6 +22,7 @@ from commprof.analysis.short_window import short_window
 from commprof.analysis.whole_run import lateness_ledger, whole_run
 from commprof.config import ProfileSchedule
 from commprof.errors import UsageError
+from commprof.results.finding_facts import LinkSource
 from commprof.results.job import BuiltDeepSpeed
 from commprof.results.report import CollectiveStats, Report, SkippedFileInfo, StepBreakdown, StepTimeline
 from commprof.results.run_record import RunRecord, RunSummary
@@ -123,7 +125,7 @@ def finished_report(
     analysis: RunAnalysis,
     record: RunRecord | None,
     incomplete: str | None = None,
-    ceiling: tuple[float, str] | None = None,
+    ceiling: tuple[float, LinkSource] | None = None,
     ledgers: dict[int, RankLedger] | None = None,
 ) -> Report:
     """The report `run` and `analyze` write: the analysis, with what the run's own record adds (the profiler's
@@ -156,6 +158,7 @@ def finished_report(
         job_step=job,
         findings=found,
         within_noise=within_noise,
+        checked=checked(record.job if record else None),
     )
 
 

@@ -16,7 +16,6 @@ import statistics
 from commprof.analysis.evidence import Evidence, current_cap, current_options
 from commprof.analysis.predict import (
     CANDIDATE_CAPS_MB,
-    MB,
     ComputeModel,
     LinkModel,
     StepProfile,
@@ -24,24 +23,17 @@ from commprof.analysis.predict import (
     run_link,
     simulate_step,
 )
-from commprof.analysis.sweep import paste_line
 from commprof.errors import UsageError
 from commprof.kinds import DDP
-from commprof.kinds.ddp_buckets import cap_label, describe, distinct_caps, layout
+from commprof.kinds.ddp_buckets import distinct_caps, layout
 from commprof.results.common import Estimate
+from commprof.results.finding_facts import BucketCap, Link, LinkSource, SlowCollectives
 from commprof.results.job import BuiltDDP
 from commprof.results.report import Finding, ModelAccount
 from commprof.results.run_record import ProbedSize
 
 RESAMPLES = 400
 SLOW_BELOW = 0.5  # an all-reduce below this share of the link's bandwidth is slow
-# measured with `commprof advise` (docs/benchmarks.md): on CPU ranks the exposed time fell as the overlap model
-# predicted and the step did not (Gloo's threads run on the cores the backward uses), so there the model counts every
-# all-reduce in full, hidden or not: what a setting can save is calls (latency) and bytes, not overlap
-SERIAL_NOTE = (
-    "; on CPU ranks communication takes the backward's cores whether or not it overlaps it, so the model "
-    "counts every all-reduce in full: the gain is what fewer calls save"
-)
 
 
 def bucket_cap(evidence: Evidence) -> list[Finding]:
@@ -88,30 +80,21 @@ def _bucket_cap(evidence: Evidence, samples: list[StepProfile], model: ModelAcco
     cap = max(c for c, g in by_cap.items() if g >= best_gain.low)
     gain = best_gain if cap == best else gain_ci(samples, lambda s: on_wire(s, cap), serial=serial, probe=probe)
     as_good = sorted(c for c, g in by_cap.items() if g >= best_gain.low and c != cap)
-    then = candidates[cap]
-    whose = f"{name}'s " if name else ""
-    return [
-        Finding(
-            kind="bucket_cap",
-            title=(
-                f"{name}: " * bool(name)
-                + f"bucket_cap_mb={cap:g} ({describe(then)}) "
-                + ("saves all-reduce calls" if serial else "hides more of the gradient all-reduce")
-            ),
-            evidence=(
-                f"{exposed:.1f} ms of each step is exposed {whose}all-reduce after the backward pass; now "
-                f"{describe(now)} ({cap_label(cap_now)}); link {'measured' if probe else 'fitted'}: "
-                f"{link.bandwidth_gbps:.2f} GB/s, {link.alpha_us:.0f} us per ring step"
-                + (f" ({link.source})" if probe else "")
-                + (f"; as good within the interval: {', '.join(f'{c:g}' for c in as_good)}" if as_good else "")
-                + (SERIAL_NOTE if serial else "")
-            ),
-            action=paste_line(dataclasses.replace(options, bucket_cap_mb=cap, ddp_model=name), framework),
-            gain_ms=gain,
-            setting={"bucket_cap_mb": cap, **({"ddp_model": name} if name else {})},
-            model=name,
-        )
-    ]
+    facts = BucketCap(
+        cap_mb=cap,
+        buckets_then=list(candidates[cap]),
+        buckets_now=list(now),
+        cap_now=cap_now,
+        exposed_ms=exposed,
+        link=Link(link.bandwidth_gbps, link.alpha_us, link.source),
+        serial=serial,
+        as_good=as_good,
+        options=dataclasses.replace(options, bucket_cap_mb=cap, ddp_model=name),
+        framework=framework,
+        model=name,
+    )
+    setting = {"bucket_cap_mb": cap, **({"ddp_model": name} if name else {})}
+    return [Finding(kind=facts.KIND, facts=facts, gain_ms=gain, setting=setting, model=name)]
 
 
 def slow_collectives(evidence: Evidence) -> list[Finding]:
@@ -122,12 +105,7 @@ def slow_collectives(evidence: Evidence) -> list[Finding]:
     if link is None:
         return []
     gradient_bytes = sum(samples[0].bucket_bytes)
-    fitted = (
-        f"the alpha-beta fit to the run's all-reduces, {link.alpha_us:.0f} us per ring step; their durations "
-        "include any wait for late ranks"
-    )
-    probed = link.source if report.run and report.run.link_probe else fitted
-    top, source = evidence.ceiling or (link.bandwidth_gbps, probed)
+    top, source = evidence.ceiling or (link.bandwidth_gbps, link.source)
     slow = [
         c
         for c in report.collectives
@@ -144,23 +122,15 @@ def slow_collectives(evidence: Evidence) -> list[Finding]:
     )
     ranks = samples[0].world_size
     reach_bytes = 4 * link.alpha_us * link.bandwidth_gbps * 1e3 * ranks  # bus bytes >= 4 x latency x B: 80% of B
-    sizes = ", ".join(f"{(c.bytes or 0) / MB:.2f} MiB at {c.busbw_gbps:.2f} GB/s" for c in slow)
-    return [
-        Finding(
-            kind="slow_collectives",
-            title=f"{len(slow)} all-reduce size(s) run far below the link's bandwidth",
-            evidence=f"{sizes}, against {top:.2f} GB/s for large messages on this link ({source})",
-            action=(
-                f"fewer, larger messages: all-reduces of {reach_bytes / MB:.0f} MiB or more reach 80% of the link "
-                "(a larger bucket_cap_mb; the remainder bucket DDP leaves stays small)"
-                if reach_bytes < gradient_bytes
-                else f"the link's latency: it needs {reach_bytes / MB:.0f} MiB messages to reach 80% of its bandwidth, "
-                f"more than the {gradient_bytes / MB:.0f} MiB of gradients; a faster interconnect or fewer ranks "
-                "per link"
-            ),
-            gain_ms=gain,
-        )
-    ]
+    facts = SlowCollectives(
+        sizes=[(c.bytes or 0, c.busbw_gbps or 0.0) for c in slow],
+        top_gbps=top,
+        top=source,
+        alpha_us=link.alpha_us,
+        reach_bytes=reach_bytes,
+        gradient_bytes=gradient_bytes,
+    )
+    return [Finding(kind=facts.KIND, facts=facts, gain_ms=gain)]
 
 
 def _pairs(samples: list[StepProfile], make_buckets, serial: bool) -> list[tuple[list, list]]:
@@ -189,7 +159,7 @@ def _median_gain(
 def _gains(
     samples: list[StepProfile], buckets: list[tuple[list, list]], link: LinkModel, no_latency: float | None
 ) -> list[float]:
-    then_link = LinkModel(0.0, no_latency, "no latency") if no_latency else link
+    then_link = LinkModel(0.0, no_latency, LinkSource("what-if")) if no_latency else link
     gains = []
     for sample, (now_buckets, then_buckets) in zip(samples, buckets, strict=False):
         flat = ComputeModel(sample.compute_ms, 0.0)

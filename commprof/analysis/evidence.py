@@ -1,4 +1,4 @@
-"""What every finding's detector reads (analysis/findings.DETECTORS): one run's report, its profiled steps and what
+"""What every finding's detector reads (analysis/finding_kinds.py): one run's report, its profiled steps and what
 the run measured beside them, with what several detectors derive from them computed once."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from commprof.analysis.predict import LinkModel, StepProfile, fit_link, probed_l
 from commprof.errors import UsageError
 from commprof.kinds import DDP, JobKind
 from commprof.kinds.ddp_buckets import DEFAULT_CAP_MB, owners, ran_cap
+from commprof.results.finding_facts import LinkSource
 from commprof.results.job import BuiltDDP
 from commprof.results.report import JobStep, Report
 from commprof.results.run_record import ProbedSize
@@ -34,7 +35,7 @@ class Evidence:
     windows: list[tuple[RankTrace, list[Step]]]
     matching: Matching | None = None
     job: JobStep | None = None
-    ceiling: tuple[float, str] | None = None
+    ceiling: tuple[float, LinkSource] | None = None
     drift_ms: float = 0.0
     waits: dict[int, dict[int, float]] = field(default_factory=dict)
     core_waits: dict[int, dict[int, float]] = field(default_factory=dict)

@@ -1,12 +1,11 @@
 """Findings: what to change, with the gain the measured step predicts, ranked; none on noise.
 
-A finding comes from a detector: a function of the run's Evidence (analysis/evidence.py) that returns the findings
-of its kind, registered in DETECTORS below; its kind is declared once, in results/report.FINDING_KINDS, which the
-report schema, the renderers and the "what was checked" sentence read (docs/architecture.md, "A new finding").
-Detectors by what predicts their gain: the bucket model (analysis/bucket_findings.py; for DeepSpeed's buckets,
-analysis/zero_findings.py), what the run measured of
-casts, accumulation and batch (analysis/setting_findings.py), the ranks' own steps and waits
-(analysis/rank_findings.py), the profiler's cost (here).
+Each kind of finding is declared once, in analysis/finding_kinds.FINDING_KINDS: its facts, its detector (a function
+of the run's Evidence, analysis/evidence.py, that returns the findings of its kind), its kind of job and how it is
+weighed (docs/architecture.md, "A new finding"). Detectors by what predicts their gain: the bucket model
+(analysis/bucket_findings.py; for DeepSpeed's buckets, analysis/zero_findings.py), what the run measured of casts,
+accumulation and batch (analysis/setting_findings.py), the ranks' own steps and waits (analysis/rank_findings.py),
+the profiler's cost (a note).
 
 Each gain is a median over the profiled steps (of every analysed rank) with a 95% bootstrap interval, widened for a
 rerun and by the job's own drift, and is claimed only when that interval excludes zero and the gain is at least 3% of
@@ -15,59 +14,21 @@ the step (the one rule of analysis/stats.py); the others are kept as weighed wit
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from typing import cast
 
-from commprof.analysis.bucket_findings import bucket_cap, slow_collectives
-from commprof.analysis.distortion import large_slowdown
 from commprof.analysis.evidence import Evidence
-from commprof.analysis.fsdp_findings import resharding
-from commprof.analysis.horovod_findings import horovod_fusion
-from commprof.analysis.rank_findings import input_stalls, stalls_now_and_then, straggler
-from commprof.analysis.setting_findings import accumulation, compression
+from commprof.analysis.finding_kinds import BY_NAME, FINDING_KINDS
 from commprof.analysis.stats import real_gain, rerun_interval
-from commprof.analysis.zero_findings import zero_bucket_size
 from commprof.results.common import PRACTICAL_SHARE, Estimate
+from commprof.results.finding_facts import BucketCap, SlowCollectives
 from commprof.results.report import Finding
 
 
-def profiler_distortion(evidence: Evidence) -> list[Finding]:
-    """The profiler's own cost, above WARN_SLOWDOWN: no gain, a note on what the breakdown describes."""
-    slowdown = large_slowdown(evidence.job)
-    if slowdown is None:
-        return []
-    return [
-        Finding(
-            kind="profiler_distortion",
-            title=f"the profiler slowed the steps it recorded by {slowdown:.0%}",
-            evidence="the job's median step inside the profiled window against its unprofiled steps in the same run, "
-            "each its slowest rank's",
-            action="commprof run ... --schedule WAIT,1,2  "
-            "(a shorter active window; the breakdown and phases below describe slowed steps)",
-        )
-    ]
-
-
-Detector = Callable[[Evidence], list[Finding]]
-DETECTORS: list[Detector] = [
-    bucket_cap,
-    zero_bucket_size,
-    resharding,
-    horovod_fusion,
-    compression,
-    accumulation,
-    slow_collectives,
-    input_stalls,
-    straggler,
-    stalls_now_and_then,
-    profiler_distortion,
-]
-
-
 def findings(evidence: Evidence) -> tuple[list[Finding], list[Finding]]:
-    """The claims (ranked; the notes that predict no gain, the profiler's distortion, last) and the findings whose
+    """The claims (ranked; the notes that predict no gain last) and the findings whose
     gain is within the noise (ranked), each with the interval a rerun's gain falls in."""
-    found = _one_advice_on_buckets([f for detect in DETECTORS for f in detect(evidence)], evidence.step_ms)
+    found = [f for kind in FINDING_KINDS if kind.detector for f in kind.detector(evidence)]
+    found = _one_advice_on_buckets(found, evidence.step_ms)
     job_ms = evidence.job_ms
     weighed = [_weighed(f, job_ms, evidence.drift_ms) for f in found if f.gain_ms is not None]
     weighed.sort(key=lambda f: -(f.gain_ms.value if f.gain_ms else 0.0))
@@ -76,21 +37,18 @@ def findings(evidence: Evidence) -> tuple[list[Finding], list[Finding]]:
     return claims + notes, [f for f in weighed if f not in claims]
 
 
-# Claims that one rank differs from the others. Ranks that run the same code differ from launch to launch too (where
-# the OS places each on the cores they share, which of them writes commprof's own files): one launch measures its own
-# spread, not that one. Their whole interval must clear the practical share, not only their value: identical ranks
-# had made such a claim in 1 launch of 3 (2.1 ms, 95% CI 0.04 to 5.65, on a 67 ms step), a rank slowed 30 ms clears it
-# in every cell of benchmarks/check/straggler_grid.py.
-RANK_CLAIMS = frozenset({"straggler", "stalls_now_and_then", "input_stall"})
-
-
+# Claims that one rank differs from the others (weighed "rank"). Ranks that run the same code differ from launch to
+# launch too (where the OS places each on the cores they share, which of them writes commprof's own files): one launch
+# measures its own spread, not that one. Their whole interval must clear the practical share, not only their value:
+# identical ranks had made such a claim in 1 launch of 3 (2.1 ms, 95% CI 0.04 to 5.65, on a 67 ms step), a rank slowed
+# 30 ms clears it in every cell of benchmarks/check/straggler_grid.py.
 def claimed(finding: Finding, job_ms: float) -> bool:
-    """A weighed finding worth a claim (analysis/stats.real_gain); one of RANK_CLAIMS with its whole interval at the
+    """A weighed finding worth a claim (analysis/stats.real_gain); a claim about a rank with its whole interval at the
     practical share or more."""
     gain = finding.gain_ms
     if gain is None or not real_gain(gain, job_ms):
         return False
-    return finding.kind not in RANK_CLAIMS or gain.low >= PRACTICAL_SHARE * job_ms
+    return BY_NAME[finding.kind].weighed != "rank" or gain.low >= PRACTICAL_SHARE * job_ms
 
 
 def _one_advice_on_buckets(found: list[Finding], step_ms: float) -> list[Finding]:
@@ -99,7 +57,9 @@ def _one_advice_on_buckets(found: list[Finding], step_ms: float) -> list[Finding
     slow = next((f for f in found if f.kind == "slow_collectives"), None)
     if cap is None or slow is None or cap.gain_ms is None or not real_gain(cap.gain_ms, step_ms):
         return found
-    joined = dataclasses.replace(cap, evidence=f"{cap.evidence}; slow all-reduces: {slow.evidence}")
+    joined = dataclasses.replace(
+        cap, facts=dataclasses.replace(cast(BucketCap, cap.facts), slow=cast(SlowCollectives, slow.facts))
+    )
     return [joined if f is cap else f for f in found if f is not slow]
 
 

@@ -15,7 +15,7 @@ from commprof.analysis.collectives import in_windows
 from commprof.analysis.evidence import Evidence
 from commprof.analysis.groups import label_of
 from commprof.analysis.stats import median_ci
-from commprof.analysis.sweep import paste_line
+from commprof.results.finding_facts import FsdpReshard
 from commprof.results.job import BuiltFSDP
 from commprof.results.report import Finding
 from commprof.results.run_record import RunSummary
@@ -54,7 +54,7 @@ def resharding(evidence: Evidence) -> list[Finding]:
             ]
             whole = sum(c.end - c.start for c in gathers)
             over += [(label_of(rank, c)[0], c.group_size) for c in gathers]
-            # CPU ranks: in full, as the bucket model counts all-reduces there (measured: bucket_findings.SERIAL_NOTE);
+            # CPU ranks: in full, as the bucket model counts all-reduces there (measured: render/finding_words.SERIAL);
             # advise measured more than this predicted on CPU in 3 runs of 3 (docs/benchmarks.md)
             hidden = 0.0 if evidence.serial else sum(total(clip(rank.compute, c.start, c.end)) for c in gathers)
             per_step.append((whole - hidden) / 1e3)
@@ -66,18 +66,17 @@ def resharding(evidence: Evidence) -> list[Finding]:
     dimension, shards = statistics.mode(over)  # the dimension FSDP shards over, and its groups' size
     ranks = max(2, shards or (run.world_size if run else 2))
     kept = parameters * FLOAT_BYTES * (ranks - 1) / ranks
-    held = f"; each rank then holds up to {kept / 2**20:.1f} MiB more between forward and backward" if kept else ""
-    where = f" over {dimension}" if dimension and len(report.dimensions) > 1 else ""
+    facts = FsdpReshard(
+        gathers_per_step=statistics.fmean(calls),
+        kept_bytes=kept,
+        serial=evidence.serial,
+        options=dataclasses.replace(options, reshard_after_forward=False),
+        dimension=dimension if dimension and len(report.dimensions) > 1 else None,
+    )
     return [
         Finding(
-            kind="fsdp_reshard",
-            title=f"reshard_after_forward=False skips the backward's parameter all-gathers{where}",
-            evidence=(
-                f"{statistics.fmean(calls):.1f} parameter all-gathers per step run again in the backward, "
-                + ("each in full on CPU ranks" if evidence.serial else "the part no computation hid")
-                + held
-            ),
-            action=paste_line(dataclasses.replace(options, reshard_after_forward=False)),
+            kind=facts.KIND,
+            facts=facts,
             gain_ms=median_ci(per_step),
             setting={"reshard_after_forward": False},
         )

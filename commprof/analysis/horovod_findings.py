@@ -27,9 +27,10 @@ from commprof.analysis.predict import LinkModel, run_link
 from commprof.config import ProfileSchedule
 from commprof.kinds import HOROVOD
 from commprof.results.common import Estimate
+from commprof.results.finding_facts import HorovodFusion
 from commprof.results.job import BuiltHorovod
 from commprof.results.report import Finding
-from commprof.settings import HOROVOD_FUSION_GRID_MB, MIB, HorovodOptions
+from commprof.settings import HOROVOD_FUSION_GRID_MB, MIB
 from commprof.trace.horovod_timeline import PROCESS_GROUP
 from commprof.trace.model import Collective, RankTrace
 
@@ -62,27 +63,19 @@ def horovod_fusion(evidence: Evidence) -> list[Finding]:
     by_size = {limit: gain_ms(steps, limit, link, ranks) for limit in larger}
     best = max(larger, key=lambda limit: (round(by_size[limit], 3), -limit))  # the smaller buffer when equal
     gain = _interval(steps, best, link, evidence, ranks)
-    now = statistics.median(len(s.calls) for s in steps)
-    then = statistics.median(len(s.calls) - len(folded(s.calls, best)) for s in steps)
-    exposed = statistics.median(s.exposed_ms for s in evidence.samples_of(HOROVOD))
-    where = "the profiler did not touch" if outside else "of the run, the profiler's too"
-    return [
-        Finding(
-            kind="horovod_fusion",
-            title=f"HOROVOD_FUSION_THRESHOLD of {best / MIB:g} MiB fuses the gradients into fewer allreduces "
-            f"({now:g} a step, then {then:g})",
-            evidence=(
-                f"Horovod's {own / MIB:g} MiB fusion buffer split what its cycles had ready into {now:g} allreduces a "
-                f"step; {exposed:.1f} ms of each profiled step is exposed communication; replayed on the {len(steps)} "
-                f"training steps {where} (median {statistics.median(s.period_us for s in steps) / 1000:.1f} ms), "
-                f"less what the calls a buffer of {best / MIB:g} MiB folds into the one before took beyond their "
-                f"bytes at {link.bandwidth_gbps:.2f} GB/s (the link {'measured' if evidence.probe else 'fitted'})"
-            ),
-            action=HOROVOD.paste(HorovodOptions(fusion_threshold_mb=best / MIB), baseline=HorovodOptions()),
-            gain_ms=gain,
-            setting={"fusion_threshold_mb": best / MIB},
-        )
-    ]
+    facts = HorovodFusion(
+        threshold_bytes=best,
+        own_bytes=own,
+        calls_now=statistics.median(len(s.calls) for s in steps),
+        calls_then=statistics.median(len(s.calls) - len(folded(s.calls, best)) for s in steps),
+        exposed_ms=statistics.median(s.exposed_ms for s in evidence.samples_of(HOROVOD)),
+        steps=len(steps),
+        untouched=outside,
+        step_ms=statistics.median(s.period_us for s in steps) / 1000,
+        bandwidth_gbps=link.bandwidth_gbps,
+        measured=bool(evidence.probe),
+    )
+    return [Finding(kind=facts.KIND, facts=facts, gain_ms=gain, setting={"fusion_threshold_mb": best / MIB})]
 
 
 def training_steps(rank: RankTrace, schedule: ProfileSchedule | None = None) -> tuple[list[TrainingStep], bool]:

@@ -23,6 +23,7 @@ from typing import Callable
 from commprof.analysis.buckets import GRADIENT_OPS, ready_at
 from commprof.errors import UsageError
 from commprof.kinds.ddp_buckets import layout
+from commprof.results.finding_facts import LinkSource
 from commprof.results.run_record import ProbedSize
 from commprof.trace.model import RunTrace
 
@@ -34,7 +35,7 @@ CANDIDATE_CAPS_MB = (1, 2, 5, 10, 25, 50, 100, 200, 400)
 class LinkModel:
     alpha_us: float  # per ring step
     bandwidth_gbps: float  # B: bytes per second per rank's link, in GB/s (= nccl-tests busbw)
-    source: str
+    source: LinkSource
 
     def allreduce_us(self, nbytes: float, ranks: int) -> float:
         if ranks < 2:
@@ -136,9 +137,7 @@ def fit_link(profiles: list[StepProfile]) -> LinkModel:
             "or give --link BANDWIDTH,LATENCY"
         )
     sizes = sorted({n for _, n, _ in transfers})
-    return fit_transfers(
-        transfers, f"fitted to {len(transfers)} measured all-reduces at {', '.join(map(str, sizes))} ranks"
-    )
+    return fit_transfers(transfers, LinkSource("fitted", calls=len(transfers), ranks=sizes))
 
 
 def probed_link(
@@ -156,7 +155,7 @@ def probed_link(
     return LinkModel(
         alpha,
         1 / inverse_bw / 1e3,
-        f"all-reduces of {small.bytes // 1024} KiB to {large.bytes // 1024**2} MiB timed alone after training",
+        LinkSource("probe", smallest=small.bytes, largest=large.bytes),
     )
 
 
@@ -179,7 +178,7 @@ def _lower_quartile(values: list[float]) -> float:
     return ordered[(len(ordered) - 1) // 4]
 
 
-def fit_transfers(transfers: list[tuple[int, int, float]], source: str) -> LinkModel:
+def fit_transfers(transfers: list[tuple[int, int, float]], source: LinkSource) -> LinkModel:
     """Least squares of t = alpha·2(n-1) + (1/B)·2(n-1)/n·S over (S bytes, n ranks, t us)."""
     rows = [(2 * (n - 1), 2 * (n - 1) / n * nbytes, us) for nbytes, n, us in transfers]
     sxx = sum(a * a for a, _, _ in rows)
@@ -204,7 +203,7 @@ def parse_link(text: str) -> LinkModel:
     value, unit, latency, latency_unit = match.groups()
     gbps = float(value) * {"GB": 1.0, "Gb": 1 / 8, "MB": 1e-3}[unit]
     alpha = float(latency) * (1000 if latency_unit == "ms" else 1)
-    return LinkModel(alpha, gbps, f"given: --link {text.strip()}")
+    return LinkModel(alpha, gbps, LinkSource("given", given=text.strip()))
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,8 @@ from typing import Any
 from commprof.analysis.evidence import Evidence
 from commprof.analysis.lateness import excess
 from commprof.analysis.stats import mean_ci, median_ci, stratified_mean_ci
-from commprof.results.report import Finding, InputStall, Report, Stalls, StepBreakdown, Straggler
+from commprof.results.rank_facts import InputStall, Stalls, Straggler
+from commprof.results.report import Finding, Report, StepBreakdown
 from commprof.results.whole_run import WholeRun
 from commprof.trace.rules import PHASES
 
@@ -37,7 +38,7 @@ def input_stalls(evidence: Evidence) -> list[Finding]:
     rank = max(stalled, key=lambda r: medians[r])
     gain = median_ci(by_rank[rank])
     facts = InputStall(rank=rank, idle_ms=gain.value, stalled=stalled, ranks=len(by_rank))
-    return [Finding(kind="input_stall", gain_ms=gain, input_stall=facts)]
+    return [Finding(kind=facts.KIND, facts=facts, gain_ms=gain)]
 
 
 def straggler(evidence: Evidence) -> list[Finding]:
@@ -92,7 +93,7 @@ def straggler(evidence: Evidence) -> list[Finding]:
         gpu=any(r.kind == "gpu" for r in report.ranks if r.rank == straggler),
         **_waited_within(report, straggler),
     )
-    return [Finding(kind="straggler", gain_ms=gain, straggler=facts)]
+    return [Finding(kind=facts.KIND, facts=facts, gain_ms=gain)]
 
 
 def _waited_within(report: Report, rank: int) -> dict[str, Any]:
@@ -207,4 +208,4 @@ def stalls_in(whole: WholeRun | None, waits: dict[int, dict[int, float]]) -> lis
         window=(window.first_step, window.last_step) if window is not None and unseen else None,
         cost_ms=statistics.fmean(costs),
     )
-    return [Finding(kind="stalls_now_and_then", gain_ms=gain, stalls=facts)]
+    return [Finding(kind=facts.KIND, facts=facts, gain_ms=gain)]

@@ -28,7 +28,6 @@ from typing import Callable
 
 from commprof.analysis.evidence import Evidence
 from commprof.analysis.predict import (
-    MB,
     ComputeModel,
     LinkModel,
     StepProfile,
@@ -37,10 +36,10 @@ from commprof.analysis.predict import (
     run_link,
     simulate_step,
 )
-from commprof.analysis.sweep import paste_line
 from commprof.errors import UsageError
 from commprof.kinds import DDP
 from commprof.results.common import Estimate
+from commprof.results.finding_facts import Accumulation, Compression, LargerBatch
 from commprof.results.report import Finding, Report
 from commprof.results.run_record import CastCost, ProbedSize
 
@@ -171,51 +170,34 @@ def compression(evidence: Evidence) -> list[Finding]:
         _step(s, link, _buckets(s, serial)) - _step(s, halved, _buckets(s, serial, True)) for s in samples
     )
     largest = max(b for b, _ in buckets)
+    facts = Compression(
+        hook=hook,
+        dtype=HOOKS[hook],
+        casts_measured=bool(costs),
+        saved_ms=saved,
+        float_gbps=link.bandwidth_gbps,
+        halved_gbps=halved.bandwidth_gbps if halved is not link else None,
+        options=dataclasses.replace(options, comm_hook=hook),
+        framework=framework,
+    )
     if costs:
-        casts_ms = sum(cast_us(costs, b) for b, _ in buckets) / 1000
-        others = [
-            f"{other}: {_median(_compression_gain(c, serial), samples, link):+.1f} ms"
-            for other, c in by_hook.items()
-            if other != hook and c
-        ]
-        shown = (
-            f"a cast of a {largest / MB:.1f} MiB bucket to {HOOKS[hook]} and back costs "
-            f"{cast_us(costs, largest):.0f} us on this device, {casts_ms:.1f} ms per step for "
-            f"{len(buckets)} bucket(s); the halved bytes save {saved:.1f} ms per step on this link "
-            f"({link.bandwidth_gbps:.3f} GB/s for float32"
-            + (
-                f", {halved.bandwidth_gbps:.3f} GB/s for {HOOKS[hook]} as measured"
-                if halved is not link
-                else "; the 16-bit all-reduce was not timed: as float32's"
-            )
-            + f"): net {gain.value:.1f} ms"
-            + (f" (the other hook nets {', '.join(others)})" if others else "")
-            + ("" if "bf16" in registers else f"; bf16 not weighed: {BF16_NCCL_ONLY}")
+        facts = dataclasses.replace(
+            facts,
+            largest_bytes=largest,
+            largest_cast_us=cast_us(costs, largest),
+            casts_ms=sum(cast_us(costs, b) for b, _ in buckets) / 1000,
+            buckets=len(buckets),
+            net_ms=gain.value,
+            others={
+                other: _median(_compression_gain(c, serial), samples, link)
+                for other, c in by_hook.items()
+                if other != hook and c
+            },
+            bf16_weighed="bf16" in registers,
         )
-    else:
+    else:  # an upper bound: never claimed
         gain = Estimate(gain.value, min(gain.low, 0.0), gain.high)
-        shown = (
-            f"the halved bytes save {saved:.1f} ms per step on this link ({link.bandwidth_gbps:.3f} GB/s); what the "
-            "casts cost was not measured here (traces from elsewhere, or a run before commprof timed them), so this "
-            "is an upper bound and no claim: a `commprof run` of the job measures them"
-        )
-    return [
-        Finding(
-            kind="compression",
-            title=(
-                f"{hook} gradient compression: the halved bytes save more on this link than the casts cost"
-                if measured
-                else f"{hook} gradient compression halves the bytes on this link (the casts' cost not measured)"
-            ),
-            evidence=shown,
-            action=paste_line(dataclasses.replace(options, comm_hook=hook), framework),
-            gain_ms=gain,
-            setting={"comm_hook": hook},
-        )
-    ]
-
-
-BF16_NCCL_ONLY = "torch's DDP registers bf16_compress_hook only over NCCL (register_comm_hook refuses it elsewhere)"
+    return [Finding(kind=facts.KIND, facts=facts, gain_ms=gain, setting={"comm_hook": hook})]
 
 
 # accumulation and a larger batch change the optimisation (a larger global batch): advised only where the step pays
@@ -267,41 +249,19 @@ def accumulation(evidence: Evidence) -> list[Finding]:
     if exposed <= 0 or exposed < COMMUNICATION_BOUND * step:
         return []
     found = []
-    for kind, factor, batch in (("accumulation", ACCUMULATE, False), ("batch", LARGER_BATCH, True)):
+    for factor, batch in ((ACCUMULATE, False), (LARGER_BATCH, True)):
         gain = _bootstrap(samples, probe, _exposed_gain(serial, factor, batch))
         if gain.value <= 0:
             continue
-        per_sample = (
-            f"{gain.value / per_step:.3f} ms per sample [{gain.low / per_step:.3f}, {gain.high / per_step:.3f}] of "
-            f"today's {per_step} per rank"
-            if per_step
-            else "its samples per rank are not known here: divide by them for the gain per sample"
+        facts = (LargerBatch if batch else Accumulation)(
+            factor=factor,
+            micro_batches=micro * factor,
+            paid_ms=exposed,
+            serial=serial,
+            samples_per_step=per_step,
+            batch_size=run.config.batch_size if per_step and run else None,
+            options=dataclasses.replace(options, grad_accum=micro * factor),
+            framework=framework,
         )
-        if not batch:
-            action = paste_line(dataclasses.replace(options, grad_accum=micro * factor), framework)
-        elif per_step and run:
-            action = f"commprof run ... --batch-size {run.config.batch_size * factor}"
-        else:
-            action = f"a {factor}x larger per-rank batch in the script's data loader"
-        found.append(
-            Finding(
-                kind=kind,
-                title=(
-                    f"accumulate {micro * factor} micro-batches per step under no_sync: the all-reduce "
-                    f"is paid once per {factor} times the samples"
-                    if not batch
-                    else f"a {factor}x larger per-rank batch pays the all-reduce once per {factor} times the samples"
-                ),
-                evidence=(
-                    f"{exposed:.1f} ms of communication is paid by every step"
-                    + (" (every all-reduce in full on this link, as on CPU ranks)" if serial else " (exposed)")
-                    + "; "
-                    f"saved per today's step of samples: {per_sample}; the global batch grows {factor}x: scale the "
-                    "learning rate with it (linear rule, with a warm-up)"
-                    + ("; the model takes compute per sample as today's, and needs the memory" if batch else "")
-                ),
-                action=action,
-                gain_ms=gain,
-            )
-        )
+        found.append(Finding(kind=facts.KIND, facts=facts, gain_ms=gain))
     return found

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from commprof.analysis.predict import ComputeModel, LinkModel, StepProfile, rebucket, simulate_step, step_profile
 from commprof.errors import UsageError
+from commprof.results.finding_facts import LinkSource
 from commprof.results.network import LinkTier, LinkWhatIf
 from commprof.trace.model import RankTrace, RunTrace, Step
 
@@ -43,7 +44,7 @@ def link_what_if(
     ranks = max(profile.world_size, len(between.ranks))
 
     def modelled(factor: float) -> tuple[float, float]:
-        link = LinkModel(between.alpha_us, min(within, between.bandwidth_gbps * factor), "what-if")
+        link = LinkModel(between.alpha_us, min(within, between.bandwidth_gbps * factor), LinkSource("what-if"))
         return simulate_step(profile, compute, link, ranks, buckets)
 
     step_now, exposed_now = modelled(1.0)

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import statistics
 
-from commprof.analysis.bucket_findings import SERIAL_NOTE, gain_ci, model_gain
+from commprof.analysis.bucket_findings import gain_ci, model_gain
 from commprof.analysis.evidence import Evidence
 from commprof.kinds import DEEPSPEED
+from commprof.results.finding_facts import Link, ZeroBuckets
 from commprof.results.job import BuiltDeepSpeed
 from commprof.results.report import Finding
-from commprof.settings import ZERO_BUCKET_GRID, DeepSpeedOptions, elements
+from commprof.settings import ZERO_BUCKET_GRID
 from commprof.trace.rules import ZERO_PURPOSE, dtype_size
 
 
@@ -59,25 +60,17 @@ def zero_bucket_size(evidence: Evidence) -> list[Finding]:
     by_size = {size: model_gain(samples, link, buckets_of(size), serial=serial) for size in layouts.values()}
     best = max(by_size, key=lambda size: (round(by_size[size], 6), -size))  # the smaller buffer when equal
     gain = gain_ci(samples, buckets_of(best), serial=serial, probe=evidence.probe)
-    setting = DeepSpeedOptions(reduce_bucket_size=best)
-    calls = len(merged(now, best * element))
-    exposed = statistics.median(s.exposed_ms for s in samples)
-    return [
-        Finding(
-            kind="zero_buckets",
-            title=f"reduce_bucket_size={elements(best)} saves gradient reductions ({len(now)} a step, then {calls})",
-            evidence=(
-                f"ZeRO stage {engine.zero_stage} reduces the gradients in {len(now)} buckets a step at "
-                f"reduce_bucket_size={elements(own)} elements; {exposed:.1f} ms of each step is exposed gradient "
-                f"reduction after the backward pass; link {'measured' if evidence.probe else 'fitted'}: "
-                f"{link.bandwidth_gbps:.2f} GB/s, {link.alpha_us:.0f} us per ring step"
-                + (SERIAL_NOTE.replace("all-reduce", "gradient reduction") if serial else "")
-            ),
-            action=DEEPSPEED.paste(setting, baseline=DeepSpeedOptions(reduce_bucket_size=own)),
-            gain_ms=gain,
-            setting={"reduce_bucket_size": best},
-        )
-    ]
+    facts = ZeroBuckets(
+        size=best,
+        own=own,
+        calls_now=len(now),
+        calls_then=len(merged(now, best * element)),
+        stage=engine.zero_stage,
+        exposed_ms=statistics.median(s.exposed_ms for s in samples),
+        link=Link(link.bandwidth_gbps, link.alpha_us, link.source),
+        serial=serial,
+    )
+    return [Finding(kind=facts.KIND, facts=facts, gain_ms=gain, setting={"reduce_bucket_size": best})]
 
 
 def _gradient_element_bytes(evidence: Evidence) -> int | None:

@@ -7,6 +7,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+from commprof.analysis.finding_kinds import BY_NAME
 from commprof.commands.outcome import SILENT, Feedback, Outcome
 from commprof.errors import UsageError
 from commprof.kinds import job_kinds
@@ -44,10 +45,10 @@ def advise(
             f"({len(report.findings)} finding(s); see its report)"
         )
     # one sweep measures one kind's settings: the top finding's kind (of a job of several kinds, its others wait)
-    kind = next((k for k in job_kinds(report.run.job) if settable[0].kind in k.findings), None)
+    kind = next((k for k in job_kinds(report.run.job) if BY_NAME[settable[0].kind].job == k.strategy), None)
     if kind is None:
         raise UsageError(f"{run}: its finding {settable[0].kind} is no setting of the kind of job it ran")
-    advised = [f for f in settable if f.kind in kind.findings][:top]
+    advised = [f for f in settable if BY_NAME[f.kind].job == kind.strategy][:top]
     baseline = kind.baseline(report.run)
     rerun = kind.configured(dataclasses.replace(config, strategy=kind.strategy), baseline)
     settings = [_for(baseline, f.setting) for f in advised]

@@ -21,6 +21,7 @@ from commprof.analysis.timeline import job_timeline
 from commprof.errors import NothingToReport, UsageError
 from commprof.launch.runlog import read_run_json
 from commprof.results.common import Estimate, Result
+from commprof.results.finding_facts import LinkSource
 from commprof.results.job import BuiltDeepSpeed, Job
 from commprof.results.report import Report
 from commprof.results.run_record import RunSummary
@@ -95,9 +96,9 @@ def _analyse(
     return finished_report(analysis, meta, incomplete, ceiling, ledgers), trace, timeline
 
 
-def bench_ceiling(reports_dir: Path, hosts: set[str], backend: str | None) -> tuple[float, str] | None:
+def bench_ceiling(reports_dir: Path, hosts: set[str], backend: str | None) -> tuple[float, LinkSource] | None:
     """The all-reduce bus bandwidth the newest `commprof bench` on these hosts (the same hosts, no others)
-    measured for this backend (large messages), and where: (GB/s, "commprof bench NAME"); None without one."""
+    measured for this backend (large messages), and which bench: (GB/s, its source); None without one."""
     found = []
     for marker in reports_dir.glob("*/bench.csv"):  # only bench folders have it: no other report.json is read
         try:
@@ -114,7 +115,7 @@ def bench_ceiling(reports_dir: Path, hosts: set[str], backend: str | None) -> tu
     if not found:
         return None
     _, busbw, name = max(found)
-    return busbw, f"commprof bench {name}"
+    return busbw, LinkSource("bench", given=name)
 
 
 def sweep_report(run_dir: Path, name: str, kind: str, predicted: dict[str, Estimate] | None = None) -> Report:

@@ -32,6 +32,7 @@ from commprof.kinds import KINDS
 from commprof.launch.runlog import read_run_json
 from commprof.launch.script_run import finish_script_run
 from commprof.plans import DEFAULT_WORLD_SIZES, MEASURED_AS_SCALE_DOES, ScaleOptions
+from commprof.results.finding_facts import LinkSource
 from commprof.results.job import BuiltDDP
 from commprof.results.report import Report
 from commprof.results.run_record import RunRecord
@@ -299,9 +300,7 @@ def run_scale(plan: ScalePlan, launch: Callable[[RunConfig], Path | None], repor
     if (ran is not None and not ran.modelled) or several or (not any(n >= 2 for n in profiles) and plan.link is None):
         return scale  # the step model is one DDP's buckets: FSDP's, ZeRO's, Horovod's steps are not modelled
     link = plan.link or (
-        fit_transfers(probed, f"fitted to {len(probed)} all-reduce sizes timed alone after the runs")
-        if len(probed) >= 2
-        else fit_link(every)
+        fit_transfers(probed, LinkSource("timed", calls=len(probed))) if len(probed) >= 2 else fit_link(every)
     )
     compute = fit_compute(every)
     reference = _median_profile(profiles[max(profiles)])

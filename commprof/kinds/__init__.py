@@ -11,7 +11,6 @@ from commprof.kinds.deepspeed import DEEPSPEED
 from commprof.kinds.fsdp import FSDP
 from commprof.kinds.horovod import HOROVOD
 from commprof.results.job import Job
-from commprof.results.report import FINDING_KINDS
 from commprof.results.run_record import RunRecord, RunSummary
 from commprof.settings import SettingOptions
 
@@ -34,13 +33,4 @@ def job_kinds(job: Job) -> list[JobKind]:
     return [KINDS[kind] for kind in job.kinds]
 
 
-def checked(job: Job | None) -> list[str]:
-    """The finding kinds weighed for a job: those of no kind of job (the ranks', the profiler's) and those of each
-    kind it holds; every one where the job is not known (traces from elsewhere)."""
-    kinds = job_kinds(job) if job is not None else list(KINDS.values())
-    own = {finding for kind in kinds for finding in kind.findings}
-    anyone = {finding for kind in KINDS.values() for finding in kind.findings}
-    return [finding for finding in FINDING_KINDS if finding in own or finding not in anyone]
-
-
-__all__ = ["DDP", "DEEPSPEED", "FSDP", "HOROVOD", "KINDS", "JobKind", "built_kind", "checked", "job_kinds", "kind_of"]
+__all__ = ["DDP", "DEEPSPEED", "FSDP", "HOROVOD", "KINDS", "JobKind", "built_kind", "job_kinds", "kind_of"]

@@ -26,8 +26,6 @@ class JobKind(ABC):
 
     strategy: ClassVar[str]  # --strategy's value, RunConfig's field that holds its options, its record's tag
     record: ClassVar[type[Built]]  # what a run records of each instance of it (results/job.py)
-    # the finding kinds (results/report.FINDING_KINDS) that are this kind's settings: weighed for its instances only
-    findings: ClassVar[tuple[str, ...]] = ()
     options: ClassVar[type]
     engine: ClassVar[str]  # what a script builds of it, as its user knows it
     title: ClassVar[str]  # the kind, by name: DistributedDataParallel, DeepSpeed, Horovod

@@ -23,7 +23,6 @@ from commprof.trace.model import RankTrace
 class DDPKind(JobKind):
     strategy: ClassVar[str] = "ddp"
     record: ClassVar[type[Built]] = BuiltDDP
-    findings: ClassVar[tuple[str, ...]] = ("bucket_cap", "compression", "accumulation", "batch", "slow_collectives")
     options: ClassVar[type] = DDPOptions
     title: ClassVar[str] = "DistributedDataParallel"
     engine: ClassVar[str] = "DistributedDataParallel"

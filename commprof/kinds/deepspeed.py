@@ -19,7 +19,6 @@ from commprof.trace.rules import ZERO_PURPOSE, zero_purpose
 class DeepSpeedKind(JobKind):
     strategy: ClassVar[str] = "deepspeed"
     record: ClassVar[type[Built]] = BuiltDeepSpeed
-    findings: ClassVar[tuple[str, ...]] = ("zero_buckets",)
     unused: ClassVar[str] = "the script built no DeepSpeed engine: the ZeRO options had no effect"
     options: ClassVar[type] = DeepSpeedOptions
     title: ClassVar[str] = "DeepSpeed"

@@ -22,7 +22,6 @@ _OWN_PURPOSES = frozenset({*FSDP_PURPOSE.values(), REPLICATE_ALL_REDUCE})
 class FSDPKind(JobKind):
     strategy: ClassVar[str] = "fsdp"
     record: ClassVar[type[Built]] = BuiltFSDP
-    findings: ClassVar[tuple[str, ...]] = ("fsdp_reshard",)
     gathers: ClassVar[bool] = True
     unused: ClassVar[str] = "the script called no fully_shard: FSDP's options had no effect"
     options: ClassVar[type] = FSDPOptions

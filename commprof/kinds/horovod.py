@@ -18,7 +18,6 @@ from commprof.trace.model import RankTrace
 class HorovodKind(JobKind):
     strategy: ClassVar[str] = "horovod"
     record: ClassVar[type[Built]] = BuiltHorovod
-    findings: ClassVar[tuple[str, ...]] = ("horovod_fusion",)
     unused: ClassVar[str] = "the script built no Horovod DistributedOptimizer: Horovod's options had no effect"
     options: ClassVar[type] = HorovodOptions
     title: ClassVar[str] = "Horovod"

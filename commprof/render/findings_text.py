@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from typing import cast
 
-from commprof.kinds import checked
-from commprof.render.rank_findings_text import words
+from commprof.render.finding_words import WEIGHS, words
 from commprof.results.common import PRACTICAL_SHARE, Estimate, interval_text, signed
-from commprof.results.report import FINDING_KINDS, NOTE_KINDS, Finding, Report
+from commprof.results.report import Finding, Report
 
-CHECKED = [what for kind, what in FINDING_KINDS.items() if kind not in NOTE_KINDS]
+CHECKED = list(WEIGHS.values())
 
 
 def _balanced(checked: list[str]) -> str:
@@ -24,10 +23,10 @@ BALANCED = _balanced(CHECKED)
 
 def balanced(report: Report) -> str:
     """The balanced line, naming what was checked for each kind of job the run holds (all for traces from
-    elsewhere)."""
-    if report.run is None:
+    elsewhere, or a report that does not say)."""
+    if report.checked is None:
         return BALANCED
-    return _balanced([FINDING_KINDS[kind] for kind in checked(report.run.job) if kind not in NOTE_KINDS])
+    return _balanced([WEIGHS[kind] for kind in report.checked])
 
 
 def finding_gain(finding: Finding) -> str:

@@ -11,7 +11,7 @@ from rich.console import Console
 from commprof.render import html as html_page
 from commprof.render import markdown as markdown_page
 from commprof.render import terminal
-from commprof.render.rank_findings_text import with_words
+from commprof.render.finding_words import with_words
 from commprof.render.tensorboard import write_events
 from commprof.render.views import view_of
 from commprof.results.bench import BenchResult

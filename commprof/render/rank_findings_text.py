@@ -1,14 +1,12 @@
 """The words of the findings about ranks (input stalls, the straggler, a rank that stalls now and then), made from
-their facts (results/report.InputStall, Straggler, Stalls; analysis/rank_findings.py decides them): a title, the
-evidence and the line to act on."""
+their facts (results/rank_facts.InputStall, Straggler, Stalls; analysis/rank_findings.py decides them): a title, the
+evidence and the line to act on (render/finding_words.py says every kind's)."""
 
 from __future__ import annotations
 
-import dataclasses
-
 from commprof.render.groups_view import ranks_text
-from commprof.results.common import Result, signed
-from commprof.results.report import Finding, InputStall, Report, Stalls, Straggler
+from commprof.results.common import signed
+from commprof.results.rank_facts import InputStall, Stalls, Straggler
 from commprof.values import human_bytes
 
 MAX_LISTED = 16  # ranks named in a finding's evidence
@@ -22,33 +20,6 @@ PARTS = {  # the parts of a step (analysis/rank_findings.PARTS), as the evidence
     "optimizer_idle_ms": "time in its optimizer step outside any operator",
 }
 INPUT_ACTION = "DataLoader(..., num_workers=4, pin_memory=True, persistent_workers=True, prefetch_factor=2)"
-
-
-def words(finding: Finding) -> tuple[str, str, str]:
-    """(title, evidence, action) of a finding: made from its facts for the kinds about ranks, else as it holds them."""
-    if finding.input_stall is not None:
-        return input_stall_words(finding.input_stall)
-    if finding.straggler is not None:
-        return straggler_words(finding.straggler)
-    if finding.stalls is not None:
-        return stalls_words(finding.stalls)
-    return finding.title, finding.evidence, finding.action
-
-
-def with_words(result: Result) -> Result:
-    """A report whose findings about ranks carry their words too (title, evidence, action), for report.json's readers:
-    made here, from the facts it keeps beside them."""
-    if not isinstance(result, Report):
-        return result
-
-    def worded(findings: list[Finding]) -> list[Finding]:
-        said = []
-        for finding in findings:
-            title, evidence, action = words(finding)
-            said.append(dataclasses.replace(finding, title=title, evidence=evidence, action=action))
-        return said
-
-    return dataclasses.replace(result, findings=worded(result.findings), within_noise=worded(result.within_noise))
 
 
 def input_stall_words(facts: InputStall) -> tuple[str, str, str]:

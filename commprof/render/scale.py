@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from commprof.kinds import KINDS
 from commprof.render.document import Document, Figure, Section, Table, Text, notes_section
+from commprof.render.finding_words import source_words
 from commprof.render.job_text import backend_runs_as, busbw_header, kind_words, model_words
+from commprof.results.finding_facts import LinkSource
 from commprof.results.job import CollectiveBusbw
 from commprof.results.scale import ScalePoint, ScaleReport
 
@@ -153,7 +155,7 @@ def model_notes(report: ScaleReport) -> list[str]:
         assert compute is not None, "the link model and the compute fit are set together"
         notes.append(
             f"Prediction (docs/prediction.md): ring all-reduce with alpha {report.link['alpha_us']:.1f} us "
-            f"per step and B {report.link['bandwidth_gbps']:.3f} GB/s ({report.link['source']}); compute per "
+            f"per step and B {report.link['bandwidth_gbps']:.3f} GB/s ({_source(report.link['source'])}); compute per "
             f"rank {compute['intercept_ms']:.1f} + {compute['slope_ms']:.2f}·n ms; trace-to-wall "
             f"factor {report.profiling_overhead:.3f} (unprofiled wall-clock step / traced step: the "
             "profiler's cost, and on GPUs the CPU time outside the device's busy span)."
@@ -218,3 +220,8 @@ def scale_plot(report: ScaleReport) -> bytes:
     legend_beside(ax)
     fig.tight_layout()
     return png_bytes(fig)
+
+
+def _source(source: str | dict) -> str:
+    """The link's source as a scale report holds it: its facts (an older report: its words)."""
+    return source if isinstance(source, str) else source_words(LinkSource(**source))

@@ -4,12 +4,14 @@ analysis/short_window.py make them, render/ says them (docs/report-schema.md).""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 
 @dataclass(frozen=True)
 class InputStall:
     """The steps start idle on some ranks (analysis/rank_findings.input_stalls)."""
 
+    KIND: ClassVar[str] = "input_stall"
     rank: int  # the rank idle the longest
     idle_ms: float  # its median time before the step's first operator
     stalled: list[int]  # the ranks idle STALL_SHARE of the step or more, in order
@@ -31,6 +33,7 @@ class ShortWindow:
 class Straggler:
     """The rank whose lateness costs the others the most (analysis/rank_findings.straggler)."""
 
+    KIND: ClassVar[str] = "straggler"
     rank: int
     cost_ms: float  # what it makes the others wait per step in all, in the profiled steps
     cost_by_op: dict[str, float]  # of which, at each kind of collective (the costliest)
@@ -54,6 +57,7 @@ class Straggler:
 class Stalls:
     """A rank that makes the others wait at a few steps only (analysis/rank_findings.stalls_in)."""
 
+    KIND: ClassVar[str] = "stalls_now_and_then"
     rank: int
     steps: list[int]  # the stalls (its stand-out steps that lost at least half its largest's time), in order
     run_steps: int

@@ -11,9 +11,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from commprof.results.common import SCHEMA_VERSION, Estimate, Result
+from commprof.results.finding_facts import FACTS_OF, FindingFacts
 from commprof.results.groups import DimensionTime, StageWait
 from commprof.results.network import Network
-from commprof.results.rank_facts import InputStall, ShortWindow, Stalls, Straggler
+from commprof.results.rank_facts import ShortWindow
 from commprof.results.run_record import RunSummary
 from commprof.results.whole_run import WholeRun
 
@@ -281,25 +282,6 @@ class JobStep:
         return self.profiled_ms / self.unprofiled_ms - 1 if self.unprofiled_ms > 0 else 0.0
 
 
-# Every kind of finding, declared once (analysis/findings.DETECTORS make them): what each weighs, in the words of the
-# sentence that says what was checked; a note predicts no step time.
-FINDING_KINDS = {
-    "bucket_cap": "DDP's bucket size",
-    "zero_buckets": "DeepSpeed's reduce_bucket_size",
-    "fsdp_reshard": "FSDP's resharding after forward",
-    "horovod_fusion": "Horovod's fusion buffer",
-    "compression": "gradient compression",
-    "accumulation": "gradient accumulation",
-    "batch": "a larger per-rank batch",
-    "slow_collectives": "all-reduces far below the link's bandwidth",
-    "input_stall": "steps that start idle",
-    "straggler": "a straggler",
-    "stalls_now_and_then": "a rank that stalls now and then",
-    "profiler_distortion": "the profiler's own cost",
-}
-NOTE_KINDS = ("profiler_distortion",)
-
-
 @dataclass(frozen=True)
 class ModelAccount:
     """One model a script built (analysis/models.py): a DistributedDataParallel, or an FSDP root with its units; with
@@ -327,25 +309,24 @@ class ModelAccount:
 
 @dataclass(frozen=True)
 class Finding:
-    """One thing to change, ranked by its predicted gain: what the numbers show, the line to paste, and
-    the gain per step with its 95% interval (None for findings that predict no step time). The kinds about ranks
-    hold their facts (`input_stall`, `straggler`, `stalls`) and no words: render/rank_findings_text.py makes them."""
+    """One thing to change, ranked by its predicted gain, or a note: its kind's facts (results/finding_facts.py,
+    decided by analysis/finding_kinds.py's detectors), the gain per step with its 95% interval (None for a note), and
+    the setting `commprof advise` runs. Its words (title, evidence, the line to act on) are render/'s: report.json
+    holds them too, for its readers, made as it is written (render/finding_words.with_words)."""
 
-    kind: str  # one of FINDING_KINDS
-    title: str = ""
-    evidence: str = ""
-    action: str = ""
+    kind: str  # one of finding_facts.FACTS_OF
+    facts: FindingFacts | None = None  # None: a report written before findings held their facts (their words only)
     gain_ms: Estimate | None = None
     gain_pct: float | None = None  # of the job's step without the profiler (else the profiled median step)
     setting: dict[str, Any] = field(default_factory=dict)  # what `commprof advise` runs: {"bucket_cap_mb": 50}
-    input_stall: InputStall | None = None
-    straggler: Straggler | None = None
-    stalls: Stalls | None = None
     model: str | None = None  # the DDP model of a script with several that the finding is for (ModelAccount.name)
+    title: str = ""
+    evidence: str = ""
+    action: str = ""
 
     def __post_init__(self) -> None:
-        if self.kind not in FINDING_KINDS:
-            raise ValueError(f"unknown kind of finding {self.kind!r}: declare it in FINDING_KINDS")
+        if self.kind not in FACTS_OF or (self.facts is not None and type(self.facts).KIND != self.kind):
+            raise ValueError(f"unknown kind of finding {self.kind!r}")
 
 
 @dataclass(frozen=True)
@@ -377,6 +358,8 @@ class Report(Result):
     empty_steps: dict[str, list[str]] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)  # ranked, largest predicted gain first
     within_noise: list[Finding] = field(default_factory=list)  # what was weighed and not claimed, ranked likewise
+    # the kinds of finding weighed (analysis/finding_kinds.weighed); None: a report written before it said
+    checked: list[str] | None = None
     phases: list[PhaseShare] = field(default_factory=list)  # per phase, the mean over every rank's steps
     # micro-steps (backward passes) per step, the median over every rank's steps with phases; None: none has
     micro_steps: int | None = None

@@ -18,8 +18,9 @@ from commprof.results.bench import BenchResult
 from commprof.results.common import SCHEMA_VERSION, Result
 from commprof.results.compare import CompareResult
 from commprof.results.diff import DiffResult
+from commprof.results.finding_facts import FACTS_OF
 from commprof.results.job import upgraded
-from commprof.results.report import Report
+from commprof.results.report import Finding, Report
 from commprof.results.run_record import RunSummary
 from commprof.results.scale import ScaleReport
 
@@ -125,6 +126,8 @@ def _build(cls: Any, data: Any) -> Any:
     hints = get_type_hints(cls)
     if cls is RunSummary:
         data = upgraded(data)
+    if cls is Finding and data.get("facts") is not None:  # the kind says which facts
+        hints = {**hints, "facts": FACTS_OF[data["kind"]]}
     return cls(**{f.name: _convert(hints[f.name], data[f.name]) for f in dataclasses.fields(cls) if f.name in data})
 
 
