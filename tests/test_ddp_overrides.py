@@ -164,8 +164,8 @@ def test_a_scripts_own_setting_applies_nothing_and_keeps_ddps_1mb_first_bucket(o
 
 
 def test_the_recommendation_speaks_the_framework_that_built_the_ddp():
-    from commprof.analysis.sweep import paste_line
     from commprof.instrument.ddp import framework_of
+    from commprof.kinds import DDP
 
     def frame_in(module_name):
         namespace = {"__name__": module_name, "sys": __import__("sys")}
@@ -177,13 +177,13 @@ def test_the_recommendation_speaks_the_framework_that_built_the_ddp():
         for m in ("transformers.trainer", "accelerate.accelerator", "lightning.pytorch.strategies.ddp", "train")
     ] == ["transformers", "transformers", "lightning", "script"]
     best = DDPOptions(bucket_cap_mb=50, comm_hook="bf16")
-    assert paste_line(best, "script") == (
+    assert DDP.paste(best, "script") == (
         "DDP(model, bucket_cap_mb=50); ddp.register_comm_hook(None, default_hooks.bf16_compress_hook)"
     )
     assert (
-        paste_line(best, "lightning") == "DDPStrategy(bucket_cap_mb=50, ddp_comm_hook=default_hooks.bf16_compress_hook)"
+        DDP.paste(best, "lightning") == "DDPStrategy(bucket_cap_mb=50, ddp_comm_hook=default_hooks.bf16_compress_hook)"
     )
-    assert paste_line(DDPOptions(bucket_cap_mb=50), "transformers") == "TrainingArguments(..., ddp_bucket_cap_mb=50)"
+    assert DDP.paste(DDPOptions(bucket_cap_mb=50), "transformers") == "TrainingArguments(..., ddp_bucket_cap_mb=50)"
 
 
 def _train_once(ddp) -> None:

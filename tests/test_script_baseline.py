@@ -9,7 +9,7 @@ import dataclasses
 import pytest
 
 from commprof.analysis.stats import speedup_ci
-from commprof.analysis.sweep import paste_line, recommend
+from commprof.analysis.sweep import recommend
 from commprof.analysis.tune import next_bucket_sizes
 from commprof.commands.script_sweep import launch_lengths
 from commprof.commands.sweep import baseline_of, grid_settings
@@ -19,7 +19,7 @@ from commprof.kinds import DDP, DEEPSPEED
 from commprof.kinds.ddp_buckets import MB
 from commprof.plans import SweepOptions, SweepPlan
 from commprof.results.common import Estimate
-from commprof.results.report import SettingResult
+from commprof.results.report import SettingResult, Verdict
 from commprof.settings import OWN_LABEL, DDPOptions, own_setting, setting_label
 
 # tests/data/scripts/train_default_ddp.py: twelve 256x256 layers and a 256x10 head, DDP(model) with no cap
@@ -92,45 +92,28 @@ def setting(label: str, options: dict, buckets: list[int], step: float, speedup:
 OWN_OPTIONS = {**DDPOptions(bucket_cap_mb=None).__dict__}
 
 
-def test_the_recommendation_names_the_scripts_own_setting_by_its_buckets_never_the_default():
+def test_what_a_scripts_sweep_calls_for():
+    """The verdicts' facts (their words: tests/test_render_verdict_words.py): bucket-1mb's 1.01x within the noise of
+    the script's own; bucket-25mb 1.33x beyond it; a slower setting leaves the script's own the fastest."""
     own = setting(OWN_LABEL, OWN_OPTIONS, OWN_BUCKETS, 20.0, 1.0, False)
     cap1 = setting("bucket-1mb", {**OWN_OPTIONS, "bucket_cap_mb": 1.0}, CAP_1_BUCKETS, 19.8, 1.01, False)
     cap25 = setting("bucket-25mb", {**OWN_OPTIONS, "bucket_cap_mb": 25.0}, CAP_25_BUCKETS, 15.0, 1.33, True)
-    options = {OWN_LABEL: DDPOptions(bucket_cap_mb=None), "bucket-1mb": DDPOptions(1.0), "bucket-25mb": DDPOptions()}
-    text, paste = recommend([own, cap1], own, options, own=True)
-    assert text == (  # bucket-1mb's 1.01x lies in 0.96-1.06: within ±6% of the script's own
-        "DDP's bucket_cap_mb barely matters for this model here: every setting is within ±6% of the script's own "
-        "setting (script-own, as written: no bucket_cap_mb, so DDP's default: a 1 MiB first bucket, then 25 MiB; DDP "
-        "built 2 buckets: 1.0, 2.0 MiB; 20.0 ms per step), the noise between repeats. Keep the script's own setting."
-    )
-    assert paste is None
-    text, paste = recommend([own, cap1, cap25], own, options, own=True)
-    assert text == (
-        "bucket-25mb is best: 15.0 ms per step vs 20.0 ms for the script's own setting (script-own, as written: no "
-        "bucket_cap_mb, so DDP's default: a 1 MiB first bucket, then 25 MiB; DDP built 2 buckets: 1.0, 2.0 MiB), "
-        "1.33x faster (95% CI 1.28-1.38), 25% less step time."
-    )
-    assert paste == "DDP(model, bucket_cap_mb=25)"
-    # a script that passes its own cap is described by it
-    asked = setting(OWN_LABEL, {**OWN_OPTIONS, "bucket_cap_mb": 1}, CAP_1_BUCKETS, 14.0, 1.0, False)
+    barely = recommend([own, cap1], own, DDP, own=True)
+    assert (barely.outcome, barely.knob_only, barely.own) == ("barely_matters", True, True)
+    assert barely.spread_pct == pytest.approx(6.0)
+    best = recommend([own, cap1, cap25], own, DDP, own=True)
+    assert (best.outcome, best.fastest) == ("best", "bucket-25mb")
     slower = dataclasses.replace(cap25, speedup=Estimate(0.7, 0.65, 0.75))  # slower beyond the noise
-    text, _ = recommend([asked, slower], asked, options, own=True)
-    assert text.startswith("The script's own setting (script-own, as written: bucket_cap_mb=1 as the script passes it;")
-    assert text.endswith("is the fastest setting measured. Keep it.")
-    for case in ([own, cap1], [own, cap1, cap25], [asked, slower]):
-        assert "the default" not in recommend(case, case[0], options, own=True)[0]
-    # a built-in model's baseline is the run options' cap: 'the baseline', by its buckets
-    base = setting("bucket-25mb", DDPOptions().__dict__, CAP_25_BUCKETS, 15.0, 1.0, False)
-    text, _ = recommend([base, cap1], base, options)
-    assert text.startswith(
-        "DDP's bucket_cap_mb barely matters for this model here: every setting is within ±6% of the baseline "
-        "(bucket-25mb: DDP built one bucket of 3.0 MiB; 15.0 ms per step), the noise between repeats."
-    )
+    assert recommend([own, slower], own, DDP, own=True).outcome == "baseline_fastest"
+    base = setting("bucket-25mb", DDPOptions().__dict__, CAP_25_BUCKETS, 15.0, 1.0, False)  # a built-in model's
+    verdict = recommend([base, cap1], base, DDP)
+    assert verdict == Verdict("barely_matters", "bucket-1mb", False, spread_pct=verdict.spread_pct, knob_only=True)
+    assert verdict.spread_pct == pytest.approx(6.0)
 
 
 def test_a_paste_line_without_a_cap():
-    assert paste_line(DDPOptions(bucket_cap_mb=None, static_graph=True)) == "DDP(model, static_graph=True)"
-    assert paste_line(DDPOptions(bucket_cap_mb=None), "transformers") == "TrainingArguments(...)"
+    assert DDP.paste(DDPOptions(bucket_cap_mb=None, static_graph=True)) == "DDP(model, static_graph=True)"
+    assert DDP.paste(DDPOptions(bucket_cap_mb=None), "transformers") == "TrainingArguments(...)"
 
 
 def test_tune_weighs_the_scripts_own_setting_and_refines_around_the_best_cap():
@@ -176,14 +159,5 @@ def test_of_two_sizes_that_run_alike_the_larger_is_named_so_that_a_rerun_names_i
     slower = {**alike, "reduce-5e5": [19.0, 19.5, 19.2, 19.4]}  # better than own, slower than 2.5e5 beyond the noise
     named = _named_best([own, small, zero("reduce-5e5", 5e5, 19.3, 1.33, True)], own, between(slower), DEEPSPEED)
     assert named is small
-    options = {
-        OWN_LABEL: DeepSpeedOptions(zero_stage=2, reduce_bucket_size=5000),
-        "reduce-2.5e5": DeepSpeedOptions(zero_stage=2, reduce_bucket_size=2.5e5),
-        "reduce-5e5": DeepSpeedOptions(zero_stage=2, reduce_bucket_size=5e5),
-    }
-    text, paste = recommend([own, small, large], own, options, own=True, named=large)
-    assert text.startswith("reduce-5e5 is best: 14.9 ms per step vs 25.7 ms") and text.endswith(
-        "reduce-2.5e5 ran 14.7 ms per step (1.75x), not faster beyond the noise: the larger size is named, which a "
-        "rerun's noise does not flip."
-    )
-    assert paste is not None and paste.startswith('"zero_optimization": {"reduce_bucket_size": 5e5}')
+    verdict = recommend([own, small, large], own, DEEPSPEED, own=True, named=large)
+    assert (verdict.outcome, verdict.fastest) == ("best", "reduce-2.5e5")  # the larger named, the fastest said

@@ -9,13 +9,12 @@ from typing import Any
 
 from commprof.analysis import launch_stats
 from commprof.analysis.buckets import backward_times, bucket_timelines, median_timeline
-from commprof.analysis.stats import PRACTICAL_SHARE, difference_ci, median_ci, real_speedup, speedup_ci
-from commprof.kinds import DDP, KINDS, JobKind, kind_of
-from commprof.kinds.ddp_buckets import describe
+from commprof.analysis.stats import difference_ci, median_ci, real_speedup, speedup_ci
+from commprof.kinds import KINDS, JobKind
 from commprof.results.common import Estimate
-from commprof.results.report import ConfirmedClaim, DDPCrossCheck, Report, SettingResult, SweepResult
+from commprof.results.report import ConfirmedClaim, DDPCrossCheck, Report, SettingResult, SweepResult, Verdict
 from commprof.results.sweep_record import Confirmation, MeasuredSetting, SweepRecord
-from commprof.settings import SettingOptions, setting_label
+from commprof.settings import setting_label
 from commprof.trace.model import RankTrace
 from commprof.trace.rules import FSDP_PURPOSE
 
@@ -30,11 +29,6 @@ def _bucket_sizes(ddp: dict[str, Any]) -> list[int]:
 def _ms(ddp: dict[str, Any], key: str) -> float | None:
     value = ddp.get(key)
     return value / NS_PER_MS if isinstance(value, (int, float)) and value > 0 else None
-
-
-def paste_line(options: SettingOptions, framework: str = "script", baseline: SettingOptions | None = None) -> str:
-    """What to write in the training script (or its DeepSpeed config) for this setting (commprof.kinds)."""
-    return kind_of(options).paste(options, framework, baseline)
 
 
 def by_launch(measured: MeasuredSetting) -> launch_stats.Launches:
@@ -115,110 +109,40 @@ def setting_result(
     )
 
 
-def baseline_words(baseline: SettingResult, own: bool, kind: JobKind = DDP) -> tuple[str, str]:
-    """What the recommendation calls the baseline, and what it was: a script's own setting by what the script
-    passed (or its DeepSpeed config) and the buckets DDP built for it; another by its label and buckets. Never 'the
-    default': an explicit bucket_cap_mb, 25 included, is not DDP's default (kinds/ddp_buckets.py)."""
-    buckets = f"DDP built {describe(baseline.bucket_sizes)}" if baseline.bucket_sizes else ""
-    if not own:
-        return "the baseline", f"{baseline.label}: {buckets}" if buckets else baseline.label
-    written = f"{baseline.label}, as written: {kind.written(baseline.options)}"
-    if not kind.reads_ddp:
-        return f"the script's own {kind.own_name}", written
-    buckets = buckets or "DDP's buckets not recorded"
-    return f"the script's own {kind.own_name}", f"{written}; {buckets}"
-
-
 def recommend(
     settings: list[SettingResult],
     baseline: SettingResult,
-    options: dict[str, SettingOptions],
+    kind: JobKind,
     framework: str = "script",
     own: bool = False,
     named: SettingResult | None = None,
     confirmed: ConfirmedClaim | None = None,
-) -> tuple[str, str | None]:
-    """The recommendation and the line to paste (None: keep the baseline). `own`: the baseline is a script's own
+) -> Verdict:
+    """What the measurements call for (render/verdict_words.py says it). `own`: the baseline is a script's own
     setting, the script as written; `named`: the setting to name where not the fastest (_named_best); `confirmed`:
     the named setting measured again against the baseline in fresh launches (a script's claim): it is recommended
     only where that holds."""
     fastest = _fastest(settings)
     best = named or fastest
-    gain = best.speedup
-    kind = kind_of(options[baseline.label])
-    name, what = baseline_words(baseline, own, kind)
+    verdict = Verdict("best", fastest.label, own, framework)
     if best.label != baseline.label and not kind.reads_ddp and best.options == baseline.options:
-        return (
-            f"The fastest, {best.label}, ran with the same {kind.short} options as {name} ({what}): it is the same "
-            "setting, "
-            f"and {gain.value:.2f}x (95% CI {gain.low:.2f}-{gain.high:.2f}) is the noise between repeats of it. "
-            f"Keep {name}."
-        ), None
+        return dataclasses.replace(verdict, outcome="same_options")
     if best.label != baseline.label and best.same_buckets(baseline):
-        return (
-            f"The fastest, {best.label}, builds the same buckets as {name} ({what}): it is the same setting, and "
-            f"{gain.value:.2f}x (95% CI {gain.low:.2f}-{gain.high:.2f}) is the noise between repeats of it. "
-            f"Keep {name}."
-        ), None
+        return dataclasses.replace(verdict, outcome="same_buckets")
     others = [s for s in settings if s is not baseline]
-    claim = best.label != baseline.label and best.significant and gain.value > 1
+    claim = best.label != baseline.label and best.significant and best.speedup.value > 1
     if not claim and others and not any(s.significant for s in others):
-        return _barely_matters(others, baseline, kind, name, what), None
+        varied = {k for s in others for k, v in s.options.items() if baseline.options.get(k) != v}
+        spread = launch_stats.spread_pct([s.speedup for s in others])
+        knob_only = bool(kind.size_knob) and varied <= {kind.size_knob}
+        return dataclasses.replace(verdict, outcome="barely_matters", spread_pct=spread, knob_only=knob_only)
     if best.label == baseline.label:
-        return (
-            f"{name[0].upper()}{name[1:]} ({what}; {baseline.step_ms.value:.1f} ms per step) is the fastest "
-            "setting measured. Keep it."
-        ), None
+        return dataclasses.replace(verdict, outcome="baseline_fastest")
     if not claim:
-        return (
-            f"No setting is significantly better than {name} ({what}; {baseline.step_ms.value:.1f} ms per step) by "
-            f"{PRACTICAL_SHARE:.0%} of the step or more: the fastest, {best.label}, is {gain.value:.2f}x (95% CI "
-            f"{gain.low:.2f}-{gain.high:.2f}). Keep {name}."
-        ), None
-    against = f"{name} ({what})" if own else f"{name}, {baseline.label}"  # a script's own: what it was
-    found = (
-        f"{best.step_ms.value:.1f} ms per step vs {baseline.step_ms.value:.1f} ms for {against}, {gain.value:.2f}x "
-        f"faster (95% CI {gain.low:.2f}-{gain.high:.2f})"
-    )
+        return dataclasses.replace(verdict, outcome="no_better")
     if confirmed is not None and not confirmed.held:
-        again = confirmed.speedup
-        return (
-            f"{best.label} ran {found} in the sweep's launches, but did not hold in {confirmed.pairs} fresh "
-            f"interleaved pairs of launches against it: {again.value:.2f}x (95% CI {again.low:.2f}-{again.high:.2f}). "
-            f"Keep {name}."
-        ), None
-    held = (
-        f" It held in {confirmed.pairs} fresh interleaved pairs of launches: {confirmed.speedup.value:.2f}x (95% CI "
-        f"{confirmed.speedup.low:.2f}-{confirmed.speedup.high:.2f})."
-        if confirmed is not None
-        else ""
-    )
-    return (
-        f"{best.label} is best: {found}, {100 * (1 - 1 / gain.value):.0f}% less step time."
-        + (
-            f" {fastest.label} ran {fastest.step_ms.value:.1f} ms per step ({fastest.speedup.value:.2f}x), not faster "
-            "beyond the noise: the larger "
-            "size is named, which a rerun's noise does not flip."
-            if best is not fastest
-            else ""
-        )
-        + held
-    ), paste_line(options[best.label], framework, options[baseline.label])
-
-
-def _barely_matters(others: list[SettingResult], baseline: SettingResult, kind: JobKind, name: str, what: str) -> str:
-    """No setting differs from the baseline beyond the noise, either way: how far the noise reaches, said plainly."""
-    knob = kind.size_knob
-    varied = {k for s in others for k, v in s.options.items() if baseline.options.get(k) != v}
-    subject = (
-        f"{kind.short}'s {knob} barely matters" if knob and varied <= {knob} else "the settings measured barely matter"
-    )
-    noise = "the noise between launches" if baseline.launches else "the noise between repeats"
-    spread = launch_stats.spread_pct([s.speedup for s in others])
-    return (
-        f"{subject[0].upper()}{subject[1:]} for this model here: every setting is within ±{spread:.0f}% of {name} "
-        f"({what}; {baseline.step_ms.value:.1f} ms per step), {noise}. Keep {name}."
-    )
+        return dataclasses.replace(verdict, outcome="did_not_hold")
+    return verdict
 
 
 def _named_best(
@@ -304,11 +228,10 @@ def sweep_result(record: SweepRecord, analysed: dict[str, tuple[Report, RankTrac
     # a script's own setting first, then by cap
     results.sort(key=lambda s: (not (own and s.label == baseline_label), job.size(s.options), s.label))
     baseline = next(s for s in results if s.label == baseline_label)
-    options = {label: job.options(**setting.options) for label, setting in record.settings.items()}
     named = _named_best(results, baseline, _between(record, turn), job)
     confirmed = record.confirmation
     check = confirmed_claim(confirmed) if confirmed is not None and confirmed.setting == named.label else None
-    text, paste = recommend(results, baseline, options, record.built_by, own, named, check)
+    verdict = recommend(results, baseline, job, record.built_by, own, named, check)
     best = named.label
     results = [dataclasses.replace(s, best=s.label == best) for s in results]
     return SweepResult(
@@ -316,8 +239,7 @@ def sweep_result(record: SweepRecord, analysed: dict[str, tuple[Report, RankTrac
         baseline=baseline_label,
         best=best,
         settings=results,
-        recommendation=text,
-        paste=paste,
+        verdict=verdict,
         rounds=record.rounds,
         timings=record.timings,
         strategy=strategy,

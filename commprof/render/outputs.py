@@ -13,6 +13,7 @@ from commprof.render import markdown as markdown_page
 from commprof.render import terminal
 from commprof.render.finding_words import with_words
 from commprof.render.tensorboard import write_events
+from commprof.render.verdict_words import with_verdict_words
 from commprof.render.views import view_of
 from commprof.results.bench import BenchResult
 from commprof.results.common import Result
@@ -53,7 +54,7 @@ def write_result(
         texts["timeline.json"] = json.dumps(timeline)
     if isinstance(result, BenchResult):
         texts["bench.csv"] = view.csv(result)
-    save_result(with_words(result), folder)
+    save_result(with_verdict_words(with_words(result)), folder)
     for name, text in texts.items():
         (folder / name).write_text(text)
     images, events = drawn(), events_written()

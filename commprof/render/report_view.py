@@ -34,6 +34,7 @@ from commprof.render.tables import (
     timeline_row,
     without_empty_columns,
 )
+from commprof.render.verdict_words import verdict_words
 from commprof.render.whole_run_view import whole_run_sections
 from commprof.results.job import BuiltDDP
 from commprof.results.report import Report, ShortWindow, step_named
@@ -124,9 +125,10 @@ def _sweep(report: Report) -> list[Section]:
     if sweep is None:
         return []
     counted = "gathers = FSDP parameter all-gathers" if KINDS[sweep.strategy].gathers else "AR = all-reduces per step"
-    blocks: list[Block] = [Text(sweep.recommendation, "headline")]
-    if sweep.paste:
-        blocks.append(Text(sweep.paste, "code"))
+    recommendation, paste = verdict_words(sweep)
+    blocks: list[Block] = [Text(recommendation, "headline")]
+    if paste:
+        blocks.append(Text(paste, "code"))
     by_launch = any(s.launches for s in sweep.settings)
     step = (
         "each launch's median, their geometric mean over the setting's launches in ms, with its 95% interval over "

@@ -219,17 +219,35 @@ class ConfirmedClaim:
 
 
 @dataclass(frozen=True)
+class Verdict:
+    """What a sweep's measurements call for (analysis/sweep.recommend); render/verdict_words.py says it. `outcome`:
+    "same_options" (the fastest ran the baseline's options), "same_buckets" (it built the baseline's buckets),
+    "barely_matters" (no setting differs beyond the noise, either way: within ±`spread_pct`; `knob_only`: the
+    settings varied the kind's bucket size alone), "baseline_fastest", "no_better" (none beyond the noise and the
+    practical share), "did_not_hold" (the named setting lost in fresh launches: SweepResult.confirmed) or "best"
+    (the sweep's `best` is recommended; `fastest`: the fastest measured, where a larger size is named instead)."""
+
+    outcome: str
+    fastest: str
+    own: bool  # the baseline is a script's own setting, the script as written
+    framework: str = "script"  # what built the job: the paste line's terms
+    spread_pct: float = 0.0
+    knob_only: bool = False
+
+
+@dataclass(frozen=True)
 class SweepResult:
     kind: str  # "sweep", "tune" or "advise"
     baseline: str
     best: str
     settings: list[SettingResult]
-    recommendation: str
-    paste: str | None  # e.g. "DDP(model, bucket_cap_mb=10)"; None when the default is as good
+    recommendation: str = ""  # the verdict's words, written into report.json for its readers (render/)
+    paste: str | None = None  # e.g. "DDP(model, bucket_cap_mb=10)"; None when the baseline is as good (render/)
     rounds: int = 1
     timings: dict[str, float] = field(default_factory=dict)
     strategy: str = "ddp"  # whose settings: "ddp" or "fsdp"
     confirmed: ConfirmedClaim | None = None  # a script's claim, measured again before it is recommended
+    verdict: Verdict | None = None  # None: a report written before verdicts were facts (its words only)
 
 
 @dataclass(frozen=True)
