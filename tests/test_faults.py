@@ -74,7 +74,7 @@ def test_rank_killed_mid_run(tmp_path):
     record = json.loads((run_dir / "run.json").read_text())
     assert record["status"] == "failed" and "rank 1" in record["error"] and record["steps_completed"] == 8
     report = load_report(tmp_path / "reports" / "killed" / "report.json")
-    assert "8 step(s) completed on every rank; this report covers steps 4-7, the traced ones" in report.incomplete
+    assert (report.unfinished.completed, report.unfinished.covered) == (8, (4, 7))
     assert sorted({s.step for s in report.steps}) == [f"ProfilerStep#{n}" for n in (3, 4, 5, 6)]
     assert "INCOMPLETE" in (tmp_path / "reports" / "killed" / "report.md").read_text()
 
@@ -106,7 +106,7 @@ def test_rank_stuck_before_a_collective(tmp_path):
     assert sorted(p.name for p in run_dir.glob("*.pt.trace.json")) == ["rank0.pt.trace.json", "rank1.pt.trace.json"]
     no_partial_files(run_dir)
     report = load_report(tmp_path / "reports" / "stuck" / "report.json")
-    assert "5 step(s) completed on every rank; this report covers steps 4-5, the traced ones" in report.incomplete
+    assert (report.unfinished.completed, report.unfinished.covered) == (5, (4, 5))
     assert sorted({s.step for s in report.steps}) == ["ProfilerStep#3", "ProfilerStep#4"]
     assert {r.rank for r in report.ranks} == {0, 1}
 

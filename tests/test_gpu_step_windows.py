@@ -74,7 +74,6 @@ def test_breakdown_of_the_device_steps(tmp_path):
     (summary,) = report.ranks
     assert summary.steps == 2 and summary.step_time_ms.median == pytest.approx(0.105)  # the empty step is no step
     assert report.empty_steps == {"0": ["ProfilerStep#3"]}
-    assert any("ProfilerStep#3 launched no device work" in w for w in report.warnings)
 
 
 def test_idle_leaves_out_copies_that_run_alone(tmp_path):

@@ -79,7 +79,7 @@ def assert_partial_report_beside_the_run(tmp_path: Path, run_id: str, lines: lis
     assert list((run_dir / "tensorboard" / "rank0").glob("events.out.tfevents.*")), "no event files by the traces"
     assert not (tmp_path / "reports" / run_id / "tensorboard").exists()  # not in the report's folder
     report = load_report(tmp_path / "reports" / run_id)
-    assert report.incomplete and report.incomplete.startswith("the run was interrupted by "), report.incomplete
+    assert report.unfinished.status == "interrupted" and report.unfinished.error.startswith("interrupted by ")
     return int(match.group(1))
 
 

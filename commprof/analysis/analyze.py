@@ -14,7 +14,7 @@ from commprof.analysis.evidence import Evidence
 from commprof.analysis.finding_kinds import checked
 from commprof.analysis.findings import findings
 from commprof.analysis.groups import dimension_times, stage_waits
-from commprof.analysis.incomplete import missing_note, missing_ranks
+from commprof.analysis.incomplete import missing_ranks
 from commprof.analysis.models import model_accounts
 from commprof.analysis.network import network_of
 from commprof.analysis.phases import gathers_by_module, micro_steps, phase_means
@@ -24,6 +24,7 @@ from commprof.config import ProfileSchedule
 from commprof.errors import UsageError
 from commprof.results.finding_facts import LinkSource
 from commprof.results.job import BuiltDeepSpeed
+from commprof.results.rank_facts import Unfinished
 from commprof.results.report import CollectiveStats, Report, SkippedFileInfo, StepBreakdown, StepTimeline
 from commprof.results.run_record import RunRecord, RunSummary
 from commprof.results.step_ledger import RankLedger
@@ -58,10 +59,11 @@ def analyze_run(
     rank was numbered; the others are computed here."""
     summaries, steps, per_rank = [], [], []
     warnings = list(trace.warnings)
+    skipped = [SkippedFileInfo(s.path, s.reason) for s in trace.skipped]
     for rank in sorted(trace.ranks, key=lambda r: r.rank):
         windows = step_windows(rank)
         if not windows:
-            warnings.append(f"{rank.path}: no events to analyse")
+            skipped.append(SkippedFileInfo(str(rank.path), "no events"))
             continue
         names = {w.name for w in windows}
         known = [
@@ -72,10 +74,6 @@ def analyze_run(
         steps += rank_steps
         per_rank.append((rank, windows))
         warnings += rank.warnings
-        if rank.empty_steps:
-            warnings.append(
-                f"rank {rank.rank}: {', '.join(rank.empty_steps)} launched no device work: not counted as steps"
-            )
     if not summaries:
         reasons = "; ".join(f"{s.path}: {s.reason}" for s in trace.skipped) or "no usable events"
         raise UsageError(f"nothing to analyse: {reasons}")
@@ -83,8 +81,6 @@ def analyze_run(
     collectives = collective_stats(per_rank)
     dimensions = dimension_times(per_rank)
     missing = missing_ranks(trace, run)
-    if missing:
-        warnings.append(missing_note(missing, len(missing) + len(trace.ranks)))
     report = Report(
         name=name,
         kind=kind,
@@ -94,7 +90,7 @@ def analyze_run(
         collectives=purposed(collectives, run),
         steps=steps,
         run=run,
-        skipped=[SkippedFileInfo(s.path, s.reason) for s in trace.skipped],
+        skipped=skipped,
         warnings=warnings,
         timeline=_typical_step(per_rank, steps),
         dimensions=dimensions,
@@ -124,13 +120,13 @@ def purposed(collectives: list[CollectiveStats], run: RunSummary | None) -> list
 def finished_report(
     analysis: RunAnalysis,
     record: RunRecord | None,
-    incomplete: str | None = None,
+    unfinished: Unfinished | None = None,
     ceiling: tuple[float, LinkSource] | None = None,
     ledgers: dict[int, RankLedger] | None = None,
 ) -> Report:
     """The report `run` and `analyze` write: the analysis, with what the run's own record adds (the profiler's
     cost, the run's notes, the job's drift, every step of the run) and the findings. `record`: None for traces
-    from elsewhere; `incomplete`: why the report covers only part of the run; `ceiling`: as for
+    from elsewhere; `unfinished`: what the report covers of a run that did not complete; `ceiling`: as for
     analysis.findings; `ledgers`: the ranks' whole-run records (results/step_ledger.py)."""
     schedule = record.config.schedule if record and record.config.profiled else None
     compiled = frozenset(record.compiled.steps) if record and record.compiled else frozenset()
@@ -152,7 +148,7 @@ def finished_report(
     found, within_noise = findings(evidence)
     return dataclasses.replace(
         report,
-        incomplete=incomplete,
+        unfinished=unfinished,
         warnings=warnings,
         profiler_distortion=profiler_distortion(record, side_steps) if record else [],
         job_step=job,

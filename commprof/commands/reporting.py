@@ -20,6 +20,7 @@ from commprof.analysis.sweep import sweep_result
 from commprof.analysis.timeline import job_timeline
 from commprof.errors import NothingToReport, UsageError
 from commprof.launch.runlog import read_run_json
+from commprof.render.notes_text import unfinished_text
 from commprof.results.common import Estimate, Result
 from commprof.results.finding_facts import LinkSource
 from commprof.results.job import BuiltDeepSpeed, Job
@@ -84,16 +85,16 @@ def _analyse(
     loaded, breakdowns = load_run_with(paths, workers, prepare, executor, progress)
     if meta and prepare is digest:  # a multi-node run's ranks whose traces stayed on their nodes
         loaded, breakdowns = with_digests_from_other_nodes(loaded, breakdowns, paths[0])
-    trace, incomplete = completed_steps_only(loaded, run)
+    trace, unfinished = completed_steps_only(loaded, run)
     if not trace.ranks:
-        raise NothingToReport(f"{paths[0]}: {incomplete}; nothing to report")
+        raise NothingToReport(f"{paths[0]}: {unfinished_text(unfinished)}; nothing to report")
     analysis = analyze_run(trace, name, kind, run, measured_offsets(run, trace), breakdowns)
     # timeline.json: the first ranks (those digest keeps intervals for); report.json has every rank
     timeline = job_timeline(analysis.windows[:MAX_DETAILED_RANKS], analysis.matching)
     hosts = {r.host for r in trace.ranks if r.host} or set(run.hosts if run else [])
     ceiling = bench_ceiling(bench_dir, hosts, trace.ranks[0].backend) if bench_dir else None
     ledgers = read_ledgers(paths[0]) if meta else {}
-    return finished_report(analysis, meta, incomplete, ceiling, ledgers), trace, timeline
+    return finished_report(analysis, meta, unfinished, ceiling, ledgers), trace, timeline
 
 
 def bench_ceiling(reports_dir: Path, hosts: set[str], backend: str | None) -> tuple[float, LinkSource] | None:

@@ -12,6 +12,7 @@ from commprof.render import html as html_page
 from commprof.render import markdown as markdown_page
 from commprof.render import terminal
 from commprof.render.finding_words import with_words
+from commprof.render.notes_text import with_incomplete_words
 from commprof.render.tensorboard import write_events
 from commprof.render.verdict_words import with_verdict_words
 from commprof.render.views import view_of
@@ -54,7 +55,7 @@ def write_result(
         texts["timeline.json"] = json.dumps(timeline)
     if isinstance(result, BenchResult):
         texts["bench.csv"] = view.csv(result)
-    save_result(with_verdict_words(with_words(result)), folder)
+    save_result(with_incomplete_words(with_verdict_words(with_words(result))), folder)
     for name, text in texts.items():
         (folder / name).write_text(text)
     images, events = drawn(), events_written()

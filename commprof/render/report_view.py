@@ -9,6 +9,7 @@ from commprof.render.findings_text import ADVICE_HEADERS, advice_rows, finding_l
 from commprof.render.groups_view import DIMENSION_HEADERS, dimension_rows, pipeline_text
 from commprof.render.models_view import models_named, models_section
 from commprof.render.network_view import link_bound_headline, network_sections
+from commprof.render.notes_text import incomplete_text, notes
 from commprof.render.skew_text import SKEW_HEADERS, skew_rows, skew_summary
 from commprof.render.tables import (
     BREAKDOWN_HEADERS,
@@ -54,7 +55,7 @@ def document(report: Report) -> Document:
         _collectives(report),
         *network_sections(report),
         *_across_ranks(report),
-        *notes_section([f"skipped {s.path}: {s.reason}" for s in report.skipped] + list(report.warnings)),
+        *notes_section(notes(report)),
     ]
     return Document(f"commprof report: {report.name}", sections)
 
@@ -90,8 +91,9 @@ def _about(report: Report) -> Section:
         blocks.append(Text("settings: " + ", ".join(f"{k}={v}" for k, v in shown.items()), "meta"))
     if run and run.compiled:
         blocks.append(Text(compiled_line(run.compiled, report.whole_run, run.job.first(BuiltDDP) is not None), "meta"))
-    if report.incomplete:
-        blocks.append(Text(f"INCOMPLETE: {report.incomplete}", "alert"))
+    incomplete = incomplete_text(report)
+    if incomplete:
+        blocks.append(Text(f"INCOMPLETE: {incomplete}", "alert"))
     if run and (run.optimizer or "").endswith(ZERO_REDUNDANCY):
         blocks.append(Text(zero_redundancy_text(run.world_size), "meta"))
     if run and run.joined_steps:

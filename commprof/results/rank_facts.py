@@ -67,3 +67,16 @@ class Stalls:
     waited_bytes: int | None
     window: tuple[int, int] | None  # the profiled window, where none of the run's stand-outs fell in it
     cost_ms: float  # its mean cost per step over the whole run
+
+
+@dataclass(frozen=True)
+class Unfinished:
+    """A failed or interrupted run: its report covers the steps that completed on every rank
+    (analysis/incomplete.completed_steps_only)."""
+
+    status: str  # run.json's: "failed", "running" (it never said how it ended) or "interrupted"
+    error: str | None  # why it failed, or how it was interrupted
+    completed: int  # steps completed on every rank
+    covered: tuple[int, int] | None  # the first and last of them the report covers (the traced ones); None: none
+    missing: list[int] = field(default_factory=list)  # ranks with no trace here
+    emptied: list[int] = field(default_factory=list)  # ranks with no completed traced step

@@ -14,7 +14,7 @@ from commprof.results.common import SCHEMA_VERSION, Estimate, Result
 from commprof.results.finding_facts import FACTS_OF, FindingFacts
 from commprof.results.groups import DimensionTime, StageWait
 from commprof.results.network import Network
-from commprof.results.rank_facts import ShortWindow
+from commprof.results.rank_facts import ShortWindow, Unfinished
 from commprof.results.run_record import RunSummary
 from commprof.results.whole_run import WholeRun
 
@@ -368,7 +368,9 @@ class Report(Result):
     cross_rank: CrossRank | None = None
     sweep: SweepResult | None = None
     timeline: StepTimeline | None = None
-    incomplete: str | None = None  # why the report covers only part of the run (it failed), or None
+    # a run that failed or was interrupted: the steps the report covers; None: it completed
+    unfinished: Unfinished | None = None
+    incomplete: str | None = None  # the same in words, written into report.json for its readers (render/)
     missing_ranks: list[int] = field(default_factory=list)  # ranks of the job with no trace here
     profiler_distortion: list[ProfilerDistortion] = field(default_factory=list)  # commprof's runs only
     job_step: JobStep | None = None  # commprof's runs with steps inside and outside the profiler's window

@@ -1,0 +1,79 @@
+"""The report's notes in words, from its facts: what a run that did not complete covers (results/rank_facts.Unfinished),
+the ranks with no trace here (Report.missing_ranks), the steps that launched no device work (Report.empty_steps), the
+trace files skipped."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from commprof.results.common import Result
+from commprof.results.rank_facts import Unfinished
+from commprof.results.report import Report
+
+
+def unfinished_text(unfinished: Unfinished | None) -> str:
+    """'the run failed (...); 12 step(s) completed on every rank; this report covers steps 8-12, ...'."""
+    if unfinished is None:
+        return "the run completed"
+    parts = [
+        f"the run was {unfinished.error or 'interrupted'}"
+        if unfinished.status == "interrupted"
+        else f"the run failed ({unfinished.error or unfinished.status})",
+        f"{unfinished.completed} step(s) completed on every rank; this report covers "
+        + (
+            f"steps {unfinished.covered[0]}-{unfinished.covered[1]}, the traced ones among them"
+            if unfinished.covered
+            else "no traced step of them"
+        ),
+    ]
+    if unfinished.missing:
+        parts.append(f"no trace from rank(s) {', '.join(map(str, unfinished.missing))}")
+    if unfinished.emptied:
+        parts.append(f"no completed traced step from rank(s) {', '.join(map(str, unfinished.emptied))}")
+    return "; ".join(parts)
+
+
+def incomplete_text(report: Report) -> str | None:
+    """Why the report covers only part of the run, or None; a report written before it held the facts: its words."""
+    return unfinished_text(report.unfinished) if report.unfinished is not None else report.incomplete
+
+
+def missing_text(missing: list[int], world: int) -> str:
+    verb = "have" if len(missing) > 1 else "has"
+    return (
+        f"{len(missing)} of {world} ranks {verb} no trace here (rank{'s' if len(missing) > 1 else ''} "
+        f"{rank_ranges(missing)}): every figure, across ranks too, covers the {world - len(missing)} present. "
+        "Give every rank's traces for the whole job (with a node-local --traces-dir, copy each node's into "
+        "one folder)"
+    )
+
+
+def rank_ranges(ranks: list[int]) -> str:
+    """[1, 2, 3, 7] -> '1-3, 7'."""
+    parts, start = [], None
+    for i, rank in enumerate(ranks):
+        if start is None:
+            start = rank
+        if i + 1 == len(ranks) or ranks[i + 1] != rank + 1:
+            parts.append(str(start) if start == rank else f"{start}-{rank}")
+            start = None
+    return ", ".join(parts)
+
+
+def notes(report: Report) -> list[str]:
+    """The report's notes: the files skipped, the ranks missing, the steps without device work, and its warnings."""
+    said = [f"skipped {s.path}: {s.reason}" for s in report.skipped]
+    if report.missing_ranks:
+        said.append(missing_text(report.missing_ranks, len(report.missing_ranks) + len(report.ranks)))
+    said += [
+        f"rank {rank}: {', '.join(steps)} launched no device work: not counted as steps"
+        for rank, steps in report.empty_steps.items()
+    ]
+    return said + list(report.warnings)
+
+
+def with_incomplete_words(result: Result) -> Result:
+    """A report that did not complete carries why in words too (`incomplete`), for report.json's readers."""
+    if not isinstance(result, Report) or result.unfinished is None:
+        return result
+    return dataclasses.replace(result, incomplete=unfinished_text(result.unfinished))

@@ -1,0 +1,32 @@
+"""The report's notes and a run's unfinished state in words (render/notes_text.py), from the report's facts."""
+
+from commprof.render.notes_text import incomplete_text, notes, rank_ranges, unfinished_text
+from commprof.results.rank_facts import Unfinished
+from commprof.results.report import Report, SkippedFileInfo
+
+
+def test_what_a_run_that_did_not_complete_covers():
+    failed = Unfinished("failed", "rank 1 exited with 1", 8, (4, 7), missing=[1], emptied=[2])
+    assert unfinished_text(failed) == (
+        "the run failed (rank 1 exited with 1); 8 step(s) completed on every rank; this report covers steps 4-7, the "
+        "traced ones among them; no trace from rank(s) 1; no completed traced step from rank(s) 2"
+    )
+    interrupted = Unfinished("interrupted", "interrupted by SIGINT", 0, None)
+    assert unfinished_text(interrupted) == (
+        "the run was interrupted by SIGINT; 0 step(s) completed on every rank; this report covers no traced step of "
+        "them"
+    )
+    older = Report("r", "run", "", [], [], [], incomplete="in words")  # written before the facts: its own words
+    assert incomplete_text(older) == "in words" and incomplete_text(Report("r", "run", "", [], [], [])) is None
+
+
+def test_the_notes_name_missing_ranks_and_steps_without_device_work():
+    report = Report(
+        "r", "analysis", "", [], [], [], missing_ranks=[1, 3], empty_steps={"0": ["ProfilerStep#3"]},
+        skipped=[SkippedFileInfo("x.json", "no events")], warnings=["w"],
+    )  # fmt: skip
+    said = notes(report)
+    assert said[0] == "skipped x.json: no events" and said[-1] == "w"
+    assert said[1].startswith("2 of 2 ranks have no trace here (ranks 1, 3): every figure, across ranks too, covers")
+    assert said[2] == "rank 0: ProfilerStep#3 launched no device work: not counted as steps"
+    assert rank_ranges([1, 2, 3, 7]) == "1-3, 7"
