@@ -7,7 +7,7 @@ from commprof.analysis.predict import StepProfile
 from commprof.analysis.what_if import link_what_if
 from commprof.render.network_view import link_bound_headline, network_sections
 from commprof.results.network import LinkTier
-from commprof.results.report import CollectiveStats, RankSummary, Report, Stat
+from commprof.results.report import Clocks, CollectiveStats, RankSummary, Report, Stat
 from commprof.results.run_record import ProbedSize, ProbedTier
 from tests.conftest import run_summary
 
@@ -126,7 +126,7 @@ def test_the_share_of_the_link_is_the_transfers_not_the_waits_for_a_late_rank():
     two = report({"0": "node0", "1": "node1"}, [all_reduce(4 * MIB, 0.0333)])
     plain = network_of(two)
     assert plain.collectives[0].share == pytest.approx(0.666) and plain.collectives[0].transfer_busbw_gbps is None
-    matched = network_of(two, matching=Matching({0: 0.0, 1: 0.0}, "one host", calls))
+    matched = network_of(two, matching=Matching({0: 0.0, 1: 0.0}, Clocks("one host"), calls))
     (on_link,) = matched.collectives
     assert on_link.transfer_busbw_gbps == pytest.approx(0.05) and on_link.share == pytest.approx(1.0)
 

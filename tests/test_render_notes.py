@@ -30,3 +30,15 @@ def test_the_notes_name_missing_ranks_and_steps_without_device_work():
     assert said[1].startswith("2 of 2 ranks have no trace here (ranks 1, 3): every figure, across ranks too, covers")
     assert said[2] == "rank 0: ProfilerStep#3 launched no device work: not counted as steps"
     assert rank_ranges([1, 2, 3, 7]) == "1-3, 7"
+
+
+def test_how_the_clocks_were_aligned():
+    from commprof.render.skew_text import clocks_text
+    from commprof.results.report import Clocks
+
+    assert clocks_text(Clocks("one host")) == "none needed: all ranks on one host share a clock"
+    assert clocks_text(Clocks("measured", 2, 12.4)) == (
+        "offsets of 2 hosts measured at start by round trips to rank 0 (run.json; error at most 12 us)"
+    )
+    assert clocks_text(Clocks("collectives", 3, reference=0)).startswith("aligned 3 hosts on the ends of matched")
+    assert clocks_text(Clocks("", said="an older report's words")) == "an older report's words"

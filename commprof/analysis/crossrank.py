@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from commprof.analysis.collectives import in_windows
 from commprof.analysis.lateness import costliest, waits_for_last, who
-from commprof.results.report import CrossRank, RankSkew
+from commprof.results.report import Clocks, CrossRank, RankSkew
 from commprof.results.run_record import RunSummary
 from commprof.trace.model import Collective, RankTrace, RunTrace, Step
 
@@ -89,17 +89,16 @@ def measured_offsets(run: RunSummary | None, trace: RunTrace) -> MeasuredClocks 
 
 def _clock_offsets(
     ranks: list[RankTrace], calls: dict[int, dict[Key, _Call]], measured: MeasuredClocks | None
-) -> tuple[dict[int, float], str]:
+) -> tuple[dict[int, float], Clocks]:
     reference = ranks[0]
     hosts = {r.rank: r.host or f"unknown-host-of-rank-{r.rank}" for r in ranks}
     if len(set(hosts.values())) == 1:
-        return {r.rank: 0.0 for r in ranks}, "none needed: all ranks on one host share a clock"
+        return {r.rank: 0.0 for r in ranks}, Clocks("one host")
     if measured is not None:
         base = measured.offsets[reference.rank]
         return (
             {r.rank: measured.offsets[r.rank] - base for r in ranks},
-            f"offsets of {len(set(hosts.values()))} hosts measured at start by round trips to rank 0 "
-            f"(run.json; error at most {measured.worst_round_trip_us / 2:.0f} us)",
+            Clocks("measured", len(set(hosts.values())), measured.worst_round_trip_us / 2),
         )
     per_rank = _chained_offsets(ranks, calls)
     by_host: dict[str, list[float]] = defaultdict(list)
@@ -107,10 +106,7 @@ def _clock_offsets(
         by_host[hosts[rank.rank]].append(per_rank[rank.rank])
     host_offset = {host: statistics.median(values) for host, values in by_host.items()}
     host_offset[hosts[reference.rank]] = 0.0
-    method = (
-        f"aligned {len(by_host)} hosts on the ends of matched synchronising collectives "
-        f"(reference: rank {reference.rank})"
-    )
+    method = Clocks("collectives", len(by_host), reference=reference.rank)
     return {r.rank: host_offset[hosts[r.rank]] for r in ranks}, method
 
 
@@ -162,7 +158,7 @@ class MatchedCollective:
 @dataclass(frozen=True)
 class Matching:
     offsets: dict[int, float]  # microseconds added to a rank's epoch times
-    alignment: str
+    alignment: Clocks
     collectives: list[MatchedCollective]
     unmatched_calls: int = 0  # calls on some rank that no other rank's call matched (or send/recv without a peer)
 

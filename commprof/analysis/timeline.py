@@ -7,6 +7,7 @@ part. Opens in Perfetto (ui.perfetto.dev) and chrome://tracing.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from commprof.analysis.crossrank import Matching
@@ -85,7 +86,7 @@ def job_timeline(per_rank: list[tuple[RankTrace, list[Step]]], matching: Matchin
         "displayTimeUnit": "ms",
         "otherData": {
             "generator": "commprof",
-            "alignment": matching.alignment if matching else "single rank",
+            "alignment": dataclasses.asdict(matching.alignment) if matching else {"how": "single rank"},
             "clock_offsets_us": {str(k): v for k, v in offsets.items()},
         },
     }

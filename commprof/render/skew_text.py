@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from commprof.render.tables import MAX_RANK_ROWS, QUANTILES, TOP_RANKS, quantile
 from commprof.results.common import PRACTICAL_SHARE, interval_text
-from commprof.results.report import CrossRank, RankSkew, Report
+from commprof.results.report import Clocks, CrossRank, RankSkew, Report
 
 SKEW_HEADERS = ("rank", "step ms", "wait ms", "transfer ms", "makes others wait ms", "arrived last", "clock offset us")
 
@@ -52,7 +52,7 @@ def skew_rows(skew: CrossRank) -> list[tuple[str, ...]]:
 def skew_summary(report: Report) -> str:
     skew = report.cross_rank
     assert skew is not None, "only for a report with a cross-rank analysis"
-    parts = [f"{skew.matched_collectives} collectives matched across ranks; clocks: {skew.alignment}."]
+    parts = [f"{skew.matched_collectives} collectives matched across ranks; clocks: {clocks_text(skew.alignment)}."]
     if report.missing_ranks:
         parts.append(f"Only the {len(skew.ranks)} ranks present: {len(report.missing_ranks)} have no trace here.")
     if skew.unmatched_calls:
@@ -118,3 +118,20 @@ def _late_in_stretches(report: Report) -> str:
     who = "it" if mine[0].late_rank == skew.straggler else f"rank {mine[0].late_rank}"
     ms = "; ".join(f"{s.late_ms:.1f} ms" for s in mine)
     return f"; {who} was late in {where} only: the others waited {ms} a step for it there (the whole run, below)"
+
+
+def clocks_text(clocks: Clocks) -> str:
+    """How the ranks' clocks were aligned, in words."""
+    if clocks.how == "one host":
+        return "none needed: all ranks on one host share a clock"
+    if clocks.how == "measured":
+        return (
+            f"offsets of {clocks.hosts} hosts measured at start by round trips to rank 0 (run.json; error at most "
+            f"{clocks.error_us:.0f} us)"
+        )
+    if clocks.how == "collectives":
+        return (
+            f"aligned {clocks.hosts} hosts on the ends of matched synchronising collectives (reference: rank "
+            f"{clocks.reference})"
+        )
+    return clocks.said

@@ -138,10 +138,24 @@ class RankSkew:
 
 
 @dataclass(frozen=True)
+class Clocks:
+    """How the ranks' clocks were aligned (analysis/crossrank): `how` is "one host" (no correction needed),
+    "measured" (the offsets of `hosts` hosts measured at start by round trips to rank 0, each good to `error_us`) or
+    "collectives" (`hosts` hosts aligned on the ends of matched synchronising collectives, against rank
+    `reference`); `said`: an older report's words for it."""
+
+    how: str
+    hosts: int = 1
+    error_us: float = 0.0
+    reference: int = 0
+    said: str = ""
+
+
+@dataclass(frozen=True)
 class CrossRank:
     ranks: list[RankSkew]
     matched_collectives: int
-    alignment: str  # how clocks were aligned, in words
+    alignment: Clocks
     straggler: int | None  # the rank whose late arrivals cost the others the most waiting
     straggler_late_ms: float  # mean, over the collectives where it arrived last, of the others' mean wait for it
     step_spread_ms: float  # slowest minus fastest median step time

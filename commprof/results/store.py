@@ -20,7 +20,7 @@ from commprof.results.compare import CompareResult
 from commprof.results.diff import DiffResult
 from commprof.results.finding_facts import FACTS_OF
 from commprof.results.job import upgraded
-from commprof.results.report import Finding, Report
+from commprof.results.report import CrossRank, Finding, Report
 from commprof.results.run_record import RunSummary
 from commprof.results.scale import ScaleReport
 
@@ -128,6 +128,8 @@ def _build(cls: Any, data: Any) -> Any:
         data = upgraded(data)
     if cls is Finding and data.get("facts") is not None:  # the kind says which facts
         hints = {**hints, "facts": FACTS_OF[data["kind"]]}
+    if cls is CrossRank and isinstance(data.get("alignment"), str):  # an older report: its words
+        data = {**data, "alignment": {"how": "", "said": data["alignment"]}}
     return cls(**{f.name: _convert(hints[f.name], data[f.name]) for f in dataclasses.fields(cls) if f.name in data})
 
 
