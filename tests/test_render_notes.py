@@ -42,3 +42,17 @@ def test_how_the_clocks_were_aligned():
     )
     assert clocks_text(Clocks("collectives", 3, reference=0)).startswith("aligned 3 hosts on the ends of matched")
     assert clocks_text(Clocks("", said="an older report's words")) == "an older report's words"
+
+
+def test_a_diffs_notes():
+    from commprof.render.diff import notes as diff_notes
+    from commprof.results.diff import DiffResult
+
+    once = DiffResult("a", "b", [], tested=False, slowed=[0.0, 0.6], best=["x", "y"], world_sizes=[2, 4])
+    said = diff_notes(once)
+    assert said[0].startswith("one launch on a side: its interval holds that launch's steps")
+    assert (
+        said[1] == "the profiler slowed a's recorded steps 0% and b's +60%: a change counts only beyond that gap, 60%"
+    )
+    assert said[2:] == ["best setting changed: x -> y", "world size differs: 2 vs 4"]
+    assert diff_notes(DiffResult("a", "b", [])) == []

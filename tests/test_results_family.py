@@ -82,7 +82,7 @@ EXAMPLES = {
         a="x",
         b="y",
         rows=[DiffRow("step time", 10.0, 8.0, -2.0, -20.0, -3.0, -1.0, True)],
-        notes=["world size differs"],
+        world_sizes=[2, 4],
     ),
     "run": RUN_EXAMPLE,  # a real analysis's report with a whole-run record
 }

@@ -15,7 +15,6 @@ import statistics
 
 from commprof.analysis.stats import difference_ci, launches_difference_ci, real_change
 from commprof.errors import UsageError
-from commprof.results.common import PRACTICAL_SHARE, signed
 from commprof.results.diff import DiffResult, DiffRow, SettingChange
 from commprof.results.report import Report
 
@@ -45,7 +44,7 @@ def diff_reports(a: list[Report], b: list[Report]) -> DiffResult:
     one side's steps 20% more than the other's moves every figure by about that much."""
     for report in (*a, *b):
         if not report.steps:
-            raise UsageError(f"report {report.name} has no per-step data to compare")
+            raise UsageError(f"report {report.name}: no per-step data to compare")
     names = side_name(a), side_name(b)
     between_launches = len(a) > 1 and len(b) > 1
     slowed = profiler_slowdown(a), profiler_slowdown(b)
@@ -70,25 +69,17 @@ def diff_reports(a: list[Report], b: list[Report]) -> DiffResult:
                 between_launches and real_change(change, base, gap),
             )
         )
-    notes = []
-    if not between_launches:
-        notes.append(
-            "one launch on a side: its interval holds that launch's steps, not the spread between launches "
-            "(identical runs differ by more), so no change is claimed; give each side's reports of two or "
-            "more launches (commprof diff A1 A2 vs B1 B2) to test one"
-        )
-    if gap > PRACTICAL_SHARE:
-        notes.append(
-            f"the profiler slowed {names[0]}'s recorded steps {signed(slowed[0], '.0%')} and {names[1]}'s "
-            f"{signed(slowed[1], '.0%')}: a change counts only beyond that gap, {gap:.0%}"
-        )
     first_a, first_b = a[0], b[0]
-    if first_a.sweep and first_b.sweep and first_a.sweep.best != first_b.sweep.best:
-        notes.append(f"best setting changed: {first_a.sweep.best} -> {first_b.sweep.best}")
-    sizes = [r.run.world_size if r.run else None for r in (first_a, first_b)]
-    if sizes[0] != sizes[1]:
-        notes.append(f"world size differs: {sizes[0]} vs {sizes[1]}")
-    return DiffResult(names[0], names[1], rows, _settings_changed(first_a, first_b), notes, tested=between_launches)
+    return DiffResult(
+        names[0],
+        names[1],
+        rows,
+        _settings_changed(first_a, first_b),
+        tested=between_launches,
+        slowed=list(slowed),
+        best=[r.sweep.best if r.sweep else None for r in (first_a, first_b)],
+        world_sizes=[r.run.world_size if r.run else None for r in (first_a, first_b)],
+    )
 
 
 def _settings_changed(a: Report, b: Report) -> list[SettingChange]:

@@ -35,7 +35,11 @@ class DiffResult(Result):
     b: str
     rows: list[DiffRow]
     settings: list[SettingChange] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
     tested: bool = True  # each side several launches: `significant` says whether a change is real
+    # what the profiler slowed each side's recorded steps by (analysis/diff.profiler_slowdown): a change counts only
+    # beyond the gap between them where it is PRACTICAL_SHARE or more
+    slowed: list[float] = field(default_factory=lambda: [0.0, 0.0])
+    best: list[str | None] = field(default_factory=lambda: [None, None])  # each side's sweep's best setting
+    world_sizes: list[int | None] = field(default_factory=lambda: [None, None])
     kind: str = "diff"
     schema_version: int = SCHEMA_VERSION
