@@ -6,7 +6,8 @@ import random
 
 import pytest
 
-from commprof.kinds.ddp_buckets import MB, cap_label, describe, distinct_caps, layout, limits
+from commprof.kinds.ddp_buckets import MB, distinct_caps, layout, limits
+from commprof.render.kind_words import cap_label, describe
 
 
 def torch_layout(parameter_bytes: list[int], cap_mb: float | None) -> tuple[int, ...]:

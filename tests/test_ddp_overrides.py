@@ -12,6 +12,7 @@ from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 from torch.nn.parallel import DistributedDataParallel as ImportedEarly
 
 from commprof.instrument.ddp import TIMED, DDPOverrides
+from commprof.render.kind_words import words_of
 from commprof.settings import DDPOptions
 from commprof.worker.step_ledger import DDP_TIMERS, HOST_CLOCK, StepLedger
 
@@ -177,13 +178,17 @@ def test_the_recommendation_speaks_the_framework_that_built_the_ddp():
         for m in ("transformers.trainer", "accelerate.accelerator", "lightning.pytorch.strategies.ddp", "train")
     ] == ["transformers", "transformers", "lightning", "script"]
     best = DDPOptions(bucket_cap_mb=50, comm_hook="bf16")
-    assert DDP.paste(best, "script") == (
+    assert words_of(DDP).paste(best, "script") == (
         "DDP(model, bucket_cap_mb=50); ddp.register_comm_hook(None, default_hooks.bf16_compress_hook)"
     )
     assert (
-        DDP.paste(best, "lightning") == "DDPStrategy(bucket_cap_mb=50, ddp_comm_hook=default_hooks.bf16_compress_hook)"
+        words_of(DDP).paste(best, "lightning")
+        == "DDPStrategy(bucket_cap_mb=50, ddp_comm_hook=default_hooks.bf16_compress_hook)"
     )
-    assert DDP.paste(DDPOptions(bucket_cap_mb=50), "transformers") == "TrainingArguments(..., ddp_bucket_cap_mb=50)"
+    assert (
+        words_of(DDP).paste(DDPOptions(bucket_cap_mb=50), "transformers")
+        == "TrainingArguments(..., ddp_bucket_cap_mb=50)"
+    )
 
 
 def _train_once(ddp) -> None:

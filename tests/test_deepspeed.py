@@ -9,6 +9,7 @@ import pytest
 
 from commprof.analysis.collectives import with_zero_purposes
 from commprof.instrument.deepspeed import DeepSpeedWatch
+from commprof.render.kind_words import words_of
 from commprof.results.report import CollectiveStats
 from commprof.results.store import load_report
 from tests.conftest import REPO, built_of, commprof, load_json
@@ -156,7 +157,7 @@ def test_zero_settings_are_named_swept_and_pasted_as_deepspeed_writes_them():
         DeepSpeedOptions(zero_stage=4)
     ran = DeepSpeedOptions(zero_stage=2, reduce_bucket_size=5e6, allgather_bucket_size=5e5, overlap_comm=True)
     own = DeepSpeedOptions(zero_stage=2, reduce_bucket_size=5e5, allgather_bucket_size=5e5, overlap_comm=True)
-    assert DEEPSPEED.paste(ran, baseline=own) == (
+    assert words_of(DEEPSPEED).paste(ran, baseline=own) == (
         '"zero_optimization": {"reduce_bucket_size": 5e6}  # in the config given to deepspeed.initialize; the rest '
         "as it is"
     )

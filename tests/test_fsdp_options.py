@@ -8,6 +8,7 @@ from torch import nn
 
 from commprof.instrument.fsdp import blocks, shard
 from commprof.kinds import FSDP
+from commprof.render.kind_words import words_of
 from commprof.settings import FSDPOptions, setting_label
 
 
@@ -58,12 +59,12 @@ def test_labels_and_paste_lines():
     assert setting_label(FSDPOptions()) == "reshard"
     options = FSDPOptions(reshard_after_forward=False, forward_prefetch=2, backward_prefetch=3, reduce_dtype="fp16")
     assert setting_label(options) == "no-reshard_fwd-prefetch-2_bwd-prefetch-3_reduce-fp16"
-    assert FSDP.paste(options) == (
+    assert words_of(FSDP).paste(options) == (
         "fully_shard(each block, then the model, reshard_after_forward=False, "
         "mp_policy=MixedPrecisionPolicy(reduce_dtype=torch.float16)); "
         "blocks[i].set_modules_to_forward_prefetch(blocks[i + 1:i + 3]); "
         "blocks[i].set_modules_to_backward_prefetch(blocks[max(0, i - 3):i][::-1])"
     )
-    assert FSDP.paste(FSDPOptions(forward_prefetch=1)) == (
+    assert words_of(FSDP).paste(FSDPOptions(forward_prefetch=1)) == (
         "fully_shard(each block, then the model); blocks[i].set_modules_to_forward_prefetch(blocks[i + 1:i + 2])"
     )

@@ -7,6 +7,7 @@ import dataclasses
 import pytest
 
 from commprof.kinds import DDP, DEEPSPEED, FSDP, HOROVOD, KINDS, built_kind, kind_of
+from commprof.render.kind_words import words_of
 from commprof.results.job import BuiltDDP, BuiltDeepSpeed, BuiltHorovod, Job
 from commprof.settings import OPTIONS_OF_STRATEGY, STRATEGIES, DDPOptions, DeepSpeedOptions, HorovodOptions
 from tests.conftest import REPO, run_record
@@ -66,7 +67,7 @@ def test_the_kind_a_scripts_launch_built():
     ],
 )
 def test_each_kind_says_its_setting_in_its_users_terms(kind, setting, baseline, line):
-    assert kind.paste(setting, baseline=baseline) == line
+    assert words_of(kind).paste(setting, baseline=baseline) == line
 
 
 def test_no_command_or_analysis_tests_a_settings_type():

@@ -18,6 +18,7 @@ from commprof.errors import UsageError
 from commprof.kinds import DDP, DEEPSPEED
 from commprof.kinds.ddp_buckets import MB
 from commprof.plans import SweepOptions, SweepPlan
+from commprof.render.kind_words import words_of
 from commprof.results.common import Estimate
 from commprof.results.report import SettingResult, Verdict
 from commprof.settings import OWN_LABEL, DDPOptions, own_setting, setting_label
@@ -112,8 +113,8 @@ def test_what_a_scripts_sweep_calls_for():
 
 
 def test_a_paste_line_without_a_cap():
-    assert DDP.paste(DDPOptions(bucket_cap_mb=None, static_graph=True)) == "DDP(model, static_graph=True)"
-    assert DDP.paste(DDPOptions(bucket_cap_mb=None), "transformers") == "TrainingArguments(...)"
+    assert words_of(DDP).paste(DDPOptions(bucket_cap_mb=None, static_graph=True)) == "DDP(model, static_graph=True)"
+    assert words_of(DDP).paste(DDPOptions(bucket_cap_mb=None), "transformers") == "TrainingArguments(...)"
 
 
 def test_tune_weighs_the_scripts_own_setting_and_refines_around_the_best_cap():

@@ -13,6 +13,7 @@ from commprof.analysis.fsdp_findings import fsdp_options, resharding
 from commprof.analysis.models import model_accounts
 from commprof.instrument.call_site import _first_argument, unique
 from commprof.kinds import DDP, FSDP
+from commprof.render.kind_words import words_of
 from commprof.render.models_view import models_named, models_section
 from commprof.render.outputs import markdown
 from commprof.results.job import BuiltDDP, BuiltFSDP, Job
@@ -211,9 +212,11 @@ def test_a_setting_for_one_model_is_labelled_pasted_and_applied_as_such():
     setting = DDPOptions(bucket_cap_mb=1, ddp_model="discriminator")
     assert setting.label() == "bucket-1mb_for-discriminator"
     assert DDPOptions(bucket_cap_mb=None, ddp_model="discriminator").label() == "script-own"
-    assert DDP.paste(setting) == "DDP(discriminator, bucket_cap_mb=1)"
-    assert DDP.paste(DDPOptions(bucket_cap_mb=1)) == "DDP(model, bucket_cap_mb=1)"
-    second = DDP.paste(DDPOptions(bucket_cap_mb=1, ddp_model="tower#2"))  # "#" would start a comment in the call
+    assert words_of(DDP).paste(setting) == "DDP(discriminator, bucket_cap_mb=1)"
+    assert words_of(DDP).paste(DDPOptions(bucket_cap_mb=1)) == "DDP(model, bucket_cap_mb=1)"
+    second = words_of(DDP).paste(
+        DDPOptions(bucket_cap_mb=1, ddp_model="tower#2")
+    )  # "#" would start a comment in the call
     assert second == "DDP(tower, bucket_cap_mb=1)  # the DDP the report names tower#2"
     assert "ddp_model" not in applied_to_a_script(setting)
 
@@ -223,7 +226,7 @@ def test_tune_layouts_of_a_script_with_two_models_name_each():
     from commprof.results.run_record import RunRecord
 
     run = RunRecord("t", RunConfig(run_id="t"), job=Job([GENERATOR, DISCRIMINATOR]))
-    layout_of, described = DDP.layouts(run)
+    layout_of, described = DDP.layouts(run), words_of(DDP).layout(run)
     every = layout_of(DDPOptions(bucket_cap_mb=1))
     # at a cap of 1 MB: the generator's two 1 MiB parameters a bucket each, the discriminator's two of 0.25 MiB one
     assert every == ((MIB, MIB), (MIB // 2,))
@@ -357,7 +360,7 @@ def test_fsdps_tune_measures_each_knob_against_the_script_as_written():
         "reduce-bf16",
     ]
     assert FSDP.is_as_written(fsdp_as_written(FSDPOptions()))
-    assert FSDP.paste(FSDPOptions(reshard_after_forward=None, reduce_dtype="bf16")) == (
+    assert words_of(FSDP).paste(FSDPOptions(reshard_after_forward=None, reduce_dtype="bf16")) == (
         "fully_shard(each block, then the model, mp_policy=MixedPrecisionPolicy(reduce_dtype=torch.bfloat16))"
     )
 

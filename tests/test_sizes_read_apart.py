@@ -1,7 +1,8 @@
 """Sizes are printed with enough digits to tell different ones apart: a collective's bytes, a bucket's, the buckets
 of a layout. Two rows of one sweep never both read '1.00 MiB' unless they are the same size."""
 
-from commprof.kinds.ddp_buckets import MB, describe
+from commprof.kinds.ddp_buckets import MB
+from commprof.render.kind_words import describe
 from commprof.values import human_bytes
 
 # tests/data/scripts/train_default_ddp.py's buckets: DDP's default, and bucket_cap_mb=1

@@ -20,6 +20,7 @@ from commprof.errors import Interrupted, RunFailed, UsageError
 from commprof.kinds import KINDS
 from commprof.launch.runlog import read_run_json
 from commprof.launch.script_run import finish_script_run
+from commprof.render.kind_words import words_of
 from commprof.settings import applied_to_a_script
 
 DERIVED_IN_SLURM = ("--nodes", "--rdzv-endpoint", "--run-id")
@@ -50,7 +51,7 @@ def run(request: RunRequest, feedback: Feedback = SILENT, env: Mapping[str, str]
             feedback.info(TORCHRUN_OMP_WARNING)
     else:
         workload = check_model(config, feedback)
-        settings = KINDS[config.strategy].said(config.options)
+        settings = words_of(KINDS[config.strategy]).said(config.options)
         feedback.info(f"run {config.run_id}: {describe(config, workload)}, {settings}")
     steps = config.max_steps if config.script else config.steps  # a script without --max-steps: its loop decides
     try:

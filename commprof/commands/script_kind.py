@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from commprof.errors import UsageError
 from commprof.kinds import KINDS, JobKind, built_kind, kind_of
+from commprof.render.kind_words import words_of
 from commprof.results.job import BuiltDDP
 from commprof.results.run_record import RunRecord
 from commprof.settings import SettingOptions
@@ -37,8 +38,9 @@ def several_kinds(run: RunRecord, baseline: SettingOptions) -> str:
     built = ", ".join(f"{b.label} ({KINDS[b.kind].short})" for b in run.job.built)
     own = [b.label for b in run.job.built if b.kind == kind.strategy]
     others = [k for k in run.job.kinds if k != kind.strategy]
-    kept = "; ".join(f"{KINDS[k].knobs} as written (--strategy {k} varies them)" for k in others)
-    return f"the script builds models of {len(run.job.kinds)} kinds, {built}: these settings vary {kind.knobs} on " + (
+    kept = "; ".join(f"{words_of(KINDS[k]).knobs} as written (--strategy {k} varies them)" for k in others)
+    knobs = words_of(kind).knobs
+    return f"the script builds models of {len(run.job.kinds)} kinds, {built}: these settings vary {knobs} on " + (
         f"{', '.join(own)}; {kept}"
     )
 
@@ -60,8 +62,8 @@ def check_kind(run: RunRecord, baseline: SettingOptions) -> None:
         return
     built = built_kind(run)
     if built is not None:
-        what = f"the script trains with {built.trains_with(run)}, not {kind.title}"
-        instead = built.instead.format(strategy=kind.strategy)
-        raise OtherKind(what, f"{kind.knobs} do nothing to it; {instead}", built)
+        what = f"the script trains with {words_of(built).trains_with(run)}, not {kind.title}"
+        instead = words_of(built).instead.format(strategy=kind.strategy)
+        raise OtherKind(what, f"{words_of(kind).knobs} do nothing to it; {instead}", built)
     what = f"the script built no {kind.engine}"
-    raise OtherKind(what, f"{kind.knobs} do nothing to it; commprof run -- SCRIPT profiles it as it is")
+    raise OtherKind(what, f"{words_of(kind).knobs} do nothing to it; commprof run -- SCRIPT profiles it as it is")

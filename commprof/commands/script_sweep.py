@@ -37,6 +37,7 @@ from commprof.launch.job import TORCHRUN_OMP_WARNING, torchrun_environment
 from commprof.launch.runlog import read_run_json
 from commprof.launch.script_run import finish_script_run
 from commprof.plans import SweepOptions, SweepPlan
+from commprof.render.kind_words import words_of
 from commprof.results.common import Estimate, job_steps
 from commprof.results.job import BuiltDDP
 from commprof.results.run_record import RunRecord
@@ -235,7 +236,8 @@ class _Launches:
                 self.order.append(label)
                 kind = kind_of(plan.baseline)
                 if self.tune and self.layout_of is None and kind.built(run):  # the baseline's
-                    self.layout_of, described = kind.layouts(run)
+                    self.layout_of = kind.layouts(run)
+                    described = words_of(kind).layout(run)
                     pending = _one_per_layout(pending, self.layout_of, described, self.name, self.feedback)
                     active = [s for s in active if s in pending or s == baseline]
             if repeat < plan.repeats:
@@ -342,7 +344,7 @@ def _counted(settings: Sequence[SettingOptions], more: str = "") -> str:
 
 def _tried(settings: Sequence[SettingOptions]) -> str:
     """What tune's first round measures: the script's own setting and the sizes of the coarse grid."""
-    return kind_of(settings[0]).tried(settings[1:])
+    return words_of(kind_of(settings[0])).tried(settings[1:])
 
 
 def _one_per_layout(

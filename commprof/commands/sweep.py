@@ -17,6 +17,7 @@ from commprof.config import RunRequest
 from commprof.errors import UsageError
 from commprof.kinds import DDP, KINDS
 from commprof.plans import MEASURED_AS_USUAL, SweepOptions, SweepPlan, sweep_grid
+from commprof.render.kind_words import words_of
 from commprof.results.common import Estimate
 from commprof.results.report import Report
 from commprof.settings import SettingOptions, setting_label
@@ -61,7 +62,7 @@ def tune(request: RunRequest, feedback: Feedback = SILENT, options: SweepOptions
         settings = kind.knob_settings(request.options)
     else:
         raise UsageError(
-            f"--strategy {request.strategy} is not for commprof tune of a built-in model ({kind.knobs}: "
+            f"--strategy {request.strategy} is not for commprof tune of a built-in model ({words_of(kind).knobs}: "
             f"commprof sweep --strategy {request.strategy})"
         )
     try:
@@ -74,7 +75,7 @@ def tune(request: RunRequest, feedback: Feedback = SILENT, options: SweepOptions
         if not tunable or not KINDS[request.strategy].default or not request.script:
             raise
     assert built is not None
-    knob = f"{built.short}'s {built.size_knob}" if built.size_knob else built.knobs
+    knob = f"{built.short}'s {built.size_knob}" if built.size_knob else words_of(built).knobs
     feedback.info(f"tune: {what}: tuning {knob} instead (as --strategy {built.strategy})")
     return tune(dataclasses.replace(request, strategy=built.strategy), feedback, options)
 

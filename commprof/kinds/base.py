@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 import dataclasses
-from abc import ABC, abstractmethod
+from abc import ABC
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from commprof.config import RunConfig
-from commprof.errors import UsageError
 from commprof.results.job import Built, Job
 from commprof.results.run_record import RunRecord, RunSummary
-from commprof.settings import SettingOptions, setting_label
+from commprof.settings import SettingOptions
 from commprof.trace.model import RankTrace
 
 Layout = tuple[Any, ...]  # bucket bytes; of a script with several DDP models, one such tuple per model
 # a setting's buckets, learnt from a script's launch, and how to say one layout
-Layouts = tuple[Callable[[Any], Layout], Callable[[Layout], str]]
+Layouts = Callable[[Any], Layout]  # a setting's buckets
 
 
 class JobKind(ABC):
@@ -33,7 +32,6 @@ class JobKind(ABC):
     knobs: ClassVar[str]  # its options, as a refusal names them
     own_name: ClassVar[str] = "setting"  # what a script's own setting is called: the script's own setting, config
     # what to do where another kind's knobs were given for a job of this kind ({strategy}: the other kind's)
-    instead: ClassVar[str] = ""
     size_knob: ClassVar[str | None] = None  # the bucket size tune varies; None: tune has nothing to size
     size_unit: ClassVar[str] = ""
     grid: ClassVar[tuple[float, ...]] = ()  # tune's first sizes
@@ -44,23 +42,10 @@ class JobKind(ABC):
     modelled: ClassVar[bool] = False  # scale's step model (gradient buckets on a ring) is this kind's
     gathers: ClassVar[bool] = False  # its step's communication is counted by its parameter all-gathers (a sweep's)
     # what a script's rank notes where --strategy named this kind and the script built none of it
-    unused: ClassVar[str] = ""
-
-    def trains_with(self, run: RunRecord) -> str:
-        """The job as a script's launch built it, in a sentence: 'DeepSpeed (ZeRO stage 2)'."""
-        return self.engine
-
-    def written(self, ran: Mapping[str, Any]) -> str:
-        """A script's own setting as it ran (`ran`: a sweep's record of its options), in the script's terms."""
-        return ", ".join(f"{name}={value}" for name, value in ran.items())
 
     def as_written(self, options: SettingOptions) -> SettingOptions:
         """A script's baseline: its job as it wrote it, with the options given on top."""
         return options
-
-    def said(self, options: SettingOptions) -> str:
-        """A built-in model's setting as its run's first line names it: 'FSDP reshard-after-forward-false'."""
-        return f"{self.short} {setting_label(options)}"
 
     def baseline(self, run: RunSummary) -> SettingOptions:
         """The setting a run trained with, as a sweep's baseline (advise's): a script's job as written with what the
@@ -80,7 +65,7 @@ class JobKind(ABC):
     def sized(self, options: SettingOptions, size: float) -> SettingOptions:
         """The setting with tune's bucket size."""
         if self.size_knob is None:
-            raise UsageError(f"{self.engine} has no bucket size to tune")
+            raise NotImplementedError(self.strategy)  # only a kind that tune sizes
         changes: dict[str, Any] = {self.size_knob: size}
         return dataclasses.replace(options, **changes)
 
@@ -102,8 +87,9 @@ class JobKind(ABC):
         return next((b for b in job.built if isinstance(b, self.record)), None)
 
     def layouts(self, run: RunRecord) -> Layouts:
-        """A setting's buckets and how to say them, from the baseline's launch of a script."""
-        raise UsageError(f"{self.engine}'s buckets are not modelled")
+        """A setting's buckets, from the baseline's launch of a script (render/kind_words says them); only the kinds
+        tune sizes (`size_knob`) have them."""
+        raise NotImplementedError(self.strategy)
 
     def ran_with(self, setting: SettingOptions, run: RunRecord) -> dict[str, Any]:
         """The options a setting really ran with: the script's own, with what commprof set on top."""
@@ -116,13 +102,3 @@ class JobKind(ABC):
     def knob_settings(self, options: Any) -> list[SettingOptions]:
         """What tune measures of a kind without a bucket size (FSDP's knobs, each changed alone); none: not tuned."""
         return []
-
-    def tried(self, settings: Sequence[SettingOptions]) -> str:
-        """What tune's first round measures besides the script's own setting."""
-        sizes = ", ".join(f"{self.size(vars(s)):g}" for s in settings)
-        return f"the script's own setting and {self.size_knob} {sizes} {self.size_unit},"
-
-    @abstractmethod
-    def paste(self, options: SettingOptions, framework: str = "script", baseline: SettingOptions | None = None) -> str:
-        """What to write in the training script (or its config) for this setting, in the terms of whatever built
-        the job (`framework`: script, transformers, lightning), what differs from `baseline`'s."""

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from commprof.kinds.base import JobKind, Layout, Layouts
-from commprof.kinds.ddp_buckets import describe, layout, owners
+from commprof.kinds.ddp_buckets import layout, owners
 from commprof.results.job import Built, BuiltDDP, Job
 from commprof.results.run_record import RunRecord, RunSummary
 from commprof.settings import DDP_ARGUMENTS, DDP_BUCKET_GRID_MB, DDPOptions, SettingOptions, own_setting
@@ -27,12 +27,10 @@ class DDPKind(JobKind):
     title: ClassVar[str] = "DistributedDataParallel"
     engine: ClassVar[str] = "DistributedDataParallel"
     short: ClassVar[str] = "DDP"
-    knobs: ClassVar[str] = "DDP's options (bucket_cap_mb and the others)"
     size_knob: ClassVar[str | None] = "bucket_cap_mb"
     size_unit: ClassVar[str] = "MB"
     grid: ClassVar[tuple[float, ...]] = DDP_BUCKET_GRID_MB
     reads_ddp: ClassVar[bool] = True
-    instead: ClassVar[str] = "leave out --strategy {strategy}"
     unrecorded: ClassVar[bool] = True
     default: ClassVar[bool] = True
     modelled: ClassVar[bool] = True
@@ -49,17 +47,6 @@ class DDPKind(JobKind):
     def as_written(self, options: SettingOptions) -> SettingOptions:
         assert isinstance(options, DDPOptions)  # this kind's own
         return own_setting(options)
-
-    def written(self, ran: Mapping[str, Any]) -> str:
-        cap, model = ran.get("bucket_cap_mb"), ran.get("ddp_model")
-        whose = f"{model}'s DDP: " if model else ""
-        if cap is None:
-            return f"{whose}no bucket_cap_mb, so DDP's default: a 1 MiB first bucket, then 25 MiB"
-        return f"{whose}bucket_cap_mb={cap:g} as the script passes it"
-
-    def said(self, options: SettingOptions) -> str:
-        assert isinstance(options, DDPOptions)  # this kind's own
-        return f"bucket_cap_mb={options.bucket_cap_mb:g}"
 
     def baseline(self, run: RunSummary) -> SettingOptions:
         """A script's: its DDPs as written (settings.own_setting) with the options the run set on top, its
@@ -84,7 +71,6 @@ class DDPKind(JobKind):
         passes, or DDP's default); of a script with several DDPs, each model's buckets, those of the models a setting
         leaves alone (--ddp-model) as the script wrote them."""
         every = run.job.of(BuiltDDP)
-        names = [b.label for b in every]
 
         def one(built: BuiltDDP, setting: Any) -> Layout:
             asked = built.asked.get("bucket_cap_mb")
@@ -95,11 +81,8 @@ class DDPKind(JobKind):
             return layout(built.parameter_sizes, setting.bucket_cap_mb if setting.bucket_cap_mb is not None else own)
 
         if len(every) == 1:
-            return (lambda s: one(every[0], s), describe)
-        return (
-            lambda s: tuple(one(b, s) for b in every),
-            lambda each: "; ".join(f"{n}'s {describe(sizes)}" for n, sizes in zip(names, each, strict=True)),
-        )
+            return lambda s: one(every[0], s)
+        return lambda s: tuple(one(b, s) for b in every)
 
     def ran_with(self, setting: SettingOptions, run: RunRecord) -> dict[str, Any]:
         options = super().ran_with(setting, run)
@@ -119,36 +102,6 @@ class DDPKind(JobKind):
         return tuple(
             name for name in DDP_ARGUMENTS if any(getattr(s, name) != getattr(baseline, name) for s in settings)
         )
-
-    def tried(self, settings: Sequence[SettingOptions]) -> str:
-        caps = ", ".join(f"{self.size(vars(s)):g}" for s in settings)
-        return f"the script's own setting and caps {caps} MB, one per bucket layout,"
-
-    def paste(self, options: SettingOptions, framework: str = "script", baseline: SettingOptions | None = None) -> str:
-        """In the terms of whatever built the DDP: the script's DDP(...), Trainer's TrainingArguments, Lightning's
-        DDPStrategy."""
-        assert isinstance(options, DDPOptions)  # this kind's own
-        args = [f"bucket_cap_mb={options.bucket_cap_mb:g}"] if options.bucket_cap_mb is not None else []
-        if options.gradient_as_bucket_view:
-            args.append("gradient_as_bucket_view=True")
-        if options.static_graph:
-            args.append("static_graph=True")
-        hook = f"default_hooks.{options.comm_hook}_compress_hook" if options.comm_hook != "none" else None
-        if framework == "transformers":  # Trainer passes only the cap through; the other knobs need a DDP of one's own
-            cap = f"ddp_bucket_cap_mb={options.bucket_cap_mb:g}" if options.bucket_cap_mb is not None else ""
-            line = f"TrainingArguments(..., {cap})" if cap else "TrainingArguments(...)"
-            extra = args[1 if cap else 0 :] + ([f"comm hook {options.comm_hook}"] if hook else [])
-            return line + (f"  # and {', '.join(extra)}: not settable through TrainingArguments" if extra else "")
-        if framework == "lightning":
-            return f"DDPStrategy({', '.join(args + ([f'ddp_comm_hook={hook}'] if hook else []))})"
-        written, _, count = (options.ddp_model or "model").partition("#")  # m#2: the script's second DDP of m
-        line = f"DDP({', '.join([written, *args])})"
-        if hook:
-            line += f"; ddp.register_comm_hook(None, {hook})"
-        notes = [f"the DDP the report names {options.ddp_model}"] if count else []
-        if options.grad_accum > 1:
-            notes.append(f"and all-reduce every {options.grad_accum} micro-batches (no_sync for the others)")
-        return line + (f"  # {'; '.join(notes)}" if notes else "")
 
 
 def _cap(applied: Mapping[str, Any]) -> float | None:

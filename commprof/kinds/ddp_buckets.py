@@ -22,7 +22,6 @@ Layout = tuple[int, ...]
 MB = 1024 * 1024
 FIRST_BUCKET_BYTES = MB  # dist._DEFAULT_FIRST_BUCKET_BYTES
 DEFAULT_CAP_MB = 25.0
-MAX_LISTED = 6  # bucket sizes named one by one
 
 
 def limits(cap_mb: float | None) -> list[int]:
@@ -45,33 +44,6 @@ def layout(parameter_bytes: Sequence[int], cap_mb: float | None) -> tuple[int, .
     if size:
         sizes.append(size)
     return tuple(sizes)
-
-
-def describe(sizes: Sequence[int]) -> str:
-    """'one bucket of 32.1 MiB', '2 buckets: 28.1, 4.0 MiB', or '64 buckets of 0.3 to 4.0 MiB' (MiB, as DDP counts its
-    MB), with more decimals where one would read two different sizes alike ('1.01, 1.00 MiB')."""
-    shown = _decimals(sizes)
-    if len(sizes) == 1:
-        return f"one bucket of {sizes[0] / MB:.{shown}f} MiB"
-    if len(sizes) > MAX_LISTED:
-        low, high = f"{min(sizes) / MB:.{shown}f}", f"{max(sizes) / MB:.{shown}f}"
-        return f"{len(sizes)} buckets of {low if low == high else f'{low} to {high}'} MiB"
-    return f"{len(sizes)} buckets: " + ", ".join(f"{s / MB:.{shown}f}" for s in sizes) + " MiB"
-
-
-def _decimals(sizes: Sequence[int], most: int = 3) -> int:
-    """The fewest decimals (one at least) at which different sizes read differently and none reads 0."""
-    for decimals in range(1, most):
-        texts = {size: f"{size / MB:.{decimals}f}" for size in set(sizes)}
-        if len(set(texts.values())) == len(texts) and all(size == 0 or float(t) > 0 for size, t in texts.items()):
-            return decimals
-    return most
-
-
-def cap_label(cap_mb: float | None) -> str:
-    if cap_mb is None:
-        return "DDP's default (no bucket_cap_mb: 1 MiB first bucket, then 25)"
-    return f"bucket_cap_mb={cap_mb:g}"
 
 
 def one_per_layout(

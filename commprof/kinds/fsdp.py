@@ -6,7 +6,6 @@ changed alone (`knob_settings`)."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from commprof.kinds.base import JobKind
@@ -23,19 +22,10 @@ class FSDPKind(JobKind):
     strategy: ClassVar[str] = "fsdp"
     record: ClassVar[type[Built]] = BuiltFSDP
     gathers: ClassVar[bool] = True
-    unused: ClassVar[str] = "the script called no fully_shard: FSDP's options had no effect"
     options: ClassVar[type] = FSDPOptions
     title: ClassVar[str] = "FSDP"
     engine: ClassVar[str] = "FSDP (fully_shard)"
     short: ClassVar[str] = "FSDP"
-    knobs: ClassVar[str] = "FSDP's options"
-
-    instead: ClassVar[str] = "give --strategy fsdp, whose knobs are FSDP's own"
-
-    def trains_with(self, run: RunRecord) -> str:
-        built = run.job.of(BuiltFSDP)
-        units = sum(len(b.units) for b in built)
-        return f"FSDP2 (fully_shard, {units} units in {len(built)} model{'s' * (len(built) > 1)})"
 
     def own_collectives(self, rank: RankTrace, job: Job) -> RankTrace:
         """Every collective of a job of FSDP alone; in a job of several kinds, those FSDP's ranges name as its own
@@ -51,13 +41,6 @@ class FSDPKind(JobKind):
 
     def is_as_written(self, options: SettingOptions) -> bool:
         return options == fsdp_as_written(FSDPOptions())
-
-    def written(self, ran: Mapping[str, Any]) -> str:
-        reshard = ran.get("reshard_after_forward")
-        return (
-            f"reshard_after_forward={'FSDP default' if reshard is None else reshard}, "
-            f"reduce dtype {ran.get('reduce_dtype', 'fp32')}, as the script passes them"
-        )
 
     def ran_with(self, setting: SettingOptions, run: RunRecord) -> dict[str, Any]:
         options = super().ran_with(setting, run)
@@ -77,23 +60,6 @@ class FSDPKind(JobKind):
             {"reduce_dtype": "bf16"},
         ]
         return [own, *(dataclasses.replace(own, **change) for change in changes)]
-
-    def paste(self, options: SettingOptions, framework: str = "script", baseline: SettingOptions | None = None) -> str:
-        """fully_shard's arguments (each block, then the model) and each block's prefetch set."""
-        assert isinstance(options, FSDPOptions)  # this kind's own
-        args = ["each block, then the model"] + (
-            ["reshard_after_forward=False"] if options.reshard_after_forward is False else []
-        )
-        if options.reduce_dtype != "fp32":
-            dtype = {"bf16": "bfloat16", "fp16": "float16"}[options.reduce_dtype]
-            args.append(f"mp_policy=MixedPrecisionPolicy(reduce_dtype=torch.{dtype})")
-        parts = [f"fully_shard({', '.join(args)})"]
-        if options.forward_prefetch:
-            parts.append(f"blocks[i].set_modules_to_forward_prefetch(blocks[i + 1:i + {options.forward_prefetch + 1}])")
-        if options.backward_prefetch > 1:
-            depth = options.backward_prefetch
-            parts.append(f"blocks[i].set_modules_to_backward_prefetch(blocks[max(0, i - {depth}):i][::-1])")
-        return "; ".join(parts)
 
 
 FSDP = FSDPKind()

@@ -5,7 +5,6 @@ Its fusion buffer is its bucket: gradients ready in the same cycle are fused up 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from commprof.kinds.base import JobKind, Layout, Layouts
@@ -18,25 +17,13 @@ from commprof.trace.model import RankTrace
 class HorovodKind(JobKind):
     strategy: ClassVar[str] = "horovod"
     record: ClassVar[type[Built]] = BuiltHorovod
-    unused: ClassVar[str] = "the script built no Horovod DistributedOptimizer: Horovod's options had no effect"
     options: ClassVar[type] = HorovodOptions
     title: ClassVar[str] = "Horovod"
     engine: ClassVar[str] = "Horovod DistributedOptimizer"
     short: ClassVar[str] = "Horovod"
-    knobs: ClassVar[str] = "Horovod's options"
     size_knob: ClassVar[str | None] = "fusion_threshold_mb"
     size_unit: ClassVar[str] = "MiB"
     grid: ClassVar[tuple[float, ...]] = HOROVOD_FUSION_GRID_MB
-    instead: ClassVar[str] = (
-        "its gradients go in Horovod's fusion buffer: commprof sweep --strategy horovod --fusion-threshold-mb 8,32 "
-        "-- SCRIPT, or commprof tune -- SCRIPT"
-    )
-
-    def trains_with(self, run: RunRecord) -> str:
-        return "Horovod (hvd.DistributedOptimizer)"
-
-    def written(self, ran: Mapping[str, Any]) -> str:
-        return ", ".join(f"{name}={value}" for name, value in HorovodOptions(**ran).environment().items())
 
     def is_as_written(self, options: SettingOptions) -> bool:
         return options == HorovodOptions()
@@ -56,25 +43,13 @@ class HorovodKind(JobKind):
             threshold = built.fusion_threshold_bytes if mb is None else int(mb * MIB)
             return (min(threshold, gradients),)
 
-        def described(layout: Layout) -> str:
-            if layout[0] >= gradients:
-                return f"one fusion buffer holds all {gradients / MIB:.2f} MiB of gradients"
-            return f"fusion buffers of {layout[0] / MIB:g} MiB"
-
-        return fused, described
+        return fused
 
     def ran_with(self, setting: SettingOptions, run: RunRecord) -> dict[str, Any]:
         built = run.job.first(BuiltHorovod)
         if built is None:
             return super().ran_with(setting, run)
         return {"fusion_threshold_mb": built.fusion_threshold_bytes / MIB, "cycle_time_ms": built.cycle_time_ms}
-
-    def paste(self, options: SettingOptions, framework: str = "script", baseline: SettingOptions | None = None) -> str:
-        """The variables to set where the job starts (before horovodrun), those that differ from `baseline`'s."""
-        assert isinstance(options, HorovodOptions)  # this kind's own
-        own = baseline.environment() if isinstance(baseline, HorovodOptions) else {}
-        given = {name: value for name, value in options.environment().items() if own.get(name) != value}
-        return " ".join(f"{name}={value}" for name, value in given.items()) + " horovodrun ...  # or export them"
 
 
 HOROVOD = HorovodKind()

@@ -8,8 +8,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from commprof.kinds import DEEPSPEED, HOROVOD, kind_of
-from commprof.kinds.ddp_buckets import cap_label, describe
+from commprof.render.kind_words import cap_label, describe, paste
 from commprof.render.rank_findings_text import input_stall_words, stalls_words, straggler_words
 from commprof.results import finding_facts as facts
 from commprof.results.common import Result
@@ -82,7 +81,7 @@ def bucket_cap_words(f: facts.BucketCap, _: Finding) -> Words:
         + f"bucket_cap_mb={f.cap_mb:g} ({describe(f.buckets_then)}) "
         + ("saves all-reduce calls" if f.serial else "hides more of the gradient all-reduce"),
         evidence,
-        kind_of(f.options).paste(f.options, f.framework),
+        paste(f.options, f.framework),
     )
 
 
@@ -113,9 +112,7 @@ def zero_buckets_words(f: facts.ZeroBuckets, _: Finding) -> Words:
         f"reduce_bucket_size={elements(f.own)} elements; {f.exposed_ms:.1f} ms of each step is exposed gradient "
         f"reduction after the backward pass; {_link(f.link)}"
         + (SERIAL.replace("all-reduce", "gradient reduction") if f.serial else ""),
-        DEEPSPEED.paste(
-            DeepSpeedOptions(reduce_bucket_size=f.size), baseline=DeepSpeedOptions(reduce_bucket_size=f.own)
-        ),
+        paste(DeepSpeedOptions(reduce_bucket_size=f.size), baseline=DeepSpeedOptions(reduce_bucket_size=f.own)),
     )
 
 
@@ -127,7 +124,7 @@ def fsdp_reshard_words(f: facts.FsdpReshard, _: Finding) -> Words:
         f"{f.gathers_per_step:.1f} parameter all-gathers per step run again in the backward, "
         + ("each in full on CPU ranks" if f.serial else "the part no computation hid")
         + (f"; each rank then holds up to {held:.1f} MiB more between forward and backward" if f.kept_bytes else ""),
-        kind_of(f.options).paste(f.options),
+        paste(f.options),
     )
 
 
@@ -142,12 +139,12 @@ def horovod_fusion_words(f: facts.HorovodFusion, _: Finding) -> Words:
         f"training steps {where} (median {f.step_ms:.1f} ms), less what the calls a buffer of {best:g} MiB folds "
         f"into the one before took beyond their bytes at {f.bandwidth_gbps:.2f} GB/s (the link "
         f"{'measured' if f.measured else 'fitted'})",
-        HOROVOD.paste(HorovodOptions(fusion_threshold_mb=best), baseline=HorovodOptions()),
+        paste(HorovodOptions(fusion_threshold_mb=best), baseline=HorovodOptions()),
     )
 
 
 def compression_words(f: facts.Compression, _: Finding) -> Words:
-    action = kind_of(f.options).paste(f.options, f.framework)
+    action = paste(f.options, f.framework)
     if not f.casts_measured:
         return (
             f"{f.hook} gradient compression halves the bytes on this link (the casts' cost not measured)",
@@ -184,7 +181,7 @@ def accumulation_words(f: facts.Accumulation, finding: Finding) -> Words:
     else:
         per_sample = "its samples per rank are not known here: divide by them for the gain per sample"
     if not batch:
-        action = kind_of(f.options).paste(f.options, f.framework)
+        action = paste(f.options, f.framework)
     elif f.batch_size:
         action = f"commprof run ... --batch-size {f.batch_size * f.factor}"
     else:

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from commprof.kinds import DDP, DEEPSPEED, FSDP, HOROVOD, KINDS
+from commprof.render.kind_words import words_of
 from commprof.results.job import CollectiveBusbw
 from commprof.settings import DDPOptions, DeepSpeedOptions
 
@@ -68,7 +69,7 @@ def _fsdp_words(settings: Mapping[str, Any]) -> str:
 
 def _zero_words(settings: Mapping[str, Any]) -> str:
     given = {name: settings.get(name) for name in DEEPSPEED_FIELDS}
-    return f"{DEEPSPEED.title} ZeRO, {DEEPSPEED.written(given)}"
+    return f"{DEEPSPEED.title} ZeRO, {words_of(DEEPSPEED).written(given)}"
 
 
 def _horovod_words(settings: Mapping[str, Any]) -> str:

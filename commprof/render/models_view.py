@@ -3,8 +3,8 @@ collectives (analysis/models.py)."""
 
 from __future__ import annotations
 
-from commprof.kinds.ddp_buckets import cap_label, describe
 from commprof.render.document import Section, Table, Text
+from commprof.render.kind_words import cap_label, describe
 from commprof.results.report import ModelAccount, Report
 from commprof.values import human_bytes
 

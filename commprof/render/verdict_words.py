@@ -6,14 +6,14 @@ from __future__ import annotations
 import dataclasses
 
 from commprof.kinds import KINDS, JobKind
-from commprof.kinds.ddp_buckets import describe
+from commprof.render.kind_words import describe, words_of
 from commprof.results.common import PRACTICAL_SHARE, Result
 from commprof.results.report import Report, SettingResult, SweepResult, Verdict
 
 
 def paste_line(kind: JobKind, setting: SettingResult, framework: str, baseline: SettingResult | None = None) -> str:
     """What to write in the training script (or its config) for a measured setting, what differs from `baseline`'s."""
-    return kind.paste(
+    return words_of(kind).paste(
         kind.options(**setting.options), framework, kind.options(**baseline.options) if baseline else None
     )
 
@@ -25,7 +25,7 @@ def baseline_words(baseline: SettingResult, own: bool, kind: JobKind) -> tuple[s
     buckets = f"DDP built {describe(baseline.bucket_sizes)}" if baseline.bucket_sizes else ""
     if not own:
         return "the baseline", f"{baseline.label}: {buckets}" if buckets else baseline.label
-    written = f"{baseline.label}, as written: {kind.written(baseline.options)}"
+    written = f"{baseline.label}, as written: {words_of(kind).written(baseline.options)}"
     if not kind.reads_ddp:
         return f"the script's own {kind.own_name}", written
     buckets = buckets or "DDP's buckets not recorded"

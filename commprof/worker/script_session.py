@@ -35,6 +35,7 @@ from commprof.launch.atomic import now
 from commprof.launch.progress import Every, Progress, write_progress
 from commprof.launch.runlog import write_run_json
 from commprof.launch.step_log import StepLog, steps_kept
+from commprof.render.kind_words import words_of
 from commprof.results.hang import EnteredCollective
 from commprof.results.job import Job
 from commprof.results.run_record import CastCost, ProbedSize, ProbedTier, RunRecord, ScriptRankInfo
@@ -345,8 +346,9 @@ class ScriptSession:
                 f"steps counted are those of {self.counted}; the script also stepped {', '.join(sorted(self.others))}"
             )
         job, chosen = self.job(), KINDS[self.config.strategy]
-        if chosen.unused and chosen.built_of(job) is None:  # --strategy's options act on what the script built of it
-            notes.append(chosen.unused)
+        unused = words_of(chosen).unused
+        if unused and chosen.built_of(job) is None:  # --strategy's options act on what the script built of it
+            notes.append(unused)
         if self.horovod.built and chosen is not HOROVOD:
             notes.append(
                 "the script trains with Horovod: its allreduces run in Horovod's background thread, out of the "
