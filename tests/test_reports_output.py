@@ -246,7 +246,7 @@ def test_the_profilers_cost_and_the_drift_are_weighed_in_the_windows_stretch():
 def test_a_traced_step_is_named_as_people_count_steps(tmp_path):
     """The profiler's first recorded range is the schedule's first recorded optimizer step (--schedule 5,2,10: step
     8, counted from 1); traces from elsewhere keep the range's own name."""
-    from commprof.results.report import step_named
+    from commprof.render.tables import step_named
 
     traces = _run(tmp_path, "a", 400.0)  # ProfilerStep#0 to #11
     assert step_named(traces, "ProfilerStep#3") == "ProfilerStep#3"

@@ -37,18 +37,22 @@ def docstrings(tree: ast.AST) -> set[int]:
     return found
 
 
-def sentences(path: Path) -> int:
-    """The sentence literals of one module: outermost string nodes only (an f-string's parts are one)."""
+def sentences(path: Path) -> tuple[int, int]:
+    """The sentence literals of one module (outermost string nodes only: an f-string's parts are one), and how many of
+    them are the message of an exception raised beside its check (issue 71, item 1: "short usage errors beside their
+    checks may stay")."""
     tree = ast.parse(path.read_text())
     skip = docstrings(tree)
     inner = {id(v) for node in ast.walk(tree) if isinstance(node, ast.JoinedStr) for v in node.values}
-    count = 0
+    raised = {id(n) for node in ast.walk(tree) if isinstance(node, ast.Raise) and node.exc for n in ast.walk(node.exc)}
+    count = errors = 0
     for node in ast.walk(tree):
         text = text_of(node)
-        if text is None or id(node) in skip or id(node) in inner:
+        if text is None or id(node) in skip or id(node) in inner or len(text.split()) < SENTENCE_WORDS:
             continue
-        count += len(text.split()) >= SENTENCE_WORDS
-    return count
+        count += 1
+        errors += id(node) in raised
+    return count, errors
 
 
 def pinned(path: Path) -> int:
@@ -62,10 +66,12 @@ def pinned(path: Path) -> int:
 
 
 def main() -> int:
-    table_header("package", "modules", "sentence literals")
+    table_header("package", "modules", "sentence literals", "of which raised errors", "the others")
     for package in sorted(p for p in (REPO / "commprof").iterdir() if p.is_dir() and p.name != "__pycache__"):
         modules = sorted(package.rglob("*.py"))
-        table_row(package.name, len(modules), sum(sentences(m) for m in modules))
+        counted = [sentences(m) for m in modules]
+        total, errors = sum(c for c, _ in counted), sum(e for _, e in counted)
+        table_row(package.name, len(modules), total, errors, total - errors)
     tests = sorted((REPO / "tests").glob("test_*.py"))
     counts = [pinned(t) for t in tests]
     files = sum(map(bool, counts))

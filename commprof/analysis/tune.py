@@ -17,7 +17,6 @@ from commprof.settings import SettingOptions, setting_label
 
 MAX_ROUNDS = 2
 OWN = "own"  # a script's own setting among the tried caps
-REFINED = f"then at most {2 * (MAX_ROUNDS - 1)} more sizes around the best"  # refine_around's two a round
 
 
 Measure = Callable[[list[SettingOptions]], dict[str, MeasuredSetting]]

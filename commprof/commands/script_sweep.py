@@ -78,9 +78,10 @@ def measure_script(
     predicted: dict[str, Estimate] | None = None,
 ) -> Outcome:
     from commprof.analysis.sweep import claimed
-    from commprof.analysis.tune import REFINED, measure_rounds
+    from commprof.analysis.tune import MAX_ROUNDS, measure_rounds
     from commprof.commands.run import check_script
     from commprof.launch.resolve import MachineProbe, resolve
+    from commprof.render.verdict_words import refined
 
     options, max_steps = launch_lengths(request.max_steps, options)
     config = resolve(dataclasses.replace(request, max_steps=None), MachineProbe.detect())
@@ -101,7 +102,7 @@ def measure_script(
         f"{what} x {_repeats(plan)} interleaved repeats of one launch each ({timed_steps} steps, the first "
         f"{plan.warmup_steps} untimed; more than {plan.repeats} only while a setting against "
         f"{setting_label(baseline)} is undecided), then one profiled launch each ({profiled_steps} steps)"
-        + (f"; {REFINED}" if tune else "")
+        + (f"; {refined(MAX_ROUNDS)}" if tune else "")
         + f"; a setting that beats {setting_label(baseline)} is measured against it again in {_repeats(plan)} fresh "
         "pairs of launches before it is recommended"
     )

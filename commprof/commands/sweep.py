@@ -107,9 +107,10 @@ def measure(
     from commprof.launch import forkserver
 
     forkserver.start_early(request)
-    from commprof.analysis.tune import REFINED
+    from commprof.analysis.tune import MAX_ROUNDS
     from commprof.launch.job import Task, run_job
     from commprof.launch.resolve import MachineProbe, resolve
+    from commprof.render.verdict_words import refined
     from commprof.worker.sweep import sweep_main
 
     if request.script:
@@ -133,7 +134,7 @@ def measure(
     feedback.info(
         f"{kind} {config.run_id}: {describe(config, workload)}; {len(settings)} settings "
         f"({', '.join(map(setting_label, settings))}) x {plan.repeats} interleaved repeats"
-        + (f"; one per bucket layout, {REFINED}" if tune else "")
+        + (f"; one per bucket layout, {refined(MAX_ROUNDS)}" if tune else "")
         + (
             f"; then the settings measured launched again, {least_launches(plan)} to {launch_budget(plan)} launches in "
             f"all, and a setting that beats {setting_label(baseline)} measured against it again in fresh launches"

@@ -9,10 +9,10 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from commprof.render.tables import QUANTILES, TOP_RANKS, many_ranks
+from commprof.render.tables import QUANTILES, TOP_RANKS, many_ranks, step_named
 from commprof.results.bench import BenchResult
 from commprof.results.compare import BackendRun
-from commprof.results.report import Report, SettingResult, StepTimeline, SweepResult, step_named
+from commprof.results.report import Report, SettingResult, StepTimeline, SweepResult
 from commprof.results.whole_run import WholeRun
 
 COLORS = {

@@ -31,6 +31,7 @@ from commprof.render.tables import (
     many_ranks,
     phase_rows,
     step_clock,
+    step_named,
     sweep_table,
     timeline_row,
     without_empty_columns,
@@ -38,7 +39,7 @@ from commprof.render.tables import (
 from commprof.render.verdict_words import verdict_words
 from commprof.render.whole_run_view import whole_run_sections
 from commprof.results.job import BuiltDDP
-from commprof.results.report import Report, ShortWindow, step_named
+from commprof.results.report import Report, ShortWindow
 from commprof.trace.rules import ZERO_REDUNDANCY
 
 

@@ -171,7 +171,7 @@ def model_notes(report: ScaleReport) -> list[str]:
 
 def document(report: ScaleReport) -> Document:
     sections = [
-        Section("", [Text(f"{report.summary}.", "headline"), Figure("scale.png", "speedup against world size")]),
+        Section("", [Text(f"{summary(report)}.", "headline"), Figure("scale.png", "speedup against world size")]),
         Section("Measured", [Table(measured_headers(report), measured_rows(report))]),
         *(
             [Section("Predicted", [Table(headers(report, PREDICTED_HEADERS), predicted_rows(report))])]
@@ -225,3 +225,21 @@ def scale_plot(report: ScaleReport) -> bytes:
 def _source(source: str | dict) -> str:
     """The link's source as a scale report holds it: its facts (an older report: its words)."""
     return source if isinstance(source, str) else source_words(LinkSource(**source))
+
+
+def summary(report: ScaleReport) -> str:
+    """The scale's headline: its speedup and efficiency at the largest size measured, and at the largest predicted."""
+    last = report.points[-1]
+    text = (
+        f"{report.mode} scaling {report.points[0].world_size} -> {last.world_size} ranks"
+        + (f" ({report.points[0].nodes} -> {last.nodes} nodes)" if last.nodes > 1 else "")
+        + ": "
+        f"{last.speedup:.2f}x speedup, {last.efficiency:.0%} efficiency; communication exposed "
+        f"{last.exposed_comm_ms:.1f} ms of {last.step_ms.value:.1f} ms per step at {last.world_size}"
+    )
+    if report.predictions:
+        p = report.predictions[-1]
+        text += (
+            f"; predicted at {p.world_size}: {p.efficiency:.0%} efficiency, best bucket_cap_mb={p.best_bucket_cap_mb:g}"
+        )
+    return text

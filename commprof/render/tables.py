@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from commprof.kinds import KINDS
 from commprof.render.groups_view import costliest_dimension, over
 from commprof.results.common import PRACTICAL_SHARE, WARN_SLOWDOWN, signed
@@ -370,3 +372,17 @@ def ddp_check_row(s: SettingResult) -> tuple[str, ...]:
 def busbw_by_size(busbw: dict[str, float | None]) -> str:
     """'4.0 MiB: 0.26, 28.1 MiB: 0.83' from {bytes: GB/s}."""
     return ", ".join(f"{int(size) / 2**20:.1f} MiB: {bw:.2f}" for size, bw in busbw.items() if bw)
+
+
+_PROFILER_STEP = re.compile(r"ProfilerStep#(\d+)")
+
+
+def step_named(report: Report, name: str) -> str:
+    """A trace's step range as a person counts steps: 'step 17 (ProfilerStep#16 in the trace)' in commprof's runs,
+    where the first profiled range is the schedule's first recorded optimizer step; the name alone elsewhere (traces
+    from elsewhere, a sweep's launches)."""
+    first = min((int(m.group(1)) for s in report.steps if (m := _PROFILER_STEP.fullmatch(s.step))), default=None)
+    named = _PROFILER_STEP.fullmatch(name)
+    if report.run is None or report.sweep is not None or first is None or named is None:
+        return name  # a sweep's profiled launches keep a schedule of their own
+    return f"step {report.run.config.schedule.step_of(int(named.group(1)), first)} ({name} in the trace)"

@@ -112,3 +112,8 @@ def with_verdict_words(result: Result) -> Result:
         return result
     text, paste = verdict_words(result.sweep)
     return dataclasses.replace(result, sweep=dataclasses.replace(result.sweep, recommendation=text, paste=paste))
+
+
+def refined(max_rounds: int) -> str:
+    """What a tune measures after its first round (analysis/tune.refine_around: two sizes a round)."""
+    return f"then at most {2 * (max_rounds - 1)} more sizes around the best"

@@ -6,7 +6,6 @@ fields that a newer commprof added, so old reports keep rendering.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -283,20 +282,6 @@ class ProfilerDistortion:
     profiled_ms: float
     unprofiled_ms: float
     slowdown: float  # profiled / unprofiled - 1
-
-
-_PROFILER_STEP = re.compile(r"ProfilerStep#(\d+)")
-
-
-def step_named(report: Report, name: str) -> str:
-    """A trace's step range as a person counts steps: 'step 17 (ProfilerStep#16 in the trace)' in commprof's runs,
-    where the first profiled range is the schedule's first recorded optimizer step; the name alone elsewhere (traces
-    from elsewhere, a sweep's launches)."""
-    first = min((int(m.group(1)) for s in report.steps if (m := _PROFILER_STEP.fullmatch(s.step))), default=None)
-    named = _PROFILER_STEP.fullmatch(name)
-    if report.run is None or report.sweep is not None or first is None or named is None:
-        return name  # a sweep's profiled launches keep a schedule of their own
-    return f"step {report.run.config.schedule.step_of(int(named.group(1)), first)} ({name} in the trace)"
 
 
 @dataclass(frozen=True)

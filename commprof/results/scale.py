@@ -79,21 +79,3 @@ class ScaleReport(Result):
     def batch_known(self) -> bool:
         """Whether the per-rank batch is known: commprof's own model's, or read from a script's argument."""
         return not self.script or self.batch_argument is not None
-
-    @property
-    def summary(self) -> str:
-        last = self.points[-1]
-        text = (
-            f"{self.mode} scaling {self.points[0].world_size} -> {last.world_size} ranks"
-            + (f" ({self.points[0].nodes} -> {last.nodes} nodes)" if last.nodes > 1 else "")
-            + ": "
-            f"{last.speedup:.2f}x speedup, {last.efficiency:.0%} efficiency; communication exposed "
-            f"{last.exposed_comm_ms:.1f} ms of {last.step_ms.value:.1f} ms per step at {last.world_size}"
-        )
-        if self.predictions:
-            p = self.predictions[-1]
-            text += (
-                f"; predicted at {p.world_size}: {p.efficiency:.0%} efficiency, best bucket_cap_mb="
-                f"{p.best_bucket_cap_mb:g}"
-            )
-        return text
