@@ -129,18 +129,20 @@ def test_without_measured_casts_compression_is_an_upper_bound_never_claimed(tmp_
 
 
 def test_accumulation_and_a_larger_batch_with_their_gain_per_sample(tmp_path):
-    """A 40 ms all-reduce is paid by every 80 ms step of 32 samples per rank (half of it: communication-bound).
-    Accumulating 4 micro-batches under no_sync pays it once per 4: 30 ms saved per today's step, 0.938 ms per sample.
-    A batch of 64: 80 ms of compute and 40 ms of all-reduce for 64 samples, 60 ms per 32: 20 ms saved, 0.625 ms per
-    sample. Where the all-reduce is a fifth of the step (10 ms of 50), neither is advised: they change the
-    optimisation (a larger global batch) for little."""
-    found_ = claims(tmp_path, run(40.0, casts("float16", 6000.0)))
+    """A 40 ms all-reduce on the probed link is paid by every 80 ms step of 32 samples per rank. Accumulating 4
+    micro-batches under no_sync pays it once per 4: 30 ms saved per today's step, 0.938 ms per sample. A batch of 64:
+    80 ms of compute and 40 ms of all-reduce for 64 samples, 60 ms per 32: 20 ms saved, 0.625 ms per sample. Whether
+    to advise them is read on the trace's own communication (the probe moves between launches): 14 ms of each 50 ms
+    step, 28%, is above the 25% bound in every step; where it is a fifth of the step (10 ms of 50), neither is
+    advised: they change the optimisation (a larger global batch) for little."""
+    found_ = claims(tmp_path, run(40.0, casts("float16", 6000.0)), allreduce_us=14_000.0)
     accumulation, batch = found_["accumulation"], found_["batch"]
     assert accumulation.gain_ms.value == pytest.approx(30.0) and batch.gain_ms.value == pytest.approx(20.0)
     assert accumulation.facts.samples_per_step == batch.facts.samples_per_step == 32  # the gain per sample: / 32
     assert (accumulation.facts.micro_batches, accumulation.facts.options.grad_accum) == (4, 4)
     assert (batch.facts.factor, batch.facts.batch_size) == (2, 32)  # commprof run ... --batch-size 64
     assert accumulation.setting == {} and batch.setting == {}  # advise's sweep compares steps, not samples
+    assert accumulation.facts.share == pytest.approx(0.28) and not accumulation.facts.near_bound
     assert not {"accumulation", "batch"} & set(
         claims(make_dir(tmp_path / "light"), run(10.0, casts("float16", 6000.0)))
     )
@@ -151,3 +153,17 @@ def test_tiers_of_a_job_over_hosts():
     assert tier_groups(["a", "a", "b", "b"]) == [("network", [0, 2]), ("host", [0, 1])]
     assert tier_groups(["a", "b", "a", "b"]) == [("network", [0, 1]), ("host", [0, 2])]
     assert tier_groups(["a", "b"]) == [("network", [0, 1])]
+
+
+def test_a_share_near_the_bound_is_advised_and_said_near_it(tmp_path):
+    """Steps whose communication is 22% and 30% of the step, by turns: the median 26% and its interval straddle the
+    25% bound, which makes the advice (its interval reaches the bound) and says it near (its low end is below)."""
+    from commprof.analysis.setting_findings import communication_share
+    from commprof.results.report import Report, StepBreakdown
+
+    def step(rank: int, i: int, comm: float) -> StepBreakdown:
+        return StepBreakdown(rank, f"ProfilerStep#{i}", 100.0, 100.0 - comm, comm, 0.0, comm, 0.0, 0.0)
+
+    steps = [step(r, i, 22.0 if i % 2 else 30.0) for r in (0, 1) for i in range(10)]
+    share = communication_share(Report("r", "run", "", [], [], [], steps=steps), [], serial=True)
+    assert share.value == pytest.approx(0.26) and share.low < 0.25 < share.high

@@ -39,8 +39,8 @@ def rendered() -> list[tuple[str, str]]:
     for path in sorted(GOLDEN.glob("*.json")):
         data = {**json.loads(path.read_text()), "created": "now", "sources": ["t.json"]}
         results.append((path.name, _build(Report, data)))
-    # a run the profiler slowed by 30%, which the headline then says ("the profiled steps +30%"): how large a run's
-    # cost is moves from run to run, so the README's examples may show none
+    # a run the profiler slowed by 30%, which the headline then says ("slowed the steps it recorded by 30%"): how large
+    # a run's cost is moves from run to run, so the README's examples may show none
     slowed = next(result for name, result in results if name == "nccl-a100-rank0-of-2.json")
     step = max(r.step_time_ms.median for r in slowed.ranks)
     job = JobStep(step, step / 1.3)

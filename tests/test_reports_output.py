@@ -187,7 +187,7 @@ def test_the_job_step_and_the_profilers_cost_are_one_figure_each_wherever_quoted
     job = job_step(run_record((5, 2, 10), steps))
     report = dataclasses.replace(_run(tmp_path, "a", 400.0), job_step=job)
     text = render(document(report))
-    assert "The job's step takes 50.0 ms without the profiler" in text and "the profiled steps +22%" in text
+    assert "The job's step takes 50.0 ms without the profiler" in text and "recorded by 22%; in them," in text
     assert "the profiled steps took 61.0 ms against 50.0 ms outside its window (+22%;" in text
     assert "49.0" not in text and "51.0" not in text and "+2%" not in text
 

@@ -195,9 +195,18 @@ def accumulation_words(f: facts.Accumulation, finding: Finding) -> Words:
         + (" (every all-reduce in full on this link, as on CPU ranks)" if f.serial else " (exposed)")
         + f"; saved per today's step of samples: {per_sample}; the global batch grows {f.factor}x: scale the "
         "learning rate with it (linear rule, with a warm-up)"
-        + ("; the model takes compute per sample as today's, and needs the memory" if batch else ""),
+        + ("; the model takes compute per sample as today's, and needs the memory" if batch else "")
+        + _near_bound(f),
         action,
     )
+
+
+def _near_bound(f: facts.Accumulation) -> str:
+    """Where a rerun's share of communication may fall on the other side of the bound above which it is advised."""
+    if not f.near_bound:
+        return ""
+    side = "near" if f.share >= f.bound else "below, but within a rerun's reach of,"
+    return f"; communication is {f.share:.0%} of the step, {side} the {f.bound:.0%} above which this is advised"
 
 
 def profiler_distortion_words(f: facts.ProfilerDistortion, _: Finding) -> Words:

@@ -268,7 +268,9 @@ def headline(report: Report) -> str:
     slowed = job.slowdown > WARN_SLOWDOWN
     return (
         f"The job's step takes {job.unprofiled_ms:.1f} ms without the profiler (median of its unprofiled steps, "
-        "slowest rank)" + (f"; the profiled steps {signed(job.slowdown, '.0%')}, in which " if slowed else "; ") + text
+        "slowest rank)"
+        + (f". The profiler slowed the steps it recorded by {job.slowdown:.0%}; in them, " if slowed else "; ")
+        + text
     )
 
 

@@ -144,6 +144,9 @@ class Accumulation:
     serial: bool
     samples_per_step: int | None  # per rank, where known
     batch_size: int | None  # commprof's own model's, where the run set it
+    share: float = 0.0  # of the step, paid in communication (the median over the profiled steps)
+    bound: float = 0.0  # the share above which it is advised (setting_findings.COMMUNICATION_BOUND)
+    near_bound: bool = False  # a rerun's share may fall below the bound
     options: DDPOptions = field(default_factory=DDPOptions)
     framework: str = "script"
 
