@@ -135,3 +135,19 @@ def test_a_run_over_one_group_has_no_dimensions_of_its_own():
     builder.groups = {"0": LedgerGroup("default_pg", [0, 1])}
     builder.add(StepEntry.of(1, 10.0, (Call("all_reduce", 8, 0.0, 1.0, "0"),)))
     assert dimension_runs({0: builder.ledger()}) == []
+
+
+def test_each_call_is_recorded_before_the_backend_runs_it(tmp_path):
+    """The record an abort cannot lose (instrument/entering.py): rewritten in place by each call, read back as the
+    collective the rank last entered, its tensors named in torch's words."""
+    from commprof.instrument.entering import EnteringRecord
+    from commprof.results.hang import entering_path, read_entering
+
+    record = EnteringRecord(entering_path(tmp_path, 3))
+    record.write("all_reduce", "0", "default_pg", [torch.ones(1000)])
+    record.write("all_gather", "1", "dp", [torch.ones(2, 4, dtype=torch.bfloat16), torch.ones(3, dtype=torch.int64)])
+    record.close()
+    (entered,) = read_entering(tmp_path).values()
+    assert (entered.op, entered.group, entered.group_desc, entered.seq) == ("all_gather", "1", "dp", 0)
+    assert (entered.sizes, entered.dtypes, entered.completed) == ([[2, 4], [3]], ["BFloat16", "Long"], False)
+    assert list(read_entering(tmp_path)) == [3]

@@ -25,19 +25,19 @@ EXPECTED = {
     rf"16 B at {OP_LINE} where rank 1 ran broadcast of 1 tensor of 4 Float, 16 B at {OP_LINE}: different collectives "
     r"at the same position; ",
     # Gloo aborts the rank that receives a larger piece than its collective expects, before it can write its account:
-    # its log says which line called it; rank 1's account, written as it failed, holds its last collectives (none
-    # called from that line)
+    # its log says which line called it, the record it wrote as it called it its tensor; rank 1's account, written as
+    # it failed, holds its last collectives (none called from that line)
     "extra": r"rank 0 on \S+ was killed by signal 6 \(SIGABRT\): its collective at collectives_part\.py:23 in "
-    r"log_mean_loss \(dist\.all_reduce\(t\)\): none of rank 1's last \d+ collectives was called from that line; rank "
-    r"0's tensors are not known \(it wrote no account; Gloo aborted it on a piece of \d+ bytes where it expected 4\): "
-    r"a collective that only some ranks run",
-    # 1,000 floats against 999, the larger on rank 0 or on rank 1: Gloo aborts the smaller, whichever rank it is; the
-    # larger's account names its tensor, Gloo's pieces (1000 bytes against 996) are not called the smaller's
+    r"log_mean_loss \(dist\.all_reduce\(t\)\): rank 0's all_reduce of the default group had 1 tensor of 1 Float, "
+    r"4 B; none of rank 1's last \d+ collectives was called from that line: a collective that only some ranks run",
+    # 1,000 floats against 999, the larger on rank 0 or on rank 1: Gloo aborts the smaller, whichever rank it is,
+    # before it writes its account; the record it wrote as it called the collective names its 999 floats, and the
+    # larger's account its 1,000: both named, Gloo's pieces (1000 bytes against 996) not called either's
     **{
         f"size{larger}": rf"rank {1 - larger} on \S+ was killed by signal 6 \(SIGABRT\): its collective at "
-        rf"{SIZE_LINE}: rank {larger}'s all_reduce #\d+ of the default group from the same line had 1 tensor of 1,000 "
-        rf"Float, 3\.906 KiB; rank {1 - larger}'s tensors are not known \(it wrote no account; Gloo aborted it on a "
-        r"piece of 1000 bytes where it expected 996\): tensors that differ between the ranks"
+        rf"{SIZE_LINE}: rank 0's all_reduce (#\d+ )?of the default group had 1 tensor of "
+        rf"{'1,000' if larger == 0 else '999'} Float, [\d.]+ KiB where rank 1's had 1 tensor of "
+        rf"{'999' if larger == 0 else '1,000'} Float, [\d.]+ KiB: tensors that differ between the ranks"
         for larger in (0, 1)
     },
 }

@@ -1,6 +1,7 @@
 """A size mismatch Gloo aborted a rank on, said from hand-made accounts (no process started): each rank's tensors where
 its account holds its call, Gloo's piece (never called the tensors' size) where it does not."""
 
+import dataclasses
 import signal
 
 from commprof.launch.faults import RankOutcome, root_cause
@@ -47,6 +48,31 @@ def test_each_ranks_tensor_is_named_from_its_account_whichever_rank_gloo_aborts(
     assert root_cause([aborted(0, smaller), peer(1, larger)], "vm") == (
         f"rank 0 {KILLED}: rank 0's all_reduce #9 of the default group had 1 tensor of 999 Float, 3.902 KiB where "
         "rank 1's had 1 tensor of 1,000 Float, 3.906 KiB: tensors that differ between the ranks"
+    )
+
+
+def test_the_aborted_ranks_record_of_its_call_names_its_tensor():
+    """Gloo aborts the smaller rank before it writes an account, but the record it wrote as it called the collective
+    (instrument/entering.py: its sequence number not known) names its 999 floats: paired with the peer's call from the
+    same line, both sizes are said, and Gloo's piece is not."""
+    larger = account(0, entered(8, 272, site=BACKWARD), entered(9, 1000), entered(10, 272, site=BACKWARD))
+    record = entered(0, 999, completed=False, site=None)
+    said = root_cause([peer(0, larger), dataclasses.replace(aborted(1), entering=record)], "vm")
+    assert said == (
+        f"rank 1 {KILLED}: rank 0's all_reduce #9 of the default group had 1 tensor of 1,000 Float, 3.906 KiB where "
+        "rank 1's had 1 tensor of 999 Float, 3.902 KiB: tensors that differ between the ranks"
+    )
+
+
+def test_a_call_only_one_rank_made_is_named_from_its_record():
+    """Rank 0 alone all-reduces one float: its record names it, and none of rank 1's last collectives came from its
+    line."""
+    alone = entered(0, 1, completed=False, site=None)
+    others = account(1, entered(8, 272, site=BACKWARD), entered(9, 272, site=BACKWARD))
+    said = root_cause([dataclasses.replace(aborted(0), entering=alone), peer(1, others)], "vm")
+    assert said == (
+        f"rank 0 {KILLED}: rank 0's all_reduce of the default group had 1 tensor of 1 Float, 4 B; none of rank 1's "
+        "last 2 collectives was called from that line: a collective that only some ranks run"
     )
 
 

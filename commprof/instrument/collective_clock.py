@@ -26,6 +26,7 @@ import torch
 import torch.distributed as dist
 
 from commprof.instrument.after_import import when_imported
+from commprof.instrument.entering import EnteringRecord
 
 # torch.distributed's functions -> the op as the analysis names it (trace/rules.py)
 OPS = {
@@ -112,8 +113,10 @@ def _nbytes(value: Any) -> int:
 class CollectiveClock:
     """Installs timed wrappers over torch.distributed's collectives and DTensor's; `uninstall` restores them."""
 
-    def __init__(self, sink: Launches):
+    def __init__(self, sink: Launches, entering: EnteringRecord | None = None):
         self.sink = sink
+        self.entering = entering  # where each call is recorded before it enters the backend (instrument/entering.py)
+        self.descs: dict[str, str] = {}  # each group's description, as torch gives it
         self.originals: list[tuple[Any, str, Any]] = []
         # a functional collective's output (its storage: DTensor waits on views of it) -> its launch, until waited
         self.pending: dict[int, Launch] = {}
@@ -194,10 +197,16 @@ class CollectiveClock:
         group = group_of(args, kwargs)
         if group not in self.groups:
             self.groups.add(group)
-            describe(self.sink.group_seen, group)
+            describe(self._group_seen, group)
         tensors = [*args, *kwargs.values()]
         if op == "send_recv" and args and isinstance(args[0], list):  # batch_isend_irecv: each op's tensor
             tensors = [getattr(p2p, "tensor", None) for p2p in args[0]]
+        if self.entering is not None:
+            listed = [t for t in tensors if isinstance(t, list | tuple)]  # all_gather's output list, and the like
+            inputs = [t for t in tensors if isinstance(t, torch.Tensor)] or [t for x in listed for t in x]
+            self.entering.write(
+                op, group, self.descs.get(group, ""), [t for t in inputs if isinstance(t, torch.Tensor)]
+            )
         if op == "send_recv":
             issued = time.time_ns() / 1000.0
             P2P_ROWS.extend([issued, group, op, t.numel()] for t in tensors if isinstance(t, torch.Tensor))
@@ -205,6 +214,10 @@ class CollectiveClock:
         launch = Launch(op, max(sizes, default=0), self.sink.stamp(), group)
         self.sink.launches.append(launch)
         return launch
+
+    def _group_seen(self, name: str, desc: str, ranks: list[int]) -> None:
+        self.descs[name] = desc
+        self.sink.group_seen(name, desc, ranks)
 
     def _completing(self, launch: Launch, result: Any) -> Any:
         """Stamp the launch's end now (a blocking call) or when its work completes; the result, where a work has no

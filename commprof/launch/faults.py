@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from commprof.errors import what_went_wrong
 from commprof.launch.parted import Parted, parted_text
-from commprof.results.hang import HangEvidence, StackFrame, own_code
+from commprof.results.hang import EnteredCollective, HangEvidence, StackFrame, own_code
 
 _PEER_GONE = re.compile(
     r"Connection (closed|reset) by peer|Broken pipe|remote worker|communicator was aborted|"
@@ -47,6 +47,7 @@ class RankOutcome:
     stopped_at: StackFrame | None = None  # its own code's line when the launcher stopped it (its log's stack)
     backend_said: str = ""  # what a C++ exception that ended it said (`what():` in its log), e.g. Gloo's enforce
     account: HangEvidence | None = None  # what it wrote of itself when it stalled or was stopped (results/hang.py)
+    entering: EnteredCollective | None = None  # the collective it last called, recorded before the backend ran it
 
     @property
     def interrupted(self) -> bool:

@@ -157,7 +157,9 @@ def _file(frame: StackFrame) -> str:
 
 
 def collective_text(entered: EnteredCollective) -> str:
-    return f"{entered.op} #{entered.seq} of {_group(entered)}"
+    """'all_reduce #9 of the default group'; its number left out where it is not known (0)."""
+    number = f" #{entered.seq}" if entered.seq else ""
+    return f"{entered.op}{number} of {_group(entered)}"
 
 
 def _called(entered: EnteredCollective) -> str:

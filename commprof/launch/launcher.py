@@ -45,7 +45,7 @@ from commprof.launch.script_ends import ended_early
 from commprof.launch.script_output import ShownLogs
 from commprof.launch.tracebacks import user_traceback
 from commprof.native_logs import restore_for_workers
-from commprof.results.hang import EVIDENCE_PREFIX, read_evidence
+from commprof.results.hang import ENTERING_PREFIX, EVIDENCE_PREFIX, read_entering, read_evidence
 from commprof.results.script_ended import ENDED_PREFIX, read_ended
 
 # 'localhost:0' is torchrun --standalone: the c10d store binds a free port itself.
@@ -212,8 +212,8 @@ def job_failed(
     host = socket.gethostname()
     if any(o.rank == 0 for o in outcomes):
         claim_if_unstarted(config, host)
-    accounts = read_evidence(log_dir)
-    outcomes = [dataclasses.replace(o, account=accounts.get(o.rank)) for o in outcomes]
+    accounts, entering = read_evidence(log_dir), read_entering(log_dir)
+    outcomes = [dataclasses.replace(o, account=accounts.get(o.rank), entering=entering.get(o.rank)) for o in outcomes]
     never_arrived = describe_hang(accounts) or describe_hang(flight_recorder.read_dumps(log_dir))
     first_rank = min((o.rank for o in outcomes), default=0)
     failed = [FailedRank(o.rank, o.message, o.account, rank_stderr(log_dir, o.rank - first_rank)) for o in outcomes]
@@ -349,9 +349,10 @@ def worth_naming(logs: Path) -> Path | None:
 
 
 def keep_evidence(hang_dir: Path, log_dir: Path) -> None:
-    """The ranks' accounts of a stall, and of a script that returned before the others', beside their logs."""
+    """The ranks' accounts of a stall, of a script that returned before the others' and of the collective each last
+    called, beside their logs."""
     if hang_dir != log_dir:
-        for prefix in (EVIDENCE_PREFIX, ENDED_PREFIX):
+        for prefix in (EVIDENCE_PREFIX, ENDED_PREFIX, ENTERING_PREFIX):
             for path in hang_dir.glob(f"{prefix}*.json"):
                 shutil.copy(path, log_dir / path.name)
 

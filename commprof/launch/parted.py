@@ -14,6 +14,7 @@ ranks"."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -45,6 +46,8 @@ class RankEnd(Protocol):
     def account(self) -> HangEvidence | None: ...  # what it wrote of itself (results/hang.py)
     @property
     def own_line(self) -> StackFrame | None: ...  # its own code's line where its error was raised or it was stopped
+    @property
+    def entering(self) -> EnteredCollective | None: ...  # the collective it last called (instrument/entering.py)
 
 
 def parted_text(parted: Parted, rank: int, outcomes: Sequence[RankEnd]) -> str:
@@ -54,7 +57,7 @@ def parted_text(parted: Parted, rank: int, outcomes: Sequence[RankEnd]) -> str:
     site = parted.site
     said = f"its collective {site_text(site)}" if site is not None else "its collective"
     own = next((o for o in outcomes if o.rank == rank), None)
-    mine = _own_call(own, site)
+    mine = _own_call(own, site) or _entering(own, site)
     unknown = f"rank {rank}'s tensors are not known ({_why_unknown(own)}; Gloo aborted it on a piece of "
     unknown += f"{parted.sent} bytes where it expected {parted.expected})"
     peers = sorted((o for o in outcomes if o.rank != rank), key=lambda o: o.rank)
@@ -73,10 +76,14 @@ def parted_text(parted: Parted, rank: int, outcomes: Sequence[RankEnd]) -> str:
                 known = _call(rank, mine, site)
                 return f"{said}: {known}; {_peer_unknown(peer, mine)}, but it was at the same line: {DIFFERENT_TENSORS}"
             return f"{said}: rank {peer.rank} was at the same line; {unknown}: {DIFFERENT_TENSORS}"
+    entered = next((p for p in peers if p.account is not None and p.account.collectives), None)
+    if mine is not None and not mine.seq and site is not None and entered is not None and entered.account is not None:
+        count = len(entered.account.collectives)  # its own call from its record; none of the peer's from that line
+        none = f"none of rank {entered.rank}'s last {count} collectives was called from that line"
+        return f"{said}: {_call(rank, mine, site)}; {none}: {ONLY_SOME}"
     if mine is not None:
         peer_said = f"; {_peer_unknown(peers[0], mine)}" if peers else ""
         return f"{said}: {_call(rank, mine, site)}{peer_said}: {EITHER}"
-    entered = next((p for p in peers if p.account is not None and p.account.collectives), None)
     if site is not None and entered is not None and entered.account is not None:
         count = len(entered.account.collectives)
         return (
@@ -102,16 +109,28 @@ def _own_call(own: RankEnd | None, site: StackFrame | None) -> EnteredCollective
     return max(waiting, key=lambda c: c.seq, default=None)
 
 
+def _entering(own: RankEnd | None, site: StackFrame | None) -> EnteredCollective | None:
+    """The aborted rank's collective from the record it wrote as it called it (its sequence number not known there),
+    called from the line Gloo aborted it at."""
+    if own is None or own.entering is None:
+        return None
+    return dataclasses.replace(own.entering, site=site or own.entering.site)
+
+
 def _paired(peer: RankEnd, mine: EnteredCollective | None, site: StackFrame | None) -> EnteredCollective | None:
     """The peer's collective that met the aborted rank's: the same sequence number of the same group where that is
-    known; else its latest called from the same line."""
+    known; else its latest called from the same line (of the same group, where the group is known)."""
     if peer.account is None:
         return None
-    if mine is not None:
+    if mine is not None and mine.seq:
         return peer.account.entered(mine.group, mine.seq)
     if site is None:
         return None
-    same = [c for c in peer.account.collectives if c.site is not None and _site_key(c.site) == _site_key(site)]
+    same = [
+        c
+        for c in peer.account.collectives
+        if c.site is not None and _site_key(c.site) == _site_key(site) and (mine is None or c.group == mine.group)
+    ]
     return max(same, key=lambda c: (c.entered_s, c.seq), default=None)
 
 
@@ -119,7 +138,8 @@ def _call(rank: int, call: EnteredCollective, site: StackFrame | None, after: En
     """`rank 0's all_reduce #9 of the default group had 1 tensor of 1,000 Float, 3.906 KiB`, its line named where it is
     not the aborted rank's; after another of the same op, number and line, `rank 1's had ...`."""
     elsewhere = call.site is not None and site is not None and _site_key(call.site) != _site_key(site)
-    same = after is not None and (after.op, after.group, after.seq) == (call.op, call.group, call.seq)
+    numbered = after is not None and (after.seq == call.seq or 0 in (after.seq, call.seq))  # 0: not known
+    same = after is not None and numbered and (after.op, after.group) == (call.op, call.group)
     what = "" if same and not elsewhere else f" {collective_text(call)}"
     at = f" {site_text(call.site)}" if elsewhere else ""
     return f"rank {rank}'s{what}{at} had {tensors_text(call)}"
@@ -142,4 +162,6 @@ def _why_unknown(own: RankEnd | None) -> str:
 def _peer_unknown(peer: RankEnd, mine: EnteredCollective) -> str:
     if peer.account is None:
         return f"rank {peer.rank}'s tensors are not known (it wrote no account)"
+    if not mine.seq:
+        return f"rank {peer.rank}'s tensors are not known (its account holds no call from that line)"
     return f"rank {peer.rank}'s tensors are not known (its account holds no #{mine.seq} of that group)"

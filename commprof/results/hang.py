@@ -17,6 +17,8 @@ from typing import Any
 import msgspec
 
 EVIDENCE_PREFIX = "hang_rank"
+ENTERING_PREFIX = "entering_rank"  # a rank's latest collective, as it called it (instrument/entering.py)
+ENTERING_BYTES = 2048  # its fixed size: rewritten in place
 FOLDER_VARIABLE = "COMMPROF_HANG_DIR"  # set by the launch for every rank: where to write
 RECENT = 8  # collectives kept per process group: enough to find where two ranks' sequences part
 # the group_desc of a collective commprof ran over MPI through mpi4py (instrument/mpi_collectives.py): torch's Flight
@@ -100,6 +102,23 @@ def _seq(entered: EnteredCollective) -> int:
 
 def evidence_path(folder: Path, rank: int) -> Path:
     return folder / f"{EVIDENCE_PREFIX}{rank}.json"
+
+
+def entering_path(folder: Path, rank: int) -> Path:
+    return folder / f"{ENTERING_PREFIX}{rank}.json"
+
+
+def read_entering(folder: Path) -> dict[int, EnteredCollective]:
+    """rank -> the collective it last called (instrument/entering.py), for every rank that recorded one."""
+    found = {}
+    for path in folder.glob(f"{ENTERING_PREFIX}*.json"):
+        try:
+            found[int(path.stem.removeprefix(ENTERING_PREFIX))] = msgspec.json.decode(
+                path.read_bytes().strip(), type=EnteredCollective
+            )
+        except (OSError, ValueError, msgspec.DecodeError, msgspec.ValidationError):
+            continue
+    return found
 
 
 def encode(evidence: HangEvidence) -> bytes:

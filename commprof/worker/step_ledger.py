@@ -24,6 +24,7 @@ import torch.distributed as dist
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 
 from commprof.instrument.collective_clock import CollectiveClock, Launch, describe, group_name, standing_aside
+from commprof.instrument.entering import EnteringRecord
 from commprof.launch.atomic import write_bytes_atomic
 from commprof.launch.progress import Every
 from commprof.results.step_ledger import (
@@ -107,7 +108,8 @@ class StepLedger:
         # (step, ms, wall start, wall end, core wait ms) awaiting a span
         self.unspanned: list[tuple[int, float, int, int, float]] = []
         self.due = Every(5.0)
-        self.clock = CollectiveClock(self)  # installed by the session: every other collective, timed
+        # installed by the session: every other collective, timed, and recorded before it enters the backend
+        self.clock = CollectiveClock(self, EnteringRecord.from_environment(rank))
         self.sources: set[str] = set()  # what timed the collectives
 
     def _event(self) -> Any:
