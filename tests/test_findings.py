@@ -401,4 +401,5 @@ def test_a_claim_that_one_rank_differs_needs_its_whole_interval_at_the_practical
         assert not claimed(finding(kind, 0.04, 2.1, 5.65), 67.0), kind
         assert claimed(finding(kind, 24.0, 30.0, 36.0), 67.0), kind
     assert claimed(finding("bucket_cap", 0.04, 2.1, 5.65), 67.0)
+    assert not claimed(finding("input_stall", 0.12, 0.13, 0.18), 2.6)  # 5% of a 2.6 ms step, but under 0.5 ms
     assert not claimed(finding("bucket_cap", -0.5, 2.1, 5.65), 67.0)

@@ -42,13 +42,18 @@ def findings(evidence: Evidence) -> tuple[list[Finding], list[Finding]]:
 # measures its own spread, not that one. Their whole interval must clear the practical share, not only their value:
 # identical ranks had made such a claim in 1 launch of 3 (2.1 ms, 95% CI 0.04 to 5.65, on a 67 ms step), a rank slowed
 # 30 ms clears it in every cell of benchmarks/check/straggler_grid.py.
+# And at least RANK_FLOOR_MS a step: on a 2.6 ms step the practical share is 0.08 ms, and no_ddp.py's identical ranks
+# claimed an input stall of 0.13 ms (95% CI 0.12 to 0.18) in 1 launch of 5 (Python between the steps, a core's wake-up).
+RANK_FLOOR_MS = 0.5
+
+
 def claimed(finding: Finding, job_ms: float) -> bool:
     """A weighed finding worth a claim (analysis/stats.real_gain); a claim about a rank with its whole interval at the
-    practical share or more."""
+    practical share or more, and at RANK_FLOOR_MS or more."""
     gain = finding.gain_ms
     if gain is None or not real_gain(gain, job_ms):
         return False
-    return BY_NAME[finding.kind].weighed != "rank" or gain.low >= PRACTICAL_SHARE * job_ms
+    return BY_NAME[finding.kind].weighed != "rank" or gain.low >= max(PRACTICAL_SHARE * job_ms, RANK_FLOOR_MS)
 
 
 def _one_advice_on_buckets(found: list[Finding], step_ms: float) -> list[Finding]:
