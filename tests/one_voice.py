@@ -21,7 +21,6 @@ QUOTES: list[tuple[str, dict[str, str]]] = [
     (rf"the profiled steps took (?P<v>{NUMBER}) ms", {"v": "job step under the profiler"}),
     (rf"its median step (?P<v>{NUMBER}) ms against the run's", {"v": "job step under the profiler"}),
     # the profiler's own cost: the headline, the profiler's line, its finding
-    (r"the profiled steps \+(?P<v>\d+)%", {"v": "profiler's cost %"}),
     (r"outside its window \(\+(?P<v>\d+)%", {"v": "profiler's cost %"}),
     (r"slowed the steps it recorded by (?P<v>\d+)%", {"v": "profiler's cost %"}),
     # the run's median step: the whole run's first line and its window sentence

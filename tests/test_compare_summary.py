@@ -1,10 +1,11 @@
-"""compare's verdict: a winner only with an interval on the job's unprofiled steps that clears the noise and the
-practical threshold (3% of the step); otherwise it says there is no significant difference."""
+"""compare's verdict, as facts (its words: tests/test_render_verdict_words.py): a winner only with an interval on the
+job's unprofiled steps that clears the noise and the practical threshold (3% of the step); otherwise no significant
+difference."""
 
 import pytest
 
 from commprof.analysis.distortion import job_drift_ms, unprofiled_job_steps
-from commprof.commands.compare import summary
+from commprof.commands.compare import verdict
 from commprof.results.compare import BackendRun
 from tests.conftest import run_record
 
@@ -23,20 +24,21 @@ def ran(name: str, steps: list[float], launches: list[float] | None = None) -> B
 
 
 def test_a_clear_winner_is_named_with_its_interval():
-    text = summary([ran("gloo", [20.0, 21.0, 19.5, 20.5, 20.2]), ran("mpi", [10.0, 10.5, 9.8, 10.2, 10.1])])
-    assert text.startswith("mpi wins: 2.00x faster than gloo (95% CI ")
-    assert "the job's step without the profiler: 10.1 ms against 20.2 ms" in text
+    said = verdict([ran("gloo", [20.0, 21.0, 19.5, 20.5, 20.2]), ran("mpi", [10.0, 10.5, 9.8, 10.2, 10.1])])
+    assert (said.outcome, said.best, said.runner_up, said.rounds) == ("wins", "mpi", "gloo", 0)
+    assert said.speedup.value == pytest.approx(2.0, abs=0.01) and said.speedup.low > 1
 
 
 def test_overlapping_runs_and_a_tiny_steady_gain_have_no_winner():
-    noisy = summary([ran("gloo", [10.0, 14.0, 9.0, 13.0, 11.0]), ran("mpi", [9.5, 13.5, 10.5, 12.0, 11.5])])
-    assert noisy.startswith("No significant difference between ")
-    steady = summary([ran("gloo", [10.2, 10.21, 10.22, 10.2, 10.21]), ran("mpi", [10.0, 10.01, 10.02, 10.0, 10.01])])
-    assert steady.startswith("No significant difference between mpi and gloo: 1.02x")  # CI excludes 1, but < 3%
+    noisy = verdict([ran("gloo", [10.0, 14.0, 9.0, 13.0, 11.0]), ran("mpi", [9.5, 13.5, 10.5, 12.0, 11.5])])
+    assert noisy.outcome == "no_difference"
+    steady = verdict([ran("gloo", [10.2, 10.21, 10.22, 10.2, 10.21]), ran("mpi", [10.0, 10.01, 10.02, 10.0, 10.01])])
+    assert (steady.outcome, steady.best) == ("no_difference", "mpi")  # its interval excludes 1, but under 3%
+    assert steady.speedup.low > 1 and steady.speedup.value == pytest.approx(1.02, abs=0.005)
 
 
 def test_one_unprofiled_step_gives_no_winner():
-    assert "too few unprofiled steps" in summary([ran("gloo", [20.0]), ran("mpi", [10.0])])
+    assert verdict([ran("gloo", [20.0]), ran("mpi", [10.0])]).outcome == "too_few"
 
 
 def test_the_jobs_own_drift_across_the_window():
@@ -61,7 +63,8 @@ def test_interleaved_launches_claim_over_the_spread_between_launches():
     is easy), but the launches spread: mpi's 10, 14 and 9 ms against gloo's 11, 12 and 10, ratios 1.1, 0.857 and
     1.111 round by round: no winner. mpi at half of gloo's step in every round: mpi wins, 2x exactly."""
     tight = [10.0, 10.01, 10.02, 10.0, 10.01]
-    text = summary([ran("gloo", [t + 1 for t in tight], [11.0, 12.0, 10.0]), ran("mpi", tight, [10.0, 14.0, 9.0])])
-    assert text.startswith("No significant difference between ") and "over 3 interleaved launches each" in text
-    text = summary([ran("gloo", tight, [20.0, 24.0, 18.0]), ran("mpi", tight, [10.0, 12.0, 9.0])])
-    assert text.startswith("mpi wins: 2.00x faster than gloo (95% CI 2.00-2.00, over 3 interleaved launches each;")
+    spread = verdict([ran("gloo", [t + 1 for t in tight], [11.0, 12.0, 10.0]), ran("mpi", tight, [10.0, 14.0, 9.0])])
+    assert (spread.outcome, spread.rounds) == ("no_difference", 3)
+    half = verdict([ran("gloo", tight, [20.0, 24.0, 18.0]), ran("mpi", tight, [10.0, 12.0, 9.0])])
+    assert (half.outcome, half.best, half.rounds) == ("wins", "mpi", 3)
+    assert (half.speedup.value, half.speedup.low, half.speedup.high) == pytest.approx((2.0, 2.0, 2.0))

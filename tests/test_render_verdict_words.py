@@ -98,3 +98,25 @@ def test_the_larger_of_two_sizes_that_run_alike_is_named_and_the_fastest_said():
         "rerun's noise does not flip."
     )
     assert paste is not None and paste.startswith('"zero_optimization": {"reduce_bucket_size": 5e5}')
+
+
+def test_comparisons_verdict_in_words():
+    from commprof.commands.compare import verdict
+    from commprof.render.compare import verdict_text
+    from commprof.results.compare import CompareResult
+    from tests.test_compare_summary import ran
+
+    def said(*rows) -> str:
+        return verdict_text(CompareResult("c", list(rows), verdict=verdict(list(rows))))
+
+    text = said(ran("gloo", [20.0, 21.0, 19.5, 20.5, 20.2]), ran("mpi", [10.0, 10.5, 9.8, 10.2, 10.1]))
+    assert text.startswith("mpi wins: 2.00x faster than gloo (95% CI ")
+    assert "the job's step without the profiler: 10.1 ms against 20.2 ms" in text
+    steady = said(ran("gloo", [10.2, 10.21, 10.22, 10.2, 10.21]), ran("mpi", [10.0, 10.01, 10.02, 10.0, 10.01]))
+    assert steady.startswith("No significant difference between mpi and gloo: 1.02x")
+    assert "too few unprofiled steps" in said(ran("gloo", [20.0]), ran("mpi", [10.0]))
+    tight = [10.0, 10.01, 10.02, 10.0, 10.01]
+    text = said(ran("gloo", tight, [20.0, 24.0, 18.0]), ran("mpi", tight, [10.0, 12.0, 9.0]))
+    assert text.startswith("mpi wins: 2.00x faster than gloo (95% CI 2.00-2.00, over 3 interleaved launches each;")
+    assert said(ran("gloo", [20.0])) == "Only gloo could run here (20.0 ms per step)."
+    assert verdict_text(CompareResult("c", [], summary="older words")) == "older words"

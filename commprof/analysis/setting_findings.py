@@ -273,6 +273,8 @@ def accumulation(evidence: Evidence) -> list[Finding]:
             micro_batches=micro * factor,
             paid_ms=exposed,
             share=share.value,
+            share_low=share.low,
+            share_high=share.high,
             bound=COMMUNICATION_BOUND,
             near_bound=share.low < COMMUNICATION_BOUND,
             serial=serial,

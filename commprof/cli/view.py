@@ -25,7 +25,8 @@ def view(
 
     commprof's own figures (Scalars, HParams, Text, drawn offline) next to the PyTorch Profiler plugin's
     traces."""
-    from commprof.commands.view import TABS, tensorboard
+    from commprof.commands.view import tensorboard
+    from commprof.render.tensorboard import TABS
 
     try:
         with tensorboard(run, traces_dir, host, port) as served:

@@ -9,7 +9,7 @@ from typing import cast
 from commprof.analysis.distortion import unprofiled_job_steps
 from commprof.analysis.launch_stats import decided, paired_speedup
 from commprof.analysis.ran_as import busbw_by_size, job_as_run, kind_ran
-from commprof.analysis.stats import PRACTICAL_SHARE, real_speedup, rerun_interval, speedup_ci
+from commprof.analysis.stats import real_speedup, rerun_interval, speedup_ci
 from commprof.backends import BACKENDS, by_name
 from commprof.commands.common import check_model, ddp_only, prepare_figures, training
 from commprof.commands.outcome import SILENT, Feedback, Outcome
@@ -17,7 +17,7 @@ from commprof.commands.reporting import prepare_report_dir, report_from_traces
 from commprof.config import RunRequest
 from commprof.errors import CommprofError, UsageError
 from commprof.results.common import Estimate
-from commprof.results.compare import PLURAL, BackendRun, CompareResult
+from commprof.results.compare import PLURAL, BackendRun, CompareResult, CompareVerdict
 from commprof.results.report import Report
 from commprof.settings import BUILT_IN_STRATEGIES
 
@@ -124,7 +124,7 @@ def compare(
                     label=name,
                 )
     ran = list(rows.values())
-    result = CompareResult(run_id=run_id, rows=ran, summary=summary(ran), compared=compared)
+    result = CompareResult(run_id=run_id, rows=ran, compared=compared, verdict=verdict(ran))
     return Outcome(result, write_result(result, folder))
 
 
@@ -175,38 +175,26 @@ def _pace(row: BackendRun) -> float:
     return cast(float, row.step_ms)  # a run that ran has one
 
 
-def summary(rows: list[BackendRun]) -> str:
+def verdict(rows: list[BackendRun]) -> CompareVerdict:
+    """Which run wins: the fastest against the runner-up, over their interleaved launches (the spread between them is
+    the noise, analysis/launch_stats), else over one launch's unprofiled steps, widened for a rerun."""
     ran = sorted((r for r in rows if r.available), key=_pace)
     if not ran:
-        return "Nothing could run here."
+        return CompareVerdict("none")
     if len(ran) == 1:
-        return f"Only {ran[0].name} could run here ({ran[0].step_ms:.1f} ms per step)."
+        return CompareVerdict("only", ran[0].name)
     best, runner_up = ran[0], ran[1]
-    steps = f"the job's step without the profiler: {best.step_ms:.1f} ms against {runner_up.step_ms:.1f} ms"
     rounds = min(len(best.launch_ms), len(runner_up.launch_ms))
-    if rounds >= 2:  # interleaved launches: the spread between them is the noise (analysis/launch_stats)
+    if rounds >= 2:
         keys = [str(i) for i in range(rounds)]
         gain = paired_speedup(
             dict(zip(keys, runner_up.launch_ms, strict=False)), dict(zip(keys, best.launch_ms, strict=False))
         )
-        over = f"over {rounds} interleaved launches each"
         if gain.value < 1:
             best, runner_up, gain = runner_up, best, Estimate(1 / gain.value, 1 / gain.high, 1 / gain.low)
     elif len(best.job_steps_ms) < 2 or len(runner_up.job_steps_ms) < 2:
-        return (
-            f"{best.name} took {best.step_ms:.1f} ms per step, {runner_up.name} {runner_up.step_ms:.1f} ms; too "
-            "few unprofiled steps to tell them apart from the noise (run more --steps). No winner."
-        )
+        return CompareVerdict("too_few", best.name, runner_up.name)
     else:
-        gain = rerun_interval(speedup_ci(runner_up.job_steps_ms, best.job_steps_ms), ratio=True)  # launches apart
-        over = "one launch each: its steps' interval widened for a rerun, not the spread between launches"
-    if not real_speedup(gain):
-        return (
-            f"No significant difference between {best.name} and {runner_up.name}: {gain.value:.2f}x (95% CI "
-            f"{gain.low:.2f}-{gain.high:.2f}, {over}), within the noise or under {PRACTICAL_SHARE:.0%} of the step "
-            f"({steps})."
-        )
-    return (
-        f"{best.name} wins: {gain.value:.2f}x faster than {runner_up.name} (95% CI {gain.low:.2f}-"
-        f"{gain.high:.2f}, {over}; {steps})."
-    )
+        gain, rounds = rerun_interval(speedup_ci(runner_up.job_steps_ms, best.job_steps_ms), ratio=True), 0
+    outcome = "wins" if real_speedup(gain) else "no_difference"
+    return CompareVerdict(outcome, best.name, runner_up.name, gain, rounds)

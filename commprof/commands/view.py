@@ -17,35 +17,6 @@ from commprof.launch.module_argv import module_argv
 _URL = re.compile(r"(http://[^\s/]+:\d+)/")
 
 
-# What each TensorBoard tab shows of commprof's runs (printed by `commprof view`, docs/commands/view.md); the last
-# is a page.
-TABS = (
-    (
-        "Scalars",
-        "#scalars",
-        "per rank (rank<r>): step, compute, communication, overlap, exposed communication and idle "
-        "of every profiled step; job: each collective's duration and busbw per step, per-rank waiting; "
-        "live/rank<r>: every step of a running job as it comes",
-    ),
-    (
-        "HParams",
-        "#hparams",
-        "sweeps and tunes: one run per setting with its median step time, CI and exposed communication",
-    ),
-    ("Text", "#text", "the report's headline and report.md"),
-    (
-        "Trace",
-        "data/plugin/pytorch_profiler/commprof-trace.html",
-        "one rank's timeline in the profiler plugin's trace viewer, served offline: pick the run and the worker",
-    ),
-    (
-        "PyTorch Profiler",
-        "#pytorch_profiler",
-        "the plugin's own views: their charts need Google Charts from the internet, so offline they show a spinner",
-    ),
-)
-
-
 @dataclass(frozen=True)
 class Served:
     url: str  # TensorBoard's root

@@ -3,8 +3,11 @@ winner, and the step-time plot."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from commprof.render.document import Block, Document, Figure, Section, Table, Text
 from commprof.render.job_text import backend_runs_as, busbw_by_size, kind_words, model_words
+from commprof.results.common import PRACTICAL_SHARE, Result
 from commprof.results.compare import PLURAL, BackendRun, CompareResult
 from commprof.results.job import CollectiveBusbw
 
@@ -80,10 +83,52 @@ def job_lines(result: CompareResult) -> list[str]:
     return lines
 
 
+def verdict_text(result: CompareResult) -> str:
+    """Which run wins, and by how much, in one sentence; a result written before the verdict was facts: its words."""
+    verdict = result.verdict
+    if verdict is None:
+        return result.summary
+    by_name = {r.name: r for r in result.rows}
+    if verdict.outcome == "none":
+        return "Nothing could run here."
+    if verdict.outcome == "only":
+        return f"Only {verdict.best} could run here ({by_name[verdict.best].step_ms:.1f} ms per step)."
+    best, runner_up = by_name[verdict.best], by_name[verdict.runner_up]
+    if verdict.outcome == "too_few" or verdict.speedup is None:
+        return (
+            f"{best.name} took {best.step_ms:.1f} ms per step, {runner_up.name} {runner_up.step_ms:.1f} ms; too few "
+            "unprofiled steps to tell them apart from the noise (run more --steps). No winner."
+        )
+    gain = verdict.speedup
+    over = (
+        f"over {verdict.rounds} interleaved launches each"
+        if verdict.rounds
+        else "one launch each: its steps' interval widened for a rerun, not the spread between launches"
+    )
+    steps = f"the job's step without the profiler: {best.step_ms:.1f} ms against {runner_up.step_ms:.1f} ms"
+    if verdict.outcome == "no_difference":
+        return (
+            f"No significant difference between {best.name} and {runner_up.name}: {gain.value:.2f}x (95% CI "
+            f"{gain.low:.2f}-{gain.high:.2f}, {over}), within the noise or under {PRACTICAL_SHARE:.0%} of the step "
+            f"({steps})."
+        )
+    return (
+        f"{best.name} wins: {gain.value:.2f}x faster than {runner_up.name} (95% CI {gain.low:.2f}-"
+        f"{gain.high:.2f}, {over}; {steps})."
+    )
+
+
+def with_verdict_text(result: Result) -> Result:
+    """A comparison carries its verdict in words too (`summary`), for report.json's readers."""
+    if not isinstance(result, CompareResult) or result.verdict is None:
+        return result
+    return dataclasses.replace(result, summary=verdict_text(result))
+
+
 def document(result: CompareResult) -> Document:
     table = Table(headers(result), rows(result), left=(result.compared, busbw_header(result)))
     blocks: list[Block] = [
-        Text(f"{result.summary}", "headline"),
+        Text(verdict_text(result), "headline"),
         *(Text(line) for line in job_lines(result)),
         Text(
             "step ms: the job's step without the profiler, as each report leads with it (its slowest rank's median "

@@ -205,8 +205,10 @@ def _near_bound(f: facts.Accumulation) -> str:
     """Where a rerun's share of communication may fall on the other side of the bound above which it is advised."""
     if not f.near_bound:
         return ""
-    side = "near" if f.share >= f.bound else "below, but within a rerun's reach of,"
-    return f"; communication is {f.share:.0%} of the step, {side} the {f.bound:.0%} above which this is advised"
+    said, bound = f"; communication is {f.share:.0%} of the step", f"the {f.bound:.0%} above which this is advised"
+    if f.share >= f.bound:
+        return f"{said}, and a rerun's may be as low as {f.share_low:.0%}, under {bound}"
+    return f"{said}, under {bound}, and a rerun's may reach {f.share_high:.0%}"
 
 
 def profiler_distortion_words(f: facts.ProfilerDistortion, _: Finding) -> Words:

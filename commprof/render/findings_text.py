@@ -8,25 +8,15 @@ from commprof.render.finding_words import WEIGHS, words
 from commprof.results.common import PRACTICAL_SHARE, Estimate, interval_text, signed
 from commprof.results.report import Finding, Report
 
-CHECKED = list(WEIGHS.values())
-
-
-def _balanced(checked: list[str]) -> str:
-    return (
-        f"Nothing to gain beyond the noise: none of what was checked ({', '.join(checked)}) predicts a gain whose "
-        f"95% interval excludes zero and that is {PRACTICAL_SHARE:.0%} of the step or more"
-    )
-
-
-BALANCED = _balanced(CHECKED)
-
 
 def balanced(report: Report) -> str:
     """The balanced line, naming what was checked for each kind of job the run holds (all for traces from
     elsewhere, or a report that does not say)."""
-    if report.checked is None:
-        return BALANCED
-    return _balanced([WEIGHS[kind] for kind in report.checked])
+    checked = ", ".join(WEIGHS[kind] for kind in (report.checked if report.checked is not None else WEIGHS))
+    return (
+        f"Nothing to gain beyond the noise: none of what was checked ({checked}) predicts a gain whose 95% interval "
+        f"excludes zero and that is {PRACTICAL_SHARE:.0%} of the step or more"
+    )
 
 
 def finding_gain(finding: Finding) -> str:

@@ -11,6 +11,7 @@ from rich.console import Console
 from commprof.render import html as html_page
 from commprof.render import markdown as markdown_page
 from commprof.render import terminal
+from commprof.render.compare import with_verdict_text
 from commprof.render.finding_words import with_words
 from commprof.render.notes_text import with_incomplete_words
 from commprof.render.tensorboard import write_events
@@ -55,7 +56,7 @@ def write_result(
         texts["timeline.json"] = json.dumps(timeline)
     if isinstance(result, BenchResult):
         texts["bench.csv"] = view.csv(result)
-    save_result(with_incomplete_words(with_verdict_words(with_words(result))), folder)
+    save_result(said(result), folder)
     for name, text in texts.items():
         (folder / name).write_text(text)
     images, events = drawn(), events_written()
@@ -64,3 +65,9 @@ def write_result(
     (folder / "report.html").write_text(html_page.render(document, images))
     names = ["report.html", "report.json", "report.md", *images, *(n for n in texts if not n.startswith("report."))]
     return [folder / name for name in names] + ([events] if events is not None else [])
+
+
+def said(result: Result) -> Result:
+    """The result with the words of its facts beside them, for report.json's readers: its findings', its sweep's
+    verdict, an unfinished run's, a comparison's verdict (render/ makes each; the facts stay what is read back)."""
+    return with_verdict_text(with_incomplete_words(with_verdict_words(with_words(result))))

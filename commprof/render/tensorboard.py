@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 from commprof.render import markdown
+from commprof.render.compare import verdict_text
 from commprof.render.event_files import EventWriter
 from commprof.render.report_view import document
 from commprof.render.tables import headline
@@ -28,6 +29,35 @@ STEP_FIGURES = ("window_ms", "compute_ms", "comm_ms", "overlap_ms", "exposed_com
 # cross-rank scalars of the `job` run cover every rank.
 MAX_RANK_RUNS = 64
 _STEP_NUMBER = re.compile(r"(\d+)$")
+
+
+# What each TensorBoard tab shows of commprof's runs (printed by `commprof view`, docs/commands/view.md); the last
+# is a page.
+TABS = (
+    (
+        "Scalars",
+        "#scalars",
+        "per rank (rank<r>): step, compute, communication, overlap, exposed communication and idle "
+        "of every profiled step; job: each collective's duration and busbw per step, per-rank waiting; "
+        "live/rank<r>: every step of a running job as it comes",
+    ),
+    (
+        "HParams",
+        "#hparams",
+        "sweeps and tunes: one run per setting with its median step time, CI and exposed communication",
+    ),
+    ("Text", "#text", "the report's headline and report.md"),
+    (
+        "Trace",
+        "data/plugin/pytorch_profiler/commprof-trace.html",
+        "one rank's timeline in the profiler plugin's trace viewer, served offline: pick the run and the worker",
+    ),
+    (
+        "PyTorch Profiler",
+        "#pytorch_profiler",
+        "the plugin's own views: their charts need Google Charts from the internet, so offline they show a spinner",
+    ),
+)
 
 
 def write_events(result: Result, logdir: Path) -> Path | None:
@@ -140,4 +170,4 @@ def _compare(result: CompareResult, logdir: Path) -> None:
                 if getattr(row, figure) is not None:
                     writer.add_scalar(f"backend/{figure}", getattr(row, figure), 0)
     with _writer(logdir / "job") as writer:
-        writer.add_text("report/summary", result.summary, 0)
+        writer.add_text("report/summary", verdict_text(result), 0)

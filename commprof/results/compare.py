@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from commprof.results.common import SCHEMA_VERSION, Result
+from commprof.results.common import SCHEMA_VERSION, Estimate, Result
 from commprof.results.job import CollectiveBusbw
 
 
@@ -45,11 +45,26 @@ PLURAL = {"backend": "backends", "strategy": "strategies"}  # what a comparison 
 
 
 @dataclass(frozen=True)
+class CompareVerdict:
+    """Which run wins (commands/compare.verdict; render/compare.verdict_text says it): `outcome` is "none" (nothing
+    ran), "only" (one ran), "too_few" (too few unprofiled steps to tell two apart), "no_difference" or "wins";
+    `speedup`: the best's over the runner-up's, over `rounds` interleaved launches each (0: one launch each, its
+    steps' interval widened for a rerun)."""
+
+    outcome: str
+    best: str = ""
+    runner_up: str = ""
+    speedup: Estimate | None = None
+    rounds: int = 0
+
+
+@dataclass(frozen=True)
 class CompareResult(Result):
     run_id: str
     rows: list[BackendRun]
-    summary: str  # which backend (or strategy) wins, and by how much
+    summary: str = ""  # the verdict in words, written into report.json for its readers (render/)
     compared: str = "backend"  # or "strategy"
+    verdict: CompareVerdict | None = None  # None: a result written before the verdict was facts (its words only)
     kind: str = "compare"
     schema_version: int = SCHEMA_VERSION
 

@@ -145,8 +145,10 @@ class Accumulation:
     samples_per_step: int | None  # per rank, where known
     batch_size: int | None  # commprof's own model's, where the run set it
     share: float = 0.0  # of the step, paid in communication (the median over the profiled steps)
+    share_low: float = 0.0  # the interval a rerun's share falls in
+    share_high: float = 0.0
     bound: float = 0.0  # the share above which it is advised (setting_findings.COMMUNICATION_BOUND)
-    near_bound: bool = False  # a rerun's share may fall below the bound
+    near_bound: bool = False  # the bound lies inside that interval: a rerun may fall on its other side
     options: DDPOptions = field(default_factory=DDPOptions)
     framework: str = "script"
 
