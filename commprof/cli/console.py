@@ -48,14 +48,14 @@ def info(message: str, quiet: bool = False) -> None:
 def finish(outcome, quiet: bool, json_out: bool = False) -> None:
     """A command's outcome: the JSON document alone on stdout (--json: everything else goes to stderr or
     nowhere), or the result's tables (unless quiet) and where its files are."""
-    from commprof.render.outputs import show
+    from commprof.render.outputs import said, show
 
     if outcome.note:
         info(outcome.note, quiet)
     if outcome.result is None:
         return
     if json_out:
-        out.print_json(outcome.result.to_json())
+        out.print_json(said(outcome.result).to_json())  # the words of its facts beside them, as report.json
         return
     if not quiet:
         show(outcome.result, out)
