@@ -1,8 +1,10 @@
 """Exception types (the CLI turns each into one line and an exit code), and the line of a foreign error
-message worth showing."""
+message worth showing; why a file could not be written."""
 
+import errno
 import re
 import signal
+from pathlib import Path
 
 
 class CommprofError(Exception):
@@ -41,12 +43,12 @@ class ModelRunError(WorkloadError):
 class RunFailed(CommprofError):
     """The training job itself failed. Exit code 1.
 
-    `cause`: the line naming the rank and why; `logs`: the worker logs' folder, when the ranks had any (the message
-    is the cause followed by where the logs are); `traceback`: the user's own traceback (their script raised),
-    which the CLI shows above the message, as python would have shown it."""
+    `cause`: why, as the facts of results/failure_facts.py (a launch's) or a line (a setup problem's); render/
+    failure_words.py says the facts. `logs`: the worker logs' folder, when the ranks had any; `traceback`: the user's
+    own traceback (their script raised), which the CLI shows above the message, as python would have shown it."""
 
-    def __init__(self, cause: str, run_dir=None, logs=None, traceback: str = ""):
-        super().__init__(f"{cause} (worker logs: {logs})" if logs is not None else cause)
+    def __init__(self, cause: object, run_dir=None, logs=None, traceback: str = ""):
+        super().__init__(cause if isinstance(cause, str) else type(cause).__name__)
         self.cause = cause
         self.run_dir = run_dir  # the run folder this failed run created (traces kept there), if any
         self.logs = logs
@@ -104,3 +106,14 @@ def what_went_wrong(message: str) -> str:
     advice = [hint for marker, hint in ADVICE if marker in message and marker not in line]
     advice = list(dict.fromkeys([*advice, *(hint for marker, hint in FIXES if marker in message)]))
     return f"{line} ({'; '.join(advice)})" if advice else line
+
+
+def why_not_written(where: Path, exc: OSError) -> str:
+    """The error's own words, unless they name the wrong problem: a file where a folder should be, which
+    says 'Not a directory', or a folder of /proc or /sys, where creating a file says 'No such file or directory'
+    about a folder that is there. `where`: the folder that exists (or the file in its place)."""
+    if exc.errno == errno.ENOTDIR and where.exists() and not where.is_dir():
+        return f"{where} is a file, not a folder"
+    if exc.errno == errno.ENOENT and where.is_dir():
+        return f"{where} takes no new files: a virtual file system"
+    return exc.strerror or str(exc)

@@ -1,12 +1,18 @@
-"""`commprof diagnose`: the same sentence as a failed run, from the Flight Recorder dumps of a job commprof did not
-launch (one pickle per rank, as torch writes them), read as data only."""
+"""`commprof diagnose`: the same hang as a failed run, from the Flight Recorder dumps of a job commprof did not launch
+(one pickle per rank, as torch writes them) or its logs' watchdog lines, read as data only. The facts
+(commands/diagnose.py); the CLI prints their words (tests/test_render_hang_words.py)."""
 
 import pickle
 import shutil
+from pathlib import Path
 
 import pytest
 
 from commprof.cli.app import main
+from commprof.commands.diagnose import diagnose
+from commprof.render.hang_words import diagnosis_text
+from commprof.results.failure_facts import Behind, Hang, Parting, Side
+from commprof.results.hang import EnteredCollective, StackFrame
 from tests.conftest import REPO
 
 
@@ -39,34 +45,64 @@ def diagnosed(capsys, *paths) -> tuple[int, str, str]:
     return exit_info.value.code, out.out.strip(), out.err.strip()
 
 
+def diagnosed_hang(capsys, *paths) -> tuple[Hang, int]:
+    """The hang the evidence in `paths` tells and how many ranks left it; the command prints its words, alone."""
+    hang, ranks = diagnose([Path(p) for p in paths])
+    code, out, err = diagnosed(capsys, *paths)
+    assert code == 0 and err == "", err
+    assert out == diagnosis_text(hang, ranks)
+    return hang, ranks
+
+
+def at_line(line: int, file: str = "/home/u/train.py", function: str = "main") -> StackFrame:
+    """The user's line a dump's frames name (its source not on this machine: no code)."""
+    return StackFrame(file, line, function, "", True)
+
+
+def nccl(seq: int, completed: bool, numel: int = 272, op: str = "all_reduce", line: int = 30) -> EnteredCollective:
+    """A collective of `dump`'s default group, as the dump is read back."""
+    return EnteredCollective(
+        "0", "default_pg", seq, op, [[numel]], ["Float"], completed, 1_795_748_100.0 + seq, at_line(line)
+    )
+
+
+def logged(entered: EnteredCollective) -> tuple:
+    """What a watchdog line says of a collective (its time aside): the group, number, op and element count (where
+    logged) of one not completed; no dtype, no line."""
+    return entered.group, entered.seq, entered.op, entered.sizes, entered.dtypes, entered.completed, entered.site
+
+
 def test_the_rank_that_never_arrived_from_a_folder_of_dumps(tmp_path, capsys):
     (tmp_path / "fr_rank_0").write_bytes(dump([(8, 272, "all_reduce", 30), (9, 272, "all_reduce", 30)], 8))
     (tmp_path / "fr_rank_1").write_bytes(dump([(7, 272, "all_reduce", 30), (8, 272, "all_reduce", 30)], 8))
     (tmp_path / "notes.txt").write_text("not a dump")
-    code, out, err = diagnosed(capsys, tmp_path)
-    assert code == 0, err
-    assert out.startswith(
-        "rank 1 is outside any collective; its last was all_reduce #8 of the default group at train.py:30 in main; "
-        "rank 0 has waited "
-    ), out
-    assert "in all_reduce #9 of the default group (1 tensor of 272 Float, 1.062 KiB) at train.py:30 in main" in out
-    assert out.endswith("(from the evidence of 2 ranks)")
+    hang, ranks = diagnosed_hang(capsys, tmp_path)
+    assert ranks == 2 and isinstance(hang, Behind) and hang.ahead == nccl(9, False)
+    (behind,), (waiting,) = hang.behind, hang.waiting
+    assert (behind.rank, behind.stack, behind.inside, behind.steps_done) == (1, [], None, None)
+    assert behind.collectives == [nccl(7, True), nccl(8, True)]  # its last: #8, called at line 30
+    assert waiting.rank == 0 and waiting.inside == nccl(9, False)
+    assert waiting.taken_s == (tmp_path / "fr_rank_0").stat().st_mtime  # it has waited since #9 began until then
 
 
 def test_collectives_that_part_are_named_from_dumps(tmp_path, capsys):
     (tmp_path / "fr_rank_0").write_bytes(dump([(9, 4, "all_reduce", 28)], 8))
     (tmp_path / "fr_rank_1").write_bytes(dump([(9, 4, "broadcast", 28)], 8))
-    code, out, _ = diagnosed(capsys, tmp_path / "fr_rank_0", tmp_path / "fr_rank_1")
-    assert code == 0 and out.startswith("the ranks' collectives part at #9 of the default group: rank 0 ran all_reduce")
-    assert "different collectives at the same position" in out
+    hang, ranks = diagnosed_hang(capsys, tmp_path / "fr_rank_0", tmp_path / "fr_rank_1")
+    assert ranks == 2 and hang == Parting(
+        9, Side((0,), nccl(9, False, 4, line=28)), Side((1,), nccl(9, False, 4, "broadcast", 28)), "op", True
+    )
 
 
 def test_a_real_gloo_dump_reads(tmp_path, capsys):
     """torch 2.13's own dump of one Gloo rank (tests/data/flight_recorder/make_dump.py): an all_reduce, a barrier."""
     shutil.copy(REPO / "tests" / "data" / "flight_recorder" / "gloo_rank0_torch2.13.pickle", tmp_path / "fr_rank_0")
-    code, out, err = diagnosed(capsys, tmp_path)
-    assert code == 0, err
-    assert out.startswith("rank 0 is outside any collective; its last was barrier #2 of the default group"), out
+    hang, ranks = diagnosed_hang(capsys, tmp_path)
+    assert ranks == 1 and isinstance(hang, Behind) and hang.ahead is None and hang.waiting == ()
+    (rank0,) = hang.behind
+    assert rank0.rank == 0 and rank0.inside is None and rank0.stack == []
+    assert [(c.seq, c.op, c.completed) for c in rank0.collectives] == [(1, "all_reduce", True), (2, "barrier", True)]
+    assert (rank0.collectives[-1].group_desc, rank0.collectives[-1].site.line) == ("default_pg", 10)
 
 
 def test_a_dump_that_names_code_is_refused_in_one_line(tmp_path, capsys):
@@ -116,12 +152,13 @@ def test_the_rank_that_never_timed_out_from_a_jobs_log(tmp_path, capsys):
             f"exception: {timeout.split('] ', 1)[1]}",
         ]
     (tmp_path / "slurm-4242.out").write_text("".join(lines))
-    code, out, err = diagnosed(capsys, tmp_path)
-    assert code == 0, err
-    assert out == (
-        "rank 2 is outside any collective; ranks 0, 1, 3 have waited 600 s in all_reduce #31 of the default group "
-        "(1,048,576 elements) (from the evidence of 4 ranks)"
-    ), out
+    hang, ranks = diagnosed_hang(capsys, tmp_path)
+    assert ranks == 4 and isinstance(hang, Behind) and hang.ahead is not None
+    assert logged(hang.ahead) == ("0", 31, "all_reduce", [[1_048_576]], [], False, None)
+    assert hang.ahead.group_desc == "default_pg"
+    assert [(e.rank, e.collectives) for e in hang.behind] == [(2, [])]  # logged, nothing pending
+    assert [e.rank for e in hang.waiting] == [0, 1, 3]
+    assert hang.waiting[0].taken_s - hang.ahead.entered_s == pytest.approx(600.0)  # rank 0's 600,000 ms
 
 
 def test_a_group_named_by_the_status_line_and_a_desync_from_the_watchdogs_sizes(tmp_path, capsys):
@@ -134,12 +171,13 @@ def test_a_group_named_by_the_status_line_and_a_desync_from_the_watchdogs_sizes(
     log = watchdog_line(0, 12, "ALLREDUCE", 1, 30_000) + status.format(r=0)
     log += watchdog_line(1, 12, "ALLREDUCE", 34_179, 30_000) + status.format(r=1)
     (tmp_path / "stderr.log").write_text(log)
-    code, out, _ = diagnosed(capsys, tmp_path / "stderr.log")
-    assert code == 0 and out == (
-        "the ranks' collectives part at #12 of process group 1: rank 0 ran all_reduce of 1 element where rank 1 "
-        "ran all_reduce of 34,179 elements: the same collective with tensors of different shapes (from the evidence "
-        "of 2 ranks)"
-    ), out
+    hang, ranks = diagnosed_hang(capsys, tmp_path / "stderr.log")
+    assert ranks == 2 and isinstance(hang, Parting)
+    assert (hang.seq, hang.mismatch, hang.lines_known) == (12, "shape", True)
+    assert (hang.first.ranks, hang.second.ranks) == ((0,), (1,))
+    assert logged(hang.first.call) == ("1", 12, "all_reduce", [[1]], [], False, None)
+    assert logged(hang.second.call) == ("1", 12, "all_reduce", [[34_179]], [], False, None)
+    assert hang.first.call.group_desc != "default_pg"  # the group the status line names: process group 1
 
 
 def test_a_log_without_a_watchdog_timeout_is_no_evidence(tmp_path, capsys):
@@ -156,8 +194,8 @@ def test_an_older_watchdog_line_without_rank_prefix_stamp_or_sizes(tmp_path, cap
         "OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1800313 milliseconds before timing out.\n"
     )
     (tmp_path / "job.log").write_text(line.format(r=0) + line.format(r=1))
-    code, out, _ = diagnosed(capsys, tmp_path)
-    assert code == 0 and out == (
-        "ranks 0, 1 have waited 1800 s in all_reduce #5 of the default group; no rank of this node is behind: a rank "
-        "on another node, or the link to it, is (from the evidence of 2 ranks)"
-    ), out
+    hang, ranks = diagnosed_hang(capsys, tmp_path)
+    assert ranks == 2 and isinstance(hang, Behind) and hang.ahead is not None
+    assert logged(hang.ahead) == ("0", 5, "all_reduce", [], [], False, None)  # no sizes logged
+    assert hang.behind == () and [e.rank for e in hang.waiting] == [0, 1]
+    assert [round(e.taken_s - hang.ahead.entered_s) for e in hang.waiting] == [1800, 1800]  # what each line says

@@ -18,6 +18,19 @@ from commprof.launch.faults import (
 from commprof.launch.flight_recorder import environment, read_dumps
 from commprof.launch.hang_evidence import describe_hang
 from commprof.launch.oom import OomWatch, oom_kills
+from commprof.results.failure_facts import (
+    Behind,
+    Crashed,
+    GlooParted,
+    Hung,
+    Killed,
+    Limit,
+    LostHost,
+    LostNode,
+    OwnError,
+    Stuck,
+    Vanished,
+)
 from commprof.results.hang import EnteredCollective, HangEvidence, StackFrame
 from commprof.worker.rank import STOPPED_MESSAGE, RankStopped, error_to_record
 from tests.conftest import REPO
@@ -36,8 +49,8 @@ def test_a_rank_killed_after_another_failed_is_not_the_cause():
         RankOutcome(0, "", -signal.SIGKILL, timestamp=1_700_000_015),
         RankOutcome(1, "RuntimeError: CUDA error: an illegal memory access", 1, timestamp=1_700_000_000),
     ]
-    assert (
-        root_cause(outcomes, "gpu-07") == "rank 1 on gpu-07 failed: RuntimeError: CUDA error: an illegal memory access"
+    assert root_cause(outcomes, "gpu-07") == OwnError(
+        1, "gpu-07", "RuntimeError: CUDA error: an illegal memory access", 1
     )
 
 
@@ -46,7 +59,7 @@ def test_a_rank_killed_first_is_the_cause():
         RankOutcome(0, "", -signal.SIGKILL, timestamp=1_700_000_000),
         RankOutcome(1, "RuntimeError: something after", 1, timestamp=1_700_000_003),
     ]
-    assert root_cause(outcomes, "gpu-07") == "rank 0 on gpu-07 was killed by signal 9 (SIGKILL)"
+    assert root_cause(outcomes, "gpu-07") == Killed(0, "gpu-07", signal.SIGKILL)
 
 
 def test_the_watchdog_abort_is_a_timeout_and_the_stuck_rank_is_named():
@@ -54,10 +67,7 @@ def test_the_watchdog_abort_is_a_timeout_and_the_stuck_rank_is_named():
         RankOutcome(0, WATCHDOG, -signal.SIGABRT, timestamp=1_700_000_010),
         RankOutcome(1, STOPPED_MESSAGE, 1, timestamp=1_700_000_011),
     ]
-    assert root_cause(outcomes, "gpu-07", 10) == (
-        "rank 1 on gpu-07 stuck: never reached the collective that rank 0 waited for "
-        "(timed out after 10 s of --timeout)"
-    )
+    assert root_cause(outcomes, "gpu-07", 10) == Stuck((1,), (0,), "gpu-07", Limit(10, "--timeout"))
 
 
 def test_a_rank_the_launcher_stopped_is_never_the_cause():
@@ -67,9 +77,8 @@ def test_a_rank_the_launcher_stopped_is_never_the_cause():
         RankOutcome(0, "SignalException: Signal 15 (SIGTERM) received by PID 12360", 1, timestamp=1_700_000_000),
         RankOutcome(1, "RuntimeError: the script never initialized torch.distributed", 1, timestamp=1_700_000_000),
     ]
-    assert (
-        root_cause(outcomes, "vm")
-        == "rank 1 on vm failed: RuntimeError: the script never initialized torch.distributed"
+    assert root_cause(outcomes, "vm") == OwnError(
+        1, "vm", "RuntimeError: the script never initialized torch.distributed", 1
     )
 
 
@@ -81,12 +90,10 @@ def test_a_stuck_rank_that_crashes_as_its_peers_leave_is_still_the_stuck_rank():
         RankOutcome(0, timed_out, 1, timestamp=1_700_000_010),
         RankOutcome(1, "", -signal.SIGSEGV, timestamp=1_700_000_010),
     ]
-    assert root_cause(outcomes, "vm", 10) == (
-        "rank 1 on vm stuck: never reached the collective that rank 0 waited for (timed out after 10 s); "
-        "rank 1 was then killed by signal 11 (SIGSEGV)"
-    )
+    # Gloo's words name no timeout: --timeout's, said as no one's
+    assert root_cause(outcomes, "vm", 10) == Stuck((1,), (0,), "vm", Limit(10), ((1, signal.SIGSEGV),))
     crashed_before = [outcomes[0], RankOutcome(1, "", -signal.SIGSEGV, timestamp=1_700_000_004)]
-    assert root_cause(crashed_before, "vm", 10) == "rank 1 on vm was killed by signal 11 (SIGSEGV)"
+    assert root_cause(crashed_before, "vm", 10) == Killed(1, "vm", signal.SIGSEGV)
 
 
 def test_a_stop_while_unwinding_from_a_timeout_records_the_timeout():
@@ -127,11 +134,10 @@ def test_a_crashed_rank_is_named_with_where_it_crashed():
     )
     assert crash_site("Traceback (most recent call last):\n") == ""
     outcome = RankOutcome(1, "", -signal.SIGSEGV, 1_700_000_000, crash_site(CRASH_LOG))
-    assert root_cause([outcome], "vm") == (
-        "rank 1 on vm was killed by signal 11 (SIGSEGV) in export_chrome_trace (profiler/profiler.py:233)"
-    )
+    where = "in export_chrome_trace (profiler/profiler.py:233)"
+    assert root_cause([outcome], "vm") == Killed(1, "vm", signal.SIGSEGV, site=where)
     unreported = RankOutcome(1, "", None, crash_site=crash_site(CRASH_LOG))  # torch found another rank's exit first
-    assert root_cause([unreported], "vm") == "rank 1 on vm crashed in export_chrome_trace (profiler/profiler.py:233)"
+    assert root_cause([unreported], "vm") == Crashed(1, "vm", where)
 
 
 def dump(last_enqueued: int, names: dict[int, str]) -> dict:
@@ -169,27 +175,24 @@ def test_flight_recorder_names_the_rank_that_never_arrived(tmp_path):
     for rank, last in ((0, 7), (1, 7), (2, 6), (3, 7)):
         (tmp_path / f"nccl_trace_rank_{rank}").write_bytes(pickle.dumps(dump(last, names)))
     (tmp_path / "nccl_trace_rank_9").write_bytes(b"not a pickle")  # unreadable dumps are ignored
-    sentence = describe_hang(read_dumps(tmp_path))
-    assert sentence == (
-        "rank 2 is waiting in all_reduce #6 of the default group; ranks 0, 1, 3 wait in all_gather #7 of the default "
-        "group"
-    )
+    hang = describe_hang(read_dumps(tmp_path))
+    assert isinstance(hang, Behind) and hang.ahead is not None
+    assert [(e.rank, e.inside.op, e.inside.seq) for e in hang.behind if e.inside] == [(2, "all_reduce", 6)]
+    assert [e.rank for e in hang.waiting] == [0, 1, 3]
+    assert (hang.ahead.op, hang.ahead.seq, hang.ahead.group_desc) == ("all_gather", 7, "default_pg")
     outcomes = [RankOutcome(r, WATCHDOG, -signal.SIGABRT, timestamp=1_700_000_010) for r in (0, 1, 3)]
     outcomes.append(RankOutcome(2, STOPPED_MESSAGE, 1, timestamp=1_700_000_011))
-    assert (
-        root_cause(outcomes, "gpu-07", 10, sentence)
-        == sentence + "; the others timed out after 10 s of --timeout on gpu-07"
-    )
+    assert root_cause(outcomes, "gpu-07", 10, hang) == Hung(hang, "gpu-07", Limit(10, "--timeout"))
 
 
 def test_flight_recorder_with_every_rank_level_names_no_one_here(tmp_path):
     names = {1: "nccl:all_reduce"}
     for rank in (0, 1):
         (tmp_path / f"nccl_trace_rank_{rank}").write_bytes(pickle.dumps(dump(1, names)))
-    assert describe_hang(read_dumps(tmp_path)) == (
-        "ranks 0, 1 wait in all_reduce #1 of the default group; no rank of this node is behind: a rank on another "
-        "node, or the link to it, is"
-    )
+    hang = describe_hang(read_dumps(tmp_path))
+    assert isinstance(hang, Behind) and hang.ahead is not None
+    assert hang.behind == () and [e.rank for e in hang.waiting] == [0, 1]
+    assert (hang.ahead.op, hang.ahead.seq, hang.ahead.group_desc) == ("all_reduce", 1, "default_pg")
     assert read_dumps(tmp_path / "none") == {} and describe_hang({}) is None
 
 
@@ -267,14 +270,18 @@ def test_a_rank_gloo_aborted_on_a_collective_of_another_size_is_named_with_its_l
     script.write_text("import torch.distributed as dist\ndef log_mean_loss(t):\n    dist.all_reduce(t)\n\n\nlog()\n")
     log = GLOO_ABORT_LOG.replace("SCRIPT", str(script))
     parted = collective_parted(log)
-    assert (parted.sent, parted.expected, parted.site.line, parted.site.code) == (272, 4, 3, "dist.all_reduce(t)")
-    said = "rank 0 on vm was killed by signal 6 (SIGABRT): its collective at train.py:3 in log_mean_loss "
-    said += "(dist.all_reduce(t))"
-    # Gloo's numbers are those of a piece of the transfer, not the tensors': rank 0 wrote no account of its own
-    unknown = "rank 0's tensors are not known (it wrote no account; Gloo aborted it on a piece of 272 bytes where it "
-    unknown += "expected 4)"
+    assert (parted.sent, parted.expected) == (272, 4)
+    site = parted.site
+    assert (site.file, site.line, site.function, site.code) == (str(script), 3, "log_mean_loss", "dist.all_reduce(t)")
+
+    def aborted_at_line_3(case, kind, **peer) -> Killed:
+        """Rank 0 killed by SIGABRT, its collective the one at line 3; Gloo's numbers are those of a piece of the
+        transfer, not the tensors': rank 0 wrote no account of its own, so its tensors are not known."""
+        said = GlooParted(0, 272, 4, site, case, kind, mine=None, mine_unknown="no_account", **peer)
+        return Killed(0, "vm", signal.SIGABRT, parted=said)
+
     aborted = RankOutcome(0, "", -signal.SIGABRT, 1_700_000_000, crash_site(log), parted=parted)
-    ambiguous = f"{said}: {unknown}: a collective that only some ranks run, or tensors that differ"
+    ambiguous = aborted_at_line_3("unknown", "either")  # a collective that only some ranks run, or other tensors
     assert root_cause([aborted], "vm") == ambiguous
 
     def peer_at(line: int) -> RankOutcome:
@@ -283,9 +290,7 @@ def test_a_rank_gloo_aborted_on_a_collective_of_another_size_is_named_with_its_l
 
     # the peer's line alone: the same line is the same call; another line proves nothing (it may have passed it)
     assert root_cause([aborted, peer_at(6)], "vm") == ambiguous
-    assert root_cause([aborted, peer_at(3)], "vm") == (
-        f"{said}: rank 1 was at the same line; {unknown}: tensors that differ between the ranks"
-    )
+    assert root_cause([aborted, peer_at(3)], "vm") == aborted_at_line_3("same_line", "tensors", peer=1)
 
     def peer_entered(*lines: int) -> RankOutcome:
         """The peer's account, written as it failed: its last collectives, each with the line that called it."""
@@ -297,13 +302,15 @@ def test_a_rank_gloo_aborted_on_a_collective_of_another_size_is_named_with_its_l
         account = HangEvidence(1, "vm", 3, 1_700_000_001.0, 0.0, [], entered)
         return dataclasses.replace(peer_at(6), account=account)
 
-    assert root_cause([aborted, peer_entered(6, 6, 6)], "vm") == (
-        f"{said}: none of rank 1's last 3 collectives was called from that line; {unknown}: a collective that only "
-        "some ranks run"
+    assert root_cause([aborted, peer_entered(6, 6, 6)], "vm") == aborted_at_line_3(
+        "none_from_line", "only_some", peer=1, peer_calls=3
     )
-    assert root_cause([aborted, peer_entered(6, 3, 6)], "vm") == (
-        f"{said}: rank 1's all_reduce #2 of the default group from the same line had 1 tensor of 68 Float, 272 B; "
-        f"{unknown}: tensors that differ between the ranks"
+    from_line_3 = EnteredCollective(
+        "0", "default_pg", 2, "all_reduce", [[68]], ["Float"], True, 1_700_000_000.0,
+        StackFrame(str(script), 3, "<module>", "", True),
+    )  # fmt: skip
+    assert root_cause([aborted, peer_entered(6, 3, 6)], "vm") == aborted_at_line_3(
+        "theirs", "tensors", peer=1, theirs=from_line_3
     )
     assert collective_parted(CRASH_LOG) is None
 
@@ -319,23 +326,17 @@ def test_a_rank_that_left_no_error_is_told_from_its_log_and_the_kernels_count_ne
         "op.preamble.length <= op.nbytes. 272 vs 4. Received data size doesn't match expected size. Is there a "
         "distributed collective mismatch in your code? 272 vs 4"
     )
-    aborted = RankOutcome(1, "", -signal.SIGABRT, backend_said="Connection closed by peer [10.0.0.2]:4312")
-    assert root_cause([aborted], "vm") == (
-        "rank 1 on vm was killed by signal 6 (SIGABRT): Connection closed by peer [10.0.0.2]:4312"
-    )
+    said = "Connection closed by peer [10.0.0.2]:4312"
+    aborted = RankOutcome(1, "", -signal.SIGABRT, backend_said=said)
+    assert root_cause([aborted], "vm") == Killed(1, "vm", signal.SIGABRT, backend_said=said)
     vanished = RankOutcome(1, "", None)
-    said = root_cause([vanished], "vm")
-    assert said.startswith("rank 1 on vm ended without recording an error, an exit status commprof could see or a")
-    assert "out-of-memory" not in said and said.endswith("the kernel killed no process for memory")
-    assert root_cause([vanished], "vm", oom_kills=1) == (
-        "rank 1 on vm ended without recording an error, as a process killed by the out-of-memory killer (the "
-        "kernel killed 1 process for memory in this machine's memory cgroup during the run) does"
-    )
+    assert root_cause([vanished], "vm") == Vanished(1, "vm", oom_kills=0)
+    assert root_cause([vanished], "vm", oom_kills=1) == Vanished(1, "vm", oom_kills=1)
     killed = RankOutcome(1, "", -signal.SIGKILL, 1_700_000_000)
-    assert root_cause([killed], "vm") == "rank 1 on vm was killed by signal 9 (SIGKILL)"
-    assert root_cause([killed], "vm", oom_kills=2).startswith(
-        "rank 1 on vm was killed by signal 9 (SIGKILL), by the out-of-memory killer (the kernel killed 2 processes"
-    )
+    assert root_cause([killed], "vm") == Killed(1, "vm", signal.SIGKILL, oom_kills=0)
+    assert root_cause([killed], "vm", oom_kills=2) == Killed(1, "vm", signal.SIGKILL, oom_kills=2)
+    # a kill for memory is no cause of a rank another signal ended
+    assert root_cause([aborted], "vm", oom_kills=2) == Killed(1, "vm", signal.SIGABRT, backend_said=said)
 
 
 def test_the_out_of_memory_count_is_read_from_the_process_memory_cgroup(tmp_path):
@@ -366,32 +367,26 @@ def test_a_lost_host_is_named_with_its_ranks_how_the_connection_went_and_where_t
     waiting = HangEvidence(0, "node0", 19, 1_700_000_030.0, 30.0, [], [
         EnteredCollective("0", "default_pg", 79, "all_reduce", [[7_357_450]], ["Float"], False, 1_700_000_001.0)
     ])  # fmt: skip
+    node1 = (LostNode("10.231.0.2", (1,), store=False),)
     closed = "RuntimeError: [/gloo/transport/tcp/pair.cc:553] Connection closed by peer [10.231.0.2]:13471."
-    assert lost_peers([FailedRank(0, closed, waiting)], nodes) == (
-        "10.231.0.1 lost 10.231.0.2 (rank 1): the connection to it went (Connection closed by peer "
-        "[10.231.0.2]:13471); rank 0 has waited 29 s in all_reduce #79 of the default group (1 tensor of 7,357,450 "
-        "Float, 28.07 MiB)"
+    assert lost_peers([FailedRank(0, closed, waiting)], nodes) == LostHost(
+        "10.231.0.1", node1, "Connection closed by peer [10.231.0.2]:13471", silent_s=None, waiting=waiting
     )
     timed_out = "RuntimeError: [/gloo/unbound_buffer.cc:78] Timed out waiting 30000ms for recv operation to complete"
-    assert lost_peers([FailedRank(0, timed_out, waiting)], nodes) == (
-        "10.231.0.1 lost 10.231.0.2 (rank 1): nothing came from it for 30 s: a link or a host went (Timed out "
-        "waiting 30000ms for recv operation to complete); rank 0 has waited 29 s in all_reduce #79 of the default "
-        "group (1 tensor of 7,357,450 Float, 28.07 MiB)"
+    assert lost_peers([FailedRank(0, timed_out, waiting)], nodes) == LostHost(
+        "10.231.0.1", node1, "Timed out waiting 30000ms for recv operation to complete", silent_s=30, waiting=waiting
     )
     closure = "RuntimeError: Application timeout caused pair closure"  # Gloo's other words for it (torch 2.13)
-    assert lost_peers([FailedRank(0, closure, waiting)], nodes, timeout_s=15) == (
-        "10.231.0.1 lost 10.231.0.2 (rank 1): nothing came from it for 15 s: a link or a host went (Application "
-        "timeout caused pair closure); rank 0 has waited 29 s in all_reduce #79 of the default group (1 tensor of "
-        "7,357,450 Float, 28.07 MiB)"
+    assert lost_peers([FailedRank(0, closure, waiting)], nodes, timeout_s=15) == LostHost(
+        "10.231.0.1", node1, "Application timeout caused pair closure", silent_s=15, waiting=waiting
     )
     behind = HangEvidence(0, "node0", 19, 1_700_000_030.0, 30.0, [], [])  # outside any collective: it is behind
     assert lost_peers([FailedRank(0, timed_out, behind)], nodes) is None
     assert lost_peers([FailedRank(0, closed, waiting)], JobNodes({0: "vm"}, 0, 2)) is None
     four = JobNodes({0: "localhost", 1: "10.0.0.2", 2: "10.0.0.3"}, this_node=1, per_node=2)
     reset = "RuntimeError: [pair.cc:537] Read error [127.0.0.1]:51080: Connection reset by peer."
-    assert lost_peers([FailedRank(2, reset, None), FailedRank(3, timed_out, None)], four) == (
-        "10.0.0.2 lost localhost (ranks 0, 1): the connection to it went (Read error [127.0.0.1]:51080: Connection "
-        "reset by peer)"
+    assert lost_peers([FailedRank(2, reset, None), FailedRank(3, timed_out, None)], four) == LostHost(
+        "10.0.0.2", (LostNode("localhost", (0, 1)),), "Read error [127.0.0.1]:51080: Connection reset by peer"
     )
 
 
@@ -403,20 +398,22 @@ def test_a_lost_host_is_named_from_nccls_warnings_in_the_ranks_log():
     nodes = JobNodes({0: "gpu003.cluster", 1: "gpu004.cluster", 2: "10.0.35.1"}, this_node=0, per_node=8)
     error = "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1275, remote process exited"
 
-    def lost_from(log: str) -> str | None:
+    def lost_from(log: str) -> LostHost | None:
         return lost_peers([FailedRank(3, error, None, log)], nodes)
 
     closed = "gpu003:2200689:2200706 [3] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer "
-    assert lost_from(closed + "gpu004.ds-a4-r02.abc.com<55693>\n") == (
-        "gpu003.cluster lost gpu004.cluster (ranks 8, 9, 10, 11, 12, 13, 14, 15): the connection to it went "
-        "(Connection closed by remote peer gpu004.ds-a4-r02.abc.com<55693>)"
+    assert lost_from(closed + "gpu004.ds-a4-r02.abc.com<55693>\n") == LostHost(
+        "gpu003.cluster",
+        (LostNode("gpu004.cluster", (8, 9, 10, 11, 12, 13, 14, 15)),),
+        "Connection closed by remote peer gpu004.ds-a4-r02.abc.com<55693>",
     )
     infiniband = (
         "kolyoz2:25146:25854 [0] ib_plugin.c:1105 NCCL WARN NET/IB : Got completion from peer 10.0.35.1<49189> "
     )
-    assert lost_from(infiniband + "with error 4, opcode 5327, len 5327, vendor err 81 (Send)\n").startswith(
-        "gpu003.cluster lost 10.0.35.1 (ranks 16, 17, 18, 19, 20, 21, 22, 23): the connection to it went (Got "
-        "completion from peer 10.0.35.1<49189> with error 4)"
+    assert lost_from(infiniband + "with error 4, opcode 5327, len 5327, vendor err 81 (Send)\n") == LostHost(
+        "gpu003.cluster",
+        (LostNode("10.0.35.1", (16, 17, 18, 19, 20, 21, 22, 23)),),
+        "Got completion from peer 10.0.35.1<49189> with error 4",
     )
     assert lost_from("NCCL INFO Connected all rings\n") is None
     # a peer that went silent: every rank of this node waits, and NCCL's watchdog timed the collective out
@@ -428,9 +425,11 @@ def test_a_lost_host_is_named_from_nccls_warnings_in_the_ranks_log():
         "timeout: WorkNCCL(SeqNum=31, OpType=ALLREDUCE, NumelIn=1048576, Timeout(ms)=600000) ran for 600088 "
         "milliseconds before timing out."
     )
-    assert lost_peers([FailedRank(3, watchdog, waiting)], JobNodes({0: "gpu003", 1: "gpu004"}, 0, 8)) == (
-        "gpu003 lost gpu004 (ranks 8, 9, 10, 11, 12, 13, 14, 15): nothing came from it for 600.088 s: a link or a "
-        "host went (Watchdog caught collective operation timeout: WorkNCCL(SeqNum=31, OpType=ALLREDUCE, "
-        "NumelIn=1048576, Timeout(ms)=600000) ran for 600088 milliseconds); rank 3 has waited 610 s in all_reduce #31 "
-        "of the default group (1,048,576 elements)"
+    assert lost_peers([FailedRank(3, watchdog, waiting)], JobNodes({0: "gpu003", 1: "gpu004"}, 0, 8)) == LostHost(
+        "gpu003",
+        (LostNode("gpu004", (8, 9, 10, 11, 12, 13, 14, 15)),),
+        "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=31, OpType=ALLREDUCE, NumelIn=1048576, "
+        "Timeout(ms)=600000) ran for 600088 milliseconds",
+        silent_s=600.088,
+        waiting=waiting,
     )

@@ -72,7 +72,8 @@ def test_rank_killed_mid_run(tmp_path):
     assert sorted(p.name for p in run_dir.glob("*.pt.trace.json")) == ["rank0.pt.trace.json", "rank1.pt.trace.json"]
     no_partial_files(run_dir)
     record = json.loads((run_dir / "run.json").read_text())
-    assert record["status"] == "failed" and "rank 1" in record["error"] and record["steps_completed"] == 8
+    assert record["status"] == "failed" and record["steps_completed"] == 8
+    assert (record["failure"]["kind"], record["failure"]["rank"], record["failure"]["signal"]) == ("killed", 1, 9)
     report = load_report(tmp_path / "reports" / "killed" / "report.json")
     assert (report.unfinished.completed, report.unfinished.covered) == (8, (4, 7))
     assert sorted({s.step for s in report.steps}) == [f"ProfilerStep#{n}" for n in (3, 4, 5, 6)]
@@ -197,7 +198,8 @@ def test_traces_folder_fills_up_mid_run(tmp_path, mount_namespace):
     copy = tmp_path / "copy"
     no_partial_files(copy)
     record = json.loads((copy / "run.json").read_text())
-    assert record["status"] == "failed" and "cannot write trace" in record["error"]
+    assert record["status"] == "failed" and record["failure"]["kind"] == "own_error"
+    assert "cannot write trace" in record["failure"]["message"]
 
 
 def test_same_run_id_at_the_same_time_never_mixes(tmp_path):

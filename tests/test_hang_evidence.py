@@ -1,10 +1,12 @@
 """A hang told from each rank's own evidence: the Flight Recorder's last collectives per process group (the JSON
-torch 2.13 returns for a Gloo rank), the rank's stack reduced to the user's code, and the one sentence."""
+torch 2.13 returns for a Gloo rank), the rank's stack reduced to the user's code, and the hang they tell: who is behind
+and who waits in what, or where the ranks' collectives part (the facts; tests/test_render_hang_words.py their words)."""
 
 import threading
 
 from commprof.instrument.hang_watch import EXIT, STOP, HangWatch, own_code, recent_collectives, stack_of
 from commprof.launch.hang_evidence import describe_hang
+from commprof.results.failure_facts import Behind, Parting, Side
 from commprof.results.hang import EnteredCollective, HangEvidence, StackFrame, read_evidence
 
 
@@ -98,36 +100,27 @@ def collective(
 def test_the_rank_outside_any_collective_is_behind_the_ones_waiting():
     stuck = evidence(1, 3, [collective(2, True), collective(3, True)], 27, "time.sleep(3600)")
     waiting = evidence(0, 3, [collective(2, True), collective(3, True), collective(4, False)], 30, "loss.backward()")
-    assert describe_hang({0: waiting, 1: stuck}) == (
-        "rank 1 is at train.py:27 in main (time.sleep(3600)), outside any collective, after step 3; "
-        "rank 0 has waited 9 s in all_reduce #4 of the default group (1 tensor of 272 Float, 1.062 KiB) at train.py:30 "
-        "in main (loss.backward())"
-    )
+    hang = describe_hang({0: waiting, 1: stuck})
+    assert hang == Behind(behind=(stuck,), waiting=(waiting,), ahead=collective(4, False))
+    assert stuck.inside is None and stuck.own_frame.line == 27  # outside any collective, at its own line
 
 
 def test_a_rank_in_an_earlier_collective_is_behind_too():
     earlier = evidence(1, 3, [collective(3, False)], 12, "dist.broadcast(t, 0)")
     ahead = evidence(0, 3, [collective(4, False)], 30, "loss.backward()")
-    said = describe_hang({0: ahead, 1: earlier})
-    assert said.startswith("rank 1 is at train.py:12 in main (dist.broadcast(t, 0)), waiting in all_reduce #3 of")
-    assert "; rank 0 has waited 9 s in all_reduce #4" in said
+    hang = describe_hang({0: ahead, 1: earlier})
+    assert hang == Behind(behind=(earlier,), waiting=(ahead,), ahead=collective(4, False))
+    assert hang.behind[0].inside == collective(3, False)  # behind: waiting in an earlier one of the same group
 
 
 def test_every_rank_in_the_same_collective_points_beyond_this_node():
     ranks = {r: evidence(r, 5, [collective(9, False)], 30, "loss.backward()") for r in (0, 1)}
-    assert describe_hang(ranks) == (
-        "ranks 0, 1 have waited 9 s in all_reduce #9 of the default group (1 tensor of 272 Float, 1.062 KiB) at "
-        "train.py:30 in main (loss.backward()); no rank of this node is behind: a rank on another node, or the "
-        "link to it, is"
-    )
+    assert describe_hang(ranks) == Behind(behind=(), waiting=(ranks[0], ranks[1]), ahead=collective(9, False))
 
 
 def test_without_a_flight_recorder_each_rank_is_placed_fewest_steps_first():
     ranks = {0: evidence(0, 5, [], 30, "loss.backward()"), 1: evidence(1, 3, [], 27, "time.sleep(3600)")}
-    assert describe_hang(ranks) == (
-        "rank 1 is at train.py:27 in main (time.sleep(3600)), outside any collective, after step 3; "
-        "rank 0 is at train.py:30 in main (loss.backward()), outside any collective, after step 5"
-    )
+    assert describe_hang(ranks) == Behind(behind=(ranks[1], ranks[0]), waiting=(), ahead=None)
     assert describe_hang({}) is None
 
 
@@ -138,17 +131,18 @@ def test_a_built_in_runs_rank_waits_in_commprofs_training_step():
     ]
     waiting = HangEvidence(0, "node0", 5, 1_795_748_150.0, 7.0, frames, [collective(17, False)])
     stuck = evidence(1, 5, [collective(16, True)], 34, "time.sleep(3600)")
-    assert describe_hang({0: waiting, 1: stuck}).endswith(
-        "rank 0 has waited 9 s in all_reduce #17 of the default group (1 tensor of 272 Float, 1.062 KiB) in commprof's "
-        "train_step (training.py:61)"
-    )
+    hang = describe_hang({0: waiting, 1: stuck})
+    assert hang == Behind(behind=(stuck,), waiting=(waiting,), ahead=collective(17, False))
+    assert waiting.own_frame is None  # no line of the script's: commprof's own loop is where it waits
 
 
 def test_many_ranks_behind_are_counted_after_the_first_three():
     ranks = {r: evidence(r, 3, [collective(3, True)], 27, "time.sleep(3600)") for r in range(1, 6)}
     ranks[0] = evidence(0, 3, [collective(4, False)], 30, "loss.backward()")
-    said = describe_hang(ranks)
-    assert said.count("outside any collective") == 3 and "after step 3 (and 2 more ranks); rank 0 has" in said
+    hang = describe_hang(ranks)
+    assert isinstance(hang, Behind) and hang.ahead == collective(4, False)
+    assert [e.rank for e in hang.behind] == [1, 2, 3, 4, 5] and [e.rank for e in hang.waiting] == [0]
+    assert all(e.inside is None and e.steps_done == 3 for e in hang.behind)
 
 
 def test_a_watch_writes_what_it_sees_and_the_launch_reads_it(tmp_path):
@@ -171,31 +165,32 @@ def test_shapes_that_differ_at_the_same_call_are_named():
     """Both ranks all-reduce at line 23, rank 0 2 floats, rank 1 3: rank 0 went on (Gloo let it), rank 1 waits."""
     rank0 = evidence(0, 3, [collective(9, True, 2, line=23), collective(10, False)], 34, "loss.backward()")
     rank1 = evidence(1, 3, [collective(8, True), collective(9, False, 3, line=23)], 23, "dist.all_reduce(t)")
-    assert describe_hang({0: rank0, 1: rank1}) == (
-        "the ranks' collectives part at #9 of the default group: rank 0 ran all_reduce of 1 tensor of 2 Float, 8 B "
-        "at train.py:23 in main (line 23) where rank 1 ran all_reduce of 1 tensor of 3 Float, 12 B at train.py:23 in "
-        "main (line 23): the same collective with tensors of different shapes"
+    assert describe_hang({0: rank0, 1: rank1}) == Parting(
+        seq=9,
+        first=Side((0,), collective(9, True, 2, line=23)),
+        second=Side((1,), collective(9, False, 3, line=23)),
+        mismatch="shape",
+        lines_known=True,
     )
 
 
 def test_an_op_a_dtype_and_a_collective_of_one_rank_alone_are_told_apart():
     def parted(mine: EnteredCollective, theirs: EnteredCollective) -> str:
         ranks = {0: evidence(0, 3, [mine], 30, "x"), 1: evidence(1, 3, [theirs], 30, "x")}
-        return describe_hang(ranks).rsplit(": ", 1)[-1]
+        hang = describe_hang(ranks)
+        assert isinstance(hang, Parting) and hang.seq == 9
+        assert (hang.first, hang.second) == (Side((0,), mine), Side((1,), theirs))
+        return hang.mismatch
 
-    assert parted(collective(9, False, 4), collective(9, False, 4, op="broadcast")) == (
-        "different collectives at the same position"
-    )
-    assert parted(collective(9, False, 4), collective(9, False, 4, dtype="Int")) == (
-        "the same collective with different dtypes"
-    )
-    assert parted(collective(9, False, 1, line=15), collective(9, False, 272, line=34)) == (
-        "a collective that only some ranks run, met by another"
-    )
+    assert parted(collective(9, False, 4), collective(9, False, 4, op="broadcast")) == "op"
+    assert parted(collective(9, False, 4), collective(9, False, 4, dtype="Int")) == "dtype"
+    assert parted(collective(9, False, 1, line=15), collective(9, False, 272, line=34)) == "only_some_met"
+    assert parted(collective(9, False, 1, line=15), collective(9, False, 272, line=15)) == "shape"  # the same line
 
 
 def test_the_deadline_passes_once_a_rank_has_waited_in_one_collective_past_timeout_and_grace(tmp_path):
     from commprof.launch.deadline import GRACE_S, CollectiveDeadline
+    from commprof.results.failure_facts import Overdue
     from commprof.results.hang import encode, evidence_path
 
     now = [1_795_748_141.0]
@@ -208,11 +203,9 @@ def test_the_deadline_passes_once_a_rank_has_waited_in_one_collective_past_timeo
     now[0] += 10 + GRACE_S - 0.5
     assert not deadline.passed()
     now[0] += 1
-    assert deadline.passed() and deadline.overdue.startswith("rank 1 is at train.py:27 in main")
-    assert deadline.summary("vm").endswith(
-        "; a collective waited over --timeout 10 s and 15 s of grace on vm (the script's process group would have "
-        "waited longer): commprof stopped the job"
-    )
+    assert deadline.passed() and deadline.overdue == Behind((stuck,), (waiting,), collective(4, False))
+    assert GRACE_S == 15
+    assert deadline.summary("vm") == Overdue(deadline.overdue, "vm", timeout_s=10, grace_s=15, mpi=False)
 
 
 def test_a_stall_is_withdrawn_as_soon_as_its_rank_steps_again(tmp_path):
@@ -264,7 +257,9 @@ def test_the_deadline_acts_only_on_a_wait_still_going_on(tmp_path):
     written_at(now[0] - FRESH_S - 1)  # its rank stopped rewriting it
     assert not deadline.passed()
     written_at(now[0] - 2)
-    assert deadline.passed() and deadline.overdue.startswith("rank 1 has waited")
+    assert deadline.passed() and isinstance(deadline.overdue, Behind)
+    assert deadline.overdue.behind == () and [e.rank for e in deadline.overdue.waiting] == [1]
+    assert deadline.overdue.ahead == collective(4, False)  # entered at a known time: it has waited so long
 
 
 def test_only_a_timeout_given_on_the_command_line_bounds_a_scripts_own_process_groups():

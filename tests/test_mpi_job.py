@@ -16,7 +16,16 @@ from commprof.launch.job import Task
 from commprof.launch.launcher import rank_stderr
 from commprof.launch.mpi import first_exit, last_said
 from commprof.launch.mpi_job import MpirunPlan, rank_outcomes
-from commprof.results.hang import EnteredCollective, HangEvidence, StackFrame, encode, evidence_path, read_evidence
+from commprof.results.failure_facts import Behind, Killed, Overdue, OwnError
+from commprof.results.hang import (
+    MPI_GROUP_DESC,
+    EnteredCollective,
+    HangEvidence,
+    StackFrame,
+    encode,
+    evidence_path,
+    read_evidence,
+)
 
 # Open MPI 5's words (prterun), as measured: a rank SIGKILLed, and a rank that exited 1
 KILLED = """--------------------------------------------------------------------------
@@ -50,13 +59,12 @@ def test_a_rank_inside_an_mpi_all_reduce_says_so_and_the_deadline_bounds_it_with
             evidence_path(tmp_path, 0).write_bytes(encode(dataclasses.replace(account, taken_s=now[0] - 1)))
             assert deadline.passed() == (waited > 300 + GRACE_S)
     assert mpi_collectives.recent()[-1].completed
-    assert f"rank 0 has waited 315 s in all_reduce #{inside.seq} of MPI's COMM_WORLD (mpi4py) (1 tensor of 33,088" in (
-        deadline.overdue or ""
-    )
-    assert deadline.summary("vm").endswith(
-        "a collective waited over --timeout 300 s and 15 s of grace on vm (MPI has no timeout of its own): "
-        "commprof stopped the job"
-    )
+    # where the ranks were: rank 0 in the MPI all-reduce, its account last rewritten 315 s after it entered it
+    hang = deadline.overdue
+    assert isinstance(hang, Behind) and hang.behind == () and [e.rank for e in hang.waiting] == [0]
+    assert round(hang.waiting[0].taken_s - inside.entered_s) == 300 + GRACE_S
+    assert hang.ahead == inside and (inside.group, inside.group_desc) == ("COMM_WORLD", MPI_GROUP_DESC)
+    assert deadline.summary("vm") == Overdue(hang, "vm", timeout_s=300, grace_s=GRACE_S, mpi=True)
 
 
 def test_without_a_timeout_given_a_wait_in_a_process_groups_collective_is_left_to_its_own_timeout(tmp_path):
@@ -89,11 +97,11 @@ def test_each_ranks_end_is_told_as_on_the_torchrun_path(tmp_path):
     (errors / "1" / "error.json").write_text(json.dumps({"message": message}))
     told = rank_outcomes(2, errors, log_dir, first_exit(EXITED))
     assert [(o.rank, o.kind) for o in told] == [(0, "stopped"), (1, "error")]
-    assert root_cause(told, "vm") == "rank 1 on vm failed: ValueError: the batch is empty"
+    assert root_cause(told, "vm") == OwnError(1, "vm", "ValueError: the batch is empty", 1)
     (errors / "1" / "error.json").unlink()
     killed = rank_outcomes(2, errors, log_dir, first_exit(KILLED))
     assert [o.exitcode for o in killed] == [-signal.SIGTERM, -signal.SIGKILL]
-    assert root_cause(killed, "vm") == "rank 1 on vm was killed by signal 9 (SIGKILL)"
+    assert root_cause(killed, "vm") == Killed(1, "vm", signal.SIGKILL)
     # each rank's log, where the torchrun path reads its ranks' logs
     (log_dir / "r_mpirun" / "attempt_0" / "1").mkdir(parents=True)
     (log_dir / "r_mpirun" / "attempt_0" / "1" / "stderr.log").write_text("said by rank 1\n")

@@ -137,13 +137,12 @@ def test_a_stalled_rank_0_is_said_to_be_stalled_not_shown_on_its_last_line_again
 def test_a_stall_says_where_the_ranks_are_once_they_have_written_it(tmp_path):
     """The ranks' accounts of the stall, in the progress file's folder where the launch tells them to write: the
     stalled line says where each is (what launch/hang_evidence makes of them), and nothing before they exist."""
+    from commprof.cli.progress import hang_text_in
     from commprof.instrument.hang_watch import HangWatch
-    from commprof.launch.hang_evidence import describe_hang
-    from commprof.results.hang import read_evidence
 
     lines: list[str] = []
     clock = FakeClock()
-    view = StepLines(lines.append, clock, hang=lambda: describe_hang(read_evidence(tmp_path)))
+    view = StepLines(lines.append, clock, hang=lambda: hang_text_in(tmp_path))
     for t in (1, 2, 12):
         clock.now = t
         view.show(Progress(15, 40, 80.0))

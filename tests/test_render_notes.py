@@ -1,7 +1,9 @@
-"""The report's notes and a run's unfinished state in words (render/notes_text.py), from the report's facts."""
+"""The report's notes and a run's unfinished state in words (render/notes_text.py, render/unfinished_words.py), from
+the report's facts."""
 
 from commprof.render.notes_text import incomplete_text, notes, rank_ranges, unfinished_text
-from commprof.results.rank_facts import Unfinished
+from commprof.render.unfinished_words import at_step, profiled_text
+from commprof.results.rank_facts import StepsDone, Unfinished
 from commprof.results.report import Report, SkippedFileInfo
 
 
@@ -56,3 +58,18 @@ def test_a_diffs_notes():
     )
     assert said[2:] == ["best setting changed: x -> y", "world size differs: 2 vs 4"]
     assert diff_notes(DiffResult("a", "b", [])) == []
+
+
+def test_how_far_a_run_that_did_not_complete_got():
+    assert at_step(StepsDone(12, 200)) == "at step 12 of 200"
+    assert at_step(StepsDone(0, 200)) == "before the first step completed"
+    assert at_step(StepsDone(12, None)) == "at step 12"
+    assert profiled_text((8, 17)) == "the profiler records steps 8-17"
+
+
+def test_what_commprof_gave_a_script_that_torch_or_its_framework_refused():
+    from commprof.render.unfinished_words import refused_text
+    from commprof.results.rank_facts import Refused
+
+    assert refused_text(Refused("compiled_cap", 0.01)).endswith("--bucket-cap-mb 0.01 is smaller: give 1 or more")
+    assert "whose product must be the world size launched (1 rank)" in refused_text(Refused("lightning_world", 1))

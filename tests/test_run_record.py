@@ -4,6 +4,7 @@ run record is refused."""
 
 import dataclasses
 import json
+import socket
 from pathlib import Path
 
 import pytest
@@ -163,6 +164,7 @@ def test_a_launch_whose_rank_0_was_stopped_before_it_wrote_run_json_records_the_
     that hosted rank 0 starts the record, so the run is known to have failed and its logs are kept beside it."""
     from commprof.launch.faults import RankOutcome
     from commprof.launch.launcher import job_failed
+    from commprof.results.failure_facts import OwnError
 
     config = RunConfig(run_id="start", traces_dir=tmp_path / "traces", launch_id="this-launch")
     log_dir = tmp_path / "worker-logs"
@@ -171,7 +173,8 @@ def test_a_launch_whose_rank_0_was_stopped_before_it_wrote_run_json_records_the_
     failed = job_failed(config, outcomes, log_dir)
     record = read_run_json(config.run_dir)
     assert record is not None and (record.status, record.config.launch_id) == ("failed", "this-launch")
-    assert record.error and "rank 1" in record.error and failed.run_dir == config.run_dir
+    assert record.failure == OwnError(1, socket.gethostname(), "FileNotFoundError: no configuration", 1)
+    assert failed.run_dir == config.run_dir
     assert (config.run_dir / "logs").is_dir() and not log_dir.exists()
 
 

@@ -12,6 +12,7 @@ import torch.distributed as dist
 
 from commprof.launch.faults import RankOutcome, fired_timeout_s, root_cause
 from commprof.launch.script_ends import ended_early
+from commprof.results.failure_facts import EndedEarly, Limit, Stuck
 from commprof.results.hang import FOLDER_VARIABLE, EnteredCollective, HangEvidence, StackFrame
 from commprof.results.script_ended import ScriptEnded, read_ended
 from commprof.worker.script_end import ScriptEnd
@@ -85,12 +86,14 @@ def test_uneven_inputs_are_said_with_the_rank_that_finished_and_what_to_do():
         RankOutcome(1, "", 0),
     ]
     ended = {1: ScriptEnded(1, "vm", 25, "rank 0 waits in all_reduce #31 of the default group after step 25")}
-    assert ended_early(ended, outcomes, "vm") == (
-        "rank 1 on vm finished its script after 25 steps (exit 0) while rank 0 waits in all_reduce #31 of the "
-        "default group after step 25 at train.py:60 in <module> (loss.backward()), and then failed: Connection "
-        "closed by peer; the ranks ran different numbers of steps: give every rank as many batches (equal shards, "
-        "e.g. DistributedSampler(..., drop_last=True)) or wrap the loop in DDP's Join context manager "
-        "(torch.distributed.algorithms.join.Join)"
+    assert ended_early(ended, outcomes, "vm") == EndedEarly(
+        (1,),
+        "vm",
+        steps=25,
+        status=0,
+        waiting="rank 0 waits in all_reduce #31 of the default group after step 25",
+        site=site,  # the line that called the collective rank 0 waited in
+        failed="Connection closed by peer",  # what rank 0 then failed with, in plain words
     )
     raised = [RankOutcome(0, "ValueError: bad batch", 1), RankOutcome(1, "", 0)]
     assert ended_early(ended, raised, "vm") is None  # a rank's own error is the cause
@@ -101,6 +104,6 @@ def test_the_timeout_said_is_the_one_that_fired():
     nccl = "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=6, OpType=ALLREDUCE, Timeout(ms)=600000)"
     assert (fired_timeout_s(gloo), fired_timeout_s(nccl), fired_timeout_s("Connection closed")) == (15.0, 600.0, None)
     outcomes = [RankOutcome(0, gloo, 1), RankOutcome(1, "stopped by the launcher (SIGTERM) while still running", -15)]
-    assert "timed out after 15 s of the process group's own timeout" in root_cause(outcomes, "vm", 300.0)
+    assert root_cause(outcomes, "vm", 300.0) == Stuck((1,), (0,), "vm", Limit(15, "own"))
     ours = [RankOutcome(0, gloo.replace("15000ms", "300000ms"), 1), outcomes[1]]
-    assert "timed out after 300 s of --timeout" in root_cause(ours, "vm", 300.0)
+    assert root_cause(ours, "vm", 300.0) == Stuck((1,), (0,), "vm", Limit(300, "--timeout"))

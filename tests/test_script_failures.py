@@ -47,7 +47,8 @@ def test_a_script_that_fails_on_one_rank(tmp_path):
         f"error: rank 1 on {host} raised the error above at step 3; fix the script and run it again (worker logs: "
         f"traces/f/logs/{host}; partial report, marked incomplete: reports/f/report.html)"
     ), lines[-1]
-    assert record["status"] == "failed" and record["error"].endswith("failed: ValueError: batch 3 has a NaN label")
+    assert record["status"] == "failed" and record["failure"]["kind"] == "own_error"
+    assert (record["failure"]["rank"], record["failure"]["message"]) == (1, "ValueError: batch 3 has a NaN label")
     assert list((tmp_path / "traces" / "f" / "tensorboard" / "rank0").glob("events.out.tfevents.*"))
 
 

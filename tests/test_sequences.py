@@ -1,9 +1,12 @@
 """A desync the backend let pass, found by comparing the ranks' whole-run collectives (results/sequences.py)."""
 
 from commprof.launch.hang_evidence import where_they_part
-from commprof.launch.script_run import desync_notes
-from commprof.results.run_record import ScriptRankInfo
+from commprof.launch.script_run import desync
+from commprof.results.failure_facts import Parting, Side
+from commprof.results.hang import EnteredCollective
+from commprof.results.run_record import RunRecord, ScriptRankInfo
 from commprof.results.sequences import first_parting, sequences_of
+from tests.conftest import run_record
 
 
 def dump(first: int, last: int, odd: dict[int, tuple[str, int, str]] | None = None) -> dict:
@@ -25,6 +28,11 @@ def dump(first: int, last: int, odd: dict[int, tuple[str, int, str]] | None = No
     return {"entries": entries, "pg_status": {"0": {"last_completed_collective": last}}}
 
 
+def call(seq: int, dtype: str = "Float", op: str = "all_reduce") -> EnteredCollective:
+    """A call of `dump`'s as the comparison reads it back: completed, 4 elements, no time, no line."""
+    return EnteredCollective("0", "default_pg", seq, op, [[4]], [dtype], True, 0.0, None)
+
+
 def test_the_first_position_where_the_calls_differ_in_the_overlap_of_two_buffers():
     """Rank 0's buffer holds 1-10, rank 1's 3-12 (a ring buffer keeps the last ones); they differ at 7 (dtype) and
     9 (op): the first is named, without lines (the dump kept none)."""
@@ -34,9 +42,8 @@ def test_the_first_position_where_the_calls_differ_in_the_overlap_of_two_buffers
     }
     (group,) = ranks[0]
     assert (group.first_seq, len(group.calls), len(group.distinct)) == (1, 10, 2)  # the distinct calls once
-    assert where_they_part(first_parting(ranks), lines_known=False) == (
-        "the ranks' collectives part at #7 of the default group: rank 0 ran all_reduce of 1 tensor of 4 Float, 16 B "
-        "where rank 1 ran all_reduce of 1 tensor of 4 Int, 16 B: the same collective with different dtypes"
+    assert where_they_part(first_parting(ranks), lines_known=False) == Parting(
+        seq=7, first=Side((0,), call(7)), second=Side((1,), call(7, "Int")), mismatch="dtype", lines_known=False
     )
 
 
@@ -55,9 +62,11 @@ def test_the_run_record_notes_a_silent_desync():
         0: ScriptRankInfo(collectives=sequences_of(dump(1, 6))),
         1: ScriptRankInfo(collectives=sequences_of(dump(1, 6, {4: ("all_reduce", 4, "Int")}))),
     }
-    (note,) = desync_notes(infos)
-    assert note.startswith("the ranks' collectives part at #4 of the default group: rank 0 ran all_reduce of 1 tensor")
-    assert note.endswith("; the backend raised no error: what that collective returned is not what the script meant")
+    assert desync(infos) == Parting(4, Side((0,), call(4)), Side((1,), call(4, "Int")), "dtype", lines_known=False)
+    assert desync({0: infos[0], 1: ScriptRankInfo(collectives=sequences_of(dump(1, 6)))}) is None  # they agree
+    parted = desync(infos)
+    kept = RunRecord.from_json(run_record(desync=parted).to_json())  # run.json keeps it, and report.json's "run"
+    assert kept.desync == parted and kept.summary().desync == parted
     roundtrip = ScriptRankInfo.from_dict(infos[1].to_dict())
     assert roundtrip == infos[1]
 

@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 
 from commprof.cli.app import main
-from commprof.commands.unfinished import at_step, failed_run, interrupted_run, profiled_steps
+from commprof.commands.unfinished import failed_run, interrupted_run, steps_done
 from commprof.commands.view import tensorboard
 from commprof.config import ProfileSchedule, RunConfig
 from commprof.errors import Interrupted, RunFailed, UsageError
 from commprof.launch.runlog import mark_failed, mark_interrupted, read_run_json, write_run_json
+from commprof.results.rank_facts import Refused, StepsDone
 from commprof.results.run_record import RUN_STATUSES, RunRecord
 
 BUILT_IN = RunConfig(run_id="r", steps=200, schedule=ProfileSchedule(5, 2, 10))
@@ -53,13 +54,12 @@ def test_a_run_that_completed_before_the_interrupt_stays_complete(tmp_path):
     assert stop.message.startswith("interrupted after the last step; the run is complete (`commprof analyze ")
 
 
-def test_the_step_line_counts_what_every_rank_completed_of_the_runs_length():
-    assert at_step(BUILT_IN, 12) == "at step 12 of 200"
-    assert at_step(BUILT_IN, 0) == "before the first step completed"
+def test_the_steps_done_count_what_every_rank_completed_of_the_runs_length():
+    assert steps_done(BUILT_IN, 12) == StepsDone(12, 200)
     script = RunConfig(run_id="s", script=("train.py",))
-    assert at_step(script, 12) == "at step 12"  # a script without --max-steps has no known length
-    assert at_step(RunConfig(run_id="s", script=("train.py",), max_steps=50), 12) == "at step 12 of 50"
-    assert profiled_steps(BUILT_IN) == "the profiler records steps 8-17"
+    assert steps_done(script, 12) == StepsDone(12, None)  # a script without --max-steps has no known length
+    assert steps_done(RunConfig(run_id="s", script=("train.py",), max_steps=50), 12) == StepsDone(12, 50)
+    assert BUILT_IN.schedule.profiled_steps == (8, 17)
 
 
 def test_an_interrupt_before_the_profilers_window_says_there_is_nothing_to_report(tmp_path):
@@ -184,12 +184,12 @@ def test_a_script_failing_on_what_commprof_gave_it_is_told_so_not_to_fix_itself(
     config = RunConfig(run_id="r", script=("train.py",))
     dynamo = "AssertionError: First bucket should be smaller/equal to other buckets to get comms warmed up ASAP"
     tiny = dataclasses.replace(config, ddp=DDPOptions(bucket_cap_mb=0.01))
-    assert "--bucket-cap-mb 0.01 is smaller: give 1 or more" in _setting_torch_refused(dynamo, tiny)
+    assert _setting_torch_refused(dynamo, tiny) == Refused("compiled_cap", 0.01)
     assert _setting_torch_refused(dynamo, config) is None  # not commprof's cap: the script's own
     lightning = (
         "ValueError: You set `devices=2` and `num_nodes=1` in Lightning, but the product (2 * 1) does not match the "
         "world size (1)."
     )
     one = dataclasses.replace(config, procs_per_node=1)
-    assert "whose product must be the world size launched (1 rank)" in _setting_torch_refused(lightning, one)
+    assert _setting_torch_refused(lightning, one) == Refused("lightning_world", 1)
     assert _setting_torch_refused("ZeroDivisionError: division by zero", config) is None

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from commprof.launch.faults import RankOutcome, first_own_failure, interrupted_by_user, root_cause
 from commprof.launch.tracebacks import MAX_FRAMES, user_traceback
+from commprof.results.failure_facts import OwnError
 
 PACKAGE = Path("/opt/site/commprof")
 RUNNER = [
@@ -95,7 +96,7 @@ def test_the_traceback_shown_is_the_blamed_ranks():
     ]
     first = first_own_failure(outcomes)
     assert first is not None and (first.rank, first.traceback) == (1, "own")
-    assert root_cause(outcomes, "vm") == f"rank 1 on vm failed: {ERROR}"
+    assert root_cause(outcomes, "vm") == OwnError(1, "vm", ERROR, 1)
 
 
 def test_ranks_ended_by_ctrl_c_are_an_interrupt_not_a_failure():

@@ -38,6 +38,7 @@ def completed_steps_only(trace: RunTrace, run: RunSummary | None) -> tuple[RunTr
         covered=(covered[0], covered[-1]) if covered else None,
         missing=missing_ranks(trace, run),
         emptied=[r.rank for r in emptied],
+        failure=run.failure,
     )
     return dataclasses.replace(trace, ranks=tuple(kept)), unfinished
 

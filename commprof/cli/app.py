@@ -106,7 +106,12 @@ def main(argv: list[str] | None = None) -> None:
         console.error("interrupted")
         code = EXIT_INTERRUPTED
     except CommprofError as exc:
-        console.error(str(exc), exc.traceback if isinstance(exc, RunFailed) else "")
+        if isinstance(exc, RunFailed):
+            from commprof.render.failure_words import failed_text
+
+            console.error(failed_text(exc), exc.traceback)
+        else:
+            console.error(str(exc))
         code = exc.exit_code
     except KeyboardInterrupt as exc:  # outside a command (a command's own: _says_interrupts)
         stop = exc if isinstance(exc, Interrupted) else Interrupted()

@@ -31,5 +31,7 @@ def diagnose(
     collective times out. Without dumps, NCCL's watchdog lines in the logs say which collective each rank timed out
     in (no dtype or line: those need the dumps). `commprof run` finds the same by itself when its job fails."""
     from commprof.commands.diagnose import diagnose as command
+    from commprof.render.hang_words import diagnosis_text
 
-    console.out.print(command(paths), markup=False, highlight=False, emoji=False, soft_wrap=True)
+    said = diagnosis_text(*command(paths))
+    console.out.print(said, markup=False, highlight=False, emoji=False, soft_wrap=True)

@@ -20,6 +20,7 @@ from commprof.commands.outcome import News
 from commprof.launch import progress as progress_file
 from commprof.launch.hang_evidence import describe_hang
 from commprof.launch.progress import ticking
+from commprof.render.hang_words import hang_text
 from commprof.results.hang import read_evidence
 
 POLL_SECONDS = 0.2
@@ -120,7 +121,7 @@ class ConsoleFeedback:
             else StepLines(
                 self.say,
                 self.clock,
-                hang=lambda: describe_hang(read_evidence(progress_file.parent)),
+                hang=lambda: hang_text_in(progress_file.parent),
                 subject=subject,
                 news=news or str,
             )
@@ -170,3 +171,9 @@ class ConsoleFeedback:
                 )
 
             yield advance
+
+
+def hang_text_in(folder: Path) -> str | None:
+    """Where the stalled ranks are, from what they wrote about themselves in `folder`."""
+    hang = describe_hang(read_evidence(folder))
+    return hang_text(hang) if hang is not None else None

@@ -12,6 +12,7 @@ from commprof.errors import UsageError
 from commprof.launch.flight_recorder import dump_account
 from commprof.launch.hang_evidence import describe_hang
 from commprof.launch.watchdog_log import read_watchdog_log
+from commprof.results.failure_facts import Hang
 from commprof.results.hang import EVIDENCE_PREFIX, HangEvidence, read_account
 from commprof.trace.plain_pickle import NamesCode
 
@@ -22,12 +23,13 @@ HOW_TO_DUMP = (
 )
 
 
-def diagnose(paths: list[Path]) -> str:
+def diagnose(paths: list[Path]) -> tuple[Hang, int]:
+    """The hang the evidence in `paths` tells, and how many ranks left evidence."""
     accounts = read_accounts(paths)
-    said = describe_hang(accounts)
-    if said is None:
+    hang = describe_hang(accounts)
+    if hang is None:
         raise UsageError(f"no Flight Recorder dump or hang account in {', '.join(map(str, paths))}: {HOW_TO_DUMP}")
-    return f"{said} (from the evidence of {len(accounts)} rank{'s' if len(accounts) != 1 else ''})"
+    return hang, len(accounts)
 
 
 def read_accounts(paths: list[Path]) -> dict[int, HangEvidence]:

@@ -18,7 +18,7 @@ from commprof.analysis.models import model_accounts
 from commprof.analysis.network import network_of
 from commprof.analysis.sweep import sweep_result
 from commprof.analysis.timeline import job_timeline
-from commprof.errors import NothingToReport, UsageError
+from commprof.errors import NothingToReport, UsageError, why_not_written
 from commprof.launch.runlog import read_run_json
 from commprof.render.notes_text import unfinished_text
 from commprof.results.common import Estimate, Result
@@ -27,7 +27,6 @@ from commprof.results.job import BuiltDeepSpeed, Job
 from commprof.results.report import Report
 from commprof.results.run_record import RunSummary
 from commprof.results.step_ledger import read_ledgers
-from commprof.results.store import why_not_written
 from commprof.results.sweep_record import SweepRecord
 from commprof.trace.load import load_run, load_run_with
 from commprof.trace.model import RankTrace, RunTrace

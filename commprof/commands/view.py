@@ -92,17 +92,11 @@ def _why_nothing(logdir: Path) -> str:
     record = read_run_json(logdir)
     if record is None or record.status not in ("interrupted", "failed"):
         return "no profiler traces (*.pt.trace.json) or TensorBoard event files in this folder"
-    from commprof.commands.unfinished import at_step, profiled_steps
+    from commprof.commands.unfinished import steps_done
+    from commprof.render.unfinished_words import nothing_to_view
 
-    ended = "was interrupted" if record.status == "interrupted" else "failed"
-    done = record.steps_completed or 0
-    schedule = record.config.schedule
-    why = (
-        f"before its profiler recorded a step ({profiled_steps(record.config)})"
-        if done < schedule.wait + schedule.warmup + 1
-        else "and no trace was written (run.json says why)"
-    )
-    return f"run {record.run_id} {ended} {at_step(record.config, done)}, {why}: nothing to view"
+    steps = steps_done(record.config, record.steps_completed or 0)
+    return nothing_to_view(record.run_id, record.status, steps, record.config.schedule.profiled_steps)
 
 
 def _exit_on_sigterm(signum, frame) -> None:

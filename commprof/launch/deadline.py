@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from commprof.launch.hang_evidence import describe_hang
+from commprof.results.failure_facts import Hang, Overdue
 from commprof.results.hang import MPI_GROUP_DESC, read_evidence
 
 GRACE_S = 15.0
@@ -38,7 +39,7 @@ class CollectiveDeadline:
         self, folder: Path, timeout_s: float, clock: Callable[[], float] = time.time, every_collective: bool = True
     ):
         self.folder, self.timeout_s, self.clock, self.every_collective = folder, timeout_s, clock, every_collective
-        self.overdue: str | None = None  # once it stopped the job: where the ranks were
+        self.overdue: Hang | None = None  # once it stopped the job: where the ranks were
         self.over_mpi = False  # the waits it acted on were all in MPI collectives
 
     def passed(self) -> bool:
@@ -62,14 +63,9 @@ class CollectiveDeadline:
     def limit_s(self) -> float:
         return self.timeout_s + GRACE_S
 
-    def summary(self, host: str) -> str:
-        longer = (
-            "MPI has no timeout of its own" if self.over_mpi else "the script's process group would have waited longer"
-        )
-        return (
-            f"{self.overdue}; a collective waited over --timeout {self.timeout_s:g} s and {GRACE_S:g} s of grace on "
-            f"{host} ({longer}): commprof stopped the job"
-        )
+    def summary(self, host: str) -> Overdue:
+        """Where the ranks were when it stopped the job, and the limit it stopped them at."""
+        return Overdue(self.overdue, host, self.timeout_s, GRACE_S, self.over_mpi)
 
     @contextmanager
     def watching(self, stop: Callable[[], None] | None = None) -> Iterator[CollectiveDeadline]:

@@ -1,4 +1,4 @@
-"""Why a job failed, in one line: the rank (and node) that caused it, and the cause.
+"""Why a job failed: the rank (and node) that caused it, and the cause, as facts (results/failure_facts.py).
 
 When one rank fails, the others fail too: a peer's socket closes under them, a collective times
 out waiting for it, or the launcher stops them (SIGTERM). Only one of these failures is the root
@@ -14,7 +14,21 @@ import socket
 from dataclasses import dataclass
 
 from commprof.errors import what_went_wrong
-from commprof.launch.parted import Parted, parted_text
+from commprof.launch.parted import Parted, parted_facts
+from commprof.results.failure_facts import (
+    Crashed,
+    Failure,
+    Hang,
+    Hung,
+    Killed,
+    Limit,
+    LostHost,
+    OwnError,
+    RemoteWait,
+    Stuck,
+    Unrecorded,
+    Vanished,
+)
 from commprof.results.hang import EnteredCollective, HangEvidence, StackFrame, own_code
 
 _PEER_GONE = re.compile(
@@ -86,17 +100,17 @@ def root_cause(
     outcomes: list[RankOutcome],
     host: str | None = None,
     timeout_s: float | None = None,
-    never_arrived: str | None = None,
+    never_arrived: Hang | None = None,
     oom_kills: int = 0,
-    lost_host: str | None = None,
-) -> str:
-    """One line naming the rank(s) to blame, on which host, and why. The first rank to fail on its own (killed,
-    or an error of its own; killed first when both happen within the same second) is the cause: one killed
-    after another's error is collateral (a rank blocked on the GPU can outlive the launcher's grace period).
-    `never_arrived`: what NCCL's flight recorder says. `oom_kills`: the processes the kernel killed for memory
-    during the launch (launch/oom.py): the only evidence on which a rank is said to have run out of memory.
-    `lost_host`: the host this node lost and how (launch/lost_peers.py), the cause when no rank of this node failed
-    on its own."""
+    lost_host: LostHost | None = None,
+) -> Failure:
+    """The rank(s) to blame, on which host, and why. The first rank to fail on its own (killed, or an error of its
+    own; killed first when both happen within the same second) is the cause: one killed after another's error is
+    collateral (a rank blocked on the GPU can outlive the launcher's grace period). `never_arrived`: the hang the
+    ranks' accounts or NCCL's flight recorder tell. `oom_kills`: the processes the kernel killed for memory during
+    the launch (launch/oom.py): the only evidence on which a rank is said to have run out of memory. `lost_host`:
+    the host this node lost and how (launch/lost_peers.py), the cause when no rank of this node failed on its
+    own."""
     host = host or socket.gethostname()
     by_kind = _by_kind(outcomes)
     crashed_while_stuck = _crashed_after_a_timeout(by_kind)
@@ -104,33 +118,23 @@ def root_cause(
     if first is not None and first.kind == "killed":
         return _killed(first, host, outcomes, oom_kills)
     if first is not None:
-        return f"rank {first.rank} on {host} failed: {first.message or f'exit code {first.exitcode}'}"
+        return OwnError(first.rank, host, first.message, first.exitcode)
     if lost_host:
         return lost_host
     if "timed out" in by_kind and never_arrived:
-        limit = _limit(by_kind["timed out"], timeout_s)
-        return f"{never_arrived}; the others timed out{limit} on {host}"
+        return Hung(never_arrived, host, _limit(by_kind["timed out"], timeout_s))
     if "timed out" in by_kind:
         waiting = by_kind["timed out"]
         limit = _limit(waiting, timeout_s)
-        who = f"rank{'s' if len(waiting) > 1 else ''} {_ranks(waiting)}"
         if "stopped" in by_kind or crashed_while_stuck:
             stuck = by_kind.get("stopped", []) + crashed_while_stuck
-            crashes = "".join(
-                f"; rank {o.rank} was then killed by signal {_signal_name(-(o.exitcode or 0))}"
-                for o in crashed_while_stuck
-            )
-            return (
-                f"rank{'s' if len(stuck) > 1 else ''} {_ranks(stuck)} on {host} stuck: never reached the "
-                f"collective that {who} waited for (timed out{limit}){crashes}"
-            )
-        return (
-            f"{who} on {host}: a collective timed out{limit} waiting for a rank on another node ({waiting[0].message})"
-        )
+            crashes = tuple((o.rank, -(o.exitcode or 0)) for o in crashed_while_stuck)
+            return Stuck(_ranks(stuck), _ranks(waiting), host, limit, crashes)
+        return RemoteWait(_ranks(waiting), host, waiting[0].message, limit)
     rest = by_kind.get("peer gone") or by_kind.get("stopped")
     if not rest:
-        return f"the job failed on {host} without a recorded error"
-    return f"rank {rest[0].rank} on {host} failed: {rest[0].message or f'exit code {rest[0].exitcode}'}"
+        return Unrecorded(host)
+    return OwnError(rest[0].rank, host, rest[0].message, rest[0].exitcode)
 
 
 # the timeout a backend says fired: Gloo's "Timed out waiting 15000ms for recv", NCCL's watchdog "Timeout(ms)=600000"
@@ -143,42 +147,26 @@ def fired_timeout_s(message: str) -> float | None:
     return int(found.group(1) or found.group(2)) / 1000 if found else None
 
 
-def _limit(waiting: list[RankOutcome], timeout_s: float | None) -> str:
-    """` after 15 s of the process group's own timeout`: the timeout the backend says fired, told apart from commprof's
-    --timeout (which bounds only the groups the script made without one); else --timeout's, or nothing."""
+def _limit(waiting: list[RankOutcome], timeout_s: float | None) -> Limit | None:
+    """The timeout the backend says fired, told apart from commprof's --timeout (which bounds only the groups the
+    script made without one); else --timeout's, or None."""
     fired = next((t for o in waiting if (t := fired_timeout_s(o.message)) is not None), None)
     if fired is None:
-        return f" after {timeout_s:g} s" if timeout_s else ""
-    whose = "--timeout" if timeout_s is not None and abs(fired - timeout_s) < 0.5 else "the process group's own timeout"
-    return f" after {fired:g} s of {whose}"
+        return Limit(timeout_s) if timeout_s else None
+    return Limit(fired, "--timeout" if timeout_s is not None and abs(fired - timeout_s) < 0.5 else "own")
 
 
-def _killed(first: RankOutcome, host: str, outcomes: list[RankOutcome], oom_kills: int) -> str:
+def _killed(first: RankOutcome, host: str, outcomes: list[RankOutcome], oom_kills: int) -> Failure:
     """A rank that ended without an error of its own, told from what it left: its exit status (torch's, or the
     signal faulthandler named in its log), where it crashed, what the backend said, the kernel's out-of-memory
     count."""
-    oom = (
-        f"the out-of-memory killer (the kernel killed {oom_kills} process{'es' if oom_kills > 1 else ''} for memory "
-        "in this machine's memory cgroup during the run)"
-        if oom_kills
-        else ""
-    )
     if first.exitcode is None and first.crash_site:
-        return f"rank {first.rank} on {host} crashed {first.crash_site}"
+        return Crashed(first.rank, host, first.crash_site)
     if first.exitcode is None:
-        if oom:
-            return f"rank {first.rank} on {host} ended without recording an error, as a process killed by {oom} does"
-        return (
-            f"rank {first.rank} on {host} ended without recording an error, an exit status commprof could see or a "
-            "crash in its log; the kernel killed no process for memory"
-        )
-    where = f" {first.crash_site}" if first.crash_site else ""
-    by_oom = f", by {oom}" if oom and first.exitcode == -signal.SIGKILL else ""
-    if first.parted:
-        said = f": {parted_text(first.parted, first.rank, outcomes)}"
-    else:
-        said = f": {first.backend_said}" if first.backend_said else ""
-    return f"rank {first.rank} on {host} was killed by signal {_signal_name(-first.exitcode)}{by_oom}{where}{said}"
+        return Vanished(first.rank, host, oom_kills)
+    parted = parted_facts(first.parted, first.rank, outcomes) if first.parted else None
+    by_oom = oom_kills if first.exitcode == -signal.SIGKILL else 0
+    return Killed(first.rank, host, -first.exitcode, by_oom, first.crash_site, first.backend_said, parted)
 
 
 def first_own_failure(outcomes: list[RankOutcome]) -> RankOutcome | None:
@@ -307,12 +295,5 @@ def _crashed_after_a_timeout(by_kind: dict[str, list[RankOutcome]]) -> list[Rank
     ]
 
 
-def _ranks(outcomes: list[RankOutcome]) -> str:
-    return ", ".join(str(o.rank) for o in sorted(outcomes, key=lambda o: o.rank))
-
-
-def _signal_name(number: int) -> str:
-    try:
-        return f"{number} ({signal.Signals(number).name})"
-    except ValueError:
-        return str(number)
+def _ranks(outcomes: list[RankOutcome]) -> tuple[int, ...]:
+    return tuple(sorted(o.rank for o in outcomes))

@@ -45,6 +45,7 @@ from commprof.launch.script_ends import ended_early
 from commprof.launch.script_output import ShownLogs
 from commprof.launch.tracebacks import user_traceback
 from commprof.native_logs import restore_for_workers
+from commprof.results.failure_facts import Failure, Raised
 from commprof.results.hang import ENTERING_PREFIX, EVIDENCE_PREFIX, read_entering, read_evidence
 from commprof.results.script_ended import ENDED_PREFIX, read_ended
 
@@ -225,9 +226,10 @@ def job_failed(
     shown = user_traceback(first.traceback) if config.script and first is not None and first.kind == "error" else ""
     if not shown or first is None:
         return run_failed(config, summary, log_dir)
-    also = sorted(o.rank for o in outcomes if o.kind == "error" and o.rank != first.rank and o.message == first.message)
-    same = f" (rank{'s' if len(also) > 1 else ''} {', '.join(map(str, also))} too)" if also else ""
-    return run_failed(config, summary, log_dir, f"rank {first.rank} on {host} raised the error above{same}", shown)
+    also = tuple(
+        sorted(o.rank for o in outcomes if o.kind == "error" and o.rank != first.rank and o.message == first.message)
+    )
+    return run_failed(config, summary, log_dir, Raised(first.rank, host, also), shown)
 
 
 def _job_nodes(config: RunConfig) -> JobNodes | None:
@@ -244,7 +246,7 @@ def _job_nodes(config: RunConfig) -> JobNodes | None:
 
 
 def run_failed(
-    config: RunConfig, summary: str, log_dir: Path, shown: str | None = None, traceback: str = ""
+    config: RunConfig, summary: Failure | str, log_dir: Path, shown: Failure | None = None, traceback: str = ""
 ) -> RunFailed:
     """run.json gets `summary`; the terminal `shown` (the summary unless given). Another run's folder (same
     --run-id) is never touched: only the one this launch started."""

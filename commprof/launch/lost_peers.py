@@ -1,5 +1,5 @@
 """A job over several hosts that lost one: which host, its ranks, how the connection went and where this node's
-ranks were, from the backend's own errors and the ranks' accounts.
+ranks were, from the backend's own errors and the ranks' accounts (results/failure_facts.LostHost).
 
 The hosts come from the rendezvous (each node's address by its rank among the nodes, launch/rendezvous.py); the ranks
 of node g are g*P .. g*P+P-1 (commprof starts P ranks on every node). Gloo names the peer whose connection closed or
@@ -17,7 +17,7 @@ import re
 import socket
 from dataclasses import dataclass
 
-from commprof.launch.hang_evidence import waiting_in
+from commprof.results.failure_facts import LostHost, LostNode
 from commprof.results.hang import HangEvidence
 
 _PEER_WORDS = re.compile(  # the backend's words for a connection to a peer that went, and the peer's address
@@ -56,15 +56,8 @@ class JobNodes:
                 return node
         return None
 
-    def named(self, nodes: list[int]) -> str:
-        """`node1 (rank 1)`, `node1 (ranks 2, 3) and node2 (ranks 4, 5)`."""
-        parts = []
-        for node in nodes:
-            ranks = self.ranks(node)
-            store = ", the rendezvous store's host" if node == self.store else ""
-            listed = ", ".join(map(str, ranks))
-            parts.append(f"{self.addresses[node]} (rank{'s' if len(ranks) > 1 else ''} {listed}{store})")
-        return " and ".join(parts)
+    def lost(self, nodes: list[int]) -> tuple[LostNode, ...]:
+        return tuple(LostNode(self.addresses[n], tuple(self.ranks(n)), n == self.store) for n in nodes)
 
 
 def _short(name: str) -> str:
@@ -94,10 +87,10 @@ class FailedRank:
     log: str = ""  # its stderr, where NCCL writes which peer's connection went
 
 
-def lost_peers(ranks: list[FailedRank], nodes: JobNodes | None, timeout_s: float | None = None) -> str | None:
-    """One line when this node's ranks failed because another host went: its name and ranks, how the connection went
-    (the backend's words) and the collective this node's ranks were in; None when nothing says a host was lost.
-    `timeout_s`: the collectives' timeout, for the backend's words that give none."""
+def lost_peers(ranks: list[FailedRank], nodes: JobNodes | None, timeout_s: float | None = None) -> LostHost | None:
+    """Where this node's ranks failed because another host went: its name and ranks, how the connection went (the
+    backend's words) and where this node's ranks were; None when nothing says a host was lost. `timeout_s`: the
+    collectives' timeout, for the backend's words that give none."""
     if nodes is None or len(nodes.addresses) < 2:
         return None
     closed: dict[int, str] = {}  # node -> the backend's words
@@ -107,9 +100,10 @@ def lost_peers(ranks: list[FailedRank], nodes: JobNodes | None, timeout_s: float
         node = nodes.node_at(peer) if found else None
         if found and node is not None and node != nodes.this_node:
             closed.setdefault(node, found.group(0))
+    silent_s: float | None = None
     if closed:
         lost = sorted(closed)
-        how = f"the connection to {_them(lost)} went ({closed[lost[0]]})"
+        said = closed[lost[0]]
     else:
         timed_out = [found for f in ranks if (found := _RECV_TIMEOUT.search(f.message))]
         waiting = all(f.account is not None and f.account.inside is not None for f in ranks)
@@ -117,13 +111,12 @@ def lost_peers(ranks: list[FailedRank], nodes: JobNodes | None, timeout_s: float
             return None
         lost, found = nodes.others(), timed_out[0]
         ms = found.group("ms") or found.group("nccl_ms")
-        seconds = int(ms) / 1000 if ms else timeout_s
-        within = f"for {seconds:g} s" if seconds else "within the timeout"
-        how = f"nothing came from {_them(lost)} {within}: a link or a host went ({found.group(0).strip()})"
-    where = [w for f in sorted(ranks, key=lambda f: f.rank) if f.account and (w := waiting_in(f.account))]
-    this = nodes.addresses.get(nodes.this_node, "this host")
-    return f"{this} lost {nodes.named(lost)}: {how}" + (f"; {where[0]}" if where else "")
+        silent_s = int(ms) / 1000 if ms else timeout_s or 0.0
+        said = found.group(0).strip()
+    where = next((f.account for f in sorted(ranks, key=lambda f: f.rank) if _said_where(f.account)), None)
+    return LostHost(nodes.addresses.get(nodes.this_node, ""), nodes.lost(lost), said, silent_s, where)
 
 
-def _them(nodes: list[int]) -> str:
-    return "it" if len(nodes) == 1 else "them"
+def _said_where(account: HangEvidence | None) -> bool:
+    """The account says which collective its rank waits in, or which it called last."""
+    return account is not None and (account.inside is not None or bool(account.collectives))

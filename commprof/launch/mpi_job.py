@@ -47,6 +47,7 @@ from commprof.launch.mpi import first_exit, last_said, mpi_command, start_mpirun
 from commprof.launch.oom import OomWatch
 from commprof.launch.result import LaunchResult
 from commprof.native_logs import restore_for_workers
+from commprof.results.failure_facts import MpirunFailed
 
 MPIRUN_LOG = "mpirun.log"  # mpirun's own output, beside its ranks' folders
 
@@ -99,7 +100,7 @@ def run_under_mpirun(
     except subprocess.TimeoutExpired:
         mpirun.stop()
         keep_evidence(job_dir, log_dir)
-        raise run_failed(config, f"mpirun did not finish within {limit_s:g} s", log_dir) from None
+        raise run_failed(config, MpirunFailed(None, limit_s=limit_s), log_dir) from None
     except KeyboardInterrupt as stop:  # Ctrl-C (mpirun has it too), or Interrupted: SIGTERM to commprof
         mpirun.stop()
         keep_evidence(job_dir, log_dir)
@@ -130,7 +131,7 @@ def _failure(config: RunConfig, code: int, plan: MpirunPlan, log_dir: Path, oom_
     first = first_exit(said)
     outcomes = rank_outcomes(config.procs_per_node, Path(plan.errors), log_dir, first)
     if first is None and not any(o.message for o in outcomes):  # no rank began, or none left a word: mpirun's own
-        return run_failed(config, f"mpirun failed (exit code {code}): {last_said(said)}", log_dir)
+        return run_failed(config, MpirunFailed(code, last_said(said)), log_dir)
     return job_failed(config, outcomes, log_dir, oom_kills)
 
 

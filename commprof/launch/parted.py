@@ -1,16 +1,13 @@
-"""A rank Gloo aborted because a peer's collective sent it another number of bytes than its own expected, said with
-each rank's tensors where commprof saw them: the ranks' accounts (results/hang.py) hold the collectives each last
-entered, with their line, op, sequence number and tensors.
+"""A rank Gloo aborted because a peer's collective sent it another number of bytes than its own expected, with each
+rank's tensors where commprof saw them: the ranks' accounts (results/hang.py) hold the collectives each last entered,
+with their line, op, sequence number and tensors. The facts (results/failure_facts.GlooParted); render/failure_words.py
+says them.
 
 Gloo's two numbers are those of one piece of the transfer (it cuts a collective into pieces: 1,000 floats against 999
-on 2 ranks are 1000 bytes against 996), never the tensors' sizes, and are named as such. The aborted rank seldom
-leaves an account (Gloo aborts it from a thread of its own, with no time to write one): its own collective is known
-only where it had waited in it long enough to write the account of a stall. A peer's is the one with the same
-sequence number where the aborted rank's is known, else its latest from the same line.
-
-"its collective at train.py:38 in main (dist.all_reduce(t)): rank 0's all_reduce #9 of the default group had 1 tensor
-of 1,000 Float, 3.906 KiB where rank 1's had 1 tensor of 999 Float, 3.902 KiB: tensors that differ between the
-ranks"."""
+on 2 ranks are 1000 bytes against 996), never the tensors' sizes. The aborted rank seldom leaves an account (Gloo
+aborts it from a thread of its own, with no time to write one): its own collective is known only where it had waited
+in it long enough to write the account of a stall, or from the record it wrote as it called it. A peer's is the one
+with the same sequence number where the aborted rank's is known, else its latest from the same line."""
 
 from __future__ import annotations
 
@@ -19,12 +16,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from commprof.launch.hang_evidence import collective_text, site_text, tensors_text
-from commprof.results.hang import EnteredCollective, HangEvidence, StackFrame
+from msgspec.structs import replace
 
-DIFFERENT_TENSORS = "tensors that differ between the ranks"
-ONLY_SOME = "a collective that only some ranks run"
-EITHER = f"{ONLY_SOME}, or tensors that differ"
+from commprof.results.failure_facts import GlooParted, PartedKind, Unknown
+from commprof.results.hang import EnteredCollective, HangEvidence, StackFrame
 
 
 @dataclass(frozen=True)
@@ -50,47 +45,38 @@ class RankEnd(Protocol):
     def entering(self) -> EnteredCollective | None: ...  # the collective it last called (instrument/entering.py)
 
 
-def parted_text(parted: Parted, rank: int, outcomes: Sequence[RankEnd]) -> str:
+def parted_facts(parted: Parted, rank: int, outcomes: Sequence[RankEnd]) -> GlooParted:
     """What the aborted `rank`'s collective and a peer's were (op, sequence number, tensors), from their accounts, and
-    the kind of mismatch; what no account holds is said not to be known, with Gloo's piece, and the kind then rests on
-    the peer's line (its last collectives, its recorded traceback, where it was stopped)."""
+    the kind of mismatch; where no account holds a call, why, and the kind then rests on the peer's line (its last
+    collectives, its recorded traceback, where it was stopped)."""
     site = parted.site
-    said = f"its collective {site_text(site)}" if site is not None else "its collective"
     own = next((o for o in outcomes if o.rank == rank), None)
     mine = _own_call(own, site) or _entering(own, site)
-    unknown = f"rank {rank}'s tensors are not known ({_why_unknown(own)}; Gloo aborted it on a piece of "
-    unknown += f"{parted.sent} bytes where it expected {parted.expected})"
+    known = GlooParted(rank, parted.sent, parted.expected, site, "unknown", "either", mine, _why_unknown(own))
     peers = sorted((o for o in outcomes if o.rank != rank), key=lambda o: o.rank)
     for peer in peers:
         theirs = _paired(peer, mine, site)
         if theirs is not None and mine is not None:
-            first, second = sorted([(rank, mine), (peer.rank, theirs)], key=lambda side: side[0])
-            return f"{said}: {_call(*first, site)} where {_call(*second, site, after=first[1])}: {_kind(mine, theirs)}"
+            return replace(known, case="paired", kind=_kind(mine, theirs), peer=peer.rank, theirs=theirs)
         if theirs is not None:
-            same_line = f"rank {peer.rank}'s {collective_text(theirs)} from the same line had {tensors_text(theirs)}"
-            return f"{said}: {same_line}; {unknown}: {DIFFERENT_TENSORS}"
+            return replace(known, case="theirs", kind="tensors", peer=peer.rank, theirs=theirs)
     for peer in peers:
         at = peer.own_line
         if site is not None and at is not None and (at.file, at.line) == _site_key(site):
-            if mine is not None:
-                known = _call(rank, mine, site)
-                return f"{said}: {known}; {_peer_unknown(peer, mine)}, but it was at the same line: {DIFFERENT_TENSORS}"
-            return f"{said}: rank {peer.rank} was at the same line; {unknown}: {DIFFERENT_TENSORS}"
+            unknown = _peer_unknown(peer, mine) if mine is not None else ""
+            return replace(known, case="same_line", kind="tensors", peer=peer.rank, peer_unknown=unknown)
     entered = next((p for p in peers if p.account is not None and p.account.collectives), None)
-    if mine is not None and not mine.seq and site is not None and entered is not None and entered.account is not None:
-        count = len(entered.account.collectives)  # its own call from its record; none of the peer's from that line
-        none = f"none of rank {entered.rank}'s last {count} collectives was called from that line"
-        return f"{said}: {_call(rank, mine, site)}; {none}: {ONLY_SOME}"
+    calls = len(entered.account.collectives) if entered is not None and entered.account is not None else 0
+    if mine is not None and not mine.seq and site is not None and entered is not None:
+        # its own call from its record; none of the peer's from that line
+        return replace(known, case="none_from_line", kind="only_some", peer=entered.rank, peer_calls=calls)
     if mine is not None:
-        peer_said = f"; {_peer_unknown(peers[0], mine)}" if peers else ""
-        return f"{said}: {_call(rank, mine, site)}{peer_said}: {EITHER}"
-    if site is not None and entered is not None and entered.account is not None:
-        count = len(entered.account.collectives)
-        return (
-            f"{said}: none of rank {entered.rank}'s last {count} collectives was called from that line; {unknown}: "
-            f"{ONLY_SOME}"
-        )
-    return f"{said}: {unknown}: {EITHER}"
+        if not peers:
+            return replace(known, case="mine")
+        return replace(known, case="mine", peer=peers[0].rank, peer_unknown=_peer_unknown(peers[0], mine))
+    if site is not None and entered is not None:
+        return replace(known, case="none_from_line", kind="only_some", peer=entered.rank, peer_calls=calls)
+    return known
 
 
 def _site_key(frame: StackFrame) -> tuple[str, int]:
@@ -134,34 +120,19 @@ def _paired(peer: RankEnd, mine: EnteredCollective | None, site: StackFrame | No
     return max(same, key=lambda c: (c.entered_s, c.seq), default=None)
 
 
-def _call(rank: int, call: EnteredCollective, site: StackFrame | None, after: EnteredCollective | None = None) -> str:
-    """`rank 0's all_reduce #9 of the default group had 1 tensor of 1,000 Float, 3.906 KiB`, its line named where it is
-    not the aborted rank's; after another of the same op, number and line, `rank 1's had ...`."""
-    elsewhere = call.site is not None and site is not None and _site_key(call.site) != _site_key(site)
-    numbered = after is not None and (after.seq == call.seq or 0 in (after.seq, call.seq))  # 0: not known
-    same = after is not None and numbered and (after.op, after.group) == (call.op, call.group)
-    what = "" if same and not elsewhere else f" {collective_text(call)}"
-    at = f" {site_text(call.site)}" if elsewhere else ""
-    return f"rank {rank}'s{what}{at} had {tensors_text(call)}"
-
-
-def _kind(mine: EnteredCollective, theirs: EnteredCollective) -> str:
+def _kind(mine: EnteredCollective, theirs: EnteredCollective) -> PartedKind:
     if mine.op != theirs.op:
-        return "different collectives at the same position"
+        return "op"
     if mine.site is not None and theirs.site is not None and _site_key(mine.site) != _site_key(theirs.site):
-        return f"{ONLY_SOME}, met by another"
-    return DIFFERENT_TENSORS
+        return "only_some_met"
+    return "tensors"
 
 
-def _why_unknown(own: RankEnd | None) -> str:
-    if own is None or own.account is None:
-        return "it wrote no account"
-    return "its account was written before it entered it"
+def _why_unknown(own: RankEnd | None) -> Unknown:
+    return "no_account" if own is None or own.account is None else "before"
 
 
-def _peer_unknown(peer: RankEnd, mine: EnteredCollective) -> str:
+def _peer_unknown(peer: RankEnd, mine: EnteredCollective) -> Unknown:
     if peer.account is None:
-        return f"rank {peer.rank}'s tensors are not known (it wrote no account)"
-    if not mine.seq:
-        return f"rank {peer.rank}'s tensors are not known (its account holds no call from that line)"
-    return f"rank {peer.rank}'s tensors are not known (its account holds no #{mine.seq} of that group)"
+        return "no_account"
+    return "no_line" if not mine.seq else "no_seq"

@@ -10,6 +10,7 @@ from pathlib import Path
 from commprof.config import RunConfig
 from commprof.launch.atomic import now, write_text_atomic
 from commprof.launch.step_log import read_step_logs
+from commprof.results.failure_facts import Failure
 from commprof.results.run_record import RunRecord
 
 RUN_JSON = "run.json"
@@ -49,9 +50,12 @@ def claim_if_unstarted(config: RunConfig, host: str) -> None:
     write_run_json(config.run_dir, record)
 
 
-def mark_failed(run_dir: Path, error: str) -> None:
-    """Record the failure in run.json, with the steps every rank completed."""
-    _mark_ended(run_dir, "failed", error)
+def mark_failed(run_dir: Path, failure: Failure | str) -> None:
+    """Record the failure (its facts, or a setup problem's line) in run.json, with the steps every rank completed."""
+    if isinstance(failure, str):
+        _mark_ended(run_dir, "failed", failure)
+    else:
+        _mark_ended(run_dir, "failed", None, failure)
 
 
 def mark_interrupted(run_dir: Path, how: str) -> None:
@@ -59,7 +63,7 @@ def mark_interrupted(run_dir: Path, how: str) -> None:
     _mark_ended(run_dir, "interrupted", how)
 
 
-def _mark_ended(run_dir: Path, status: str, error: str) -> None:
+def _mark_ended(run_dir: Path, status: str, error: str | None, failure: Failure | None = None) -> None:
     """A run that did not complete, unless it did before the end came."""
     record = read_run_json(run_dir)
     if record is None or record.status == "complete":
@@ -69,6 +73,7 @@ def _mark_ended(run_dir: Path, status: str, error: str) -> None:
         record,
         status=status,
         error=error,
+        failure=failure,
         end_time=now(),
         steps_completed=min((log["steps_done"] for log in logs.values()), default=0),
         steps_done_by_rank={str(r): log["steps_done"] for r, log in sorted(logs.items())},

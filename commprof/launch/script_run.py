@@ -10,6 +10,7 @@ from pathlib import Path
 from commprof.launch.atomic import now
 from commprof.launch.runlog import read_run_json, started_by, write_run_json
 from commprof.launch.step_log import read_step_logs
+from commprof.results.failure_facts import Parting
 from commprof.results.run_record import Compiled, RankRecord, ScriptRankInfo
 
 
@@ -36,7 +37,8 @@ def finish_script_run(run_dir: Path, launch_id: str) -> None:
         job=first.job,
         compiled=compiled_by_every_rank(infos),
         optimizer=first.optimizer,
-        notes=first.notes + desync_notes(infos),
+        notes=first.notes,
+        desync=desync(infos),
         link_probe=first.link_probe,
         link_tiers=first.link_tiers,
         cast_costs=first.cast_costs,
@@ -66,12 +68,9 @@ def compiled_by_every_rank(infos: dict[int, ScriptRankInfo]) -> Compiled | None:
     return replace(first, steps=steps)
 
 
-def desync_notes(infos: dict[int, ScriptRankInfo]) -> list[str]:
-    """A note where the ranks' collectives parted without the backend noticing (results/sequences.py)."""
+def desync(infos: dict[int, ScriptRankInfo]) -> Parting | None:
+    """Where the ranks' collectives parted without the backend noticing (results/sequences.py)."""
     from commprof.launch.hang_evidence import where_they_part
     from commprof.results.sequences import first_parting
 
-    parted = where_they_part(first_parting({rank: info.collectives for rank, info in infos.items()}), lines_known=False)
-    if parted is None:
-        return []
-    return [f"{parted}; the backend raised no error: what that collective returned is not what the script meant"]
+    return where_they_part(first_parting({rank: info.collectives for rank, info in infos.items()}), lines_known=False)

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import dataclasses
 
+from commprof.render.failure_words import failure_text
+from commprof.render.hang_words import hang_text
 from commprof.results.common import Result
+from commprof.results.failure_facts import Parting
 from commprof.results.rank_facts import Unfinished
 from commprof.results.report import Report
 
@@ -18,7 +21,7 @@ def unfinished_text(unfinished: Unfinished | None) -> str:
     parts = [
         f"the run was {unfinished.error or 'interrupted'}"
         if unfinished.status == "interrupted"
-        else f"the run failed ({unfinished.error or unfinished.status})",
+        else f"the run failed ({_why_failed(unfinished)})",
         f"{unfinished.completed} step(s) completed on every rank; this report covers "
         + (
             f"steps {unfinished.covered[0]}-{unfinished.covered[1]}, the traced ones among them"
@@ -31,6 +34,19 @@ def unfinished_text(unfinished: Unfinished | None) -> str:
     if unfinished.emptied:
         parts.append(f"no completed traced step from rank(s) {', '.join(map(str, unfinished.emptied))}")
     return "; ".join(parts)
+
+
+def _why_failed(unfinished: Unfinished) -> str:
+    if unfinished.failure is not None:
+        return failure_text(unfinished.failure)
+    return unfinished.error or unfinished.status
+
+
+def desync_text(parting: Parting) -> str:
+    """Where the ranks' collectives parted with no error from the backend."""
+    return (
+        f"{hang_text(parting)}; the backend raised no error: what that collective returned is not what the script meant"
+    )
 
 
 def incomplete_text(report: Report) -> str | None:
@@ -69,6 +85,8 @@ def notes(report: Report) -> list[str]:
         f"rank {rank}: {', '.join(steps)} launched no device work: not counted as steps"
         for rank, steps in report.empty_steps.items()
     ]
+    if report.run is not None and report.run.desync is not None:
+        said.append(desync_text(report.run.desync))
     return said + list(report.warnings)
 
 

@@ -4,7 +4,10 @@ analysis/short_window.py make them, render/ says them (docs/report-schema.md).""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar
+from pathlib import Path
+from typing import ClassVar, Literal
+
+from commprof.results.failure_facts import Failure
 
 
 @dataclass(frozen=True)
@@ -75,8 +78,38 @@ class Unfinished:
     (analysis/incomplete.completed_steps_only)."""
 
     status: str  # run.json's: "failed", "running" (it never said how it ended) or "interrupted"
-    error: str | None  # why it failed, or how it was interrupted
+    error: str | None  # how it was interrupted, or a setup problem's line
     completed: int  # steps completed on every rank
     covered: tuple[int, int] | None  # the first and last of them the report covers (the traced ones); None: none
     missing: list[int] = field(default_factory=list)  # ranks with no trace here
     emptied: list[int] = field(default_factory=list)  # ranks with no completed traced step
+    failure: Failure | None = None  # why it failed (results/failure_facts.py)
+
+
+@dataclass(frozen=True)
+class PartialReport:
+    """The report of a run that did not complete: its page, or why none was written (`why_not`: the run folder was
+    not created, no trace was written, no step its traces hold completed on every rank, or `error` stopped it)."""
+
+    page: Path | None
+    why_not: Literal["", "no_folder", "no_trace", "nothing_completed", "error"] = ""
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class StepsDone:
+    """How far a run that did not complete got: steps every rank completed, of `total` (None: a script's own loop
+    decides)."""
+
+    done: int
+    total: int | None
+
+
+@dataclass(frozen=True)
+class Refused:
+    """What commprof gave the script that torch or a framework refused: a bucket cap below torch.compile's 1 MiB first
+    bucket (`value`: the cap), or a world size a Lightning Trainer's fixed devices and nodes do not make (`value`: the
+    world size launched)."""
+
+    what: Literal["compiled_cap", "lightning_world"]
+    value: float

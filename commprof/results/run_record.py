@@ -17,6 +17,7 @@ import msgspec
 
 from commprof.config import RunConfig
 from commprof.results.common import as_text
+from commprof.results.failure_facts import Failure, Parting
 from commprof.results.job import BuiltDDP, BuiltDeepSpeed, BuiltFSDP, BuiltHorovod, Job, built_in, upgraded
 from commprof.results.sequences import GroupSequence
 from commprof.settings import ZERO_CONFIG_NAMES
@@ -127,7 +128,8 @@ class RunRecord:
     config: RunConfig
     version: int = RUN_RECORD_VERSION
     status: str = "running"  # one of RUN_STATUSES
-    error: str | None = None  # why it failed, or how it was interrupted ("interrupted by SIGINT")
+    error: str | None = None  # how it was interrupted ("interrupted by SIGINT"), or a setup problem's line
+    failure: Failure | None = None  # why it failed (results/failure_facts.py)
     versions: dict[str, Any] = field(default_factory=dict)
     world_size: int = 0
     hosts: list[str] = field(default_factory=list)
@@ -149,6 +151,7 @@ class RunRecord:
     compiled: Compiled | None = None  # a script's torch.compile: rank 0's, its compile steps those of every rank
     optimizer: str | None = None  # rank 0's optimizer whose steps are the steps (its class, named by its model)
     notes: list[str] = field(default_factory=list)
+    desync: Parting | None = None  # where the ranks' collectives parted and the backend raised no error
     ranks: list[RankRecord] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -184,6 +187,7 @@ class RunRecord:
             end_time=self.end_time,
             status=self.status,
             error=self.error,
+            failure=self.failure,
             steps_completed=self.steps_completed,
             clock_offsets=self.clock_offsets,
             ddp={str(r.rank): r.ddp for r in self.ranks},
@@ -194,6 +198,7 @@ class RunRecord:
             job=self.job,
             compiled=self.compiled,
             notes=self.notes,
+            desync=self.desync,
             link_probe=self.link_probe,
             link_tiers=self.link_tiers,
             cast_costs=self.cast_costs,
@@ -222,6 +227,7 @@ class RunSummary:
     end_time: str | None = None
     status: str = "complete"
     error: str | None = None
+    failure: Failure | None = None
     steps_completed: int | None = None
     clock_offsets: list[ClockOffset] = field(default_factory=list)
     ddp: dict[str, dict[str, Any]] = field(default_factory=dict)  # per rank: DDP's own logging data
@@ -232,6 +238,7 @@ class RunSummary:
     job: Job = field(default_factory=Job)  # what the run built
     compiled: Compiled | None = None
     notes: list[str] = field(default_factory=list)
+    desync: Parting | None = None
     link_probe: list[ProbedSize] = field(default_factory=list)
     link_tiers: list[ProbedTier] = field(default_factory=list)
     cast_costs: list[CastCost] = field(default_factory=list)

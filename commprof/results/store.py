@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import errno
 import json
 import os
 import tempfile
@@ -12,7 +11,7 @@ from typing import Any, get_args, get_type_hints
 
 import msgspec
 
-from commprof.errors import UsageError
+from commprof.errors import UsageError, why_not_written
 from commprof.results.backends import BackendsResult
 from commprof.results.bench import BenchResult
 from commprof.results.common import SCHEMA_VERSION, Result
@@ -51,17 +50,6 @@ def check_writable(*folders: Path) -> None:
                 pass
         except OSError as exc:
             raise UsageError(f"{path}: cannot write there ({why_not_written(parent, exc)})") from None
-
-
-def why_not_written(where: Path, exc: OSError) -> str:
-    """The error's own words, unless they name the wrong problem: a file where a folder should be, which
-    says 'Not a directory', or a folder of /proc or /sys, where creating a file says 'No such file or directory'
-    about a folder that is there. `where`: the folder that exists (or the file in its place)."""
-    if exc.errno == errno.ENOTDIR and where.exists() and not where.is_dir():
-        return f"{where} is a file, not a folder"
-    if exc.errno == errno.ENOENT and where.is_dir():
-        return f"{where} takes no new files: a virtual file system"
-    return exc.strerror or str(exc)
 
 
 def save_result(result: Result, folder: Path) -> Path:
@@ -138,6 +126,8 @@ def _convert(hint: Any, value: Any) -> Any:
     args = getattr(hint, "__args__", ())
     if origin is list and args and _is_struct(args[0]):  # the job's instances, each tagged with its kind
         return msgspec.convert(value, hint)
+    if origin is not list and _is_struct(hint):  # a failure's facts, tagged with their kind (optional or not)
+        return None if value is None else msgspec.convert(value, hint)
     if origin is not list and args and type(None) in args:  # Optional[X]
         inner = next(a for a in args if a is not type(None))
         empty = value is None or (value == {} and dataclasses.is_dataclass(inner))  # older reports: "run": {}
