@@ -12,6 +12,7 @@ from commprof.commands.outcome import SILENT, Feedback, Outcome
 from commprof.errors import UsageError
 from commprof.kinds import job_kinds
 from commprof.plans import ADVISE_TOP, MEASURED_AS_USUAL, SweepOptions
+from commprof.render import progress_words
 from commprof.results.store import load_report
 from commprof.settings import SettingOptions, setting_label
 
@@ -57,8 +58,7 @@ def advise(
         run_id=run_id or f"{config.run_id}-advise", reports_dir=reports_dir, max_steps=max_steps, script_output=None
     )
     feedback.info(
-        f"advise {request.run_id}: {len(settings)} setting(s) from the findings of {config.run_id} against "
-        f"its own, {setting_label(baseline)}"
+        progress_words.advise_plan(str(request.run_id), len(settings), config.run_id, setting_label(baseline))
     )
     return measure(request, [baseline, *settings], baseline, "advise", feedback, options, predicted=predicted)
 

@@ -15,6 +15,7 @@ from commprof.commands.reporting import prepare_report_dir
 from commprof.config import RunRequest
 from commprof.errors import CommprofError, RunFailed, UsageError
 from commprof.plans import BENCH_HERE, BenchPlan, BenchRanks
+from commprof.render import progress_words
 from commprof.results.bench import BenchResult, BenchRow
 
 GPU_MAX_BYTES, CPU_MAX_BYTES = 1 << 30, 16 << 20  # 1 GiB reaches NVLink's bandwidth; CPUs saturate far earlier
@@ -76,7 +77,7 @@ def bench(
         rows += ddp_buckets_marked(summarize(backend, raw["world_size"], raw["rows"], buckets))
         unavailable.update({f"{backend} {op}": f"refused on {device}: {why}" for op, why in raw["refused"].items()})
     if written_elsewhere:
-        return Outcome(None, note="this node ran ranks of the benchmark; the node of rank 0 writes it")
+        return Outcome(None, note=progress_words.BENCH_ELSEWHERE)
     if nodes > 1:
         folder.mkdir(parents=True, exist_ok=True)
     result = BenchResult(

@@ -16,6 +16,7 @@ from commprof.commands.outcome import SILENT, Feedback, Outcome
 from commprof.commands.reporting import prepare_report_dir, report_from_traces
 from commprof.config import RunRequest
 from commprof.errors import CommprofError, UsageError
+from commprof.render import progress_words
 from commprof.results.common import Estimate
 from commprof.results.compare import PLURAL, BackendRun, CompareResult, CompareVerdict
 from commprof.results.report import Report
@@ -63,9 +64,7 @@ def compare(
         if repeat > repeats and _decided(list(rows.values())):
             break
         if repeat > repeats:
-            feedback.info(
-                f"compare: the winner is undecided after {repeat - 1} launches each: launch {repeat} of {budget}"
-            )
+            feedback.info(progress_words.compare_undecided(repeat - 1, budget))
         for name in names:
             if name in rows and not rows[name].available:
                 continue
@@ -88,9 +87,10 @@ def compare(
                 else:
                     check_model(config, feedback)
                 what = " ".join(config.script) if config.script else config.strategy
+                on = f"{config.world_size} {config.device}"
+                numbered = repeat if repeats > 1 else None
                 feedback.info(
-                    f"compare: {name} ({config.world_size} {config.device} ranks, {config.backend}, {what})"
-                    + (f", launch {repeat} ({repeats} to {budget})" if repeats > 1 else "")
+                    progress_words.compare_launch(name, on, config.backend, what, numbered, (repeats, budget))
                 )
                 prepare_figures()
                 steps = config.max_steps if config.script else config.steps

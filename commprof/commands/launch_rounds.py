@@ -13,6 +13,7 @@ from pathlib import Path
 
 from commprof.commands.outcome import Feedback
 from commprof.plans import SweepPlan
+from commprof.render import progress_words
 from commprof.results.sweep_record import FILE_NAME, Confirmation, SweepRecord
 from commprof.settings import SettingOptions, setting_label
 
@@ -48,9 +49,7 @@ def launched_again(run_dir: Path, plan: SweepPlan, name: str, feedback: Feedback
             if not still:
                 break
             active = [own, *still]
-            feedback.info(
-                f"{name}: still undecided against {own}: {', '.join(still)}; launch {launch} of at most {budget}"
-            )
+            feedback.info(progress_words.still_undecided(name, own, still, "launch", launch, budget))
         measured = _launch(run_dir, plan, [settings[label] for label in active], f"launch-{launch}", feedback)
         for label, steps_ms in measured.items():
             steps[label][str(launch)] = steps_ms
@@ -81,10 +80,8 @@ def _confirm(run_dir: Path, plan: SweepPlan, setting: SettingOptions, name: str,
     from commprof.analysis.launch_stats import decided, launch_values, paired_speedup
 
     label, own = setting_label(setting), setting_label(plan.baseline)
-    feedback.info(
-        f"{name}: {label} beats {own}: measuring the two again in {least_launches(plan)} to {launch_budget(plan)} "
-        "fresh launches before recommending it"
-    )
+    fresh = f"{progress_words.span(least_launches(plan), launch_budget(plan))} fresh launches"
+    feedback.info(progress_words.confirming(name, label, own, fresh))
     pairs: dict[str, list[list[float]]] = {own: [], label: []}
     for launch in range(1, launch_budget(plan) + 1):
         measured = _launch(run_dir, plan, [plan.baseline, setting], f"check-{launch}", feedback)

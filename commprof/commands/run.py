@@ -20,6 +20,7 @@ from commprof.errors import Interrupted, RunFailed, UsageError
 from commprof.kinds import KINDS
 from commprof.launch.runlog import read_run_json
 from commprof.launch.script_run import finish_script_run
+from commprof.render import progress_words
 from commprof.render.kind_words import words_of
 from commprof.settings import applied_to_a_script
 
@@ -64,11 +65,7 @@ def run(request: RunRequest, feedback: Feedback = SILENT, env: Mapping[str, str]
     if config.script:
         finish_script_run(launched.run_dir, config.launch_id)
     if not launched.has_rank_zero:
-        return Outcome(
-            None,
-            note=f"traces of ranks {', '.join(map(str, launched.ranks_here))} written to "
-            f"{launched.run_dir}/; the node that runs rank 0 writes the report",
-        )
+        return Outcome(None, note=progress_words.traces_elsewhere(launched.ranks_here, str(launched.run_dir)))
     if config.script:
         record = read_run_json(launched.run_dir)
         _covered_by_the_window(config, (record.steps_completed if record else None) or 0)

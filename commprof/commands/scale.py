@@ -32,6 +32,7 @@ from commprof.kinds import KINDS
 from commprof.launch.runlog import read_run_json
 from commprof.launch.script_run import finish_script_run
 from commprof.plans import DEFAULT_WORLD_SIZES, MEASURED_AS_SCALE_DOES, ScaleOptions
+from commprof.render import progress_words
 from commprof.results.finding_facts import LinkSource
 from commprof.results.job import BuiltDDP
 from commprof.results.report import Report
@@ -119,7 +120,7 @@ def scale(
     report = run_scale(plan, launches.launch, request.reports_dir)
     if report is None:
         folder.rmdir()  # empty: the node of rank 0 writes the report
-        return Outcome(None, note="this node ran its ranks of the launches that spanned it; the node of rank 0 reports")
+        return Outcome(None, note=progress_words.elsewhere(None))
     return Outcome(report, write_result(report, folder))
 
 
@@ -206,7 +207,7 @@ class NodeLaunches:
 
         if self.node_rank is not None and config.nodes <= self.node_rank:
             return None
-        self.feedback.info(f"scale: {config.world_size} rank(s) on {config.nodes} node(s), run {config.run_id}")
+        self.feedback.info(progress_words.scale_launch(config.world_size, config.nodes, config.run_id))
         prepare_figures()
         steps = config.max_steps if config.script else config.steps
         try:

@@ -5,7 +5,8 @@ where the script builds several DDP models."""
 from __future__ import annotations
 
 from commprof.errors import UsageError
-from commprof.kinds import KINDS, JobKind, built_kind, kind_of
+from commprof.kinds import JobKind, built_kind, kind_of
+from commprof.render.job_text import kinds_text, models_text
 from commprof.render.kind_words import words_of
 from commprof.results.job import BuiltDDP
 from commprof.results.run_record import RunRecord
@@ -16,33 +17,16 @@ def several_models(run: RunRecord, baseline: SettingOptions) -> str:
     """What a setting is set on, in a script with several DDP models: every one at once, or one (--ddp-model)."""
     names = [b.label for b in run.job.of(BuiltDDP)]
     target = getattr(baseline, "ddp_model", None)
-    if target is None:
-        return (
-            f"the script builds {len(names)} DDP models ({', '.join(names)}): each setting is set on every one at "
-            "once (--ddp-model NAME sets one alone)"
-        )
-    if target not in names:  # refused as a setting of another kind is: the launch that told it is removed
+    if target is not None and target not in names:  # refused as a setting of another kind is
         built = f"it builds {', '.join(names)}" if names else "it builds no DDP"
         raise OtherKind(f"--ddp-model {target}", f"the script builds no DDP of that name; {built}")
-    others = ", ".join(n for n in names if n != target)
-    return (
-        f"the script builds {len(names)} DDP model{'s' * (len(names) > 1)}: each setting is set on {target} alone"
-        + (f" ({others} as written)" if others else "")
-    )
+    return models_text(names, target)
 
 
 def several_kinds(run: RunRecord, baseline: SettingOptions) -> str:
     """What the settings vary, in a script that builds models of several kinds (an FSDP encoder and a DDP head):
     their kind's knobs on its models; the others' models as written."""
-    kind = kind_of(baseline)
-    built = ", ".join(f"{b.label} ({KINDS[b.kind].short})" for b in run.job.built)
-    own = [b.label for b in run.job.built if b.kind == kind.strategy]
-    others = [k for k in run.job.kinds if k != kind.strategy]
-    kept = "; ".join(f"{words_of(KINDS[k]).knobs} as written (--strategy {k} varies them)" for k in others)
-    knobs = words_of(kind).knobs
-    return f"the script builds models of {len(run.job.kinds)} kinds, {built}: these settings vary {knobs} on " + (
-        f"{', '.join(own)}; {kept}"
-    )
+    return kinds_text(run.job, kind_of(baseline))
 
 
 class OtherKind(UsageError):
@@ -62,8 +46,13 @@ def check_kind(run: RunRecord, baseline: SettingOptions) -> None:
         return
     built = built_kind(run)
     if built is not None:
-        what = f"the script trains with {words_of(built).trains_with(run)}, not {kind.title}"
         instead = words_of(built).instead.format(strategy=kind.strategy)
-        raise OtherKind(what, f"{words_of(kind).knobs} do nothing to it; {instead}", built)
-    what = f"the script built no {kind.engine}"
-    raise OtherKind(what, f"{words_of(kind).knobs} do nothing to it; commprof run -- SCRIPT profiles it as it is")
+        raise OtherKind(
+            f"the script trains with {words_of(built).trains_with(run)}, not {kind.title}",
+            f"{words_of(kind).knobs} do nothing to it; {instead}",
+            built,
+        )
+    raise OtherKind(
+        f"the script built no {kind.engine}",
+        f"{words_of(kind).knobs} do nothing to it; commprof run -- SCRIPT profiles it as it is",
+    )

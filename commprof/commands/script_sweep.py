@@ -37,7 +37,9 @@ from commprof.launch.job import TORCHRUN_OMP_WARNING, torchrun_environment
 from commprof.launch.runlog import read_run_json
 from commprof.launch.script_run import finish_script_run
 from commprof.plans import SweepOptions, SweepPlan
+from commprof.render import progress_words
 from commprof.render.kind_words import words_of
+from commprof.render.progress_words import counted, span
 from commprof.results.common import Estimate, job_steps
 from commprof.results.job import BuiltDDP
 from commprof.results.run_record import RunRecord
@@ -96,15 +98,18 @@ def measure_script(
     except FileExistsError:
         raise UsageError(f"run folder {config.run_dir} already exists; commprof never overwrites a run") from None
     started = time.perf_counter()
-    what = _tried(compared) if tune else _counted(compared)
+    what = _tried(compared) if tune else counted([setting_label(s) for s in compared])
     feedback.info(
-        f"{kind} {config.run_id}: {' '.join(config.script)} on {config.world_size} {config.device} rank(s); "
-        f"{what} x {_repeats(plan)} interleaved repeats of one launch each ({timed_steps} steps, the first "
-        f"{plan.warmup_steps} untimed; more than {plan.repeats} only while a setting against "
-        f"{setting_label(baseline)} is undecided), then one profiled launch each ({profiled_steps} steps)"
-        + (f"; {refined(MAX_ROUNDS)}" if tune else "")
-        + f"; a setting that beats {setting_label(baseline)} is measured against it again in {_repeats(plan)} fresh "
-        "pairs of launches before it is recommended"
+        progress_words.script_sweep_plan(
+            f"{kind} {config.run_id}",
+            " ".join(config.script),
+            f"{config.world_size} {config.device}",
+            what,
+            (plan.repeats, plan.repeat_budget),
+            (timed_steps, plan.warmup_steps, profiled_steps),
+            setting_label(baseline),
+            refined(MAX_ROUNDS) if tune else None,
+        )
     )
     if torchrun_environment(config.procs_per_node):
         feedback.info(TORCHRUN_OMP_WARNING)
@@ -124,7 +129,7 @@ def measure_script(
     claim = claimed(draft)
     confirmation = launches.confirm(next(s for s in measured if setting_label(s) == claim)) if claim else None
     feedback.info(
-        f"{kind} {config.run_id}: {_counted(measured)} measured"
+        f"{kind} {config.run_id}: {counted([setting_label(s) for s in measured])} measured"
         + (f" in {tuned} tuning rounds" if tuned > 1 else "")
         + f", {launches.count} launches"
     )
@@ -153,12 +158,6 @@ def measure_script(
     return Outcome(
         report, write_report(report, config.reports_dir, report.name, traces=config.run_dir), traces=config.run_dir
     )
-
-
-def _repeats(plan: SweepPlan) -> str:
-    """'5 to 10': the interleaved repeats a setting gets, at least and at most."""
-    budget = plan.repeat_budget
-    return f"{plan.repeats} to {budget}" if budget > plan.repeats else str(plan.repeats)
 
 
 def _profiled(plan: SweepPlan) -> ProfileSchedule:
@@ -221,7 +220,7 @@ class _Launches:
                 if setting not in active:  # measured once for its buckets: another builds the same
                     continue
                 label, key = setting_label(setting), f"{self.rounds}.{repeat}"
-                subject = f"{label}, repeat {repeat} ({_repeats(self.plan)})"
+                subject = f"{label}, repeat {repeat} ({span(self.plan.repeats, self.plan.repeat_budget)})"
                 run = self.launch(setting, f"{label}-r{key}", self.timed_steps, None, subject)
                 if self.count == 1:
                     check_kind(run, plan.baseline)
@@ -247,10 +246,7 @@ class _Launches:
             active = [s for s in active if s == baseline or setting_label(s) in open_]
             if len(active) == 1 or repeat >= plan.repeat_budget:
                 break
-            self.feedback.info(
-                f"{self.name}: after {repeat} repeats, still undecided against {own}: {', '.join(open_)}; "
-                f"repeat {repeat + 1} of at most {plan.repeat_budget}"
-            )
+            self.feedback.info(progress_words.after_repeats(self.name, repeat, own, open_, plan.repeat_budget))
         measured = {}
         for setting in pending:
             label = setting_label(setting)
@@ -289,10 +285,8 @@ class _Launches:
         from commprof.analysis.launch_stats import decided, launch_values, paired_speedup
 
         plan, label, own = self.plan, setting_label(setting), setting_label(self.plan.baseline)
-        self.feedback.info(
-            f"{self.name}: {label} beats {own}: measuring the two again in {_repeats(self.plan)} fresh interleaved "
-            "pairs of launches before recommending it"
-        )
+        pairs_of = f"{span(self.plan.repeats, self.plan.repeat_budget)} fresh interleaved pairs of launches"
+        self.feedback.info(progress_words.confirming(self.name, label, own, pairs_of))
         pairs: dict[str, list[list[float]]] = {own: [], label: []}
         for pair in range(1, plan.repeat_budget + 1):
             order = [plan.baseline, setting] if pair % 2 else [setting, plan.baseline]
@@ -332,15 +326,9 @@ class _Launches:
         pending = [kind.sized(baseline, size) for size in fresh if kind is not DDP or size >= self.smallest]
         self.carried = [kind.sized(baseline, best)] if pending and best is not None else []
         if pending:
-            self.feedback.info(f"{self.name}: tuning round {done + 2}, {_counted(pending, 'more ')} around the best")
+            more = [setting_label(s) for s in pending]
+            self.feedback.info(progress_words.tuning_round(self.name, done + 2, more))
         return pending
-
-
-def _counted(settings: Sequence[SettingOptions], more: str = "") -> str:
-    """'3 settings (script-own, bucket-1mb, bucket-5mb)': the settings a header promises, each by its label."""
-    return (
-        f"{len(settings)} {more}setting{'s' if len(settings) != 1 else ''} ({', '.join(map(setting_label, settings))})"
-    )
 
 
 def _tried(settings: Sequence[SettingOptions]) -> str:
@@ -361,12 +349,11 @@ def _one_per_layout(
 
     kept = one_per_layout(pending, layout_of)
     twins = [
-        f"{setting_label(s)} builds {setting_label(kept[layout_of(s)])}'s buckets ({described(layout_of(s))})"
+        (setting_label(s), setting_label(kept[layout_of(s)]), described(layout_of(s)))
         for s in pending
         if s not in kept.values()
     ]
-    again = f"; not measured again: {'; '.join(twins)}" if twins else ""
-    feedback.info(f"{name}: {_counted(list(kept.values()))} in this round{again}")
+    feedback.info(progress_words.one_per_layout(name, [setting_label(s) for s in kept.values()], twins))
     return list(kept.values())
 
 

@@ -17,6 +17,7 @@ from commprof.config import RunRequest
 from commprof.errors import UsageError
 from commprof.kinds import DDP, KINDS
 from commprof.plans import MEASURED_AS_USUAL, SweepOptions, SweepPlan, sweep_grid
+from commprof.render import progress_words
 from commprof.render.kind_words import words_of
 from commprof.results.common import Estimate
 from commprof.results.report import Report
@@ -76,7 +77,7 @@ def tune(request: RunRequest, feedback: Feedback = SILENT, options: SweepOptions
             raise
     assert built is not None
     knob = f"{built.short}'s {built.size_knob}" if built.size_knob else words_of(built).knobs
-    feedback.info(f"tune: {what}: tuning {knob} instead (as --strategy {built.strategy})")
+    feedback.info(progress_words.tune_instead(what, knob, built.strategy))
     return tune(dataclasses.replace(request, strategy=built.strategy), feedback, options)
 
 
@@ -124,32 +125,26 @@ def measure(
         )
     if baseline not in settings:
         settings = [*settings, baseline]
-        feedback.info(f"added {setting_label(baseline)} as the baseline (the run options of a built-in model)")
+        feedback.info(progress_words.baseline_added(setting_label(baseline)))
     config = resolve(request, MachineProbe.detect())
     workload = check_model(config, feedback)
     if tune:  # caps that build the same buckets are one setting: measured once
         settings = _distinct_buckets(settings, baseline, workload)
     plan = SweepPlan(run=config, settings=tuple(settings), baseline=baseline, tune=tune, **options.given())
     again = config.nodes == 1  # across nodes, each node's commprof would have to follow rank 0's decisions
-    feedback.info(
-        f"{kind} {config.run_id}: {describe(config, workload)}; {len(settings)} settings "
-        f"({', '.join(map(setting_label, settings))}) x {plan.repeats} interleaved repeats"
-        + (f"; one per bucket layout, {refined(MAX_ROUNDS)}" if tune else "")
-        + (
-            f"; then the settings measured launched again, {least_launches(plan)} to {launch_budget(plan)} launches in "
-            f"all, and a setting that beats {setting_label(baseline)} measured against it again in fresh launches"
-            if again
-            else "; one launch (across nodes its launches are not repeated: the intervals hold the noise between "
-            "repeats, not between launches)"
-        )
+    labels = [setting_label(s) for s in settings]
+    rounds = refined(MAX_ROUNDS) if tune else None
+    launches = (least_launches(plan), launch_budget(plan)) if again else None
+    name = f"{kind} {config.run_id}"
+    plan_line = progress_words.sweep_plan(
+        name, describe(config, workload), labels, plan.repeats, rounds, launches, setting_label(baseline)
     )
+    feedback.info(plan_line)
     per_setting = plan.steps_per_setting
     prepare_figures()
     launched = run_job(config, Task(sweep_main, None, plan.to_dict()), per_setting * len(settings), feedback.watch)
     if not launched.has_rank_zero:
-        return Outcome(
-            None, note=f"ranks {', '.join(map(str, launched.ranks_here))} done; the node with rank 0 writes the report"
-        )
+        return Outcome(None, note=progress_words.elsewhere(launched.ranks_here))
     if again:
         launched_again(launched.run_dir, plan, f"{kind} {config.run_id}", feedback)
     report = sweep_report(launched.run_dir, launched.run_id, kind, predicted)

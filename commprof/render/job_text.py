@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from commprof.kinds import DDP, DEEPSPEED, FSDP, HOROVOD, KINDS
+from commprof.kinds import DDP, DEEPSPEED, FSDP, HOROVOD, KINDS, JobKind
 from commprof.render.kind_words import words_of
-from commprof.results.job import CollectiveBusbw
+from commprof.results.job import CollectiveBusbw, Job
 from commprof.settings import DDPOptions, DeepSpeedOptions
 
 FSDP_OPTIONS = ("reshard_after_forward", "forward_prefetch", "backward_prefetch", "reduce_dtype")
@@ -127,3 +127,29 @@ def size(n: int) -> str:
     if n >= 2**20:
         return f"{n / 2**20:.1f} MiB"
     return f"{n / 1024:.1f} KiB" if n >= 1024 else f"{n} B"
+
+
+def models_text(names: list[str], target: str | None) -> str:
+    """What a setting is set on, in a script with several DDP models (`names`): every one at once, or `target`."""
+    if target is None:
+        return (
+            f"the script builds {len(names)} DDP models ({', '.join(names)}): each setting is set on every one at "
+            "once (--ddp-model NAME sets one alone)"
+        )
+    others = ", ".join(n for n in names if n != target)
+    return (
+        f"the script builds {len(names)} DDP model{'s' * (len(names) > 1)}: each setting is set on {target} alone"
+        + (f" ({others} as written)" if others else "")
+    )
+
+
+def kinds_text(job: Job, kind: JobKind) -> str:
+    """What the settings of `kind` vary in a job of several kinds: its knobs on its models, the others' as written."""
+    built = ", ".join(f"{b.label} ({KINDS[b.kind].short})" for b in job.built)
+    own = [b.label for b in job.built if b.kind == kind.strategy]
+    others = [k for k in job.kinds if k != kind.strategy]
+    kept = "; ".join(f"{words_of(KINDS[k]).knobs} as written (--strategy {k} varies them)" for k in others)
+    knobs = words_of(kind).knobs
+    return f"the script builds models of {len(job.kinds)} kinds, {built}: these settings vary {knobs} on " + (
+        f"{', '.join(own)}; {kept}"
+    )
