@@ -40,6 +40,15 @@ class ModelRunError(WorkloadError):
     """The model was built but could not run a batch where it was checked (on the CPU)."""
 
 
+class SetupError(UsageError):
+    """A set-up problem of this node, found before anything is launched (launch/preflight.py): its facts
+    (results/failure_facts.SetupProblem), said by render/failure_words.py."""
+
+    def __init__(self, problem: object):
+        super().__init__(type(problem).__name__)
+        self.problem = problem
+
+
 class RunFailed(CommprofError):
     """The training job itself failed. Exit code 1.
 

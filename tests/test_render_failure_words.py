@@ -6,7 +6,8 @@ import signal
 
 import pytest
 
-from commprof.render.failure_words import failure_text
+from commprof.errors import RunFailed, SetupError
+from commprof.render.failure_words import error_text, failure_text
 from commprof.results.failure_facts import (
     Behind,
     Crashed,
@@ -19,6 +20,8 @@ from commprof.results.failure_facts import (
     LostNode,
     Overdue,
     OwnError,
+    RendezvousFailed,
+    SetupProblem,
     Stuck,
     Vanished,
 )
@@ -226,3 +229,77 @@ def test_a_wait_in_an_mpi_collective_commprof_stopped():
         "no rank of this node is behind: a rank on another node, or the link to it, is; a collective waited over "
         "--timeout 300 s and 15 s of grace on vm (MPI has no timeout of its own): commprof stopped the job"
     )
+
+
+@pytest.mark.parametrize(
+    "problem, said",
+    [
+        (
+            SetupProblem("host_name", "nosuchhost", one_node=True),
+            "this host's name 'nosuchhost' does not resolve: add it to /etc/hosts, or pass --local-addr with this "
+            "host's address (127.0.0.1 on one node)",
+        ),
+        (
+            SetupProblem("host_name", "nosuchhost"),
+            "this host's name 'nosuchhost' does not resolve: add it to /etc/hosts, or pass --local-addr with this "
+            "host's address (the one the other nodes reach)",
+        ),
+        (
+            SetupProblem("local_addr_foreign", "node0", ("10.0.0.1",)),
+            "--local-addr node0 is not an address of this host (node0 is 10.0.0.1): pass one of its own addresses, "
+            "the one the other nodes reach (`ip -brief address` lists them)",
+        ),
+        (
+            SetupProblem("local_addr", "elsewhere"),
+            "--local-addr elsewhere does not resolve: pass this host's address, the one the other nodes reach",
+        ),
+        (
+            SetupProblem("endpoint_unreachable", "node0:29400", why="no route to host"),
+            "rendezvous endpoint node0:29400 cannot be reached from this node (no route to host): check that node0 "
+            "is node 0's address on a network this node shares, and that no firewall drops port 29400",
+        ),
+        (
+            SetupProblem("endpoint_name", "nowhere:29400"),
+            "rendezvous endpoint nowhere:29400: the host 'nowhere' does not resolve on this node; pass node 0's "
+            "address in --rdzv-endpoint, or add the name to /etc/hosts",
+        ),
+        (
+            SetupProblem("endpoint_not_store", "node0:29400"),
+            "rendezvous endpoint node0:29400: port 29400 is in use by a program that is not a c10d store; choose "
+            "another port for --rdzv-endpoint",
+        ),
+        (
+            SetupProblem("gloo_interface", "ib0", ("ib0",), ("lo", "eth0")),
+            "GLOO_SOCKET_IFNAME=ib0: this host has no interface ib0 (it has lo, eth0); set it to the interface on "
+            "the network the other nodes reach, or unset it",
+        ),
+        (
+            SetupProblem("gloo_loopback", "node1", ("127.0.1.1",), ("lo", "eth0")),
+            "Gloo would bind to loopback, which the other nodes cannot reach (this host's name 'node1' resolves to "
+            "127.0.1.1): set GLOO_SOCKET_IFNAME to the interface the other nodes reach (this host has lo, eth0)",
+        ),
+        (
+            SetupProblem("gloo_interface_loopback", "lo", interfaces=("lo", "eth0")),
+            "GLOO_SOCKET_IFNAME=lo is loopback, which the other nodes cannot reach: set it to the interface on their "
+            "network (this host has lo, eth0)",
+        ),
+        (
+            SetupProblem("peer_name", "nosuchhost:33743"),
+            "torch's launcher could not reach nosuchhost:33743: the name 'nosuchhost' does not resolve on this node; "
+            "add it to /etc/hosts, or pass that node's --local-addr with its address",
+        ),
+        (
+            RendezvousFailed("timeout", "node0:29400", 30, 2, "r"),
+            "rendezvous at node0:29400 timed out after 30 s: not all 2 nodes joined run 'r' (start commprof run with "
+            "the same --nodes, --run-id and --rdzv-endpoint on every node)",
+        ),
+        (
+            RendezvousFailed("no_store", "node0:29400", 30),
+            "rendezvous at node0:29400 failed: no c10d store answered there within 30 s",
+        ),
+    ],
+)
+def test_a_set_up_problem_names_its_cause_and_its_fix(problem, said):
+    assert failure_text(problem) == said
+    raised = SetupError(problem) if isinstance(problem, SetupProblem) else RunFailed(problem)  # before, or at, launch
+    assert error_text(raised) == said

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from commprof.config import RunConfig
-from commprof.errors import RunFailed, UsageError, what_went_wrong
+from commprof.errors import RunFailed, SetupError, UsageError, what_went_wrong
 from commprof.launch.preflight import (
     CONNECTED,
     REFUSED,
@@ -30,6 +30,7 @@ from commprof.launch.preflight import (
     gloo_interface_problem,
     own_address_problem,
 )
+from commprof.results.failure_facts import SetupProblem
 
 
 def no_such_name(name: str) -> list[str]:
@@ -55,26 +56,15 @@ TWO_NODES = RunConfig(run_id="x", nodes=2, rdzv_endpoint="node0:29400")
 
 
 def test_a_host_whose_name_does_not_resolve_is_told_to_add_it_or_pass_local_addr():
-    assert own_address_problem(None, 1, NAMELESS) == (
-        "this host's name 'nosuchhost' does not resolve: add it to /etc/hosts, or pass --local-addr with this "
-        "host's address (127.0.0.1 on one node)"
-    )
-    assert own_address_problem(None, 2, NAMELESS) == (
-        "this host's name 'nosuchhost' does not resolve: add it to /etc/hosts, or pass --local-addr with this "
-        "host's address (the one the other nodes reach)"
-    )
+    assert own_address_problem(None, 1, NAMELESS) == SetupProblem("host_name", "nosuchhost", one_node=True)
+    assert own_address_problem(None, 2, NAMELESS) == SetupProblem("host_name", "nosuchhost", one_node=False)
     assert own_address_problem("127.0.0.1", 1, NAMELESS) is None  # --local-addr: the name is not needed
     assert own_address_problem(None, 1, HERE) is None
 
 
 def test_local_addr_must_resolve_to_an_address_of_this_host():
-    assert own_address_problem("node0", 2, HERE) == (
-        "--local-addr node0 is not an address of this host (node0 is 10.0.0.1): pass one of its own addresses, the "
-        "one the other nodes reach (`ip -brief address` lists them)"
-    )
-    assert own_address_problem("elsewhere", 2, HERE) == (
-        "--local-addr elsewhere does not resolve: pass this host's address, the one the other nodes reach"
-    )
+    assert own_address_problem("node0", 2, HERE) == SetupProblem("local_addr_foreign", "node0", ("10.0.0.1",))
+    assert own_address_problem("elsewhere", 2, HERE) == SetupProblem("local_addr", "elsewhere")
     assert own_address_problem("node1", 2, HERE) is None
 
 
@@ -87,16 +77,8 @@ def test_the_real_host_holds_loopback_and_not_a_documentation_address():
     "outcome, problem",
     [
         (REFUSED, None),  # nothing listens yet: node 0 hosts the store once it starts
-        (
-            "no route to host",
-            "rendezvous endpoint node0:29400 cannot be reached from this node (no route to host): check that node0 "
-            "is node 0's address on a network this node shares, and that no firewall drops port 29400",
-        ),
-        (
-            "no answer within 3 s",
-            "rendezvous endpoint node0:29400 cannot be reached from this node (no answer within 3 s): check that "
-            "node0 is node 0's address on a network this node shares, and that no firewall drops port 29400",
-        ),
+        ("no route to host", SetupProblem("endpoint_unreachable", "node0:29400", why="no route to host")),
+        ("no answer within 3 s", SetupProblem("endpoint_unreachable", "node0:29400", why="no answer within 3 s")),
     ],
 )
 def test_an_endpoint_this_node_cannot_reach_is_named(outcome, problem):
@@ -105,48 +87,37 @@ def test_an_endpoint_this_node_cannot_reach_is_named(outcome, problem):
 
 
 def test_an_endpoint_that_does_not_resolve_or_is_not_a_store():
-    assert endpoint_problem("nowhere:29400", HERE) == (
-        "rendezvous endpoint nowhere:29400: the host 'nowhere' does not resolve on this node; pass node 0's address "
-        "in --rdzv-endpoint, or add the name to /etc/hosts"
-    )
+    assert endpoint_problem("nowhere:29400", HERE) == SetupProblem("endpoint_name", "nowhere:29400")
     foreign = replace(HERE, connect=lambda *a: CONNECTED, store_answers=lambda *a: False)
-    assert endpoint_problem("node0:29400", foreign) == (
-        "rendezvous endpoint node0:29400: port 29400 is in use by a program that is not a c10d store; choose another "
-        "port for --rdzv-endpoint"
-    )
+    assert endpoint_problem("node0:29400", foreign) == SetupProblem("endpoint_not_store", "node0:29400")
     assert endpoint_problem(None, HERE) is None
 
 
 def test_gloo_socket_ifname_must_name_interfaces_of_this_host():
-    assert gloo_interface_problem({"GLOO_SOCKET_IFNAME": "ib0"}, HERE) == (
-        "GLOO_SOCKET_IFNAME=ib0: this host has no interface ib0 (it has lo, eth0); set it to the interface on the "
-        "network the other nodes reach, or unset it"
+    assert gloo_interface_problem({"GLOO_SOCKET_IFNAME": "ib0"}, HERE) == SetupProblem(
+        "gloo_interface", "ib0", ("ib0",), ("lo", "eth0")
     )
-    assert gloo_interface_problem({"GLOO_SOCKET_IFNAME": "eth0,ib1"}, HERE) is not None
+    assert gloo_interface_problem({"GLOO_SOCKET_IFNAME": "eth0,ib1"}, HERE) == SetupProblem(
+        "gloo_interface", "eth0,ib1", ("ib1",), ("lo", "eth0")
+    )
     assert gloo_interface_problem({"GLOO_SOCKET_IFNAME": "eth0"}, HERE) is None
     assert gloo_interface_problem({}, HERE) is None
 
 
 def test_gloo_bound_to_loopback_across_hosts_is_refused():
     looped = replace(HERE, resolve=table({"node1": ["127.0.1.1"], "node0": ["10.0.0.1"], "127.0.0.1": ["127.0.0.1"]}))
-    with pytest.raises(UsageError) as refused:
+    with pytest.raises(SetupError) as refused:
         check_setup(TWO_NODES, looped, environ={})
-    assert str(refused.value) == (
-        "Gloo would bind to loopback, which the other nodes cannot reach (this host's name 'node1' resolves to "
-        "127.0.1.1): set GLOO_SOCKET_IFNAME to the interface the other nodes reach (this host has lo, eth0)"
-    )
+    assert refused.value.problem == SetupProblem("gloo_loopback", "node1", ("127.0.1.1",), ("lo", "eth0"))
     check_setup(TWO_NODES, looped, environ={"GLOO_SOCKET_IFNAME": "eth0"})  # told where to bind: fine
     check_setup(replace(TWO_NODES, rdzv_endpoint="127.0.0.1:29400"), looped, environ={})  # nodes on one machine
     check_setup(TWO_NODES, HERE, environ={})
 
 
 def test_gloo_told_to_bind_to_a_loopback_interface_across_hosts_is_refused():
-    with pytest.raises(UsageError) as refused:
+    with pytest.raises(SetupError) as refused:
         check_setup(TWO_NODES, HERE, environ={"GLOO_SOCKET_IFNAME": "lo"})
-    assert str(refused.value) == (
-        "GLOO_SOCKET_IFNAME=lo is loopback, which the other nodes cannot reach: set it to the interface on their "
-        "network (this host has lo, eth0)"
-    )
+    assert refused.value.problem == SetupProblem("gloo_interface_loopback", "lo", interfaces=("lo", "eth0"))
     check_setup(TWO_NODES, HERE, environ={"GLOO_SOCKET_IFNAME": "lo,eth0"})  # one of them reaches the others
     check_setup(replace(TWO_NODES, rdzv_endpoint="127.0.0.1:29400"), HERE, environ={"GLOO_SOCKET_IFNAME": "lo"})
     assert Host().is_loopback_interface("lo")
@@ -160,8 +131,9 @@ def test_gloo_connect_errors_get_the_fix_once():
 
 
 def test_check_setup_names_the_first_problem():
-    with pytest.raises(UsageError, match="^this host's name 'nosuchhost' does not resolve"):
+    with pytest.raises(SetupError) as refused:  # a usage error: exit code 2
         check_setup(RunConfig(run_id="x"), NAMELESS, environ={})
+    assert isinstance(refused.value, UsageError) and refused.value.problem.problem == "host_name"
     check_setup(RunConfig(run_id="x", local_addr="127.0.0.1"), NAMELESS, environ={})
 
 
@@ -183,10 +155,7 @@ def test_a_launch_that_failed_on_this_hosts_name_says_so():
     gaierror = "gaierror: [Errno -3] Temporary failure in name resolution"
     assert failed_setup(gaierror, RunConfig(run_id="x"), NAMELESS) == own_address_problem(None, 1, NAMELESS)
     other = replace(HERE, resolve=table({"node1": ["10.0.0.2"]}))
-    assert failed_setup(message, RunConfig(run_id="x"), other) == (
-        "torch's launcher could not reach nosuchhost:33743: the name 'nosuchhost' does not resolve on this node; "
-        "add it to /etc/hosts, or pass that node's --local-addr with its address"
-    )
+    assert failed_setup(message, RunConfig(run_id="x"), other) == SetupProblem("peer_name", "nosuchhost:33743")
     assert failed_setup("RuntimeError: something else", RunConfig(run_id="x"), NAMELESS) is None
 
 

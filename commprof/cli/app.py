@@ -106,12 +106,9 @@ def main(argv: list[str] | None = None) -> None:
         console.error("interrupted")
         code = EXIT_INTERRUPTED
     except CommprofError as exc:
-        if isinstance(exc, RunFailed):
-            from commprof.render.failure_words import failed_text
+        from commprof.render.failure_words import error_text
 
-            console.error(failed_text(exc), exc.traceback)
-        else:
-            console.error(str(exc))
+        console.error(error_text(exc), exc.traceback if isinstance(exc, RunFailed) else "")
         code = exc.exit_code
     except KeyboardInterrupt as exc:  # outside a command (a command's own: _says_interrupts)
         stop = exc if isinstance(exc, Interrupted) else Interrupted()

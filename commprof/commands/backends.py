@@ -12,6 +12,7 @@ from commprof.commands.common import ddp_only
 from commprof.commands.outcome import SILENT, Feedback, Outcome
 from commprof.config import RunRequest
 from commprof.errors import CommprofError, UsageError
+from commprof.render.failure_words import error_text
 from commprof.results.backends import DEVICES, BackendsResult
 
 MATRIX_RANKS = 2
@@ -44,7 +45,7 @@ def backends(timeout_s: float = 30.0, feedback: Feedback = SILENT) -> Outcome:
                 try:
                     answers = _try_backend(backend, [device], timeout_s)
                 except CommprofError as exc:
-                    missing[f"{backend}/{device}"] = str(exc)
+                    missing[f"{backend}/{device}"] = error_text(exc)
                     continue
             matrix.setdefault(backend, {}).update(answers)
     return Outcome(BackendsResult(matrix=matrix, not_available=missing, ops=list(MATRIX_OPS)))

@@ -16,6 +16,7 @@ from commprof.config import RunRequest
 from commprof.errors import CommprofError, RunFailed, UsageError
 from commprof.plans import BENCH_HERE, BenchPlan, BenchRanks
 from commprof.render import progress_words
+from commprof.render.failure_words import error_text
 from commprof.results.bench import BenchResult, BenchRow
 
 GPU_MAX_BYTES, CPU_MAX_BYTES = 1 << 30, 16 << 20  # 1 GiB reaches NVLink's bandwidth; CPUs saturate far earlier
@@ -68,7 +69,7 @@ def bench(
             try:
                 raw = _measure(backend, plan, procs, device, timeout_s, across)
             except CommprofError as exc:
-                unavailable[backend] = str(exc)
+                unavailable[backend] = error_text(exc)
                 continue
         if raw is None:  # the node of rank 0 has the results; every backend still needs this node's ranks
             written_elsewhere = True

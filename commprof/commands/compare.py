@@ -17,6 +17,7 @@ from commprof.commands.reporting import prepare_report_dir, report_from_traces
 from commprof.config import RunRequest
 from commprof.errors import CommprofError, UsageError
 from commprof.render import progress_words
+from commprof.render.failure_words import error_text
 from commprof.results.common import Estimate
 from commprof.results.compare import PLURAL, BackendRun, CompareResult, CompareVerdict
 from commprof.results.report import Report
@@ -120,7 +121,7 @@ def compare(
                 rows[name] = BackendRun(
                     backend=request.backend if compared == "strategy" else name,
                     available=False,
-                    reason=str(exc),
+                    reason=error_text(exc),
                     label=name,
                 )
     ran = list(rows.values())

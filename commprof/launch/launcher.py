@@ -45,7 +45,7 @@ from commprof.launch.script_ends import ended_early
 from commprof.launch.script_output import ShownLogs
 from commprof.launch.tracebacks import user_traceback
 from commprof.native_logs import restore_for_workers
-from commprof.results.failure_facts import Failure, Raised
+from commprof.results.failure_facts import Failure, Raised, RendezvousFailed
 from commprof.results.hang import ENTERING_PREFIX, EVIDENCE_PREFIX, read_entering, read_evidence
 from commprof.results.script_ended import ENDED_PREFIX, read_ended
 
@@ -311,21 +311,17 @@ def rank_stderr(log_dir: Path, local_rank: int) -> str:
     return "".join(log.read_text(errors="replace") for log in log_dir.glob(f"*/attempt_*/{local_rank}/stderr.log"))
 
 
-def _rendezvous_problem(exc: Exception, config: RunConfig) -> str:
+def _rendezvous_problem(exc: Exception, config: RunConfig) -> Failure:
     endpoint = config.rdzv_endpoint or STANDALONE_ENDPOINT
     name = type(exc).__name__
     setup = failed_setup(f"{name}: {exc}", config)
     if setup:
         return setup
     if "Timeout" in name:
-        return (
-            f"rendezvous at {endpoint} timed out after {config.timeout_s:g} s: not all {config.nodes} nodes "
-            f"joined run {config.run_id!r} (start commprof run with the same --nodes, --run-id and "
-            f"--rdzv-endpoint on every node)"
-        )
+        return RendezvousFailed("timeout", endpoint, config.timeout_s, config.nodes, config.run_id)
     if "Connection" in name:
-        return f"rendezvous at {endpoint} failed: no c10d store answered there within {config.timeout_s:g} s"
-    return f"launch failed: {name}: {what_went_wrong(str(exc))}"
+        return RendezvousFailed("no_store", endpoint, config.timeout_s)
+    return RendezvousFailed("other", endpoint, said=f"{name}: {what_went_wrong(str(exc))}")
 
 
 def _message(failure) -> str:

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from commprof.config import RunConfig
-from commprof.errors import UsageError
+from commprof.errors import SetupError
+from commprof.results.failure_facts import SetupProblem
 
 ENDPOINT_PROBE_S = 3  # how long a rendezvous endpoint may take to answer (or refuse) a connection
 GLOO_IFNAME = "GLOO_SOCKET_IFNAME"
@@ -106,31 +107,21 @@ class Host:
             return False
 
 
-def own_address_problem(local_addr: str | None, nodes: int, host: Host) -> str | None:
+def own_address_problem(local_addr: str | None, nodes: int, host: Host) -> SetupProblem | None:
     """This node's address as torch's launcher publishes it: --local-addr, else this host's name, which must
     resolve (torch's c10d store is reached by it, on this node too)."""
     if local_addr is None:
         name = host.name()
-        if host.resolves(name):
-            return None
-        address = "127.0.0.1 on one node" if nodes == 1 else "the one the other nodes reach"
-        return (
-            f"this host's name {name!r} does not resolve: add it to /etc/hosts, or pass --local-addr with this "
-            f"host's address ({address})"
-        )
+        return None if host.resolves(name) else SetupProblem("host_name", name, one_node=nodes == 1)
     if not host.resolves(local_addr):
-        return f"--local-addr {local_addr} does not resolve: pass this host's address, the one the other nodes reach"
+        return SetupProblem("local_addr", local_addr)
     found = host.resolve(local_addr)
     if not any(host.is_own(address) for address in found):
-        shown = "" if found == [local_addr] else f" ({local_addr} is {', '.join(found)})"
-        return (
-            f"--local-addr {local_addr} is not an address of this host{shown}: pass one of its own addresses, the "
-            "one the other nodes reach (`ip -brief address` lists them)"
-        )
+        return SetupProblem("local_addr_foreign", local_addr, () if found == [local_addr] else tuple(found))
     return None
 
 
-def endpoint_problem(endpoint: str | None, host: Host, timeout: float = ENDPOINT_PROBE_S) -> str | None:
+def endpoint_problem(endpoint: str | None, host: Host, timeout: float = ENDPOINT_PROBE_S) -> SetupProblem | None:
     """The rendezvous endpoint as this node sees it: its host must resolve and answer within `timeout` (a refusal
     is an answer: nothing listens yet, node 0 hosts the store once it starts), and what answers must be a store."""
     if endpoint is None:
@@ -138,27 +129,18 @@ def endpoint_problem(endpoint: str | None, host: Host, timeout: float = ENDPOINT
     name, _, port_text = endpoint.rpartition(":")
     port = int(port_text)
     if not host.resolves(name):
-        return (
-            f"rendezvous endpoint {endpoint}: the host {name!r} does not resolve on this node; pass node 0's "
-            "address in --rdzv-endpoint, or add the name to /etc/hosts"
-        )
+        return SetupProblem("endpoint_name", endpoint)
     outcome = host.connect(name, port, timeout)
     if outcome == REFUSED:
         return None
     if outcome != CONNECTED:
-        return (
-            f"rendezvous endpoint {endpoint} cannot be reached from this node ({outcome}): check that {name} is "
-            f"node 0's address on a network this node shares, and that no firewall drops port {port}"
-        )
+        return SetupProblem("endpoint_unreachable", endpoint, why=outcome)
     if not host.store_answers(name, port, timeout):
-        return (
-            f"rendezvous endpoint {endpoint}: port {port} is in use by a program that is not a c10d store; "
-            "choose another port for --rdzv-endpoint"
-        )
+        return SetupProblem("endpoint_not_store", endpoint)
     return None
 
 
-def gloo_interface_problem(environ: Mapping[str, str], host: Host) -> str | None:
+def gloo_interface_problem(environ: Mapping[str, str], host: Host) -> SetupProblem | None:
     """GLOO_SOCKET_IFNAME (one interface, or several comma-separated) must name interfaces this host has."""
     value = environ.get(GLOO_IFNAME)
     if not value:
@@ -167,13 +149,10 @@ def gloo_interface_problem(environ: Mapping[str, str], host: Host) -> str | None
     missing = [name for name in value.split(",") if name.strip() not in have]
     if not missing:
         return None
-    return (
-        f"{GLOO_IFNAME}={value}: this host has no interface {', '.join(missing)} (it has {', '.join(have)}); set it "
-        "to the interface on the network the other nodes reach, or unset it"
-    )
+    return SetupProblem("gloo_interface", value, tuple(missing), tuple(have))
 
 
-def gloo_loopback_problem(config: RunConfig, environ: Mapping[str, str], host: Host) -> str | None:
+def gloo_loopback_problem(config: RunConfig, environ: Mapping[str, str], host: Host) -> SetupProblem | None:
     """Gloo binds to GLOO_SOCKET_IFNAME's interfaces or, without it, to the address this host's name resolves to, or
     to loopback when it does not resolve: the other nodes cannot reach a loopback address (nodes on one machine,
     meeting at a loopback endpoint, can)."""
@@ -185,10 +164,7 @@ def gloo_loopback_problem(config: RunConfig, environ: Mapping[str, str], host: H
     if chosen:
         if not all(host.is_loopback_interface(name) for name in chosen):
             return None
-        return (
-            f"{GLOO_IFNAME}={environ[GLOO_IFNAME]} is loopback, which the other nodes cannot reach: set it to the "
-            f"interface on their network (this host has {', '.join(host.interfaces())})"
-        )
+        return SetupProblem("gloo_interface_loopback", environ[GLOO_IFNAME], interfaces=tuple(host.interfaces()))
     name = host.name()
     try:
         found = host.resolve(name)
@@ -196,11 +172,7 @@ def gloo_loopback_problem(config: RunConfig, environ: Mapping[str, str], host: H
         found = []
     if found and not all(is_loopback(address) for address in found):
         return None
-    bound = f"resolves to {', '.join(found)}" if found else "does not resolve"
-    return (
-        f"Gloo would bind to loopback, which the other nodes cannot reach (this host's name {name!r} {bound}): "
-        f"set {GLOO_IFNAME} to the interface the other nodes reach (this host has {', '.join(host.interfaces())})"
-    )
+    return SetupProblem("gloo_loopback", name, tuple(found), tuple(host.interfaces()))
 
 
 def _meets_on_loopback(endpoint_host: str, host: Host) -> bool:
@@ -224,7 +196,7 @@ def check_setup(config: RunConfig, host: Host = Host(), environ: Mapping[str, st
         gloo_loopback_problem(config, environ, host),
     ):
         if problem:
-            raise UsageError(problem)
+            raise SetupError(problem)
 
 
 def is_loopback(name: str) -> bool:
@@ -247,9 +219,9 @@ def endpoint_is_here(endpoint: str, host: Host = Host()) -> bool | None:
         return None
 
 
-def failed_setup(message: str, config: RunConfig, host: Host = Host()) -> str | None:
-    """The one line for a launch that failed on the network (torch's own error in `message`), or None: a name
-    that does not resolve (this host's own, the endpoint's, or the one torch's store client was connecting to)."""
+def failed_setup(message: str, config: RunConfig, host: Host = Host()) -> SetupProblem | None:
+    """The set-up problem a launch that failed on the network (torch's own error in `message`) names, or None: a
+    name that does not resolve (this host's own, the endpoint's, or the one torch's store client was connecting to)."""
     if not NAME_NOT_RESOLVED.search(message) and not _CONNECTING_TO.search(message):
         return None
     own = own_address_problem(config.local_addr, config.nodes, host)
@@ -257,8 +229,5 @@ def failed_setup(message: str, config: RunConfig, host: Host = Host()) -> str | 
         return own
     aimed = _CONNECTING_TO.search(message)
     if aimed and not host.resolves(aimed.group(1)):
-        return (
-            f"torch's launcher could not reach {aimed.group(1)}:{aimed.group(2)}: the name {aimed.group(1)!r} does "
-            "not resolve on this node; add it to /etc/hosts, or pass that node's --local-addr with its address"
-        )
+        return SetupProblem("peer_name", f"{aimed.group(1)}:{aimed.group(2)}")
     return endpoint_problem(config.rdzv_endpoint, host) if NAME_NOT_RESOLVED.search(message) else None

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import signal
 
-from commprof.errors import RunFailed
+from commprof.errors import CommprofError, RunFailed, SetupError
 from commprof.render.hang_words import collective_text, hang_text, site_text, tensors_text, waiting_text
 from commprof.results.failure_facts import (
     Crashed,
@@ -25,6 +25,8 @@ from commprof.results.failure_facts import (
     PartedKind,
     Raised,
     RemoteWait,
+    RendezvousFailed,
+    SetupProblem,
     Stuck,
     Unknown,
     Unrecorded,
@@ -53,6 +55,17 @@ def failure_text(failure: Failure | str) -> str:
     if isinstance(failure, str):
         return failure
     match failure:
+        case SetupProblem():
+            return setup_text(failure)
+        case RendezvousFailed("timeout", endpoint, seconds, nodes, run_id):
+            return (
+                f"rendezvous at {endpoint} timed out after {seconds:g} s: not all {nodes} nodes joined run {run_id!r} "
+                "(start commprof run with the same --nodes, --run-id and --rdzv-endpoint on every node)"
+            )
+        case RendezvousFailed("no_store", endpoint, seconds):
+            return f"rendezvous at {endpoint} failed: no c10d store answered there within {seconds:g} s"
+        case RendezvousFailed(said=said):
+            return f"launch failed: {said}"
         case OwnError(rank, host, message, exitcode):
             return f"rank {rank} on {host} failed: {message or f'exit code {exitcode}'}"
         case Crashed(rank, host, site):
@@ -96,6 +109,73 @@ def failure_text(failure: Failure | str) -> str:
         case MpirunFailed(code, said):
             return f"mpirun failed (exit code {code}): {said}"
     raise TypeError(f"not a failure: {failure!r}")
+
+
+GLOO_IFNAME = "GLOO_SOCKET_IFNAME"
+
+
+def setup_text(setup: SetupProblem) -> str:
+    """A set-up problem of this node, with its fix."""
+    name, found, interfaces = setup.name, ", ".join(setup.found), ", ".join(setup.interfaces)
+    if setup.problem == "host_name":
+        address = "127.0.0.1 on one node" if setup.one_node else "the one the other nodes reach"
+        return (
+            f"this host's name {name!r} does not resolve: add it to /etc/hosts, or pass --local-addr with this "
+            f"host's address ({address})"
+        )
+    if setup.problem == "local_addr":
+        return f"--local-addr {name} does not resolve: pass this host's address, the one the other nodes reach"
+    if setup.problem == "local_addr_foreign":
+        shown = f" ({name} is {found})" if found else ""
+        return (
+            f"--local-addr {name} is not an address of this host{shown}: pass one of its own addresses, the one the "
+            "other nodes reach (`ip -brief address` lists them)"
+        )
+    endpoint_host, _, port = name.rpartition(":")
+    if setup.problem == "endpoint_name":
+        return (
+            f"rendezvous endpoint {name}: the host {endpoint_host!r} does not resolve on this node; pass node 0's "
+            "address in --rdzv-endpoint, or add the name to /etc/hosts"
+        )
+    if setup.problem == "endpoint_unreachable":
+        return (
+            f"rendezvous endpoint {name} cannot be reached from this node ({setup.why}): check that {endpoint_host} is "
+            f"node 0's address on a network this node shares, and that no firewall drops port {port}"
+        )
+    if setup.problem == "endpoint_not_store":
+        return (
+            f"rendezvous endpoint {name}: port {port} is in use by a program that is not a c10d store; choose another "
+            "port for --rdzv-endpoint"
+        )
+    if setup.problem == "gloo_interface":
+        return (
+            f"{GLOO_IFNAME}={name}: this host has no interface {found} (it has {interfaces}); set it to the interface "
+            "on the network the other nodes reach, or unset it"
+        )
+    if setup.problem == "gloo_interface_loopback":
+        return (
+            f"{GLOO_IFNAME}={name} is loopback, which the other nodes cannot reach: set it to the interface on their "
+            f"network (this host has {interfaces})"
+        )
+    if setup.problem == "gloo_loopback":
+        bound = f"resolves to {found}" if found else "does not resolve"
+        return (
+            f"Gloo would bind to loopback, which the other nodes cannot reach (this host's name {name!r} {bound}): "
+            f"set {GLOO_IFNAME} to the interface the other nodes reach (this host has {interfaces})"
+        )
+    return (
+        f"torch's launcher could not reach {name}: the name {endpoint_host!r} does not resolve on this node; add it to "
+        "/etc/hosts, or pass that node's --local-addr with its address"
+    )
+
+
+def error_text(error: CommprofError) -> str:
+    """An error's one line: a failed run's and a set-up problem's from their facts, any other's as it says it."""
+    if isinstance(error, RunFailed):
+        return failed_text(error)
+    if isinstance(error, SetupError):
+        return setup_text(error.problem)  # type: ignore[arg-type]  # launch/preflight.py's facts
+    return str(error)
 
 
 def failed_text(failed: RunFailed) -> str:

@@ -224,8 +224,52 @@ class MpirunFailed(_Fact, frozen=True, tag="mpirun_failed"):
     limit_s: float | None = None
 
 
+# a set-up problem of this node (launch/preflight.py): this host's name or --local-addr does not resolve, or is not
+# this host's; the rendezvous endpoint does not resolve, cannot be reached, or a program that is not a c10d store
+# holds its port; GLOO_SOCKET_IFNAME names an interface this host lacks, or loopback; Gloo would bind to loopback;
+# the node torch's launcher was reaching does not resolve
+Setup = Literal[
+    "host_name",
+    "local_addr",
+    "local_addr_foreign",
+    "endpoint_name",
+    "endpoint_unreachable",
+    "endpoint_not_store",
+    "gloo_interface",
+    "gloo_interface_loopback",
+    "gloo_loopback",
+    "peer_name",
+]
+
+
+class SetupProblem(_Fact, frozen=True, tag="setup"):
+    """`name`: the name, address, endpoint or variable's value at fault; `found`: what it resolves to, or the
+    interfaces missing; `interfaces`: this host's; `why`: how a connection failed; `one_node`: a job of one node."""
+
+    problem: Setup
+    name: str
+    found: tuple[str, ...] = ()
+    interfaces: tuple[str, ...] = ()
+    why: str = ""
+    one_node: bool = False
+
+
+class RendezvousFailed(_Fact, frozen=True, tag="rendezvous"):
+    """The nodes did not meet: not all `nodes` joined run `run_id` at `endpoint` within `seconds` (timeout), no c10d
+    store answered there (no_store), or torch's launch raised (other: `said`)."""
+
+    how: Literal["timeout", "no_store", "other"]
+    endpoint: str
+    seconds: float = 0.0
+    nodes: int = 1
+    run_id: str = ""
+    said: str = ""
+
+
 Failure = (
-    OwnError
+    SetupProblem
+    | RendezvousFailed
+    | OwnError
     | Crashed
     | Vanished
     | Killed

@@ -78,13 +78,14 @@ def _one_config(comm, rank: int, resolve_it):
     """The job's RunConfig, resolved once on rank 0 (before any rank creates the run folder) and sent to all: a
     refusal reaches every rank as the same one line."""
     from commprof.config import RunConfig
+    from commprof.render.failure_words import error_text
 
     answer = None
     if rank == 0:
         try:
             answer = ("config", resolve_it().to_dict())
         except UsageError as exc:
-            answer = ("refused", str(exc))
+            answer = ("refused", error_text(exc))
     kind, value = comm.bcast(answer, root=0)
     if kind == "refused":
         raise UsageError(value)
