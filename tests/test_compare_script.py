@@ -21,5 +21,6 @@ def test_compare_runs_a_script_on_each_backend_it_can_run_on(tmp_path):
     assert not rows["mpi"]["available"] and "needs mpirun" in rows["mpi"]["reason"]
     run = json.loads((tmp_path / "traces" / "c-gloo" / "run.json").read_text())
     assert run["steps_completed"] == 12
-    assert "the script's init_process_group asked for mpi; commprof gave it gloo (--backend)" in run["notes"]
+    notes = run["script_notes"]
+    assert (notes["backend_asked"], notes["backend_given"]) == ("mpi", "gloo")
     assert run["link_probe"]  # measured before the script's own destroy_process_group()

@@ -247,7 +247,8 @@ def test_a_zero3_script_profiled_unmodified(tmp_path):
     assert ("backward", "all_reduce", "gradient reduction") in by_purpose
     markdown = (tmp_path / "reports" / "zero" / "report.md").read_text()
     assert f"deepspeed=ZeRO stage {stage}, reduce_bucket_size=500000" in markdown
-    assert f"the script trains with DeepSpeed (ZeRO stage {stage})" in markdown
+    assert report.run.script_notes.deepspeed_stage == stage
+    assert f"(ZeRO stage {stage})" in markdown
 
 
 @pytest.mark.parametrize(

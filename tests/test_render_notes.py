@@ -73,3 +73,39 @@ def test_what_commprof_gave_a_script_that_torch_or_its_framework_refused():
 
     assert refused_text(Refused("compiled_cap", 0.01)).endswith("--bucket-cap-mb 0.01 is smaller: give 1 or more")
     assert "whose product must be the world size launched (1 rank)" in refused_text(Refused("lightning_world", 1))
+
+
+def test_what_a_script_saw_of_itself_is_noted():
+    from commprof.render.notes_text import script_notes_text
+    from commprof.results.run_record import ScriptNotes, Skipped
+
+    assert script_notes_text(ScriptNotes()) == []
+    assert script_notes_text(ScriptNotes(stepped=False)) == [
+        "the script made no optimizer step: its whole run is one window"
+    ]
+    assert script_notes_text(ScriptNotes(counted="discriminator's Adam", others=["generator's Adam"])) == [
+        "steps counted are those of discriminator's Adam; the script also stepped generator's Adam"
+    ]
+    assert script_notes_text(ScriptNotes(deepspeed_stage=2, ddp_given=True)) == [
+        "the script trains with DeepSpeed (ZeRO stage 2), not DistributedDataParallel: the DDP options given had no "
+        "effect"
+    ]
+    assert script_notes_text(ScriptNotes(no_ddp=True)) == [
+        "the script built no DistributedDataParallel: the DDP options given had no effect"
+    ]
+    assert script_notes_text(ScriptNotes(ddp_target="head", ddp_built=["body", "tail"])) == [
+        "the script built no DDP named head (it built body, tail): the DDP options had no effect"
+    ]
+    assert script_notes_text(ScriptNotes(backend_asked="mpi", backend_given="gloo")) == [
+        "the script's init_process_group asked for mpi; commprof gave it gloo (--backend)"
+    ]
+    assert script_notes_text(ScriptNotes(communicated=False))[0].startswith(
+        "the script never initialized torch.distributed (dist.init_process_group): its ranks did not communicate"
+    )
+    assert script_notes_text(ScriptNotes(skipped=Skipped("rank 1's script failed (x)"))) == [
+        "commprof's link probe and digests were skipped: rank 1's script failed (x)"
+    ]
+    assert script_notes_text(ScriptNotes(skipped=Skipped("Connection reset", failed=True))) == [
+        "commprof's link probe and digests failed: Connection reset"
+    ]
+    assert script_notes_text(ScriptNotes(horovod=True))[0].startswith("the script trains with Horovod: its allreduces")

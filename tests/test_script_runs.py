@@ -189,7 +189,7 @@ def test_a_script_without_ddp_is_measured_and_told_the_options_did_nothing(tmp_p
     assert result.returncode == 0, result.stderr
     report = load_report(tmp_path / "reports" / "n")
     assert report.ranks[0].comm_ms > 0  # its own all-reduces are communication all the same
-    assert "the script built no DistributedDataParallel: the DDP options given had no effect" in report.warnings
+    assert report.run.script_notes.no_ddp and report.run.script_notes.ddp_given
 
 
 def test_a_script_that_never_steps_is_one_window(tmp_path):
@@ -197,7 +197,7 @@ def test_a_script_that_never_steps_is_one_window(tmp_path):
     assert result.returncode == 0, result.stderr
     report = load_report(tmp_path / "reports" / "ns")
     assert {s.step for s in report.steps} == {"all"} and all(r.comm_ms > 0 for r in report.ranks)
-    assert "the script made no optimizer step: its whole run is one window" in report.warnings
+    assert not report.run.script_notes.stepped
 
 
 def test_a_script_on_two_emulated_nodes(tmp_path):
@@ -288,8 +288,8 @@ def test_a_script_with_two_ddp_models_has_each_in_its_report(tmp_path):
     )
     assert (generator.calls_per_step, discriminator.calls_per_step) == (1.0, 2.0)
     assert generator.buckets == [427_264 * 4] and discriminator.buckets == [132_097 * 4]
-    counted = "steps counted are those of discriminator's Adam; the script also stepped generator's Adam"
-    assert counted in report.warnings
+    notes = report.run.script_notes
+    assert (notes.counted, notes.others) == ("discriminator's Adam", ["generator's Adam"])
     text = (tmp_path / "reports" / "gan" / "report.md").read_text()
     assert "2 DDP models, generator (Sequential, 427,264 parameters) and discriminator" in text
     assert "discriminator.bucket_cap_mb=1" in text

@@ -34,9 +34,3 @@ class ForcedBackend:
     def uninstall(self) -> None:
         if self._original is not None:
             dist.init_process_group = distributed_c10d.init_process_group = self._original
-
-    def note(self) -> str | None:
-        """What the report says when the script had asked for another backend."""
-        if self.asked is None or self.asked == self.backend:
-            return None
-        return f"the script's init_process_group asked for {self.asked}; commprof gave it {self.backend} (--backend)"

@@ -38,6 +38,7 @@ def finish_script_run(run_dir: Path, launch_id: str) -> None:
         compiled=compiled_by_every_rank(infos),
         optimizer=first.optimizer,
         notes=first.notes,
+        script_notes=first.script_notes,
         desync=desync(infos),
         link_probe=first.link_probe,
         link_tiers=first.link_tiers,

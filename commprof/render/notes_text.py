@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import dataclasses
 
+from commprof.kinds import KINDS
 from commprof.render.failure_words import failure_text
 from commprof.render.hang_words import hang_text
+from commprof.render.kind_words import words_of
 from commprof.results.common import Result
 from commprof.results.failure_facts import Parting
 from commprof.results.rank_facts import Unfinished
 from commprof.results.report import Report
+from commprof.results.run_record import ScriptNotes
 
 
 def unfinished_text(unfinished: Unfinished | None) -> str:
@@ -85,9 +88,55 @@ def notes(report: Report) -> list[str]:
         f"rank {rank}: {', '.join(steps)} launched no device work: not counted as steps"
         for rank, steps in report.empty_steps.items()
     ]
+    said += report.warnings
+    if report.run is not None and report.run.script_notes is not None:
+        said += script_notes_text(report.run.script_notes)
     if report.run is not None and report.run.desync is not None:
         said.append(desync_text(report.run.desync))
-    return said + list(report.warnings)
+    return said
+
+
+def script_notes_text(notes: ScriptNotes) -> list[str]:
+    """What a script's rank saw of it, in the report's notes."""
+    said = []
+    if not notes.stepped:
+        said.append("the script made no optimizer step: its whole run is one window")
+    if notes.others:
+        said.append(f"steps counted are those of {notes.counted}; the script also stepped {', '.join(notes.others)}")
+    unused = words_of(KINDS[notes.unused]).unused if notes.unused else ""
+    if unused:
+        said.append(unused)
+    if notes.horovod:
+        said.append(
+            "the script trains with Horovod: its allreduces run in Horovod's background thread, out of the "
+            "profiler's sight; they are read from Horovod's timeline, which its coordinator (rank 0) writes"
+        )
+    elif notes.deepspeed_stage is not None:
+        given = ": the DDP options given had no effect" if notes.ddp_given else ""
+        said.append(
+            f"the script trains with DeepSpeed (ZeRO stage {notes.deepspeed_stage}), not DistributedDataParallel{given}"
+        )
+    elif notes.no_ddp:
+        said.append("the script built no DistributedDataParallel: the DDP options given had no effect")
+    elif notes.ddp_target is not None:
+        said.append(
+            f"the script built no DDP named {notes.ddp_target} (it built {', '.join(notes.ddp_built)}): the DDP "
+            "options had no effect"
+        )
+    if notes.backend_asked:
+        said.append(
+            f"the script's init_process_group asked for {notes.backend_asked}; commprof gave it "
+            f"{notes.backend_given} (--backend)"
+        )
+    if not notes.communicated:
+        said.append(
+            "the script never initialized torch.distributed (dist.init_process_group): its ranks did not "
+            "communicate, so there is no communication to profile; each rank trained alone"
+        )
+    if notes.skipped is not None:
+        how = "failed" if notes.skipped.failed else "were skipped"
+        said.append(f"commprof's link probe and digests {how}: {notes.skipped.why}")
+    return said
 
 
 def with_incomplete_words(result: Result) -> Result:

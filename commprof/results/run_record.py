@@ -95,6 +95,37 @@ class RankRecord:
 
 
 @dataclass(frozen=True)
+class Skipped:
+    """commprof's link probe and digests after the script were skipped (the ranks did not all stay: `why`), or
+    failed (`failed`)."""
+
+    why: str
+    failed: bool = False
+
+
+@dataclass(frozen=True)
+class ScriptNotes:
+    """What a script's rank saw of it that the report notes (render/notes_text.py says them): no optimizer step, the
+    other optimizers it stepped, the settings that acted on nothing it built, another kind or backend than asked,
+    ranks that never communicated, commprof's own measurements skipped."""
+
+    stepped: bool = True  # False: no optimizer step, its whole run one window
+    counted: str | None = None  # the optimizer whose steps are the steps
+    others: list[str] = field(default_factory=list)  # the other optimizers it stepped
+    unused: str | None = None  # the --strategy whose options acted on nothing the script built
+    horovod: bool = False  # it trains with Horovod (--strategy another kind)
+    deepspeed_stage: int | None = None  # it trains with DeepSpeed at this ZeRO stage, not DDP
+    ddp_given: bool = False  # DDP options were given
+    no_ddp: bool = False  # ... and it built no DDP
+    ddp_target: str | None = None  # --ddp-model named a DDP it did not build
+    ddp_built: list[str] = field(default_factory=list)  # the DDPs it built, then
+    backend_asked: str | None = None  # its init_process_group asked for this backend; commprof gave it another
+    backend_given: str | None = None
+    communicated: bool = True  # False: several ranks that never initialized torch.distributed
+    skipped: Skipped | None = None
+
+
+@dataclass(frozen=True)
 class ScriptRankInfo:
     """What a rank running a user's script learned by its end (its step log carries it to the launcher, which
     completes run.json from every rank's)."""
@@ -110,7 +141,8 @@ class ScriptRankInfo:
     joined_steps: int = 0  # optimizer steps taken inside Join's shadow of the others' (its inputs ran out): not its own
     peak_memory_mb: dict[str, float] = field(default_factory=dict)
     tf32: dict[str, bool] | None = None
-    notes: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # an older commprof's words
+    script_notes: ScriptNotes | None = None
     collectives: list[GroupSequence] = field(default_factory=list)  # its whole run's, where the script ended
     compiled: Compiled | None = None
 
@@ -150,7 +182,8 @@ class RunRecord:
     job: Job = field(default_factory=Job)  # what the run built (a built-in model's: resolved from its config)
     compiled: Compiled | None = None  # a script's torch.compile: rank 0's, its compile steps those of every rank
     optimizer: str | None = None  # rank 0's optimizer whose steps are the steps (its class, named by its model)
-    notes: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # an older commprof's words
+    script_notes: ScriptNotes | None = None  # what rank 0 saw of a script that the report notes
     desync: Parting | None = None  # where the ranks' collectives parted and the backend raised no error
     ranks: list[RankRecord] = field(default_factory=list)
 
@@ -198,6 +231,7 @@ class RunRecord:
             job=self.job,
             compiled=self.compiled,
             notes=self.notes,
+            script_notes=self.script_notes,
             desync=self.desync,
             link_probe=self.link_probe,
             link_tiers=self.link_tiers,
@@ -238,6 +272,7 @@ class RunSummary:
     job: Job = field(default_factory=Job)  # what the run built
     compiled: Compiled | None = None
     notes: list[str] = field(default_factory=list)
+    script_notes: ScriptNotes | None = None
     desync: Parting | None = None
     link_probe: list[ProbedSize] = field(default_factory=list)
     link_tiers: list[ProbedTier] = field(default_factory=list)

@@ -38,6 +38,7 @@ from commprof.errors import what_went_wrong
 from commprof.instrument.hang_watch import account_at_exit
 from commprof.launch.faults import INTERRUPTED_MESSAGE
 from commprof.launch.forkserver import exit_returning
+from commprof.results.run_record import Skipped
 from commprof.worker.rank import RankStopped, ignore_stops
 from commprof.worker.script_session import MaxStepsReached, ScriptSession
 
@@ -139,7 +140,7 @@ def _after_success(session: ScriptSession) -> None:
             session.write_measured()
     except BaseException as exc:  # commprof's own work: said, never the rank's failure
         ignore_stops()
-        session.skipped = f"commprof's link probe and digests were skipped: {what_went_wrong(str(exc))}"
+        session.skipped = Skipped(what_went_wrong(str(exc)))
         session.end.left_because = session.end.left_because or what_went_wrong(str(exc))
         session.end.write(session.log.steps_done)
         with contextlib.suppress(BaseException):

@@ -35,10 +35,17 @@ from commprof.launch.atomic import now
 from commprof.launch.progress import Every, Progress, write_progress
 from commprof.launch.runlog import write_run_json
 from commprof.launch.step_log import StepLog, steps_kept
-from commprof.render.kind_words import words_of
 from commprof.results.hang import EnteredCollective
 from commprof.results.job import Job
-from commprof.results.run_record import CastCost, ProbedSize, ProbedTier, RunRecord, ScriptRankInfo
+from commprof.results.run_record import (
+    CastCost,
+    ProbedSize,
+    ProbedTier,
+    RunRecord,
+    ScriptNotes,
+    ScriptRankInfo,
+    Skipped,
+)
 from commprof.results.sequences import GroupSequence
 from commprof.worker.rank import (
     device_name,
@@ -95,7 +102,7 @@ class ScriptSession:
         # the store of this launch alone
         self.store_prefix = f"commprof/{config.run_id}"
         self.end = ScriptEnd(self.store_prefix, self.rank, self.world, _latest_collectives)
-        self.skipped: str | None = None  # why commprof's own measurements were not made
+        self.skipped: Skipped | None = None  # why commprof's own measurements were not made
         self.written: ScriptRankInfo | None = None  # what finish() wrote
         self.communicated = True  # False: a job of several ranks whose script never initialized torch.distributed
         self.backend = ForcedBackend(config.backend) if config.backend_given else None
@@ -195,7 +202,7 @@ class ScriptSession:
             dist.destroy_process_group()
         if self.end.returned(self.log.steps_done):
             return True
-        self.skipped = f"commprof's link probe and digests were skipped: {self.end.left_because}"
+        self.skipped = Skipped(self.end.left_because or "")
         return False
 
     def measure(self) -> None:
@@ -210,7 +217,7 @@ class ScriptSession:
                     self.cast_costs = probe_casts(self.device, self.bucket_bytes())
                 gather_digests(self.config.run_dir, self.rank, self.world)
         except (RuntimeError, OSError, ValueError) as exc:
-            self.skipped = f"commprof's link probe and digests failed: {what_went_wrong(str(exc))}"
+            self.skipped = Skipped(what_went_wrong(str(exc)), failed=True)
         self.write_measured()
 
     def _engine_stepped(self) -> None:
@@ -315,14 +322,14 @@ class ScriptSession:
         """The step log again, with commprof's measurements after the script (or why they are missing): what the
         rank learned of its script is the one finish() wrote, while its DDP and process group were still there."""
         if self.written is not None:
-            notes = [n for n in self.info_notes() if n not in self.written.notes]
+            noted = self.written.script_notes or ScriptNotes()
             self.log.write(
                 dataclasses.replace(
                     self.written,
                     link_probe=self.link_probe,
                     link_tiers=self.link_tiers,
                     cast_costs=self.cast_costs,
-                    notes=[*self.written.notes, *notes],
+                    script_notes=dataclasses.replace(noted, skipped=self.skipped),
                 )
             )
 
@@ -337,48 +344,33 @@ class ScriptSession:
         """What the script built so far, of every kind."""
         return Job([*self.ddp.built, *self.fsdp.built(), *self.deepspeed.built, *self.horovod.built])
 
-    def info_notes(self) -> list[str]:
-        notes = []
-        if self.counted is None:
-            notes.append("the script made no optimizer step: its whole run is one window")
-        if self.others:
-            notes.append(
-                f"steps counted are those of {self.counted}; the script also stepped {', '.join(sorted(self.others))}"
-            )
+    def notes(self) -> ScriptNotes:
+        """What the report notes of the script, as facts (render/notes_text.py says them)."""
         job, chosen = self.job(), KINDS[self.config.strategy]
-        unused = words_of(chosen).unused
-        if unused and chosen.built_of(job) is None:  # --strategy's options act on what the script built of it
-            notes.append(unused)
+        other_kind = {}
         if self.horovod.built and chosen is not HOROVOD:
-            notes.append(
-                "the script trains with Horovod: its allreduces run in Horovod's background thread, out of the "
-                "profiler's sight; they are read from Horovod's timeline, which its coordinator (rank 0) writes"
-            )
+            other_kind = {"horovod": True}
         elif self.deepspeed.built and not self.ddp.built and chosen is not DEEPSPEED:
-            stage = self.deepspeed.built[0].zero_stage
-            given = ": the DDP options given had no effect" if self.ddp.options or self.ddp.comm_hook else ""
-            notes.append(f"the script trains with DeepSpeed (ZeRO stage {stage}), not DistributedDataParallel{given}")
+            other_kind = {"deepspeed_stage": self.deepspeed.built[0].zero_stage}
         elif not self.ddp.built and (self.ddp.options or self.ddp.comm_hook):
-            notes.append("the script built no DistributedDataParallel: the DDP options given had no effect")
+            other_kind = {"no_ddp": True}
         elif self.ddp.target is not None and self.ddp.target not in [b.name for b in self.ddp.built]:
-            names = ", ".join(b.name for b in self.ddp.built)
-            notes.append(
-                f"the script built no DDP named {self.ddp.target} (it built {names}): the DDP options had no effect"
-            )
-        forced = self.backend.note() if self.backend is not None else None
-        if forced:
-            notes.append(forced)
-        if not self.communicated:
-            notes.append(
-                "the script never initialized torch.distributed (dist.init_process_group): its ranks did not "
-                "communicate, so there is no communication to profile; each rank trained alone"
-            )
-        if self.skipped:
-            notes.append(self.skipped)
-        return notes
+            other_kind = {"ddp_target": self.ddp.target, "ddp_built": [b.name for b in self.ddp.built]}
+        forced = self.backend is not None and self.backend.asked not in (None, self.backend.backend)  # --backend
+        return ScriptNotes(
+            stepped=self.counted is not None,
+            counted=self.counted,
+            others=sorted(self.others),
+            unused=self.config.strategy if chosen.built_of(job) is None else None,
+            ddp_given=bool(self.ddp.options or self.ddp.comm_hook),
+            backend_asked=self.backend.asked if forced and self.backend is not None else None,
+            backend_given=self.backend.backend if forced and self.backend is not None else None,
+            communicated=self.communicated,
+            skipped=self.skipped,
+            **other_kind,  # type: ignore[arg-type]
+        )
 
     def info(self) -> ScriptRankInfo:
-        notes = self.info_notes()
         trace = trace_path(self.config.run_dir, self.rank)
         return ScriptRankInfo(
             device=device_name(self.device),
@@ -394,7 +386,7 @@ class ScriptSession:
             joined_steps=self.join.joined_steps,
             peak_memory_mb=peak_memory_mb(self.device),
             tf32=tf32_settings(),
-            notes=notes,
+            script_notes=self.notes(),
         )
 
 
