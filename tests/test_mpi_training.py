@@ -13,7 +13,7 @@ from commprof.launch.mpi import mpi_unavailable
 from commprof.results.store import load_report
 from commprof.trace.load import load_run
 from commprof.worker.mpi_identity import identity_from_env
-from tests.conftest import FAST_RUN, REPO, built_of, commprof, load_json
+from tests.conftest import FAST_RUN, REPO, commprof, load_json
 
 
 def test_identity_from_open_mpi_and_pmi_environments():
@@ -69,27 +69,6 @@ def test_commprof_run_started_by_mpirun_is_one_job(tmp_path):
     ]
     report = load_report(tmp_path / "reports" / "viampi" / "report.json")
     assert {c.group_size for c in report.collectives} == {2}
-
-
-@pytest.mark.slow
-@pytest.mark.skipif(mpi_unavailable() is not None, reason=str(mpi_unavailable()))
-def test_a_script_started_by_mpirun(tmp_path):
-    """`mpirun -n 2 commprof run -- train.py args`: each MPI process is one rank of the user's script."""
-    from commprof.launch.mpi import mpi_command
-
-    script = REPO / "tests" / "data" / "scripts" / "train_epochs.py"
-    command, env = mpi_command(
-        2,
-        "commprof",
-        ["run", "--run-id", "mpiscript", "--max-steps", "20", "--quiet", "--", str(script), "--epochs", "50"],
-    )
-    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr + done.stdout
-    run = load_json(tmp_path / "traces" / "mpiscript" / "run.json")
-    assert run["status"] == "complete" and [len(r["step_ms"]) for r in run["ranks"]] == [20, 20]
-    assert built_of(run, "ddp")[0]["module"] == "Sequential"
-    assert len(run["link_probe"]) == 3, run["notes"]  # measured in commprof's own group, over its own store
-    assert (tmp_path / "reports" / "mpiscript" / "report.json").is_file()
 
 
 FAULTY = REPO / "tests" / "data" / "faulty_model.py"

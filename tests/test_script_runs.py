@@ -128,49 +128,6 @@ def test_sweep_of_a_script_too_short_says_so(tmp_path):
     assert "ended after 16 optimizer steps; a sweep needs 43 per launch" in result.stderr.strip().splitlines()[-1]
 
 
-def test_a_lightning_script(tmp_path):
-    pytest.importorskip("lightning", reason="Lightning is not installed (the `frameworks` extra)")
-    result = commprof(
-        "run",
-        "--run-id",
-        "l",
-        "--max-steps",
-        "8",
-        *SHORT_SCHEDULE,
-        "--bucket-cap-mb",
-        "0.01",
-        "--quiet",
-        "--",
-        str(SCRIPTS / "train_lightning.py"),
-        cwd=tmp_path,
-    )
-    assert result.returncode == 0, result.stderr
-    run = run_json(tmp_path, "l")
-    (built,) = built_of(run, "ddp")
-    assert (built["built_by"], built["module"], built["parameters"]) == ("lightning", "Classifier", 38_410)
-    assert [len(r["step_ms"]) for r in run["ranks"]] == [8, 8]
-    gradients = sorted(c.bytes for c in load_report(tmp_path / "reports" / "l").collectives if c.bytes > 1024)
-    assert gradients == [20520, 133120]  # both linear layers' gradients in 0.01 MB buckets
-
-
-def test_a_hugging_face_trainer_script_with_its_own_cap_and_with_ours(tmp_path):
-    """Trainer builds the DDP with the script's ddp_bucket_cap_mb=1: kept as written, or replaced by
-    --bucket-cap-mb, as a sweep's settings replace it."""
-    pytest.importorskip("transformers", reason="Hugging Face transformers is not installed (the `frameworks` extra)")
-    script = str(SCRIPTS / "train_hf_trainer.py")
-    for run_id, cap in (("h", []), ("hc", ["--bucket-cap-mb", "0.01"])):
-        args = ["--max-steps", "8", *SHORT_SCHEDULE, *cap, "--quiet", "--", script]
-        result = commprof("run", "--run-id", run_id, *args, cwd=tmp_path)
-        assert result.returncode == 0, result.stderr
-    (built,) = built_of(run_json(tmp_path, "h"), "ddp")
-    assert built["built_by"] == "transformers" and built["asked"]["bucket_cap_mb"] == 1 and built["applied"] == {}
-    assert [c.bytes for c in load_report(tmp_path / "reports" / "h").collectives if c.bytes > 1024] == [153640]
-    (built,) = built_of(run_json(tmp_path, "hc"), "ddp")
-    assert built["asked"]["bucket_cap_mb"] == 1 and built["applied"] == {"bucket_cap_mb": 0.01}
-    gradients = sorted(c.bytes for c in load_report(tmp_path / "reports" / "hc").collectives if c.bytes > 1024)
-    assert gradients == [22528, 131072]  # 0.01 MB buckets: the first layer's weight alone, the other three together
-
-
 def test_a_script_without_ddp_is_measured_and_told_the_options_did_nothing(tmp_path):
     result = commprof(
         "run",
@@ -198,48 +155,6 @@ def test_a_script_that_never_steps_is_one_window(tmp_path):
     report = load_report(tmp_path / "reports" / "ns")
     assert {s.step for s in report.steps} == {"all"} and all(r.comm_ms > 0 for r in report.ranks)
     assert not report.run.script_notes.stepped
-
-
-def test_a_script_on_two_emulated_nodes(tmp_path):
-    import socket
-    import subprocess
-    import sys
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    args = [
-        sys.executable,
-        "-m",
-        "commprof",
-        "run",
-        "--nodes",
-        "2",
-        "--procs",
-        "1",
-        "--rdzv-endpoint",
-        f"127.0.0.1:{port}",
-        "--run-id",
-        "two",
-        "--max-steps",
-        "6",
-        *TINY_SCHEDULE,
-        "--quiet",
-        "--",
-        str(SCRIPTS / "train_epochs.py"),
-        "--epochs",
-        "50",
-    ]
-    nodes = [
-        subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        for _ in range(2)
-    ]
-    outputs = [node.communicate(timeout=300) for node in nodes]
-    assert [n.returncode for n in nodes] == [0, 0], outputs
-    run = run_json(tmp_path, "two")
-    assert run["world_size"] == 2 and [len(r["step_ms"]) for r in run["ranks"]] == [6, 6]
-    assert len(run["link_probe"]) == 3, run["notes"]  # both nodes' ranks met in commprof's own group
-    assert [r.rank for r in load_report(tmp_path / "reports" / "two").ranks] == [0, 1]
 
 
 def test_a_script_that_shards_its_model_with_fsdp(tmp_path):
@@ -293,28 +208,6 @@ def test_a_script_with_two_ddp_models_has_each_in_its_report(tmp_path):
     text = (tmp_path / "reports" / "gan" / "report.md").read_text()
     assert "2 DDP models, generator (Sequential, 427,264 parameters) and discriminator" in text
     assert "discriminator.bucket_cap_mb=1" in text
-
-
-def test_fsdps_knobs_are_set_on_a_scripts_own_fully_shard(tmp_path):
-    """Issue 63: --strategy fsdp sets FSDP's options on the script's own fully_shard calls: without resharding after
-    forward, the backward gathers nothing again."""
-    args = ("--quiet", "--schedule", "1,1,3", "--", str(SCRIPTS / "train_fsdp.py"))
-    result = commprof(
-        "run", "--run-id", "kept", "--strategy", "fsdp", "--no-reshard-after-forward", *args, cwd=tmp_path
-    )
-    assert result.returncode == 0, result.stderr
-    report = load_report(tmp_path / "reports" / "kept")
-    assert report.run is not None
-    (built,) = report.run.job.of(BuiltFSDP)
-    assert (built.module, built.name, built.parameters) == ("Sequential", "model", 265_738)
-    assert built.units == ["Sequential"] * 5 and built.unit_parameters == [65_792] * 4 + [2_570]
-    assert built.applied == {"reshard_after_forward": False}
-    assert built.asked == {"reshard_after_forward": None, "reduce_dtype": "fp32"}
-    assert {(c.phase, c.purpose) for c in report.collectives} == {
-        ("forward", "parameter all-gather"),
-        ("backward", "gradient reduce-scatter"),
-    }
-    assert report.run.settings(with_defaults=False)["reshard_after_forward"] == "False (commprof's)"
 
 
 def test_a_script_that_destroys_its_process_group_gets_the_same_measurements(tmp_path):

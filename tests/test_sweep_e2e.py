@@ -95,21 +95,5 @@ def test_the_same_machinery_sweeps_other_knobs(swept):
     assert {c.dtype for c in half} == {"c10::Half"} and sum(c.nbytes for c in half) * 2 == plain
 
 
-def test_settings_that_do_not_fit_are_rebuilt_each_turn(tmp_path):
-    """--max-live-settings 1: one setting's model, DDP and optimizer alive at a time (counted), every turn
-    interleaved as usual, and the same report."""
-    result = commprof(
-        "sweep", "--bucket-cap-mb", "1,5,25", "--run-id", "one", "--max-live-settings", "1", *SMALL_SWEEP, cwd=tmp_path
-    )
-    assert result.returncode == 0, result.stderr
-    record = SweepRecord.read(tmp_path / "traces" / "one")
-    assert record.timings["most_live_settings"] == 1
-    assert record.order == ["bucket-1mb", "bucket-5mb", "bucket-25mb"] * 2  # still A B C A B C
-    sweep = load_report(tmp_path / "reports" / "one" / "report.json").sweep
-    # 2 timed steps in each launch of every setting
-    assert [s.samples for s in sweep.settings] == [2 * s.launches for s in sweep.settings]
-    assert all(s.timeline for s in sweep.settings)
-
-
 def test_settings_that_fit_stay_alive(swept):
     assert SweepRecord.read(swept / "traces" / "sw").timings["most_live_settings"] == 4

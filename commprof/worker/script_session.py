@@ -347,17 +347,8 @@ class ScriptSession:
     def notes(self) -> ScriptNotes:
         """What the report notes of the script, as facts (render/notes_text.py says them)."""
         job, chosen = self.job(), KINDS[self.config.strategy]
-        other_kind = {}
-        if self.horovod.built and chosen is not HOROVOD:
-            other_kind = {"horovod": True}
-        elif self.deepspeed.built and not self.ddp.built and chosen is not DEEPSPEED:
-            other_kind = {"deepspeed_stage": self.deepspeed.built[0].zero_stage}
-        elif not self.ddp.built and (self.ddp.options or self.ddp.comm_hook):
-            other_kind = {"no_ddp": True}
-        elif self.ddp.target is not None and self.ddp.target not in [b.name for b in self.ddp.built]:
-            other_kind = {"ddp_target": self.ddp.target, "ddp_built": [b.name for b in self.ddp.built]}
         forced = self.backend is not None and self.backend.asked not in (None, self.backend.backend)  # --backend
-        return ScriptNotes(
+        notes = ScriptNotes(
             stepped=self.counted is not None,
             counted=self.counted,
             others=sorted(self.others),
@@ -367,8 +358,17 @@ class ScriptSession:
             backend_given=self.backend.backend if forced and self.backend is not None else None,
             communicated=self.communicated,
             skipped=self.skipped,
-            **other_kind,  # type: ignore[arg-type]
         )
+        built = [b.name for b in self.ddp.built]
+        if self.horovod.built and chosen is not HOROVOD:  # another kind than DDP: the first that applies
+            return dataclasses.replace(notes, horovod=True)
+        if self.deepspeed.built and not self.ddp.built and chosen is not DEEPSPEED:
+            return dataclasses.replace(notes, deepspeed_stage=self.deepspeed.built[0].zero_stage)
+        if not self.ddp.built and notes.ddp_given:
+            return dataclasses.replace(notes, no_ddp=True)
+        if self.ddp.target is not None and self.ddp.target not in built:
+            return dataclasses.replace(notes, ddp_target=self.ddp.target, ddp_built=built)
+        return notes
 
     def info(self) -> ScriptRankInfo:
         trace = trace_path(self.config.run_dir, self.rank)

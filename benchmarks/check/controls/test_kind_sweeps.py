@@ -1,6 +1,6 @@
 """A built-in sweep on other kinds and options than DDP's defaults (issue 71, item 3: the commands x kinds matrix
-runs on demand): FSDP's knobs in one launch, and a model with an unused parameter swept with
---find-unused-parameters. On demand:
+runs on demand): FSDP's knobs in one launch, a model with an unused parameter swept with --find-unused-parameters,
+and settings that do not fit alive at once rebuilt each turn (--max-live-settings). On demand:
 
     python -m pytest benchmarks/check/controls/test_kind_sweeps.py -p no:cacheprovider"""
 
@@ -78,3 +78,19 @@ def test_sweep_keeps_find_unused_parameters(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "reports" / "sw" / "report.json").exists()
+
+
+def test_settings_that_do_not_fit_are_rebuilt_each_turn(tmp_path):
+    """--max-live-settings 1: one setting's model, DDP and optimizer alive at a time (counted), every turn
+    interleaved as usual, and the same report."""
+    result = commprof(
+        "sweep", "--bucket-cap-mb", "1,5,25", "--run-id", "one", "--max-live-settings", "1", *SMALL_SWEEP, cwd=tmp_path
+    )
+    assert result.returncode == 0, result.stderr
+    record = SweepRecord.read(tmp_path / "traces" / "one")
+    assert record.timings["most_live_settings"] == 1
+    assert record.order == ["bucket-1mb", "bucket-5mb", "bucket-25mb"] * 2  # still A B C A B C
+    sweep = load_report(tmp_path / "reports" / "one" / "report.json").sweep
+    # 2 timed steps in each launch of every setting
+    assert [s.samples for s in sweep.settings] == [2 * s.launches for s in sweep.settings]
+    assert all(s.timeline for s in sweep.settings)
