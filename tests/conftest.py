@@ -122,7 +122,7 @@ def pytest_collection_modifyitems(items):
         if "cuda" in item.keywords and not cuda:
             item.add_marker(no_gpu)
     # the files with the most slow tests first (a stable sort: each file's tests stay together and in order): the
-    # two workers take files as they finish one (--dist loadfile), and a long file taken last would leave one idle.
+    # workers take files as they finish one (--dist loadfile), and a long file taken last would leave one idle.
     # Files with solo tests after the others: a solo test holds the other worker's tests off, not its collection,
     # which taken first it would run beside (a straggler claimed on identical runs, once)
     slow = collections.Counter(item.path for item in items if item.get_closest_marker("slow"))
@@ -150,7 +150,7 @@ class _Alone:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
-    """Under pytest-xdist (two workers, pyproject.toml), a test marked `solo` (timing that another test's ranks on
+    """Under pytest-xdist (three workers, pyproject.toml), a test marked `solo` (timing that another test's ranks on
     the same cores would distort: the positive controls, the link's measured rate) runs alone: it holds the workers'
     shared lock exclusively, from its fixtures' setup to their teardown, and every other test holds it shared. A
     worker keeps the lock from a solo test to the solo test after it: each hand-over waits for the other worker's

@@ -40,16 +40,3 @@ def test_strong_scaling_divides_the_batch_argument_among_the_ranks(tmp_path):
     assert report["bucket_cap_mb"] is None  # the script passes none: DDP's default
     assert all(p["samples_per_s"] > 0 and p["step_ms"]["value"] > 0 for p in report["points"])
     assert "Batch per rank: the script's --batch-size, divided among the ranks" in out
-
-
-def test_weak_scaling_keeps_the_scripts_batch_and_counts_steps_where_the_batch_is_not_told(tmp_path):
-    report, out = _scale(tmp_path, "w")
-    assert report["mode"] == "weak" and report["batch_argument"] is None
-    first, second = report["points"]
-    assert (first["per_rank_batch"], second["per_rank_batch"]) == (1, 1)
-    # rank-steps/s: every rank's optimizer steps per second, from the job's step time
-    assert second["samples_per_s"] == pytest.approx(2 * 1000 / second["step_ms"]["value"])
-    assert second["speedup"] == pytest.approx(second["samples_per_s"] / first["samples_per_s"])
-    assert "rank-steps/s" in out and "throughput is in rank-steps/s" in out
-    run = json.loads((tmp_path / "traces" / "w-ws2-r1" / "run.json").read_text())
-    assert "--batch-size" not in run["script"]  # the script's own batch, as written
