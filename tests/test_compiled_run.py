@@ -5,6 +5,9 @@ import json
 
 import pytest
 
+from commprof.render.compiled_text import compiled_line
+from commprof.results.job import BuiltDDP
+from commprof.results.store import load_report
 from tests.conftest import REPO, commprof
 
 pytestmark = pytest.mark.slow
@@ -22,5 +25,9 @@ def test_ddp_compiled_whole_is_not_split_and_said_so(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     compiled = report(tmp_path, "ddp-first")["run"]["compiled"]
     assert compiled["what"] == "DistributedDataParallel(Sequential)" and compiled["graphs"] == []
+    # the page says what render makes of a DDP compiled whole (its words: test_render_model_words.py)
+    loaded = load_report(tmp_path / "reports" / "ddp-first")
+    run = loaded.run
+    assert run is not None and run.compiled is not None and run.job.first(BuiltDDP) is not None
     md = (tmp_path / "reports" / "ddp-first" / "report.md").read_text()
-    assert "Dynamo did not split its graph at DDP's buckets" in md
+    assert compiled_line(run.compiled, loaded.whole_run, built_ddp=True) in md

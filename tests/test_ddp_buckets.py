@@ -7,7 +7,6 @@ import random
 import pytest
 
 from commprof.kinds.ddp_buckets import MB, distinct_caps, layout, limits
-from commprof.render.kind_words import cap_label, describe
 
 
 def torch_layout(parameter_bytes: list[int], cap_mb: float | None) -> tuple[int, ...]:
@@ -43,7 +42,4 @@ def test_caps_with_the_same_layout_are_one_setting_and_todays_is_left_out():
     assert now == (32 * MB,)
     caps = distinct_caps(sizes, (1, 2, 5, 10, 25, 50, 100), now)
     assert caps == {1: (8 * MB,) * 4, 10: (16 * MB, 16 * MB)}  # 1, 2, 5 build the same; 25, 50, 100 build today's
-    assert describe(caps[10]) == "2 buckets: 16.0, 16.0 MiB"
-    assert describe(now) == "one bucket of 32.0 MiB"
-    assert describe([MB // 4] * 63 + [4 * MB]) == "64 buckets of 0.2 to 4.0 MiB"
-    assert cap_label(None).startswith("DDP's default") and cap_label(10) == "bucket_cap_mb=10"
+    # (these layouts and caps in words: test_render_model_words.py)

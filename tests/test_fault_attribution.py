@@ -45,13 +45,12 @@ WATCHDOG = (
 def test_a_rank_killed_after_another_failed_is_not_the_cause():
     """Rank 1 raised; rank 0, blocked on the GPU, outlived the launcher's grace period and was SIGKILLed 15 s
     later: rank 1's error is the cause."""
+    illegal_access = "RuntimeError: CUDA error: an illegal memory access"  # rank 1's error, as it recorded it
     outcomes = [
         RankOutcome(0, "", -signal.SIGKILL, timestamp=1_700_000_015),
-        RankOutcome(1, "RuntimeError: CUDA error: an illegal memory access", 1, timestamp=1_700_000_000),
+        RankOutcome(1, illegal_access, 1, timestamp=1_700_000_000),
     ]
-    assert root_cause(outcomes, "gpu-07") == OwnError(
-        1, "gpu-07", "RuntimeError: CUDA error: an illegal memory access", 1
-    )
+    assert root_cause(outcomes, "gpu-07") == OwnError(1, "gpu-07", illegal_access, 1)
 
 
 def test_a_rank_killed_first_is_the_cause():
@@ -73,13 +72,12 @@ def test_the_watchdog_abort_is_a_timeout_and_the_stuck_rank_is_named():
 def test_a_rank_the_launcher_stopped_is_never_the_cause():
     """Rank 1 failed; the launcher's SIGTERM reached rank 0 in the same second, which torch recorded as an
     error of its own ("Signal 15 (SIGTERM) received by PID ..."): rank 1 is the cause."""
+    own = "RuntimeError: the script never initialized torch.distributed"  # rank 1's error, as it recorded it
     outcomes = [
         RankOutcome(0, "SignalException: Signal 15 (SIGTERM) received by PID 12360", 1, timestamp=1_700_000_000),
-        RankOutcome(1, "RuntimeError: the script never initialized torch.distributed", 1, timestamp=1_700_000_000),
+        RankOutcome(1, own, 1, timestamp=1_700_000_000),
     ]
-    assert root_cause(outcomes, "vm") == OwnError(
-        1, "vm", "RuntimeError: the script never initialized torch.distributed", 1
-    )
+    assert root_cause(outcomes, "vm") == OwnError(1, "vm", own, 1)
 
 
 def test_a_stuck_rank_that_crashes_as_its_peers_leave_is_still_the_stuck_rank():
@@ -122,16 +120,15 @@ Current thread 0x00007fe816a51b80 (most recent call first):
   File "/work/train.py", line 6 in <module>
 """
 
+NO_PYTHON_FRAME = (
+    "Fatal Python error: Aborted\n\nCurrent thread 0x00007f (most recent call first):\n  <no Python frame>\n"
+)
+
 
 def test_a_crashed_rank_is_named_with_where_it_crashed():
     """The workers enable faulthandler; the crashing thread's innermost frame says where."""
     assert crash_site(CRASH_LOG) == "in export_chrome_trace (profiler/profiler.py:233)"
-    assert (
-        crash_site(
-            "Fatal Python error: Aborted\n\nCurrent thread 0x00007f (most recent call first):\n  <no Python frame>\n"
-        )
-        == "in a thread running no Python code"
-    )
+    assert crash_site(NO_PYTHON_FRAME) == "in a thread running no Python code"
     assert crash_site("Traceback (most recent call last):\n") == ""
     outcome = RankOutcome(1, "", -signal.SIGSEGV, 1_700_000_000, crash_site(CRASH_LOG))
     where = "in export_chrome_trace (profiler/profiler.py:233)"
@@ -240,10 +237,13 @@ def test_a_real_gloo_dump_of_torch_2_13_reads_as_data():
     assert first["collective_seq_id"] == 1 and first["process_group"] == ("0", "default_pg")
 
 
-GLOO_ABORT_LOG = """terminate called after throwing an instance of 'gloo::EnforceNotMet'
-  what():  [enforce fail at /__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:456] op.preamble.length \
-<= op.nbytes. 272 vs 4. Received data size doesn't match expected size. Is there a distributed collective mismatch in \
-your code? 272 vs 4
+# what Gloo's enforce says, after the place it names
+GLOO_ENFORCE = (
+    "op.preamble.length <= op.nbytes. 272 vs 4. Received data size doesn't match expected size. Is there a "
+    "distributed collective mismatch in your code? 272 vs 4"
+)
+GLOO_ABORT_LOG = f"""terminate called after throwing an instance of 'gloo::EnforceNotMet'
+  what():  [enforce fail at /__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:456] {GLOO_ENFORCE}
 Fatal Python error: Aborted
 
 Thread 0x00007fac2fe146c0 (most recent call first):
@@ -322,10 +322,7 @@ def test_a_rank_that_left_no_error_is_told_from_its_log_and_the_kernels_count_ne
     log = GLOO_ABORT_LOG.replace("SCRIPT", str(tmp_path / "train.py"))
     assert fatal_signal(log) == signal.SIGABRT and fatal_signal(CRASH_LOG) == signal.SIGSEGV
     assert fatal_signal("Traceback (most recent call last):\n") is None
-    assert backend_said(log) == (
-        "op.preamble.length <= op.nbytes. 272 vs 4. Received data size doesn't match expected size. Is there a "
-        "distributed collective mismatch in your code? 272 vs 4"
-    )
+    assert backend_said(log) == GLOO_ENFORCE  # Gloo's words, without the place in its source
     said = "Connection closed by peer [10.0.0.2]:4312"
     aborted = RankOutcome(1, "", -signal.SIGABRT, backend_said=said)
     assert root_cause([aborted], "vm") == Killed(1, "vm", signal.SIGABRT, backend_said=said)
@@ -372,9 +369,10 @@ def test_a_lost_host_is_named_with_its_ranks_how_the_connection_went_and_where_t
     assert lost_peers([FailedRank(0, closed, waiting)], nodes) == LostHost(
         "10.231.0.1", node1, "Connection closed by peer [10.231.0.2]:13471", silent_s=None, waiting=waiting
     )
-    timed_out = "RuntimeError: [/gloo/unbound_buffer.cc:78] Timed out waiting 30000ms for recv operation to complete"
+    recv_timed_out = "Timed out waiting 30000ms for recv operation to complete"  # Gloo's words, after its place
+    timed_out = f"RuntimeError: [/gloo/unbound_buffer.cc:78] {recv_timed_out}"
     assert lost_peers([FailedRank(0, timed_out, waiting)], nodes) == LostHost(
-        "10.231.0.1", node1, "Timed out waiting 30000ms for recv operation to complete", silent_s=30, waiting=waiting
+        "10.231.0.1", node1, recv_timed_out, silent_s=30, waiting=waiting
     )
     closure = "RuntimeError: Application timeout caused pair closure"  # Gloo's other words for it (torch 2.13)
     assert lost_peers([FailedRank(0, closure, waiting)], nodes, timeout_s=15) == LostHost(
@@ -384,9 +382,10 @@ def test_a_lost_host_is_named_with_its_ranks_how_the_connection_went_and_where_t
     assert lost_peers([FailedRank(0, timed_out, behind)], nodes) is None
     assert lost_peers([FailedRank(0, closed, waiting)], JobNodes({0: "vm"}, 0, 2)) is None
     four = JobNodes({0: "localhost", 1: "10.0.0.2", 2: "10.0.0.3"}, this_node=1, per_node=2)
-    reset = "RuntimeError: [pair.cc:537] Read error [127.0.0.1]:51080: Connection reset by peer."
+    read_error = "Read error [127.0.0.1]:51080: Connection reset by peer"  # said without Gloo's place and full stop
+    reset = f"RuntimeError: [pair.cc:537] {read_error}."
     assert lost_peers([FailedRank(2, reset, None), FailedRank(3, timed_out, None)], four) == LostHost(
-        "10.0.0.2", (LostNode("localhost", (0, 1)),), "Read error [127.0.0.1]:51080: Connection reset by peer"
+        "10.0.0.2", (LostNode("localhost", (0, 1)),), read_error
     )
 
 
@@ -401,35 +400,28 @@ def test_a_lost_host_is_named_from_nccls_warnings_in_the_ranks_log():
     def lost_from(log: str) -> LostHost | None:
         return lost_peers([FailedRank(3, error, None, log)], nodes)
 
-    closed = "gpu003:2200689:2200706 [3] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer "
-    assert lost_from(closed + "gpu004.ds-a4-r02.abc.com<55693>\n") == LostHost(
-        "gpu003.cluster",
-        (LostNode("gpu004.cluster", (8, 9, 10, 11, 12, 13, 14, 15)),),
-        "Connection closed by remote peer gpu004.ds-a4-r02.abc.com<55693>",
+    # each said as NCCL's WARN line says it, after the line's prefix (and without the InfiniBand details)
+    closed = "Connection closed by remote peer gpu004.ds-a4-r02.abc.com<55693>"
+    socket_warning = f"gpu003:2200689:2200706 [3] misc/socket.cc:49 NCCL WARN socketProgress: {closed}\n"
+    assert lost_from(socket_warning) == LostHost(
+        "gpu003.cluster", (LostNode("gpu004.cluster", (8, 9, 10, 11, 12, 13, 14, 15)),), closed
     )
-    infiniband = (
-        "kolyoz2:25146:25854 [0] ib_plugin.c:1105 NCCL WARN NET/IB : Got completion from peer 10.0.35.1<49189> "
-    )
-    assert lost_from(infiniband + "with error 4, opcode 5327, len 5327, vendor err 81 (Send)\n") == LostHost(
-        "gpu003.cluster",
-        (LostNode("10.0.35.1", (16, 17, 18, 19, 20, 21, 22, 23)),),
-        "Got completion from peer 10.0.35.1<49189> with error 4",
+    completion = "Got completion from peer 10.0.35.1<49189> with error 4"
+    infiniband = f"kolyoz2:25146:25854 [0] ib_plugin.c:1105 NCCL WARN NET/IB : {completion}"
+    infiniband += ", opcode 5327, len 5327, vendor err 81 (Send)\n"
+    assert lost_from(infiniband) == LostHost(
+        "gpu003.cluster", (LostNode("10.0.35.1", (16, 17, 18, 19, 20, 21, 22, 23)),), completion
     )
     assert lost_from("NCCL INFO Connected all rings\n") is None
     # a peer that went silent: every rank of this node waits, and NCCL's watchdog timed the collective out
     waiting = HangEvidence(3, "gpu003", 40, 1_700_000_700.0, 600.0, [], [
         EnteredCollective("0", "default_pg", 31, "all_reduce", [[1_048_576]], [], False, 1_700_000_090.0)
     ])  # fmt: skip
-    watchdog = (
-        "[rank3]:[E1218 20:27:21.433063423 ProcessGroupNCCL.cpp:629] [Rank 3] Watchdog caught collective operation "
-        "timeout: WorkNCCL(SeqNum=31, OpType=ALLREDUCE, NumelIn=1048576, Timeout(ms)=600000) ran for 600088 "
-        "milliseconds before timing out."
-    )
-    assert lost_peers([FailedRank(3, watchdog, waiting)], JobNodes({0: "gpu003", 1: "gpu004"}, 0, 8)) == LostHost(
-        "gpu003",
-        (LostNode("gpu004", (8, 9, 10, 11, 12, 13, 14, 15)),),
+    caught = (  # said without the log line's prefix and its "before timing out."
         "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=31, OpType=ALLREDUCE, NumelIn=1048576, "
-        "Timeout(ms)=600000) ran for 600088 milliseconds",
-        silent_s=600.088,
-        waiting=waiting,
+        "Timeout(ms)=600000) ran for 600088 milliseconds"
+    )
+    watchdog = f"[rank3]:[E1218 20:27:21.433063423 ProcessGroupNCCL.cpp:629] [Rank 3] {caught} before timing out."
+    assert lost_peers([FailedRank(3, watchdog, waiting)], JobNodes({0: "gpu003", 1: "gpu004"}, 0, 8)) == LostHost(
+        "gpu003", (LostNode("gpu004", (8, 9, 10, 11, 12, 13, 14, 15)),), caught, silent_s=600.088, waiting=waiting
     )

@@ -1,5 +1,6 @@
-"""FSDP's options as commprof applies them (instrument.fsdp.shard), names them and pastes them. Sharded in this
-process over a one-rank Gloo group on an in-memory store: nothing launched, no network."""
+"""FSDP's options as commprof applies them (instrument.fsdp.shard) and names them (the lines it pastes for them:
+test_render_model_words.py). Sharded in this process over a one-rank Gloo group on an in-memory store: nothing
+launched, no network."""
 
 import pytest
 import torch
@@ -7,8 +8,6 @@ import torch.distributed as dist
 from torch import nn
 
 from commprof.instrument.fsdp import blocks, shard
-from commprof.kinds import FSDP
-from commprof.render.kind_words import words_of
 from commprof.settings import FSDPOptions, setting_label
 
 
@@ -55,16 +54,7 @@ def test_prefetch_depths_reshard_and_reduce_dtype(one_rank):
     assert state._fsdp_param_group.post_forward_mesh_info is None  # kept gathered after forward
 
 
-def test_labels_and_paste_lines():
+def test_labels():
     assert setting_label(FSDPOptions()) == "reshard"
     options = FSDPOptions(reshard_after_forward=False, forward_prefetch=2, backward_prefetch=3, reduce_dtype="fp16")
     assert setting_label(options) == "no-reshard_fwd-prefetch-2_bwd-prefetch-3_reduce-fp16"
-    assert words_of(FSDP).paste(options) == (
-        "fully_shard(each block, then the model, reshard_after_forward=False, "
-        "mp_policy=MixedPrecisionPolicy(reduce_dtype=torch.float16)); "
-        "blocks[i].set_modules_to_forward_prefetch(blocks[i + 1:i + 3]); "
-        "blocks[i].set_modules_to_backward_prefetch(blocks[max(0, i - 3):i][::-1])"
-    )
-    assert words_of(FSDP).paste(FSDPOptions(forward_prefetch=1)) == (
-        "fully_shard(each block, then the model); blocks[i].set_modules_to_forward_prefetch(blocks[i + 1:i + 2])"
-    )

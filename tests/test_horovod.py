@@ -8,6 +8,13 @@ import json
 
 import pytest
 
+from commprof.commands.script_kind import OtherKind, check_kind
+from commprof.kinds import HOROVOD
+from commprof.launch.runlog import read_run_json
+from commprof.render.progress_words import tune_instead
+from commprof.results.job import BuiltHorovod
+from commprof.results.store import load_report
+from commprof.settings import DDPOptions
 from tests.conftest import REPO, built_of, commprof
 
 pytestmark = [
@@ -54,14 +61,24 @@ def test_a_fusion_threshold_of_zero_allreduces_every_tensor_alone(tmp_path):
     assert built_of(report["run"], "horovod")[0]["applied"] == {"HOROVOD_FUSION_THRESHOLD": "0"}
     assert _allreduces_per_step(report) == pytest.approx(TENSORS)
     markdown = (tmp_path / "reports" / "h0" / "report.md").read_text()
-    assert "horovod=fusion buffer 0 MiB (commprof's), cycle 1 ms" in markdown
+    run = load_report(tmp_path / "reports" / "h0").run
+    (built,) = run.job.of(BuiltHorovod)  # a fusion buffer of 0 (commprof's), Horovod's own cycle of 1 ms
+    assert (built.fusion_threshold_bytes, built.cycle_time_ms) == (0, 1.0)
+    assert f"horovod={run.settings()['horovod']}" in markdown  # the header's words: test_render_kind_words.py
 
 
 def test_tune_finds_the_script_is_horovod_and_tunes_its_fusion_buffer(tmp_path):
     args = ("tune", "--run-id", "t", "--repeats", "2", "--max-steps", "12", "--", str(SCRIPT))
     result = commprof(*args, cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "tuning Horovod's fusion_threshold_mb instead (as --strategy horovod)" in result.stderr + result.stdout
+    # DDP's settings, tune's own, do nothing to the job its launch built: it says it tunes Horovod's fusion buffer
+    # instead, in render's words (test_render_kind_words.py)
+    run = read_run_json(next((tmp_path / "traces").rglob("run.json")).parent)
+    with pytest.raises(OtherKind) as refused:
+        check_kind(run, DDPOptions())
+    assert refused.value.built is HOROVOD
+    knob = f"{HOROVOD.short}'s {HOROVOD.size_knob}"
+    assert tune_instead(refused.value.what, knob, "horovod") in result.stderr + result.stdout
     sweep = json.loads((tmp_path / "reports" / "t" / "report.json").read_text())["sweep"]
     labels = [s["label"] for s in sweep["settings"]]
     assert labels[0] == "script-own" and "fusion-1mb" in labels  # 8, 32, 128 MiB fuse all 3 MiB alike: measured once

@@ -6,7 +6,6 @@ reports/<run-id>/ and its TensorBoard event files next to the traces (traces/<ru
 
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -17,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from commprof.render.unfinished_words import interrupted_line, nothing_to_view
+from commprof.results.rank_facts import PartialReport, StepsDone
 from commprof.results.store import load_report
 from tests.conftest import REPO, commprof
 
@@ -50,7 +51,7 @@ def interrupted(
     deadline = time.monotonic() + STARTUP_ALLOWANCE
     while steps_done(run_dir) < after_steps and process.poll() is None and time.monotonic() < deadline:
         time.sleep(POLL_S)
-    assert process.poll() is None, f"commprof ended before it was interrupted: {process.communicate()}"
+    assert process.poll() is None, f"ended before the signal: {process.communicate()}"
     assert steps_done(run_dir) >= after_steps, f"no {after_steps} steps within {STARTUP_ALLOWANCE} s"
     if whole_group:
         os.killpg(process.pid, signum)
@@ -67,20 +68,17 @@ def run_json(tmp_path: Path, run_id: str) -> dict:
 def assert_partial_report_beside_the_run(tmp_path: Path, run_id: str, lines: list[str], of: str) -> int:
     """The one line, run.json, the report marked incomplete in reports/<run-id>/, its event files by the traces."""
     (line,) = lines
-    match = re.fullmatch(
-        rf"interrupted at step (\d+) of {of}; partial report \(marked incomplete\): reports/{run_id}/report.html",
-        line,
-    )
-    assert match, line
     record = run_json(tmp_path, run_id)
-    assert record["status"] == "interrupted" and record["steps_completed"] == int(match.group(1)), record
+    assert record["status"] == "interrupted", record
+    steps, page = StepsDone(record["steps_completed"], int(of)), PartialReport(Path(f"reports/{run_id}/report.html"))
+    assert line == interrupted_line(Path(f"traces/{run_id}"), steps, (4, 7), page), line
     run_dir = tmp_path / "traces" / run_id
     assert sorted(p.name for p in run_dir.glob("*.pt.trace.json")) == ["rank0.pt.trace.json", "rank1.pt.trace.json"]
-    assert list((run_dir / "tensorboard" / "rank0").glob("events.out.tfevents.*")), "no event files by the traces"
+    assert list((run_dir / "tensorboard" / "rank0").glob("events.out.tfevents.*")), "no event files"
     assert not (tmp_path / "reports" / run_id / "tensorboard").exists()  # not in the report's folder
     report = load_report(tmp_path / "reports" / run_id)
     assert report.unfinished.status == "interrupted" and report.unfinished.error.startswith("interrupted by ")
-    return int(match.group(1))
+    return steps.done
 
 
 def test_ctrl_c_stops_a_built_in_run_with_130_and_its_partial_report(tmp_path):
@@ -104,19 +102,17 @@ def test_an_interrupt_before_the_profiler_recorded_anything_says_so(tmp_path):
     code, lines = interrupted(tmp_path, "early", signal.SIGTERM, ["--steps", "400"], after_steps=1, whole_group=False)
     assert code == 143, lines
     (line,) = lines
-    assert re.fullmatch(
-        r"interrupted at step \d of 400; no profiled step completed before the interrupt "
-        r"\(the profiler records steps 8-17\): no report",
-        line,
-    ), line
-    assert run_json(tmp_path, "early")["status"] == "interrupted"
+    record = run_json(tmp_path, "early")
+    # the steps every rank completed, all before the profiler's window (steps 8-17): no trace, no report
+    window = (8, 17)
+    steps = StepsDone(record["steps_completed"], 400)
+    assert record["status"] == "interrupted" and 1 <= steps.done < window[0], record
+    assert line == interrupted_line(Path("traces/early"), steps, window, PartialReport(None, "no_trace")), line
     assert not (tmp_path / "reports" / "early").exists()
     viewed = commprof("view", "early", cwd=tmp_path, timeout=60)
     assert viewed.returncode == 2
     (said,) = viewed.stderr.strip().splitlines()
-    assert said.startswith("error: traces/early: run early was interrupted at step ") and said.endswith(
-        ", before its profiler recorded a step (the profiler records steps 8-17): nothing to view"
-    ), said
+    assert said == f"error: traces/early: {nothing_to_view('early', 'interrupted', steps, window)}", said
 
 
 def assert_view_serves_the_event_files(tmp_path: Path, run_id: str) -> None:

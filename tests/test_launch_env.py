@@ -1,6 +1,7 @@
 """Launch modes from the environment a launcher exports: SLURM job steps and MPI launchers."""
 
 import os
+import shlex
 import socket
 import subprocess
 import sys
@@ -188,10 +189,12 @@ def test_emit_sbatch_prints_a_valid_script(tmp_path):
     for line in ("#SBATCH --ntasks-per-node=1", "#SBATCH --exclusive", "#SBATCH --gpus-per-node=8"):
         assert line in script
     last = script.strip().splitlines()[-1]
-    assert last == (
-        'srun --ntasks-per-node=1 --kill-on-bad-exit=1 --cpus-per-task="$SLURM_CPUS_ON_NODE" commprof run '
-        "--nodes 2 --gpus 8 --bucket-cap-mb 50.0 --static-graph"
-    )
+    # the command its last line runs, argument by argument (the CPUs variable quoted: one argument, however set)
+    assert shlex.split(last) == [
+        "srun", "--ntasks-per-node=1", "--kill-on-bad-exit=1", "--cpus-per-task=$SLURM_CPUS_ON_NODE",
+        "commprof", "run", "--nodes", "2", "--gpus", "8", "--bucket-cap-mb", "50.0", "--static-graph",
+    ]  # fmt: skip
+    assert '--cpus-per-task="$SLURM_CPUS_ON_NODE"' in last.split()
     assert subprocess.run(["bash", "-n"], input=script, text=True).returncode == 0
 
 
@@ -240,4 +243,16 @@ def test_sbatch_script_runs_the_users_script():
     script = sbatch(
         RunRequest(nodes=2, gpus=8, script=("train.py", "--lr", "0.1"), cli_args=("--nodes", "2", "--gpus", "8"))
     )
-    assert script.strip().splitlines()[-1].endswith("commprof run --nodes 2 --gpus 8 -- train.py --lr 0.1")
+    argv = shlex.split(script.strip().splitlines()[-1])
+    assert argv[argv.index("commprof") :] == [
+        "commprof",
+        "run",
+        "--nodes",
+        "2",
+        "--gpus",
+        "8",
+        "--",
+        "train.py",
+        "--lr",
+        "0.1",
+    ]

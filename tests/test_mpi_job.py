@@ -41,6 +41,7 @@ thus causing the job to be terminated. The first process to do so was:
    Exit code:    1
 --------------------------------------------------------------------------
 """
+OPEN_MPI_4 = "  Process name: [[12345,1],3]\n  Exit code:    2\n"  # Open MPI 4's words for a rank that exited 2
 
 
 def test_a_rank_inside_an_mpi_all_reduce_says_so_and_the_deadline_bounds_it_without_a_timeout_given(tmp_path):
@@ -79,11 +80,9 @@ def test_without_a_timeout_given_a_wait_in_a_process_groups_collective_is_left_t
 def test_what_mpirun_says_of_the_rank_that_ended_the_job():
     assert first_exit(KILLED) == (1, -9)
     assert first_exit(EXITED) == (1, 1)
-    assert first_exit("  Process name: [[12345,1],3]\n  Exit code:    2\n") == (3, 2)  # Open MPI 4
+    assert first_exit(OPEN_MPI_4) == (3, 2)
     assert first_exit("") is None
-    assert (
-        last_said(KILLED) == "prterun noticed that process rank 1 with PID 2545 on node vm exited on signal 9 (Killed)."
-    )
+    assert last_said(KILLED) == " ".join(KILLED.splitlines()[1:3])  # its box's two lines, as one
     assert last_said("one\nlast line\n") == "one last line" and last_said("") == "no output"
 
 

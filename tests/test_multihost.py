@@ -5,6 +5,14 @@ import subprocess
 
 import pytest
 
+from commprof.launch.runlog import read_run_json
+from commprof.render.bench import where
+from commprof.render.failure_words import failure_text, setup_text
+from commprof.render.hang_words import waiting_text
+from commprof.render.network_view import link_bound_headline
+from commprof.render.progress_words import BENCH_ELSEWHERE
+from commprof.results.failure_facts import LostHost, SetupProblem
+from commprof.results.hang import read_evidence
 from commprof.results.store import load_report, load_result
 from tests.netbed import commprof_argv, namespaces_of_this_process, netbed, unavailable
 
@@ -51,11 +59,11 @@ def test_the_report_names_the_hosts_and_the_link_between_them(two_hosts):
     assert gradients and all(c.tier == "network" and 0 < c.share < 1.2 for c in gradients)
     largest = max(gradients, key=lambda c: c.bytes)
     assert largest.share > 0.5  # the 28 MiB bucket runs near the link's rate
-    # the step is bound by the link: the sentence says so with the numbers
+    # the step is bound by the link: the report says so with the numbers (its words: tests/test_network.py)
     text = (head / "reports" / "x" / "report.md").read_text()
     assert report.network.link_bound_share is not None
-    assert f"The link between hosts bounds the step: {report.network.link_bound_share:.0%} of it" in text
-    assert f"{link.busbw_gbps:.3f} GB/s the probe measured between hosts" in text
+    headline = link_bound_headline(report)
+    assert headline is not None and headline in text
     # what-if links: a slower link costs more, a faster one less, the measured one as measured
     steps = {w.factor: w.step_ms for w in network.what_if}
     assert steps[0.25] > steps[0.5] > steps[1.0] > steps[2.0] > steps[4.0] > 0
@@ -90,13 +98,13 @@ def test_a_bench_across_two_hosts_measures_the_link_between_them(two_hosts):
     assert [d.returncode for d in done] == [0, 0], [d.stderr[-2000:] for d in done]
     (written,) = [h for h in two_hosts.hosts if (h.folder / "reports" / "b" / "report.json").exists()]
     other = done[1 - two_hosts.hosts.index(written)]
-    assert "the node of rank 0 writes it" in other.stdout + other.stderr
+    assert BENCH_ELSEWHERE in other.stdout + other.stderr
     result = load_result(written.folder / "reports" / "b" / "report.json")
     assert sorted(result.hosts) == ["node0", "node1"] and result.world_size == 2
     largest = max(result.rows, key=lambda r: r.bytes)
     assert largest.bytes == 4 << 20 and largest.correct and 0.03 < largest.busbw_gbps < 0.055, largest
     text = (written.folder / "reports" / "b" / "report.md").read_text()
-    assert "2 ranks on 2 hosts (" in text and "the collectives cross the link between them" in text
+    assert where(result) in text  # rank 0 on one host, rank 1 on the other
 
 
 def test_set_up_failures_across_hosts_are_one_line_with_the_fix(tmp_path):
@@ -111,16 +119,13 @@ def test_set_up_failures_across_hosts_are_one_line_with_the_fix(tmp_path):
         )
         (_, unreachable_err), (_, looped_err) = (p.communicate(timeout=120) for p in (unreachable, looped))
     # no ARP answer: the connect fails with "no route to host" or runs out its 3 s first, whichever comes first
-    assert unreachable.returncode == 2 and re.fullmatch(
-        r"error: rendezvous endpoint 10\.231\.0\.99:29400 cannot be reached from this node \((no route to host|no "
-        r"answer within 3 s)\): check that 10\.231\.0\.99 is node 0's address on a network this node shares, and "
-        r"that no firewall drops port 29400",
-        unreachable_err.strip(),
-    ), unreachable_err
-    assert looped.returncode == 2 and looped_err.strip() == (
-        "error: GLOO_SOCKET_IFNAME=lo is loopback, which the other nodes cannot reach: set it to the interface on "
-        "their network (this host has lo, eth0)"
-    )
+    unreachable_said = [
+        f"error: {setup_text(SetupProblem('endpoint_unreachable', nobody, why=why))}"
+        for why in ("no route to host", "no answer within 3 s")
+    ]
+    assert unreachable.returncode == 2 and unreachable_err.strip() in unreachable_said, unreachable_err
+    loopback = SetupProblem("gloo_interface_loopback", "lo", interfaces=("lo", "eth0"))  # the bed's host has two
+    assert looped.returncode == 2 and looped_err.strip() == f"error: {setup_text(loopback)}", looped_err
 
 
 LOST_TIMEOUT = 15
@@ -156,17 +161,34 @@ def test_a_lost_host_is_named_on_every_host_within_the_timeout(tmp_path, host, h
         args = ["run", "--nodes", "2", "--procs", "1", "--rdzv-endpoint", bed.rdzv_endpoint, "--run-id", "lost"]
         args += ["--steps", "400", "--batch-size", "8", "--timeout", str(LOST_TIMEOUT), "--quiet"]
         folders = [h.folder for h in bed.hosts]
+        names = [h.name for h in bed.hosts]
         ends = bed.run_and_lose(
             commprof_argv(*args),
             host,
             how,
             ready=lambda: min(steps_logged(folders[0], 0), steps_logged(folders[1], 1)) >= 5,
         )
-    for (code, err, took), pattern in zip(ends, expected, strict=True):
+    for rank, (code, err, took), pattern in zip((0, 1), ends, expected, strict=True):
         if pattern is None:  # the host that was killed
             assert code == -9
             continue
         line = err.strip().splitlines()[-1]
         assert code == 1 and re.match(r"error: " + pattern, line), line
-        assert re.search(r"; rank \d( has waited \d+ s in|'s last collective was) all_reduce #\d+ of the default", line)
+        # where its rank was, from the account it kept in its logs: in (or last in) an all_reduce of the default group
+        logs = folders[rank] / "traces" / "lost" / "logs" / names[rank]
+        account = read_evidence(logs)[rank]
+        call = account.inside or max(account.collectives, key=lambda c: c.entered_s)
+        assert (call.op, call.group_desc) == ("all_reduce", "default_pg"), account
+        assert f"; {waiting_text(account)} (worker logs: traces/lost/logs/{names[rank]})" in line, (line, account)
         assert took < LOST_TIMEOUT + GRACE_S, (took, line)
+    if expected[0] is not None:  # the host that started the run folder keeps the failure's facts in run.json
+        record = read_run_json(folders[0] / "traces" / "lost")
+        assert record is not None and isinstance(record.failure, LostHost), record
+        lost = record.failure
+        assert (lost.this, [(n.address, n.ranks) for n in lost.lost], lost.silent_s) == (
+            "node0",
+            [("node1", (1,))],
+            LOST_TIMEOUT,
+        )
+        assert lost.waiting == read_evidence(folders[0] / "traces" / "lost" / "logs" / "node0")[0]
+        assert ends[0][1].strip().splitlines()[-1].startswith(f"error: {failure_text(lost)} (worker logs: ")

@@ -18,7 +18,15 @@ from commprof.results.report import JobStep, Report
 from commprof.results.store import _build
 from tests.conftest import REPO
 from tests.golden_reports import GOLDEN
-from tests.one_voice import QUOTES, RECOMMENDATIONS, contradictions, quoted
+from tests.one_voice import (
+    QUOTES,
+    RECOMMENDATIONS,
+    Disagreement,
+    OutsideInterval,
+    Quantity,
+    contradictions,
+    quoted,
+)
 from tests.test_results_family import EXAMPLES
 
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]  # the README and every docs page
@@ -64,17 +72,17 @@ def test_a_quantity_quoted_twice_with_two_values_is_found():
         "20 steps on 2 ranks; median step 142.0 ms, 51.13 ms of it with a collective in flight."
     )
     assert contradictions(text) == [
-        "job step under the profiler: [146.6, 147.6]",
-        "outside its interval: -3.1 ms per step (20%, 95% CI 1.3 to 6.8)",
+        Disagreement(Quantity("job step under the profiler"), [146.6, 147.6]),
+        OutsideInterval(-3.1, 1.3, 6.8),
     ]
     agreeing = text.replace("147.6", "146.6").replace("-3.1", "3.1")
-    assert contradictions(agreeing) == [] and ("whole run's median step", "142.0") in quoted(agreeing)
+    assert contradictions(agreeing) == [] and (Quantity("whole run's median step"), "142.0") in quoted(agreeing)
 
 
 def test_the_headline_and_the_breakdown_give_a_rank_one_share():
     row = "1            148.3   147.8  158.3  100.7 68%  45.1 30%   7.5 5%  37.6 25%  0.0 0%  10.0 7%   0.45"
     headline = "25% of the step is exposed communication on rank 1; communication takes 31% of the step, 17% of it"
-    assert contradictions(f"{headline}\n{row}") == ["comm % of rank 1: [30.0, 31.0]"]
+    assert contradictions(f"{headline}\n{row}") == [Disagreement(Quantity("comm %", "rank 1"), [30.0, 31.0])]
 
 
 def test_every_readme_example_quotes_each_quantity_once():
@@ -91,7 +99,7 @@ def test_every_readme_example_quotes_each_quantity_once():
     matched = {pattern for pattern, _ in QUOTES if any(re.search(pattern, e, re.M) for e in shown)}
     alternatives = {pattern for pattern, _ in QUOTES if any(form in pattern for form in RECOMMENDATIONS)}
     assert [pattern for pattern, _ in QUOTES if pattern not in matched | alternatives] == []
-    assert matched & alternatives, "no recommendation of a sweep read"
+    assert matched & alternatives, RECOMMENDATIONS  # a sweep's recommendation read, in one of its forms
 
 
 @pytest.mark.parametrize(("name", "text"), rendered(), ids=[name for name, _ in rendered()])
@@ -102,7 +110,8 @@ def test_every_kind_of_result_quotes_each_quantity_once(name, text):
 @pytest.mark.slow
 def test_a_real_run_and_a_scripts_run_quote_each_quantity_once(cpu_run, capped_script_run):
     """The script's 8 steps are all the profiler's (--schedule 2,1,4): it has no step without the profiler."""
-    for (_, result), unprofiled in ((cpu_run, {"job step without the profiler"}), (capped_script_run, set())):
+    unprofiled_step = Quantity("job step without the profiler")
+    for (_, result), unprofiled in ((cpu_run, {unprofiled_step}), (capped_script_run, set())):
         assert contradictions(result.stdout) == [], result.stdout
-        names = {name for name, _ in quoted(result.stdout)}
-        assert {"exposed % of rank 0", "median profiled step of rank 1", *unprofiled} <= names
+        found = {quantity for quantity, _ in quoted(result.stdout)}
+        assert {Quantity("exposed %", "rank 0"), Quantity("median profiled step", "rank 1"), *unprofiled} <= found

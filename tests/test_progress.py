@@ -15,9 +15,10 @@ import torch
 from rich.console import Console
 
 from commprof.cli.progress import ConsoleFeedback, StepsBar, watch_steps
-from commprof.cli.progress_lines import StepLines, WorkLines, duration
+from commprof.cli.progress_lines import PREFIX, StepLines, WorkLines
 from commprof.config import RunConfig
 from commprof.launch.progress import Progress, read_progress, ticking, write_progress
+from commprof.render import progress_words as words
 
 NEVER = 3600.0  # a poll interval no test outlives: the thread polls only if the test hangs
 
@@ -36,15 +37,15 @@ def step_lines() -> tuple[StepLines, list[str], FakeClock]:
     return StepLines(lines.append, clock), lines, clock
 
 
-def test_duration():
-    assert [duration(s) for s in (0, 7.4, 7.6, 65, 3723, -1)] == [
-        "0:00:00",
-        "0:00:07",
-        "0:00:08",
-        "0:01:05",
-        "1:02:03",
-        "0:00:00",
-    ]
+def said(text: str) -> str:
+    """A line as a log gets it. What the lines say, given their values: tests/test_render_progress.py."""
+    return PREFIX + text
+
+
+def took_s(line: str) -> int:
+    """The time a launch's last line gives (its last word, h:mm:ss), in seconds."""
+    hours, minutes, seconds = map(int, line.rsplit(" ", 1)[1].split(":"))
+    return 3600 * hours + 60 * minutes + seconds
 
 
 def test_a_log_gets_a_line_per_phase_one_every_10_s_and_the_final_count():
@@ -68,12 +69,12 @@ def test_a_log_gets_a_line_per_phase_one_every_10_s_and_the_final_count():
     clock.now = 33
     view.end(Progress(20, 20, 80.0, "writing traces"), failed=False)
     assert lines == [
-        "commprof: starting ranks",
-        "commprof: starting ranks, 0:00:10 so far",
-        "commprof: rank 0 training: step 1/20, 90.0 ms per step",
-        "commprof: rank 0 training: step 12/20, 85.3 ms per step, ETA 0:00:07",
-        "commprof: rank 0 writing traces: step 20/20, 80.0 ms per step",
-        "commprof: rank 0 done: 20/20 steps in 0:00:33",
+        said(words.starting()),
+        said(words.starting(10)),
+        said(words.at_step(0, "training", 1, 20, 90.0)),
+        said(words.at_step(0, "training", 12, 20, 85.3, eta_s=(20 - 12) * (21 - 11) / (12 - 1))),  # 7.3 s
+        said(words.at_step(0, "writing traces", 20, 20, 80.0)),
+        said(words.launch_ended(33, False, 0, 20, 20)),
     ]
 
 
@@ -86,9 +87,9 @@ def test_a_phase_seen_before_waits_for_the_10_s():
     clock.now = 12
     view.show(Progress(40, 60, 100.0, "repeat 3/5 bucket-25mb"))
     assert lines == [
-        "commprof: rank 0 warmup bucket-1mb: step 1/60, 100.0 ms per step",
-        "commprof: rank 0 repeat 1/5 bucket-1mb: step 2/60, 100.0 ms per step, ETA 0:00:58",
-        "commprof: rank 0 repeat 3/5 bucket-25mb: step 40/60, 100.0 ms per step, ETA 0:00:06",
+        said(words.at_step(0, "warmup bucket-1mb", 1, 60, 100.0)),
+        said(words.at_step(0, "repeat 1/5 bucket-1mb", 2, 60, 100.0, eta_s=(60 - 2) * 1.0)),  # a step a second
+        said(words.at_step(0, "repeat 3/5 bucket-25mb", 40, 60, 100.0, eta_s=(60 - 40) * (12 - 1) / (40 - 1))),
     ]
 
 
@@ -96,17 +97,15 @@ def test_each_launch_of_a_sweep_names_its_setting_and_repeat_on_every_line():
     """A script's tune launches it many times: each launch's lines say which setting and which repeat."""
     lines: list[str] = []
     clock = FakeClock()
-    view = StepLines(lines.append, clock, subject="bucket-5mb, repeat 2/5")
+    subject = "bucket-5mb, repeat 2/5"
+    view = StepLines(lines.append, clock, subject=subject)
     view.start()
     clock.now = 1
     view.show(Progress(1, 8, 50.0))
     clock.now = 2
     view.end(Progress(8, 8, 50.0), failed=False)
-    assert lines == [
-        "commprof: bucket-5mb, repeat 2/5: starting ranks",
-        "commprof: bucket-5mb, repeat 2/5: rank 0 training: step 1/8, 50.0 ms per step",
-        "commprof: bucket-5mb, repeat 2/5: rank 0 done: 8/8 steps in 0:00:02",
-    ]
+    texts = [words.starting(), words.at_step(0, "training", 1, 8, 50.0), words.launch_ended(2, False, 0, 8, 8)]
+    assert lines == [said(f"{subject}: {text}") for text in texts]
 
 
 def test_a_stalled_rank_0_is_said_to_be_stalled_not_shown_on_its_last_line_again():
@@ -116,22 +115,18 @@ def test_a_stalled_rank_0_is_said_to_be_stalled_not_shown_on_its_last_line_again
     for t, step in [(1, 14), (2, 15), (12, 15), (27, 15), (28, 16)]:
         clock.now = t
         view.show(Progress(step, 40, 1164.2, "profiling"))
-    assert lines[1:] == [
-        "commprof: rank 0 has finished no step for 0:00:10, since step 15/40 (profiling, 1164.2 ms per step before): "
-        "it, or a rank it waits for, is stuck or slow",
-        "commprof: rank 0 has finished no step for 0:00:25, since step 15/40 (profiling, 1164.2 ms per step before): "
-        "it, or a rank it waits for, is stuck or slow",
-    ]
+    # still since t=2, when it reached step 15: at t=12 and t=27; at t=28 it steps again, 1 s after the last line
+    assert lines[1:] == [said(words.stalled(0, None, "profiling", 15, 40, 1164.2, still_s)) for still_s in (10, 25)]
     view, lines, clock = step_lines()
     for t in (1, 12, 22):  # 21 s: not yet five of its 5 s steps
         clock.now = t
         view.show(Progress(3, 40, 5000.0))
-    assert lines[-1] == "commprof: rank 0 training: step 3/40, 5000.0 ms per step"
+    assert lines[-1] == said(words.at_step(0, "training", 3, 40, 5000.0))
     view, lines, clock = step_lines()
     for t in (1, 30):  # every step done: the traces take their time, nothing is stalled
         clock.now = t
         view.show(Progress(20, 20, 80.0, "writing traces"))
-    assert lines[-1] == "commprof: rank 0 writing traces: step 20/20, 80.0 ms per step"
+    assert lines[-1] == said(words.at_step(0, "writing traces", 20, 20, 80.0))
 
 
 def test_a_stall_says_where_the_ranks_are_once_they_have_written_it(tmp_path):
@@ -139,6 +134,9 @@ def test_a_stall_says_where_the_ranks_are_once_they_have_written_it(tmp_path):
     stalled line says where each is (what launch/hang_evidence makes of them), and nothing before they exist."""
     from commprof.cli.progress import hang_text_in
     from commprof.instrument.hang_watch import HangWatch
+    from commprof.launch.hang_evidence import describe_hang
+    from commprof.render.hang_words import hang_text
+    from commprof.results.hang import read_evidence
 
     lines: list[str] = []
     clock = FakeClock()
@@ -146,15 +144,19 @@ def test_a_stall_says_where_the_ranks_are_once_they_have_written_it(tmp_path):
     for t in (1, 2, 12):
         clock.now = t
         view.show(Progress(15, 40, 80.0))
-    assert lines[-1].endswith("it, or a rank it waits for, is stuck or slow")
+    assert lines[-1] == said(words.stalled(0, None, "training", 15, 40, 80.0, 11))  # no account yet: no "where"
     HangWatch(tmp_path, 1, timeout_s=10, collectives=list).write(12.0)  # this test's own stack, no collective
     clock.now = 22
     view.show(Progress(15, 40, 80.0))
-    assert re.search(
-        r"is stuck or slow; rank 1 is at test_progress\.py:\d+ in test_a_stall_says_where_the_ranks_are_once_they_"
-        r"have_written_it \(HangWatch\(.*\), outside any collective, after step 0$",
-        lines[-1],
-    ), lines[-1]
+    evidence = read_evidence(tmp_path)
+    (account,) = evidence.values()
+    frame = account.own_frame
+    assert (account.rank, account.steps_done, account.inside) == (1, 0, None)
+    assert frame is not None and Path(frame.file).name == Path(__file__).name and frame.code.startswith("HangWatch(")
+    assert frame.function == "test_a_stall_says_where_the_ranks_are_once_they_have_written_it"
+    hang = describe_hang(evidence)
+    assert hang is not None
+    assert lines[-1] == said(words.stalled(0, None, "training", 15, 40, 80.0, 21, hang_text(hang)))
 
 
 def test_a_script_of_unknown_length_counts_up_and_ends_on_the_steps_run():
@@ -164,12 +166,12 @@ def test_a_script_of_unknown_length_counts_up_and_ends_on_the_steps_run():
     clock.now = 5
     view.end(Progress(160, 160, 1.9), failed=False)
     assert lines == [
-        "commprof: rank 0 training: step 119, 2.0 ms per step",
-        "commprof: rank 0 done: 160/160 steps in 0:00:05",
+        said(words.at_step(0, "training", 119, None, 2.0)),
+        said(words.launch_ended(5, False, 0, 160, 160)),
     ]
     view, lines, clock = step_lines()
     view.end(Progress(160, None, 1.9), failed=False)  # an older worker's last state: the steps run are the total
-    assert lines == ["commprof: rank 0 done: 160/160 steps in 0:00:00"]
+    assert lines == [said(words.launch_ended(0, False, 0, 160, 160))]
 
 
 def test_a_failed_launch_says_where_it_stopped():
@@ -180,10 +182,10 @@ def test_a_failed_launch_says_where_it_stopped():
     view.end(None, failed=True)
     view.end(None, failed=False)
     assert lines == [
-        "commprof: rank 0 stopped at step 3/20, after 0:00:05",
-        "commprof: rank 0 stopped at step 3, after 0:00:05",
-        "commprof: stopped before rank 0's first step, after 0:00:05",
-        "commprof: done in 0:00:05",
+        said(words.launch_ended(5, True, 0, 3, 20)),
+        said(words.launch_ended(5, True, 0, 3, None)),  # failed: the total stays unknown
+        said(words.launch_ended(5, True)),  # no state written: rank 0 took no step
+        said(words.launch_ended(5, False)),
     ]
 
 
@@ -285,14 +287,15 @@ def test_a_log_gets_plain_lines_and_no_control_codes(tmp_path):
     clock = FakeClock()
     feedback = ConsoleFeedback(False, log, clock, interval_s=NEVER)
     path = tmp_path / "progress.json"
-    feedback.info("run r: mlp-small on 2 cpu rank(s), gloo, bucket_cap_mb=25 [bold]not markup[/]")
+    note = "run r: mlp-small on 2 cpu rank(s), gloo, bucket_cap_mb=25 [bold]not markup[/]"
+    feedback.info(note)
     with feedback.watch(path, 20):
         write_progress(path, Progress(20, 20, 80.0, "writing traces"))
         clock.now = 9
     assert log.file.getvalue().splitlines() == [  # type: ignore[attr-defined]
-        "run r: mlp-small on 2 cpu rank(s), gloo, bucket_cap_mb=25 [bold]not markup[/]",
-        "commprof: starting ranks",
-        "commprof: rank 0 done: 20/20 steps in 0:00:09",
+        note,  # as given, its brackets not read as markup
+        said(words.starting()),
+        said(words.launch_ended(9, False, 0, 20, 20)),
     ]
 
 
@@ -313,14 +316,15 @@ def test_quiet_prints_nothing_anywhere(tmp_path):
 def test_work_without_steps_in_a_log():
     lines: list[str] = []
     clock = FakeClock()
-    short = WorkLines("analysing trace files", lines.append, clock)
+    files = "analysing trace files"
+    short = WorkLines(files, lines.append, clock)
     clock.now = 3
     short.tick()
     short.update(8, 8)
     short.end()
     assert lines == []  # short work: no line at all
 
-    long = WorkLines("analysing trace files", lines.append, clock)
+    long = WorkLines(files, lines.append, clock)
     clock.now = 13
     long.tick()  # nothing done yet
     long.update(2, 8)
@@ -331,20 +335,18 @@ def test_work_without_steps_in_a_log():
     long.update(8, 8)
     clock.now = 25
     long.end()
-    assert lines == [
-        "commprof: analysing trace files, 0:00:10 so far",
-        "commprof: analysing trace files: 2/8, 0.1/s, ETA 0:01:00",
-        "commprof: analysing trace files: 8/8 in 0:00:22",
+    assert lines == [  # started at 3 s
+        said(words.work_so_far(files, 10)),
+        said(words.work_count(files, 2, 8, 2 / 20, eta_s=(8 - 2) * 20 / 2)),  # 2 done in 20 s, 6 to go
+        said(words.work_ended(files, 22, (8, 8))),
     ]
 
-    bench = WorkLines("bench: gloo on 2 ranks", lines.append, clock)
+    bench = "bench: gloo on 2 ranks"
+    work = WorkLines(bench, lines.append, clock)
     clock.now = 36
-    bench.tick()
-    bench.end()
-    assert lines[3:] == [
-        "commprof: bench: gloo on 2 ranks, 0:00:11 so far",
-        "commprof: bench: gloo on 2 ranks: done in 0:00:11",
-    ]
+    work.tick()
+    work.end()
+    assert lines[3:] == [said(words.work_so_far(bench, 11)), said(words.work_ended(bench, 11))]  # nothing counted
 
 
 @pytest.fixture
@@ -408,9 +410,8 @@ def progress_lines(stderr: str) -> list[str]:
 def test_a_real_run_in_a_log_ends_on_its_steps(cpu_run):
     _, result = cpu_run
     lines = progress_lines(result.stderr)
-    assert lines[0] == "commprof: starting ranks" and re.fullmatch(
-        r"commprof: rank 0 done: 9/9 steps in \d:\d\d:\d\d", lines[-1]
-    ), result.stderr
+    assert lines[0] == said(words.starting()), result.stderr
+    assert lines[-1] == said(words.launch_ended(took_s(lines[-1]), False, 0, 9, 9)), result.stderr
 
 
 def test_a_capped_script_in_a_log_ends_on_the_steps_it_ran(capped_script_run):
@@ -420,8 +421,8 @@ def test_a_capped_script_in_a_log_ends_on_the_steps_it_ran(capped_script_run):
     _, capped = capped_script_run
     assert capped.returncode == 0, capped.stderr
     lines = progress_lines(capped.stderr)
-    assert lines[0] == "commprof: starting ranks", capped.stderr
-    assert re.fullmatch(r"commprof: rank 0 done: 8/8 steps in \d:\d\d:\d\d", lines[-1]), lines
+    assert lines[0] == said(words.starting()), capped.stderr
+    assert lines[-1] == said(words.launch_ended(took_s(lines[-1]), False, 0, 8, 8)), lines
 
 
 def test_progress_says_profiling_only_for_the_steps_the_profiler_traces():
@@ -445,9 +446,9 @@ def test_a_stall_names_the_rank_by_its_global_number_and_its_host():
     for t in (1, 2, 13):
         clock.now = t
         view.show(Progress(31, 200, 80.0, "training", rank=1, host="node1"))
-    assert lines[-1].startswith("commprof: rank 1 on node1 has finished no step for 0:00:12, since step 31/200")
+    assert lines[-1] == said(words.stalled(1, "node1", "training", 31, 200, 80.0, 12))
     view.end(Progress(31, 200, 80.0, "training", rank=1, host="node1"), failed=True)
-    assert lines[-1].startswith("commprof: rank 1 stopped at step 31/200")
+    assert lines[-1] == said(words.launch_ended(13, True, 1, 31, 200))
 
 
 def test_a_rank_that_stops_stepping_writes_the_step_it_really_finished(tmp_path):
@@ -466,15 +467,15 @@ def test_a_rank_that_stops_stepping_writes_the_step_it_really_finished(tmp_path)
 
 
 def test_a_rank_that_has_done_no_step_gives_no_step_time():
-    """Issue 53: a script with a syntax error first showed "training: step 0, 0.0 ms per step"."""
+    """Issue 53: a script with a syntax error first showed "training: step 0, 0.0 ms per step". The words of step 0:
+    tests/test_render_progress.py::test_a_rank_that_has_done_no_step_gives_no_step_time."""
     view, lines, clock = step_lines()
     view.show(Progress(0, None, 0.0))
     clock.now = 30.0
     view.show(Progress(0, None, 0.0))
     assert lines == [
-        "commprof: rank 0 training: no step done yet",
-        "commprof: rank 0 has finished no step for 0:00:30, since it started (training): it, or a rank it waits "
-        "for, is stuck or slow",
+        said(words.at_step(0, "training", 0, None, 0.0)),
+        said(words.stalled(0, None, "training", 0, None, 0.0, 30)),
     ]
 
 

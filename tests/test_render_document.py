@@ -199,3 +199,43 @@ def test_zero_redundancy_optimizer_says_what_it_shards():
     from commprof.render.report_view import zero_redundancy_text
 
     assert zero_redundancy_text(2).startswith("torch's ZeroRedundancyOptimizer shards the optimizer's state over the 2")
+
+
+def golden_report(name: str) -> Report:
+    return _build(Report, {**json.loads((GOLDEN / name).read_text()), "created": "now", "sources": ["t.json"]})
+
+
+def test_the_job_step_and_the_profilers_cost_are_said_from_the_job_step():
+    """The job's step without the profiler 50.0 ms, 61.0 under it: +22%, in the headline and the profiler's line
+    (test_reports_output.py: the figures one each wherever a report quotes them)."""
+    import dataclasses
+
+    from commprof.render.tables import headline, profiler_cost
+    from commprof.results.report import JobStep
+
+    report = dataclasses.replace(golden_report("nccl-a100-rank0-of-2.json"), job_step=JobStep(61.0, 50.0))
+    said = headline(report)
+    assert said.startswith(
+        "The job's step takes 50.0 ms without the profiler (median of its unprofiled steps, slowest rank). The "
+        "profiler slowed the steps it recorded by 22%; in them, "
+    )
+    assert profiler_cost(report) == (
+        "Profiler's own cost: the profiled steps took 61.0 ms against 50.0 ms outside its window (+22%; medians of "
+        "the slowest rank's time per step, wall clock); the breakdown describes these slowed steps"
+    )
+
+
+def test_a_traced_step_is_named_as_people_count_steps():
+    """A commprof run's first recorded range, ProfilerStep#0, is its schedule's first recorded step (--schedule
+    5,2,10: step 8); traces from elsewhere keep the range's own name."""
+    import dataclasses
+
+    from commprof.render.tables import step_named
+    from commprof.results.report import StepBreakdown
+    from tests.conftest import run_summary
+
+    steps = [StepBreakdown(0, f"ProfilerStep#{k}", 10.0, 8.0, 2.0, 1.0, 1.0, 0.0, 0.0) for k in range(12)]
+    traces = Report("t", "analysis", "now", [], [], [], steps=steps)
+    assert step_named(traces, "ProfilerStep#3") == "ProfilerStep#3"
+    ours = dataclasses.replace(traces, run=run_summary())
+    assert step_named(ours, "ProfilerStep#3") == "step 11 (ProfilerStep#3 in the trace)"

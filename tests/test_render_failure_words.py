@@ -20,6 +20,7 @@ from commprof.results.failure_facts import (
     LostNode,
     Overdue,
     OwnError,
+    Raised,
     RendezvousFailed,
     SetupProblem,
     Stuck,
@@ -66,6 +67,12 @@ OOM = "the out-of-memory killer (the kernel killed {} for memory in this machine
 )
 def test_a_rank_that_failed_on_its_own(fact, said):
     assert failure_text(fact) == said
+
+
+def test_a_script_that_raised_points_at_its_traceback_shown_above():
+    """The terminal shows the script's traceback above this line (launch/launcher.job_failed)."""
+    assert failure_text(Raised(1, "vm")) == "rank 1 on vm raised the error above"
+    assert failure_text(Raised(0, "vm", (1,))) == "rank 0 on vm raised the error above (rank 1 too)"
 
 
 @pytest.mark.parametrize(
@@ -165,6 +172,10 @@ WAITING = HangEvidence(0, "node0", 19, 1_700_000_030.0, 30.0, [], [
 WATCHDOG_WAITING = HangEvidence(3, "gpu003", 40, 1_700_000_700.0, 600.0, [], [
     EnteredCollective("0", "default_pg", 31, "all_reduce", [[1_048_576]], [], False, 1_700_000_090.0)
 ])  # fmt: skip
+LAST_WAS = HangEvidence(  # its collective failed: it waits in none
+    1, "node1", 5, 1_700_000_030.0, 0.0, [StackFrame("/w/train.py", 30, "main", "loss.backward()", True)],
+    [EnteredCollective("0", "default_pg", 22, "all_reduce", [[68]], ["Float"], True, 1_700_000_001.0)],
+)  # fmt: skip
 WATCHDOG = (
     "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=31, OpType=ALLREDUCE, NumelIn=1048576, "
     "Timeout(ms)=600000) ran for 600088 milliseconds"
@@ -199,8 +210,14 @@ WATCHDOG = (
             "10.0.0.2 lost localhost (ranks 0, 1): the connection to it went (Read error [127.0.0.1]:51080: Connection "
             "reset by peer)",
         ),
+        (
+            LostHost("node1", (LostNode("node0", (0,), store=True),), "Timed out", 15, LAST_WAS),
+            "node1 lost node0 (rank 0, the rendezvous store's host): nothing came from it for 15 s: a link or a host "
+            "went (Timed out); rank 1's last collective was all_reduce #22 of the default group (1 tensor of 68 "
+            "Float, 272 B) at train.py:30 in main (loss.backward())",
+        ),
     ],
-    ids=["closed_while_waiting", "silent_while_waiting", "ranks_of_a_node_closed"],
+    ids=["closed_while_waiting", "silent_while_waiting", "ranks_of_a_node_closed", "the_store_host_silent"],
 )
 def test_a_host_this_node_lost(lost, said):
     assert failure_text(lost) == said

@@ -7,6 +7,7 @@ import pytest
 
 from commprof.render.finding_words import WEIGHS, source_words, with_words, words
 from commprof.render.findings_text import balanced
+from commprof.render.rank_findings_text import straggler_action
 from commprof.results import finding_facts as facts
 from commprof.results.common import Estimate
 from commprof.results.rank_facts import InputStall, Stalls, Straggler
@@ -196,3 +197,28 @@ def test_nothing_to_gain_names_what_was_checked_for_this_job():
     assert "none of what was checked (DDP's bucket size, a straggler)" in balanced(ddp)
     unknown = balanced(Report("r", "analysis", "", [], [], []))  # traces from elsewhere: every kind
     assert all(what in unknown for what in WEIGHS.values())
+
+
+def test_where_the_straggler_advice_points():
+    """The part really in excess, and only hardware the run used; nothing in excess: no part blamed (test_findings.py:
+    the part in excess that a straggler's facts hold)."""
+
+    def advice(look_at: str, ms: float, gpu: bool = False) -> str:
+        facts = Straggler(1, 3.0, {}, 3, 3, 0, None, {}, 0.0, look_at, ms, None, gpu)
+        return straggler_action(facts)
+
+    assert advice("compute_ms", 3.0) == (
+        "look at rank 1's compute (+3.0 ms per step against the "
+        "others): what else runs on its host's cores (its CPU "
+        "threads), its data shard"
+    )
+    assert "nvidia-smi" in advice("compute_ms", 3.0, gpu=True)
+    assert advice("start_idle_ms", 40.0).startswith("look at rank 1's idle before its first operator")
+    action = advice("", -0.2)
+    assert action.startswith("none of rank 1's compute, input wait, communication or time between operators is larger")
+    assert "DataLoader" not in action and "GPU" not in action
+    # a hook on its optimizer's step that sleeps: time in its optimizer step outside any operator, not input
+    assert advice("optimizer_idle_ms", 25.2) == (
+        "look at rank 1's time in its optimizer step outside any operator (+25.2 ms per step against the others): the "
+        "hooks on its optimizer's step (logging, an EMA of the weights, checkpoints)"
+    )

@@ -122,6 +122,15 @@ def test_a_ddp_scale_keeps_ddps_words_and_its_model_column():
     assert said == "mlp-small (265,738 parameters) under DistributedDataParallel, bucket_cap_mb=25"
 
 
+def test_a_scripts_batch_argument_is_said_divided_among_the_ranks_under_strong_scaling():
+    """test_scale_script.py: a script's strong scaling, its --batch-size divided among the ranks."""
+    strong = scale_report(script=["train_default_ddp.py"], mode="strong", batch_argument="--batch-size")
+    notes = scale_view.model_notes(strong)
+    assert "Batch per rank: the script's --batch-size, divided among the ranks at each size (strong scaling)." in notes
+    weak = scale_view.model_notes(dataclasses.replace(strong, mode="weak"))
+    assert "Batch per rank: the script's --batch-size." in weak
+
+
 def test_a_scale_report_from_before_keeps_its_all_reduce_column():
     report = scale_report(strategy="ddp", settings=None, points=[point(1), point(2, allreduce=0.5)])
     assert scale_view.measured_headers(report)[-1] == "all-reduce busbw GB/s"
@@ -259,3 +268,27 @@ def _bench():
     from commprof.results.bench import BenchResult
 
     return BenchResult(name="b", world_size=2, rows=[], fits=[])
+
+
+def test_a_horovod_job_is_named_by_its_fusion_buffer_and_cycle_and_tuned_by_its_fusion_buffer():
+    """test_horovod.py: a Horovod script run with --fusion-threshold-mb 0, its cycle Horovod's own 1 ms; a tune of
+    DDP's settings, which do nothing to it, that tunes its fusion buffer instead."""
+    import json
+
+    from commprof.render import progress_words
+    from commprof.results.job import BuiltHorovod
+    from commprof.results.report import Report
+    from commprof.results.store import _build
+    from tests.conftest import run_summary
+    from tests.golden_reports import GOLDEN
+
+    golden = json.loads((GOLDEN / "nccl-a100-rank0-of-2.json").read_text())
+    built = BuiltHorovod("SGD", fusion_threshold_bytes=0, applied={"HOROVOD_FUSION_THRESHOLD": "0"})
+    run = run_summary(script=["train_horovod.py"], job=Job([built]))
+    report = dataclasses.replace(_build(Report, {**golden, "created": "", "sources": []}), run=run)
+    assert "settings: script=train_horovod.py, horovod=fusion buffer 0 MiB (commprof's), cycle 1 ms" in markdown(report)
+    refused = "the script trains with Horovod (hvd.DistributedOptimizer), not DistributedDataParallel"
+    assert progress_words.tune_instead(refused, "Horovod's fusion_threshold_mb", "horovod") == (
+        "tune: the script trains with Horovod (hvd.DistributedOptimizer), not DistributedDataParallel: tuning "
+        "Horovod's fusion_threshold_mb instead (as --strategy horovod)"
+    )

@@ -120,3 +120,18 @@ def test_comparisons_verdict_in_words():
     assert text.startswith("mpi wins: 2.00x faster than gloo (95% CI 2.00-2.00, over 3 interleaved launches each;")
     assert said(ran("gloo", [20.0])) == "Only gloo could run here (20.0 ms per step)."
     assert verdict_text(CompareResult("c", [], summary="older words")) == "older words"
+
+
+def test_advises_table_sets_each_findings_predicted_gain_beside_the_measured_one():
+    """test_advise.py: a finding of bucket_cap_mb=5 predicted 2.0 ms [1.0, 3.0]; the run's own setting has no
+    prediction, so no row."""
+    from commprof.render.findings_text import advice_rows
+
+    advised = dataclasses.replace(
+        CAP25, label="bucket-5mb", predicted_gain_ms=Estimate(2.0, 1.0, 3.0), gain_ms=Estimate(5.0, 4.5, 5.5)
+    )
+    own = dataclasses.replace(OWN, gain_ms=Estimate(0.0, 0.0, 0.0))
+    sweep = SweepResult("advise", own.label, advised.label, [own, advised])
+    assert advice_rows(sweep) == [
+        ("bucket-5mb", "+2.0 (+1.0 to +3.0)", "+5.0 (+4.5 to +5.5)", "+3.0", "holds: faster, beyond the noise")
+    ]

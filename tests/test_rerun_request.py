@@ -42,7 +42,7 @@ def test_every_field_of_the_request_is_run_again(tmp_path: Path):
     fields = {f.name for f in dataclasses.fields(RunRequest)}
     untested = fields - set(AWAY_FROM_DEFAULT) - NOT_KEPT - {"traces_dir", "reports_dir", "schedule"}
     untested -= {"fsdp", "deepspeed", "horovod"}  # their own strategies' options: at their defaults with ddp
-    assert not untested, f"a RunRequest field this test does not set: {sorted(untested)}"
+    assert not untested, f"RunRequest fields left unset: {sorted(untested)}"
     request = RunRequest(**AWAY_FROM_DEFAULT, traces_dir=tmp_path / "t", reports_dir=tmp_path / "r")
     config = resolve(request, FOUR_GPUS, env={}, launching=False)
     again = config.request()

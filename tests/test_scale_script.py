@@ -7,6 +7,8 @@ import json
 
 import pytest
 
+from commprof.render.scale import model_notes
+from commprof.results.store import load_result
 from tests.conftest import REPO, commprof
 
 pytestmark = pytest.mark.slow
@@ -39,4 +41,6 @@ def test_strong_scaling_divides_the_batch_argument_among_the_ranks(tmp_path):
     assert report["parameters"] == 792_074  # 12 layers of 256x256 and a 256x10 head, from the DDP the script built
     assert report["bucket_cap_mb"] is None  # the script passes none: DDP's default
     assert all(p["samples_per_s"] > 0 and p["step_ms"]["value"] > 0 for p in report["points"])
-    assert "Batch per rank: the script's --batch-size, divided among the ranks" in out
+    # the terminal says what render makes of the scale (the batch divided among the ranks: test_render_kind_words)
+    said = " ".join(out.split())
+    assert all(" ".join(note.split()) in said for note in model_notes(load_result(tmp_path / "reports" / "s")))

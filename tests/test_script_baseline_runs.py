@@ -4,13 +4,17 @@ the buckets DDP built for it (its 1 MiB first bucket), every launch runs --max-s
 settings count the rows of the report."""
 
 import json
-import re
 
 import pytest
 
+from commprof.analysis.tune import MAX_ROUNDS
+from commprof.kinds import KINDS
+from commprof.render import progress_words
+from commprof.render.kind_words import describe, words_of
+from commprof.render.verdict_words import refined
 from commprof.results.store import load_report
 from commprof.results.sweep_record import SweepRecord
-from commprof.settings import setting_label
+from commprof.settings import DDP_BUCKET_GRID_MB, DDPOptions, setting_label
 from tests.conftest import REPO, built_of, commprof, plant_findings, planted_finding
 
 pytestmark = pytest.mark.slow
@@ -29,29 +33,28 @@ def launches_of(folder):
     return {p.parent.name: json.loads(p.read_text()) for p in folder.glob("*/run.json")}
 
 
-def counted(stderr: str, pattern: str) -> list[str]:
-    """The labels a line of the command's own feedback names: '3 settings (a, b, c) ...'."""
-    (line,) = [line for line in stderr.splitlines() if re.search(pattern, line)]
-    count, labels = re.search(r"(\d+) settings? \(([^)]*)\)", line).groups()
-    assert int(count) == len(labels.split(", ")), line
-    return labels.split(", ")
-
-
 def test_tune_of_a_script_counts_what_it_measures(tmp_path):
     result = commprof("tune", *ROUNDS, "--max-steps", str(STEPS), "--run-id", "tu", "--", SCRIPT, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     sweep = load_report(tmp_path / "reports" / "tu").sweep
     rows = [s.label for s in sweep.settings]
+    lines = result.stderr.splitlines()
+    # what it will launch: the script's own setting and the coarse grid, 2 to 4 repeats of 5 steps, the first untimed
+    tried = words_of(KINDS["ddp"]).tried([DDPOptions(bucket_cap_mb=cap) for cap in DDP_BUCKET_GRID_MB])
+    plan = ("tune tu", SCRIPT, "2 cpu", tried, (2, 4), (STEPS, 1, STEPS), "script-own", refined(MAX_ROUNDS))
+    assert progress_words.script_sweep_plan(*plan) in lines, result.stderr
     # 25 and 100 build 5's one bucket: measured once; the refinement, if any, adds caps of other layouts
-    assert counted(result.stderr, r"tune tu: .* in this round") == ["script-own", "bucket-1mb", "bucket-5mb"]
-    assert "not measured again: bucket-25mb builds bucket-5mb's buckets (one bucket of 3.0 MiB)" in result.stderr
-    assert sorted(counted(result.stderr, r"tune tu: \d+ settings? \(.*\) measured(,| in)")) == sorted(
-        rows
-    )  # measured order, sized order
+    twins = [(label, "bucket-5mb", describe(ONE)) for label in ("bucket-25mb", "bucket-100mb")]
+    first_round = progress_words.one_per_layout("tune tu", ["script-own", "bucket-1mb", "bucket-5mb"], twins)
+    assert first_round in lines, result.stderr
+    record = SweepRecord.read(tmp_path / "traces" / "tu")
+    # the line that counts what was measured names the report's rows (in the order measured; the rows are sized)
+    measured = progress_words.counted([setting_label(s) for s in record.plan.settings])
+    assert any(line.startswith(f"tune tu: {measured} measured") for line in lines), result.stderr
+    assert sorted(setting_label(s) for s in record.plan.settings) == sorted(rows)
     assert rows[0] == "script-own" and {"bucket-1mb", "bucket-5mb"} <= set(rows) and len(rows) <= 5
     assert len({tuple(s.bucket_sizes) for s in sweep.settings}) == len(rows)  # one setting per layout
     assert sweep.baseline == "script-own" and sweep.settings[0].bucket_sizes == OWN
-    record = SweepRecord.read(tmp_path / "traces" / "tu")
     assert record.order[:3] == ["script-own", "bucket-1mb", "bucket-5mb"] and record.built_by == "script"
     assert [setting_label(s) for s in record.plan.settings] == list(record.settings)  # every one measured
     launched = launches_of(tmp_path / "traces" / "tu")
@@ -67,11 +70,9 @@ def test_tune_of_a_script_counts_what_it_measures(tmp_path):
     for label in record.order[:3]:
         assert by_label[label].samples == (STEPS - 1) * by_label[label].launches and 2 <= by_label[label].launches
     assert by_label["script-own"].launches == max(s.launches for s in sweep.settings)  # the baseline pairs with all
-    assert "x 2 to 4 interleaved repeats of one launch each" in result.stderr
     assert by_label["bucket-1mb"].bucket_sizes == CAP_1 and by_label["script-own"].options["bucket_cap_mb"] is None
     recommendation = sweep.recommendation.lower()
     assert "the script's own setting" in recommendation and "the default" not in recommendation
-    assert f"({STEPS} steps, the first 1 untimed;" in result.stderr
 
 
 def test_advise_of_a_script_run_reruns_it_as_written(tmp_path):

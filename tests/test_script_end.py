@@ -91,7 +91,7 @@ def test_uneven_inputs_are_said_with_the_rank_that_finished_and_what_to_do():
         "vm",
         steps=25,
         status=0,
-        waiting="rank 0 waits in all_reduce #31 of the default group after step 25",
+        waiting=ended[1].left_because,  # the words of the rank that waited, as the ended rank kept them
         site=site,  # the line that called the collective rank 0 waited in
         failed="Connection closed by peer",  # what rank 0 then failed with, in plain words
     )

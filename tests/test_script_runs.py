@@ -3,10 +3,13 @@ as built-in runs are: compute + exposed + idle = step, the buckets in the trace 
 rank stops at the same step under --max-steps."""
 
 import json
-import re
 
 import pytest
 
+from commprof.cli.progress_lines import PREFIX
+from commprof.launch.script_output import the_scripts
+from commprof.render import progress_words
+from commprof.render.models_view import models_named
 from commprof.results.job import BuiltFSDP
 from commprof.results.store import load_report
 from tests.conftest import REPO, built_of, commprof, load_json
@@ -20,6 +23,12 @@ TINY_SCHEDULE = ["--schedule", "1,1,2"]
 
 def run_json(cwd, run_id):
     return json.loads((cwd / "traces" / run_id / "run.json").read_text())
+
+
+def took_s(line: str) -> int:
+    """The time a launch's last line gives (its last word, h:mm:ss), in seconds."""
+    hours, minutes, seconds = map(int, line.rsplit(" ", 1)[1].split(":"))
+    return 3600 * hours + 60 * minutes + seconds
 
 
 def test_a_script_unmodified_with_max_steps_and_a_bucket_override(capped_script_run):
@@ -58,16 +67,27 @@ def test_a_script_runs_to_its_own_end_with_its_own_buckets(tmp_path):
     assert (tmp_path / "mine.pt").exists()  # its own argv, its own working directory, rank 0's checkpoint
     assert [len(r["step_ms"]) for r in run_json(tmp_path, "e")["ranks"]] == [32, 32]  # 2 epochs x 16 batches
     assert sorted(c.bytes for c in load_report(tmp_path / "reports" / "e").collectives) == [133120, 1071144]
-    lines = [line for line in result.stderr.splitlines() if line.startswith("commprof: ")]
-    assert "\x1b" not in result.stderr and lines[0] == "commprof: starting ranks", result.stderr
-    assert re.fullmatch(r"commprof: rank 0 done: 32/32 steps in \d:\d\d:\d\d", lines[-1]), lines
-    # the script's own lines, on the streams it wrote them to, each with its rank, as torchrun --tee shows them
+    lines = [line for line in result.stderr.splitlines() if line.startswith(PREFIX)]
+    assert "\x1b" not in result.stderr and lines[0] == PREFIX + progress_words.starting(), result.stderr
+    assert lines[-1] == PREFIX + progress_words.launch_ended(took_s(lines[-1]), False, 0, 32, 32), lines
+    # the script's own lines, on the streams it wrote them to, each with its rank, as torchrun --tee shows them: what
+    # each rank wrote to its log but the profiler's markers (launch/script_output)
+    own = {}
     for rank in (0, 1):
-        assert [line for line in result.stderr.splitlines() if line.startswith(f"[rank{rank}]: ")] == [
-            f"[rank{rank}]: epoch 1 of 2 done",
-            f"[rank{rank}]: epoch 2 of 2 done",
-        ], result.stderr
-    assert "[rank0]: saved mine.pt after 2 epochs, RANK=0\n" in result.stdout and "[rank1]" not in result.stdout
+        for stream, shown in (("stdout", result.stdout), ("stderr", result.stderr)):
+            (log,) = (tmp_path / "traces" / "e" / "logs").glob(f"*/*/attempt_*/{rank}/{stream}.log")
+            own[rank, stream] = [line for line in log.read_text().splitlines() if the_scripts(line)]
+            prefix = f"[rank{rank}]: "
+            assert [line for line in shown.splitlines() if line.startswith(prefix)] == [
+                prefix + line for line in own[rank, stream]
+            ], shown
+    # a line per epoch on stderr from each rank; rank 0 alone says on stdout that it saved its checkpoint
+    assert {key: len(written) for key, written in own.items()} == {
+        (0, "stdout"): 1,
+        (0, "stderr"): 2,
+        (1, "stdout"): 0,
+        (1, "stderr"): 2,
+    }
     assert "script output: traces/e/logs/ (each rank's stdout.log and stderr.log)" in result.stdout
 
 
@@ -205,8 +225,9 @@ def test_a_script_with_two_ddp_models_has_each_in_its_report(tmp_path):
     assert generator.buckets == [427_264 * 4] and discriminator.buckets == [132_097 * 4]
     notes = report.run.script_notes
     assert (notes.counted, notes.others) == ("discriminator's Adam", ["generator's Adam"])
+    assert [(m.kind, m.module) for m in report.models] == [("DDP", "Sequential")] * 2
     text = (tmp_path / "reports" / "gan" / "report.md").read_text()
-    assert "2 DDP models, generator (Sequential, 427,264 parameters) and discriminator" in text
+    assert models_named(report) in text  # the header names both
     assert "discriminator.bucket_cap_mb=1" in text
 
 
@@ -219,6 +240,6 @@ def test_a_script_that_destroys_its_process_group_gets_the_same_measurements(tmp
     assert result.returncode == 0, result.stderr
     run = load_json(tmp_path / "traces" / "ends" / "run.json")
     assert run["steps_completed"] == 12  # it ran to its own end, its destroy_process_group() included
-    assert len(run["link_probe"]) >= 2 and run["cast_costs"], "no link probe or casts' cost"
-    report = (tmp_path / "reports" / "ends" / "report.md").read_text()
-    assert "this launch did not probe its links" not in report and "within a host" in report
+    assert len(run["link_probe"]) >= 2 and run["cast_costs"], (run["link_probe"], run["cast_costs"])
+    network = load_report(tmp_path / "reports" / "ends").network
+    assert network is not None and [t.tier for t in network.tiers] == ["host"]  # its report has the link it probed

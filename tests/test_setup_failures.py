@@ -30,6 +30,7 @@ from commprof.launch.preflight import (
     gloo_interface_problem,
     own_address_problem,
 )
+from commprof.render.failure_words import setup_text
 from commprof.results.failure_facts import SetupProblem
 
 
@@ -216,10 +217,8 @@ def test_a_run_on_a_host_whose_name_does_not_resolve_says_so_in_seconds(tmp_path
         "nosuchhost.cps7-invalid", "run", "--steps", "6", "--schedule", "2,1,2", "--quiet", cwd=tmp_path
     )
     assert result.returncode == 2, result.stderr
-    assert result.stderr.strip() == (
-        "error: this host's name 'nosuchhost.cps7-invalid' does not resolve: add it to /etc/hosts, or pass "
-        "--local-addr with this host's address (127.0.0.1 on one node)"
-    )
+    unresolved = SetupProblem("host_name", "nosuchhost.cps7-invalid", one_node=True)  # found before the launch
+    assert result.stderr.strip() == f"error: {setup_text(unresolved)}"
     assert took < 30, took  # not the rendezvous timeout (300 s)
     assert not (tmp_path / "traces").exists() or not any((tmp_path / "traces").iterdir())
 

@@ -102,9 +102,11 @@ def test_a_built_in_run_or_one_without_ddp_has_no_accounts():
 def test_the_report_names_each_model_with_its_own_cap():
     rank = _rank([("all_reduce", 2 * MIB, 10_000, 8_000, "backward", None)])
     report = Report("g", "run", "now", [], [], [], run=GAN, models=model_accounts(GAN, [rank]))
-    assert models_named(report) == (
-        "2 DDP models, generator (Sequential, 524,288 parameters) and discriminator (Sequential, 131,072 parameters)"
-    )
+    # the header's list of them: each its name, module and parameters (their words: test_render_model_words.py)
+    assert [(m.name, m.kind, m.module, m.parameters) for m in report.models] == [
+        ("generator", "DDP", "Sequential", 524_288),
+        ("discriminator", "DDP", "Sequential", 131_072),
+    ]
     table = models_section(report)[0].blocks[1]
     assert [row[:7] for row in table.rows] == [
         ("generator", "DDP", "Sequential", "524,288", "gan.py:20", "bucket_cap_mb=4", "one bucket of 2.0 MiB"),
@@ -115,7 +117,8 @@ def test_the_report_names_each_model_with_its_own_cap():
         "generator.bucket_cap_mb": "4",
         "discriminator.bucket_cap_mb": "0.1",
     }
-    assert "discriminator.bucket_cap_mb=0.1" in markdown(report)
+    page = markdown(report)
+    assert "discriminator.bucket_cap_mb=0.1" in page and models_named(report) in page
     single = dataclasses.replace(report, models=report.models[:1])
     assert models_named(single) == "" and models_section(single) == []
 
@@ -159,7 +162,11 @@ def test_each_fsdp_root_gets_the_gathers_and_reduce_scatters_of_its_units():
     assert teacher_account.bytes_per_step == 131_584 + 5_140 + 263_168
     assert (student_account.calls_per_step, student_account.ms_per_step) == (3.0, 5.0)
     report = Report("t", "run", "now", [], [], [], run=run, models=[teacher_account, student_account])
-    assert models_named(report).startswith("2 FSDP models, teacher (Sequential, 68,362 parameters) and student")
+    assert [(m.name, m.kind, m.module, m.parameters) for m in report.models] == [
+        ("teacher", "FSDP", "Sequential", 68_362),
+        ("student", "FSDP", "Sequential", 17_098),
+    ]
+    assert models_named(report) in markdown(report)  # the header names them (its words: test_render_model_words)
     rows = models_section(report)[0].blocks[1].rows
     assert [row[5:7] for row in rows] == [
         ("reshard_after_forward=FSDP's default, reduce_dtype=fp32", "2 units"),
@@ -214,10 +221,7 @@ def test_a_setting_for_one_model_is_labelled_pasted_and_applied_as_such():
     assert DDPOptions(bucket_cap_mb=None, ddp_model="discriminator").label() == "script-own"
     assert words_of(DDP).paste(setting) == "DDP(discriminator, bucket_cap_mb=1)"
     assert words_of(DDP).paste(DDPOptions(bucket_cap_mb=1)) == "DDP(model, bucket_cap_mb=1)"
-    second = words_of(DDP).paste(
-        DDPOptions(bucket_cap_mb=1, ddp_model="tower#2")
-    )  # "#" would start a comment in the call
-    assert second == "DDP(tower, bucket_cap_mb=1)  # the DDP the report names tower#2"
+    # a second DDP of one name, "tower#2", is pasted as the script wrote it: test_render_model_words.py
     assert "ddp_model" not in applied_to_a_script(setting)
 
 
@@ -226,11 +230,11 @@ def test_tune_layouts_of_a_script_with_two_models_name_each():
     from commprof.results.run_record import RunRecord
 
     run = RunRecord("t", RunConfig(run_id="t"), job=Job([GENERATOR, DISCRIMINATOR]))
-    layout_of, described = DDP.layouts(run), words_of(DDP).layout(run)
+    layout_of = DDP.layouts(run)
     every = layout_of(DDPOptions(bucket_cap_mb=1))
     # at a cap of 1 MB: the generator's two 1 MiB parameters a bucket each, the discriminator's two of 0.25 MiB one
+    # (this layout's words, each model's buckets by its name: test_render_model_words.py)
     assert every == ((MIB, MIB), (MIB // 2,))
-    assert described(every) == "generator's 2 buckets: 1.0, 1.0 MiB; discriminator's one bucket of 0.5 MiB"
     # set on the discriminator alone: the generator keeps its own cap of 4, one bucket of both
     assert layout_of(DDPOptions(bucket_cap_mb=1, ddp_model="discriminator")) == ((2 * MIB,), (MIB // 2,))
     # advise's setting for the discriminator of a run that capped both at 1: the generator keeps the run's 1
@@ -359,10 +363,7 @@ def test_fsdps_tune_measures_each_knob_against_the_script_as_written():
         "bwd-prefetch-2",
         "reduce-bf16",
     ]
-    assert FSDP.is_as_written(fsdp_as_written(FSDPOptions()))
-    assert words_of(FSDP).paste(FSDPOptions(reshard_after_forward=None, reduce_dtype="bf16")) == (
-        "fully_shard(each block, then the model, mp_policy=MixedPrecisionPolicy(reduce_dtype=torch.bfloat16))"
-    )
+    assert FSDP.is_as_written(fsdp_as_written(FSDPOptions()))  # (each knob's paste: test_render_model_words.py)
 
 
 def test_what_a_ddp_setting_is_set_on_is_said_and_a_name_no_ddp_has_refused():
@@ -370,15 +371,15 @@ def test_what_a_ddp_setting_is_set_on_is_said_and_a_name_no_ddp_has_refused():
 
     from commprof.commands.script_kind import OtherKind, several_models
     from commprof.config import RunConfig
+    from commprof.render.job_text import models_text
     from commprof.results.run_record import RunRecord
 
     run = RunRecord("t", RunConfig(run_id="t"), job=Job([GENERATOR, DISCRIMINATOR]))
-    assert several_models(run, DDPOptions(bucket_cap_mb=None)) == (
-        "the script builds 2 DDP models (generator, discriminator): each setting is set on every one at once "
-        "(--ddp-model NAME sets one alone)"
-    )
-    assert several_models(run, DDPOptions(bucket_cap_mb=None, ddp_model="discriminator")) == (
-        "the script builds 2 DDP models: each setting is set on discriminator alone (generator as written)"
+    # every model at once, or the one named; their words: test_render_model_words.py
+    names = ["generator", "discriminator"]
+    assert several_models(run, DDPOptions(bucket_cap_mb=None)) == models_text(names, None)
+    assert several_models(run, DDPOptions(bucket_cap_mb=None, ddp_model="discriminator")) == models_text(
+        names, "discriminator"
     )
     with pytest.raises(
         OtherKind, match="--ddp-model critic: the script builds no DDP of that name; it builds generator"

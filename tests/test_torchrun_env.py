@@ -1,6 +1,7 @@
 """A script's ranks get the environment torchrun would give them: OMP_NUM_THREADS=1 when several share a node,
 with torchrun's own warning, unless the user set it."""
 
+import logging
 import socket
 
 import pytest
@@ -15,7 +16,32 @@ def test_torchrun_sets_one_thread_for_several_ranks_and_keeps_the_users():
     assert torchrun_environment(2, {}) == {"OMP_NUM_THREADS": "1"}
     assert torchrun_environment(1, {}) == {}  # one rank per node: torchrun leaves it
     assert torchrun_environment(4, {"OMP_NUM_THREADS": "3"}) == {}  # the user's own wins
-    assert "Setting OMP_NUM_THREADS environment variable for each process to be 1 in default" in TORCHRUN_OMP_WARNING
+
+
+def test_the_warning_is_the_one_torchrun_logs(monkeypatch):
+    """torch's own launcher (torch.distributed.run), asked for two ranks on a node without OMP_NUM_THREADS, logs the
+    warning commprof repeats, word for word (its leading blank line aside)."""
+    from torch.distributed.run import config_from_args, get_args_parser
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "4")  # restored after the test: torchrun sets it
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    logged: list[str] = []
+
+    class Kept(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            logged.append(record.getMessage())
+
+    handler = Kept()
+    logger = logging.getLogger("torch.distributed.run")
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.WARNING)
+    try:
+        config_from_args(get_args_parser().parse_args(["--nproc-per-node", "2", "train.py"]))
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+    assert [message.strip("\n") for message in logged] == [TORCHRUN_OMP_WARNING]
 
 
 def rank_lines(tmp_path, run_id: str) -> str:

@@ -12,6 +12,7 @@ from commprof.commands.script_kind import check_kind, several_kinds
 from commprof.kinds import DDP, DEEPSPEED, FSDP, HOROVOD
 from commprof.kinds.ddp_buckets import bucket_bytes
 from commprof.launch.runlog import read_run_json
+from commprof.render.job_text import kinds_text
 from commprof.results.job import BuiltDDP, BuiltFSDP
 from commprof.settings import DDPOptions, FSDPOptions
 from commprof.trace.load import load_run
@@ -68,11 +69,11 @@ def test_each_kinds_findings_are_on_its_own_model_and_every_kinds_checks_are_nam
 
 
 def test_a_sweep_of_one_kind_says_what_it_varies_on_which_model_and_keeps_the_others():
+    """Each kind's settings said of this job, its head (DDP) and encoder (FSDP) in the order built (their words:
+    test_render_model_words.py)."""
     run = read_run_json(RUN)
-    assert several_kinds(run, DDPOptions()) == (
-        "the script builds models of 2 kinds, head (DDP), encoder (FSDP): these settings vary DDP's options "
-        "(bucket_cap_mb and the others) on head; FSDP's options as written (--strategy fsdp varies them)"
-    )
-    assert "vary FSDP's options on encoder; DDP's options" in several_kinds(run, FSDPOptions())
+    assert [(b.label, b.kind) for b in run.job.built] == [("head", "ddp"), ("encoder", "fsdp")]
+    assert several_kinds(run, DDPOptions()) == kinds_text(run.job, DDP)
+    assert several_kinds(run, FSDPOptions()) == kinds_text(run.job, FSDP)
     check_kind(run, FSDPOptions())  # either kind's settings act on this job: neither is refused
     check_kind(run, DDPOptions())

@@ -14,7 +14,10 @@ from commprof.commands.view import tensorboard
 from commprof.config import ProfileSchedule, RunConfig
 from commprof.errors import Interrupted, RunFailed, UsageError
 from commprof.launch.runlog import mark_failed, mark_interrupted, read_run_json, write_run_json
-from commprof.results.rank_facts import Refused, StepsDone
+from commprof.render.failure_words import error_text, failure_text
+from commprof.render.unfinished_words import failed_line, interrupted_line, nothing_to_view, raised_line
+from commprof.results.failure_facts import Killed, OwnError, Raised
+from commprof.results.rank_facts import PartialReport, Refused, StepsDone
 from commprof.results.run_record import RUN_STATUSES, RunRecord
 
 BUILT_IN = RunConfig(run_id="r", steps=200, schedule=ProfileSchedule(5, 2, 10))
@@ -51,7 +54,8 @@ def test_a_run_that_completed_before_the_interrupt_stays_complete(tmp_path):
     mark_interrupted(run_dir, "interrupted by SIGINT")
     assert read_run_json(run_dir).status == "complete"
     stop = interrupted_run(Interrupted(signal.SIGINT, "interrupted (SIGINT)", run_dir), BUILT_IN)
-    assert stop.message.startswith("interrupted after the last step; the run is complete (`commprof analyze ")
+    # steps None: the ranks had finished; no partial report of a complete run
+    assert stop.message == interrupted_line(run_dir, None, BUILT_IN.schedule.profiled_steps, PartialReport(None))
 
 
 def test_the_steps_done_count_what_every_rank_completed_of_the_runs_length():
@@ -68,10 +72,9 @@ def test_an_interrupt_before_the_profilers_window_says_there_is_nothing_to_repor
     config = RunConfig(run_id="r", steps=200, reports_dir=tmp_path / "reports")
     stop = interrupted_run(Interrupted(signal.SIGINT, "interrupted (SIGINT)", run_dir), config)
     assert (stop.exit_code, stop.run_dir) == (130, run_dir)
-    assert stop.message == (
-        "interrupted at step 3 of 200; no profiled step completed before the interrupt "
-        "(the profiler records steps 8-17): no report"
-    )
+    # 3 steps on every rank, of 200, before the profiler's window (steps 8-17): no trace, so no partial report
+    no_trace = PartialReport(None, "no_trace")
+    assert stop.message == interrupted_line(run_dir, StepsDone(3, 200), (8, 17), no_trace)
     assert not (tmp_path / "reports").exists()
 
 
@@ -82,24 +85,22 @@ def test_an_interrupt_of_a_launch_that_started_no_run_folder_keeps_its_line():
 
 def test_a_scripts_failure_says_when_and_what_to_do_once(tmp_path):
     run_dir = started_run(tmp_path, RunConfig(run_id="s", script=("train.py",)), steps=(0, 0))
-    mark_failed(run_dir, "rank 1 on vm failed: ValueError: x")  # as the launcher does
-    failure = RunFailed("rank 1 on vm raised the error above", run_dir, run_dir / "logs" / "vm", "Traceback ...")
+    mark_failed(run_dir, OwnError(1, "vm", "ValueError: x", 1))  # as the launcher does
+    failure = RunFailed(Raised(1, "vm"), run_dir, run_dir / "logs" / "vm", "Traceback ...")
     explained = failed_run(failure, RunConfig(run_id="s", script=("train.py",), reports_dir=tmp_path / "reports"))
-    assert str(explained) == (
-        f"rank 1 on vm raised the error above before the first step completed; fix the script and run it again "
-        f"(worker logs: {run_dir}/logs/vm)"
-    )
+    # before the first step (0 done, of a script's own length); no trace, no partial report to name
+    raised = failure_text(Raised(1, "vm"))
+    no_trace = PartialReport(None, "no_trace")
+    assert str(explained) == raised_line(raised, StepsDone(0, None), None, run_dir / "logs" / "vm", no_trace)
     assert explained.traceback == "Traceback ..." and explained.exit_code == 1
 
 
 def test_a_failure_without_a_trace_says_so_once(tmp_path):
     run_dir = started_run(tmp_path)
-    failure = RunFailed("rank 1 on vm was killed by signal 9 (SIGKILL)", run_dir, run_dir / "logs" / "vm")
-    line = str(failed_run(failure, BUILT_IN))
-    assert line == (
-        f"rank 1 on vm was killed by signal 9 (SIGKILL) (worker logs: {run_dir}/logs/vm); no trace was written "
-        f"before the failure (run.json and step logs in {run_dir}/)"
-    )
+    killed = Killed(1, "vm", signal.SIGKILL)
+    line = str(failed_run(RunFailed(killed, run_dir, run_dir / "logs" / "vm"), BUILT_IN))
+    no_trace = PartialReport(None, "no_trace")
+    assert line == failed_line(failure_text(killed), run_dir / "logs" / "vm", run_dir, no_trace)
 
 
 def run_main(argv, capsys):
@@ -149,16 +150,15 @@ def test_a_scripts_traceback_is_shown_once_above_the_one_line(monkeypatch, capsy
 
     traceback = 'Traceback (most recent call last):\n  File "/home/me/train.py", line 4, in <module>\nValueError: x'
 
+    raised = RunFailed(Raised(1, "vm"), traceback=traceback)
+
     def failed(*args, **kwargs):
-        raise RunFailed("rank 1 on vm raised the error above; fix the script and run it again", traceback=traceback)
+        raise raised
 
     monkeypatch.setattr(commprof.commands.run, "run", failed)
     code, err = run_main(["run", "--quiet"], capsys)
     assert code == 1
-    assert err.splitlines() == [
-        *traceback.splitlines(),
-        "error: rank 1 on vm raised the error above; fix the script and run it again",
-    ]
+    assert err.splitlines() == [*traceback.splitlines(), "error: " + error_text(raised)]
 
 
 def test_view_of_a_run_interrupted_before_its_profiler_recorded_says_so(tmp_path):
@@ -166,10 +166,8 @@ def test_view_of_a_run_interrupted_before_its_profiler_recorded_says_so(tmp_path
     mark_interrupted(run_dir, "interrupted by SIGINT")
     with pytest.raises(UsageError) as error, tensorboard("r", tmp_path / "traces"):
         pass
-    assert str(error.value) == (
-        f"{run_dir}: run r was interrupted at step 3 of 200, before its profiler recorded a step "
-        "(the profiler records steps 8-17): nothing to view"
-    )
+    said = nothing_to_view("r", "interrupted", StepsDone(3, 200), BUILT_IN.schedule.profiled_steps)
+    assert str(error.value) == f"{run_dir}: {said}"
 
 
 def test_a_script_failing_on_what_commprof_gave_it_is_told_so_not_to_fix_itself():

@@ -6,13 +6,15 @@ have written their accounts of the stall, where each is), one at once when the r
 change, then said on every line), and a last one with the final count. Work without
 steps (`WorkLines`: trace files analysed, a bench): nothing while it is short; once it has run `EVERY_S`
 seconds, a line every `EVERY_S` seconds and a last one. Pure: the caller gives the clock and where the lines
-go, and calls `show`/`tick` as often as it likes (cli/progress polls a few times a second)."""
+go, and calls `show`/`tick` as often as it likes (cli/progress polls a few times a second). The words are
+render/progress_words'; this chooses when a line is due and the values it says."""
 
 from __future__ import annotations
 
 from typing import Callable
 
 from commprof.launch.progress import Progress
+from commprof.render import progress_words as words
 
 EVERY_S = 10.0
 STALLED_S = 10.0  # rank 0 finished no step for this long, and for 5 of its latest steps: the line says so
@@ -22,20 +24,10 @@ Clock = Callable[[], float]
 Write = Callable[[str], None]
 
 
-def duration(seconds: float) -> str:
-    """`0:00:07`, `1:02:03`: hours, minutes, seconds, as Rich's time columns write them."""
-    whole = max(0, round(seconds))
-    return f"{whole // 3600}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
-
-
 def phase_kind(phase: str) -> str:
     """A phase without what it works on: a sweep's `repeat 2/5 bucket-25mb` is a `repeat`. A line is due when the
     kind changes, not at each setting's turn of a few steps."""
     return phase.split(" ", 1)[0]
-
-
-def step_count(step: int, steps: int | None) -> str:
-    return f"{step}/{steps}" if steps is not None else str(step)
 
 
 class StepLines:
@@ -63,13 +55,13 @@ class StepLines:
         self.moved: tuple[float, int] | None = None  # when rank 0's step count last changed, and to what
 
     def start(self) -> None:
-        self._say("starting ranks")
+        self._say(words.starting())
 
     def show(self, state: Progress | None) -> None:
         now = self.clock()
         if state is None:
             if now - self.last_line >= self.every_s:
-                self._say(f"starting ranks, {duration(now - self.started)} so far")
+                self._say(words.starting(now - self.started))
             return
         if self.first is None:
             self.first = (now, state.step)
@@ -84,44 +76,33 @@ class StepLines:
         self._say(self.line(state, now) + (f"; {news}" if news else ""))
 
     def line(self, state: Progress, now: float) -> str:
-        """`rank 0 training: step 12/20, 85.3 ms per step, ETA 0:00:07`: the step time is rank 0's latest; the time
-        left is the steps left at the pace seen since the first state was read (all phases together, as the total
-        counts them). No ETA before that pace is known (a first step's time holds the start's), nor while the total is
-        not known."""
-        count = step_count(state.step, state.steps)
-        text = f"rank {state.rank} {state.phase}: step {count}, {state.step_ms:.1f} ms per step"
-        if state.step == 0:  # started, no step done: no step time to give (a script that fails at once ends here)
-            text = f"rank {state.rank} {state.phase}: no step done yet"
+        """What rank 0's state says now: how long it has finished no step, once that is a stall (STALLED_S, and five
+        of its latest steps); else its step, its latest step time and the time left (`eta_s`)."""
         still_s = now - (self.moved or (now, state.step))[0]
         stepping = state.phase != "writing traces" and (state.steps is None or state.step < state.steps)
         if stepping and still_s >= max(STALLED_S, 5 * state.step_ms / 1000):
-            since = step_count(state.step, state.steps)
-            where = self.hang()
-            who = f"rank {state.rank}" + (f" on {state.host}" if state.host else "")
-            before = (
-                f"since step {since} ({state.phase}, {state.step_ms:.1f} ms per step before)"
-                if state.step
-                else f"since it started ({state.phase})"
+            return words.stalled(
+                state.rank, state.host, state.phase, state.step, state.steps, state.step_ms, still_s, self.hang()
             )
-            return (
-                f"{who} has finished no step for {duration(still_s)}, {before}: it, or a rank it waits for, is stuck "
-                "or slow"
-            ) + (f"; {where}" if where else "")
+        return words.at_step(state.rank, state.phase, state.step, state.steps, state.step_ms, self.eta_s(state, now))
+
+    def eta_s(self, state: Progress, now: float) -> float | None:
+        """The steps left at the pace seen since the first state was read (all phases together, as the total counts
+        them); None before that pace is known (a first step's time holds the start's), while the total is not known,
+        and at step 0 (started, no step done: a script that fails at once ends here)."""
         seen_at, seen_step = self.first or (now, state.step)
-        if state.steps is None or state.step >= state.steps or state.step <= seen_step:
-            return text
-        pace_s = (now - seen_at) / (state.step - seen_step)
-        return f"{text}, ETA {duration((state.steps - state.step) * pace_s)}"
+        if state.steps is None or state.step == 0 or state.step >= state.steps or state.step <= seen_step:
+            return None
+        return (state.steps - state.step) * (now - seen_at) / (state.step - seen_step)
 
     def end(self, state: Progress | None, failed: bool) -> None:
         """The last line: the steps really run, from the last state rank 0 wrote (read after the launch ended)."""
-        took = duration(self.clock() - self.started)
+        took_s = self.clock() - self.started
         if state is None:
-            self._say(f"stopped before rank 0's first step, after {took}" if failed else f"done in {took}")
-        elif failed:
-            self._say(f"rank {state.rank} stopped at step {step_count(state.step, state.steps)}, after {took}")
-        else:
-            self._say(f"rank {state.rank} done: {state.step}/{state.steps or state.step} steps in {took}")
+            self._say(words.launch_ended(took_s, failed))
+        else:  # done: every step that ran, of a total that is now known (the steps run, where none was given)
+            steps = state.steps if failed else state.steps or state.step
+            self._say(words.launch_ended(took_s, failed, state.rank, state.step, steps))
 
     def _say(self, text: str) -> None:
         self.write(self.prefix + text)
@@ -146,19 +127,17 @@ class WorkLines:
             return
         elapsed = now - self.started
         if self.count is None or self.count[0] == 0:
-            self._say(f"{self.description}, {duration(elapsed)} so far")
+            self._say(words.work_so_far(self.description, elapsed))
             return
         done, total = self.count
-        eta = f", ETA {duration((total - done) * elapsed / done)}" if done < total else ""
-        self._say(f"{self.description}: {done}/{total}, {done / elapsed:.1f}/s{eta}")
+        eta_s = (total - done) * elapsed / done if done < total else None
+        self._say(words.work_count(self.description, done, total, done / elapsed, eta_s))
 
     def end(self) -> None:
         """The last line, if the work was long enough to have any."""
         if not self.said:
             return
-        took = duration(self.clock() - self.started)
-        count = f"{self.count[0]}/{self.count[1]}" if self.count is not None else "done"
-        self._say(f"{self.description}: {count} in {took}")
+        self._say(words.work_ended(self.description, self.clock() - self.started, self.count))
 
     def _say(self, text: str) -> None:
         self.write(PREFIX + text)

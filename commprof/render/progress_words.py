@@ -1,5 +1,7 @@
 """The lines a command says while it works (sweep, tune, advise, compare, scale, bench): what it will launch, which
-round it is in, what it measures again; the commands give the facts, these choose the words."""
+round it is in, what it measures again; and the plain lines a log gets while a launch or other work runs
+(cli/progress_lines decides when a line is due and with which values). The commands give the facts, these choose the
+words."""
 
 from __future__ import annotations
 
@@ -132,3 +134,77 @@ def traces_elsewhere(ranks: Sequence[int], run_dir: str) -> str:
 
 
 BENCH_ELSEWHERE = "this node ran ranks of the benchmark; the node of rank 0 writes it"
+
+
+def duration(seconds: float) -> str:
+    """`0:00:07`, `1:02:03`: hours, minutes, seconds, as Rich's time columns write them."""
+    whole = max(0, round(seconds))
+    return f"{whole // 3600}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
+
+
+def step_count(step: int, steps: int | None) -> str:
+    """`12/20`, or `12` where the total is not known."""
+    return f"{step}/{steps}" if steps is not None else str(step)
+
+
+def starting(so_far_s: float | None = None) -> str:
+    """A launch before rank 0 has written its first state; `so_far_s`: how long it has been starting, where said."""
+    return "starting ranks" if so_far_s is None else f"starting ranks, {duration(so_far_s)} so far"
+
+
+def at_step(rank: int, phase: str, step: int, steps: int | None, step_ms: float, eta_s: float | None = None) -> str:
+    """`rank 0 training: step 12/20, 85.3 ms per step, ETA 0:00:07`: rank 0's latest state, and the time left where
+    it is known; before a first step, no step time (there is none to give)."""
+    if step == 0:
+        return f"rank {rank} {phase}: no step done yet"
+    text = f"rank {rank} {phase}: step {step_count(step, steps)}, {step_ms:.1f} ms per step"
+    return text + (f", ETA {duration(eta_s)}" if eta_s is not None else "")
+
+
+def stalled(
+    rank: int,
+    host: str | None,
+    phase: str,
+    step: int,
+    steps: int | None,
+    step_ms: float,
+    still_s: float,
+    where: str | None = None,
+) -> str:
+    """A rank that has finished no step for `still_s`: since which step (or since it started), and `where` the
+    stalled ranks are, once they have written it."""
+    who = f"rank {rank}" + (f" on {host}" if host else "")
+    before = (
+        f"since step {step_count(step, steps)} ({phase}, {step_ms:.1f} ms per step before)"
+        if step
+        else f"since it started ({phase})"
+    )
+    line = f"{who} has finished no step for {duration(still_s)}, {before}: it, or a rank it waits for, is stuck or slow"
+    return line + (f"; {where}" if where else "")
+
+
+def launch_ended(took_s: float, failed: bool, rank: int | None = None, step: int = 0, steps: int | None = None) -> str:
+    """A launch's last line: `rank` None where rank 0 wrote no state; else the step it stopped at, or (done) the steps
+    it ran of `steps`."""
+    took = duration(took_s)
+    if rank is None:
+        return f"stopped before rank 0's first step, after {took}" if failed else f"done in {took}"
+    if failed:
+        return f"rank {rank} stopped at step {step_count(step, steps)}, after {took}"
+    return f"rank {rank} done: {step_count(step, steps)} steps in {took}"
+
+
+def work_so_far(description: str, so_far_s: float) -> str:
+    """Work without steps, nothing counted yet: `analysing trace files, 0:00:10 so far`."""
+    return f"{description}, {duration(so_far_s)} so far"
+
+
+def work_count(description: str, done: int, total: int, per_s: float, eta_s: float | None = None) -> str:
+    """`analysing trace files: 2/8, 0.1/s, ETA 0:01:00`."""
+    return f"{description}: {done}/{total}, {per_s:.1f}/s" + (f", ETA {duration(eta_s)}" if eta_s is not None else "")
+
+
+def work_ended(description: str, took_s: float, count: tuple[int, int] | None = None) -> str:
+    """The last line of work without steps: the count done, where there was one."""
+    said = f"{count[0]}/{count[1]}" if count is not None else "done"
+    return f"{description}: {said} in {duration(took_s)}"
