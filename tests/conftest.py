@@ -109,6 +109,16 @@ def plant_findings(report_folder: Path, *findings: dict) -> None:
     path.write_text(json.dumps({**json.loads(path.read_text()), "findings": list(findings)}))
 
 
+SLOW_S = 10  # a launch, about
+
+
+def pytest_xdist_auto_num_workers(config) -> int:
+    """`-n auto` (pyproject.toml): a worker per core for the fast tier, whose tests only compute; one more for a run
+    with the slow tests, whose launches wait much of the time (two workers took 818 s, three 639 s)."""
+    cores = len(os.sched_getaffinity(0))
+    return cores if config.option.markexpr == "not slow" else cores + 1
+
+
 def pytest_collection_modifyitems(items):
     """Tests of the shared real run are slow; those marked `cuda` skip, with the reason, where torch sees no CUDA
     GPU (the one switch for the GPU tests); the heaviest files run first."""
@@ -121,13 +131,16 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.slow)
         if "cuda" in item.keywords and not cuda:
             item.add_marker(no_gpu)
-    # the files with the most slow tests first (a stable sort: each file's tests stay together and in order): the
-    # workers take files as they finish one (--dist loadfile), and a long file taken last would leave one idle.
-    # Files with solo tests after the others: a solo test holds the other worker's tests off, not its collection,
-    # which taken first it would run beside (a straggler claimed on identical runs, once)
-    slow = collections.Counter(item.path for item in items if item.get_closest_marker("slow"))
+    # the longest files first (a stable sort: each file's tests stay together and in order): the workers take files
+    # as they finish one (--dist loadfile), and a long file taken last would leave the others idle. A file's length:
+    # its tests marked `takes` (the seconds they need, and why), SLOW_S for each other slow test. Files with solo
+    # tests after the others: a solo test holds the other workers' tests off, not their collection
+    length: collections.Counter = collections.Counter()
+    for item in items:
+        takes = item.get_closest_marker("takes")
+        length[item.path] += takes.args[0] if takes else SLOW_S if item.get_closest_marker("slow") else 0
     solo = {item.path for item in items if _is_solo(item)}
-    items.sort(key=lambda item: (item.path in solo, -slow[item.path]))
+    items.sort(key=lambda item: (item.path in solo, -length[item.path]))
 
 
 class _Alone:

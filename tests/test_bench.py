@@ -48,6 +48,7 @@ def test_bad_size():
 
 
 @pytest.mark.slow
+@pytest.mark.takes(35, "every collective at every size on 2 ranks, each checked for its result")
 def test_every_op_runs_for_real_and_is_correct(tmp_path):
     """Gloo, and MPI where mpi4py and an MPI runtime are installed, in one bench; NCCL refused with its reason."""
     backends = ["gloo"] + (["mpi"] if mpi_unavailable() is None else [])

@@ -43,8 +43,13 @@ EXPECTED = {
 }
 
 
-@pytest.mark.parametrize("kind", sorted(EXPECTED))
+@pytest.mark.parametrize("kind", ["extra", "op", "size0"])  # shape, size1: benchmarks/check/controls
 def test_a_desync_is_named_by_kind_with_the_scripts_line(tmp_path, kind):
+    named_by_kind(tmp_path, kind)
+
+
+def named_by_kind(tmp_path, kind: str) -> None:
+    """The job stops within --timeout, its one line naming the desync of this kind with the script's line."""
     started = time.monotonic()
     args = ["run", "--run-id", kind, "--timeout", str(TIMEOUT), "--quiet", "--", str(SCRIPT), kind]
     result = commprof(*args, cwd=tmp_path, timeout=120)

@@ -111,6 +111,7 @@ def sample():
 
 
 @pytest.mark.slow
+@pytest.mark.takes(35, "one launch of each command not tested on its own")
 def test_a_sample_of_the_matrix_ends_in_results_or_one_line_refusals(tmp_path):
     matrix = Matrix(tmp_path)
     failed, outcomes = [], []

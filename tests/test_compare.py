@@ -13,6 +13,7 @@ pytestmark = pytest.mark.slow
 CLAIM = re.compile(r" wins: .*x faster than .*95% CI|No significant difference|too few unprofiled steps")
 
 
+@pytest.mark.takes(50, "two interleaved launches on each backend that runs here (gloo, mpi)")
 def test_backends_side_by_side(tmp_path):
     args = ("--backends", "gloo,nccl,mpi", "--run-id", "cmp", "--json", "--repeats", "2", *FAST_RUN)
     result = commprof("compare", *args, cwd=tmp_path)

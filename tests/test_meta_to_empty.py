@@ -154,6 +154,7 @@ def test_the_start_keeps_its_shapes_until_the_script_swaps_a_tensor(tmp_path, on
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["meta fsdp2"])  # "meta to_empty": benchmarks/check/differential.py
+@pytest.mark.takes(33, "the script under torchrun and under commprof")
 def test_a_script_that_builds_on_meta_ends_as_under_torchrun(name, tmp_path):
     """The differential check's rows of issue 70: 2 ranks under torchrun and under `commprof run --`, each rank's
     end, output and steps compared (before: every rank failed in to_empty under commprof alone)."""

@@ -118,6 +118,7 @@ def faulty_mpi_run(
 
 @pytest.mark.slow
 @pytest.mark.skipif(mpi_unavailable() is not None, reason=str(mpi_unavailable()))
+@pytest.mark.takes(38, "the stuck rank is stopped after --timeout 5 s and the deadline's 15 s of grace, under mpirun")
 def test_an_mpi_rank_stuck_before_an_all_reduce_is_bounded_and_named(tmp_path):
     """Rank 1 sleeps before step 6's gradient all-reduce, which goes over mpi4py (no timeout of its own): rank 0's
     account says it waits in it, and commprof stops mpirun after --timeout and the grace, with the same words as

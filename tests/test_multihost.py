@@ -6,14 +6,12 @@ import subprocess
 import pytest
 
 from commprof.launch.runlog import read_run_json
-from commprof.render.bench import where
 from commprof.render.failure_words import failure_text, setup_text
 from commprof.render.hang_words import waiting_text
 from commprof.render.network_view import link_bound_headline
-from commprof.render.progress_words import BENCH_ELSEWHERE
 from commprof.results.failure_facts import LostHost, SetupProblem
 from commprof.results.hang import read_evidence
-from commprof.results.store import load_report, load_result
+from commprof.results.store import load_report
 from tests.netbed import commprof_argv, namespaces_of_this_process, netbed, unavailable
 
 # not solo but for the scale: the link's token bucket sets every rate checked here, and with the script tests
@@ -48,6 +46,7 @@ def two_hosts(tmp_path_factory):
     assert namespaces_of_this_process() == []
 
 
+@pytest.mark.takes(32, "the module's job over two hosts (its fixture) starts here")
 def test_the_report_names_the_hosts_and_the_link_between_them(two_hosts):
     head = two_hosts.hosts[0].folder
     report = load_report(head / "reports" / "x" / "report.json")
@@ -86,25 +85,6 @@ def test_on_the_slow_link_compression_is_advised_by_what_its_casts_cost_here(two
     (compression,) = [f for f in report.findings if f.kind == "compression"]
     assert compression.setting == {"comm_hook": "fp16"} and compression.gain_ms.low > 0
     assert compression.facts.casts_measured
-
-
-def test_a_bench_across_two_hosts_measures_the_link_between_them(two_hosts):
-    """`commprof bench --nodes 2`, as nccl-tests across nodes: the all-reduce's bus bandwidth is the link's 400
-    Mbit/s (0.05 GB/s); the node of rank 0 writes the result, the other says so."""
-    args = ["bench", "--nodes", "2", "--procs", "1", "--rdzv-endpoint", two_hosts.rdzv_endpoint, "--name", "b"]
-    args += ["--ops", "all_reduce", "--min-bytes", "1M", "--max-bytes", "4M", "--warmup", "1", "--iters", "3"]
-    args += ["--bursts", "3"]
-    done = two_hosts.run_on_each([commprof_argv(*args)] * 2, timeout=300)
-    assert [d.returncode for d in done] == [0, 0], [d.stderr[-2000:] for d in done]
-    (written,) = [h for h in two_hosts.hosts if (h.folder / "reports" / "b" / "report.json").exists()]
-    other = done[1 - two_hosts.hosts.index(written)]
-    assert BENCH_ELSEWHERE in other.stdout + other.stderr
-    result = load_result(written.folder / "reports" / "b" / "report.json")
-    assert sorted(result.hosts) == ["node0", "node1"] and result.world_size == 2
-    largest = max(result.rows, key=lambda r: r.bytes)
-    assert largest.bytes == 4 << 20 and largest.correct and 0.03 < largest.busbw_gbps < 0.055, largest
-    text = (written.folder / "reports" / "b" / "report.md").read_text()
-    assert where(result) in text  # rank 0 on one host, rank 1 on the other
 
 
 def test_set_up_failures_across_hosts_are_one_line_with_the_fix(tmp_path):
@@ -150,6 +130,7 @@ def steps_logged(folder, rank: int) -> int:
     ],
     ids=["link-down", "store-host-killed"],
 )  # fmt: skip
+@pytest.mark.takes(42, "the link is cut, and each host's ranks wait out a 15 s timeout")
 def test_a_lost_host_is_named_on_every_host_within_the_timeout(tmp_path, host, how, expected):
     """Issue 51: a 2-host job of a rank each loses one host 5 steps in. Every host still running ends within
     --timeout and the grace, in one line naming the host it lost, its ranks, how the connection went and the

@@ -16,6 +16,7 @@ SCRIPT = REPO / "tests" / "data" / "scripts" / "pauses.py"
 TIMEOUT = 10  # the ranks write a stall after 5 s without a step (half of it)
 
 
+@pytest.mark.takes(55, "two pauses of 6 s, then a run on past --timeout 10 s and the deadline's 15 s of grace")
 def test_a_job_that_pauses_on_either_rank_runs_to_its_own_end(tmp_path):
     pause_s, run_on_s = 6, TIMEOUT + GRACE_S + 2  # each pause past half the timeout; the run on past the deadline
     started = time.monotonic()

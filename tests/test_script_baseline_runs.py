@@ -33,6 +33,7 @@ def launches_of(folder):
     return {p.parent.name: json.loads(p.read_text()) for p in folder.glob("*/run.json")}
 
 
+@pytest.mark.takes(48, "tune launches each setting twice at least, then confirms its pick in fresh pairs of launches")
 def test_tune_of_a_script_counts_what_it_measures(tmp_path):
     result = commprof("tune", *ROUNDS, "--max-steps", str(STEPS), "--run-id", "tu", "--", SCRIPT, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
@@ -75,6 +76,7 @@ def test_tune_of_a_script_counts_what_it_measures(tmp_path):
     assert "the script's own setting" in recommendation and "the default" not in recommendation
 
 
+@pytest.mark.takes(36, "the script's run, then advise's launches of each setting and its confirming pairs")
 def test_advise_of_a_script_run_reruns_it_as_written(tmp_path):
     """A run of the script as written, given one finding (bucket_cap_mb=25): advise measures the script's own
     setting against an explicit 25, which builds other buckets; every launch runs --max-steps."""

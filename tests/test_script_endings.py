@@ -12,6 +12,7 @@ ENDINGS = str(SCRIPTS / "endings.py")
 
 
 @pytest.mark.slow
+@pytest.mark.takes(50, "the script under torchrun and under commprof, each saving for 6 s past --timeout 3")
 def test_a_final_checkpoint_longer_than_the_timeout_ends_as_under_torchrun(tmp_path):
     case = Case("final-save", (ENDINGS, "final-save", "--save", "6"), "rank 0 saves 6 s", ("--timeout", "3"))
     compared = compare(case, tmp_path)
@@ -22,6 +23,7 @@ def test_a_final_checkpoint_longer_than_the_timeout_ends_as_under_torchrun(tmp_p
 
 
 @pytest.mark.slow
+@pytest.mark.takes(32, "the script under torchrun and under commprof, a rank waiting for the other's end each time")
 def test_uneven_inputs_end_as_under_torchrun(tmp_path):
     case = Case("uneven", (ENDINGS, "uneven", "--at", "25"), "rank 1 has 25 batches")
     compared = compare(case, tmp_path)

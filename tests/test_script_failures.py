@@ -162,6 +162,9 @@ def test_a_script_that_hangs_on_one_rank(tmp_path):
     assert sorted(p.name for p in kept.rglob("hang_rank*.json")) == ["hang_rank0.json", "hang_rank1.json"]
 
 
+@pytest.mark.takes(
+    34, "the script's group would wait 10 minutes; commprof stops it after --timeout and its 15 s of grace"
+)
 def test_a_script_with_a_long_timeout_of_its_own_is_stopped_after_ours(tmp_path):
     """The script's process group waits 10 minutes (as Lightning's and Trainer's do); a collective that waits past
     --timeout 8 and 15 s of grace is stopped by commprof, where each rank was said, the traces kept."""

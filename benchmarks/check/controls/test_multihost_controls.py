@@ -1,6 +1,6 @@
 """Positive controls over two hosts joined by a 400 Mbit/s link (issue 71, item 3: statistical claims live here,
-run on demand): the sweep confirms the compression the run predicted, and scale runs each size on its hosts. On
-demand (as root, with network namespaces):
+run on demand): the sweep confirms the compression the run predicted, scale runs each size on its hosts, and bench
+measures the link. On demand (as root, with network namespaces):
 
     python -m pytest benchmarks/check/controls/test_multihost_controls.py -p no:cacheprovider
 
@@ -8,6 +8,8 @@ The suite keeps the job over two hosts and what its report says (tests/test_mult
 
 import pytest
 
+from commprof.render.bench import where
+from commprof.render.progress_words import BENCH_ELSEWHERE
 from commprof.results.store import load_report, load_result
 from tests.netbed import commprof_argv, namespaces_of_this_process, netbed, unavailable
 from tests.test_multihost import RATE_MBIT, SHORT
@@ -72,3 +74,22 @@ def test_a_sweep_across_two_hosts_confirms_the_compression_the_run_predicted(two
     assert report.network.collectives and all(c.tier == "network" for c in report.network.collectives)
     text = (head / "reports" / "s" / "report.md").read_text()
     assert "2 ranks on 2 hosts." in text and "this launch did not probe its links" in text
+
+
+def test_a_bench_across_two_hosts_measures_the_link_between_them(two_hosts):
+    """`commprof bench --nodes 2`, as nccl-tests across nodes: the all-reduce's bus bandwidth is the link's 400
+    Mbit/s (0.05 GB/s); the node of rank 0 writes the result, the other says so."""
+    args = ["bench", "--nodes", "2", "--procs", "1", "--rdzv-endpoint", two_hosts.rdzv_endpoint, "--name", "b"]
+    args += ["--ops", "all_reduce", "--min-bytes", "1M", "--max-bytes", "4M", "--warmup", "1", "--iters", "3"]
+    args += ["--bursts", "3"]
+    done = two_hosts.run_on_each([commprof_argv(*args)] * 2, timeout=300)
+    assert [d.returncode for d in done] == [0, 0], [d.stderr[-2000:] for d in done]
+    (written,) = [h for h in two_hosts.hosts if (h.folder / "reports" / "b" / "report.json").exists()]
+    other = done[1 - two_hosts.hosts.index(written)]
+    assert BENCH_ELSEWHERE in other.stdout + other.stderr
+    result = load_result(written.folder / "reports" / "b" / "report.json")
+    assert sorted(result.hosts) == ["node0", "node1"] and result.world_size == 2
+    largest = max(result.rows, key=lambda r: r.bytes)
+    assert largest.bytes == 4 << 20 and largest.correct and 0.03 < largest.busbw_gbps < 0.055, largest
+    text = (written.folder / "reports" / "b" / "report.md").read_text()
+    assert where(result) in text  # rank 0 on one host, rank 1 on the other
