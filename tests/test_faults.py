@@ -248,6 +248,7 @@ def test_traces_folder_fills_up_mid_run(tmp_path, mount_namespace):
     )
 
 
+@pytest.mark.takes(40, "two whole runs at once on the two cores, one of them to its end")
 def test_same_run_id_at_the_same_time_never_mixes(tmp_path):
     args = [sys.executable, "-m", "commprof", "run", "--run-id", "twice", *STEPS]
     runs = [

@@ -115,6 +115,7 @@ def test_ddp_options_reach_the_traces(tmp_path):
     assert {c.phase for c in report.collectives} == {"backward"}  # DDP's bucket all-reduces run in the backward
 
 
+@pytest.mark.takes(32, "two emulated nodes of two ranks each: four ranks on two cores")
 def test_two_nodes_with_node_local_traces_folders(tmp_path):
     """Each 'node' runs in a folder of its own, as with a node-local traces/: every node writes its ranks'
     traces and step logs there; each rank digests its own trace, and the node with rank 0 reports on all

@@ -11,22 +11,10 @@ import pytest
 from commprof.render.bench import where
 from commprof.render.progress_words import BENCH_ELSEWHERE
 from commprof.results.store import load_report, load_result
-from tests.netbed import commprof_argv, namespaces_of_this_process, netbed, unavailable
-from tests.test_multihost import RATE_MBIT, SHORT
+from tests.netbed import commprof_argv, unavailable
+from tests.test_multihost import SHORT
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(unavailable() is not None, reason=str(unavailable()))]
-
-
-@pytest.fixture(scope="module")
-def two_hosts(tmp_path_factory):
-    """One job of one rank on each of two hosts over a 400 Mbit/s link, each host in its own folder."""
-    folder = tmp_path_factory.mktemp("two-hosts")
-    with netbed(2, RATE_MBIT, folder) as bed:
-        args = ["run", "--nodes", "2", "--procs", "1", "--rdzv-endpoint", bed.rdzv_endpoint, "--run-id", "x", *SHORT]
-        done = bed.run_on_each([commprof_argv(*args)] * 2, timeout=600)
-        assert [d.returncode for d in done] == [0, 0], [d.stderr[-2000:] for d in done]
-        yield bed
-    assert namespaces_of_this_process() == []
 
 
 @pytest.mark.solo  # its efficiency divides by the one-host step, which another test's ranks on the cores slowed
