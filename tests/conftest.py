@@ -4,6 +4,7 @@ import fcntl
 import functools
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import typer.main
+import typer.testing
 
 REPO = Path(__file__).resolve().parent.parent
 TRACES = REPO / "tests" / "data" / "traces"  # real traces, in the repo (README there)
@@ -119,6 +121,20 @@ def pytest_xdist_auto_num_workers(config) -> int:
     return cores if config.option.markexpr == "not slow" else cores + 1
 
 
+# a module whose every test is slow: `pytestmark = pytest.mark.slow`, alone or first in a list
+WHOLLY_SLOW = re.compile(r"^pytestmark = \[?\s*pytest\.mark\.slow\b", re.MULTILINE)
+
+
+def pytest_ignore_collect(collection_path: Path, config) -> bool | None:
+    """The fast tier (`-m "not slow"`) does not import the modules whose every test is slow: each worker imports
+    every module it collects, and these would cost it seconds to be deselected."""
+    if config.option.markexpr != "not slow" or not collection_path.name.startswith("test_"):
+        return None
+    if collection_path.suffix == ".py" and WHOLLY_SLOW.search(collection_path.read_text()):
+        return True
+    return None
+
+
 def pytest_collection_modifyitems(items):
     """Tests of the shared real run are slow; those marked `cuda` skip, with the reason, where torch sees no CUDA
     GPU (the one switch for the GPU tests); the heaviest files run first."""
@@ -213,6 +229,7 @@ def _cli_parser_built_once(monkeypatch):
     """Typer builds the click parser of the whole CLI anew for every call of the app (a tenth of a second): tests
     that call `main` in-process, a hundred times or more, build it once."""
     monkeypatch.setattr(typer.main, "get_command", PARSER_BUILT_ONCE)
+    monkeypatch.setattr(typer.testing, "_get_command", PARSER_BUILT_ONCE)
 
 
 class ProcessStarted(AssertionError):

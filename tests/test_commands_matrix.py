@@ -6,7 +6,7 @@ real (slow): every command on commprof's own DDP model."""
 from pathlib import Path
 
 import pytest
-from typer.main import get_command
+import typer.main
 
 from benchmarks.check.commands_matrix import COMMANDS, KIND_NAMES, KINDS, WRITES, Matrix, cells, classify, run_to_advise
 from commprof.cli.app import app
@@ -24,7 +24,7 @@ def test_the_matrix_has_a_cell_for_every_command_on_every_kind():
 
 def test_every_command_that_takes_a_job_is_a_column():
     """A new command is in the matrix, or named here as one that takes no job."""
-    assert set(get_command(app).commands) - NOT_A_JOB == set(COMMANDS)
+    assert set(typer.main.get_command(app).commands) - NOT_A_JOB == set(COMMANDS)
 
 
 def test_the_kinds_are_the_jobs_of_issue_53():
@@ -63,7 +63,7 @@ def test_the_kinds_have_one_or_two_models():
 @pytest.mark.parametrize("made", cells() + [run_to_advise(k) for k in KINDS], ids=lambda c: c.name)
 def test_every_cell_parses_as_its_command_line(made):
     """Each cell's options are its command's (a renamed option fails here, not an hour into the check)."""
-    command = get_command(app).commands[made.command]
+    command = typer.main.get_command(app).commands[made.command]
     command.make_context(made.command, list(made.args[1:]))
     if made.command in WRITES:
         assert made.report == WRITES[made.command]
