@@ -221,9 +221,6 @@ def test_zero_collectives_are_named_by_what_they_are_for():
 
 @pytest.mark.slow
 @pytest.mark.skipif(NO_DEEPSPEED, reason="deepspeed is not installed (optional: pip install 'commprof[deepspeed]')")
-@pytest.mark.takes(
-    120, "the first DeepSpeed launch in a fresh home builds DeepSpeed's CPU shared-memory op (deepspeed_shm_comm)"
-)
 def test_a_zero3_script_profiled_unmodified(tmp_path):
     """ZeRO-3 (every layer partitioned) gathers the parameters for the forward (ZeRO-2's, in its optimizer phase: the
     sweep below). Every collective is sized and typed, and named by what it is for."""

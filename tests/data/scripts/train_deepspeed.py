@@ -18,6 +18,11 @@ args = parser.parse_args()
 if args.local_rank < 0:  # as a script that picks its device by it would fail
     raise SystemExit("no --local_rank: the deepspeed launcher passes it")
 
+# On CPU, DeepSpeed's backend builds its shared-memory op (deepspeed_shm_comm) as it starts: a minute or two of
+# compiling on a machine that never built it, for its inference all-reduce only (training's collectives go over
+# torch.distributed). DeepSpeed keeps the ops it found buildable in one dict, so that edits to it persist
+# (deepspeed/ops/__init__.py): this script, which never runs inference, says the op is not there.
+deepspeed.ops.__compatible_ops__["deepspeed_shm_comm"] = False
 deepspeed.init_distributed(dist_backend="gloo")
 torch.manual_seed(0)
 model = nn.Sequential(*(layer for _ in range(4) for layer in (nn.Linear(256, 256), nn.ReLU())), nn.Linear(256, 10))
