@@ -98,9 +98,9 @@ def test_a_result_that_writes_a_report_has_written_it(tmp_path):
     assert classify(0, "", "", tmp_path / "reports" / "m" / "report.json") == ("FAIL", "exit 0 without m/report.json")
 
 
-# the commands that launch many times have end-to-end tests of their own on this model: tune (test_sweep_e2e), advise
-# (test_advise), compare (test_compare), scale (test_scale_e2e)
-COVERED_ELSEWHERE = {"tune", "advise", "compare", "scale"}
+# the commands that launch many times have end-to-end tests of their own: sweep on this model (test_sweep_e2e), tune
+# and advise on a script (test_script_baseline_runs), compare (test_compare), scale (test_scale_e2e)
+COVERED_ELSEWHERE = {"sweep", "tune", "advise", "compare", "scale"}
 
 
 def sample():
@@ -111,7 +111,6 @@ def sample():
 
 
 @pytest.mark.slow
-@pytest.mark.takes(35, "one launch of each command not tested on its own")
 def test_a_sample_of_the_matrix_ends_in_results_or_one_line_refusals(tmp_path):
     matrix = Matrix(tmp_path)
     failed, outcomes = [], []
