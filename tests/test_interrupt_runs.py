@@ -91,13 +91,6 @@ def test_ctrl_c_stops_a_built_in_run_with_130_and_its_partial_report(tmp_path):
     assert_view_serves_the_event_files(tmp_path, "ctrl-c")
 
 
-def test_ctrl_c_stops_a_users_script(tmp_path):
-    script = ["--max-steps", "400", *FAST[:2], "--", str(SCRIPTS / "train_epochs.py"), "--epochs", "50"]
-    code, lines = interrupted(tmp_path, "script", signal.SIGINT, script, after_steps=9, whole_group=True)
-    assert code == 130, lines
-    assert_partial_report_beside_the_run(tmp_path, "script", lines, of="400")
-
-
 def test_an_interrupt_before_the_profiler_recorded_anything_says_so(tmp_path):
     code, lines = interrupted(tmp_path, "early", signal.SIGTERM, ["--steps", "400"], after_steps=1, whole_group=False)
     assert code == 143, lines
