@@ -6,6 +6,7 @@ emulated nodes, FSDP's knobs on a script's own fully_shard. On demand:
 
 import pytest
 
+from benchmarks.check.controls.test_launch_controls import two_nodes
 from commprof.results.job import BuiltFSDP
 from commprof.results.store import load_report
 from tests.conftest import built_of, commprof
@@ -58,41 +59,8 @@ def test_a_hugging_face_trainer_script_with_its_own_cap_and_with_ours(tmp_path):
 
 
 def test_a_script_on_two_emulated_nodes(tmp_path):
-    import socket
-    import subprocess
-    import sys
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    args = [
-        sys.executable,
-        "-m",
-        "commprof",
-        "run",
-        "--nodes",
-        "2",
-        "--procs",
-        "1",
-        "--rdzv-endpoint",
-        f"127.0.0.1:{port}",
-        "--run-id",
-        "two",
-        "--max-steps",
-        "6",
-        *TINY_SCHEDULE,
-        "--quiet",
-        "--",
-        str(SCRIPTS / "train_epochs.py"),
-        "--epochs",
-        "50",
-    ]
-    nodes = [
-        subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        for _ in range(2)
-    ]
-    outputs = [node.communicate(timeout=300) for node in nodes]
-    assert [n.returncode for n in nodes] == [0, 0], outputs
+    script = ("--max-steps", "6", *TINY_SCHEDULE, "--quiet", "--", str(SCRIPTS / "train_epochs.py"), "--epochs", "50")
+    two_nodes([tmp_path, tmp_path], 1, "--run-id", "two", *script)
     run = run_json(tmp_path, "two")
     assert run["world_size"] == 2 and [len(r["step_ms"]) for r in run["ranks"]] == [6, 6]
     assert len(run["link_probe"]) == 3, run["notes"]  # both nodes' ranks met in commprof's own group

@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -22,36 +23,27 @@ from tests.test_run_e2e import SHORT_RUN
 pytestmark = pytest.mark.slow
 
 
+def two_nodes(folders: list[Path], procs: int, *args: str) -> None:
+    """`commprof run *args` as two nodes of `procs` ranks each on this machine, meeting at a c10d rendezvous on a free
+    loopback port, node i started in folders[i]; both end with exit 0."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    argv = [sys.executable, "-m", "commprof", "run", "--nodes", "2", "--procs", str(procs)]
+    argv += ["--rdzv-endpoint", f"127.0.0.1:{port}", *args]
+    nodes = [subprocess.Popen(argv, cwd=f, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for f in folders]
+    outputs = [node.communicate(timeout=300) for node in nodes]
+    assert [n.returncode for n in nodes] == [0, 0], outputs
+
+
 def test_two_nodes_with_node_local_traces_folders(tmp_path):
     """Each 'node' runs in a folder of its own, as with a node-local traces/: every node writes its ranks'
     traces and step logs there; each rank digests its own trace, and the node with rank 0 reports on all
     four ranks, as `commprof analyze` does over the traces copied together."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    args = [
-        sys.executable,
-        "-m",
-        "commprof",
-        "run",
-        "--nodes",
-        "2",
-        "--procs",
-        "2",
-        "--rdzv-endpoint",
-        f"127.0.0.1:{port}",
-        "--run-id",
-        "local",
-        "--quiet",
-        *SHORT_RUN,
-    ]
     folders = [tmp_path / "node0", tmp_path / "node1"]
-    nodes = []
     for folder in folders:
         folder.mkdir()
-        nodes.append(subprocess.Popen(args, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-    outputs = [node.communicate(timeout=300) for node in nodes]
-    assert [n.returncode for n in nodes] == [0, 0], outputs
+    two_nodes(folders, 2, "--run-id", "local", "--quiet", *SHORT_RUN)
     ranks = [sorted(int(p.name[4]) for p in (f / "traces" / "local").glob("rank*.pt.trace.json")) for f in folders]
     assert sorted(ranks) == [[0, 1], [2, 3]]
     assert all(len(list((f / "traces" / "local").glob("rank*.steps.json"))) == 2 for f in folders)
