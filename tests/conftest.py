@@ -116,7 +116,7 @@ SLOW_S = 10  # a launch, about
 
 def pytest_xdist_auto_num_workers(config) -> int:
     """`-n auto` (pyproject.toml): a worker per core for the fast tier, whose tests only compute; one more for a run
-    with the slow tests, whose launches wait much of the time (two workers took 818 s, three 639 s)."""
+    with the slow tests, as measured (two workers took 818 s, three 639 s, four 668 s: docs/benchmarks.md)."""
     cores = len(os.sched_getaffinity(0))
     return cores if config.option.markexpr == "not slow" else cores + 1
 
