@@ -2,6 +2,7 @@ import collections
 import contextlib
 import fcntl
 import functools
+import io
 import json
 import os
 import re
@@ -9,6 +10,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from unittest import mock
 
 import pytest
 import typer.main
@@ -37,10 +39,33 @@ def commprof(*args: str, cwd: Path, timeout: float = 300) -> subprocess.Complete
     )
 
 
-def once_for_every_worker(tmp_path_factory, name: str, *args: str) -> tuple[Path, subprocess.CompletedProcess]:
+def commprof_here(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    """`commprof *args` run by this pytest worker as the installed command runs it (`guarded_main`): the ranks are
+    real processes, forked from a fork server this worker starts once, so that only the first launch pays for
+    importing torch in commprof and in the fork server (a launch in its own process: 7.7 s, then 3.2-3.5 s each:
+    docs/benchmarks.md). For tests of what a launch measures and reports; `commprof()` for the contracts of
+    commprof's own process (its ending, its signals, its environment)."""
+    from commprof.cli import console
+    from commprof.cli.app import guarded_main
+
+    out, err, here, width = io.StringIO(), io.StringIO(), os.getcwd(), console.out.width
+    os.chdir(cwd)
+    console.out.width = 120  # as COLUMNS=120 sets it for `commprof()`
+    try:
+        with mock.patch.dict(os.environ), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = guarded_main(list(args))
+    finally:
+        os.chdir(here)
+        console.out.width = width
+    return subprocess.CompletedProcess(["commprof", *args], code, out.getvalue(), err.getvalue())
+
+
+def once_for_every_worker(
+    tmp_path_factory, name: str, *args: str, runner=commprof
+) -> tuple[Path, subprocess.CompletedProcess]:
     """`commprof *args` in a folder of its own, run once however many pytest-xdist workers ask for it (each worker
-    is a session of its own): the first runs it, holding a lock in the folder the workers share; the others wait
-    for it and read what it printed."""
+    is a session of its own): the first runs it (`runner`: in its own process, or `commprof_here`), holding a lock
+    in the folder the workers share; the others wait for it and read what it printed."""
     root = tmp_path_factory.getbasetemp()
     root = root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root
     cwd, saved = root / name, root / f"{name}.result.json"
@@ -48,7 +73,7 @@ def once_for_every_worker(tmp_path_factory, name: str, *args: str) -> tuple[Path
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not saved.exists():
             cwd.mkdir(exist_ok=True)  # left by a worker whose run failed: this one runs it again, and says why
-            result = commprof(*args, cwd=cwd)
+            result = runner(*args, cwd=cwd)
             assert result.returncode == 0, result.stderr
             saved.write_text(json.dumps([result.returncode, result.stdout, result.stderr]))
     returncode, stdout, stderr = json.loads(saved.read_text())
@@ -57,7 +82,8 @@ def once_for_every_worker(tmp_path_factory, name: str, *args: str) -> tuple[Path
 
 @pytest.fixture(scope="session")
 def cpu_run(tmp_path_factory):
-    """One real 2-rank Gloo run through the CLI, shared by the tests that inspect its output."""
+    """One real 2-rank Gloo run through the installed CLI in its own process, shared by the tests that inspect its
+    output."""
     # one step more than FAST_RUN: step 7 waits for the traces, step 8 is the unprofiled one
     return once_for_every_worker(tmp_path_factory, "run", "run", "--steps", "9", *FAST_RUN[2:], "--run-id", "e2e")
 
@@ -68,7 +94,7 @@ def capped_script_run(tmp_path_factory):
     shared by the tests of scripts and the test of the progress lines a log gets."""
     script = REPO / "tests" / "data" / "scripts" / "train_epochs.py"
     args = ["--max-steps", "8", "--schedule", "2,1,4", "--bucket-cap-mb", "0.01", "--", str(script), "--epochs", "50"]
-    return once_for_every_worker(tmp_path_factory, "script", "run", "--run-id", "s", *args)
+    return once_for_every_worker(tmp_path_factory, "script", "run", "--run-id", "s", *args, runner=commprof_here)
 
 
 @pytest.fixture(scope="session")
@@ -78,7 +104,7 @@ def strategies_compared(tmp_path_factory):
     cwd = tmp_path_factory.mktemp("ways")
     args = ["--strategies", "ddp,fsdp", "--model", "transformer", "--run-id", "ways", "--json", "--repeats", "2"]
     args += [*FAST_RUN[:-1], "2"]
-    result = commprof("compare", *args, cwd=cwd)
+    result = commprof_here("compare", *args, cwd=cwd)
     assert result.returncode == 0, result.stderr
     return cwd, result
 

@@ -11,7 +11,7 @@ from commprof.analysis.buckets import backward_times, bucket_timelines
 from commprof.analysis.predict import step_profile
 from commprof.results.store import load_report
 from commprof.trace.load import load_run
-from tests.conftest import REPO, commprof
+from tests.conftest import REPO, commprof_here
 from tests.tracebuilder import GLOO, TRAIN, TraceBuilder
 
 BACKWARD = "autograd::engine::evaluate_function: AddmmBackward0"
@@ -158,7 +158,7 @@ def test_old_reports_load_without_micro_steps(tmp_path):
 def test_a_script_with_gradient_accumulation(tmp_path):
     """A training script of the usual kind (argparse, its own process group and DDP, no_sync for all but the last
     of --accum micro-batches): four micro-steps make each profiled step, and the forward has its time."""
-    result = commprof(
+    result = commprof_here(
         "run",
         "--run-id",
         "acc",

@@ -7,7 +7,7 @@ import pytest
 from commprof.instrument.collectives import MATRIX_OPS
 from commprof.launch.mpi import mpi_unavailable
 from commprof.worker.matrix import combine, try_each
-from tests.conftest import commprof
+from tests.conftest import commprof_here
 
 
 def test_a_refused_op_fails_with_its_reason_and_wrong_values_fail_too():
@@ -23,7 +23,7 @@ def test_a_refused_op_fails_with_its_reason_and_wrong_values_fail_too():
 
 @pytest.mark.slow
 def test_live_matrix(tmp_path):
-    result = commprof("backends", "--json", cwd=tmp_path)
+    result = commprof_here("backends", "--json", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
     gloo = data["matrix"]["gloo"]["cpu"]

@@ -12,7 +12,7 @@ from commprof.instrument.collectives import MATRIX_OPS, Comm
 from commprof.launch.mpi import mpi_unavailable
 from commprof.values import parse_size
 from commprof.worker.bench import measure
-from tests.conftest import commprof
+from tests.conftest import commprof_here
 
 OPS = {"all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "all_to_all", "send_recv"}
 
@@ -48,11 +48,10 @@ def test_bad_size():
 
 
 @pytest.mark.slow
-@pytest.mark.takes(35, "every collective at every size on 2 ranks, each checked for its result")
 def test_every_op_runs_for_real_and_is_correct(tmp_path):
     """Gloo, and MPI where mpi4py and an MPI runtime are installed, in one bench; NCCL refused with its reason."""
     backends = ["gloo"] + (["mpi"] if mpi_unavailable() is None else [])
-    result = commprof(
+    result = commprof_here(
         "bench",
         "--backend",
         ",".join([*backends, "nccl"]),
@@ -81,7 +80,7 @@ def test_every_op_runs_for_real_and_is_correct(tmp_path):
     assert data["host"] == socket.gethostname() and data["hosts"] == [socket.gethostname()] * 2
     for name in ("report.json", "report.md", "report.html", "bench.csv", "busbw.png"):
         assert (tmp_path / "reports" / "b" / name).stat().st_size > 100
-    shown = commprof("report", "b", "--format", "md", cwd=tmp_path)  # by its name, as every command takes a run
+    shown = commprof_here("report", "b", "--format", "md", cwd=tmp_path)  # by its name, as every command takes a run
     assert shown.returncode == 0 and "| all_reduce |" in shown.stdout  # saved and shown like every result
 
 

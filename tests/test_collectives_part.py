@@ -8,7 +8,7 @@ import time
 import pytest
 
 from commprof.results.store import load_report
-from tests.conftest import REPO, commprof
+from tests.conftest import REPO, commprof, commprof_here
 
 pytestmark = pytest.mark.slow
 SCRIPT = REPO / "tests" / "data" / "scripts" / "collectives_part.py"
@@ -62,7 +62,7 @@ def test_a_dtype_the_backend_lets_pass_is_named_in_the_report(tmp_path):
     """float32 against int32, 16 bytes each: Gloo reduces them without an error and the script runs to its end;
     the ranks' whole-run collectives part at that all-reduce, and the report says so."""
     args = ["run", "--run-id", "dtype", "--timeout", str(TIMEOUT), "--quiet", "--", str(SCRIPT), "dtype"]
-    result = commprof(*args, cwd=tmp_path, timeout=120)
+    result = commprof_here(*args, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     parted = load_report(tmp_path / "reports" / "dtype").run.desync  # said in the notes (render/notes_text.py)
     assert parted is not None and parted.mismatch == "dtype" and not parted.lines_known

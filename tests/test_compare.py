@@ -6,17 +6,17 @@ import re
 import pytest
 
 from commprof.launch.mpi import mpi_unavailable
-from tests.conftest import FAST_RUN, commprof
+from tests.conftest import FAST_RUN, commprof_here
 
 pytestmark = pytest.mark.slow
 # FAST_RUN leaves one unprofiled step: no interval, so no winner; longer runs get one only with a real interval
 CLAIM = re.compile(r" wins: .*x faster than .*95% CI|No significant difference|too few unprofiled steps")
 
 
-@pytest.mark.takes(50, "two interleaved launches on each backend that runs here (gloo, mpi)")
+@pytest.mark.takes(40, "two interleaved launches on each backend that runs here (gloo, mpi)")
 def test_backends_side_by_side(tmp_path):
     args = ("--backends", "gloo,nccl,mpi", "--run-id", "cmp", "--json", "--repeats", "2", *FAST_RUN)
-    result = commprof("compare", *args, cwd=tmp_path)
+    result = commprof_here("compare", *args, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
     rows = {r["backend"]: r for r in data["rows"]}
@@ -36,5 +36,5 @@ def test_backends_side_by_side(tmp_path):
 
 
 def test_unknown_strategy_is_one_line(tmp_path):
-    result = commprof("compare", "--strategies", "ddp,zero3", "--quiet", *FAST_RUN, cwd=tmp_path)
+    result = commprof_here("compare", "--strategies", "ddp,zero3", "--quiet", *FAST_RUN, cwd=tmp_path)
     assert result.returncode == 2 and result.stderr.strip() == "error: unknown strategy: zero3 (ddp, fsdp)"

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tests.conftest import REPO, commprof
+from tests.conftest import REPO, commprof_here
 
 pytestmark = pytest.mark.slow
 SCRIPT = REPO / "tests" / "data" / "scripts" / "asks_backend.py"
@@ -14,7 +14,7 @@ SCRIPT = REPO / "tests" / "data" / "scripts" / "asks_backend.py"
 
 def test_compare_runs_a_script_on_each_backend_it_can_run_on(tmp_path):
     args = ("compare", "--run-id", "c", "--backends", "gloo,mpi", "--max-steps", "12", "--schedule", "2,1,4")
-    result = commprof(*args, "--", str(SCRIPT), "mpi", "40", cwd=tmp_path)  # the script names mpi
+    result = commprof_here(*args, "--", str(SCRIPT), "mpi", "40", cwd=tmp_path)  # the script names mpi
     assert result.returncode == 0, result.stderr[-3000:]
     rows = {r["backend"]: r for r in json.loads((tmp_path / "reports" / "c" / "report.json").read_text())["rows"]}
     assert rows["gloo"]["available"] and rows["gloo"]["step_ms"] > 0

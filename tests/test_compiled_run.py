@@ -8,7 +8,7 @@ import pytest
 from commprof.render.compiled_text import compiled_line
 from commprof.results.job import BuiltDDP
 from commprof.results.store import load_report
-from tests.conftest import REPO, commprof
+from tests.conftest import REPO, commprof_here
 
 pytestmark = pytest.mark.slow
 SCRIPT = REPO / "tests" / "data" / "scripts" / "train_compiled.py"
@@ -21,7 +21,7 @@ def report(folder, name):
 
 def test_ddp_compiled_whole_is_not_split_and_said_so(tmp_path):
     args = ("run", "--run-id", "ddp-first", "--", str(SCRIPT), "aot_eager", "30", "ddp-first")
-    result = commprof(*args, cwd=tmp_path)
+    result = commprof_here(*args, cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     compiled = report(tmp_path, "ddp-first")["run"]["compiled"]
     assert compiled["what"] == "DistributedDataParallel(Sequential)" and compiled["graphs"] == []

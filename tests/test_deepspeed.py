@@ -11,7 +11,7 @@ from commprof.analysis.collectives import with_zero_purposes
 from commprof.instrument.deepspeed import DeepSpeedWatch
 from commprof.results.report import CollectiveStats
 from commprof.results.store import load_report
-from tests.conftest import REPO, built_of, commprof, load_json
+from tests.conftest import REPO, built_of, commprof_here, load_json
 
 SCRIPT = REPO / "tests" / "data" / "scripts" / "train_deepspeed.py"
 NO_DEEPSPEED = importlib.util.find_spec("deepspeed") is None
@@ -226,7 +226,7 @@ def test_a_zero3_script_profiled_unmodified(tmp_path):
     sweep below). Every collective is sized and typed, and named by what it is for."""
     stage, gathered_in = 3, "forward"
     args = ["--max-steps", "10", "--schedule", "3,1,4", "--quiet", "--", str(SCRIPT), "--stage", str(stage)]
-    result = commprof("run", "--run-id", "zero", *args, cwd=tmp_path)
+    result = commprof_here("run", "--run-id", "zero", *args, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     run = load_json(tmp_path / "traces" / "zero" / "run.json")
     (built,) = built_of(run, "deepspeed")

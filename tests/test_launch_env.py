@@ -15,7 +15,7 @@ from commprof.launch.slurm import apply_slurm, expand_hostlist, sbatch_script, s
 from commprof.worker.mpi_identity import identity_from_env, started_by_mpi_launcher
 from commprof.worker.mpi_rank import rank_config
 from commprof.worker.rank import gpu_index
-from tests.conftest import FAST_RUN, commprof, load_json
+from tests.conftest import FAST_RUN, commprof_here, load_json
 
 # What `srun --nodes=2 --ntasks-per-node=1` exports to the task on the second node (Slurm 23.x).
 SRUN_TASK_ON_NODE_1 = {
@@ -169,7 +169,7 @@ def test_one_gpu_bound_to_each_rank(tmp_path, monkeypatch):
 
 @pytest.mark.slow  # bash -n checks the script
 def test_emit_sbatch_prints_a_valid_script(tmp_path):
-    result = commprof(
+    result = commprof_here(
         "run",
         "--emit-sbatch",
         "--nodes",

@@ -7,14 +7,14 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from commprof.render.whole_run_view import GREW_SHORT
 from commprof.results.store import load_report
-from tests.conftest import REPO, commprof
+from tests.conftest import REPO, commprof_here
 
 pytestmark = pytest.mark.slow
 SCRIPT = REPO / "tests" / "data" / "scripts" / "slows_down.py"
 
 
 def test_a_running_job_draws_its_steps_and_says_its_change_as_it_happens(tmp_path):
-    result = commprof("run", "--run-id", "live", "--", str(SCRIPT), "100", "250", "20", "80", cwd=tmp_path)
+    result = commprof_here("run", "--run-id", "live", "--", str(SCRIPT), "100", "250", "20", "80", cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     lines = result.stderr.splitlines()
     said = [i for i, line in enumerate(lines) if "the step changed at step " in line]

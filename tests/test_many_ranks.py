@@ -10,7 +10,7 @@ from commprof.analysis.digest import MAX_DETAILED_RANKS, digest
 from commprof.render.tables import MAX_RANK_ROWS, TOP_RANKS
 from commprof.results.store import load_report
 from commprof.trace.load import load_run, load_run_with
-from tests.conftest import REPO, TRACES, commprof
+from tests.conftest import REPO, TRACES, commprof_here
 
 SOURCE = TRACES / "gloo-cpu-rank34-of-300" / "rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"
 RANKS = 24
@@ -34,7 +34,7 @@ def make_ranks(folder, ranks=RANKS):
 
 def test_report_of_many_ranks_is_summarised(tmp_path):
     make_ranks(tmp_path / "job")
-    result = commprof("analyze", str(tmp_path / "job"), "--name", "many", cwd=tmp_path)
+    result = commprof_here("analyze", str(tmp_path / "job"), "--name", "many", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     report = load_report(tmp_path / "reports" / "many" / "report.json")
     assert [r.rank for r in report.ranks] == list(range(RANKS))  # every rank in report.json

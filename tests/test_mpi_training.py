@@ -18,7 +18,7 @@ from commprof.results.hang import MPI_GROUP_DESC
 from commprof.results.store import load_report
 from commprof.trace.load import load_run
 from commprof.worker.mpi_identity import identity_from_env
-from tests.conftest import FAST_RUN, REPO, commprof, load_json
+from tests.conftest import FAST_RUN, REPO, commprof_here, load_json
 
 
 def test_identity_from_open_mpi_and_pmi_environments():
@@ -38,7 +38,7 @@ def test_identity_from_open_mpi_and_pmi_environments():
 @pytest.mark.slow
 @pytest.mark.skipif(mpi_unavailable() is not None, reason=str(mpi_unavailable()))
 def test_ddp_gradients_over_mpi_are_traced_and_analysed(tmp_path):
-    result = commprof(
+    result = commprof_here(
         "run", "--backend", "mpi", "--run-id", "mpi", "--quiet", "--timeout", "120", *FAST_RUN, cwd=tmp_path
     )
     assert result.returncode == 0, result.stderr

@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from commprof.results.store import load_report
-from tests.conftest import FAST_RUN, commprof, load_json
+from tests.conftest import FAST_RUN, commprof_here, load_json
 
 pytestmark = pytest.mark.slow
 # 4 steps, 2 of them profiled: what the tests of options, FSDP and several nodes check needs no more
@@ -56,9 +56,9 @@ def test_report_numbers_are_consistent(cpu_run):
 
 def test_report_rerenders_without_traces(cpu_run):
     cwd, _ = cpu_run
-    result = commprof("report", "reports/e2e/report.json", "--format", "md", cwd=cwd)
+    result = commprof_here("report", "reports/e2e/report.json", "--format", "md", cwd=cwd)
     assert result.returncode == 0 and "| rank |" in result.stdout
-    assert commprof("report", "e2e", "--format", "md", cwd=cwd).stdout == result.stdout  # by its run id
+    assert commprof_here("report", "e2e", "--format", "md", cwd=cwd).stdout == result.stdout  # by its run id
 
 
 def test_python_m_commprof(tmp_path):
@@ -77,7 +77,7 @@ def test_run_failure_names_the_rank(tmp_path):
         "        return super().forward(x)\n"
         "def build():\n    return M(4, 2)\n"
     )
-    result = commprof("run", "--model", f"{bad}:build", *FAST_RUN, "--quiet", cwd=tmp_path)
+    result = commprof_here("run", "--model", f"{bad}:build", *FAST_RUN, "--quiet", cwd=tmp_path)
     assert result.returncode == 1
     last = result.stderr.strip().splitlines()[-1]
     assert "rank 1" in last and "rank one exploded" in last and "Traceback" not in result.stderr
@@ -86,7 +86,7 @@ def test_run_failure_names_the_rank(tmp_path):
 def test_ddp_options_reach_the_traces(tmp_path):
     """fp16 compression halves every all-reduce; accumulation keeps one all-reduce per bucket per step. (The mlp: a
     transformer's steps in bf16 take twice as long on this CPU, for the same checks.)"""
-    result = commprof(
+    result = commprof_here(
         "run",
         "--model",
         "mlp",

@@ -4,12 +4,12 @@ import json
 
 import pytest
 
-from tests.conftest import FAST_RUN, commprof
+from tests.conftest import FAST_RUN, commprof_here
 
 
 @pytest.mark.slow
 def test_scale_measures_and_predicts(tmp_path):
-    result = commprof(
+    result = commprof_here(
         "scale", "--world-sizes", "1,2", "--repeats", "1", "--predict", "4,8", "--run-id", "sc", *FAST_RUN, cwd=tmp_path
     )
     assert result.returncode == 0, result.stderr
@@ -36,5 +36,5 @@ def test_scale_measures_and_predicts(tmp_path):
     assert (folder / "scale.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "## Predicted" in (folder / "report.md").read_text()
     assert data["kind"] == "scale"
-    shown = commprof("report", str(folder / "report.json"), cwd=tmp_path)
+    shown = commprof_here("report", str(folder / "report.json"), cwd=tmp_path)
     assert shown.returncode == 0 and "\nMeasured\n" in shown.stdout  # saved and shown like every result

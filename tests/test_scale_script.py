@@ -9,7 +9,7 @@ import pytest
 
 from commprof.render.scale import model_notes
 from commprof.results.store import load_result
-from tests.conftest import REPO, commprof
+from tests.conftest import REPO, commprof_here
 
 pytestmark = pytest.mark.slow
 SCRIPT = REPO / "tests" / "data" / "scripts" / "train_default_ddp.py"
@@ -17,7 +17,7 @@ STEPS = ("--epochs", "1", "--steps-per-epoch", "100")  # --max-steps ends each l
 
 
 def _scale(tmp_path, name, *options, script_args=()):
-    result = commprof(
+    result = commprof_here(
         "scale", "--run-id", name, "--world-sizes", "1,2", "--repeats", "1", "--max-steps", "24", *options,
         "--", str(SCRIPT), *script_args, *STEPS, cwd=tmp_path,
     )  # fmt: skip

@@ -15,7 +15,7 @@ from commprof.render.verdict_words import refined
 from commprof.results.store import load_report
 from commprof.results.sweep_record import SweepRecord
 from commprof.settings import DDP_BUCKET_GRID_MB, DDPOptions, setting_label
-from tests.conftest import REPO, built_of, commprof, plant_findings, planted_finding
+from tests.conftest import REPO, built_of, commprof_here, plant_findings, planted_finding
 
 pytestmark = pytest.mark.slow
 SCRIPT = str(REPO / "tests" / "data" / "scripts" / "train_default_ddp.py")
@@ -33,9 +33,9 @@ def launches_of(folder):
     return {p.parent.name: json.loads(p.read_text()) for p in folder.glob("*/run.json")}
 
 
-@pytest.mark.takes(48, "tune launches each setting twice at least, then confirms its pick in fresh pairs of launches")
+@pytest.mark.takes(52, "tune launches each setting twice at least, then confirms its pick in fresh pairs of launches")
 def test_tune_of_a_script_counts_what_it_measures(tmp_path):
-    result = commprof("tune", *ROUNDS, "--max-steps", str(STEPS), "--run-id", "tu", "--", SCRIPT, cwd=tmp_path)
+    result = commprof_here("tune", *ROUNDS, "--max-steps", str(STEPS), "--run-id", "tu", "--", SCRIPT, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     sweep = load_report(tmp_path / "reports" / "tu").sweep
     rows = [s.label for s in sweep.settings]
@@ -80,12 +80,12 @@ def test_tune_of_a_script_counts_what_it_measures(tmp_path):
 def test_advise_of_a_script_run_reruns_it_as_written(tmp_path):
     """A run of the script as written, given one finding (bucket_cap_mb=25): advise measures the script's own
     setting against an explicit 25, which builds other buckets; every launch runs --max-steps."""
-    result = commprof(
+    result = commprof_here(
         "run", "--run-id", "r", "--max-steps", "12", "--schedule", "3,1,4", "--quiet", "--", SCRIPT, cwd=tmp_path
     )
     assert result.returncode == 0, result.stderr
     plant_findings(tmp_path / "reports" / "r", planted_finding("bucket_cap", "bucket_cap_mb=25", {"bucket_cap_mb": 25}))
-    result = commprof("advise", "r", *ROUNDS, "--max-steps", str(STEPS), "--quiet", cwd=tmp_path)
+    result = commprof_here("advise", "r", *ROUNDS, "--max-steps", str(STEPS), "--quiet", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     sweep = load_report(tmp_path / "reports" / "r-advise").sweep
     assert [(s.label, s.bucket_sizes) for s in sweep.settings] == [("script-own", OWN), ("bucket-25mb", ONE)]

@@ -15,7 +15,7 @@ from commprof.render.unfinished_words import raised_line
 from commprof.results.failure_facts import Behind, Failure, Hung, Limit, Overdue, OwnError, Raised
 from commprof.results.hang import HangEvidence, StackFrame
 from commprof.results.rank_facts import PartialReport, StepsDone
-from tests.conftest import REPO, commprof
+from tests.conftest import REPO, commprof, commprof_here
 
 SCRIPTS = REPO / "tests" / "data" / "scripts"
 pytestmark = pytest.mark.slow
@@ -62,7 +62,7 @@ def test_a_script_that_fails_on_one_rank(tmp_path):
     """Its traceback as python shows it, once (rank 1's: rank 0 was only stopped), then one line: which rank, at
     which step, what to do, where the logs and the partial report are."""
     script = SCRIPTS / "fails_on_rank1.py"
-    result = commprof(
+    result = commprof_here(
         "run",
         "--run-id",
         "f",
@@ -93,7 +93,7 @@ def test_a_script_that_fails_as_it_starts(tmp_path):
     """Every rank raises the same error at import: its traceback once, with file and line, and one line naming the
     first rank to fail and the others; nothing about a report, which there cannot be."""
     script = SCRIPTS / "fails_at_import.py"
-    result = commprof("run", "--run-id", "start", "--quiet", "--", str(script), cwd=tmp_path)
+    result = commprof_here("run", "--run-id", "start", "--quiet", "--", str(script), cwd=tmp_path)
     assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
     assert lines[:-1] == [
@@ -116,7 +116,9 @@ def test_a_script_that_fails_as_it_starts(tmp_path):
 
 def test_a_script_that_never_initializes_torch_distributed(tmp_path):
     """It ends as under torchrun (every rank 0); the run says its ranks did not communicate."""
-    result = commprof("run", "--quiet", "--run-id", "alone", "--", str(SCRIPTS / "not_distributed.py"), cwd=tmp_path)
+    result = commprof_here(
+        "run", "--quiet", "--run-id", "alone", "--", str(SCRIPTS / "not_distributed.py"), cwd=tmp_path
+    )
     assert result.returncode == 0, result.stderr
     assert run_json(tmp_path, "alone")["script_notes"]["communicated"] is False
     assert "never initialized torch.distributed" in (tmp_path / "reports" / "alone" / "report.md").read_text()

@@ -12,7 +12,7 @@ from commprof.render import progress_words
 from commprof.render.models_view import models_named
 from commprof.results.job import BuiltFSDP
 from commprof.results.store import load_report
-from tests.conftest import REPO, built_of, commprof, load_json
+from tests.conftest import REPO, built_of, commprof_here, load_json
 
 SCRIPTS = REPO / "tests" / "data" / "scripts"
 pytestmark = pytest.mark.slow
@@ -50,7 +50,7 @@ def test_a_script_unmodified_with_max_steps_and_a_bucket_override(capped_script_
 def test_a_script_runs_to_its_own_end_with_its_own_buckets(tmp_path):
     """Past the profiler's window to its own end: its own argv and working directory, its own buckets, and the
     progress in a log ends on the steps it ran (before: '151/151' for its own 160)."""
-    result = commprof(
+    result = commprof_here(
         "run",
         "--run-id",
         "e",
@@ -92,7 +92,7 @@ def test_a_script_runs_to_its_own_end_with_its_own_buckets(tmp_path):
 
 
 def test_optimizer_steps_are_steps_under_accumulation_and_a_grad_scaler(tmp_path):
-    result = commprof(
+    result = commprof_here(
         "run",
         "--run-id",
         "a",
@@ -122,14 +122,14 @@ def test_a_module_started_with_dash_m(tmp_path):
     (tmp_path / "mypkg" / "train.py").write_text("from .settings import EPOCHS_FLAG  # noqa: F401\n" + code)
     (tmp_path / "mypkg" / "__main__.py").write_text("from .train import main\nmain()\n")
     args = ["--max-steps", "4", *TINY_SCHEDULE, "--quiet", "--", "-m", "mypkg", "--epochs", "9"]
-    result = commprof("run", "--run-id", "m", *args, cwd=tmp_path)
+    result = commprof_here("run", "--run-id", "m", *args, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "reports" / "m" / "report.html").exists()
     assert [len(r["step_ms"]) for r in run_json(tmp_path, "m")["ranks"]] == [4, 4]
 
 
 def test_sweep_of_a_script_too_short_says_so(tmp_path):
-    result = commprof(
+    result = commprof_here(
         "sweep",
         "--bucket-cap-mb",
         "1",
@@ -149,7 +149,7 @@ def test_sweep_of_a_script_too_short_says_so(tmp_path):
 
 
 def test_a_script_without_ddp_is_measured_and_told_the_options_did_nothing(tmp_path):
-    result = commprof(
+    result = commprof_here(
         "run",
         "--run-id",
         "n",
@@ -170,7 +170,7 @@ def test_a_script_without_ddp_is_measured_and_told_the_options_did_nothing(tmp_p
 
 
 def test_a_script_that_never_steps_is_one_window(tmp_path):
-    result = commprof("run", "--run-id", "ns", "--quiet", "--", str(SCRIPTS / "never_steps.py"), cwd=tmp_path)
+    result = commprof_here("run", "--run-id", "ns", "--quiet", "--", str(SCRIPTS / "never_steps.py"), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     report = load_report(tmp_path / "reports" / "ns")
     assert {s.step for s in report.steps} == {"all"} and all(r.comm_ms > 0 for r in report.ranks)
@@ -178,7 +178,7 @@ def test_a_script_that_never_steps_is_one_window(tmp_path):
 
 
 def test_a_script_that_shards_its_model_with_fsdp(tmp_path):
-    result = commprof(
+    result = commprof_here(
         "run",
         "--run-id",
         "fsdp",
@@ -211,7 +211,7 @@ def test_a_script_with_two_ddp_models_has_each_in_its_report(tmp_path):
     """Issue 63: a GAN's generator (cap 4) and discriminator (cap 1), each named, its own cap and all-reduces: the
     discriminator's one bucket is all-reduced twice a step (its backward runs in both of the GAN's passes)."""
     script = (str(SCRIPTS / "train_gan.py"), "--steps", "12")
-    result = commprof("run", "--run-id", "gan", "--quiet", "--schedule", "2,1,4", "--", *script, cwd=tmp_path)
+    result = commprof_here("run", "--run-id", "gan", "--quiet", "--schedule", "2,1,4", "--", *script, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     report = load_report(tmp_path / "reports" / "gan")
     generator, discriminator = report.models
@@ -236,7 +236,7 @@ def test_a_script_that_destroys_its_process_group_gets_the_same_measurements(tmp
     where the same script stopped by --max-steps before that call got both. Now both are taken as it destroys it."""
     script = str(SCRIPTS / "train_default_ddp.py")
     args = ("--quiet", "--schedule", "2,1,4", "--", script, "--epochs", "1", "--steps-per-epoch", "12")
-    result = commprof("run", "--run-id", "ends", *args, cwd=tmp_path)
+    result = commprof_here("run", "--run-id", "ends", *args, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     run = load_json(tmp_path / "traces" / "ends" / "run.json")
     assert run["steps_completed"] == 12  # it ran to its own end, its destroy_process_group() included

@@ -6,7 +6,7 @@ import pytest
 from commprof.analysis.analyze import analyze
 from commprof.results.store import load_report
 from commprof.trace.load import load_run
-from tests.conftest import REPO, commprof
+from tests.conftest import REPO, commprof_here
 from tests.tracebuilder import GLOO, TraceBuilder
 
 
@@ -52,7 +52,7 @@ def test_a_script_that_ends_inside_the_window_is_reported_on_what_it_recorded(tm
     its end is not a step); the whole run's window check is of steps 8-12, not 8-17."""
     from commprof.results.report import ShortWindow
 
-    result = commprof("run", "--run-id", "short", "--", str(SCRIPT), "--iters", "12", cwd=tmp_path)
+    result = commprof_here("run", "--run-id", "short", "--", str(SCRIPT), "--iters", "12", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     report = load_report(tmp_path / "reports" / "short")
     assert report.short_window == ShortWindow(first_step=8, last_step=12, asked=10, fits=(3, 2, 6))
@@ -64,7 +64,7 @@ def test_a_script_that_ends_inside_the_window_is_reported_on_what_it_recorded(tm
 
 @pytest.mark.slow
 def test_a_script_that_ends_before_the_window_is_told_what_to_change(tmp_path):
-    result = commprof("run", "--run-id", "early", "--", str(SCRIPT), "--iters", "3", cwd=tmp_path)
+    result = commprof_here("run", "--run-id", "early", "--", str(SCRIPT), "--iters", "3", cwd=tmp_path)
     assert result.returncode == 2
     (line,) = result.stderr.strip().splitlines()[-1:]
     assert line.startswith(
@@ -78,7 +78,7 @@ def test_the_first_optimizer_step_can_be_profiled(tmp_path):
     """--schedule 0,0,1: the window is the first step, from the model's first forward to the first optimizer step:
     one step with its forward, backward and the bucket's all-reduce (not an empty 0.3 ms range)."""
     args = ("--run-id", "first", "--schedule", "0,0,1", "--", str(SCRIPT), "--iters", "4")
-    result = commprof("run", *args, cwd=tmp_path)
+    result = commprof_here("run", *args, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     report = load_report(tmp_path / "reports" / "first")
     assert [r.steps for r in report.ranks] == [1, 1]

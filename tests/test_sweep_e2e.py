@@ -6,7 +6,7 @@ from commprof.results.store import load_report
 from commprof.results.sweep_record import SweepRecord
 from commprof.settings import setting_label
 from commprof.trace.load import load_run
-from tests.conftest import commprof
+from tests.conftest import commprof_here
 
 pytestmark = pytest.mark.slow
 SMALL_SWEEP = [
@@ -31,12 +31,11 @@ MIB = 2**20
 def swept(tmp_path_factory):
     cwd = tmp_path_factory.mktemp("sweep")
     args = ["--bucket-cap-mb", "1,25", "--comm-hook", "none,fp16", "--run-id", "sw"]
-    result = commprof("sweep", *args, *SMALL_SWEEP, cwd=cwd)
+    result = commprof_here("sweep", *args, *SMALL_SWEEP, cwd=cwd)
     assert result.returncode == 0, result.stderr
     return cwd
 
 
-@pytest.mark.takes(36, "the module's sweep (its fixture) of four settings, each launched twice, starts here")
 def test_launches_interleaved_with_a_trace_set_per_setting(swept):
     """The first launch: every setting interleaved (A B C D A B C D) and profiled; then launched again (issue 60: the
     launch is what replicates; 3 launches at least by default, here --max-repeats 2), each a round of every
@@ -77,9 +76,9 @@ def test_report_shows_the_buckets_ddp_really_built(swept):
 
 
 def test_bad_sweep_lists(tmp_path):
-    result = commprof("sweep", "--bucket-cap-mb", "1,abc", cwd=tmp_path)
+    result = commprof_here("sweep", "--bucket-cap-mb", "1,abc", cwd=tmp_path)
     assert result.returncode == 2 and "comma-separated" in result.stderr
-    result = commprof("sweep", "--bucket-cap-mb", "0,5", cwd=tmp_path)
+    result = commprof_here("sweep", "--bucket-cap-mb", "0,5", cwd=tmp_path)
     assert result.returncode == 2 and "--bucket-cap-mb must be > 0" in result.stderr
 
 

@@ -8,7 +8,7 @@ from commprof.errors import what_went_wrong
 from commprof.launch.runlog import read_run_json
 from commprof.render.failure_words import failure_text
 from commprof.results.failure_facts import OwnError
-from tests.conftest import FAST_RUN, REPO, commprof
+from tests.conftest import FAST_RUN, REPO, commprof_here
 from tests.test_error_lines import DDP_UNUSED
 
 MODEL = f"{REPO / 'tests' / 'data' / 'unused_param_model.py'}:build"
@@ -16,7 +16,7 @@ pytestmark = pytest.mark.slow
 
 
 def test_the_failure_names_what_is_wrong(tmp_path):
-    result = commprof("run", "--model", MODEL, "--run-id", "unused", "--quiet", *FAST_RUN, cwd=tmp_path)
+    result = commprof_here("run", "--model", MODEL, "--run-id", "unused", "--quiet", *FAST_RUN, cwd=tmp_path)
     assert result.returncode == 1
     (line,) = result.stderr.strip().splitlines()
     # a rank's own error: DDP's, said by its line that says what is wrong (as for the message torch 2.13 records,

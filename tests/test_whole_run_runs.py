@@ -3,13 +3,13 @@
 import pytest
 
 from commprof.results.step_ledger import read_ledgers
-from tests.conftest import commprof, load_json
+from tests.conftest import commprof_here, load_json
 
 pytestmark = pytest.mark.slow
 
 
 def test_no_whole_run_records_nothing_and_its_report_has_no_section(tmp_path):
-    result = commprof(
+    result = commprof_here(
         "run",
         "--steps",
         "4",
