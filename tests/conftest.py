@@ -258,6 +258,15 @@ def _cli_parser_built_once(monkeypatch):
     monkeypatch.setattr(typer.testing, "_get_command", PARSER_BUILT_ONCE)
 
 
+@pytest.fixture
+def no_figures(monkeypatch):
+    """For a test of an analysis's facts or files: its report's PNG figures, two fifths of the time of analysing a
+    real trace, are not drawn (tests/test_render_whole_run.py and test_reports_output.py draw and check them)."""
+    from commprof.render import plots
+
+    monkeypatch.setattr(plots, "figures", lambda report: {})
+
+
 class ProcessStarted(AssertionError):
     pass
 

@@ -46,7 +46,7 @@ def test_live_hta_matches_the_recorded_numbers():
 
 
 @pytest.mark.parametrize("folder", ["nccl-trace-diff/test", "nccl-a100-rank0-of-16"])
-def test_analyze_with_hta_windows_reproduces_hta(tmp_path, folder):
+def test_analyze_with_hta_windows_reproduces_hta(tmp_path, folder, no_figures):
     from commprof.commands.analyze import analyze
 
     report = analyze([TRACES / folder], name="hta", reports_dir=tmp_path, workers=1, windows="hta").result

@@ -13,6 +13,7 @@ from commprof.errors import UsageError
 from commprof.results.store import load_report
 from tests.conftest import TRACES
 
+pytestmark = pytest.mark.usefixtures("no_figures")  # where the report goes, not what it draws
 RUN = "gloo-cpu-rank34-of-300"  # one small real trace
 TRACE_FILE = "rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"
 

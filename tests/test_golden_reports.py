@@ -10,7 +10,7 @@ from tests.golden_reports import FOLDERS, GOLDEN, analyze_folder, differences, g
 
 
 @pytest.mark.parametrize("folder", FOLDERS)
-def test_report_matches_the_golden_one(tmp_path, folder):
+def test_report_matches_the_golden_one(tmp_path, folder, no_figures):
     expected = json.loads((GOLDEN / golden_name(folder)).read_text())
     assert differences(expected, analyze_folder(folder, tmp_path)) == []
     report = load_report(tmp_path / "golden" / "report.json")
