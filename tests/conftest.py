@@ -31,6 +31,22 @@ def needs_large_trace(test):
 FAST_RUN = ["--steps", "8", "--schedule", "2,1,4", "--batch-size", "8"]
 
 
+def decoded_whole(path: Path):
+    """The classified events of a real trace decoded whole: what streaming it (tests/test_stream.py) and decoding it
+    in pieces (tests/test_chunked.py) must equal; kept, once a worker, for the small traces in tests/data."""
+    return _kept_whole(path) if TRACES in path.parents else _whole(path)
+
+
+def _whole(path: Path):
+    from commprof.trace.classify import classify
+    from commprof.trace.parse import parse_trace
+
+    return classify(path, parse_trace(path))
+
+
+_kept_whole = functools.cache(_whole)
+
+
 def commprof(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
     """Run the installed CLI as a user would, in its own process."""
     env = {**os.environ, "COLUMNS": "120"}

@@ -11,13 +11,13 @@ from commprof.trace import chunked
 from commprof.trace.chunked import LayoutNotUnderstood, decode_in_chunks
 from commprof.trace.classify import classify
 from commprof.trace.parse import parse_trace
-from tests.conftest import LARGE_TRACE, TRACES, needs_large_trace
+from tests.conftest import LARGE_TRACE, TRACES, decoded_whole, needs_large_trace
 
 FILES = sorted(p for p in TRACES.rglob("*.json*") if "nccl-trace-diff" not in str(p))
 
 
 def same_analysis(path, decoded):
-    whole, pieces = classify(path, parse_trace(path)), classify(path, decoded)
+    whole, pieces = decoded_whole(path), classify(path, decoded)
     for field in dataclasses.fields(whole):
         assert getattr(pieces, field.name) == getattr(whole, field.name), field.name
 

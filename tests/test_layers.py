@@ -2,6 +2,7 @@
 import statements, those inside functions included."""
 
 import ast
+import functools
 from pathlib import Path
 
 from tests.conftest import REPO
@@ -34,6 +35,11 @@ def modules() -> dict[str, Path]:
 
 def imports(path: Path, known: dict[str, Path]) -> set[str]:
     """The commprof modules `path` imports (`from commprof.x import y` counts as commprof.x.y when that is one)."""
+    return _imports(path, frozenset(known))
+
+
+@functools.cache  # both tests read every module's imports
+def _imports(path: Path, known: frozenset[str]) -> set[str]:
     found = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("commprof"):

@@ -153,13 +153,3 @@ def test_layers_import_only_what_they_may(layer, forbidden):
         allowed = {"commprof.trace.intervals", "torch_tb_profiler", "torch_tb_profiler.plugin"}
         bad = [name for name in imports(module) if name.startswith(forbidden) and name not in allowed]
         assert not bad, f"{module.name} imports {bad}"
-
-
-def test_trace_modules_import_no_circle():
-    graph = {
-        m.stem: {n.split(".")[-1] for n in imports(m) if n.startswith("commprof.trace.")}
-        for m in (PACKAGE / "trace").glob("*.py")
-    }
-    for module, deps in graph.items():
-        for dep in deps:
-            assert module not in graph.get(dep, set()), (module, dep)  # two trace modules that import each other

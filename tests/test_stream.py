@@ -6,16 +6,15 @@ import pytest
 
 from commprof.errors import TraceError
 from commprof.trace.classify import classify
-from commprof.trace.parse import parse_trace
 from commprof.trace.stream import stream_trace, uncompressed_size
-from tests.conftest import LARGE_TRACE, TRACES, needs_large_trace
+from tests.conftest import LARGE_TRACE, TRACES, decoded_whole, needs_large_trace
 
 FILES = sorted(p for p in TRACES.rglob("*.json*") if "nccl-trace-diff" not in str(p))
 
 
 @pytest.mark.parametrize("path", FILES, ids=[str(p.relative_to(TRACES)) for p in FILES])
 def test_streamed_equals_decoded(path):
-    whole, streamed = classify(path, parse_trace(path)), classify(path, stream_trace(path))
+    whole, streamed = decoded_whole(path), classify(path, stream_trace(path))
     for field in dataclasses.fields(whole):
         assert getattr(streamed, field.name) == getattr(whole, field.name), field.name
 
