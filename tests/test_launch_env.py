@@ -206,6 +206,7 @@ def test_sbatch_script_asks_for_what_the_ranks_need():
 
 
 @pytest.mark.slow
+@pytest.mark.takes(31, "two commprof processes, one a node, each importing torch and starting its fork server")
 def test_two_nodes_from_a_slurm_step(tmp_path):
     """Two 'nodes' on this machine, each told by SLURM variables who it is; nothing else given."""
     host = socket.gethostname()
