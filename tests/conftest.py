@@ -1,5 +1,6 @@
 import collections
 import contextlib
+import faulthandler
 import fcntl
 import functools
 import io
@@ -55,22 +56,25 @@ def commprof(*args: str, cwd: Path, timeout: float = 300) -> subprocess.Complete
     )
 
 
-def commprof_here(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+def commprof_here(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
     """`commprof *args` run by this pytest worker as the installed command runs it (`guarded_main`): the ranks are
     real processes, forked from a fork server this worker starts once, so that only the first launch pays for
     importing torch in commprof and in the fork server (a launch in its own process: 7.7 s, then 3.2-3.5 s each:
     docs/benchmarks.md). For tests of what a launch measures and reports; `commprof()` for the contracts of
-    commprof's own process (its ending, its signals, its environment)."""
+    commprof's own process (its ending, its signals, its environment). A command still going after `timeout` ends
+    the worker, every thread's stack printed (pytest-xdist names the test it was running)."""
     from commprof.cli import console
     from commprof.cli.app import guarded_main
 
     out, err, here, width = io.StringIO(), io.StringIO(), os.getcwd(), console.out.width
     os.chdir(cwd)
     console.out.width = 120  # as COLUMNS=120 sets it for `commprof()`
+    faulthandler.dump_traceback_later(timeout, exit=True, file=sys.__stderr__)
     try:
         with mock.patch.dict(os.environ), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             code = guarded_main(list(args))
     finally:
+        faulthandler.cancel_dump_traceback_later()
         os.chdir(here)
         console.out.width = width
     return subprocess.CompletedProcess(["commprof", *args], code, out.getvalue(), err.getvalue())
