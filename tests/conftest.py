@@ -171,6 +171,29 @@ def pytest_xdist_auto_num_workers(config) -> int:
 WHOLLY_SLOW = re.compile(r"^pytestmark = \[?\s*pytest\.mark\.slow\b", re.MULTILINE)
 
 
+def pytest_unconfigure(config) -> None:
+    """pytest-xdist's controller, once its workers are done, removes their lock files (`workers_lock`)."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        for suffix in ("lock", "turnstile"):
+            (LOCKS / f"commprof-tests-{os.getpid()}.{suffix}").unlink(missing_ok=True)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _temporary_folder(tmp_path_factory):
+    """The temporary folder of the session's launches, in commprof's process and in those it starts, is one in
+    pytest's (which keeps its last three sessions'): what a failed run keeps for its user (its logs) and what a
+    process stopped on purpose leaves goes with it."""
+    root = tmp_path_factory.getbasetemp()
+    folder = (root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root) / "tmp"
+    folder.mkdir(exist_ok=True)
+    with mock.patch.dict(os.environ, {"TMPDIR": str(folder)}):
+        tempfile.tempdir = None  # read TMPDIR again
+        try:
+            yield
+        finally:
+            tempfile.tempdir = None
+
+
 def pytest_ignore_collect(collection_path: Path, config) -> bool | None:
     """The fast tier (`-m "not slow"`) does not import the modules whose every test is slow: each worker imports
     every module it collects, and these would cost it seconds to be deselected."""
@@ -250,11 +273,14 @@ def _is_solo(item) -> bool:
     return item.get_closest_marker("solo") is not None
 
 
+LOCKS = Path(tempfile.gettempdir())  # the workers' lock files, named after pytest-xdist's controller
+
+
 @contextlib.contextmanager
-def workers_lock(exclusive: bool):
+def workers_lock(exclusive: bool, folder: Path = LOCKS):
     """A readers-writer lock between the workers (children of one pytest): a writer waiting at the turnstile lets
     no new reader in, so a solo test waits for the test running beside it, never for a stream of them."""
-    base = Path(tempfile.gettempdir()) / f"commprof-tests-{os.getppid()}"
+    base = folder / f"commprof-tests-{os.getppid()}"
     with open(f"{base}.turnstile", "a") as turnstile, open(f"{base}.lock", "a") as lock:
         fcntl.flock(turnstile, fcntl.LOCK_EX)
         if not exclusive:
