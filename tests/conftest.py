@@ -5,6 +5,7 @@ import fcntl
 import functools
 import io
 import json
+import multiprocessing
 import os
 import re
 import subprocess
@@ -62,19 +63,26 @@ def commprof_here(*args: str, cwd: Path, timeout: float = 300) -> subprocess.Com
     importing torch in commprof and in the fork server (a launch in its own process: 7.7 s, then 3.2-3.5 s each:
     docs/benchmarks.md). For tests of what a launch measures and reports; `commprof()` for the contracts of
     commprof's own process (its ending, its signals, its environment). A command still going after `timeout` ends
-    the worker, every thread's stack printed (pytest-xdist names the test it was running)."""
+    the worker, every thread's stack printed (pytest-xdist names the test it was running).
+
+    The command's process pools (the traces decoded a file a process, the figures' process) are spawned, not forked:
+    a fork copies this worker as it is, with torch and what earlier tests left in it, and one such forked process
+    died in its garbage collection (a segmentation fault, CI13: docs/benchmarks.md)."""
     from commprof.cli import console
     from commprof.cli.app import guarded_main
 
     out, err, here, width = io.StringIO(), io.StringIO(), os.getcwd(), console.out.width
+    method = multiprocessing.get_start_method(allow_none=True)
     os.chdir(cwd)
     console.out.width = 120  # as COLUMNS=120 sets it for `commprof()`
+    multiprocessing.set_start_method("spawn", force=True)
     faulthandler.dump_traceback_later(timeout, exit=True, file=sys.__stderr__)
     try:
         with mock.patch.dict(os.environ), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             code = guarded_main(list(args))
     finally:
         faulthandler.cancel_dump_traceback_later()
+        multiprocessing.set_start_method(method, force=True)
         os.chdir(here)
         console.out.width = width
     return subprocess.CompletedProcess(["commprof", *args], code, out.getvalue(), err.getvalue())
