@@ -36,6 +36,7 @@ def swept(tmp_path_factory):
     return cwd
 
 
+@pytest.mark.takes(44, "the module's sweep (its fixture) of four settings, each launched twice, starts here")
 def test_launches_interleaved_with_a_trace_set_per_setting(swept):
     """The first launch: every setting interleaved (A B C D A B C D) and profiled; then launched again (issue 60: the
     launch is what replicates; 3 launches at least by default, here --max-repeats 2), each a round of every
