@@ -88,14 +88,19 @@ def commprof_here(*args: str, cwd: Path, timeout: float = 300) -> subprocess.Com
     return subprocess.CompletedProcess(["commprof", *args], code, out.getvalue(), err.getvalue())
 
 
+def shared_temp(tmp_path_factory) -> Path:
+    """pytest's temporary folder of this session, the one every pytest-xdist worker's own folder is in."""
+    root = tmp_path_factory.getbasetemp()
+    return root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root
+
+
 def once_for_every_worker(
     tmp_path_factory, name: str, *args: str, runner=commprof
 ) -> tuple[Path, subprocess.CompletedProcess]:
     """`commprof *args` in a folder of its own, run once however many pytest-xdist workers ask for it (each worker
     is a session of its own): the first runs it (`runner`: in its own process, or `commprof_here`), holding a lock
     in the folder the workers share; the others wait for it and read what it printed."""
-    root = tmp_path_factory.getbasetemp()
-    root = root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root
+    root = shared_temp(tmp_path_factory)
     cwd, saved = root / name, root / f"{name}.result.json"
     with open(root / f"{name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -191,8 +196,7 @@ def _temporary_folder(tmp_path_factory):
     """The temporary folder of the session's launches, in commprof's process and in those it starts, is one in
     pytest's (which keeps its last three sessions'): what a failed run keeps for its user (its logs) and what a
     process stopped on purpose leaves goes with it."""
-    root = tmp_path_factory.getbasetemp()
-    folder = (root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root) / "tmp"
+    folder = shared_temp(tmp_path_factory) / "tmp"
     folder.mkdir(exist_ok=True)
     with mock.patch.dict(os.environ, {"TMPDIR": str(folder)}):
         tempfile.tempdir = None  # read TMPDIR again
